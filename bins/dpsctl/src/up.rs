@@ -1,0 +1,114 @@
+//! `dpsctl up`: the whole system on one machine, in one command.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use auth::TenantId;
+use dps_http::ServiceState;
+
+use crate::dev;
+
+const DEV_USER: &str = "dev-admin";
+const DEV_TOKEN_TTL: Duration = Duration::from_secs(12 * 3600);
+
+pub async fn up() -> anyhow::Result<()> {
+    let (url, started_cluster) = dev::database().await?;
+    db::migrate(&url).await?;
+    let (minter, jwks_path) = dev::dev_minter()?;
+    let master_key_file = dev::dev_master_key_file()?;
+
+    let tenant: TenantId = dev::DEV_TENANT.parse()?;
+    let mut conn = crate::connect(&url).await?;
+    let (_, api_key) =
+        auth::api_keys::create(&mut conn, &tenant, Some(DEV_USER), "dpsctl up").await?;
+    drop(conn);
+    let token = minter.mint(
+        tenant.as_str(),
+        DEV_USER,
+        &["admin", "analyst"],
+        DEV_TOKEN_TTL,
+    )?;
+
+    // Both services read the same variables as when run on their own; `dpsctl up` only fills in
+    // the local database and the dev identity where the environment does not say otherwise.
+    let mut defaults: HashMap<&str, String> = HashMap::new();
+    defaults.insert("DATABASE_URL", url.clone());
+    defaults.insert("DPS_AUTH_JWKS", jwks_path.to_string_lossy().into_owned());
+    defaults.insert("DPS_AUTH_ISSUER", dev::DEV_ISSUER.into());
+    defaults.insert("DPS_AUTH_AUDIENCE", dev::DEV_AUDIENCE.into());
+    defaults.insert(
+        "DPS_MASTER_KEY_FILE",
+        master_key_file.to_string_lossy().into_owned(),
+    );
+    let lookup = |bind_var: &'static str| {
+        let defaults = defaults.clone();
+        move |key: &str| -> Option<String> {
+            match key {
+                "BIND_ADDR" => std::env::var(bind_var).ok(),
+                // Migrations already ran above.
+                "DPS_MIGRATE_ON_START" => Some("false".into()),
+                // A dev machine has two cores; two workers each keep both services responsive.
+                "HTTP_WORKERS" => std::env::var(key).ok().or(Some("2".into())),
+                _ => std::env::var(key)
+                    .ok()
+                    .or_else(|| defaults.get(key).cloned()),
+            }
+        }
+    };
+    let tokens_config = tokens_api::Config::from_lookup(&lookup("TOKENS_BIND_ADDR"))?;
+    let platform_config = platform_api::Config::from_lookup(&lookup("PLATFORM_BIND_ADDR"))?;
+
+    let tokens_state =
+        ServiceState::bootstrap(tokens_api::Config::SERVICE, &tokens_config.common).await?;
+    let platform_state =
+        ServiceState::bootstrap(platform_api::Config::SERVICE, &platform_config.common).await?;
+    let (tokens_listener, tokens_addr) = dps_http::bind(tokens_config.common.bind_addr)
+        .with_context(|| format!("binding tokens-api to {}", tokens_config.common.bind_addr))?;
+    let (platform_listener, platform_addr) = dps_http::bind(platform_config.common.bind_addr)
+        .with_context(|| {
+            format!(
+                "binding platform-api to {}",
+                platform_config.common.bind_addr
+            )
+        })?;
+    let tokens = tokens_api::http_server(
+        tokens_state,
+        tokens_listener,
+        tokens_config.common.http_workers,
+    )?;
+    let platform = platform_api::http_server(
+        platform_state,
+        platform_listener,
+        platform_config.common.http_workers,
+    )?;
+
+    let tokens_base = format!("http://{tokens_addr}/api/v1/tokens");
+    let platform_base = format!("http://{platform_addr}/api/v1");
+    println!();
+    println!("The Data Protection Service is up.");
+    println!("  tokens-api    {tokens_base}   (OpenAPI: {tokens_base}/openapi.json)");
+    println!("  platform-api  {platform_base}   (OpenAPI: {platform_base}/openapi.json)");
+    println!();
+    println!("Dev API key (tenant {}):", tenant);
+    println!("  {}", api_key.expose());
+    println!("Dev admin access token (user {DEV_USER}, roles admin,analyst, valid 12 h):");
+    println!("  {token}");
+    println!();
+    println!("Try:");
+    println!("  curl -s {tokens_base}/health");
+    println!("  curl -s -H 'Authorization: Bearer {token}' {platform_base}/settings/lkg-retention");
+    println!();
+    println!(
+        "Mint more tokens: cargo run -p dpsctl -- dev-token --tenant dev --user alice --roles analyst"
+    );
+    println!("Ctrl-C stops everything.");
+
+    let served = tokio::try_join!(tokens, platform);
+    if let Some(cluster) = started_cluster {
+        cluster.stop().context("stopping the dev cluster")?;
+        println!("stopped the dev Postgres cluster (its data stays in target/dev)");
+    }
+    served?;
+    Ok(())
+}

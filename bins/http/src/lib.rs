@@ -1,0 +1,26 @@
+#![doc = include_str!("../README.md")]
+
+mod edge;
+mod error;
+mod extract;
+mod routes;
+mod service;
+mod telemetry;
+
+pub use edge::{RequestId, edge};
+pub use error::{ApiError, Area, Code};
+pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped, body_configs};
+pub use routes::{RouteTable, Routes, not_found, on};
+pub use service::{
+    CommonConfig, ConfigError, Env, ServiceState, bind, http_server, install_common, run,
+};
+pub use telemetry::{LogFormat, init_tracing};
+
+/// What the [`edge`] middleware needs to know about the service it fronts. Registered as app
+/// data by each binary's `configure`.
+#[derive(Debug, Clone)]
+pub struct EdgeSettings {
+    pub area: Area,
+    /// SDK major versions accepted in `X-Service-SDK-Version`.
+    pub supported_sdk_majors: Vec<u64>,
+}

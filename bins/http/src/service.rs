@@ -1,0 +1,322 @@
+//! What both services share at start-up: their common configuration, their state, the server
+//! itself and the readiness report.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::http::StatusCode;
+use api_types::{Check, Health};
+use auth::{AuthConfig, JwksSource, JwtVerifier};
+use vault::MasterKey;
+
+use crate::telemetry::LogFormat;
+
+/// A configuration problem, naming the variable.
+#[derive(Debug, thiserror::Error)]
+#[error("{variable}: {problem}")]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub problem: String,
+}
+
+/// Reads variables through a lookup function, so that tests need not touch the process
+/// environment.
+pub struct Env<'a> {
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl std::fmt::Debug for Env<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Env")
+    }
+}
+
+impl<'a> Env<'a> {
+    pub fn new(lookup: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        Self { lookup }
+    }
+
+    /// A set, non-empty variable.
+    pub fn get(&self, variable: &'static str) -> Option<String> {
+        (self.lookup)(variable).filter(|v| !v.trim().is_empty())
+    }
+
+    pub fn required(&self, variable: &'static str) -> Result<String, ConfigError> {
+        self.get(variable).ok_or(ConfigError {
+            variable,
+            problem: "must be set".into(),
+        })
+    }
+
+    pub fn parsed<T: std::str::FromStr>(
+        &self,
+        variable: &'static str,
+        default: T,
+    ) -> Result<T, ConfigError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        match self.get(variable) {
+            None => Ok(default),
+            Some(v) => v.trim().parse().map_err(|e| ConfigError {
+                variable,
+                problem: format!("{e}"),
+            }),
+        }
+    }
+}
+
+/// Configuration both services read. Each binary's `Config` embeds it; the variables are listed
+/// in its module doc and in docs/configuration.md.
+#[derive(Debug, Clone)]
+pub struct CommonConfig {
+    /// `BIND_ADDR`.
+    pub bind_addr: SocketAddr,
+    /// `HTTP_WORKERS`, default: the number of CPUs.
+    pub http_workers: usize,
+    /// `DATABASE_URL` and the `DATABASE_*` pool settings.
+    pub database: db::PoolConfig,
+    /// `DPS_MIGRATE_ON_START` (default true): apply pending migrations before serving.
+    pub migrate_on_start: bool,
+    /// `DPS_AUTH_JWKS`, `DPS_AUTH_ISSUER`, `DPS_AUTH_AUDIENCE`.
+    pub auth: AuthConfig,
+    /// `DPS_MASTER_KEY` (base64 of 32 bytes) or `DPS_MASTER_KEY_FILE`.
+    pub master_key: Arc<MasterKey>,
+    /// `DPS_SUPPORTED_SDK_MAJORS`, comma-separated, default `1`.
+    pub supported_sdk_majors: Vec<u64>,
+    /// `MAX_BODY_BYTES`, default 2 MiB.
+    pub max_body_bytes: usize,
+    /// `LOG_FORMAT`: `text` (default) or `json`.
+    pub log_format: LogFormat,
+}
+
+impl CommonConfig {
+    pub fn from_env(env: &Env<'_>, service: &str, default_bind: &str) -> Result<Self, ConfigError> {
+        let bind_addr = env
+            .get("BIND_ADDR")
+            .unwrap_or_else(|| default_bind.to_owned())
+            .parse()
+            .map_err(|e| ConfigError {
+                variable: "BIND_ADDR",
+                problem: format!("{e}"),
+            })?;
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        let master_key = match (env.get("DPS_MASTER_KEY"), env.get("DPS_MASTER_KEY_FILE")) {
+            (Some(text), _) => MasterKey::from_base64(&text).map_err(|e| ConfigError {
+                variable: "DPS_MASTER_KEY",
+                problem: e.to_string(),
+            })?,
+            (None, Some(path)) => {
+                MasterKey::from_file(&PathBuf::from(path)).map_err(|e| ConfigError {
+                    variable: "DPS_MASTER_KEY_FILE",
+                    problem: e.to_string(),
+                })?
+            }
+            (None, None) => {
+                return Err(ConfigError {
+                    variable: "DPS_MASTER_KEY",
+                    problem: "set DPS_MASTER_KEY (base64 of 32 bytes) or DPS_MASTER_KEY_FILE"
+                        .into(),
+                });
+            }
+        };
+        let supported_sdk_majors = env
+            .get("DPS_SUPPORTED_SDK_MAJORS")
+            .unwrap_or_else(|| "1".into())
+            .split(',')
+            .map(|m| m.trim().parse::<u64>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ConfigError {
+                variable: "DPS_SUPPORTED_SDK_MAJORS",
+                problem: e.to_string(),
+            })?;
+        if supported_sdk_majors.is_empty() {
+            return Err(ConfigError {
+                variable: "DPS_SUPPORTED_SDK_MAJORS",
+                problem: "must name a major".into(),
+            });
+        }
+        Ok(Self {
+            bind_addr,
+            http_workers: env.parsed("HTTP_WORKERS", cpus)?,
+            database: db::PoolConfig {
+                url: env.required("DATABASE_URL")?,
+                max_size: env.parsed("DATABASE_POOL_SIZE", 16)?,
+                statement_timeout: Duration::from_millis(
+                    env.parsed("DATABASE_STATEMENT_TIMEOUT_MS", 5_000)?,
+                ),
+                application_name: service.to_owned(),
+                wait_timeout: Duration::from_millis(env.parsed("DATABASE_WAIT_TIMEOUT_MS", 5_000)?),
+            },
+            migrate_on_start: env.parsed("DPS_MIGRATE_ON_START", true)?,
+            auth: AuthConfig {
+                jwks: JwksSource::parse(&env.required("DPS_AUTH_JWKS")?),
+                issuer: env.required("DPS_AUTH_ISSUER")?,
+                audience: env.required("DPS_AUTH_AUDIENCE")?,
+            },
+            master_key: Arc::new(master_key),
+            supported_sdk_majors,
+            max_body_bytes: env.parsed("MAX_BODY_BYTES", 2 * 1024 * 1024)?,
+            log_format: LogFormat::from_env_value(env.get("LOG_FORMAT").as_deref()).map_err(
+                |problem| ConfigError {
+                    variable: "LOG_FORMAT",
+                    problem,
+                },
+            )?,
+        })
+    }
+}
+
+/// What every request handler of either service can reach.
+#[derive(Clone)]
+pub struct ServiceState {
+    pub service: &'static str,
+    pub pool: db::Pool,
+    pub verifier: Arc<JwtVerifier>,
+    pub master_key: Arc<MasterKey>,
+    pub supported_sdk_majors: Vec<u64>,
+    pub max_body_bytes: usize,
+}
+
+impl std::fmt::Debug for ServiceState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceState")
+            .field("service", &self.service)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServiceState {
+    /// Migrates (when configured), builds the pool and loads the signing keys. A database or
+    /// identity provider that is down does not stop the service from starting: it reports
+    /// itself unready on `/health` until they answer.
+    pub async fn bootstrap(service: &'static str, config: &CommonConfig) -> anyhow::Result<Self> {
+        if config.migrate_on_start {
+            db::migrate(&config.database.url).await?;
+        }
+        let pool = db::build_pool(&config.database)?;
+        let verifier = Arc::new(JwtVerifier::new(config.auth.clone()));
+        if let Err(e) = verifier.refresh().await {
+            tracing::error!(error = %e, "starting without signing keys; /health reports unready");
+        }
+        Ok(Self {
+            service,
+            pool,
+            verifier,
+            master_key: config.master_key.clone(),
+            supported_sdk_majors: config.supported_sdk_majors.clone(),
+            max_body_bytes: config.max_body_bytes,
+        })
+    }
+
+    /// Checks every component the service needs and returns the status to answer with.
+    pub async fn readiness(&self) -> (StatusCode, Health) {
+        let mut checks = std::collections::BTreeMap::new();
+        let started = Instant::now();
+        let database =
+            match tokio::time::timeout(Duration::from_secs(2), db::check_ready(&self.pool)).await {
+                Ok(Ok(())) => Check::ok(Some(started.elapsed().as_millis() as u64)),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "readiness: database check failed");
+                    Check::failing("the database is not answering")
+                }
+                Err(_) => Check::failing("the database did not answer within 2 s"),
+            };
+        checks.insert("database".to_owned(), database);
+        // The master key is parsed at start-up, so its presence is given; the signing keys of
+        // the identity provider can fail to load and are checked here.
+        let key_material = if self.verifier.ensure_keys().await {
+            Check::ok(None)
+        } else {
+            Check::failing("the identity provider's signing keys (DPS_AUTH_JWKS) are not loaded")
+        };
+        checks.insert("key_material".to_owned(), key_material);
+        let ready = checks.values().all(Check::is_ok);
+        let health = Health {
+            status: if ready { "ok" } else { "unavailable" }.into(),
+            service: self.service.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            checks,
+        };
+        let status = if ready {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        (status, health)
+    }
+}
+
+/// Binds `addr`, reporting the address actually bound (useful with port 0).
+pub fn bind(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind(addr)?;
+    let local = listener.local_addr()?;
+    Ok((listener, local))
+}
+
+/// Registers what every app of either service needs: extractor configs that turn bad input into
+/// [`ApiError`](crate::ApiError)s, the edge settings, the verifier, the pool, the state, and the
+/// JSON 404 for unknown paths.
+pub fn install_common(
+    cfg: &mut actix_web::web::ServiceConfig,
+    state: &ServiceState,
+    area: crate::Area,
+) {
+    use actix_web::web;
+    let (json, query, path, payload) = crate::body_configs(state.max_body_bytes);
+    cfg.app_data(json)
+        .app_data(query)
+        .app_data(path)
+        .app_data(payload)
+        .app_data(web::Data::new(crate::EdgeSettings {
+            area,
+            supported_sdk_majors: state.supported_sdk_majors.clone(),
+        }))
+        .app_data(web::Data::from(state.verifier.clone()))
+        .app_data(web::Data::new(state.pool.clone()))
+        .app_data(web::Data::new(state.clone()))
+        .default_service(web::to(crate::not_found));
+}
+
+/// The HTTP server on an already bound listener, with the edge middleware outermost. Shutdown
+/// on SIGINT/SIGTERM is graceful: in-flight requests get up to 30 seconds to finish.
+pub fn http_server<C>(
+    listener: TcpListener,
+    workers: usize,
+    configure: C,
+) -> std::io::Result<actix_web::dev::Server>
+where
+    C: Fn(&mut actix_web::web::ServiceConfig) + Clone + Send + 'static,
+{
+    use actix_web::middleware::from_fn;
+    Ok(actix_web::HttpServer::new(move || {
+        actix_web::App::new()
+            .wrap(from_fn(crate::edge))
+            .configure(configure.clone())
+    })
+    .workers(workers.max(1))
+    .shutdown_timeout(30)
+    .listen(listener)?
+    .run())
+}
+
+/// Boots a service from its common configuration and serves until told to stop.
+pub async fn run<C>(
+    service: &'static str,
+    common: &CommonConfig,
+    configure: impl FnOnce(ServiceState) -> C,
+) -> anyhow::Result<()>
+where
+    C: Fn(&mut actix_web::web::ServiceConfig) + Clone + Send + 'static,
+{
+    let state = ServiceState::bootstrap(service, common).await?;
+    let (listener, addr) = bind(common.bind_addr)?;
+    tracing::info!(%addr, service, "listening");
+    http_server(listener, common.http_workers, configure(state))?.await?;
+    tracing::info!(service, "stopped");
+    Ok(())
+}

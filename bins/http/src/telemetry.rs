@@ -1,0 +1,39 @@
+use tracing_subscriber::EnvFilter;
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// Human-readable lines (the default).
+    #[default]
+    Text,
+    /// One JSON object per line (`LOG_FORMAT=json`).
+    Json,
+}
+
+impl LogFormat {
+    /// Reads `LOG_FORMAT`: `json` or `text` (anything else is an error naming the choices).
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_env_value(std::env::var("LOG_FORMAT").ok().as_deref())
+    }
+
+    pub fn from_env_value(value: Option<&str>) -> Result<Self, String> {
+        match value.map(str::trim) {
+            None | Some("") | Some("text") => Ok(Self::Text),
+            Some("json") => Ok(Self::Json),
+            Some(other) => Err(format!("must be `text` or `json`, not `{other}`")),
+        }
+    }
+}
+
+/// Installs the global subscriber. The level comes from `RUST_LOG` (default `info`). Calling it
+/// twice is harmless.
+pub fn init_tracing(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}

@@ -1,0 +1,43 @@
+//! Configuration of `platform-api`, read once from the environment at start-up.
+//!
+//! | Variable | Default | Meaning |
+//! |---|---|---|
+//! | `BIND_ADDR` | `127.0.0.1:8081` | Address to listen on. |
+//! | `HTTP_WORKERS` | CPUs | Worker threads. |
+//! | `DATABASE_URL` | required | Postgres URL. |
+//! | `DATABASE_POOL_SIZE` | 16 | Connections in the pool. |
+//! | `DATABASE_STATEMENT_TIMEOUT_MS` | 5000 | `statement_timeout` of every connection. |
+//! | `DATABASE_WAIT_TIMEOUT_MS` | 5000 | Longest wait for a pooled connection. |
+//! | `DPS_MIGRATE_ON_START` | true | Apply pending migrations (under an advisory lock) first. |
+//! | `DPS_AUTH_JWKS` | required | File path or http(s) URL of the trusted JWKS. |
+//! | `DPS_AUTH_ISSUER` | required | Required `iss` of access tokens. |
+//! | `DPS_AUTH_AUDIENCE` | required | Required `aud` of access tokens. |
+//! | `DPS_MASTER_KEY` / `DPS_MASTER_KEY_FILE` | one required | Base64 of 32 bytes: wraps tenant data keys. |
+//! | `DPS_SUPPORTED_SDK_MAJORS` | `1` | Comma-separated SDK majors accepted. |
+//! | `MAX_BODY_BYTES` | 2097152 | Largest request body. |
+//! | `LOG_FORMAT` | `text` | `text` or `json`. |
+//! | `RUST_LOG` | `info` | Log filter. |
+
+use dps_http::{CommonConfig, ConfigError, Env};
+
+/// Everything `platform-api` reads from its environment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub common: CommonConfig,
+}
+
+impl Config {
+    pub const SERVICE: &'static str = "platform-api";
+    pub const DEFAULT_BIND: &'static str = "127.0.0.1:8081";
+
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let env = Env::new(lookup);
+        Ok(Self {
+            common: CommonConfig::from_env(&env, Self::SERVICE, Self::DEFAULT_BIND)?,
+        })
+    }
+}

@@ -1,0 +1,122 @@
+#![doc = include_str!("../README.md")]
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Area A error body: `{"error": {...}}`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// The `error` object of an Area A error body.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Machine-readable code, for example `INVALID_INPUT` or `GRANT_EXPIRED`.
+    pub code: String,
+    /// One sentence for a human.
+    pub message: String,
+    /// What exactly was wrong, when there is more to say; empty otherwise.
+    pub detail: String,
+    pub retryable: bool,
+    /// Present on rate limiting.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub retry_after_seconds: Option<u64>,
+    /// Present on 426 Upgrade Required: the SDK major versions this deployment accepts.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub supported_major_versions: Option<Vec<u64>>,
+}
+
+/// `metadata` of every Area B response.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Metadata {
+    pub request_id: String,
+    /// RFC 3339 time the response was made.
+    pub timestamp: String,
+}
+
+/// Cursor pagination of Area B lists (and of the vault list).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Pagination {
+    pub limit: u32,
+    pub has_more: bool,
+    /// Opaque; present when `has_more` is true.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub next_cursor: Option<String>,
+}
+
+/// Area B success envelope.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Envelope<T> {
+    /// Always `success`.
+    pub status: String,
+    pub data: T,
+    pub metadata: Metadata,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pagination: Option<Pagination>,
+}
+
+/// Area B error envelope.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ErrorEnvelope {
+    /// Always `error`.
+    pub status: String,
+    pub error: EnvelopeError,
+    pub metadata: Metadata,
+}
+
+/// The `error` object of the Area B error envelope.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct EnvelopeError {
+    pub code: String,
+    pub message: String,
+    /// Structured detail, for example the invalid fields. An empty object when there is none.
+    #[schema(value_type = Object)]
+    pub details: serde_json::Value,
+}
+
+/// Readiness of a service and of each component it needs.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    /// `ok` when every check passes, else `unavailable`.
+    pub status: String,
+    pub service: String,
+    pub version: String,
+    pub checks: BTreeMap<String, Check>,
+}
+
+/// One component's readiness.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Check {
+    /// `ok` or `failing`.
+    pub status: String,
+    /// Why it is failing, in operator terms. Never holds a secret.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub detail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub latency_ms: Option<u64>,
+}
+
+impl Check {
+    pub fn ok(latency_ms: Option<u64>) -> Self {
+        Self {
+            status: "ok".into(),
+            detail: None,
+            latency_ms,
+        }
+    }
+
+    pub fn failing(detail: impl Into<String>) -> Self {
+        Self {
+            status: "failing".into(),
+            detail: Some(detail.into()),
+            latency_ms: None,
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.status == "ok"
+    }
+}
