@@ -1,1 +1,122 @@
+//! The end-to-end test harness: each [`TestApp`] is a real service (the same `configure` the
+//! binary uses) on a real loopback port, over its own fresh Postgres database.
 
+use std::collections::HashMap;
+use std::time::Duration;
+
+use actix_web::dev::ServerHandle;
+use base64::Engine as _;
+use dps_http::ServiceState;
+pub use testkit::TestDatabase;
+
+/// Which service to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    Tokens,
+    Platform,
+}
+
+/// A running service and what a test needs to talk to it.
+#[derive(Debug)]
+pub struct TestApp {
+    pub service: Service,
+    /// `http://127.0.0.1:PORT`
+    pub origin: String,
+    pub http: reqwest::Client,
+    pub db: TestDatabase,
+    handle: ServerHandle,
+}
+
+/// The variables a test service starts with; tests may override any of them.
+pub fn default_env(db: &TestDatabase) -> HashMap<String, String> {
+    let master_key = base64::engine::general_purpose::STANDARD.encode(rand_bytes());
+    HashMap::from([
+        ("DATABASE_URL".to_owned(), db.url.clone()),
+        ("DATABASE_POOL_SIZE".to_owned(), "4".to_owned()),
+        ("DATABASE_WAIT_TIMEOUT_MS".to_owned(), "2000".to_owned()),
+        ("DPS_MIGRATE_ON_START".to_owned(), "false".to_owned()),
+        ("DPS_AUTH_JWKS".to_owned(), testkit::jwks_file().to_string_lossy().into_owned()),
+        ("DPS_AUTH_ISSUER".to_owned(), testkit::TEST_ISSUER.to_owned()),
+        ("DPS_AUTH_AUDIENCE".to_owned(), testkit::TEST_AUDIENCE.to_owned()),
+        ("DPS_MASTER_KEY".to_owned(), master_key),
+        ("BIND_ADDR".to_owned(), "127.0.0.1:0".to_owned()),
+        ("HTTP_WORKERS".to_owned(), "1".to_owned()),
+    ])
+}
+
+fn rand_bytes() -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    bytes[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    bytes[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    bytes
+}
+
+impl TestApp {
+    pub async fn spawn(service: Service) -> Self {
+        Self::spawn_with(service, |_| {}).await
+    }
+
+    /// Starts `service` on a fresh database with the default test environment, changed by
+    /// `tweak` first.
+    pub async fn spawn_with(service: Service, tweak: impl FnOnce(&mut HashMap<String, String>)) -> Self {
+        let db = testkit::database().await;
+        let mut env = default_env(&db);
+        tweak(&mut env);
+        let lookup = move |k: &str| env.get(k).cloned();
+        let (common, name) = match service {
+            Service::Tokens => (tokens_api::Config::from_lookup(&lookup).map(|c| c.common), tokens_api::Config::SERVICE),
+            Service::Platform => {
+                (platform_api::Config::from_lookup(&lookup).map(|c| c.common), platform_api::Config::SERVICE)
+            }
+        };
+        let common = common.unwrap_or_else(|e| panic!("test configuration: {e}"));
+        let state = ServiceState::bootstrap(name, &common)
+            .await
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let (listener, addr) = dps_http::bind(common.bind_addr).unwrap_or_else(|e| panic!("bind: {e}"));
+        let server = match service {
+            Service::Tokens => tokens_api::http_server(state, listener, 1),
+            Service::Platform => platform_api::http_server(state, listener, 1),
+        }
+        .unwrap_or_else(|e| panic!("server: {e}"));
+        let handle = server.handle();
+        tokio::spawn(server);
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap_or_else(|e| panic!("client: {e}"));
+        Self { service, origin: format!("http://{addr}"), http, db, handle }
+    }
+
+    /// The service's base path: `/api/v1/tokens` or `/api/v1`.
+    pub fn base(&self) -> &'static str {
+        match self.service {
+            Service::Tokens => "/api/v1/tokens",
+            Service::Platform => "/api/v1",
+        }
+    }
+
+    /// An absolute URL for a path under the service's base path.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}{}", self.origin, self.base(), path)
+    }
+
+    /// An access token for `user` in `tenant` with `roles`, valid for an hour.
+    pub fn token(&self, tenant: &str, user: &str, roles: &[&str]) -> String {
+        testkit::minter()
+            .mint(tenant, user, roles, Duration::from_secs(3600))
+            .unwrap_or_else(|e| panic!("mint: {e}"))
+    }
+
+    /// A pooled connection to this test's database, for assertions on stored rows.
+    pub async fn conn(&self) -> db::AsyncPgConnection {
+        use diesel_async::AsyncConnection as _;
+        db::AsyncPgConnection::establish(&self.db.url)
+            .await
+            .unwrap_or_else(|e| panic!("connect: {e}"))
+    }
+
+    pub async fn stop(self) {
+        self.handle.stop(true).await;
+    }
+}

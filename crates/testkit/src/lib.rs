@@ -1,1 +1,159 @@
 #![doc = include_str!("../README.md")]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use auth::TokenMinter;
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _};
+use pgcluster::{Cluster, Durability};
+
+/// Issuer and audience of the tokens [`minter`] signs.
+pub const TEST_ISSUER: &str = "dps-test";
+pub const TEST_AUDIENCE: &str = "dps";
+pub const TEST_KID: &str = "test-key-1";
+
+/// The Postgres server the tests of this process share, and its migrated template.
+struct Server {
+    /// A URL whose database part is replaced per test.
+    base_url: String,
+    template: String,
+    /// Kept so the cluster's lifetime is the process's; the reaper removes it at exit.
+    _cluster: Option<Cluster>,
+}
+
+static SERVER: OnceLock<Result<Server, String>> = OnceLock::new();
+
+/// A database of its own for one test, cloned from the migrated template.
+#[derive(Debug, Clone)]
+pub struct TestDatabase {
+    pub name: String,
+    pub url: String,
+}
+
+/// Replaces the database name of a `postgres://` URL, keeping any query string.
+pub fn with_database(url: &str, database: &str) -> String {
+    let (main, query) = url.split_once('?').map_or((url, None), |(m, q)| (m, Some(q)));
+    let authority_start = main.find("://").map_or(0, |i| i + 3);
+    let base = match main[authority_start..].find('/') {
+        Some(slash) => &main[..authority_start + slash],
+        None => main,
+    };
+    match query {
+        Some(q) => format!("{base}/{database}?{q}"),
+        None => format!("{base}/{database}"),
+    }
+}
+
+fn unique_suffix() -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{}_{}", std::process::id(), nanos)
+}
+
+fn start_server() -> Result<Server, String> {
+    let (base_url, cluster) = match std::env::var("DATABASE_URL").ok().filter(|u| !u.trim().is_empty()) {
+        // DATABASE_URL always wins: the tests then create their databases in that server.
+        Some(url) => (url, None),
+        None => {
+            let root = std::env::temp_dir().join(format!("dps-test-pg-{}", unique_suffix()));
+            let mut cluster = Cluster::open_or_init(&root, Durability::Disposable).map_err(|e| e.to_string())?;
+            cluster
+                .remove_when_process_exits(std::process::id())
+                .map_err(|e| e.to_string())?;
+            cluster.start().map_err(|e| e.to_string())?;
+            (cluster.url("postgres"), Some(cluster))
+        }
+    };
+    let template = format!("dps_tpl_{}", unique_suffix());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let mut conn = AsyncPgConnection::establish(&base_url).await.map_err(|e| e.to_string())?;
+        conn.batch_execute(&format!("CREATE DATABASE \"{template}\""))
+            .await
+            .map_err(|e| e.to_string())
+    })?;
+    drop(runtime);
+    db::migrate_blocking(&with_database(&base_url, &template)).map_err(|e| e.to_string())?;
+    Ok(Server { base_url, template, _cluster: cluster })
+}
+
+fn server() -> &'static Server {
+    let result = SERVER.get_or_init(|| {
+        // Started on a plain thread: the migration harness runs its own runtime, which must not
+        // be nested in the test's.
+        std::thread::spawn(start_server)
+            .join()
+            .unwrap_or_else(|_| Err("the test database set-up panicked".into()))
+    });
+    match result {
+        Ok(server) => server,
+        Err(e) => panic!("cannot start the test database: {e}"),
+    }
+}
+
+/// A fresh, migrated database for one test.
+pub async fn database() -> TestDatabase {
+    let server = server();
+    let name = format!("dps_t_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = AsyncPgConnection::establish(&server.base_url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to the test server: {e}"));
+    conn.batch_execute(&format!("CREATE DATABASE \"{name}\" TEMPLATE \"{}\"", server.template))
+        .await
+        .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
+    TestDatabase { url: with_database(&server.base_url, &name), name }
+}
+
+/// The URL of the server's maintenance database, for tests that inspect the server itself.
+pub fn server_admin_url() -> String {
+    server().base_url.clone()
+}
+
+/// A migration-free, empty database (for tests of the migrations themselves).
+pub async fn empty_database() -> TestDatabase {
+    let server = server();
+    let name = format!("dps_e_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = AsyncPgConnection::establish(&server.base_url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to the test server: {e}"));
+    conn.batch_execute(&format!("CREATE DATABASE \"{name}\""))
+        .await
+        .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
+    TestDatabase { url: with_database(&server.base_url, &name), name }
+}
+
+/// The identity provider of the tests: one Ed25519 key per process.
+pub fn minter() -> &'static TokenMinter {
+    static MINTER: OnceLock<TokenMinter> = OnceLock::new();
+    MINTER.get_or_init(|| {
+        TokenMinter::generate(TEST_KID, TEST_ISSUER, TEST_AUDIENCE)
+            .unwrap_or_else(|e| panic!("cannot make the test signing key: {e}"))
+    })
+}
+
+/// A JWKS file trusting [`minter`]'s key, written once per process.
+pub fn jwks_file() -> PathBuf {
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!("dps-test-jwks-{}.json", unique_suffix()));
+        std::fs::write(&path, minter().jwks_json())
+            .unwrap_or_else(|e| panic!("cannot write the test JWKS: {e}"));
+        path
+    })
+    .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_names_are_swapped_in_urls() {
+        assert_eq!(with_database("postgres://u:p@h:5/a", "b"), "postgres://u:p@h:5/b");
+        assert_eq!(with_database("postgres://u:p@h:5/a?sslmode=disable", "b"), "postgres://u:p@h:5/b?sslmode=disable");
+        assert_eq!(with_database("postgres://h", "b"), "postgres://h/b");
+    }
+}
