@@ -35,9 +35,18 @@ pub fn default_env(db: &TestDatabase) -> HashMap<String, String> {
         ("DATABASE_POOL_SIZE".to_owned(), "4".to_owned()),
         ("DATABASE_WAIT_TIMEOUT_MS".to_owned(), "2000".to_owned()),
         ("DPS_MIGRATE_ON_START".to_owned(), "false".to_owned()),
-        ("DPS_AUTH_JWKS".to_owned(), testkit::jwks_file().to_string_lossy().into_owned()),
-        ("DPS_AUTH_ISSUER".to_owned(), testkit::TEST_ISSUER.to_owned()),
-        ("DPS_AUTH_AUDIENCE".to_owned(), testkit::TEST_AUDIENCE.to_owned()),
+        (
+            "DPS_AUTH_JWKS".to_owned(),
+            testkit::jwks_file().to_string_lossy().into_owned(),
+        ),
+        (
+            "DPS_AUTH_ISSUER".to_owned(),
+            testkit::TEST_ISSUER.to_owned(),
+        ),
+        (
+            "DPS_AUTH_AUDIENCE".to_owned(),
+            testkit::TEST_AUDIENCE.to_owned(),
+        ),
         ("DPS_MASTER_KEY".to_owned(), master_key),
         ("BIND_ADDR".to_owned(), "127.0.0.1:0".to_owned()),
         ("HTTP_WORKERS".to_owned(), "1".to_owned()),
@@ -58,22 +67,30 @@ impl TestApp {
 
     /// Starts `service` on a fresh database with the default test environment, changed by
     /// `tweak` first.
-    pub async fn spawn_with(service: Service, tweak: impl FnOnce(&mut HashMap<String, String>)) -> Self {
+    pub async fn spawn_with(
+        service: Service,
+        tweak: impl FnOnce(&mut HashMap<String, String>),
+    ) -> Self {
         let db = testkit::database().await;
         let mut env = default_env(&db);
         tweak(&mut env);
         let lookup = move |k: &str| env.get(k).cloned();
         let (common, name) = match service {
-            Service::Tokens => (tokens_api::Config::from_lookup(&lookup).map(|c| c.common), tokens_api::Config::SERVICE),
-            Service::Platform => {
-                (platform_api::Config::from_lookup(&lookup).map(|c| c.common), platform_api::Config::SERVICE)
-            }
+            Service::Tokens => (
+                tokens_api::Config::from_lookup(&lookup).map(|c| c.common),
+                tokens_api::Config::SERVICE,
+            ),
+            Service::Platform => (
+                platform_api::Config::from_lookup(&lookup).map(|c| c.common),
+                platform_api::Config::SERVICE,
+            ),
         };
         let common = common.unwrap_or_else(|e| panic!("test configuration: {e}"));
         let state = ServiceState::bootstrap(name, &common)
             .await
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        let (listener, addr) = dps_http::bind(common.bind_addr).unwrap_or_else(|e| panic!("bind: {e}"));
+        let (listener, addr) =
+            dps_http::bind(common.bind_addr).unwrap_or_else(|e| panic!("bind: {e}"));
         let server = match service {
             Service::Tokens => tokens_api::http_server(state, listener, 1),
             Service::Platform => platform_api::http_server(state, listener, 1),
@@ -85,7 +102,13 @@ impl TestApp {
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap_or_else(|e| panic!("client: {e}"));
-        Self { service, origin: format!("http://{addr}"), http, db, handle }
+        Self {
+            service,
+            origin: format!("http://{addr}"),
+            http,
+            db,
+            handle,
+        }
     }
 
     /// The service's base path: `/api/v1/tokens` or `/api/v1`.

@@ -10,6 +10,7 @@ use dps_http::ServiceState;
 use crate::dev;
 
 const DEV_USER: &str = "dev-admin";
+const DEV_KEY_NAME: &str = "dpsctl up";
 const DEV_TOKEN_TTL: Duration = Duration::from_secs(12 * 3600);
 
 pub async fn up() -> anyhow::Result<()> {
@@ -20,8 +21,14 @@ pub async fn up() -> anyhow::Result<()> {
 
     let tenant: TenantId = dev::DEV_TENANT.parse()?;
     let mut conn = crate::connect(&url).await?;
+    // One live dev key at a time: the previous run's keys are revoked, not left to pile up.
+    for old in auth::api_keys::list(&mut conn, Some(&tenant)).await? {
+        if old.name == DEV_KEY_NAME && old.revoked_at.is_none() {
+            auth::api_keys::revoke(&mut conn, old.id).await?;
+        }
+    }
     let (_, api_key) =
-        auth::api_keys::create(&mut conn, &tenant, Some(DEV_USER), "dpsctl up").await?;
+        auth::api_keys::create(&mut conn, &tenant, Some(DEV_USER), DEV_KEY_NAME).await?;
     drop(conn);
     let token = minter.mint(
         tenant.as_str(),
@@ -107,7 +114,7 @@ pub async fn up() -> anyhow::Result<()> {
     let served = tokio::try_join!(tokens, platform);
     if let Some(cluster) = started_cluster {
         cluster.stop().context("stopping the dev cluster")?;
-        println!("stopped the dev Postgres cluster (its data stays in target/dev)");
+        println!("stopped the dev Postgres cluster (its data is kept for the next run)");
     }
     served?;
     Ok(())

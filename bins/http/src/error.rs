@@ -52,8 +52,14 @@ impl Code {
 
 /// The error every handler and extractor returns. It is rendered into the area's shape by the
 /// [`edge`](crate::edge) middleware, the only place that writes error bodies.
+///
+/// Boxed so that `Result<T, ApiError>` stays one pointer wide on the happy path.
 #[derive(Debug, Clone)]
-pub struct ApiError {
+pub struct ApiError(Box<ErrorParts>);
+
+/// The parts of an [`ApiError`], reachable through `Deref`.
+#[derive(Debug, Clone)]
+pub struct ErrorParts {
     pub status: StatusCode,
     pub code: Code,
     /// One sentence for the caller. Never holds a value, token or key.
@@ -73,7 +79,7 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: Code, message: impl Into<String>) -> Self {
-        Self {
+        Self(Box::new(ErrorParts {
             status,
             code,
             message: message.into(),
@@ -84,7 +90,7 @@ impl ApiError {
             supported_major_versions: None,
             allow: None,
             cause: None,
-        }
+        }))
     }
 
     /// 400: the request is malformed or fails validation.
@@ -149,6 +155,19 @@ impl ApiError {
         };
         let message = status.canonical_reason().unwrap_or("error").to_lowercase();
         Self::new(status, code, message)
+    }
+}
+
+impl std::ops::Deref for ApiError {
+    type Target = ErrorParts;
+    fn deref(&self) -> &ErrorParts {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ApiError {
+    fn deref_mut(&mut self) -> &mut ErrorParts {
+        &mut self.0
     }
 }
 

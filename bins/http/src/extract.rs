@@ -172,13 +172,13 @@ impl<T: Serialize> Responder for Enveloped<T> {
 /// Removes echoed input from a serde message. serde writes the offending value into
 /// "invalid type" and "invalid value" messages, and that value may be personal data.
 fn sanitize_serde_message(message: &str) -> String {
-    for prefix in ["invalid type: ", "invalid value: "] {
+    for prefix in ["invalid type: ", "invalid value: ", "unknown variant "] {
         if let Some(rest) = message.strip_prefix(prefix) {
             let expected = rest
                 .find(", expected ")
                 .map(|i| &rest[i + 2..])
                 .unwrap_or("");
-            let kind = prefix.trim_end_matches(": ");
+            let kind = prefix.trim_end_matches(": ").trim_end();
             return if expected.is_empty() {
                 kind.to_owned()
             } else {
@@ -204,7 +204,7 @@ fn json_error(error: JsonPayloadError) -> ApiError {
             if e.is_data() {
                 ApiError::invalid(format!(
                     "the JSON body does not have the expected shape: {} (at {position})",
-                    sanitize_serde_message(&e.to_string().split(" at line ").next().unwrap_or(""))
+                    sanitize_serde_message(e.to_string().split(" at line ").next().unwrap_or(""))
                 ))
             } else {
                 ApiError::invalid(format!(

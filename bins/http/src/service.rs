@@ -191,9 +191,12 @@ impl std::fmt::Debug for ServiceState {
 }
 
 impl ServiceState {
-    /// Migrates (when configured), builds the pool and loads the signing keys. A database or
-    /// identity provider that is down does not stop the service from starting: it reports
-    /// itself unready on `/health` until they answer.
+    /// Migrates (when configured), builds the pool and loads the signing keys.
+    ///
+    /// A pending migration that cannot be applied stops the start-up: serving an old schema is
+    /// worse than not serving. Without migrations to run, a database or identity provider that
+    /// is down does not stop the service: it reports itself unready on `/health` until they
+    /// answer, so an orchestrator's readiness probe holds traffic back.
     pub async fn bootstrap(service: &'static str, config: &CommonConfig) -> anyhow::Result<Self> {
         if config.migrate_on_start {
             db::migrate(&config.database.url).await?;

@@ -221,15 +221,15 @@ impl JwtVerifier {
         }
         *last = Some(Instant::now());
         drop(last);
-        // A failed refetch leaves the old keys in place.
-        let _ = self.fetch_into_cache().await;
-        self.cache
-            .read()
-            .await
-            .keys
-            .get(kid)
-            .cloned()
-            .ok_or(JwtError::UnknownKey)
+        // A failed refetch leaves the old keys in place. With no keys at all, the fault is
+        // ours (or the identity provider's), not the caller's: say so instead of "unknown key".
+        let fetched = self.fetch_into_cache().await;
+        let cache = self.cache.read().await;
+        match cache.keys.get(kid) {
+            Some(jwk) => Ok(jwk.clone()),
+            None if fetched.is_err() && !cache.loaded => Err(JwtError::KeysUnavailable),
+            None => Err(JwtError::UnknownKey),
+        }
     }
 
     /// Verifies an access token and returns the caller it names.

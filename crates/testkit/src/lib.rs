@@ -33,7 +33,9 @@ pub struct TestDatabase {
 
 /// Replaces the database name of a `postgres://` URL, keeping any query string.
 pub fn with_database(url: &str, database: &str) -> String {
-    let (main, query) = url.split_once('?').map_or((url, None), |(m, q)| (m, Some(q)));
+    let (main, query) = url
+        .split_once('?')
+        .map_or((url, None), |(m, q)| (m, Some(q)));
     let authority_start = main.find("://").map_or(0, |i| i + 3);
     let base = match main[authority_start..].find('/') {
         Some(slash) => &main[..authority_start + slash],
@@ -46,17 +48,24 @@ pub fn with_database(url: &str, database: &str) -> String {
 }
 
 fn unique_suffix() -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     format!("{}_{}", std::process::id(), nanos)
 }
 
 fn start_server() -> Result<Server, String> {
-    let (base_url, cluster) = match std::env::var("DATABASE_URL").ok().filter(|u| !u.trim().is_empty()) {
+    let (base_url, cluster) = match std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    {
         // DATABASE_URL always wins: the tests then create their databases in that server.
         Some(url) => (url, None),
         None => {
             let root = std::env::temp_dir().join(format!("dps-test-pg-{}", unique_suffix()));
-            let mut cluster = Cluster::open_or_init(&root, Durability::Disposable).map_err(|e| e.to_string())?;
+            let mut cluster =
+                Cluster::open_or_init(&root, Durability::Disposable).map_err(|e| e.to_string())?;
             cluster
                 .remove_when_process_exits(std::process::id())
                 .map_err(|e| e.to_string())?;
@@ -70,14 +79,20 @@ fn start_server() -> Result<Server, String> {
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        let mut conn = AsyncPgConnection::establish(&base_url).await.map_err(|e| e.to_string())?;
+        let mut conn = AsyncPgConnection::establish(&base_url)
+            .await
+            .map_err(|e| e.to_string())?;
         conn.batch_execute(&format!("CREATE DATABASE \"{template}\""))
             .await
             .map_err(|e| e.to_string())
     })?;
     drop(runtime);
     db::migrate_blocking(&with_database(&base_url, &template)).map_err(|e| e.to_string())?;
-    Ok(Server { base_url, template, _cluster: cluster })
+    Ok(Server {
+        base_url,
+        template,
+        _cluster: cluster,
+    })
 }
 
 fn server() -> &'static Server {
@@ -101,10 +116,16 @@ pub async fn database() -> TestDatabase {
     let mut conn = AsyncPgConnection::establish(&server.base_url)
         .await
         .unwrap_or_else(|e| panic!("cannot connect to the test server: {e}"));
-    conn.batch_execute(&format!("CREATE DATABASE \"{name}\" TEMPLATE \"{}\"", server.template))
-        .await
-        .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
-    TestDatabase { url: with_database(&server.base_url, &name), name }
+    conn.batch_execute(&format!(
+        "CREATE DATABASE \"{name}\" TEMPLATE \"{}\"",
+        server.template
+    ))
+    .await
+    .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
+    TestDatabase {
+        url: with_database(&server.base_url, &name),
+        name,
+    }
 }
 
 /// The URL of the server's maintenance database, for tests that inspect the server itself.
@@ -122,7 +143,10 @@ pub async fn empty_database() -> TestDatabase {
     conn.batch_execute(&format!("CREATE DATABASE \"{name}\""))
         .await
         .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
-    TestDatabase { url: with_database(&server.base_url, &name), name }
+    TestDatabase {
+        url: with_database(&server.base_url, &name),
+        name,
+    }
 }
 
 /// The identity provider of the tests: one Ed25519 key per process.
@@ -152,8 +176,14 @@ mod tests {
 
     #[test]
     fn database_names_are_swapped_in_urls() {
-        assert_eq!(with_database("postgres://u:p@h:5/a", "b"), "postgres://u:p@h:5/b");
-        assert_eq!(with_database("postgres://u:p@h:5/a?sslmode=disable", "b"), "postgres://u:p@h:5/b?sslmode=disable");
+        assert_eq!(
+            with_database("postgres://u:p@h:5/a", "b"),
+            "postgres://u:p@h:5/b"
+        );
+        assert_eq!(
+            with_database("postgres://u:p@h:5/a?sslmode=disable", "b"),
+            "postgres://u:p@h:5/b?sslmode=disable"
+        );
         assert_eq!(with_database("postgres://h", "b"), "postgres://h/b");
     }
 }

@@ -30,7 +30,10 @@ async fn platform_health_is_enveloped() {
 
 /// Port 1 on loopback has no Postgres: the pool cannot connect, as when the database is down.
 fn database_down(env: &mut std::collections::HashMap<String, String>) {
-    env.insert("DATABASE_URL".into(), "postgres://nobody:nothing@127.0.0.1:1/none".into());
+    env.insert(
+        "DATABASE_URL".into(),
+        "postgres://nobody:nothing@127.0.0.1:1/none".into(),
+    );
 }
 
 #[tokio::test]
@@ -46,9 +49,17 @@ async fn health_is_503_when_the_database_is_down() {
     assert!(!body.to_string().contains("nothing"), "{body}");
 
     let platform = TestApp::spawn_with(Service::Platform, database_down).await;
-    let response = platform.http.get(platform.url("/health")).send().await.unwrap();
+    let response = platform
+        .http
+        .get(platform.url("/health"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 503);
-    let error = area_b_error(&response.json::<Value>().await.unwrap(), "SERVICE_UNAVAILABLE");
+    let error = area_b_error(
+        &response.json::<Value>().await.unwrap(),
+        "SERVICE_UNAVAILABLE",
+    );
     assert_eq!(error["details"]["checks"]["database"]["status"], "failing");
 }
 

@@ -1,4 +1,9 @@
 //! End-to-end tests. One binary, so the throwaway Postgres cluster starts once for all of them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a panic is how a test reports failure"
+)]
 
 mod api_keys;
 mod edge;
@@ -10,9 +15,14 @@ use serde_json::Value;
 
 /// Asserts an Area A error body and returns its `error` object.
 pub fn area_a_error(body: &Value, code: &str) -> Value {
-    let error = body.get("error").unwrap_or_else(|| panic!("no error object in {body}"));
+    let error = body
+        .get("error")
+        .unwrap_or_else(|| panic!("no error object in {body}"));
     assert_eq!(error["code"], code, "{body}");
-    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+    assert!(
+        error["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
     assert!(error["detail"].is_string(), "{body}");
     assert!(error["retryable"].is_boolean(), "{body}");
     error.clone()
@@ -23,12 +33,21 @@ pub fn area_b_error(body: &Value, code: &str) -> Value {
     assert_eq!(body["status"], "error", "{body}");
     let error = &body["error"];
     assert_eq!(error["code"], code, "{body}");
-    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+    assert!(
+        error["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
     assert!(error["details"].is_object(), "{body}");
-    assert!(body["metadata"]["request_id"].as_str().is_some_and(|r| !r.is_empty()), "{body}");
+    assert!(
+        body["metadata"]["request_id"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty()),
+        "{body}"
+    );
     let timestamp = body["metadata"]["timestamp"].as_str().unwrap_or_default();
     assert!(
-        time::OffsetDateTime::parse(timestamp, &time::format_description::well_known::Rfc3339).is_ok(),
+        time::OffsetDateTime::parse(timestamp, &time::format_description::well_known::Rfc3339)
+            .is_ok(),
         "{body}"
     );
     error.clone()

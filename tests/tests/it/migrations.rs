@@ -23,7 +23,11 @@ async fn concurrent_migration_runs_apply_each_migration_exactly_once() {
         applied.extend(run.await.unwrap().unwrap());
     }
     let unique: std::collections::BTreeSet<_> = applied.iter().collect();
-    assert_eq!(unique.len(), applied.len(), "a migration ran twice: {applied:?}");
+    assert_eq!(
+        unique.len(),
+        applied.len(),
+        "a migration ran twice: {applied:?}"
+    );
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
     let rows: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
         "(SELECT count(*) FROM __diesel_schema_migrations)",
@@ -80,8 +84,19 @@ async fn every_tenant_table_has_tenant_id_and_an_index_led_by_it() {
     .await
     .unwrap();
     assert!(!facts.is_empty());
-    for table in facts.iter().filter(|t| !GLOBAL_TABLES.contains(&t.table_name.as_str())) {
-        assert!(table.has_tenant_id, "{} has no tenant_id column", table.table_name);
-        assert!(table.has_tenant_leading_index, "{} has no index led by tenant_id", table.table_name);
+    for table in facts
+        .iter()
+        .filter(|t| !GLOBAL_TABLES.contains(&t.table_name.as_str()))
+    {
+        assert!(
+            table.has_tenant_id,
+            "{} has no tenant_id column",
+            table.table_name
+        );
+        assert!(
+            table.has_tenant_leading_index,
+            "{} has no index led by tenant_id",
+            table.table_name
+        );
     }
 }

@@ -14,7 +14,11 @@ fn documented(doc: &Value) -> BTreeSet<(String, String)> {
 }
 
 fn registered(table: dps_http::RouteTable) -> BTreeSet<(String, String)> {
-    table.entries.into_iter().map(|(m, p)| (m.to_string(), p)).collect()
+    table
+        .entries
+        .into_iter()
+        .map(|(m, p)| (m.to_string(), p))
+        .collect()
 }
 
 async fn served_document(service: Service) -> Value {
@@ -22,7 +26,11 @@ async fn served_document(service: Service) -> Value {
     let response = app.http.get(app.url("/openapi.json")).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let doc: Value = response.json().await.unwrap();
-    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
     doc
 }
 
