@@ -92,8 +92,10 @@ impl TestApp {
         let (listener, addr) =
             dps_http::bind(common.bind_addr).unwrap_or_else(|e| panic!("bind: {e}"));
         let server = match service {
-            Service::Tokens => tokens_api::http_server(state, listener, 1),
-            Service::Platform => platform_api::http_server(state, listener, 1),
+            Service::Tokens => dps_http::http_server::<tokens_api::TokensApi>(state, listener, 1),
+            Service::Platform => {
+                dps_http::http_server::<platform_api::PlatformApi>(state, listener, 1)
+            }
         }
         .unwrap_or_else(|e| panic!("server: {e}"));
         let handle = server.handle();

@@ -79,12 +79,12 @@ pub async fn up() -> anyhow::Result<()> {
                 platform_config.common.bind_addr
             )
         })?;
-    let tokens = tokens_api::http_server(
+    let tokens = dps_http::http_server::<tokens_api::TokensApi>(
         tokens_state,
         tokens_listener,
         tokens_config.common.http_workers,
     )?;
-    let platform = platform_api::http_server(
+    let platform = dps_http::http_server::<platform_api::PlatformApi>(
         platform_state,
         platform_listener,
         platform_config.common.http_workers,

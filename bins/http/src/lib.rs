@@ -12,7 +12,8 @@ pub use error::{ApiError, Area, Code};
 pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped, body_configs};
 pub use routes::{RouteTable, Routes, not_found, on};
 pub use service::{
-    CommonConfig, ConfigError, Env, ServiceState, bind, http_server, install_common, run,
+    CommonConfig, ConfigError, Env, ServiceSpec, ServiceState, bind, configure, http_server,
+    route_table, run,
 };
 pub use telemetry::{LogFormat, init_tracing};
 

@@ -261,41 +261,59 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
     Ok((listener, local))
 }
 
-/// Registers what every app of either service needs: extractor configs that turn bad input into
-/// [`ApiError`](crate::ApiError)s, the edge settings, the verifier, the pool, the state, and the
-/// JSON 404 for unknown paths.
-pub fn install_common(
-    cfg: &mut actix_web::web::ServiceConfig,
-    state: &ServiceState,
-    area: crate::Area,
-) {
-    use actix_web::web;
-    let (json, query, path, payload) = crate::body_configs(state.max_body_bytes);
-    cfg.app_data(json)
-        .app_data(query)
-        .app_data(path)
-        .app_data(payload)
-        .app_data(web::Data::new(crate::EdgeSettings {
-            area,
-            supported_sdk_majors: state.supported_sdk_majors.clone(),
-        }))
-        .app_data(web::Data::from(state.verifier.clone()))
-        .app_data(web::Data::new(state.pool.clone()))
-        .app_data(web::Data::new(state.clone()))
-        .default_service(web::to(crate::not_found));
+/// What distinguishes one service from the other. Everything else (extractor configs, the edge
+/// middleware, the JSON 404, the server) is shared and lives here.
+pub trait ServiceSpec: 'static {
+    /// The service's name, as logs and `application_name` show it.
+    const NAME: &'static str;
+    /// The API area, which decides the error shape.
+    const AREA: crate::Area;
+    /// Every route of the service: the one list both the server and the OpenAPI test read.
+    fn register(routes: &mut crate::Routes<'_>);
 }
 
-/// The HTTP server on an already bound listener, with the edge middleware outermost. Shutdown
-/// on SIGINT/SIGTERM is graceful: in-flight requests get up to 30 seconds to finish.
-pub fn http_server<C>(
+/// The routes `S` registers, for tests.
+pub fn route_table<S: ServiceSpec>() -> crate::RouteTable {
+    let mut routes = crate::Routes::recording();
+    S::register(&mut routes);
+    routes.into_table()
+}
+
+/// Adds app data and routes: extractor configs that turn bad input into
+/// [`ApiError`](crate::ApiError)s, the edge settings, the verifier, the pool, the state, the
+/// service's routes and the JSON 404 for unknown paths. The binaries and the tests both build
+/// their app through this.
+pub fn configure<S: ServiceSpec>(
+    state: ServiceState,
+) -> impl Fn(&mut actix_web::web::ServiceConfig) + Clone + Send + 'static {
+    use actix_web::web;
+    move |cfg| {
+        let (json, query, path, payload) = crate::body_configs(state.max_body_bytes);
+        cfg.app_data(json)
+            .app_data(query)
+            .app_data(path)
+            .app_data(payload)
+            .app_data(web::Data::new(crate::EdgeSettings {
+                area: S::AREA,
+                supported_sdk_majors: state.supported_sdk_majors.clone(),
+            }))
+            .app_data(web::Data::from(state.verifier.clone()))
+            .app_data(web::Data::new(state.pool.clone()))
+            .app_data(web::Data::new(state.clone()))
+            .default_service(web::to(crate::not_found));
+        S::register(&mut crate::Routes::new(cfg));
+    }
+}
+
+/// The HTTP server of `S` on an already bound listener, with the edge middleware outermost.
+/// Shutdown on SIGINT/SIGTERM is graceful: in-flight requests get up to 30 seconds to finish.
+pub fn http_server<S: ServiceSpec>(
+    state: ServiceState,
     listener: TcpListener,
     workers: usize,
-    configure: C,
-) -> std::io::Result<actix_web::dev::Server>
-where
-    C: Fn(&mut actix_web::web::ServiceConfig) + Clone + Send + 'static,
-{
+) -> std::io::Result<actix_web::dev::Server> {
     use actix_web::middleware::from_fn;
+    let configure = configure::<S>(state);
     Ok(actix_web::HttpServer::new(move || {
         actix_web::App::new()
             .wrap(from_fn(crate::edge))
@@ -307,19 +325,12 @@ where
     .run())
 }
 
-/// Boots a service from its common configuration and serves until told to stop.
-pub async fn run<C>(
-    service: &'static str,
-    common: &CommonConfig,
-    configure: impl FnOnce(ServiceState) -> C,
-) -> anyhow::Result<()>
-where
-    C: Fn(&mut actix_web::web::ServiceConfig) + Clone + Send + 'static,
-{
-    let state = ServiceState::bootstrap(service, common).await?;
+/// Boots `S` from its common configuration and serves until told to stop.
+pub async fn run<S: ServiceSpec>(common: &CommonConfig) -> anyhow::Result<()> {
+    let state = ServiceState::bootstrap(S::NAME, common).await?;
     let (listener, addr) = bind(common.bind_addr)?;
-    tracing::info!(%addr, service, "listening");
-    http_server(listener, common.http_workers, configure(state))?.await?;
-    tracing::info!(service, "stopped");
+    tracing::info!(%addr, service = S::NAME, "listening");
+    http_server::<S>(state, listener, common.http_workers)?.await?;
+    tracing::info!(service = S::NAME, "stopped");
     Ok(())
 }

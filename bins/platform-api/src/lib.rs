@@ -3,12 +3,8 @@
 mod config;
 mod handlers;
 
-use std::net::TcpListener;
-
-use actix_web::dev::Server;
 use actix_web::http::Method;
-use actix_web::web;
-use dps_http::{Area, RouteTable, Routes, ServiceState, install_common, on};
+use dps_http::{Area, Routes, ServiceSpec, on};
 use utoipa::OpenApi;
 
 pub use config::Config;
@@ -28,44 +24,28 @@ pub use config::Config;
 )]
 pub struct ApiDoc;
 
-/// Every route of the service. The one list both the server and the OpenAPI test read.
-fn register(routes: &mut Routes<'_>) {
-    routes
-        .resource(
-            "/api/v1/health",
-            [on(Method::GET, handlers::health::health)],
-        )
-        .resource(
-            "/api/v1/openapi.json",
-            [on(Method::GET, handlers::openapi::openapi)],
-        );
-}
+/// The platform-api service: its name, its area and its routes.
+#[derive(Debug)]
+pub struct PlatformApi;
 
-/// The routes `register` adds, for tests.
-pub fn route_table() -> RouteTable {
-    let mut routes = Routes::recording();
-    register(&mut routes);
-    routes.into_table()
-}
+impl ServiceSpec for PlatformApi {
+    const NAME: &'static str = Config::SERVICE;
+    const AREA: Area = Area::Platform;
 
-/// Adds app data and routes. The binary and the tests both build the app through this.
-pub fn configure(state: ServiceState) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
-    move |cfg| {
-        install_common(cfg, &state, Area::Platform);
-        register(&mut Routes::new(cfg));
+    fn register(routes: &mut Routes<'_>) {
+        routes
+            .resource(
+                "/api/v1/health",
+                [on(Method::GET, handlers::health::health)],
+            )
+            .resource(
+                "/api/v1/openapi.json",
+                [on(Method::GET, handlers::openapi::openapi)],
+            );
     }
-}
-
-/// The HTTP server on an already bound listener.
-pub fn http_server(
-    state: ServiceState,
-    listener: TcpListener,
-    workers: usize,
-) -> std::io::Result<Server> {
-    dps_http::http_server(listener, workers, configure(state))
 }
 
 /// Starts the service and serves until it is told to stop.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    dps_http::run(Config::SERVICE, &config.common, configure).await
+    dps_http::run::<PlatformApi>(&config.common).await
 }

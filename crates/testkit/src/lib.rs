@@ -111,17 +111,24 @@ fn server() -> &'static Server {
 
 /// A fresh, migrated database for one test.
 pub async fn database() -> TestDatabase {
+    let template = &server().template;
+    create_database("dps_t", &format!("TEMPLATE \"{template}\"")).await
+}
+
+/// A migration-free, empty database (for tests of the migrations themselves).
+pub async fn empty_database() -> TestDatabase {
+    create_database("dps_e", "").await
+}
+
+async fn create_database(prefix: &str, options: &str) -> TestDatabase {
     let server = server();
-    let name = format!("dps_t_{}", uuid::Uuid::new_v4().simple());
+    let name = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
     let mut conn = AsyncPgConnection::establish(&server.base_url)
         .await
         .unwrap_or_else(|e| panic!("cannot connect to the test server: {e}"));
-    conn.batch_execute(&format!(
-        "CREATE DATABASE \"{name}\" TEMPLATE \"{}\"",
-        server.template
-    ))
-    .await
-    .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
+    conn.batch_execute(&format!("CREATE DATABASE \"{name}\" {options}"))
+        .await
+        .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
     TestDatabase {
         url: with_database(&server.base_url, &name),
         name,
@@ -131,22 +138,6 @@ pub async fn database() -> TestDatabase {
 /// The URL of the server's maintenance database, for tests that inspect the server itself.
 pub fn server_admin_url() -> String {
     server().base_url.clone()
-}
-
-/// A migration-free, empty database (for tests of the migrations themselves).
-pub async fn empty_database() -> TestDatabase {
-    let server = server();
-    let name = format!("dps_e_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = AsyncPgConnection::establish(&server.base_url)
-        .await
-        .unwrap_or_else(|e| panic!("cannot connect to the test server: {e}"));
-    conn.batch_execute(&format!("CREATE DATABASE \"{name}\""))
-        .await
-        .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
-    TestDatabase {
-        url: with_database(&server.base_url, &name),
-        name,
-    }
 }
 
 /// The identity provider of the tests: one Ed25519 key per process.
