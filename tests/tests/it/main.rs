@@ -10,6 +10,7 @@ mod edge;
 mod health;
 mod migrations;
 mod openapi;
+mod pool;
 
 use serde_json::Value;
 
