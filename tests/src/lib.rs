@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
 use base64::Engine as _;
-use dps_http::ServiceState;
 pub use testkit::TestDatabase;
 
 /// Which service to run.
@@ -75,29 +74,19 @@ impl TestApp {
         let mut env = default_env(&db);
         tweak(&mut env);
         let lookup = move |k: &str| env.get(k).cloned();
-        let (common, name) = match service {
-            Service::Tokens => (
-                tokens_api::Config::from_lookup(&lookup).map(|c| c.common),
-                tokens_api::Config::SERVICE,
-            ),
-            Service::Platform => (
-                platform_api::Config::from_lookup(&lookup).map(|c| c.common),
-                platform_api::Config::SERVICE,
-            ),
-        };
-        let common = common.unwrap_or_else(|e| panic!("test configuration: {e}"));
-        let state = ServiceState::bootstrap(name, &common)
-            .await
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        let (listener, addr) =
-            dps_http::bind(common.bind_addr).unwrap_or_else(|e| panic!("bind: {e}"));
-        let server = match service {
-            Service::Tokens => dps_http::http_server::<tokens_api::TokensApi>(state, listener, 1),
-            Service::Platform => {
-                dps_http::http_server::<platform_api::PlatformApi>(state, listener, 1)
+        let started = match service {
+            Service::Tokens => {
+                let config = tokens_api::Config::from_lookup(&lookup)
+                    .unwrap_or_else(|e| panic!("test configuration: {e}"));
+                dps_http::start::<tokens_api::TokensApi>(&config.common).await
             }
-        }
-        .unwrap_or_else(|e| panic!("server: {e}"));
+            Service::Platform => {
+                let config = platform_api::Config::from_lookup(&lookup)
+                    .unwrap_or_else(|e| panic!("test configuration: {e}"));
+                dps_http::start::<platform_api::PlatformApi>(&config.common).await
+            }
+        };
+        let (server, addr) = started.unwrap_or_else(|e| panic!("cannot start {service:?}: {e}"));
         let handle = server.handle();
         tokio::spawn(server);
         let http = reqwest::Client::builder()

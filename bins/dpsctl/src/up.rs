@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use auth::TenantId;
-use dps_http::ServiceState;
 
 use crate::dev;
 
@@ -66,29 +65,10 @@ pub async fn up() -> anyhow::Result<()> {
     let tokens_config = tokens_api::Config::from_lookup(&lookup("TOKENS_BIND_ADDR"))?;
     let platform_config = platform_api::Config::from_lookup(&lookup("PLATFORM_BIND_ADDR"))?;
 
-    let tokens_state =
-        ServiceState::bootstrap(tokens_api::Config::SERVICE, &tokens_config.common).await?;
-    let platform_state =
-        ServiceState::bootstrap(platform_api::Config::SERVICE, &platform_config.common).await?;
-    let (tokens_listener, tokens_addr) = dps_http::bind(tokens_config.common.bind_addr)
-        .with_context(|| format!("binding tokens-api to {}", tokens_config.common.bind_addr))?;
-    let (platform_listener, platform_addr) = dps_http::bind(platform_config.common.bind_addr)
-        .with_context(|| {
-            format!(
-                "binding platform-api to {}",
-                platform_config.common.bind_addr
-            )
-        })?;
-    let tokens = dps_http::http_server::<tokens_api::TokensApi>(
-        tokens_state,
-        tokens_listener,
-        tokens_config.common.http_workers,
-    )?;
-    let platform = dps_http::http_server::<platform_api::PlatformApi>(
-        platform_state,
-        platform_listener,
-        platform_config.common.http_workers,
-    )?;
+    let (tokens, tokens_addr) =
+        dps_http::start::<tokens_api::TokensApi>(&tokens_config.common).await?;
+    let (platform, platform_addr) =
+        dps_http::start::<platform_api::PlatformApi>(&platform_config.common).await?;
 
     let tokens_base = format!("http://{tokens_addr}/api/v1/tokens");
     let platform_base = format!("http://{platform_addr}/api/v1");

@@ -13,7 +13,7 @@ pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped, body_configs};
 pub use routes::{RouteTable, Routes, not_found, on};
 pub use service::{
     CommonConfig, ConfigError, Env, ServiceSpec, ServiceState, bind, configure, http_server,
-    route_table, run,
+    route_table, run, start,
 };
 pub use telemetry::{LogFormat, init_tracing};
 

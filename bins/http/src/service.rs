@@ -325,12 +325,24 @@ pub fn http_server<S: ServiceSpec>(
     .run())
 }
 
+/// Boots `S` from its common configuration and binds its address: the server is ready to be
+/// awaited (or spawned), and the address is the one actually bound (useful with port 0).
+pub async fn start<S: ServiceSpec>(
+    common: &CommonConfig,
+) -> anyhow::Result<(actix_web::dev::Server, SocketAddr)> {
+    use anyhow::Context as _;
+    let state = ServiceState::bootstrap(S::NAME, common).await?;
+    let (listener, addr) = bind(common.bind_addr)
+        .with_context(|| format!("binding {} to {}", S::NAME, common.bind_addr))?;
+    let server = http_server::<S>(state, listener, common.http_workers)?;
+    Ok((server, addr))
+}
+
 /// Boots `S` from its common configuration and serves until told to stop.
 pub async fn run<S: ServiceSpec>(common: &CommonConfig) -> anyhow::Result<()> {
-    let state = ServiceState::bootstrap(S::NAME, common).await?;
-    let (listener, addr) = bind(common.bind_addr)?;
+    let (server, addr) = start::<S>(common).await?;
     tracing::info!(%addr, service = S::NAME, "listening");
-    http_server::<S>(state, listener, common.http_workers)?.await?;
+    server.await?;
     tracing::info!(service = S::NAME, "stopped");
     Ok(())
 }
