@@ -78,12 +78,13 @@ impl TestApp {
             Service::Tokens => {
                 let config = tokens_api::Config::from_lookup(&lookup)
                     .unwrap_or_else(|e| panic!("test configuration: {e}"));
-                dps_http::start::<tokens_api::TokensApi>(&config.common).await
+                dps_http::start::<tokens_api::TokensApi>(&config.common, ()).await
             }
             Service::Platform => {
                 let config = platform_api::Config::from_lookup(&lookup)
                     .unwrap_or_else(|e| panic!("test configuration: {e}"));
-                dps_http::start::<platform_api::PlatformApi>(&config.common).await
+                let extra = platform_api::Extra::from_config(&config);
+                dps_http::start::<platform_api::PlatformApi>(&config.common, extra).await
             }
         };
         let (server, addr) = started.unwrap_or_else(|e| panic!("cannot start {service:?}: {e}"));

@@ -66,9 +66,12 @@ pub async fn up() -> anyhow::Result<()> {
     let platform_config = platform_api::Config::from_lookup(&lookup("PLATFORM_BIND_ADDR"))?;
 
     let (tokens, tokens_addr) =
-        dps_http::start::<tokens_api::TokensApi>(&tokens_config.common).await?;
-    let (platform, platform_addr) =
-        dps_http::start::<platform_api::PlatformApi>(&platform_config.common).await?;
+        dps_http::start::<tokens_api::TokensApi>(&tokens_config.common, ()).await?;
+    let (platform, platform_addr) = dps_http::start::<platform_api::PlatformApi>(
+        &platform_config.common,
+        platform_api::Extra::from_config(&platform_config),
+    )
+    .await?;
 
     let tokens_base = format!("http://{tokens_addr}/api/v1/tokens");
     let platform_base = format!("http://{platform_addr}/api/v1");

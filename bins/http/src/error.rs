@@ -130,6 +130,26 @@ impl ApiError {
         e
     }
 
+    /// A database failure: 503 (retryable) when the connection or the statement timeout gave
+    /// way, 500 otherwise. The cause is logged at the edge and never sent.
+    pub fn database(error: diesel::result::Error) -> Self {
+        use diesel::result::{DatabaseErrorKind, Error};
+        let transient = match &error {
+            Error::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => true,
+            // 57014: query_canceled, which is how statement_timeout ends a query.
+            Error::DatabaseError(_, info) => info.message().contains("statement timeout"),
+            Error::BrokenTransactionManager => true,
+            _ => false,
+        };
+        let mut e = if transient {
+            Self::unavailable("the database did not answer in time")
+        } else {
+            Self::internal("")
+        };
+        e.cause = Some(error.to_string());
+        e
+    }
+
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = detail.into();
         self

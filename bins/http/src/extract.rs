@@ -93,7 +93,7 @@ impl FromRequest for ApiKeyCaller {
     type Future = LocalFuture<Self>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let pool = req.app_data::<web::Data<db::Pool>>().cloned();
+        let state = req.app_data::<web::Data<crate::ServiceState>>().cloned();
         let presented = req
             .headers()
             .get(API_KEY)
@@ -106,15 +106,12 @@ impl FromRequest for ApiKeyCaller {
                 }
                 Some(Ok(key)) => key,
             };
-            let pool = pool.ok_or_else(|| ApiError::internal("no database pool registered"))?;
-            let mut conn = pool
-                .get()
-                .await
-                .map_err(|_| ApiError::unavailable("the database is not answering"))?;
+            let state = state.ok_or_else(|| ApiError::internal("no service state registered"))?;
+            let mut conn = state.conn().await?;
             match auth::api_keys::authenticate(&mut conn, &presented).await {
                 Ok(Some(principal)) => Ok(ApiKeyCaller(principal)),
                 Ok(None) => Err(ApiError::unauthorized("the API key is invalid or revoked")),
-                Err(e) => Err(ApiError::internal(e)),
+                Err(e) => Err(ApiError::database(e)),
             }
         })
     }
@@ -190,6 +187,22 @@ fn sanitize_serde_message(message: &str) -> String {
     message.to_owned()
 }
 
+/// A body that does not parse, or parses into the wrong shape; the message names the position
+/// and the expectation, never the value.
+pub(crate) fn serde_json_error(e: serde_json::Error) -> ApiError {
+    let position = format!("line {}, column {}", e.line(), e.column());
+    if e.is_data() {
+        ApiError::invalid(format!(
+            "the JSON body does not have the expected shape: {} (at {position})",
+            sanitize_serde_message(e.to_string().split(" at line ").next().unwrap_or(""))
+        ))
+    } else {
+        ApiError::invalid(format!(
+            "the request body is not valid JSON (at {position})"
+        ))
+    }
+}
+
 fn json_error(error: JsonPayloadError) -> ApiError {
     match error {
         JsonPayloadError::ContentType => {
@@ -199,19 +212,7 @@ fn json_error(error: JsonPayloadError) -> ApiError {
         | JsonPayloadError::OverflowKnownLength { limit, .. } => ApiError::invalid(format!(
             "the request body is larger than the {limit}-byte limit"
         )),
-        JsonPayloadError::Deserialize(e) => {
-            let position = format!("line {}, column {}", e.line(), e.column());
-            if e.is_data() {
-                ApiError::invalid(format!(
-                    "the JSON body does not have the expected shape: {} (at {position})",
-                    sanitize_serde_message(e.to_string().split(" at line ").next().unwrap_or(""))
-                ))
-            } else {
-                ApiError::invalid(format!(
-                    "the request body is not valid JSON (at {position})"
-                ))
-            }
-        }
+        JsonPayloadError::Deserialize(e) => serde_json_error(e),
         JsonPayloadError::Serialize(_) | JsonPayloadError::Payload(_) => {
             ApiError::invalid("the request body could not be read")
         }

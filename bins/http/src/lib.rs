@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod body;
 mod edge;
 mod error;
 mod extract;
@@ -7,6 +8,7 @@ mod routes;
 mod service;
 mod telemetry;
 
+pub use body::Body;
 pub use edge::{RequestId, edge};
 pub use error::{ApiError, Area, Code};
 pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped, body_configs};

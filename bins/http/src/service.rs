@@ -216,6 +216,14 @@ impl ServiceState {
         })
     }
 
+    /// A pooled connection, or 503 when the database does not answer in time.
+    pub async fn conn(&self) -> Result<db::PooledConnection, crate::ApiError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|_| crate::ApiError::unavailable("the database is not answering"))
+    }
+
     /// Checks every component the service needs and returns the status to answer with.
     pub async fn readiness(&self) -> (StatusCode, Health) {
         let mut checks = std::collections::BTreeMap::new();
@@ -264,6 +272,9 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
 /// What distinguishes one service from the other. Everything else (extractor configs, the edge
 /// middleware, the JSON 404, the server) is shared and lives here.
 pub trait ServiceSpec: 'static {
+    /// What the service's handlers need beyond [`ServiceState`], built from its own `Config`
+    /// and registered as `web::Data<Extra>`.
+    type Extra: Clone + Send + Sync + 'static;
     /// The service's name, as logs and `application_name` show it.
     const NAME: &'static str;
     /// The API area, which decides the error shape.
@@ -285,8 +296,10 @@ pub fn route_table<S: ServiceSpec>() -> crate::RouteTable {
 /// their app through this.
 pub fn configure<S: ServiceSpec>(
     state: ServiceState,
+    extra: S::Extra,
 ) -> impl Fn(&mut actix_web::web::ServiceConfig) + Clone + Send + 'static {
     use actix_web::web;
+    let extra = web::Data::new(extra);
     move |cfg| {
         let (json, query, path, payload) = crate::body_configs(state.max_body_bytes);
         cfg.app_data(json)
@@ -300,6 +313,7 @@ pub fn configure<S: ServiceSpec>(
             .app_data(web::Data::from(state.verifier.clone()))
             .app_data(web::Data::new(state.pool.clone()))
             .app_data(web::Data::new(state.clone()))
+            .app_data(extra.clone())
             .default_service(web::to(crate::not_found));
         S::register(&mut crate::Routes::new(cfg));
     }
@@ -309,11 +323,12 @@ pub fn configure<S: ServiceSpec>(
 /// Shutdown on SIGINT/SIGTERM is graceful: in-flight requests get up to 30 seconds to finish.
 pub fn http_server<S: ServiceSpec>(
     state: ServiceState,
+    extra: S::Extra,
     listener: TcpListener,
     workers: usize,
 ) -> std::io::Result<actix_web::dev::Server> {
     use actix_web::middleware::from_fn;
-    let configure = configure::<S>(state);
+    let configure = configure::<S>(state, extra);
     Ok(actix_web::HttpServer::new(move || {
         actix_web::App::new()
             .wrap(from_fn(crate::edge))
@@ -329,18 +344,19 @@ pub fn http_server<S: ServiceSpec>(
 /// awaited (or spawned), and the address is the one actually bound (useful with port 0).
 pub async fn start<S: ServiceSpec>(
     common: &CommonConfig,
+    extra: S::Extra,
 ) -> anyhow::Result<(actix_web::dev::Server, SocketAddr)> {
     use anyhow::Context as _;
     let state = ServiceState::bootstrap(S::NAME, common).await?;
     let (listener, addr) = bind(common.bind_addr)
         .with_context(|| format!("binding {} to {}", S::NAME, common.bind_addr))?;
-    let server = http_server::<S>(state, listener, common.http_workers)?;
+    let server = http_server::<S>(state, extra, listener, common.http_workers)?;
     Ok((server, addr))
 }
 
 /// Boots `S` from its common configuration and serves until told to stop.
-pub async fn run<S: ServiceSpec>(common: &CommonConfig) -> anyhow::Result<()> {
-    let (server, addr) = start::<S>(common).await?;
+pub async fn run<S: ServiceSpec>(common: &CommonConfig, extra: S::Extra) -> anyhow::Result<()> {
+    let (server, addr) = start::<S>(common, extra).await?;
     tracing::info!(%addr, service = S::NAME, "listening");
     server.await?;
     tracing::info!(service = S::NAME, "stopped");

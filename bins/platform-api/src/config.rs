@@ -15,8 +15,12 @@
 //! | `DPS_MASTER_KEY` / `DPS_MASTER_KEY_FILE` | one required | Base64 of 32 bytes: wraps tenant data keys. |
 //! | `DPS_SUPPORTED_SDK_MAJORS` | `1` | Comma-separated SDK majors accepted. |
 //! | `MAX_BODY_BYTES` | 2097152 | Largest request body. |
+//! | `DPS_COSIGNING_CLIENT_CERT_FILE` | unset | PEM client certificate the platform presents to tenants' co-signing services. |
+//! | `DPS_COSIGNING_CLIENT_KEY_FILE` | unset | Its PEM private key. Both or neither; with neither, co-signing stays `disabled`. |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
+
+use std::path::{Path, PathBuf};
 
 use dps_http::{CommonConfig, ConfigError, Env};
 
@@ -24,6 +28,66 @@ use dps_http::{CommonConfig, ConfigError, Env};
 #[derive(Debug, Clone)]
 pub struct Config {
     pub common: CommonConfig,
+    /// The client certificate for co-signing, when the operator has provisioned one.
+    pub cosigning_client: Option<CosigningClient>,
+}
+
+/// Where the platform's co-signing client certificate and key live. Only the paths are kept:
+/// the material is read to check it, and never logged, stored or returned.
+#[derive(Debug, Clone)]
+pub struct CosigningClient {
+    pub certificate: PathBuf,
+    pub private_key: PathBuf,
+}
+
+impl CosigningClient {
+    fn from_env(env: &Env<'_>) -> Result<Option<Self>, ConfigError> {
+        const CERT: &str = "DPS_COSIGNING_CLIENT_CERT_FILE";
+        const KEY: &str = "DPS_COSIGNING_CLIENT_KEY_FILE";
+        let (certificate, private_key) = match (env.get(CERT), env.get(KEY)) {
+            (None, None) => return Ok(None),
+            (Some(c), Some(k)) => (PathBuf::from(c), PathBuf::from(k)),
+            (Some(_), None) => return Err(missing_pair(KEY, CERT)),
+            (None, Some(_)) => return Err(missing_pair(CERT, KEY)),
+        };
+        check_pem(CERT, &certificate, "CERTIFICATE")?;
+        check_pem(KEY, &private_key, "PRIVATE KEY")?;
+        Ok(Some(Self {
+            certificate,
+            private_key,
+        }))
+    }
+}
+
+fn missing_pair(missing: &'static str, given: &str) -> ConfigError {
+    ConfigError {
+        variable: missing,
+        problem: format!("must be set together with {given}"),
+    }
+}
+
+/// Checks that `path` holds a PEM block whose label ends with `label` ("CERTIFICATE",
+/// "PRIVATE KEY", which also matches "EC PRIVATE KEY" and "RSA PRIVATE KEY"). The problem
+/// reported never includes the file's content.
+fn check_pem(variable: &'static str, path: &Path, label: &str) -> Result<(), ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        variable,
+        problem: format!("cannot read {}: {}", path.display(), e.kind()),
+    })?;
+    let has_block = text.lines().any(|line| {
+        line.trim()
+            .strip_prefix("-----BEGIN ")
+            .and_then(|rest| rest.strip_suffix("-----"))
+            .is_some_and(|found| found.ends_with(label))
+    });
+    if has_block {
+        Ok(())
+    } else {
+        Err(ConfigError {
+            variable,
+            problem: format!("{} holds no PEM {label} block", path.display()),
+        })
+    }
 }
 
 impl Config {
@@ -38,6 +102,7 @@ impl Config {
         let env = Env::new(lookup);
         Ok(Self {
             common: CommonConfig::from_env(&env, Self::SERVICE, Self::DEFAULT_BIND)?,
+            cosigning_client: CosigningClient::from_env(&env)?,
         })
     }
 }

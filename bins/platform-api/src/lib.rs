@@ -1,34 +1,89 @@
 #![doc = include_str!("../README.md")]
 
 mod config;
+mod errors;
 mod handlers;
 
 use actix_web::http::Method;
 use dps_http::{Area, Routes, ServiceSpec, on};
 use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-pub use config::Config;
+pub use config::{Config, CosigningClient};
 
 /// The OpenAPI 3.1 document, generated from the handlers' annotations.
 #[derive(Debug, OpenApi)]
 #[openapi(
     info(title = "Data Protection Service: Platform API", version = "1.0.0"),
-    paths(handlers::health::health, handlers::openapi::openapi),
+    paths(
+        handlers::health::health,
+        handlers::openapi::openapi,
+        handlers::settings::get_lkg_retention,
+        handlers::settings::put_lkg_retention,
+        handlers::settings::get_remediation_policy,
+        handlers::settings::put_remediation_policy,
+        handlers::settings::get_cosigning,
+        handlers::settings::put_cosigning,
+    ),
     components(schemas(
         api_types::ErrorEnvelope,
         api_types::EnvelopeError,
         api_types::Metadata,
         api_types::Health,
-        api_types::Check
-    ))
+        api_types::Check,
+        api_types::settings::SafetyClass,
+        api_types::settings::LkgRetention,
+        api_types::settings::LkgRetentionChange,
+        api_types::settings::LkgRetentionUpdate,
+        api_types::settings::RemediationPolicy,
+        api_types::settings::RemediationPolicyUpdate,
+        api_types::settings::CosigningMode,
+        api_types::settings::Cosigning,
+        api_types::settings::CosigningUpdate,
+    )),
+    modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;
+
+/// Declares the `bearer` security scheme the protected paths name.
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// What platform-api's handlers need beyond the shared state.
+#[derive(Debug, Clone)]
+pub struct Extra {
+    /// Whether the operator provisioned the co-signing client certificate.
+    pub cosigning_provisioned: bool,
+}
+
+impl Extra {
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            cosigning_provisioned: config.cosigning_client.is_some(),
+        }
+    }
+}
 
 /// The platform-api service: its name, its area and its routes.
 #[derive(Debug)]
 pub struct PlatformApi;
 
 impl ServiceSpec for PlatformApi {
+    type Extra = Extra;
     const NAME: &'static str = Config::SERVICE;
     const AREA: Area = Area::Platform;
 
@@ -41,11 +96,32 @@ impl ServiceSpec for PlatformApi {
             .resource(
                 "/api/v1/openapi.json",
                 [on(Method::GET, handlers::openapi::openapi)],
+            )
+            .resource(
+                "/api/v1/settings/lkg-retention",
+                [
+                    on(Method::GET, handlers::settings::get_lkg_retention),
+                    on(Method::PUT, handlers::settings::put_lkg_retention),
+                ],
+            )
+            .resource(
+                "/api/v1/settings/remediation-policy",
+                [
+                    on(Method::GET, handlers::settings::get_remediation_policy),
+                    on(Method::PUT, handlers::settings::put_remediation_policy),
+                ],
+            )
+            .resource(
+                "/api/v1/settings/cosigning",
+                [
+                    on(Method::GET, handlers::settings::get_cosigning),
+                    on(Method::PUT, handlers::settings::put_cosigning),
+                ],
             );
     }
 }
 
 /// Starts the service and serves until it is told to stop.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    dps_http::run::<PlatformApi>(&config.common).await
+    dps_http::run::<PlatformApi>(&config.common, Extra::from_config(&config)).await
 }

@@ -28,6 +28,7 @@ pub struct ApiDoc;
 pub struct TokensApi;
 
 impl ServiceSpec for TokensApi {
+    type Extra = ();
     const NAME: &'static str = Config::SERVICE;
     const AREA: Area = Area::Tokens;
 
@@ -46,5 +47,5 @@ impl ServiceSpec for TokensApi {
 
 /// Starts the service and serves until it is told to stop.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    dps_http::run::<TokensApi>(&config.common).await
+    dps_http::run::<TokensApi>(&config.common, ()).await
 }

@@ -12,3 +12,37 @@ diesel::table! {
         revoked_at -> Nullable<Timestamptz>,
     }
 }
+
+diesel::table! {
+    settings_audit (id) {
+        id -> Uuid,
+        seq -> Int8,
+        tenant_id -> Text,
+        event -> Text,
+        actor -> Text,
+        occurred_at -> Timestamptz,
+        details -> Jsonb,
+    }
+}
+
+diesel::table! {
+    tenant_settings (tenant_id) {
+        tenant_id -> Text,
+        lkg_retention_hours -> Nullable<Int4>,
+        lkg_updated_at -> Nullable<Timestamptz>,
+        lkg_updated_by -> Nullable<Text>,
+        denied_safety_classes -> Array<Nullable<Text>>,
+        remediation_updated_at -> Nullable<Timestamptz>,
+        remediation_updated_by -> Nullable<Text>,
+        cosigning_mode -> Text,
+        cosigning_endpoint_url -> Nullable<Text>,
+        cosigning_updated_at -> Nullable<Timestamptz>,
+        cosigning_updated_by -> Nullable<Text>,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(
+    api_keys,
+    settings_audit,
+    tenant_settings,
+);

@@ -6,11 +6,13 @@
 )]
 
 mod api_keys;
+mod auth;
 mod edge;
 mod health;
 mod migrations;
 mod openapi;
 mod pool;
+mod settings;
 
 use serde_json::Value;
 

@@ -1,2 +1,3 @@
 pub mod health;
 pub mod openapi;
+pub mod settings;

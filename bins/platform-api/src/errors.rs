@@ -1,0 +1,42 @@
+//! The one place platform-api turns domain errors into HTTP errors. Each match is exhaustive,
+//! so a new domain error cannot slip through as a generic 400 or 500.
+
+use actix_web::http::StatusCode;
+use dps_http::{ApiError, Code};
+use serde_json::json;
+use settings::SettingsError;
+
+pub fn settings(error: SettingsError) -> ApiError {
+    match error {
+        SettingsError::InvalidRetention => {
+            ApiError::invalid(error.to_string()).with_details(json!({
+                "field": "retention_hours",
+                "allowed": settings::LKG_RETENTION_OPTIONS,
+            }))
+        }
+        SettingsError::InvalidSafetyClass { ref message, index } => {
+            let mut details = json!({
+                "field": "denied_safety_classes",
+                "allowed": api_types::settings::SafetyClass::ALL,
+            });
+            if let Some(index) = index {
+                details["index"] = json!(index);
+            }
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                Code::Named("invalid_safety_class"),
+                message.clone(),
+            )
+            .with_details(details)
+        }
+        SettingsError::InvalidEndpoint(_) => {
+            ApiError::invalid(error.to_string()).with_details(json!({ "field": "endpoint_url" }))
+        }
+        SettingsError::ProvisioningIncomplete => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Code::Named("cosigning_provisioning_incomplete"),
+            error.to_string(),
+        ),
+        SettingsError::Database(e) => ApiError::database(e),
+    }
+}

@@ -1,0 +1,2 @@
+DROP TABLE settings_audit;
+DROP TABLE tenant_settings;
