@@ -96,21 +96,55 @@ fn dev_cluster_root() -> anyhow::Result<PathBuf> {
     Ok(fallback)
 }
 
+/// The database a command talks to. When the command had to start the dev cluster, dropping
+/// this stops it again, so no command leaves a server behind that it started (a cluster that
+/// was already running is left alone).
+pub struct DevDatabase {
+    pub url: String,
+    started: Option<Cluster>,
+}
+
+impl std::fmt::Debug for DevDatabase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DevDatabase")
+            .field("started_cluster", &self.started.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for DevDatabase {
+    fn drop(&mut self) {
+        if let Some(cluster) = self.started.take() {
+            match cluster.stop() {
+                Ok(()) => eprintln!(
+                    "dpsctl: stopped the dev Postgres cluster (its data is kept for the next run)"
+                ),
+                Err(e) => eprintln!("dpsctl: could not stop the dev Postgres cluster: {e}"),
+            }
+        }
+    }
+}
+
 /// A database to talk to: `DATABASE_URL` when set (it always wins), else the dev cluster,
-/// started if needed. Returns the URL and the cluster when this call started it.
-pub async fn database() -> anyhow::Result<(String, Option<Cluster>)> {
+/// started if needed.
+pub async fn database() -> anyhow::Result<DevDatabase> {
     if let Some(url) = std::env::var("DATABASE_URL")
         .ok()
         .filter(|u| !u.trim().is_empty())
     {
-        return Ok((url, None));
+        return Ok(DevDatabase { url, started: None });
     }
     let mut cluster = Cluster::open_or_init(&dev_cluster_root()?, Durability::Durable)?;
     let was_running = cluster.is_running();
     cluster.start()?;
-    ensure_database(&cluster.url("postgres"), DEV_DATABASE).await?;
-    let url = cluster.url(DEV_DATABASE);
-    Ok((url, (!was_running).then_some(cluster)))
+    let admin_url = cluster.url("postgres");
+    let database = DevDatabase {
+        url: cluster.url(DEV_DATABASE),
+        started: (!was_running).then_some(cluster),
+    };
+    // On failure from here on, dropping `database` stops the cluster again.
+    ensure_database(&admin_url, DEV_DATABASE).await?;
+    Ok(database)
 }
 
 const DEV_DATABASE: &str = "dps";

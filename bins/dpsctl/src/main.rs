@@ -89,8 +89,8 @@ async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Up => up::up().await,
         Command::Migrate => {
-            let (url, _cluster) = dev::database().await?;
-            let applied = db::migrate(&url).await?;
+            let database = dev::database().await?;
+            let applied = db::migrate(&database.url).await?;
             println!("applied {} migration(s)", applied.len());
             for version in applied {
                 println!("  {version}");
@@ -118,9 +118,9 @@ async fn run(command: Command) -> anyhow::Result<()> {
         }
         Command::ApiKey { command } => api_key(command).await,
         Command::PrintSchema => {
-            let (url, _cluster) = dev::database().await?;
-            db::migrate(&url).await?;
-            let mut conn = connect(&url).await?;
+            let database = dev::database().await?;
+            db::migrate(&database.url).await?;
+            let mut conn = connect(&database.url).await?;
             print!("{}", db::print_schema(&mut conn).await?);
             Ok(())
         }
@@ -135,9 +135,9 @@ async fn connect(url: &str) -> anyhow::Result<db::AsyncPgConnection> {
 }
 
 async fn api_key(command: ApiKeyCommand) -> anyhow::Result<()> {
-    let (url, _cluster) = dev::database().await?;
-    db::migrate(&url).await?;
-    let mut conn = connect(&url).await?;
+    let database = dev::database().await?;
+    db::migrate(&database.url).await?;
+    let mut conn = connect(&database.url).await?;
     match command {
         ApiKeyCommand::Create {
             tenant,

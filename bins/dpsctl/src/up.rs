@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use auth::TenantId;
 
 use crate::dev;
@@ -13,7 +12,8 @@ const DEV_KEY_NAME: &str = "dpsctl up";
 const DEV_TOKEN_TTL: Duration = Duration::from_secs(12 * 3600);
 
 pub async fn up() -> anyhow::Result<()> {
-    let (url, started_cluster) = dev::database().await?;
+    let database = dev::database().await?;
+    let url = database.url.clone();
     db::migrate(&url).await?;
     let (minter, jwks_path) = dev::dev_minter()?;
     let master_key_file = dev::dev_master_key_file()?;
@@ -95,10 +95,8 @@ pub async fn up() -> anyhow::Result<()> {
     println!("Ctrl-C stops everything.");
 
     let served = tokio::try_join!(tokens, platform);
-    if let Some(cluster) = started_cluster {
-        cluster.stop().context("stopping the dev cluster")?;
-        println!("stopped the dev Postgres cluster (its data is kept for the next run)");
-    }
+    // Stops the dev cluster if this command started it, whether or not serving failed.
+    drop(database);
     served?;
     Ok(())
 }
