@@ -1,1 +1,21 @@
 #![doc = include_str!("../README.md")]
+
+mod error;
+mod fpe;
+pub mod normalize;
+mod pii;
+mod secret;
+mod shape;
+#[cfg(test)]
+mod tests;
+mod token;
+
+pub use error::{ItemCode, ValueError};
+pub use fpe::{FPE_MIN_DOMAIN, FpeKey};
+pub use normalize::{NormalizeOptions, Normalized, Region, normalize};
+pub use pii::{Category, Mode, PiiType};
+pub use secret::Secret;
+pub use token::{
+    DETERMINISTIC_PREFIX, FormatPreserving, MacKey, RANDOMIZED_PREFIX, RandomError, Surrogate,
+    deterministic_token, fingerprint, format_preserving, looks_like_token, randomized_token,
+};

@@ -1,0 +1,133 @@
+//! Parsing and normalization: a raw value of a PII type becomes its canonical form, or a
+//! precise refusal that never repeats the value.
+
+mod date;
+mod ids;
+mod money;
+mod phone;
+mod text;
+
+pub use date::{
+    DateLayout, DaySuffix, MonthCase, MonthStyle, Ymd, days_in_month, render as render_date,
+};
+pub use ids::{luhn_check_digit, luhn_valid, ssn_is_issuable};
+pub use phonenumber::country::Id as Region;
+
+use crate::error::ValueError;
+use crate::pii::PiiType;
+use crate::secret::Secret;
+
+/// What normalization needs beyond the value: the policy's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct NormalizeOptions {
+    /// How to read a phone number without a country code (the policy's `default_region`).
+    pub default_region: Region,
+}
+
+impl Default for NormalizeOptions {
+    fn default() -> Self {
+        Self {
+            default_region: Region::US,
+        }
+    }
+}
+
+/// A validated value in canonical form, with what format-preserving tokenization needs to keep
+/// the shape of the value as it was written.
+#[derive(Debug, Clone)]
+pub struct Normalized {
+    pub pii_type: PiiType,
+    /// The canonical form: what deterministic tokens are computed over and what the vault keeps.
+    pub value: Secret,
+    /// The written form whose shape a format-preserving token keeps.
+    pub(crate) layout: Secret,
+    pub(crate) detail: Detail,
+    /// The ISO 4217 code a monetary value carried, if any. Not secret on its own.
+    pub currency: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Detail {
+    None,
+    /// How many digits at the end of the layout are the national number and extension.
+    Phone {
+        variable_digits: usize,
+    },
+    Date {
+        layout: DateLayout,
+    },
+}
+
+/// Parses `raw` as a value of `pii_type`.
+pub fn normalize(
+    pii_type: PiiType,
+    raw: &str,
+    options: &NormalizeOptions,
+) -> Result<Normalized, ValueError> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Err(ValueError::EMPTY);
+    }
+    if trimmed.len() > 256 {
+        return Err(ValueError::invalid("the value is longer than 256 bytes"));
+    }
+    let plain = |value: String, layout: &str| Normalized {
+        pii_type,
+        value: Secret::new(value),
+        layout: Secret::from(layout),
+        detail: Detail::None,
+        currency: None,
+    };
+    Ok(match pii_type {
+        PiiType::UsSsn => plain(ids::us_ssn(trimmed)?, trimmed),
+        PiiType::CaSin => plain(ids::ca_sin(trimmed)?, trimmed),
+        PiiType::PassportUs => plain(ids::passport_us(trimmed)?, trimmed),
+        PiiType::PassportCa => {
+            let value = ids::passport_ca(trimmed)?;
+            let layout = value.clone();
+            plain(value, &layout)
+        }
+        PiiType::Email => {
+            let value = text::email(trimmed)?;
+            let layout = value.clone();
+            plain(value, &layout)
+        }
+        PiiType::CaseNumber => {
+            let value = text::case_number(trimmed)?;
+            let layout = value.clone();
+            plain(value, &layout)
+        }
+        PiiType::Phone => {
+            let parsed = phone::phone(trimmed, options.default_region)?;
+            Normalized {
+                pii_type,
+                value: Secret::new(parsed.e164),
+                layout: Secret::from(trimmed),
+                detail: Detail::Phone {
+                    variable_digits: parsed.variable_digits,
+                },
+                currency: None,
+            }
+        }
+        PiiType::Date | PiiType::Dob => {
+            let (ymd, layout) = date::date(trimmed)?;
+            Normalized {
+                pii_type,
+                value: Secret::new(ymd.iso()),
+                layout: Secret::from(trimmed),
+                detail: Detail::Date { layout },
+                currency: None,
+            }
+        }
+        PiiType::Monetary => {
+            let parsed = money::money(trimmed)?;
+            Normalized {
+                pii_type,
+                value: Secret::new(parsed.amount),
+                layout: Secret::from(trimmed),
+                detail: Detail::None,
+                currency: parsed.currency,
+            }
+        }
+    })
+}
