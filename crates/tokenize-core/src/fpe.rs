@@ -2,17 +2,18 @@
 //! [`Shape`].
 //!
 //! A shape mixes digits and letters, and FF1 works over one radix. So the slots are ranked as
-//! one mixed-radix number in `[0, N)`, that number is enciphered with FF1 over its bits (radix
-//! 2, `bits(N - 1)` numerals), and the result is walked through the cipher again until it is
-//! below `N` and acceptable to the type (a valid SSN, for example). Cycle walking keeps the map
-//! a permutation of the acceptable values, so two different values of the same shape never
-//! share a token. Because `N / 2^bits > 1/2`, the expected number of FF1 calls is below two
-//! when every value is acceptable.
+//! one mixed-radix number in `[0, N)`, written as `n` numerals of a radix `r` chosen so that
+//! `r^n` is just above `N` (`n = max(2, ceil(bits(N) / 16))`, `r = floor((N-1)^(1/n)) + 1`,
+//! so `r <= 2^16` as FF1 requires), enciphered with FF1, and walked through the cipher again
+//! until the result is below `N` and acceptable to the type (a valid SSN, for example). Cycle
+//! walking keeps the map a permutation of the acceptable values, so two different values of
+//! the same shape never share a token. `r^n / N` is close to 1, so a value takes about one FF1
+//! call; few, wide numerals also keep FF1's big-number arithmetic per round small.
 
 use aes::Aes256;
 use fpe::ff1::{FF1, FlexibleNumeralString};
 use num_bigint::BigUint;
-use num_integer::Integer as _;
+use num_integer::{Integer as _, Roots as _};
 
 use crate::shape::Shape;
 
@@ -23,9 +24,9 @@ pub const FPE_MIN_DOMAIN: u128 = 1_000_000;
 /// acceptable fraction far below anything a supported type has.
 const MAX_WALK: usize = 1_000;
 
-/// A tenant's format-preserving key. The AES key schedule is computed once.
+/// A tenant's format-preserving key.
 pub struct FpeKey {
-    binary: FF1<Aes256>,
+    key: [u8; 32],
 }
 
 impl std::fmt::Debug for FpeKey {
@@ -36,11 +37,47 @@ impl std::fmt::Debug for FpeKey {
 
 impl FpeKey {
     pub fn new(key: &[u8; 32]) -> Self {
-        Self {
-            // Radix 2 is within FF1's [2, 2^16]; `new` fails only outside it.
-            binary: FF1::<Aes256>::new(key, 2).unwrap_or_else(|_| unreachable!("radix 2 is valid")),
-        }
+        Self { key: *key }
     }
+
+    fn cipher(&self, radix: u32) -> Option<FF1<Aes256>> {
+        FF1::<Aes256>::new(&self.key, radix).ok()
+    }
+}
+
+impl Drop for FpeKey {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.key);
+    }
+}
+
+/// The FF1 parameters for a domain of `domain` values: `n` numerals of radix `r`, `r^n >= N`.
+fn numeral_layout(domain: &BigUint) -> (u32, usize) {
+    let top = domain - 1u32;
+    let n = top.bits().div_ceil(16).max(2);
+    let root = top.nth_root(u32::try_from(n).unwrap_or(u32::MAX));
+    // root < 2^16 because top < 2^(16n); so the radix is at most 2^16.
+    let radix = root.to_u32_digits().first().copied().unwrap_or(0) + 1;
+    (radix.max(2), usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+fn to_numerals(x: &BigUint, radix: u32, n: usize) -> Vec<u16> {
+    let radix = BigUint::from(radix);
+    let mut x = x.clone();
+    let mut numerals = vec![0u16; n];
+    for slot in numerals.iter_mut().rev() {
+        let (q, r) = x.div_rem(&radix);
+        // r < radix <= 2^16.
+        *slot = r.to_u32_digits().first().copied().unwrap_or(0) as u16;
+        x = q;
+    }
+    numerals
+}
+
+fn from_numerals(numerals: &[u16], radix: u32) -> BigUint {
+    numerals
+        .iter()
+        .fold(BigUint::from(0u32), |acc, d| acc * radix + u32::from(*d))
 }
 
 fn rank(shape: &Shape, values: &[u32]) -> BigUint {
@@ -63,16 +100,11 @@ fn unrank(shape: &Shape, mut x: BigUint) -> Vec<u32> {
     values
 }
 
-fn to_bits(x: &BigUint, bits: u64) -> Vec<u16> {
-    (0..bits).rev().map(|i| u16::from(x.bit(i))).collect()
-}
-
-fn from_bits(bits: &[u16]) -> BigUint {
-    let mut x = BigUint::from(0u32);
-    for b in bits {
-        x = (x << 1u32) + u32::from(*b);
-    }
-    x
+#[derive(Clone, Copy)]
+enum Direction {
+    Encrypt,
+    #[cfg(test)]
+    Decrypt,
 }
 
 /// Enciphers the slots of `shape` under `key` and `tweak`, keeping only results `accept`
@@ -84,32 +116,11 @@ pub(crate) fn encipher(
     shape: &Shape,
     accept: impl Fn(&[u32]) -> bool,
 ) -> Option<Vec<u32>> {
-    let domain = shape
-        .slots()
-        .iter()
-        .fold(BigUint::from(1u32), |n, (_, s)| n * s.radix());
-    if domain < BigUint::from(FPE_MIN_DOMAIN) {
-        return None;
-    }
-    let bits = (&domain - 1u32).bits().max(20);
-    let mut x = rank(shape, &shape.values());
-    for _ in 0..MAX_WALK {
-        let numerals = FlexibleNumeralString::from(to_bits(&x, bits));
-        let out = key.binary.encrypt(tweak, &numerals).ok()?;
-        x = from_bits(&Vec::<u16>::from(out));
-        if x < domain {
-            let values = unrank(shape, x.clone());
-            if accept(&values) {
-                return Some(values);
-            }
-        }
-    }
-    None
+    walk(key, tweak, shape, accept, Direction::Encrypt)
 }
 
-/// The inverse of [`encipher`] for the same key, tweak, shape and `accept`: walks the
-/// decryption the same way. Detokenization never uses it (it reads the vault); tests do, to
-/// show the map is a permutation.
+/// The inverse of [`encipher`] for the same key, tweak, shape and `accept`. Detokenization
+/// never uses it (it reads the vault); tests do, to show the map is a permutation.
 #[cfg(test)]
 pub(crate) fn decipher(
     key: &FpeKey,
@@ -117,16 +128,34 @@ pub(crate) fn decipher(
     shape: &Shape,
     accept: impl Fn(&[u32]) -> bool,
 ) -> Option<Vec<u32>> {
+    walk(key, tweak, shape, accept, Direction::Decrypt)
+}
+
+fn walk(
+    key: &FpeKey,
+    tweak: &[u8],
+    shape: &Shape,
+    accept: impl Fn(&[u32]) -> bool,
+    direction: Direction,
+) -> Option<Vec<u32>> {
     let domain = shape
         .slots()
         .iter()
         .fold(BigUint::from(1u32), |n, (_, s)| n * s.radix());
-    let bits = (&domain - 1u32).bits().max(20);
+    if domain < BigUint::from(FPE_MIN_DOMAIN) {
+        return None;
+    }
+    let (radix, n) = numeral_layout(&domain);
+    let cipher = key.cipher(radix)?;
     let mut x = rank(shape, &shape.values());
     for _ in 0..MAX_WALK {
-        let numerals = FlexibleNumeralString::from(to_bits(&x, bits));
-        let out = key.binary.decrypt(tweak, &numerals).ok()?;
-        x = from_bits(&Vec::<u16>::from(out));
+        let numerals = FlexibleNumeralString::from(to_numerals(&x, radix, n));
+        let out = match direction {
+            Direction::Encrypt => cipher.encrypt(tweak, &numerals).ok()?,
+            #[cfg(test)]
+            Direction::Decrypt => cipher.decrypt(tweak, &numerals).ok()?,
+        };
+        x = from_numerals(&Vec::<u16>::from(out), radix);
         if x < domain {
             let values = unrank(shape, x.clone());
             if accept(&values) {
@@ -184,6 +213,25 @@ mod tests {
             assert_eq!(text(out, radix), cipher);
             let back = ff1.decrypt(&hex(tweak), &numerals(cipher, radix)).unwrap();
             assert_eq!(text(back, radix), plain);
+        }
+    }
+
+    #[test]
+    fn numeral_layouts_cover_the_domain_tightly() {
+        for domain in [
+            1_000_000u128,
+            676_000_000,
+            1_000_000_000,
+            10_000_000_000,
+            26u128.pow(20),
+        ] {
+            let big = BigUint::from(domain);
+            let (radix, n) = numeral_layout(&big);
+            assert!((2..=65_536).contains(&radix) && n >= 2, "{domain}");
+            let covered = BigUint::from(radix).pow(n as u32);
+            assert!(covered >= big, "{domain}");
+            // Less than twice the domain, so a walk takes few steps.
+            assert!(covered < big * 2u32, "{domain}: {radix}^{n}");
         }
     }
 
