@@ -13,7 +13,7 @@
 use aes::Aes256;
 use fpe::ff1::{FF1, FlexibleNumeralString};
 use num_bigint::BigUint;
-use num_integer::{Integer as _, Roots as _};
+use num_integer::Integer as _;
 
 use crate::shape::Shape;
 
