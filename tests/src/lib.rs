@@ -78,7 +78,11 @@ impl TestApp {
             Service::Tokens => {
                 let config = tokens_api::Config::from_lookup(&lookup)
                     .unwrap_or_else(|e| panic!("test configuration: {e}"));
-                dps_http::start::<tokens_api::TokensApi>(&config.common, ()).await
+                dps_http::start::<tokens_api::TokensApi>(
+                    &config.common,
+                    tokens_api::Extra::from_config(&config),
+                )
+                .await
             }
             Service::Platform => {
                 let config = platform_api::Config::from_lookup(&lookup)

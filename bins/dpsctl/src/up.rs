@@ -65,8 +65,11 @@ pub async fn up() -> anyhow::Result<()> {
     let tokens_config = tokens_api::Config::from_lookup(&lookup("TOKENS_BIND_ADDR"))?;
     let platform_config = platform_api::Config::from_lookup(&lookup("PLATFORM_BIND_ADDR"))?;
 
-    let (tokens, tokens_addr) =
-        dps_http::start::<tokens_api::TokensApi>(&tokens_config.common, ()).await?;
+    let (tokens, tokens_addr) = dps_http::start::<tokens_api::TokensApi>(
+        &tokens_config.common,
+        tokens_api::Extra::from_config(&tokens_config),
+    )
+    .await?;
     let (platform, platform_addr) = dps_http::start::<platform_api::PlatformApi>(
         &platform_config.common,
         platform_api::Extra::from_config(&platform_config),

@@ -232,6 +232,18 @@ fn render_errors(
                 retry_after_seconds: error.retry_after_seconds,
                 supported_major_versions: error.supported_major_versions.clone(),
             },
+        })
+        .map(|mut body| {
+            // Area A has no `details`; structured extras (an ALL_OR_NOTHING batch's results,
+            // the fields at fault) sit beside the fixed fields of `error`, never over them.
+            if let (Some(object), Value::Object(extra)) =
+                (body["error"].as_object_mut(), &error.details)
+            {
+                for (key, value) in extra {
+                    object.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            }
+            body
         }),
         Area::Platform => serde_json::to_value(ErrorEnvelope {
             status: "error".into(),

@@ -1,11 +1,16 @@
 #![doc = include_str!("../README.md")]
 
 mod config;
+mod errors;
 mod handlers;
 
+use std::sync::Arc;
+
 use actix_web::http::Method;
+use dps_http::ApiError;
 use dps_http::{Area, Routes, ServiceSpec, on};
 use utoipa::OpenApi;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 pub use config::Config;
 
@@ -13,22 +18,92 @@ pub use config::Config;
 #[derive(Debug, OpenApi)]
 #[openapi(
     info(title = "Data Protection Service: Tokenization API", version = "1.0.0"),
-    paths(handlers::health::health, handlers::openapi::openapi),
+    paths(
+        handlers::health::health,
+        handlers::openapi::openapi,
+        handlers::tokenize::tokenize,
+        handlers::policies::list,
+        handlers::policies::create,
+        handlers::policies::update,
+    ),
     components(schemas(
         api_types::ErrorBody,
         api_types::ErrorDetail,
         api_types::Health,
-        api_types::Check
-    ))
+        api_types::Check,
+        api_types::Pagination,
+        api_types::tokens::TokenizeItem,
+        api_types::tokens::TokenizeRequest,
+        api_types::tokens::TokenizeResponse,
+        api_types::tokens::TokenizeResult,
+        api_types::tokens::TokenizedItem,
+        api_types::tokens::FailedItem,
+        api_types::tokens::ItemError,
+        api_types::tokens::Fallback,
+        api_types::tokens::TypeRule,
+        api_types::tokens::PolicyInput,
+        api_types::tokens::Policy,
+        api_types::tokens::PolicyList,
+    )),
+    modifiers(&SecuritySchemes)
 )]
 pub struct ApiDoc;
+
+/// Declares the `bearer` (access token) and `api_key` (X-API-Key) security schemes.
+struct SecuritySchemes;
+
+impl utoipa::Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
+        );
+    }
+}
+
+/// What tokens-api's handlers need beyond the shared state: the tenants' keys and the cursor
+/// signing key, both derived from the master key.
+#[derive(Debug, Clone)]
+pub struct Extra {
+    pub keyring: Arc<vault::KeyRing>,
+    pub cursors: Arc<vault::CursorKey>,
+}
+
+impl Extra {
+    pub fn from_config(config: &Config) -> Self {
+        let master = config.common.master_key.clone();
+        Self {
+            cursors: Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
+            keyring: Arc::new(vault::KeyRing::new(master)),
+        }
+    }
+}
+
+/// Area A's page size: 1 to 100, default 50.
+pub(crate) fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
+    match limit {
+        None => Ok(50),
+        Some(l) if (1..=100).contains(&l) => Ok(l),
+        Some(_) => Err(ApiError::invalid("limit must be between 1 and 100")),
+    }
+}
 
 /// The tokens-api service: its name, its area and its routes.
 #[derive(Debug)]
 pub struct TokensApi;
 
 impl ServiceSpec for TokensApi {
-    type Extra = ();
+    type Extra = Extra;
     const NAME: &'static str = Config::SERVICE;
     const AREA: Area = Area::Tokens;
 
@@ -41,11 +116,26 @@ impl ServiceSpec for TokensApi {
             .resource(
                 "/api/v1/tokens/openapi.json",
                 [on(Method::GET, handlers::openapi::openapi)],
+            )
+            .resource(
+                "/api/v1/tokens/tokenize",
+                [on(Method::POST, handlers::tokenize::tokenize)],
+            )
+            .resource(
+                "/api/v1/tokens/policies",
+                [
+                    on(Method::GET, handlers::policies::list),
+                    on(Method::POST, handlers::policies::create),
+                ],
+            )
+            .resource(
+                "/api/v1/tokens/policies/{id}",
+                [on(Method::PUT, handlers::policies::update)],
             );
     }
 }
 
 /// Starts the service and serves until it is told to stop.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    dps_http::run::<TokensApi>(&config.common, ()).await
+    dps_http::run::<TokensApi>(&config.common, Extra::from_config(&config)).await
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub mod settings;
+pub mod tokens;
 
 /// Area A error body: `{"error": {...}}`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -40,7 +41,7 @@ pub struct Metadata {
 }
 
 /// Cursor pagination of Area B lists (and of the vault list).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Pagination {
     pub limit: u32,
     pub has_more: bool,

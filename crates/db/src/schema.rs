@@ -26,6 +26,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    tenant_keys (tenant_id, version) {
+        tenant_id -> Text,
+        version -> Int4,
+        wrapped_key -> Bytea,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     tenant_settings (tenant_id) {
         tenant_id -> Text,
         lkg_retention_hours -> Nullable<Int4>,
@@ -41,8 +50,58 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    tokenization_policies (tenant_id, policy_id) {
+        tenant_id -> Text,
+        policy_id -> Uuid,
+        version -> Int4,
+        name -> Text,
+        definition -> Jsonb,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        created_by -> Text,
+        updated_by -> Text,
+    }
+}
+
+diesel::table! {
+    tokenization_policy_versions (tenant_id, policy_id, version) {
+        tenant_id -> Text,
+        policy_id -> Uuid,
+        version -> Int4,
+        name -> Text,
+        definition -> Jsonb,
+        created_at -> Timestamptz,
+        created_by -> Text,
+    }
+}
+
+diesel::table! {
+    vault_entries (tenant_id, token_id) {
+        tenant_id -> Text,
+        token_id -> Uuid,
+        token -> Text,
+        pii_type -> Text,
+        mode -> Text,
+        policy_id -> Uuid,
+        policy_version -> Int4,
+        fingerprint -> Nullable<Bytea>,
+        key_version -> Int4,
+        ciphertext -> Bytea,
+        created_at -> Timestamptz,
+        expires_at -> Nullable<Timestamptz>,
+        revoked_at -> Nullable<Timestamptz>,
+        revoked_by -> Nullable<Text>,
+        revoke_reason -> Nullable<Text>,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     api_keys,
     settings_audit,
+    tenant_keys,
     tenant_settings,
+    tokenization_policies,
+    tokenization_policy_versions,
+    vault_entries,
 );

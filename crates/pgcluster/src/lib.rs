@@ -81,8 +81,19 @@ impl ServerBinaries {
             .ok_or(ClusterError::BinariesNotFound)
     }
 
-    fn tool(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
+    /// The path of a tool of this installation (`pg_ctl`, `pg_dump`). When the binaries were
+    /// found through symlinks on `PATH` that do not include the tool, it is looked up beside
+    /// the real `initdb`.
+    pub fn tool(&self, name: &str) -> PathBuf {
+        let direct = self.dir.join(name);
+        if direct.is_file() {
+            return direct;
+        }
+        fs::canonicalize(self.dir.join("initdb"))
+            .ok()
+            .and_then(|real| real.parent().map(|dir| dir.join(name)))
+            .filter(|p| p.is_file())
+            .unwrap_or(direct)
     }
 }
 

@@ -161,6 +161,25 @@ pub fn jwks_file() -> PathBuf {
     .clone()
 }
 
+/// A plain-SQL `pg_dump` of `db`, data included: for tests that prove no plaintext reached any
+/// table.
+pub fn pg_dump(db: &TestDatabase) -> String {
+    let tool = pgcluster::ServerBinaries::locate()
+        .map(|b| b.tool("pg_dump"))
+        .unwrap_or_else(|_| PathBuf::from("pg_dump"));
+    let output = std::process::Command::new(tool)
+        .args(["--no-owner", "--no-privileges", "--inserts", "--dbname"])
+        .arg(&db.url)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pg_dump: {e}"));
+    assert!(
+        output.status.success(),
+        "pg_dump failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

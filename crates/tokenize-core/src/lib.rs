@@ -4,6 +4,7 @@ mod error;
 mod fpe;
 pub mod normalize;
 mod pii;
+pub mod policy;
 mod secret;
 mod shape;
 #[cfg(test)]
@@ -14,8 +15,10 @@ pub use error::{ItemCode, ValueError};
 pub use fpe::{FPE_MIN_DOMAIN, FpeKey};
 pub use normalize::{NormalizeOptions, Normalized, Region, normalize};
 pub use pii::{Category, Mode, PiiType};
+pub use policy::{FailureMode, Policy, Scope, TypeRule};
 pub use secret::Secret;
 pub use token::{
     DETERMINISTIC_PREFIX, FormatPreserving, MacKey, RANDOMIZED_PREFIX, RandomError, Surrogate,
-    deterministic_token, fingerprint, format_preserving, looks_like_token, randomized_token,
+    deterministic_token, fingerprint, fingerprint_as_written, format_preserving, looks_like_token,
+    randomized_token,
 };

@@ -109,6 +109,18 @@ pub fn fingerprint(key: &MacKey, mode: Mode, scope: &str, value: &Normalized) ->
     ])
 }
 
+/// The lookup fingerprint of a format-preserving value. It covers the value as written,
+/// because a format-preserving token keeps the written shape: `123-45-6789` and `123456789`
+/// have different tokens, so they are different entries.
+pub fn fingerprint_as_written(key: &MacKey, value: &Normalized) -> [u8; 32] {
+    key.mac(&[
+        b"dps-fingerprint-v1",
+        Mode::FormatPreserving.as_str().as_bytes(),
+        value.pii_type.as_str().as_bytes(),
+        value.layout.expose().as_bytes(),
+    ])
+}
+
 fn random_bytes<const N: usize>(rng: &SystemRandom) -> Result<[u8; N], RandomError> {
     let mut bytes = [0u8; N];
     rng.fill(&mut bytes).map_err(|_| RandomError)?;

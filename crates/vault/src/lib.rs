@@ -1,7 +1,53 @@
 #![doc = include_str!("../README.md")]
 
+pub mod cursor;
+pub mod keys;
+pub mod policies;
+pub mod tokenize;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use time::OffsetDateTime;
+
+pub use cursor::CursorKey;
+pub use keys::{KeyRing, TenantKeys};
+
+/// One invalid field of a request, for a 400 that names every problem at once.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FieldProblem {
+    pub field: String,
+    pub problem: &'static str,
+}
+
+/// Why a vault operation failed. None of the messages holds a value or a key.
+#[derive(Debug, thiserror::Error)]
+pub enum VaultError {
+    #[error("the request is invalid")]
+    Invalid(Vec<FieldProblem>),
+    #[error("{0}")]
+    InvalidRequest(&'static str),
+    #[error("no such policy")]
+    PolicyNotFound,
+    #[error("the cursor is not one this service issued for this list")]
+    BadCursor,
+    /// A stored policy no longer validates (it was edited outside the service).
+    #[error("a stored policy is unreadable")]
+    CorruptPolicy,
+    /// A key could not be unwrapped or a value could not be sealed or opened.
+    #[error("a cryptographic operation failed")]
+    Crypto,
+    #[error(transparent)]
+    Database(#[from] diesel::result::Error),
+}
+
+pub(crate) fn to_micros(at: OffsetDateTime) -> i64 {
+    i64::try_from(at.unix_timestamp_nanos() / 1_000).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn from_micros(micros: i64) -> Result<OffsetDateTime, VaultError> {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1_000)
+        .map_err(|_| VaultError::BadCursor)
+}
 
 /// The root of the key hierarchy: 32 bytes that wrap every tenant's data keys.
 ///
@@ -34,12 +80,29 @@ impl MasterKey {
     }
 
     /// The raw key, for wrapping and unwrapping tenant data keys.
-    #[expect(
-        dead_code,
-        reason = "data-key wrapping arrives with the tokenization API"
-    )]
     pub(crate) fn as_bytes(&self) -> &[u8; 32] {
         &self.0
+    }
+
+    /// A key for another purpose, derived from this one with HKDF-SHA256 under `label` (the
+    /// cursor signing key, for example), so the master key itself is used for wrapping only.
+    pub fn derive(&self, label: &'static [u8]) -> [u8; 32] {
+        struct Len;
+        impl ring::hkdf::KeyType for Len {
+            fn len(&self) -> usize {
+                32
+            }
+        }
+        let prk = ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, b"dps-master-derive-v1")
+            .extract(&self.0);
+        let info = [label];
+        let mut out = [0u8; 32];
+        // Expanding 32 bytes from SHA-256 is always within HKDF's limit of 255 blocks, so
+        // neither step can fail.
+        match prk.expand(&info, Len).map(|okm| okm.fill(&mut out)) {
+            Ok(Ok(())) => out,
+            _ => unreachable!("HKDF-SHA256 expands 32 bytes"),
+        }
     }
 
     /// Generates a fresh random key and returns it with its base64 form (for `dpsctl up`).

@@ -13,6 +13,7 @@ mod migrations;
 mod openapi;
 mod pool;
 mod settings;
+mod tokenize;
 
 use serde_json::Value;
 

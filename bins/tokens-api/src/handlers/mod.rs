@@ -1,2 +1,4 @@
 pub mod health;
 pub mod openapi;
+pub mod policies;
+pub mod tokenize;

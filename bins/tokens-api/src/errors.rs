@@ -1,0 +1,78 @@
+//! The one place tokens-api turns domain errors into HTTP errors. Each match is exhaustive,
+//! so a new domain error cannot slip through as a generic 400 or 500.
+
+use actix_web::http::StatusCode;
+use api_types::tokens::{ItemError, TokenizeResponse};
+use dps_http::{ApiError, Code};
+use serde_json::json;
+use vault::VaultError;
+
+pub fn vault(error: VaultError) -> ApiError {
+    match error {
+        VaultError::Invalid(problems) => {
+            let detail = problems
+                .iter()
+                .map(|p| format!("{}: {}", p.field, p.problem))
+                .collect::<Vec<_>>()
+                .join("; ");
+            ApiError::invalid("the request has invalid fields")
+                .with_detail(detail)
+                .with_details(json!({ "fields": problems }))
+        }
+        VaultError::InvalidRequest(message) => ApiError::invalid(message),
+        VaultError::PolicyNotFound => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("POLICY_NOT_FOUND"),
+            "no such policy in this tenant",
+        ),
+        VaultError::BadCursor => {
+            ApiError::invalid("the cursor is not one this service issued for this list")
+        }
+        VaultError::CorruptPolicy => ApiError::internal("a stored policy does not validate"),
+        VaultError::Crypto => ApiError::internal("a vault cryptographic operation failed"),
+        VaultError::Database(e) => ApiError::database(e),
+    }
+}
+
+/// An ALL_OR_NOTHING batch with a failed item: 400 with the first failure's code, every failed
+/// item in `detail`, and every item's result beside it.
+pub fn batch_rejected(first: ItemError, response: TokenizeResponse) -> ApiError {
+    let failed: Vec<String> = response
+        .results
+        .iter()
+        .filter_map(|r| match r {
+            api_types::tokens::TokenizeResult::Failed(f) if f.status == "FAILED" => Some(format!(
+                "item {}: {} ({})",
+                f.index, f.error.code, f.error.message
+            )),
+            _ => None,
+        })
+        .collect();
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        Code::Named(code_name(&first.code)),
+        "the ALL_OR_NOTHING batch has failed items; nothing was written",
+    )
+    .with_detail(failed.join("; "))
+    .with_details(json!({
+        "results": response.results,
+        "success_count": response.success_count,
+        "failure_count": response.failure_count,
+        "batch_policy_version": response.batch_policy_version,
+        "trace_id": response.trace_id,
+    }))
+}
+
+/// Item codes are a closed set; mapping to `'static` names keeps `Code::Named` allocation-free.
+fn code_name(code: &str) -> &'static str {
+    match code {
+        "EMPTY_VALUE" => "EMPTY_VALUE",
+        "UNSUPPORTED_PII_TYPE" => "UNSUPPORTED_PII_TYPE",
+        "INVALID_VALUE" => "INVALID_VALUE",
+        "INVALID_MODE" => "INVALID_MODE",
+        "NO_RULE_FOR_TYPE" => "NO_RULE_FOR_TYPE",
+        "SURROGATE_EXHAUSTED" => "SURROGATE_EXHAUSTED",
+        "TOKEN_REVOKED" => "TOKEN_REVOKED",
+        _ => "INVALID_INPUT",
+    }
+}

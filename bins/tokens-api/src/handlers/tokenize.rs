@@ -1,0 +1,43 @@
+use actix_web::{HttpResponse, web};
+use api_types::tokens::{TokenizeQuery, TokenizeRequest, TokenizeResponse};
+use dps_http::{ApiError, ApiKeyCaller, Body, ServiceState};
+
+use crate::{Extra, errors};
+
+/// Tokenizes up to 1000 values under a policy. Authenticated by an API key.
+#[utoipa::path(
+    post,
+    path = "/api/v1/tokens/tokenize",
+    tag = "tokenize",
+    security(("api_key" = [])),
+    params(("dry_run" = Option<bool>, Query, description = "Validate and preview; write nothing")),
+    request_body = TokenizeRequest,
+    responses(
+        (status = 200, description = "Per-item results (BEST_EFFORT, or an ALL_OR_NOTHING batch that fully succeeded)", body = TokenizeResponse),
+        (status = 400, description = "INVALID_INPUT, or an ALL_OR_NOTHING batch with a failed item: the first failure's code, with every result", body = api_types::ErrorBody),
+        (status = 401, description = "Missing, unknown or revoked API key", body = api_types::ErrorBody),
+        (status = 404, description = "POLICY_NOT_FOUND", body = api_types::ErrorBody),
+    ),
+)]
+pub async fn tokenize(
+    ApiKeyCaller(caller): ApiKeyCaller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    query: web::Query<TokenizeQuery>,
+    body: Body<TokenizeRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut conn = state.conn().await?;
+    let outcome = vault::tokenize::tokenize(
+        &mut conn,
+        &extra.keyring,
+        &caller.tenant_id,
+        &body,
+        query.dry_run.unwrap_or(false),
+    )
+    .await
+    .map_err(errors::vault)?;
+    match outcome.rejected {
+        Some(first) => Err(errors::batch_rejected(first, outcome.response)),
+        None => Ok(HttpResponse::Ok().json(outcome.response)),
+    }
+}

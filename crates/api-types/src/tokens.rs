@@ -1,0 +1,196 @@
+//! Area A (the Tokenization API) bodies. Area A answers with its fields at the top level.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use crate::Pagination;
+
+/// One value to tokenize.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenizeItem {
+    /// The raw value. Never logged, never echoed in an error.
+    pub value: String,
+    /// One of us_ssn, ca_sin, email, phone, date, dob, monetary, case_number, passport_us,
+    /// passport_ca.
+    pub pii_type: String,
+    /// deterministic, randomized or format_preserving; the policy's rule for the type when
+    /// omitted.
+    #[serde(default)]
+    pub mode: Option<String>,
+}
+
+/// Body of `POST /tokenize`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenizeRequest {
+    /// 1 to 1000 items.
+    pub items: Vec<TokenizeItem>,
+    pub policy_id: String,
+    /// At most 256 characters. The same key with the same body replays the first response
+    /// for 24 hours; with a different body it is 409 IDEMPOTENCY_KEY_REUSED.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    /// BEST_EFFORT (default) or ALL_OR_NOTHING.
+    #[serde(default)]
+    pub batch_mode: Option<String>,
+}
+
+/// Query of `POST /tokenize`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenizeQuery {
+    /// Validate and preview without writing anything.
+    #[serde(default)]
+    pub dry_run: Option<bool>,
+}
+
+/// Why an item fell back to randomized mode under a fail_open policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Fallback {
+    /// Always `randomized`.
+    pub mode: String,
+    /// The code the item would have failed with under fail_closed.
+    pub reason_code: String,
+    pub reason: String,
+}
+
+/// A tokenized item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TokenizedItem {
+    /// The item's position in the request.
+    pub index: usize,
+    /// Null only on a dry run, where a randomized token (or a surrogate not yet drawn) cannot
+    /// be known in advance.
+    pub token: Option<String>,
+    /// The vault entry's id; null on a dry run.
+    pub token_id: Option<String>,
+    /// Always `TOKENIZED`.
+    pub status: String,
+    /// The mode actually used.
+    pub mode: String,
+    /// Present when a fail_open policy protected the item in randomized mode instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Fallback>,
+}
+
+/// An item that was not tokenized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FailedItem {
+    pub index: usize,
+    /// Always `FAILED`.
+    pub status: String,
+    pub error: ItemError,
+}
+
+/// Why an item failed. The message never repeats the value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ItemError {
+    /// EMPTY_VALUE, UNSUPPORTED_PII_TYPE, INVALID_VALUE, INVALID_MODE, NO_RULE_FOR_TYPE,
+    /// SURROGATE_EXHAUSTED or TOKEN_REVOKED.
+    pub code: String,
+    pub message: String,
+}
+
+/// One item's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum TokenizeResult {
+    Tokenized(TokenizedItem),
+    Failed(FailedItem),
+}
+
+/// Response of `POST /tokenize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TokenizeResponse {
+    pub results: Vec<TokenizeResult>,
+    pub success_count: usize,
+    pub failure_count: usize,
+    pub batch_policy_version: i32,
+    /// A UUID that identifies this call in the service's logs and audit.
+    pub trace_id: String,
+}
+
+/// The rule for one PII type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TypeRule {
+    /// deterministic, randomized or format_preserving.
+    pub mode: String,
+    /// 0.0 to 1.0 (default 0.0): detections below it are not tokenized.
+    #[serde(default)]
+    pub min_confidence: Option<f64>,
+    /// global (default: equal values give equal tokens across the tenant's policies) or
+    /// policy (only within this policy).
+    #[serde(default)]
+    pub deterministic_scope: Option<String>,
+}
+
+/// A tokenization policy as accepted by `POST /policies` and `PUT /policies/:id` (a PUT
+/// replaces the whole definition).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyInput {
+    pub name: String,
+    /// Keyed by PII type code.
+    pub type_rules: BTreeMap<String, TypeRule>,
+    /// Roles that may detokenize.
+    pub allowed_roles: Vec<String>,
+    /// Purposes accepted when requesting a grant.
+    pub allowed_purposes: Vec<String>,
+    #[serde(default)]
+    pub require_reason: bool,
+    /// fail_closed (default) or fail_open.
+    #[serde(default)]
+    pub failure_mode: Option<String>,
+    /// Tokens expire this many seconds after creation; null (default) means never.
+    #[serde(default)]
+    pub token_ttl_seconds: Option<u64>,
+    /// ISO 3166 alpha-2 region for phone numbers written without a country code (default US).
+    #[serde(default)]
+    pub default_region: Option<String>,
+}
+
+/// A stored policy: the definition with every default filled in, plus its identity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Policy {
+    pub policy_id: String,
+    /// 1 on creation; each update adds one.
+    pub version: i32,
+    pub name: String,
+    pub type_rules: BTreeMap<String, TypeRule>,
+    pub allowed_roles: Vec<String>,
+    pub allowed_purposes: Vec<String>,
+    pub require_reason: bool,
+    pub failure_mode: String,
+    pub token_ttl_seconds: Option<u64>,
+    pub default_region: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: OffsetDateTime,
+}
+
+/// Response of `GET /policies`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PolicyList {
+    pub items: Vec<Policy>,
+    pub pagination: Pagination,
+}
+
+/// Query of the cursor-paginated lists of Area A.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    /// 1 to 100, default 50.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    /// Opaque, from a previous response.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}

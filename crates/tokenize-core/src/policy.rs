@@ -1,0 +1,117 @@
+//! A tokenization policy, as plain values: which mode each type takes, who may detokenize and
+//! why, what happens to an item the rules cannot handle, and how long tokens live.
+
+use std::collections::BTreeMap;
+
+use crate::normalize::{NormalizeOptions, Region};
+use crate::pii::{Mode, PiiType};
+
+/// Where deterministic tokens are equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Across every policy of the tenant.
+    Global,
+    /// Within one policy only.
+    Policy,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Global => "global",
+            Scope::Policy => "policy",
+        }
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "global" => Ok(Scope::Global),
+            "policy" => Ok(Scope::Policy),
+            _ => Err(()),
+        }
+    }
+}
+
+/// What happens to an item the policy's rule for its type cannot handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailureMode {
+    /// The item fails.
+    #[default]
+    FailClosed,
+    /// The raw value is still protected: tokenized in randomized mode, with the fallback
+    /// stated in the item's result. A value is never returned untokenized.
+    FailOpen,
+}
+
+impl FailureMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureMode::FailClosed => "fail_closed",
+            FailureMode::FailOpen => "fail_open",
+        }
+    }
+}
+
+impl std::str::FromStr for FailureMode {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "fail_closed" => Ok(FailureMode::FailClosed),
+            "fail_open" => Ok(FailureMode::FailOpen),
+            _ => Err(()),
+        }
+    }
+}
+
+/// The rule for one PII type.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TypeRule {
+    pub mode: Mode,
+    /// Detections below this confidence are not tokenized (used by scans).
+    pub min_confidence: f64,
+    pub deterministic_scope: Scope,
+}
+
+/// A validated policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub name: String,
+    pub type_rules: BTreeMap<PiiType, TypeRule>,
+    pub allowed_roles: Vec<String>,
+    pub allowed_purposes: Vec<String>,
+    pub require_reason: bool,
+    pub failure_mode: FailureMode,
+    /// Tokens expire this long after they are created; `None` means never.
+    pub token_ttl_seconds: Option<u64>,
+    pub default_region: Region,
+}
+
+impl Policy {
+    pub fn normalize_options(&self) -> NormalizeOptions {
+        NormalizeOptions {
+            default_region: self.default_region,
+        }
+    }
+
+    /// The deterministic scope string of `rule` under policy `policy_id`: what deterministic
+    /// tokens and fingerprints are computed with.
+    pub fn scope_key(rule: &TypeRule, policy_id: &str) -> String {
+        match rule.deterministic_scope {
+            Scope::Global => "global".to_owned(),
+            Scope::Policy => format!("policy:{policy_id}"),
+        }
+    }
+}
+
+/// Parses an ISO 3166 alpha-2 region the phone library knows (`US`, `CA`, `FR`).
+pub fn parse_region(code: &str) -> Option<Region> {
+    (code.len() == 2 && code.bytes().all(|b| b.is_ascii_uppercase()))
+        .then(|| code.parse().ok())
+        .flatten()
+}
+
+/// The longest token lifetime a policy may set: ten years.
+pub const MAX_TOKEN_TTL_SECONDS: u64 = 10 * 366 * 24 * 3600;

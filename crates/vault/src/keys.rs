@@ -1,0 +1,257 @@
+//! The key hierarchy below the master key.
+//!
+//! Each tenant has key versions: 32 random bytes each, stored only wrapped (AES-256-GCM under
+//! the master key, with the tenant and version as associated data). From a version's bytes
+//! HKDF-SHA256 derives that version's data key, which encrypts vault values. The token keys
+//! (deterministic MAC, lookup fingerprint, FF1) are derived from version 1 and never rotate:
+//! rotating them would change every deterministic and format-preserving token, and the same
+//! value must keep its token. Rotation protects values at rest; `rewrap` moves old entries
+//! onto the current version.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
+use ring::hkdf;
+use ring::rand::{SecureRandom as _, SystemRandom};
+use tokenize_core::{FpeKey, MacKey};
+
+use auth::TenantId;
+use db::schema::tenant_keys;
+
+use crate::{MasterKey, VaultError};
+
+/// How long a replica trusts its cached view of a tenant's keys. After a rotation, other
+/// replicas write with the new version within this time; reads never depend on it, because an
+/// entry names its version and every version is loaded.
+const CACHE_TTL: Duration = Duration::from_secs(30);
+
+const NONCE_LEN: usize = 12;
+
+/// One tenant's keys, unwrapped in memory.
+pub struct TenantKeys {
+    pub current_version: i32,
+    data: HashMap<i32, LessSafeKey>,
+    pub mac: MacKey,
+    pub fingerprint: MacKey,
+    pub fpe: FpeKey,
+}
+
+impl std::fmt::Debug for TenantKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TenantKeys")
+            .field("current_version", &self.current_version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// HKDF output length: 32 bytes.
+struct Len32;
+
+impl hkdf::KeyType for Len32 {
+    fn len(&self) -> usize {
+        32
+    }
+}
+
+fn derive(root: &[u8; 32], label: &'static [u8]) -> Result<[u8; 32], VaultError> {
+    let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, b"dps-tenant-key-v1").extract(root);
+    let info = [label];
+    let okm = prk.expand(&info, Len32).map_err(|_| VaultError::Crypto)?;
+    let mut out = [0u8; 32];
+    okm.fill(&mut out).map_err(|_| VaultError::Crypto)?;
+    Ok(out)
+}
+
+fn wrap_aad(tenant: &TenantId, version: i32) -> Vec<u8> {
+    let mut aad = b"dps-tenant-key\0".to_vec();
+    aad.extend_from_slice(tenant.as_str().as_bytes());
+    aad.push(0);
+    aad.extend_from_slice(&version.to_be_bytes());
+    aad
+}
+
+fn master_cipher(master: &MasterKey) -> Result<LessSafeKey, VaultError> {
+    let key = UnboundKey::new(&AES_256_GCM, master.as_bytes()).map_err(|_| VaultError::Crypto)?;
+    Ok(LessSafeKey::new(key))
+}
+
+/// Seals `plaintext` with a fresh random nonce: `nonce || ciphertext || tag`.
+pub(crate) fn seal(key: &LessSafeKey, aad: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, VaultError> {
+    let mut nonce = [0u8; NONCE_LEN];
+    SystemRandom::new()
+        .fill(&mut nonce)
+        .map_err(|_| VaultError::Crypto)?;
+    let mut body = plaintext.to_vec();
+    let tag = key
+        .seal_in_place_separate_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(aad),
+            &mut body,
+        )
+        .map_err(|_| VaultError::Crypto)?;
+    let mut out = Vec::with_capacity(NONCE_LEN + body.len() + tag.as_ref().len());
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(&body);
+    out.extend_from_slice(tag.as_ref());
+    Ok(out)
+}
+
+/// Opens what [`seal`] produced; fails on any change to the bytes or the associated data.
+pub(crate) fn open(key: &LessSafeKey, aad: &[u8], sealed: &[u8]) -> Result<Vec<u8>, VaultError> {
+    if sealed.len() < NONCE_LEN + 16 {
+        return Err(VaultError::Crypto);
+    }
+    let (nonce, body) = sealed.split_at(NONCE_LEN);
+    let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| VaultError::Crypto)?;
+    let mut body = body.to_vec();
+    let plain = key
+        .open_in_place(nonce, Aad::from(aad), &mut body)
+        .map_err(|_| VaultError::Crypto)?;
+    Ok(plain.to_vec())
+}
+
+impl TenantKeys {
+    /// The data key of `version`, for decrypting an entry written under it.
+    pub(crate) fn data_key(&self, version: i32) -> Result<&LessSafeKey, VaultError> {
+        self.data.get(&version).ok_or(VaultError::Crypto)
+    }
+
+    /// The current data key and its version, for new writes.
+    pub(crate) fn current(&self) -> Result<(i32, &LessSafeKey), VaultError> {
+        Ok((self.current_version, self.data_key(self.current_version)?))
+    }
+}
+
+/// Creates a new key version for `tenant` (1 for a tenant without keys) and returns it.
+pub async fn add_version(
+    conn: &mut AsyncPgConnection,
+    master: &MasterKey,
+    tenant: &TenantId,
+) -> Result<i32, VaultError> {
+    let next: Option<i32> = tenant_keys::table
+        .filter(tenant_keys::tenant_id.eq(tenant.as_str()))
+        .select(diesel::dsl::max(tenant_keys::version))
+        .first(conn)
+        .await?;
+    let version = next.unwrap_or(0) + 1;
+    let mut root = [0u8; 32];
+    SystemRandom::new()
+        .fill(&mut root)
+        .map_err(|_| VaultError::Crypto)?;
+    let wrapped = seal(&master_cipher(master)?, &wrap_aad(tenant, version), &root)?;
+    root.fill(0);
+    // When another writer created this version first, its key is as good as ours: nothing is
+    // written under a version before its row exists.
+    diesel::insert_into(tenant_keys::table)
+        .values((
+            tenant_keys::tenant_id.eq(tenant.as_str()),
+            tenant_keys::version.eq(version),
+            tenant_keys::wrapped_key.eq(wrapped),
+        ))
+        .on_conflict_do_nothing()
+        .execute(conn)
+        .await?;
+    Ok(version)
+}
+
+/// Every tenant's keys, loaded on demand and cached for [`CACHE_TTL`].
+pub struct KeyRing {
+    master: Arc<MasterKey>,
+    cache: RwLock<HashMap<TenantId, (Instant, Arc<TenantKeys>)>>,
+}
+
+impl std::fmt::Debug for KeyRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyRing")
+    }
+}
+
+impl KeyRing {
+    pub fn new(master: Arc<MasterKey>) -> Self {
+        Self {
+            master,
+            cache: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The tenant's keys, creating its first version when it has none.
+    pub async fn tenant(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+    ) -> Result<Arc<TenantKeys>, VaultError> {
+        if let Ok(cache) = self.cache.read()
+            && let Some((at, keys)) = cache.get(tenant)
+            && at.elapsed() < CACHE_TTL
+        {
+            return Ok(keys.clone());
+        }
+        let keys = Arc::new(self.load(conn, tenant).await?);
+        if let Ok(mut cache) = self.cache.write() {
+            cache.insert(tenant.clone(), (Instant::now(), keys.clone()));
+        }
+        Ok(keys)
+    }
+
+    /// Drops the cached keys of `tenant` (after a rotation in this process).
+    pub fn forget(&self, tenant: &TenantId) {
+        if let Ok(mut cache) = self.cache.write() {
+            cache.remove(tenant);
+        }
+    }
+
+    async fn load(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+    ) -> Result<TenantKeys, VaultError> {
+        let mut rows = self.rows(conn, tenant).await?;
+        if rows.is_empty() {
+            add_version(conn, &self.master, tenant).await?;
+            rows = self.rows(conn, tenant).await?;
+        }
+        let master = master_cipher(&self.master)?;
+        let mut data = HashMap::new();
+        let mut token_root: Option<[u8; 32]> = None;
+        for (version, wrapped) in &rows {
+            let root = open(&master, &wrap_aad(tenant, *version), wrapped)?;
+            let root: [u8; 32] = root.try_into().map_err(|_| VaultError::Crypto)?;
+            let data_key = derive(&root, b"data")?;
+            let key = UnboundKey::new(&AES_256_GCM, &data_key).map_err(|_| VaultError::Crypto)?;
+            data.insert(*version, LessSafeKey::new(key));
+            if *version == 1 {
+                token_root = Some(root);
+            }
+        }
+        let token_root = token_root.ok_or(VaultError::Crypto)?;
+        let current_version = rows
+            .iter()
+            .map(|(v, _)| *v)
+            .max()
+            .ok_or(VaultError::Crypto)?;
+        Ok(TenantKeys {
+            current_version,
+            data,
+            mac: MacKey::new(&derive(&token_root, b"token-mac")?),
+            fingerprint: MacKey::new(&derive(&token_root, b"fingerprint")?),
+            fpe: FpeKey::new(&derive(&token_root, b"ff1")?),
+        })
+    }
+
+    async fn rows(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+    ) -> Result<Vec<(i32, Vec<u8>)>, VaultError> {
+        Ok(tenant_keys::table
+            .filter(tenant_keys::tenant_id.eq(tenant.as_str()))
+            .select((tenant_keys::version, tenant_keys::wrapped_key))
+            .order(tenant_keys::version)
+            .load(conn)
+            .await?)
+    }
+}

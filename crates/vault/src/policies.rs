@@ -1,0 +1,398 @@
+//! Tokenization policies: validation, storage with versions, and the cursor-paginated list.
+
+use std::collections::BTreeMap;
+
+use api_types::Pagination;
+use api_types::tokens::{Policy as PolicyView, PolicyInput, PolicyList, TypeRule as RuleView};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
+use serde_json::Value;
+use time::OffsetDateTime;
+use tokenize_core::policy::{MAX_TOKEN_TTL_SECONDS, parse_region};
+use tokenize_core::{FailureMode, Mode, PiiType, Policy, Scope, TypeRule};
+use uuid::Uuid;
+
+use auth::{TenantId, UserId};
+use db::schema::{tokenization_policies, tokenization_policy_versions};
+
+use crate::cursor::{CursorKey, Position};
+use crate::{FieldProblem, VaultError};
+
+const LIST: &str = "policies";
+
+fn problem(field: impl Into<String>, problem: &'static str) -> FieldProblem {
+    FieldProblem {
+        field: field.into(),
+        problem,
+    }
+}
+
+fn label_ok(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.chars().count() <= max
+        && !s.chars().any(|c| c.is_control() || c.is_whitespace())
+}
+
+/// Checks a policy definition and fills in its defaults. Every problem is reported, each
+/// naming its field.
+pub fn validate(input: &PolicyInput) -> Result<Policy, Vec<FieldProblem>> {
+    let mut problems = Vec::new();
+    let name = input.name.trim();
+    if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+        problems.push(problem(
+            "name",
+            "must be 1 to 200 characters without control characters",
+        ));
+    }
+    if input.type_rules.is_empty() {
+        problems.push(problem(
+            "type_rules",
+            "must hold a rule for at least one PII type",
+        ));
+    }
+    let mut type_rules = BTreeMap::new();
+    for (code, rule) in &input.type_rules {
+        let field = format!("type_rules.{}", code.chars().take(32).collect::<String>());
+        let Ok(pii_type) = code.parse::<PiiType>() else {
+            problems.push(problem(field, "is not a supported PII type"));
+            continue;
+        };
+        let mode = rule.mode.parse::<Mode>();
+        if mode.is_err() {
+            problems.push(problem(
+                format!("{field}.mode"),
+                "must be deterministic, randomized or format_preserving",
+            ));
+        }
+        let min_confidence = rule.min_confidence.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&min_confidence) {
+            problems.push(problem(
+                format!("{field}.min_confidence"),
+                "must be between 0.0 and 1.0",
+            ));
+        }
+        let scope = rule
+            .deterministic_scope
+            .as_deref()
+            .unwrap_or("global")
+            .parse::<Scope>();
+        if scope.is_err() {
+            problems.push(problem(
+                format!("{field}.deterministic_scope"),
+                "must be global or policy",
+            ));
+        }
+        if let (Ok(mode), Ok(deterministic_scope)) = (mode, scope) {
+            type_rules.insert(
+                pii_type,
+                TypeRule {
+                    mode,
+                    min_confidence,
+                    deterministic_scope,
+                },
+            );
+        }
+    }
+    let mut labels = |field: &str, values: &[String], max: usize| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (i, v) in values.iter().enumerate() {
+            if !label_ok(v, max) {
+                problems.push(problem(
+                    format!("{field}[{i}]"),
+                    "must be 1 to 128 characters without spaces or control characters",
+                ));
+            } else if !out.contains(v) {
+                out.push(v.clone());
+            }
+        }
+        if values.len() > 100 {
+            problems.push(problem(field, "holds at most 100 entries"));
+        }
+        out
+    };
+    let allowed_roles = labels("allowed_roles", &input.allowed_roles, 128);
+    let allowed_purposes = labels("allowed_purposes", &input.allowed_purposes, 128);
+    let failure_mode = match input.failure_mode.as_deref() {
+        None => Ok(FailureMode::FailClosed),
+        Some(s) => s.parse::<FailureMode>(),
+    };
+    if failure_mode.is_err() {
+        problems.push(problem("failure_mode", "must be fail_closed or fail_open"));
+    }
+    if let Some(ttl) = input.token_ttl_seconds
+        && !(1..=MAX_TOKEN_TTL_SECONDS).contains(&ttl)
+    {
+        problems.push(problem(
+            "token_ttl_seconds",
+            "must be between 1 second and 10 years, or null",
+        ));
+    }
+    let region = parse_region(input.default_region.as_deref().unwrap_or("US"));
+    if region.is_none() {
+        problems.push(problem(
+            "default_region",
+            "must be an ISO 3166 alpha-2 region code such as US or CA",
+        ));
+    }
+    match (problems.is_empty(), failure_mode, region) {
+        (true, Ok(failure_mode), Some(default_region)) => Ok(Policy {
+            name: name.to_owned(),
+            type_rules,
+            allowed_roles,
+            allowed_purposes,
+            require_reason: input.require_reason,
+            failure_mode,
+            token_ttl_seconds: input.token_ttl_seconds,
+            default_region,
+        }),
+        _ => Err(problems),
+    }
+}
+
+/// The stored form of a policy: the input with every default written out.
+fn stored(policy: &Policy) -> Value {
+    let input = PolicyInput {
+        name: policy.name.clone(),
+        type_rules: policy
+            .type_rules
+            .iter()
+            .map(|(t, r)| {
+                (
+                    t.as_str().to_owned(),
+                    RuleView {
+                        mode: r.mode.as_str().to_owned(),
+                        min_confidence: Some(r.min_confidence),
+                        deterministic_scope: Some(r.deterministic_scope.as_str().to_owned()),
+                    },
+                )
+            })
+            .collect(),
+        allowed_roles: policy.allowed_roles.clone(),
+        allowed_purposes: policy.allowed_purposes.clone(),
+        require_reason: policy.require_reason,
+        failure_mode: Some(policy.failure_mode.as_str().to_owned()),
+        token_ttl_seconds: policy.token_ttl_seconds,
+        default_region: Some(policy.default_region.as_ref().to_owned()),
+    };
+    serde_json::to_value(input).unwrap_or(Value::Null)
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = tokenization_policies, check_for_backend(diesel::pg::Pg))]
+struct Row {
+    policy_id: Uuid,
+    version: i32,
+    definition: Value,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+/// A policy as tokenization uses it.
+#[derive(Debug, Clone)]
+pub struct StoredPolicy {
+    pub policy_id: Uuid,
+    pub version: i32,
+    pub policy: Policy,
+}
+
+fn view(row: &Row) -> Result<PolicyView, VaultError> {
+    let input: PolicyInput =
+        serde_json::from_value(row.definition.clone()).map_err(|_| VaultError::CorruptPolicy)?;
+    Ok(PolicyView {
+        policy_id: row.policy_id.to_string(),
+        version: row.version,
+        name: input.name,
+        type_rules: input.type_rules,
+        allowed_roles: input.allowed_roles,
+        allowed_purposes: input.allowed_purposes,
+        require_reason: input.require_reason,
+        failure_mode: input.failure_mode.unwrap_or_else(|| "fail_closed".into()),
+        token_ttl_seconds: input.token_ttl_seconds,
+        default_region: input.default_region.unwrap_or_else(|| "US".into()),
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
+}
+
+/// Parses a policy id from a path or body. Anything that is not one of ours is simply not
+/// found, like another tenant's policy.
+pub fn parse_id(raw: &str) -> Result<Uuid, VaultError> {
+    Uuid::parse_str(raw).map_err(|_| VaultError::PolicyNotFound)
+}
+
+pub async fn create(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    actor: &UserId,
+    input: &PolicyInput,
+) -> Result<PolicyView, VaultError> {
+    let policy = validate(input).map_err(VaultError::Invalid)?;
+    let definition = stored(&policy);
+    let policy_id = Uuid::now_v7();
+    let row = conn
+        .transaction(async |conn| {
+            let row: Row = diesel::insert_into(tokenization_policies::table)
+                .values((
+                    tokenization_policies::tenant_id.eq(tenant.as_str()),
+                    tokenization_policies::policy_id.eq(policy_id),
+                    tokenization_policies::version.eq(1),
+                    tokenization_policies::name.eq(&policy.name),
+                    tokenization_policies::definition.eq(&definition),
+                    tokenization_policies::created_by.eq(actor.as_str()),
+                    tokenization_policies::updated_by.eq(actor.as_str()),
+                ))
+                .returning(Row::as_returning())
+                .get_result(conn)
+                .await?;
+            record_version(conn, tenant, actor, policy_id, 1, &policy.name, &definition).await?;
+            Ok::<_, VaultError>(row)
+        })
+        .await?;
+    view(&row)
+}
+
+async fn record_version(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    actor: &UserId,
+    policy_id: Uuid,
+    version: i32,
+    name: &str,
+    definition: &Value,
+) -> Result<(), VaultError> {
+    diesel::insert_into(tokenization_policy_versions::table)
+        .values((
+            tokenization_policy_versions::tenant_id.eq(tenant.as_str()),
+            tokenization_policy_versions::policy_id.eq(policy_id),
+            tokenization_policy_versions::version.eq(version),
+            tokenization_policy_versions::name.eq(name),
+            tokenization_policy_versions::definition.eq(definition),
+            tokenization_policy_versions::created_by.eq(actor.as_str()),
+        ))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Replaces a policy's whole definition after validating it, and bumps its version.
+pub async fn update(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    actor: &UserId,
+    policy_id: &str,
+    input: &PolicyInput,
+) -> Result<PolicyView, VaultError> {
+    let policy_id = parse_id(policy_id)?;
+    let policy = validate(input).map_err(VaultError::Invalid)?;
+    let definition = stored(&policy);
+    let row = conn
+        .transaction(async |conn| {
+            let row: Option<Row> = diesel::update(
+                tokenization_policies::table
+                    .filter(tokenization_policies::tenant_id.eq(tenant.as_str()))
+                    .filter(tokenization_policies::policy_id.eq(policy_id)),
+            )
+            .set((
+                tokenization_policies::version.eq(tokenization_policies::version + 1),
+                tokenization_policies::name.eq(&policy.name),
+                tokenization_policies::definition.eq(&definition),
+                tokenization_policies::updated_at.eq(diesel::dsl::now),
+                tokenization_policies::updated_by.eq(actor.as_str()),
+            ))
+            .returning(Row::as_returning())
+            .get_result(conn)
+            .await
+            .optional()?;
+            let row = row.ok_or(VaultError::PolicyNotFound)?;
+            record_version(
+                conn,
+                tenant,
+                actor,
+                policy_id,
+                row.version,
+                &policy.name,
+                &definition,
+            )
+            .await?;
+            Ok::<_, VaultError>(row)
+        })
+        .await?;
+    view(&row)
+}
+
+/// The policy tokenization runs under.
+pub async fn get(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    policy_id: &str,
+) -> Result<StoredPolicy, VaultError> {
+    let id = parse_id(policy_id)?;
+    let row: Row = tokenization_policies::table
+        .filter(tokenization_policies::tenant_id.eq(tenant.as_str()))
+        .filter(tokenization_policies::policy_id.eq(id))
+        .select(Row::as_select())
+        .first(conn)
+        .await
+        .optional()?
+        .ok_or(VaultError::PolicyNotFound)?;
+    let input: PolicyInput =
+        serde_json::from_value(row.definition).map_err(|_| VaultError::CorruptPolicy)?;
+    let policy = validate(&input).map_err(|_| VaultError::CorruptPolicy)?;
+    Ok(StoredPolicy {
+        policy_id: row.policy_id,
+        version: row.version,
+        policy,
+    })
+}
+
+/// One page of the tenant's policies, oldest first.
+pub async fn list(
+    conn: &mut AsyncPgConnection,
+    cursors: &CursorKey,
+    tenant: &TenantId,
+    limit: i64,
+    cursor: Option<&str>,
+) -> Result<PolicyList, VaultError> {
+    let mut query = tokenization_policies::table
+        .filter(tokenization_policies::tenant_id.eq(tenant.as_str()))
+        .select(Row::as_select())
+        .order((
+            tokenization_policies::created_at,
+            tokenization_policies::policy_id,
+        ))
+        .limit(limit + 1)
+        .into_boxed();
+    if let Some(cursor) = cursor {
+        let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
+        let at = crate::from_micros(micros)?;
+        query = query.filter(
+            tokenization_policies::created_at
+                .gt(at)
+                .or(tokenization_policies::created_at
+                    .eq(at)
+                    .and(tokenization_policies::policy_id.gt(id))),
+        );
+    }
+    let mut rows: Vec<Row> = query.load(conn).await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(usize::try_from(limit).unwrap_or(0));
+    let next_cursor = match (has_more, rows.last()) {
+        (true, Some(last)) => Some(cursors.encode(
+            tenant,
+            LIST,
+            Position {
+                micros: crate::to_micros(last.created_at),
+                id: last.policy_id,
+            },
+        )),
+        _ => None,
+    };
+    Ok(PolicyList {
+        items: rows.iter().map(view).collect::<Result<_, _>>()?,
+        pagination: Pagination {
+            limit: u32::try_from(limit).unwrap_or(0),
+            has_more,
+            next_cursor,
+        },
+    })
+}
