@@ -25,6 +25,12 @@ pub fn vault(error: VaultError) -> ApiError {
             Code::Named("POLICY_NOT_FOUND"),
             "no such policy in this tenant",
         ),
+        VaultError::TokenNotFound => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("TOKEN_NOT_FOUND"),
+            "no such token in this tenant",
+        ),
+        VaultError::Forbidden(message) => ApiError::forbidden(message),
         VaultError::BadCursor => {
             ApiError::invalid("the cursor is not one this service issued for this list")
         }

@@ -25,6 +25,8 @@ pub use config::Config;
         handlers::policies::list,
         handlers::policies::create,
         handlers::policies::update,
+        handlers::vault::list,
+        handlers::vault::revoke,
     ),
     components(schemas(
         api_types::ErrorBody,
@@ -44,6 +46,10 @@ pub use config::Config;
         api_types::tokens::PolicyInput,
         api_types::tokens::Policy,
         api_types::tokens::PolicyList,
+        api_types::tokens::VaultEntry,
+        api_types::tokens::VaultList,
+        api_types::tokens::RevokeRequest,
+        api_types::tokens::Revoked,
     )),
     modifiers(&SecuritySchemes)
 )]
@@ -131,6 +137,14 @@ impl ServiceSpec for TokensApi {
             .resource(
                 "/api/v1/tokens/policies/{id}",
                 [on(Method::PUT, handlers::policies::update)],
+            )
+            .resource(
+                "/api/v1/tokens/vault",
+                [on(Method::GET, handlers::vault::list)],
+            )
+            .resource(
+                "/api/v1/tokens/vault/{token_id}",
+                [on(Method::DELETE, handlers::vault::revoke)],
             );
     }
 }

@@ -194,3 +194,70 @@ pub struct PageQuery {
     #[serde(default)]
     pub cursor: Option<String>,
 }
+
+/// Query of `GET /vault`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VaultQuery {
+    /// 1 to 100, default 50.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    /// Opaque, from a previous response.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Only entries of this PII type.
+    #[serde(default)]
+    pub pii_type: Option<String>,
+    /// active, revoked or expired.
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// A vault entry as listed: everything but the value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VaultEntry {
+    pub token_id: String,
+    pub token: String,
+    pub pii_type: String,
+    pub mode: String,
+    /// active, revoked or expired.
+    pub status: String,
+    pub policy_id: String,
+    pub policy_version: i32,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+/// Response of `GET /vault`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VaultList {
+    pub items: Vec<VaultEntry>,
+    pub pagination: Pagination,
+}
+
+/// Body of `DELETE /vault/:token_id`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeRequest {
+    /// Why the token is revoked: 1 to 1000 characters, kept with the entry.
+    pub reason: String,
+}
+
+/// Response of `DELETE /vault/:token_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Revoked {
+    pub token_id: String,
+    /// Always `revoked`.
+    pub status: String,
+    /// The first revocation's time; revoking again keeps it.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub revoked_at: OffsetDateTime,
+}

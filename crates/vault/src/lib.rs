@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod cursor;
+pub mod entries;
 pub mod keys;
 pub mod policies;
 pub mod tokenize;
@@ -28,6 +29,10 @@ pub enum VaultError {
     InvalidRequest(&'static str),
     #[error("no such policy")]
     PolicyNotFound,
+    #[error("no such token")]
+    TokenNotFound,
+    #[error("{0}")]
+    Forbidden(&'static str),
     #[error("the cursor is not one this service issued for this list")]
     BadCursor,
     /// A stored policy no longer validates (it was edited outside the service).

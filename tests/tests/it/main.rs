@@ -14,6 +14,7 @@ mod openapi;
 mod pool;
 mod settings;
 mod tokenize;
+mod vault;
 
 use serde_json::Value;
 

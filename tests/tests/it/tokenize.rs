@@ -9,14 +9,14 @@ use serde_json::{Value, json};
 use crate::area_a_error;
 
 /// A tokens-api with an admin token and an API key for `tenant`.
-struct Tokens {
-    app: TestApp,
-    admin: String,
-    api_key: String,
+pub struct Tokens {
+    pub app: TestApp,
+    pub admin: String,
+    pub api_key: String,
 }
 
 impl Tokens {
-    async fn spawn() -> Self {
+    pub async fn spawn() -> Self {
         let app = TestApp::spawn(Service::Tokens).await;
         let admin = app.token("acme", "alice", &["admin"]);
         let api_key = api_key(&app, "acme").await;
@@ -40,13 +40,13 @@ impl Tokens {
         (response.status().as_u16(), response.json().await.unwrap())
     }
 
-    async fn policy(&self, body: Value) -> String {
+    pub async fn policy(&self, body: Value) -> String {
         let (status, created) = self.create_policy(body).await;
         assert_eq!(status, 201, "{created}");
         created["policy_id"].as_str().unwrap().to_owned()
     }
 
-    async fn tokenize(&self, body: Value) -> (u16, Value) {
+    pub async fn tokenize(&self, body: Value) -> (u16, Value) {
         self.tokenize_at("/tokenize", body).await
     }
 
@@ -63,7 +63,7 @@ impl Tokens {
         (response.status().as_u16(), response.json().await.unwrap())
     }
 
-    async fn entries(&self) -> i64 {
+    pub async fn entries(&self) -> i64 {
         #[derive(QueryableByName)]
         struct Count {
             #[diesel(sql_type = BigInt)]
@@ -78,7 +78,7 @@ impl Tokens {
     }
 }
 
-async fn api_key(app: &TestApp, tenant: &str) -> String {
+pub async fn api_key(app: &TestApp, tenant: &str) -> String {
     let mut conn = app.conn().await;
     let (_, secret) = auth::api_keys::create(&mut conn, &tenant.parse().unwrap(), None, "test")
         .await
@@ -86,7 +86,7 @@ async fn api_key(app: &TestApp, tenant: &str) -> String {
     secret.expose().to_owned()
 }
 
-fn all_modes_policy() -> Value {
+pub fn all_modes_policy() -> Value {
     json!({
         "name": "customer data",
         "type_rules": {
@@ -103,7 +103,7 @@ fn all_modes_policy() -> Value {
     })
 }
 
-fn item(value: &str, pii_type: &str) -> Value {
+pub fn item(value: &str, pii_type: &str) -> Value {
     json!({ "value": value, "pii_type": pii_type })
 }
 

@@ -2,3 +2,4 @@ pub mod health;
 pub mod openapi;
 pub mod policies;
 pub mod tokenize;
+pub mod vault;

@@ -1,0 +1,228 @@
+//! Listing and revoking vault entries. Nothing here reads a value.
+
+use api_types::Pagination;
+use api_types::tokens::{Revoked, VaultEntry, VaultList};
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use time::OffsetDateTime;
+use tokenize_core::PiiType;
+use uuid::Uuid;
+
+use auth::{Principal, Role, TenantId};
+use db::schema::vault_entries;
+
+use crate::cursor::{CursorKey, Position};
+use crate::{VaultError, from_micros, policies, to_micros};
+
+const LIST: &str = "vault";
+
+/// The status filter of the vault list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Active,
+    Revoked,
+    Expired,
+}
+
+impl Status {
+    pub fn parse(raw: &str) -> Result<Self, VaultError> {
+        match raw {
+            "active" => Ok(Status::Active),
+            "revoked" => Ok(Status::Revoked),
+            "expired" => Ok(Status::Expired),
+            _ => Err(VaultError::InvalidRequest(
+                "status must be active, revoked or expired",
+            )),
+        }
+    }
+
+    fn of(
+        revoked_at: Option<OffsetDateTime>,
+        expires_at: Option<OffsetDateTime>,
+        now: OffsetDateTime,
+    ) -> &'static str {
+        if revoked_at.is_some() {
+            "revoked"
+        } else if expires_at.is_some_and(|at| at <= now) {
+            "expired"
+        } else {
+            "active"
+        }
+    }
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = vault_entries, check_for_backend(diesel::pg::Pg))]
+struct Row {
+    token_id: Uuid,
+    token: String,
+    pii_type: String,
+    mode: String,
+    policy_id: Uuid,
+    policy_version: i32,
+    created_at: OffsetDateTime,
+    expires_at: Option<OffsetDateTime>,
+    revoked_at: Option<OffsetDateTime>,
+}
+
+/// One page of the tenant's entries, oldest first.
+pub async fn list(
+    conn: &mut AsyncPgConnection,
+    cursors: &CursorKey,
+    tenant: &TenantId,
+    limit: i64,
+    cursor: Option<&str>,
+    pii_type: Option<&str>,
+    status: Option<&str>,
+) -> Result<VaultList, VaultError> {
+    let pii_type = pii_type
+        .map(|t| {
+            t.parse::<PiiType>()
+                .map_err(|_| VaultError::InvalidRequest("pii_type is not a supported PII type"))
+        })
+        .transpose()?;
+    let status = status.map(Status::parse).transpose()?;
+    let now = OffsetDateTime::now_utc();
+    let mut query = vault_entries::table
+        .filter(vault_entries::tenant_id.eq(tenant.as_str()))
+        .select(Row::as_select())
+        .order((vault_entries::created_at, vault_entries::token_id))
+        .limit(limit + 1)
+        .into_boxed();
+    if let Some(t) = pii_type {
+        query = query.filter(vault_entries::pii_type.eq(t.as_str()));
+    }
+    query = match status {
+        None => query,
+        Some(Status::Revoked) => query.filter(vault_entries::revoked_at.is_not_null()),
+        Some(Status::Expired) => query
+            .filter(vault_entries::revoked_at.is_null())
+            .filter(vault_entries::expires_at.le(now)),
+        Some(Status::Active) => query.filter(vault_entries::revoked_at.is_null()).filter(
+            vault_entries::expires_at
+                .is_null()
+                .or(vault_entries::expires_at.gt(now)),
+        ),
+    };
+    if let Some(cursor) = cursor {
+        let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
+        let at = from_micros(micros)?;
+        query = query.filter(
+            vault_entries::created_at
+                .gt(at)
+                .or(vault_entries::created_at
+                    .eq(at)
+                    .and(vault_entries::token_id.gt(id))),
+        );
+    }
+    let mut rows: Vec<Row> = query.load(conn).await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(usize::try_from(limit).unwrap_or(0));
+    let next_cursor = match (has_more, rows.last()) {
+        (true, Some(last)) => Some(cursors.encode(
+            tenant,
+            LIST,
+            Position {
+                micros: to_micros(last.created_at),
+                id: last.token_id,
+            },
+        )),
+        _ => None,
+    };
+    Ok(VaultList {
+        items: rows
+            .into_iter()
+            .map(|r| VaultEntry {
+                status: Status::of(r.revoked_at, r.expires_at, now).to_owned(),
+                token_id: r.token_id.to_string(),
+                token: r.token,
+                pii_type: r.pii_type,
+                mode: r.mode,
+                policy_id: r.policy_id.to_string(),
+                policy_version: r.policy_version,
+                created_at: r.created_at,
+                expires_at: r.expires_at,
+                revoked_at: r.revoked_at,
+            })
+            .collect(),
+        pagination: Pagination {
+            limit: u32::try_from(limit).unwrap_or(0),
+            has_more,
+            next_cursor,
+        },
+    })
+}
+
+/// Revokes an entry. The caller must be an admin or hold a role the entry's policy allows to
+/// detokenize: whoever may see a value may also withdraw it. Revoking again keeps the first
+/// time, reason and actor.
+pub async fn revoke(
+    conn: &mut AsyncPgConnection,
+    caller: &Principal,
+    token_id: &str,
+    reason: &str,
+) -> Result<Revoked, VaultError> {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.chars().count() > 1000 {
+        return Err(VaultError::InvalidRequest(
+            "reason must be 1 to 1000 characters",
+        ));
+    }
+    let token_id = Uuid::parse_str(token_id).map_err(|_| VaultError::TokenNotFound)?;
+    let tenant = &caller.tenant_id;
+    let policy_id: Uuid = vault_entries::table
+        .filter(vault_entries::tenant_id.eq(tenant.as_str()))
+        .filter(vault_entries::token_id.eq(token_id))
+        .select(vault_entries::policy_id)
+        .first(conn)
+        .await
+        .optional()?
+        .ok_or(VaultError::TokenNotFound)?;
+    if !caller.is(Role::Admin) {
+        let allowed = match policies::get(conn, tenant, &policy_id.to_string()).await {
+            Ok(stored) => stored
+                .policy
+                .allowed_roles
+                .iter()
+                .any(|r| caller.has_role(r)),
+            Err(VaultError::PolicyNotFound) => false,
+            Err(e) => return Err(e),
+        };
+        if !allowed {
+            return Err(VaultError::Forbidden(
+                "revoking a token needs the admin role or a role its policy allows",
+            ));
+        }
+    }
+    let revoked_at: Option<OffsetDateTime> = diesel::update(
+        vault_entries::table
+            .filter(vault_entries::tenant_id.eq(tenant.as_str()))
+            .filter(vault_entries::token_id.eq(token_id)),
+    )
+    .set((
+        vault_entries::revoked_at.eq(diesel::dsl::sql::<
+            diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>,
+        >("COALESCE(revoked_at, now())")),
+        vault_entries::revoked_by.eq(diesel::dsl::sql::<
+            diesel::sql_types::Nullable<diesel::sql_types::Text>,
+        >("COALESCE(revoked_by, ")
+        .bind::<diesel::sql_types::Text, _>(caller.user_id.as_str())
+        .sql(")")),
+        vault_entries::revoke_reason.eq(diesel::dsl::sql::<
+            diesel::sql_types::Nullable<diesel::sql_types::Text>,
+        >("COALESCE(revoke_reason, ")
+        .bind::<diesel::sql_types::Text, _>(reason)
+        .sql(")")),
+    ))
+    .returning(vault_entries::revoked_at)
+    .get_result(conn)
+    .await
+    .optional()?
+    .flatten();
+    let revoked_at = revoked_at.ok_or(VaultError::TokenNotFound)?;
+    Ok(Revoked {
+        token_id: token_id.to_string(),
+        status: "revoked".into(),
+        revoked_at,
+    })
+}
