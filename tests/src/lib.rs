@@ -80,7 +80,8 @@ impl TestApp {
                     .unwrap_or_else(|e| panic!("test configuration: {e}"));
                 dps_http::start::<tokens_api::TokensApi>(
                     &config.common,
-                    tokens_api::Extra::from_config(&config),
+                    tokens_api::Extra::from_config(&config)
+                        .unwrap_or_else(|e| panic!("tokens-api extra: {e}")),
                 )
                 .await
             }

@@ -67,7 +67,7 @@ pub async fn up() -> anyhow::Result<()> {
 
     let (tokens, tokens_addr) = dps_http::start::<tokens_api::TokensApi>(
         &tokens_config.common,
-        tokens_api::Extra::from_config(&tokens_config),
+        tokens_api::Extra::from_config(&tokens_config)?,
     )
     .await?;
     let (platform, platform_addr) = dps_http::start::<platform_api::PlatformApi>(

@@ -15,6 +15,7 @@
 //! | `DPS_MASTER_KEY` / `DPS_MASTER_KEY_FILE` | one required | Base64 of 32 bytes: wraps tenant data keys. |
 //! | `DPS_SUPPORTED_SDK_MAJORS` | `1` | Comma-separated SDK majors accepted. |
 //! | `MAX_BODY_BYTES` | 2097152 | Largest request body. |
+//! | `DPS_GRANT_KEY_VERSION` | 1 | Which derived Ed25519 key signs grants; the version before it still verifies. |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
 
@@ -24,6 +25,8 @@ use dps_http::{CommonConfig, ConfigError, Env};
 #[derive(Debug, Clone)]
 pub struct Config {
     pub common: CommonConfig,
+    /// `DPS_GRANT_KEY_VERSION`: bump it on every replica to rotate the grant signing key.
+    pub grant_key_version: u32,
 }
 
 impl Config {
@@ -38,6 +41,15 @@ impl Config {
         let env = Env::new(lookup);
         Ok(Self {
             common: CommonConfig::from_env(&env, Self::SERVICE, Self::DEFAULT_BIND)?,
+            grant_key_version: match env.parsed("DPS_GRANT_KEY_VERSION", 1u32)? {
+                0 => {
+                    return Err(ConfigError {
+                        variable: "DPS_GRANT_KEY_VERSION",
+                        problem: "must be 1 or more".into(),
+                    });
+                }
+                v => v,
+            },
         })
     }
 }

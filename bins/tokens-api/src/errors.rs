@@ -4,6 +4,7 @@
 use actix_web::http::StatusCode;
 use api_types::tokens::{ItemError, TokenizeResponse};
 use dps_http::{ApiError, Code};
+use grants::GrantError;
 use serde_json::json;
 use vault::VaultError;
 
@@ -80,5 +81,29 @@ fn code_name(code: &str) -> &'static str {
         "SURROGATE_EXHAUSTED" => "SURROGATE_EXHAUSTED",
         "TOKEN_REVOKED" => "TOKEN_REVOKED",
         _ => "INVALID_INPUT",
+    }
+}
+
+pub fn grant(error: GrantError) -> ApiError {
+    let named = |status: StatusCode, code: &'static str, e: &GrantError| {
+        ApiError::new(status, Code::Named(code), e.to_string())
+    };
+    match error {
+        GrantError::Invalid(message) => ApiError::invalid(message),
+        GrantError::ReasonRequired => named(StatusCode::BAD_REQUEST, "REASON_REQUIRED", &error),
+        GrantError::RoleNotAllowed => named(StatusCode::FORBIDDEN, "ROLE_NOT_ALLOWED", &error),
+        GrantError::PurposeNotAllowed => {
+            named(StatusCode::FORBIDDEN, "PURPOSE_NOT_ALLOWED", &error)
+        }
+        GrantError::GrantInvalid => named(StatusCode::FORBIDDEN, "GRANT_INVALID", &error),
+        GrantError::GrantExpired => named(StatusCode::FORBIDDEN, "GRANT_EXPIRED", &error),
+        GrantError::GrantReused => named(StatusCode::FORBIDDEN, "GRANT_NONCE_REUSED", &error),
+        GrantError::NotInGrant => named(StatusCode::FORBIDDEN, "TOKEN_NOT_IN_GRANT", &error),
+        GrantError::Key => ApiError::internal("the grant signing key is unusable"),
+        GrantError::AuditUnavailable => {
+            ApiError::unavailable("the detokenization could not be audited; nothing was revealed")
+        }
+        GrantError::Vault(e) => vault(e),
+        GrantError::Database(e) => ApiError::database(e),
     }
 }

@@ -27,6 +27,9 @@ pub use config::Config;
         handlers::policies::update,
         handlers::vault::list,
         handlers::vault::revoke,
+        handlers::grants::grant,
+        handlers::grants::detokenize,
+        handlers::grants::audit,
     ),
     components(schemas(
         api_types::ErrorBody,
@@ -50,6 +53,14 @@ pub use config::Config;
         api_types::tokens::VaultList,
         api_types::tokens::RevokeRequest,
         api_types::tokens::Revoked,
+        api_types::tokens::GrantRequest,
+        api_types::tokens::GrantResponse,
+        api_types::tokens::DetokenizeRequest,
+        api_types::tokens::DetokenizeResponse,
+        api_types::tokens::DetokenizeResult,
+        api_types::tokens::DetokenizationAudit,
+        api_types::tokens::DetokenizationRecord,
+        api_types::tokens::AuditedToken,
     )),
     modifiers(&SecuritySchemes)
 )]
@@ -83,15 +94,17 @@ impl utoipa::Modify for SecuritySchemes {
 pub struct Extra {
     pub keyring: Arc<vault::KeyRing>,
     pub cursors: Arc<vault::CursorKey>,
+    pub grant_keys: Arc<grants::GrantKeys>,
 }
 
 impl Extra {
-    pub fn from_config(config: &Config) -> Self {
+    pub fn from_config(config: &Config) -> anyhow::Result<Self> {
         let master = config.common.master_key.clone();
-        Self {
+        Ok(Self {
             cursors: Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
+            grant_keys: Arc::new(grants::GrantKeys::new(&master, config.grant_key_version)?),
             keyring: Arc::new(vault::KeyRing::new(master)),
-        }
+        })
     }
 }
 
@@ -145,11 +158,23 @@ impl ServiceSpec for TokensApi {
             .resource(
                 "/api/v1/tokens/vault/{token_id}",
                 [on(Method::DELETE, handlers::vault::revoke)],
+            )
+            .resource(
+                "/api/v1/tokens/grant",
+                [on(Method::POST, handlers::grants::grant)],
+            )
+            .resource(
+                "/api/v1/tokens/detokenize",
+                [on(Method::POST, handlers::grants::detokenize)],
+            )
+            .resource(
+                "/api/v1/tokens/audit/detokenizations",
+                [on(Method::GET, handlers::grants::audit)],
             );
     }
 }
 
 /// Starts the service and serves until it is told to stop.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    dps_http::run::<TokensApi>(&config.common, Extra::from_config(&config)).await
+    dps_http::run::<TokensApi>(&config.common, Extra::from_config(&config)?).await
 }

@@ -261,3 +261,118 @@ pub struct Revoked {
     #[schema(value_type = String, format = DateTime)]
     pub revoked_at: OffsetDateTime,
 }
+
+/// Body of `POST /grant`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrantRequest {
+    /// 1 to 100 token ids.
+    pub token_ids: Vec<String>,
+    /// Must be in the allowed_purposes of every referenced token's policy.
+    pub purpose: String,
+    /// Required when a referenced token's policy has require_reason.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Response of `POST /grant`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct GrantResponse {
+    /// Single use, bound to the caller, the tenant and the token ids; valid 300 seconds.
+    pub grant_jwt: String,
+    /// Always 300.
+    pub expires_in_seconds: u64,
+    pub trace_id: String,
+}
+
+/// Body of `POST /detokenize`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DetokenizeRequest {
+    /// Token ids, all within the grant; 1 to 100.
+    pub tokens: Vec<String>,
+    pub grant_jwt: String,
+}
+
+/// One token's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DetokenizeResult {
+    pub token_id: String,
+    /// GRANTED, NOT_FOUND, REVOKED, EXPIRED or DENIED.
+    pub status: String,
+    /// The value when GRANTED, otherwise null.
+    pub value: Option<String>,
+    /// Present when REVOKED.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub revoked_at: Option<OffsetDateTime>,
+    /// The ISO 4217 code a monetary value was tokenized with, when GRANTED and there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+}
+
+/// Response of `POST /detokenize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DetokenizeResponse {
+    pub results: Vec<DetokenizeResult>,
+    pub success_count: usize,
+    pub failure_count: usize,
+    pub trace_id: String,
+}
+
+/// Query of `GET /audit/detokenizations`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Only attempts by this user.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Only attempts that named this token.
+    #[serde(default)]
+    pub token_id: Option<String>,
+    /// Only attempts at or after this RFC 3339 time.
+    #[serde(default)]
+    pub since: Option<String>,
+}
+
+/// One token of an audited attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AuditedToken {
+    pub token_id: String,
+    pub status: String,
+}
+
+/// One detokenization attempt. Never holds a value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DetokenizationRecord {
+    pub audit_id: String,
+    pub trace_id: String,
+    pub user_id: String,
+    /// The grant's id (jti), when the grant could be read.
+    pub grant_id: Option<String>,
+    pub purpose: Option<String>,
+    pub reason: Option<String>,
+    /// granted (the grant was accepted; see each token's status) or denied.
+    pub outcome: String,
+    /// Why the whole attempt was denied (GRANT_EXPIRED, GRANT_NONCE_REUSED, ...).
+    pub denial_code: Option<String>,
+    pub tokens: Vec<AuditedToken>,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub occurred_at: OffsetDateTime,
+}
+
+/// Response of `GET /audit/detokenizations`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DetokenizationAudit {
+    pub items: Vec<DetokenizationRecord>,
+    pub pagination: Pagination,
+}

@@ -14,6 +14,37 @@ diesel::table! {
 }
 
 diesel::table! {
+    detokenization_audit (tenant_id, audit_id) {
+        tenant_id -> Text,
+        audit_id -> Uuid,
+        trace_id -> Uuid,
+        user_id -> Text,
+        grant_jti -> Nullable<Uuid>,
+        purpose -> Nullable<Text>,
+        reason -> Nullable<Text>,
+        token_ids -> Array<Nullable<Uuid>>,
+        outcome -> Text,
+        denial_code -> Nullable<Text>,
+        statuses -> Jsonb,
+        occurred_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    grants (tenant_id, jti) {
+        tenant_id -> Text,
+        jti -> Uuid,
+        user_id -> Text,
+        token_ids -> Array<Nullable<Uuid>>,
+        purpose -> Text,
+        reason -> Nullable<Text>,
+        issued_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        used_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     settings_audit (id) {
         id -> Uuid,
         seq -> Int8,
@@ -98,6 +129,8 @@ diesel::table! {
 
 diesel::allow_tables_to_appear_in_same_query!(
     api_keys,
+    detokenization_audit,
+    grants,
     settings_audit,
     tenant_keys,
     tenant_settings,

@@ -1,1 +1,573 @@
 #![doc = include_str!("../README.md")]
+
+mod keys;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use api_types::Pagination;
+use api_types::tokens::{
+    AuditedToken, DetokenizationAudit, DetokenizationRecord, DetokenizeRequest, DetokenizeResponse,
+    DetokenizeResult, GrantRequest, GrantResponse,
+};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
+use josekit::jws::JwsHeader;
+use josekit::jwt::JwtPayload;
+use ring::digest::{SHA256, digest};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use auth::{Principal, TenantId};
+use db::schema::{detokenization_audit, grants};
+use vault::cursor::{CursorKey, Position};
+use vault::{KeyRing, VaultError};
+
+pub use keys::GrantKeys;
+
+/// A grant's lifetime. The spec fixes it; it is also the replay window a stolen grant_jwt
+/// would have if it were not single use.
+pub const GRANT_TTL: Duration = Duration::from_secs(300);
+
+/// The most token ids one grant or one detokenize call may name.
+pub const MAX_TOKENS: usize = 100;
+
+/// The issuer and the only audience of grant JWTs: an access token can never pass for a
+/// grant, nor a grant for an access token (those have the identity provider's audience).
+const GRANT_ISSUER: &str = "dps-tokens-api";
+const GRANT_AUDIENCE: &str = "dps-detokenize";
+
+/// Why a grant or a detokenization was refused. Messages never hold a value or a grant.
+#[derive(Debug, thiserror::Error)]
+pub enum GrantError {
+    #[error("{0}")]
+    Invalid(&'static str),
+    #[error("a reason is required by the policy of a requested token")]
+    ReasonRequired,
+    #[error("the caller holds no role the policy of a requested token allows")]
+    RoleNotAllowed,
+    #[error("the purpose is not allowed by the policy of a requested token")]
+    PurposeNotAllowed,
+    #[error("the grant is not valid for this caller")]
+    GrantInvalid,
+    #[error("the grant has expired")]
+    GrantExpired,
+    #[error("the grant was already used")]
+    GrantReused,
+    #[error("a requested token is not covered by the grant")]
+    NotInGrant,
+    #[error("the grant signing key is unusable")]
+    Key,
+    /// The audit record could not be written, so nothing was revealed.
+    #[error("the detokenization could not be audited")]
+    AuditUnavailable,
+    #[error(transparent)]
+    Vault(#[from] VaultError),
+    #[error(transparent)]
+    Database(#[from] diesel::result::Error),
+}
+
+impl GrantError {
+    /// The code an audit record of a refused attempt carries.
+    fn audit_code(&self) -> &'static str {
+        match self {
+            GrantError::GrantInvalid => "GRANT_INVALID",
+            GrantError::GrantExpired => "GRANT_EXPIRED",
+            GrantError::GrantReused => "GRANT_NONCE_REUSED",
+            GrantError::NotInGrant => "TOKEN_NOT_IN_GRANT",
+            _ => "DENIED",
+        }
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn parse_ids(raw: &[String], field: &'static str) -> Result<Vec<Uuid>, GrantError> {
+    if raw.is_empty() || raw.len() > MAX_TOKENS {
+        return Err(GrantError::Invalid(match field {
+            "token_ids" => "token_ids must hold 1 to 100 token ids",
+            _ => "tokens must hold 1 to 100 token ids",
+        }));
+    }
+    // An id that is not a UUID cannot name an entry; it is kept as the nil UUID so that the
+    // caller still gets a NOT_FOUND for it rather than a refusal that tells ids apart.
+    Ok(raw
+        .iter()
+        .map(|id| Uuid::parse_str(id).unwrap_or(Uuid::nil()))
+        .collect())
+}
+
+fn reason_hash(reason: Option<&str>) -> Value {
+    reason.map_or(Value::Null, |r| {
+        let d = digest(&SHA256, r.as_bytes());
+        json!(
+            d.as_ref()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        )
+    })
+}
+
+/// Issues a grant after checking every referenced token's policy: the caller's roles, the
+/// purpose and, where required, the reason. Token ids that name no entry of the tenant are
+/// allowed (detokenization reports them NOT_FOUND): refusing them would tell the caller which
+/// ids exist elsewhere.
+pub async fn issue(
+    conn: &mut AsyncPgConnection,
+    keys: &GrantKeys,
+    caller: &Principal,
+    request: &GrantRequest,
+) -> Result<GrantResponse, GrantError> {
+    let ids = parse_ids(&request.token_ids, "token_ids")?;
+    let purpose = request.purpose.trim();
+    if purpose.is_empty() || purpose.chars().count() > 128 {
+        return Err(GrantError::Invalid("purpose must be 1 to 128 characters"));
+    }
+    let reason = request
+        .reason
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    if reason.is_some_and(|r| r.chars().count() > 1000) {
+        return Err(GrantError::Invalid(
+            "reason must be at most 1000 characters",
+        ));
+    }
+    let tenant = &caller.tenant_id;
+    let entries = vault::entries::sealed(conn, tenant, &ids).await?;
+    let policy_ids: HashSet<Uuid> = entries.iter().map(|e| e.policy_id).collect();
+    for policy_id in policy_ids {
+        let stored = vault::policies::get(conn, tenant, &policy_id.to_string()).await?;
+        let policy = &stored.policy;
+        if !policy.allowed_roles.iter().any(|r| caller.has_role(r)) {
+            return Err(GrantError::RoleNotAllowed);
+        }
+        if !policy.allowed_purposes.iter().any(|p| p == purpose) {
+            return Err(GrantError::PurposeNotAllowed);
+        }
+        if policy.require_reason && reason.is_none() {
+            return Err(GrantError::ReasonRequired);
+        }
+    }
+
+    let jti = Uuid::new_v4();
+    let iat = now_secs();
+    let exp = iat + GRANT_TTL.as_secs();
+    diesel::insert_into(grants::table)
+        .values((
+            grants::tenant_id.eq(tenant.as_str()),
+            grants::jti.eq(jti),
+            grants::user_id.eq(caller.user_id.as_str()),
+            grants::token_ids.eq(&ids),
+            grants::purpose.eq(purpose),
+            grants::reason.eq(reason),
+            grants::expires_at.eq(OffsetDateTime::from_unix_timestamp(exp as i64)
+                .unwrap_or(OffsetDateTime::UNIX_EPOCH)),
+        ))
+        .execute(conn)
+        .await?;
+
+    let mut header = JwsHeader::new();
+    header.set_token_type("JWT");
+    let mut claims = serde_json::Map::new();
+    claims.insert("iss".into(), json!(GRANT_ISSUER));
+    claims.insert("aud".into(), json!(GRANT_AUDIENCE));
+    claims.insert("jti".into(), json!(jti.to_string()));
+    claims.insert("sub".into(), json!(caller.user_id.as_str()));
+    claims.insert("tenant_id".into(), json!(tenant.as_str()));
+    claims.insert(
+        "token_ids".into(),
+        json!(ids.iter().map(Uuid::to_string).collect::<Vec<_>>()),
+    );
+    claims.insert("purpose".into(), json!(purpose));
+    claims.insert("reason_sha256".into(), reason_hash(reason));
+    claims.insert("iat".into(), json!(iat));
+    claims.insert("exp".into(), json!(exp));
+    let payload = JwtPayload::from_map(claims).map_err(|_| GrantError::Key)?;
+    let grant_jwt = josekit::jwt::encode_with_signer(&payload, &header, keys.signer())
+        .map_err(|_| GrantError::Key)?;
+    Ok(GrantResponse {
+        grant_jwt,
+        expires_in_seconds: GRANT_TTL.as_secs(),
+        trace_id: Uuid::new_v4().to_string(),
+    })
+}
+
+/// What a verified grant says.
+struct Claims {
+    jti: Uuid,
+    user: String,
+    tenant: String,
+    token_ids: HashSet<Uuid>,
+    exp: u64,
+}
+
+/// Checks a grant's signature, issuer, audience and shape. Expiry is checked by the caller,
+/// with no leeway: a grant's 300 seconds are exact.
+fn verify(keys: &GrantKeys, grant_jwt: &str) -> Result<Claims, GrantError> {
+    let (payload, _) = josekit::jwt::decode_with_verifier_selector(grant_jwt, |header| {
+        Ok(header.key_id().and_then(|kid| keys.verifier(kid)))
+    })
+    .map_err(|_| GrantError::GrantInvalid)?;
+    let claims = payload.claims_set();
+    let text = |k: &str| claims.get(k).and_then(Value::as_str).map(str::to_owned);
+    if text("iss").as_deref() != Some(GRANT_ISSUER)
+        || text("aud").as_deref() != Some(GRANT_AUDIENCE)
+    {
+        return Err(GrantError::GrantInvalid);
+    }
+    let jti = text("jti")
+        .and_then(|j| Uuid::parse_str(&j).ok())
+        .ok_or(GrantError::GrantInvalid)?;
+    let token_ids = claims
+        .get("token_ids")
+        .and_then(Value::as_array)
+        .ok_or(GrantError::GrantInvalid)?
+        .iter()
+        .map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok()))
+        .collect::<Option<HashSet<Uuid>>>()
+        .ok_or(GrantError::GrantInvalid)?;
+    Ok(Claims {
+        jti,
+        user: text("sub").ok_or(GrantError::GrantInvalid)?,
+        tenant: text("tenant_id").ok_or(GrantError::GrantInvalid)?,
+        token_ids,
+        exp: claims
+            .get("exp")
+            .and_then(Value::as_u64)
+            .ok_or(GrantError::GrantInvalid)?,
+    })
+}
+
+/// Context of one detokenization attempt, for its audit record.
+#[derive(Clone)]
+struct Attempt<'a> {
+    trace_id: Uuid,
+    caller: &'a Principal,
+    token_ids: &'a [Uuid],
+    grant_jti: Option<Uuid>,
+    purpose: Option<String>,
+    reason: Option<String>,
+}
+
+async fn record(
+    conn: &mut AsyncPgConnection,
+    attempt: &Attempt<'_>,
+    outcome: &str,
+    denial_code: Option<&str>,
+    statuses: Value,
+) -> Result<(), diesel::result::Error> {
+    diesel::insert_into(detokenization_audit::table)
+        .values((
+            detokenization_audit::tenant_id.eq(attempt.caller.tenant_id.as_str()),
+            detokenization_audit::audit_id.eq(Uuid::now_v7()),
+            detokenization_audit::trace_id.eq(attempt.trace_id),
+            detokenization_audit::user_id.eq(attempt.caller.user_id.as_str()),
+            detokenization_audit::grant_jti.eq(attempt.grant_jti),
+            detokenization_audit::purpose.eq(attempt.purpose.as_deref()),
+            detokenization_audit::reason.eq(attempt.reason.as_deref()),
+            detokenization_audit::token_ids.eq(attempt.token_ids),
+            detokenization_audit::outcome.eq(outcome),
+            detokenization_audit::denial_code.eq(denial_code),
+            detokenization_audit::statuses.eq(statuses),
+        ))
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// Records a refused attempt, then returns the refusal. When even that record cannot be
+/// written, the refusal still stands (nothing is revealed either way) and the failure is
+/// logged.
+async fn refuse(
+    conn: &mut AsyncPgConnection,
+    attempt: &Attempt<'_>,
+    error: GrantError,
+) -> GrantError {
+    let statuses: Vec<Value> = attempt
+        .token_ids
+        .iter()
+        .map(|id| json!({ "token_id": id.to_string(), "status": "DENIED" }))
+        .collect();
+    if let Err(e) = record(
+        conn,
+        attempt,
+        "denied",
+        Some(error.audit_code()),
+        json!(statuses),
+    )
+    .await
+    {
+        tracing::error!(error = %e, trace_id = %attempt.trace_id, "cannot audit a refused detokenization");
+    }
+    error
+}
+
+/// Detokenizes `request.tokens` under `request.grant_jwt` for `caller`.
+///
+/// The grant must verify, belong to the caller's user and tenant, cover every requested token,
+/// and not have been used or expired. It is consumed by one conditional UPDATE in the same
+/// transaction that writes the audit record and reads the entries; if the audit cannot be
+/// written, the transaction rolls back and no value is returned.
+pub async fn detokenize(
+    conn: &mut AsyncPgConnection,
+    keys: &GrantKeys,
+    keyring: &KeyRing,
+    caller: &Principal,
+    request: &DetokenizeRequest,
+) -> Result<DetokenizeResponse, GrantError> {
+    let ids = parse_ids(&request.tokens, "tokens")?;
+    let trace_id = Uuid::new_v4();
+    let mut attempt = Attempt {
+        trace_id,
+        caller,
+        token_ids: &ids,
+        grant_jti: None,
+        purpose: None,
+        reason: None,
+    };
+    let claims = match verify(keys, &request.grant_jwt) {
+        Ok(c) => c,
+        Err(e) => return Err(refuse(conn, &attempt, e).await),
+    };
+    attempt.grant_jti = Some(claims.jti);
+    if claims.user != caller.user_id.as_str() || claims.tenant != caller.tenant_id.as_str() {
+        return Err(refuse(conn, &attempt, GrantError::GrantInvalid).await);
+    }
+    if claims.exp <= now_secs() {
+        return Err(refuse(conn, &attempt, GrantError::GrantExpired).await);
+    }
+    if !ids.iter().all(|id| claims.token_ids.contains(id)) {
+        return Err(refuse(conn, &attempt, GrantError::NotInGrant).await);
+    }
+    let tenant = &caller.tenant_id;
+    let tenant_keys = keyring.tenant(conn, tenant).await?;
+
+    let outcome = conn
+        .transaction(async |conn| {
+            let consumed: Option<(String, Option<String>)> = diesel::update(
+                grants::table
+                    .filter(grants::tenant_id.eq(tenant.as_str()))
+                    .filter(grants::jti.eq(claims.jti))
+                    .filter(grants::user_id.eq(caller.user_id.as_str()))
+                    .filter(grants::used_at.is_null())
+                    .filter(grants::expires_at.gt(diesel::dsl::now)),
+            )
+            .set(grants::used_at.eq(diesel::dsl::now))
+            .returning((grants::purpose, grants::reason))
+            .get_result(conn)
+            .await
+            .optional()?;
+            let Some((purpose, reason)) = consumed else {
+                return Ok(Err(()));
+            };
+            let entries = vault::entries::sealed(conn, tenant, &ids).await?;
+            let by_id: HashMap<Uuid, &vault::entries::Sealed> =
+                entries.iter().map(|e| (e.token_id, e)).collect();
+            let mut allowed_by_policy: BTreeMap<Uuid, bool> = BTreeMap::new();
+            let now = OffsetDateTime::now_utc();
+            let mut results = Vec::with_capacity(ids.len());
+            for (raw, id) in request.tokens.iter().zip(&ids) {
+                let mut result = DetokenizeResult {
+                    token_id: raw.clone(),
+                    status: "NOT_FOUND".into(),
+                    value: None,
+                    revoked_at: None,
+                    currency: None,
+                };
+                if let Some(entry) = by_id.get(id) {
+                    if let Some(at) = entry.revoked_at {
+                        result.status = "REVOKED".into();
+                        result.revoked_at = Some(at);
+                    } else if entry.expires_at.is_some_and(|at| at <= now) {
+                        result.status = "EXPIRED".into();
+                    } else {
+                        // Roles are checked again: the policy may have changed since the grant.
+                        let allowed = match allowed_by_policy.get(&entry.policy_id) {
+                            Some(a) => *a,
+                            None => {
+                                let a = match vault::policies::get(conn, tenant, &entry.policy_id.to_string()).await {
+                                    Ok(stored) => stored.policy.allowed_roles.iter().any(|r| caller.has_role(r)),
+                                    Err(VaultError::PolicyNotFound) => false,
+                                    Err(e) => return Err(GrantError::from(e)),
+                                };
+                                allowed_by_policy.insert(entry.policy_id, a);
+                                a
+                            }
+                        };
+                        if allowed {
+                            let revealed = vault::entries::reveal(&tenant_keys, tenant, entry)?;
+                            result.status = "GRANTED".into();
+                            result.value = Some(revealed.value.expose().to_owned());
+                            result.currency = revealed.currency;
+                        } else {
+                            result.status = "DENIED".into();
+                        }
+                    }
+                }
+                results.push(result);
+            }
+            let statuses: Vec<Value> = results
+                .iter()
+                .zip(&ids)
+                .map(|(r, id)| json!({ "token_id": id.to_string(), "status": r.status }))
+                .collect();
+            let audited = Attempt {
+                purpose: Some(purpose),
+                reason,
+                ..attempt.clone()
+            };
+            if let Err(e) = record(conn, &audited, "granted", None, json!(statuses)).await {
+                tracing::error!(error = %e, trace_id = %trace_id, "cannot audit a detokenization; nothing is revealed");
+                return Err(GrantError::AuditUnavailable);
+            }
+            Ok(Ok(results))
+        })
+        .await;
+    let results = match outcome {
+        Ok(Ok(results)) => results,
+        Ok(Err(())) => {
+            // Not consumed: find out why, and record the refusal.
+            let row: Option<(Option<OffsetDateTime>, OffsetDateTime)> = grants::table
+                .filter(grants::tenant_id.eq(tenant.as_str()))
+                .filter(grants::jti.eq(claims.jti))
+                .select((grants::used_at, grants::expires_at))
+                .first(conn)
+                .await
+                .optional()?;
+            let error = match row {
+                Some((Some(_), _)) => GrantError::GrantReused,
+                Some((None, _)) => GrantError::GrantExpired,
+                None => GrantError::GrantInvalid,
+            };
+            return Err(refuse(conn, &attempt, error).await);
+        }
+        Err(e) => return Err(e),
+    };
+    let success_count = results.iter().filter(|r| r.status == "GRANTED").count();
+    Ok(DetokenizeResponse {
+        failure_count: results.len() - success_count,
+        success_count,
+        results,
+        trace_id: trace_id.to_string(),
+    })
+}
+
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = detokenization_audit, check_for_backend(diesel::pg::Pg))]
+struct AuditRow {
+    audit_id: Uuid,
+    trace_id: Uuid,
+    user_id: String,
+    grant_jti: Option<Uuid>,
+    purpose: Option<String>,
+    reason: Option<String>,
+    outcome: String,
+    denial_code: Option<String>,
+    statuses: Value,
+    occurred_at: OffsetDateTime,
+}
+
+/// Filters of the detokenization audit list.
+#[derive(Debug, Default)]
+pub struct AuditFilter<'a> {
+    pub user: Option<&'a str>,
+    pub token_id: Option<&'a str>,
+    pub since: Option<&'a str>,
+}
+
+const AUDIT_LIST: &str = "detokenization-audit";
+
+/// One page of the tenant's detokenization attempts, oldest first.
+pub async fn audit(
+    conn: &mut AsyncPgConnection,
+    cursors: &CursorKey,
+    tenant: &TenantId,
+    limit: i64,
+    cursor: Option<&str>,
+    filter: &AuditFilter<'_>,
+) -> Result<DetokenizationAudit, GrantError> {
+    let mut query = detokenization_audit::table
+        .filter(detokenization_audit::tenant_id.eq(tenant.as_str()))
+        .select(AuditRow::as_select())
+        .order((
+            detokenization_audit::occurred_at,
+            detokenization_audit::audit_id,
+        ))
+        .limit(limit + 1)
+        .into_boxed();
+    if let Some(user) = filter.user {
+        query = query.filter(detokenization_audit::user_id.eq(user.to_owned()));
+    }
+    if let Some(token_id) = filter.token_id {
+        let id = Uuid::parse_str(token_id).unwrap_or(Uuid::nil());
+        query = query.filter(
+            diesel::dsl::sql::<diesel::sql_types::Bool>("")
+                .bind::<diesel::sql_types::Uuid, _>(id)
+                .sql(" = ANY(token_ids)"),
+        );
+    }
+    if let Some(since) = filter.since {
+        let at = OffsetDateTime::parse(since, &time::format_description::well_known::Rfc3339)
+            .map_err(|_| GrantError::Invalid("since must be an RFC 3339 time"))?;
+        query = query.filter(detokenization_audit::occurred_at.ge(at));
+    }
+    if let Some(cursor) = cursor {
+        let Position { micros, id } = cursors.decode(tenant, AUDIT_LIST, cursor)?;
+        let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1_000)
+            .map_err(|_| GrantError::Vault(VaultError::BadCursor))?;
+        query = query.filter(
+            detokenization_audit::occurred_at
+                .gt(at)
+                .or(detokenization_audit::occurred_at
+                    .eq(at)
+                    .and(detokenization_audit::audit_id.gt(id))),
+        );
+    }
+    let mut rows: Vec<AuditRow> = query.load(conn).await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(usize::try_from(limit).unwrap_or(0));
+    let next_cursor = match (has_more, rows.last()) {
+        (true, Some(last)) => Some(
+            cursors.encode(
+                tenant,
+                AUDIT_LIST,
+                Position {
+                    micros: i64::try_from(last.occurred_at.unix_timestamp_nanos() / 1_000)
+                        .unwrap_or(i64::MAX),
+                    id: last.audit_id,
+                },
+            ),
+        ),
+        _ => None,
+    };
+    Ok(DetokenizationAudit {
+        items: rows
+            .into_iter()
+            .map(|r| DetokenizationRecord {
+                audit_id: r.audit_id.to_string(),
+                trace_id: r.trace_id.to_string(),
+                user_id: r.user_id,
+                grant_id: r.grant_jti.map(|j| j.to_string()),
+                purpose: r.purpose,
+                reason: r.reason,
+                outcome: r.outcome,
+                denial_code: r.denial_code,
+                tokens: serde_json::from_value::<Vec<AuditedToken>>(r.statuses).unwrap_or_default(),
+                occurred_at: r.occurred_at,
+            })
+            .collect(),
+        pagination: Pagination {
+            limit: u32::try_from(limit).unwrap_or(0),
+            has_more,
+            next_cursor,
+        },
+    })
+}

@@ -226,3 +226,64 @@ pub async fn revoke(
         revoked_at,
     })
 }
+
+/// What detokenization reads of an entry.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = vault_entries, check_for_backend(diesel::pg::Pg))]
+pub struct Sealed {
+    pub token_id: Uuid,
+    pub policy_id: Uuid,
+    pub key_version: i32,
+    pub ciphertext: Vec<u8>,
+    pub expires_at: Option<OffsetDateTime>,
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+/// The entries of `tenant` among `ids`, in no particular order.
+pub async fn sealed(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    ids: &[Uuid],
+) -> Result<Vec<Sealed>, VaultError> {
+    Ok(vault_entries::table
+        .filter(vault_entries::tenant_id.eq(tenant.as_str()))
+        .filter(vault_entries::token_id.eq_any(ids))
+        .select(Sealed::as_select())
+        .load(conn)
+        .await?)
+}
+
+/// A revealed value and the currency it was tokenized with.
+#[derive(Debug)]
+pub struct Revealed {
+    pub value: tokenize_core::Secret,
+    pub currency: Option<String>,
+}
+
+/// Opens an entry's ciphertext. Only detokenization, after a grant was consumed, calls this.
+pub fn reveal(
+    keys: &crate::TenantKeys,
+    tenant: &TenantId,
+    entry: &Sealed,
+) -> Result<Revealed, VaultError> {
+    let key = keys.data_key(entry.key_version)?;
+    let plain = crate::keys::open(
+        key,
+        &crate::tokenize::value_aad(tenant, entry.token_id),
+        &entry.ciphertext,
+    )?;
+    let text = String::from_utf8(plain).map_err(|_| VaultError::Crypto)?;
+    let secret = tokenize_core::Secret::new(text);
+    let bytes = secret.expose().as_bytes();
+    if bytes.len() < 2 || bytes[0] != 1 {
+        return Err(VaultError::Crypto);
+    }
+    let currency_len = usize::from(bytes[1]);
+    let rest = secret.expose().get(2..).ok_or(VaultError::Crypto)?;
+    let currency = rest.get(..currency_len).ok_or(VaultError::Crypto)?;
+    let value = rest.get(currency_len..).ok_or(VaultError::Crypto)?;
+    Ok(Revealed {
+        value: tokenize_core::Secret::new(value.to_owned()),
+        currency: (!currency.is_empty()).then(|| currency.to_owned()),
+    })
+}

@@ -91,7 +91,7 @@ impl MasterKey {
 
     /// A key for another purpose, derived from this one with HKDF-SHA256 under `label` (the
     /// cursor signing key, for example), so the master key itself is used for wrapping only.
-    pub fn derive(&self, label: &'static [u8]) -> [u8; 32] {
+    pub fn derive(&self, label: &[u8]) -> [u8; 32] {
         struct Len;
         impl ring::hkdf::KeyType for Len {
             fn len(&self) -> usize {

@@ -7,6 +7,7 @@
 
 mod api_keys;
 mod auth;
+mod detokenize;
 mod edge;
 mod health;
 mod migrations;

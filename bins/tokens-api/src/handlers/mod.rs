@@ -1,3 +1,4 @@
+pub mod grants;
 pub mod health;
 pub mod openapi;
 pub mod policies;

@@ -1,0 +1,110 @@
+use actix_web::{HttpResponse, web};
+use api_types::tokens::{
+    AuditQuery, DetokenizationAudit, DetokenizeRequest, DetokenizeResponse, GrantRequest,
+    GrantResponse,
+};
+use dps_http::{AdminCaller, ApiError, Body, Caller, ServiceState};
+
+use crate::{Extra, errors};
+
+/// Issues a single-use grant, valid 300 seconds, for the caller to detokenize the listed
+/// tokens.
+#[utoipa::path(
+    post,
+    path = "/api/v1/tokens/grant",
+    tag = "detokenize",
+    security(("bearer" = [])),
+    request_body = GrantRequest,
+    responses(
+        (status = 200, description = "The grant", body = GrantResponse),
+        (status = 400, description = "INVALID_INPUT, or REASON_REQUIRED by a token's policy", body = api_types::ErrorBody),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or PURPOSE_NOT_ALLOWED by a token's policy", body = api_types::ErrorBody),
+    ),
+)]
+pub async fn grant(
+    Caller(caller): Caller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    body: Body<GrantRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut conn = state.conn().await?;
+    let grant = grants::issue(&mut conn, &extra.grant_keys, &caller, &body)
+        .await
+        .map_err(errors::grant)?;
+    Ok(HttpResponse::Ok().json(grant))
+}
+
+/// Reveals tokens under a grant issued to the same caller. The grant is consumed.
+#[utoipa::path(
+    post,
+    path = "/api/v1/tokens/detokenize",
+    tag = "detokenize",
+    security(("bearer" = [])),
+    request_body = DetokenizeRequest,
+    responses(
+        (status = 200, description = "Per-token results: GRANTED, NOT_FOUND, REVOKED, EXPIRED or DENIED", body = DetokenizeResponse),
+        (status = 400, description = "INVALID_INPUT", body = api_types::ErrorBody),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
+        (status = 403, description = "GRANT_EXPIRED, GRANT_NONCE_REUSED, GRANT_INVALID or TOKEN_NOT_IN_GRANT", body = api_types::ErrorBody),
+        (status = 503, description = "SERVICE_UNAVAILABLE: the attempt could not be audited, so nothing was revealed", body = api_types::ErrorBody),
+    ),
+)]
+pub async fn detokenize(
+    Caller(caller): Caller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    body: Body<DetokenizeRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut conn = state.conn().await?;
+    let revealed = grants::detokenize(&mut conn, &extra.grant_keys, &extra.keyring, &caller, &body)
+        .await
+        .map_err(errors::grant)?;
+    Ok(HttpResponse::Ok().json(revealed))
+}
+
+/// The detokenization audit: every attempt, granted or not. Admin only.
+#[utoipa::path(
+    get,
+    path = "/api/v1/tokens/audit/detokenizations",
+    tag = "detokenize",
+    security(("bearer" = [])),
+    params(
+        ("limit" = Option<i64>, Query, description = "1 to 100, default 50"),
+        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        ("user" = Option<String>, Query, description = "Only attempts by this user"),
+        ("token_id" = Option<String>, Query, description = "Only attempts naming this token"),
+        ("since" = Option<String>, Query, description = "Only attempts at or after this RFC 3339 time"),
+    ),
+    responses(
+        (status = 200, description = "One page of attempts, oldest first", body = DetokenizationAudit),
+        (status = 400, description = "INVALID_INPUT", body = api_types::ErrorBody),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorBody),
+    ),
+)]
+pub async fn audit(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    query: web::Query<AuditQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = crate::page_limit(query.limit)?;
+    let filter = grants::AuditFilter {
+        user: query.user.as_deref(),
+        token_id: query.token_id.as_deref(),
+        since: query.since.as_deref(),
+    };
+    let mut conn = state.conn().await?;
+    let page = grants::audit(
+        &mut conn,
+        &extra.cursors,
+        &caller.tenant_id,
+        limit,
+        query.cursor.as_deref(),
+        &filter,
+    )
+    .await
+    .map_err(errors::grant)?;
+    Ok(HttpResponse::Ok().json(page))
+}

@@ -1,0 +1,2 @@
+DROP TABLE detokenization_audit;
+DROP TABLE grants;
