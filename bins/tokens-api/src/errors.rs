@@ -99,6 +99,7 @@ pub fn grant(error: GrantError) -> ApiError {
         GrantError::GrantExpired => named(StatusCode::FORBIDDEN, "GRANT_EXPIRED", &error),
         GrantError::GrantReused => named(StatusCode::FORBIDDEN, "GRANT_NONCE_REUSED", &error),
         GrantError::NotInGrant => named(StatusCode::FORBIDDEN, "TOKEN_NOT_IN_GRANT", &error),
+        GrantError::TokenRevoked => named(StatusCode::FORBIDDEN, "TOKEN_REVOKED", &error),
         GrantError::Key => ApiError::internal("the grant signing key is unusable"),
         GrantError::AuditUnavailable => {
             ApiError::unavailable("the detokenization could not be audited; nothing was revealed")

@@ -57,6 +57,9 @@ pub enum GrantError {
     GrantReused,
     #[error("a requested token is not covered by the grant")]
     NotInGrant,
+    /// A grant is not issued for a revoked token: it could never be revealed.
+    #[error("a requested token was revoked")]
+    TokenRevoked,
     #[error("the grant signing key is unusable")]
     Key,
     /// The audit record could not be written, so nothing was revealed.
@@ -116,7 +119,7 @@ fn reason_hash(reason: Option<&str>) -> Value {
 }
 
 /// Issues a grant after checking every referenced token's policy: the caller's roles, the
-/// purpose and, where required, the reason. Token ids that name no entry of the tenant are
+/// purpose and, where required, the reason. A revoked token is refused (403 TOKEN_REVOKED). Token ids that name no entry of the tenant are
 /// allowed (detokenization reports them NOT_FOUND): refusing them would tell the caller which
 /// ids exist elsewhere.
 pub async fn issue(
@@ -142,6 +145,9 @@ pub async fn issue(
     }
     let tenant = &caller.tenant_id;
     let entries = vault::entries::sealed(conn, tenant, &ids).await?;
+    if entries.iter().any(|e| e.revoked_at.is_some()) {
+        return Err(GrantError::TokenRevoked);
+    }
     let policy_ids: HashSet<Uuid> = entries.iter().map(|e| e.policy_id).collect();
     for policy_id in policy_ids {
         let stored = vault::policies::get(conn, tenant, &policy_id.to_string()).await?;

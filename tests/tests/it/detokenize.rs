@@ -134,17 +134,7 @@ async fn a_grant_reveals_its_tokens_once_to_its_user_only() {
 async fn each_token_reports_its_own_status() {
     let t = Tokens::spawn().await;
     let (policy, ids) = tokenized(&t).await;
-    // Revoke one, expire one; add an unknown id and another tenant's token.
-    let response = t
-        .app
-        .http
-        .delete(t.app.url(&format!("/vault/{}", ids[0])))
-        .bearer_auth(&t.admin)
-        .json(&json!({ "reason": "erasure" }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    // Expire one; add an unknown id and another tenant's token; revoke one after the grant.
     let mut conn = t.app.conn().await;
     diesel::sql_query(
         "UPDATE vault_entries SET expires_at = now() - interval '1 second' WHERE token_id = $1",
@@ -177,6 +167,27 @@ async fn each_token_reports_its_own_status() {
     wanted.push(unknown.clone());
     wanted.push(foreign_id.clone());
     let grant_jwt = grant(&t, "sam", &wanted).await;
+    let response = t
+        .app
+        .http
+        .delete(t.app.url(&format!("/vault/{}", ids[0])))
+        .bearer_auth(&t.admin)
+        .json(&json!({ "reason": "erasure" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // A revoked token gets no new grant.
+    let sam = t.app.token("acme", "sam", &["support"]);
+    let (status, body) = post(
+        &t,
+        &sam,
+        "/grant",
+        json!({ "token_ids": [&ids[0]], "purpose": "fraud_review", "reason": "x" }),
+    )
+    .await;
+    assert_eq!(status, 403);
+    area_a_error(&body, "TOKEN_REVOKED");
 
     // After the grant, the policy stops trusting `support` for new reveals: DENIED.
     let mut changed = all_modes_policy();
@@ -193,7 +204,6 @@ async fn each_token_reports_its_own_status() {
         .unwrap();
     assert_eq!(response.status(), 200);
 
-    let sam = t.app.token("acme", "sam", &["support"]);
     let (status, body) = post(
         &t,
         &sam,

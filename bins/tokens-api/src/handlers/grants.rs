@@ -19,7 +19,7 @@ use crate::{Extra, errors};
         (status = 200, description = "The grant", body = GrantResponse),
         (status = 400, description = "INVALID_INPUT, or REASON_REQUIRED by a token's policy", body = api_types::ErrorBody),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
-        (status = 403, description = "ROLE_NOT_ALLOWED or PURPOSE_NOT_ALLOWED by a token's policy", body = api_types::ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or PURPOSE_NOT_ALLOWED by a token's policy, or TOKEN_REVOKED", body = api_types::ErrorBody),
     ),
 )]
 pub async fn grant(
