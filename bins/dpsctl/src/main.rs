@@ -49,6 +49,66 @@ enum Command {
     },
     /// Print diesel's schema.rs for the migrated database (DATABASE_URL or the dev cluster).
     PrintSchema,
+    /// Tenant data keys: rotate, and move old entries onto the current version.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+    /// Stop (or resume) tokenize, grant and detokenize, for one tenant or for all. Every
+    /// replica obeys within a second.
+    KillSwitch {
+        #[arg(value_enum)]
+        state: Switch,
+        /// Only this tenant; all tenants when omitted.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
+    /// Monthly token quotas (unlimited by default).
+    Quota {
+        #[command(subcommand)]
+        command: QuotaCommand,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Switch {
+    On,
+    Off,
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Add a key version for the tenant; new writes use it, old entries still decrypt.
+    Rotate {
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Re-encrypt entries written under older versions with the current one.
+    Rewrap {
+        /// Only this tenant; every tenant with keys when omitted.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum QuotaCommand {
+    /// Set a tenant's monthly token quota.
+    Set {
+        #[arg(long)]
+        tenant: String,
+        /// Tokens per calendar month.
+        #[arg(long, conflicts_with = "unlimited")]
+        tokens: Option<i64>,
+        /// Remove the quota.
+        #[arg(long)]
+        unlimited: bool,
+    },
+    /// Show a tenant's quota.
+    Show {
+        #[arg(long)]
+        tenant: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -117,6 +177,22 @@ async fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::ApiKey { command } => api_key(command).await,
+        Command::Keys { command } => keys(command).await,
+        Command::KillSwitch { state, tenant } => {
+            let tenant: Option<TenantId> = tenant.map(|t| t.parse()).transpose()?;
+            let database = dev::database().await?;
+            db::migrate(&database.url).await?;
+            let mut conn = connect(&database.url).await?;
+            let on = matches!(state, Switch::On);
+            limits::set_kill_switch(&mut conn, tenant.as_ref(), on, "dpsctl").await?;
+            let scope = tenant.map_or_else(|| "all tenants".to_owned(), |t| format!("tenant {t}"));
+            println!(
+                "kill switch {} for {scope}; every replica follows within a second",
+                if on { "on" } else { "off" }
+            );
+            Ok(())
+        }
+        Command::Quota { command } => quota(command).await,
         Command::PrintSchema => {
             let database = dev::database().await?;
             db::migrate(&database.url).await?;
@@ -125,6 +201,84 @@ async fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The master key the services use: `DPS_MASTER_KEY`, `DPS_MASTER_KEY_FILE`, or the dev key.
+fn master_key() -> anyhow::Result<vault::MasterKey> {
+    if let Some(text) = std::env::var("DPS_MASTER_KEY")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        return Ok(vault::MasterKey::from_base64(&text)?);
+    }
+    let path = match std::env::var("DPS_MASTER_KEY_FILE")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        Some(path) => std::path::PathBuf::from(path),
+        None => dev::dev_master_key_file()?,
+    };
+    Ok(vault::MasterKey::from_file(&path)?)
+}
+
+async fn keys(command: KeysCommand) -> anyhow::Result<()> {
+    let master = std::sync::Arc::new(master_key()?);
+    let database = dev::database().await?;
+    db::migrate(&database.url).await?;
+    let mut conn = connect(&database.url).await?;
+    match command {
+        KeysCommand::Rotate { tenant } => {
+            let tenant: TenantId = tenant.parse()?;
+            let version = vault::keys::add_version(&mut conn, &master, &tenant).await?;
+            println!("tenant {tenant}: key version {version} now encrypts new entries");
+            println!("run `dpsctl keys rewrap --tenant {tenant}` to move older entries onto it");
+        }
+        KeysCommand::Rewrap { tenant } => {
+            let keyring = vault::KeyRing::new(master);
+            let tenants = match tenant {
+                Some(t) => vec![t.parse::<TenantId>()?],
+                None => vault::keys::tenants(&mut conn).await?,
+            };
+            for tenant in tenants {
+                let moved = vault::keys::rewrap(&mut conn, &keyring, &tenant).await?;
+                println!("tenant {tenant}: {moved} entries re-encrypted under the current key");
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn quota(command: QuotaCommand) -> anyhow::Result<()> {
+    let database = dev::database().await?;
+    db::migrate(&database.url).await?;
+    let mut conn = connect(&database.url).await?;
+    match command {
+        QuotaCommand::Set {
+            tenant,
+            tokens,
+            unlimited,
+        } => {
+            let tenant: TenantId = tenant.parse()?;
+            let tokens = match (tokens, unlimited) {
+                (Some(n), false) if n >= 0 => Some(n),
+                (None, true) => None,
+                _ => anyhow::bail!("give --tokens N (0 or more) or --unlimited"),
+            };
+            limits::set_monthly_quota(&mut conn, &tenant, tokens).await?;
+            match tokens {
+                Some(n) => println!("tenant {tenant}: {n} tokens per month"),
+                None => println!("tenant {tenant}: unlimited"),
+            }
+        }
+        QuotaCommand::Show { tenant } => {
+            let tenant: TenantId = tenant.parse()?;
+            match limits::monthly_quota(&mut conn, &tenant).await? {
+                Some(n) => println!("tenant {tenant}: {n} tokens per month"),
+                None => println!("tenant {tenant}: unlimited"),
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn connect(url: &str) -> anyhow::Result<db::AsyncPgConnection> {

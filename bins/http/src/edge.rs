@@ -17,6 +17,20 @@ use crate::error::{ApiError, Area, Code};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 const SDK_VERSION: HeaderName = HeaderName::from_static("x-service-sdk-version");
+const RATE_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+const RATE_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+const RATE_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+
+/// The rate limit a request was counted against. A handler that checks a limit puts this in
+/// the request's extensions; the edge writes it as `X-RateLimit-Limit`, `-Remaining` and
+/// `-Reset` on whatever response follows, error or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitHeaders {
+    pub limit: u32,
+    pub remaining: u32,
+    /// Unix seconds.
+    pub reset: i64,
+}
 
 /// The id of the current request: the caller's `X-Request-Id` when it is sane, else a new UUID.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +161,23 @@ pub async fn edge(
     let mut response = render_errors(response, settings.area, &request_id);
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID, value);
+    }
+    let limits = response
+        .request()
+        .extensions()
+        .get::<RateLimitHeaders>()
+        .copied();
+    if let Some(limits) = limits {
+        let headers = response.headers_mut();
+        for (name, value) in [
+            (RATE_LIMIT, limits.limit.to_string()),
+            (RATE_REMAINING, limits.remaining.to_string()),
+            (RATE_RESET, limits.reset.to_string()),
+        ] {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name, value);
+            }
+        }
     }
 
     let status = response.status().as_u16();

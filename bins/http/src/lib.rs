@@ -9,7 +9,7 @@ mod service;
 mod telemetry;
 
 pub use body::Body;
-pub use edge::{RequestId, edge};
+pub use edge::{RateLimitHeaders, RequestId, edge};
 pub use error::{ApiError, Area, Code};
 pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped, body_configs};
 pub use routes::{RouteTable, Routes, not_found, on};

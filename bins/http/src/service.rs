@@ -252,6 +252,7 @@ impl ServiceState {
             service: self.service.into(),
             version: env!("CARGO_PKG_VERSION").into(),
             checks,
+            kill_switch: None,
         };
         let status = if ready {
             StatusCode::OK

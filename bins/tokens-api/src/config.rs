@@ -16,6 +16,7 @@
 //! | `DPS_SUPPORTED_SDK_MAJORS` | `1` | Comma-separated SDK majors accepted. |
 //! | `MAX_BODY_BYTES` | 2097152 | Largest request body. |
 //! | `DPS_GRANT_KEY_VERSION` | 1 | Which derived Ed25519 key signs grants; the version before it still verifies. |
+//! | `DPS_RATE_LIMITS` | the spec's | `endpoint=USER/TENANT` requests per minute, comma-separated, over the defaults. |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
 
@@ -27,6 +28,8 @@ pub struct Config {
     pub common: CommonConfig,
     /// `DPS_GRANT_KEY_VERSION`: bump it on every replica to rotate the grant signing key.
     pub grant_key_version: u32,
+    /// `DPS_RATE_LIMITS`.
+    pub rate_limits: limits::RateLimits,
 }
 
 impl Config {
@@ -50,6 +53,11 @@ impl Config {
                 }
                 v => v,
             },
+            rate_limits: limits::RateLimits::parse(&env.get("DPS_RATE_LIMITS").unwrap_or_default())
+                .map_err(|e| ConfigError {
+                    variable: "DPS_RATE_LIMITS",
+                    problem: e.to_string(),
+                })?,
         })
     }
 }

@@ -32,6 +32,11 @@ pub fn vault(error: VaultError) -> ApiError {
             "no such token in this tenant",
         ),
         VaultError::Forbidden(message) => ApiError::forbidden(message),
+        VaultError::QuotaExceeded => ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            Code::Named("QUOTA_EXCEEDED"),
+            "the tenant's monthly token quota is used up",
+        ),
         VaultError::BadCursor => {
             ApiError::invalid("the cursor is not one this service issued for this list")
         }

@@ -30,12 +30,14 @@ pub use config::Config;
         handlers::grants::grant,
         handlers::grants::detokenize,
         handlers::grants::audit,
+        handlers::usage::usage,
     ),
     components(schemas(
         api_types::ErrorBody,
         api_types::ErrorDetail,
         api_types::Health,
         api_types::Check,
+        api_types::KillSwitchReport,
         api_types::Pagination,
         api_types::tokens::TokenizeItem,
         api_types::tokens::TokenizeRequest,
@@ -61,6 +63,9 @@ pub use config::Config;
         api_types::tokens::DetokenizationAudit,
         api_types::tokens::DetokenizationRecord,
         api_types::tokens::AuditedToken,
+        api_types::tokens::Usage,
+        api_types::tokens::UsageCounts,
+        api_types::tokens::Quota,
     )),
     modifiers(&SecuritySchemes)
 )]
@@ -95,6 +100,8 @@ pub struct Extra {
     pub keyring: Arc<vault::KeyRing>,
     pub cursors: Arc<vault::CursorKey>,
     pub grant_keys: Arc<grants::GrantKeys>,
+    pub rate_limits: Arc<limits::RateLimits>,
+    pub kill_switches: Arc<limits::KillSwitches>,
 }
 
 impl Extra {
@@ -104,8 +111,60 @@ impl Extra {
             cursors: Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
             grant_keys: Arc::new(grants::GrantKeys::new(&master, config.grant_key_version)?),
             keyring: Arc::new(vault::KeyRing::new(master)),
+            rate_limits: Arc::new(config.rate_limits.clone()),
+            kill_switches: Arc::new(limits::KillSwitches::default()),
         })
     }
+}
+
+/// Runs before an operation's domain call: refuses it when the kill switch is on for the
+/// tenant (`stoppable` operations only: tokenize, grant, detokenize), then counts it against
+/// the rate limits and records the numbers for the `X-RateLimit-*` headers.
+pub(crate) async fn admit(
+    req: &actix_web::HttpRequest,
+    extra: &Extra,
+    conn: &mut db::AsyncPgConnection,
+    tenant: &auth::TenantId,
+    subject: &str,
+    endpoint: limits::Endpoint,
+    stoppable: bool,
+) -> Result<(), ApiError> {
+    use actix_web::HttpMessage as _;
+    if stoppable
+        && extra
+            .kill_switches
+            .is_on(conn, tenant)
+            .await
+            .map_err(ApiError::database)?
+    {
+        return Err(ApiError::new(
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            dps_http::Code::Named("KILL_SWITCH_ACTIVE"),
+            "tokenization is temporarily disabled for this tenant by an operator",
+        ));
+    }
+    let decision = limits::check(conn, &extra.rate_limits, tenant, subject, endpoint)
+        .await
+        .map_err(|e| match e {
+            limits::LimitsError::Database(e) => ApiError::database(e),
+            limits::LimitsError::Config(c) => ApiError::internal(c),
+        })?;
+    req.extensions_mut().insert(dps_http::RateLimitHeaders {
+        limit: decision.limit,
+        remaining: decision.remaining,
+        reset: decision.reset,
+    });
+    if decision.exceeded {
+        let mut error = ApiError::new(
+            actix_web::http::StatusCode::TOO_MANY_REQUESTS,
+            dps_http::Code::RateLimited,
+            "the rate limit for this operation is exceeded; retry after the window resets",
+        );
+        error.retryable = true;
+        error.retry_after_seconds = Some(decision.retry_after);
+        return Err(error);
+    }
+    Ok(())
 }
 
 /// Area A's page size: 1 to 100, default 50.
@@ -170,6 +229,10 @@ impl ServiceSpec for TokensApi {
             .resource(
                 "/api/v1/tokens/audit/detokenizations",
                 [on(Method::GET, handlers::grants::audit)],
+            )
+            .resource(
+                "/api/v1/tokens/usage",
+                [on(Method::GET, handlers::usage::usage)],
             );
     }
 }

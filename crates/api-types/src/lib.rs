@@ -88,6 +88,19 @@ pub struct Health {
     pub service: String,
     pub version: String,
     pub checks: BTreeMap<String, Check>,
+    /// tokens-api only: whether the kill switch stops tokenize, grant and detokenize.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kill_switch: Option<KillSwitchReport>,
+}
+
+/// The kill switch as health reports it. Tenant names are not disclosed; only how many
+/// tenants are stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct KillSwitchReport {
+    /// Every tenant is stopped.
+    pub global: bool,
+    /// How many tenants are stopped one by one.
+    pub tenants_stopped: usize,
 }
 
 /// One component's readiness.

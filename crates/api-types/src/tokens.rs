@@ -376,3 +376,40 @@ pub struct DetokenizationAudit {
     pub items: Vec<DetokenizationRecord>,
     pub pagination: Pagination,
 }
+
+/// Response of `GET /usage`: the current calendar month (UTC).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Usage {
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub period_start: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub period_end: OffsetDateTime,
+    pub tokens: UsageCounts,
+    pub tokenize_requests: i64,
+    pub tokenize_items: i64,
+    pub detokenize_requests: i64,
+    /// Tokens named by detokenize requests whose grant was accepted.
+    pub detokenize_items: i64,
+    pub grants_issued: i64,
+    pub revocations: i64,
+    pub quota: Quota,
+}
+
+/// Vault entries: created this month, and the current state of all of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UsageCounts {
+    pub created: i64,
+    pub active: i64,
+    pub revoked: i64,
+    pub expired: i64,
+}
+
+/// The monthly token quota. `limit` and `remaining` are null when the tenant is unlimited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Quota {
+    pub limit: Option<i64>,
+    pub used: i64,
+    pub remaining: Option<i64>,
+}

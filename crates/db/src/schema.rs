@@ -45,6 +45,36 @@ diesel::table! {
 }
 
 diesel::table! {
+    idempotency_keys (tenant_id, key) {
+        tenant_id -> Text,
+        key -> Text,
+        request_hash -> Bytea,
+        status -> Int4,
+        response -> Bytea,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    kill_switches (tenant_id) {
+        tenant_id -> Text,
+        active -> Bool,
+        updated_at -> Timestamptz,
+        updated_by -> Text,
+    }
+}
+
+diesel::table! {
+    rate_limit_counters (tenant_id, endpoint, subject, window_start) {
+        tenant_id -> Text,
+        endpoint -> Text,
+        subject -> Text,
+        window_start -> Timestamptz,
+        count -> Int4,
+    }
+}
+
+diesel::table! {
     settings_audit (id) {
         id -> Uuid,
         seq -> Int8,
@@ -62,6 +92,14 @@ diesel::table! {
         version -> Int4,
         wrapped_key -> Bytea,
         created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    tenant_quotas (tenant_id) {
+        tenant_id -> Text,
+        monthly_tokens -> Int8,
+        updated_at -> Timestamptz,
     }
 }
 
@@ -108,6 +146,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    usage_counters (tenant_id, month, metric) {
+        tenant_id -> Text,
+        month -> Date,
+        metric -> Text,
+        value -> Int8,
+    }
+}
+
+diesel::table! {
     vault_entries (tenant_id, token_id) {
         tenant_id -> Text,
         token_id -> Uuid,
@@ -131,10 +178,15 @@ diesel::allow_tables_to_appear_in_same_query!(
     api_keys,
     detokenization_audit,
     grants,
+    idempotency_keys,
+    kill_switches,
+    rate_limit_counters,
     settings_audit,
     tenant_keys,
+    tenant_quotas,
     tenant_settings,
     tokenization_policies,
     tokenization_policy_versions,
+    usage_counters,
     vault_entries,
 );

@@ -354,7 +354,6 @@ pub async fn detokenize(
         return Err(refuse(conn, &attempt, GrantError::NotInGrant).await);
     }
     let tenant = &caller.tenant_id;
-    let tenant_keys = keyring.tenant(conn, tenant).await?;
 
     let outcome = conn
         .transaction(async |conn| {
@@ -375,6 +374,8 @@ pub async fn detokenize(
                 return Ok(Err(()));
             };
             let entries = vault::entries::sealed(conn, tenant, &ids).await?;
+            let newest = entries.iter().map(|e| e.key_version).max().unwrap_or(1);
+            let tenant_keys = keyring.tenant_at_least(conn, tenant, newest).await?;
             let by_id: HashMap<Uuid, &vault::entries::Sealed> =
                 entries.iter().map(|e| (e.token_id, e)).collect();
             let mut allowed_by_policy: BTreeMap<Uuid, bool> = BTreeMap::new();

@@ -197,6 +197,22 @@ impl KeyRing {
         Ok(keys)
     }
 
+    /// The tenant's keys, knowing at least `version`: a cached view older than a rotation done
+    /// elsewhere is reloaded when an entry names a newer version.
+    pub async fn tenant_at_least(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        version: i32,
+    ) -> Result<Arc<TenantKeys>, VaultError> {
+        let keys = self.tenant(conn, tenant).await?;
+        if keys.current_version >= version {
+            return Ok(keys);
+        }
+        self.forget(tenant);
+        self.tenant(conn, tenant).await
+    }
+
     /// Drops the cached keys of `tenant` (after a rotation in this process).
     pub fn forget(&self, tenant: &TenantId) {
         if let Ok(mut cache) = self.cache.write() {
@@ -254,4 +270,79 @@ impl KeyRing {
             .load(conn)
             .await?)
     }
+}
+
+/// Moves `tenant`'s entries written under older key versions onto the current one, 500 at a
+/// time, each batch in its own transaction. Returns how many entries were re-encrypted.
+pub async fn rewrap(
+    conn: &mut AsyncPgConnection,
+    keyring: &KeyRing,
+    tenant: &TenantId,
+) -> Result<u64, VaultError> {
+    use db::schema::vault_entries;
+    use diesel_async::AsyncConnection as _;
+    keyring.forget(tenant);
+    let keys = keyring.tenant(conn, tenant).await?;
+    let (current, current_key) = keys.current()?;
+    let mut moved = 0u64;
+    loop {
+        let batch = conn
+            .transaction(async |conn| {
+                let rows: Vec<(uuid::Uuid, i32, Vec<u8>)> = vault_entries::table
+                    .filter(vault_entries::tenant_id.eq(tenant.as_str()))
+                    .filter(vault_entries::key_version.lt(current))
+                    .select((
+                        vault_entries::token_id,
+                        vault_entries::key_version,
+                        vault_entries::ciphertext,
+                    ))
+                    .limit(500)
+                    .for_update()
+                    .skip_locked()
+                    .load(conn)
+                    .await?;
+                let mut ids = Vec::with_capacity(rows.len());
+                let mut resealed = Vec::with_capacity(rows.len());
+                for (token_id, version, sealed) in &rows {
+                    let aad = crate::tokenize::value_aad(tenant, *token_id);
+                    let plain = tokenize_core::Secret::new(
+                        String::from_utf8(open(keys.data_key(*version)?, &aad, sealed)?)
+                            .map_err(|_| VaultError::Crypto)?,
+                    );
+                    ids.push(*token_id);
+                    resealed.push(seal(current_key, &aad, plain.expose().as_bytes())?);
+                }
+                if !ids.is_empty() {
+                    use diesel::sql_types::{Array, Bytea, Int4, Text, Uuid as SqlUuid};
+                    diesel::sql_query(
+                        "UPDATE vault_entries AS v SET key_version = $2, ciphertext = u.c \
+                         FROM unnest($3::uuid[], $4::bytea[]) AS u(id, c) \
+                         WHERE v.tenant_id = $1 AND v.token_id = u.id",
+                    )
+                    .bind::<Text, _>(tenant.as_str())
+                    .bind::<Int4, _>(current)
+                    .bind::<Array<SqlUuid>, _>(ids)
+                    .bind::<Array<Bytea>, _>(resealed)
+                    .execute(conn)
+                    .await?;
+                }
+                Ok::<_, VaultError>(rows.len() as u64)
+            })
+            .await?;
+        if batch == 0 {
+            return Ok(moved);
+        }
+        moved += batch;
+    }
+}
+
+/// Every tenant that has keys.
+pub async fn tenants(conn: &mut AsyncPgConnection) -> Result<Vec<TenantId>, VaultError> {
+    let names: Vec<String> = tenant_keys::table
+        .select(tenant_keys::tenant_id)
+        .distinct()
+        .order(tenant_keys::tenant_id)
+        .load(conn)
+        .await?;
+    Ok(names.into_iter().filter_map(|n| n.parse().ok()).collect())
 }

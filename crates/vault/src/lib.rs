@@ -31,6 +31,8 @@ pub enum VaultError {
     PolicyNotFound,
     #[error("no such token")]
     TokenNotFound,
+    #[error("the tenant's monthly token quota is used up")]
+    QuotaExceeded,
     #[error("{0}")]
     Forbidden(&'static str),
     #[error("the cursor is not one this service issued for this list")]

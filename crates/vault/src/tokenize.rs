@@ -276,7 +276,14 @@ pub async fn tokenize(
     } else {
         let attempt = conn
             .transaction(async |conn| {
+                let quota = limits::lock_monthly_quota(conn, tenant).await?;
                 let written = write(conn, tenant, &keys, &stored, &rng, &mut pending).await?;
+                if let Some(quota) = quota
+                    && limits::tokens_created_this_month(conn, tenant).await? > quota
+                {
+                    // Over the quota with this batch: none of it is written.
+                    return Err(TxError::Vault(VaultError::QuotaExceeded));
+                }
                 let complete = pending
                     .iter()
                     .all(|p| matches!(written.get(&p.index), Some(Written::Token { .. })));
@@ -328,6 +335,14 @@ pub async fn tokenize(
         .iter()
         .filter(|r| matches!(r, TokenizeResult::Tokenized(_)))
         .count();
+    if !dry_run && success_count > 0 {
+        // Metering must not fail a tokenization that is already committed.
+        if let Err(e) =
+            limits::record_tokenize(conn, tenant, i64::try_from(success_count).unwrap_or(0)).await
+        {
+            tracing::warn!(error = %e, "cannot record tokenize usage");
+        }
+    }
     Ok(Outcome {
         response: TokenizeResponse {
             failure_count: results.len() - success_count,

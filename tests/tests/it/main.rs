@@ -10,6 +10,7 @@ mod auth;
 mod detokenize;
 mod edge;
 mod health;
+mod limits;
 mod migrations;
 mod openapi;
 mod pool;

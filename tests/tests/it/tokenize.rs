@@ -17,7 +17,14 @@ pub struct Tokens {
 
 impl Tokens {
     pub async fn spawn() -> Self {
-        let app = TestApp::spawn(Service::Tokens).await;
+        Self::spawn_with(|_| {}).await
+    }
+
+    /// Like [`Tokens::spawn`], with the service's environment changed by `tweak`.
+    pub async fn spawn_with(
+        tweak: impl FnOnce(&mut std::collections::HashMap<String, String>),
+    ) -> Self {
+        let app = TestApp::spawn_with(Service::Tokens, tweak).await;
         let admin = app.token("acme", "alice", &["admin"]);
         let api_key = api_key(&app, "acme").await;
         Self {

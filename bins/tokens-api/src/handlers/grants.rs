@@ -1,4 +1,4 @@
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use api_types::tokens::{
     AuditQuery, DetokenizationAudit, DetokenizeRequest, DetokenizeResponse, GrantRequest,
     GrantResponse,
@@ -27,8 +27,19 @@ pub async fn grant(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     body: Body<GrantRequest>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut conn = state.conn().await?;
+    crate::admit(
+        &req,
+        &extra,
+        &mut conn,
+        &caller.tenant_id,
+        &format!("user:{}", caller.user_id),
+        limits::Endpoint::Grant,
+        true,
+    )
+    .await?;
     let grant = grants::issue(&mut conn, &extra.grant_keys, &caller, &body)
         .await
         .map_err(errors::grant)?;
@@ -55,8 +66,19 @@ pub async fn detokenize(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     body: Body<DetokenizeRequest>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut conn = state.conn().await?;
+    crate::admit(
+        &req,
+        &extra,
+        &mut conn,
+        &caller.tenant_id,
+        &format!("user:{}", caller.user_id),
+        limits::Endpoint::Detokenize,
+        true,
+    )
+    .await?;
     let revealed = grants::detokenize(&mut conn, &extra.grant_keys, &extra.keyring, &caller, &body)
         .await
         .map_err(errors::grant)?;
@@ -88,6 +110,7 @@ pub async fn audit(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     query: web::Query<AuditQuery>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let limit = crate::page_limit(query.limit)?;
     let filter = grants::AuditFilter {
@@ -96,6 +119,16 @@ pub async fn audit(
         since: query.since.as_deref(),
     };
     let mut conn = state.conn().await?;
+    crate::admit(
+        &req,
+        &extra,
+        &mut conn,
+        &caller.tenant_id,
+        &format!("user:{}", caller.user_id),
+        limits::Endpoint::Audit,
+        false,
+    )
+    .await?;
     let page = grants::audit(
         &mut conn,
         &extra.cursors,

@@ -1,8 +1,12 @@
 use actix_web::{HttpResponse, web};
-use api_types::Health;
+use api_types::{Health, KillSwitchReport};
 use dps_http::ServiceState;
 
-/// Readiness: 200 when the database answers and the key material is loaded, else 503.
+use crate::Extra;
+
+/// Readiness: 200 when the database answers and the key material is loaded, else 503. The
+/// report also says whether the kill switch is on (which does not make the service unready:
+/// it is up, and refusing on purpose).
 #[utoipa::path(
     get,
     path = "/api/v1/tokens/health",
@@ -12,7 +16,15 @@ use dps_http::ServiceState;
         (status = 503, description = "Not ready; the failing checks say why", body = Health),
     ),
 )]
-pub async fn health(state: web::Data<ServiceState>) -> HttpResponse {
-    let (status, report) = state.readiness().await;
+pub async fn health(state: web::Data<ServiceState>, extra: web::Data<Extra>) -> HttpResponse {
+    let (status, mut report) = state.readiness().await;
+    if let Ok(mut conn) = state.conn().await
+        && let Ok(kill) = extra.kill_switches.state(&mut conn).await
+    {
+        report.kill_switch = Some(KillSwitchReport {
+            global: kill.global,
+            tenants_stopped: kill.tenants.len(),
+        });
+    }
     HttpResponse::build(status).json(report)
 }

@@ -1,4 +1,4 @@
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use api_types::tokens::{PageQuery, Policy, PolicyInput, PolicyList};
 use dps_http::{AdminCaller, ApiError, Body, ServiceState};
 
@@ -26,9 +26,20 @@ pub async fn list(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     query: web::Query<PageQuery>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let limit = crate::page_limit(query.limit)?;
     let mut conn = state.conn().await?;
+    crate::admit(
+        &req,
+        &extra,
+        &mut conn,
+        &caller.tenant_id,
+        &format!("user:{}", caller.user_id),
+        limits::Endpoint::Policies,
+        false,
+    )
+    .await?;
     let page = vault::policies::list(
         &mut conn,
         &extra.cursors,
@@ -58,9 +69,21 @@ pub async fn list(
 pub async fn create(
     AdminCaller(caller): AdminCaller,
     state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
     body: Body<PolicyInput>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut conn = state.conn().await?;
+    crate::admit(
+        &req,
+        &extra,
+        &mut conn,
+        &caller.tenant_id,
+        &format!("user:{}", caller.user_id),
+        limits::Endpoint::Policies,
+        false,
+    )
+    .await?;
     let policy = vault::policies::create(&mut conn, &caller.tenant_id, &caller.user_id, &body)
         .await
         .map_err(errors::vault)?;
@@ -86,10 +109,22 @@ pub async fn create(
 pub async fn update(
     AdminCaller(caller): AdminCaller,
     state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
     id: web::Path<String>,
     body: Body<PolicyInput>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut conn = state.conn().await?;
+    crate::admit(
+        &req,
+        &extra,
+        &mut conn,
+        &caller.tenant_id,
+        &format!("user:{}", caller.user_id),
+        limits::Endpoint::Policies,
+        false,
+    )
+    .await?;
     let policy = vault::policies::update(&mut conn, &caller.tenant_id, &caller.user_id, &id, &body)
         .await
         .map_err(errors::vault)?;

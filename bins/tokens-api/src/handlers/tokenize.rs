@@ -1,4 +1,4 @@
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use api_types::tokens::{TokenizeQuery, TokenizeRequest, TokenizeResponse};
 use dps_http::{ApiError, ApiKeyCaller, Body, ServiceState};
 
@@ -25,8 +25,22 @@ pub async fn tokenize(
     extra: web::Data<Extra>,
     query: web::Query<TokenizeQuery>,
     body: Body<TokenizeRequest>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut conn = state.conn().await?;
+    crate::admit(
+        &req,
+        &extra,
+        &mut conn,
+        &caller.tenant_id,
+        &caller
+            .owner_id
+            .as_ref()
+            .map_or_else(|| format!("key:{}", caller.key_id), |o| format!("user:{o}")),
+        limits::Endpoint::Tokenize,
+        true,
+    )
+    .await?;
     let outcome = vault::tokenize::tokenize(
         &mut conn,
         &extra.keyring,

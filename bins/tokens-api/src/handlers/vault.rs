@@ -1,4 +1,4 @@
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use api_types::tokens::{RevokeRequest, Revoked, VaultList, VaultQuery};
 use dps_http::{ApiError, Body, Caller, ServiceState};
 
@@ -27,9 +27,20 @@ pub async fn list(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     query: web::Query<VaultQuery>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let limit = crate::page_limit(query.limit)?;
     let mut conn = state.conn().await?;
+    crate::admit(
+        &req,
+        &extra,
+        &mut conn,
+        &caller.tenant_id,
+        &format!("user:{}", caller.user_id),
+        limits::Endpoint::VaultList,
+        false,
+    )
+    .await?;
     let page = vault::entries::list(
         &mut conn,
         &extra.cursors,
@@ -63,10 +74,22 @@ pub async fn list(
 pub async fn revoke(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
     token_id: web::Path<String>,
     body: Body<RevokeRequest>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut conn = state.conn().await?;
+    crate::admit(
+        &req,
+        &extra,
+        &mut conn,
+        &caller.tenant_id,
+        &format!("user:{}", caller.user_id),
+        limits::Endpoint::Revoke,
+        false,
+    )
+    .await?;
     let revoked = vault::entries::revoke(&mut conn, &caller, &token_id, &body.reason)
         .await
         .map_err(errors::vault)?;

@@ -1,0 +1,124 @@
+//! Usage of the current calendar month (UTC), for billing.
+
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Date, Text, Timestamptz};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use time::{Date as Day, OffsetDateTime};
+
+use api_types::tokens::{Quota, Usage, UsageCounts};
+use auth::TenantId;
+
+/// The first instant of the current month, UTC.
+pub fn month_start(now: OffsetDateTime) -> OffsetDateTime {
+    now.replace_day(1)
+        .unwrap_or(now)
+        .replace_time(time::Time::MIDNIGHT)
+}
+
+fn next_month(start: OffsetDateTime) -> OffsetDateTime {
+    let (year, month) = match start.month() {
+        time::Month::December => (start.year() + 1, time::Month::January),
+        m => (start.year(), m.next()),
+    };
+    Day::from_calendar_date(year, month, 1)
+        .map(|d| d.midnight().assume_utc())
+        .unwrap_or(start)
+}
+
+/// Counts one tokenize request of `items` items (after it wrote something).
+pub async fn record_tokenize(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    items: i64,
+) -> Result<(), diesel::result::Error> {
+    diesel::sql_query(
+        "INSERT INTO usage_counters AS u (tenant_id, month, metric, value) \
+         SELECT $1, date_trunc('month', now() AT TIME ZONE 'UTC')::date, m, v \
+         FROM unnest(ARRAY['tokenize_requests', 'tokenize_items'], ARRAY[1, $2]::bigint[]) AS x(m, v) \
+         ON CONFLICT (tenant_id, month, metric) DO UPDATE SET value = u.value + EXCLUDED.value",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<BigInt, _>(items)
+    .execute(conn)
+    .await
+    .map(drop)
+}
+
+#[derive(QueryableByName)]
+struct Counts {
+    #[diesel(sql_type = BigInt)]
+    created: i64,
+    #[diesel(sql_type = BigInt)]
+    active: i64,
+    #[diesel(sql_type = BigInt)]
+    revoked: i64,
+    #[diesel(sql_type = BigInt)]
+    expired: i64,
+    #[diesel(sql_type = BigInt)]
+    revocations: i64,
+    #[diesel(sql_type = BigInt)]
+    tokenize_requests: i64,
+    #[diesel(sql_type = BigInt)]
+    tokenize_items: i64,
+    #[diesel(sql_type = BigInt)]
+    detokenize_requests: i64,
+    #[diesel(sql_type = BigInt)]
+    detokenize_items: i64,
+    #[diesel(sql_type = BigInt)]
+    grants_issued: i64,
+}
+
+/// The tenant's usage this month, with its quota.
+pub async fn usage(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<Usage, diesel::result::Error> {
+    let start = month_start(OffsetDateTime::now_utc());
+    let counts: Counts = diesel::sql_query(
+        "SELECT \
+           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND created_at >= $2) AS created, \
+           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NULL \
+              AND (expires_at IS NULL OR expires_at > now())) AS active, \
+           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NOT NULL) AS revoked, \
+           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NULL \
+              AND expires_at <= now()) AS expired, \
+           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at >= $2) AS revocations, \
+           COALESCE((SELECT value FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
+              AND metric = 'tokenize_requests'), 0) AS tokenize_requests, \
+           COALESCE((SELECT value FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
+              AND metric = 'tokenize_items'), 0) AS tokenize_items, \
+           (SELECT count(*) FROM detokenization_audit WHERE tenant_id = $1 AND occurred_at >= $2) \
+              AS detokenize_requests, \
+           COALESCE((SELECT sum(cardinality(token_ids)) FROM detokenization_audit \
+              WHERE tenant_id = $1 AND occurred_at >= $2 AND outcome = 'granted'), 0)::bigint \
+              AS detokenize_items, \
+           (SELECT count(*) FROM grants WHERE tenant_id = $1 AND issued_at >= $2) AS grants_issued",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Timestamptz, _>(start)
+    .bind::<Date, _>(start.date())
+    .get_result(conn)
+    .await?;
+    let limit = crate::monthly_quota(conn, tenant).await?;
+    Ok(Usage {
+        period_start: start,
+        period_end: next_month(start),
+        tokens: UsageCounts {
+            created: counts.created,
+            active: counts.active,
+            revoked: counts.revoked,
+            expired: counts.expired,
+        },
+        tokenize_requests: counts.tokenize_requests,
+        tokenize_items: counts.tokenize_items,
+        detokenize_requests: counts.detokenize_requests,
+        detokenize_items: counts.detokenize_items,
+        grants_issued: counts.grants_issued,
+        revocations: counts.revocations,
+        quota: Quota {
+            limit,
+            used: counts.created,
+            remaining: limit.map(|l| (l - counts.created).max(0)),
+        },
+    })
+}

@@ -1,0 +1,441 @@
+//! Rate limits, quotas, the kill switch, usage, and key rotation, over real HTTP against real
+//! Postgres.
+
+use std::time::Duration;
+
+use diesel_async::RunQueryDsl as _;
+use serde_json::{Value, json};
+
+use crate::area_a_error;
+use crate::tokenize::{Tokens, all_modes_policy, api_key, item};
+
+fn header(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+#[tokio::test]
+async fn rate_limits_hold_per_user_and_say_so_in_headers() {
+    let t = Tokens::spawn_with(|env| {
+        env.insert(
+            "DPS_RATE_LIMITS".into(),
+            "policies=3/100,vault_list=100/4".into(),
+        );
+    })
+    .await;
+    let list = |token: String| {
+        let request = t.app.http.get(t.app.url("/policies")).bearer_auth(token);
+        async move { request.send().await.unwrap() }
+    };
+    let mut remaining = Vec::new();
+    for _ in 0..3 {
+        let response = list(t.admin.clone()).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(header(&response, "x-ratelimit-limit").as_deref(), Some("3"));
+        let reset: i64 = header(&response, "x-ratelimit-reset")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(reset > time::OffsetDateTime::now_utc().unix_timestamp() - 1);
+        remaining.push(header(&response, "x-ratelimit-remaining").unwrap());
+    }
+    assert_eq!(remaining, ["2", "1", "0"]);
+    let response = list(t.admin.clone()).await;
+    assert_eq!(response.status(), 429);
+    let retry_after: u64 = header(&response, "retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry_after));
+    assert!(header(&response, "x-ratelimit-limit").is_some());
+    let body: Value = response.json().await.unwrap();
+    let error = area_a_error(&body, "RATE_LIMIT_EXCEEDED");
+    assert_eq!(error["retryable"], true);
+    assert_eq!(error["retry_after_seconds"], retry_after);
+
+    // Another admin of the same tenant has a budget of their own.
+    let response = list(t.app.token("acme", "bob", &["admin"])).await;
+    assert_eq!(response.status(), 200);
+
+    // The tenant's limit binds every user together.
+    for i in 0..4 {
+        let response = t
+            .app
+            .http
+            .get(t.app.url("/vault"))
+            .bearer_auth(t.app.token("acme", &format!("u{i}"), &[]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let response = t
+        .app
+        .http
+        .get(t.app.url("/vault"))
+        .bearer_auth(t.app.token("acme", "u9", &[]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    // Another tenant is not affected.
+    let response = t
+        .app
+        .http
+        .get(t.app.url("/vault"))
+        .bearer_auth(t.app.token("globex", "u9", &[]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn the_monthly_quota_stops_tokenization_without_writing_part_of_a_batch() {
+    let t = Tokens::spawn().await;
+    let policy = t.policy(all_modes_policy()).await;
+    let mut conn = t.app.conn().await;
+    limits::set_monthly_quota(&mut conn, &"acme".parse().unwrap(), Some(2))
+        .await
+        .unwrap();
+    let three = json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn"), item("234-56-7890", "us_ssn"), item("345-67-8901", "us_ssn")] });
+    let (status, body) = t.tokenize(three.clone()).await;
+    assert_eq!(status, 429, "{body}");
+    let error = area_a_error(&body, "QUOTA_EXCEEDED");
+    assert_eq!(error["retryable"], false);
+    assert_eq!(t.entries().await, 0);
+
+    // A dry run consumes nothing.
+    let response = t
+        .app
+        .http
+        .post(t.app.url("/tokenize?dry_run=true"))
+        .header("X-API-Key", &t.api_key)
+        .json(&three)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    let (status, _) = t
+        .tokenize(json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn"), item("234-56-7890", "us_ssn")] }))
+        .await;
+    assert_eq!(status, 200);
+    // Values already in the vault cost nothing more; a new one is over.
+    let (status, _) = t
+        .tokenize(json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn")] }))
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = t
+        .tokenize(json!({ "policy_id": policy, "items": [item("345-67-8901", "us_ssn")] }))
+        .await;
+    assert_eq!(status, 429);
+
+    let usage: Value = t
+        .app
+        .http
+        .get(t.app.url("/usage"))
+        .bearer_auth(&t.admin)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        usage["quota"],
+        json!({ "limit": 2, "used": 2, "remaining": 0 })
+    );
+    assert_eq!(usage["tokens"]["created"], 2);
+    assert_eq!(usage["tokens"]["active"], 2);
+    assert_eq!(usage["tokenize_requests"], 2);
+    assert_eq!(usage["tokenize_items"], 3);
+}
+
+#[tokio::test]
+async fn usage_counts_the_month_of_the_tenant_only() {
+    let t = Tokens::spawn().await;
+    let policy = t.policy(all_modes_policy()).await;
+    let (_, body) = t
+        .tokenize(json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn"), item("ann@example.com", "email")] }))
+        .await;
+    let ids: Vec<String> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["token_id"].as_str().unwrap().to_owned())
+        .collect();
+    let sam = t.app.token("acme", "sam", &["support"]);
+    let grant: Value = t
+        .app
+        .http
+        .post(t.app.url("/grant"))
+        .bearer_auth(&sam)
+        .json(&json!({ "token_ids": ids, "purpose": "fraud_review", "reason": "x" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let response = t
+        .app
+        .http
+        .post(t.app.url("/detokenize"))
+        .bearer_auth(&sam)
+        .json(&json!({ "tokens": ids, "grant_jwt": grant["grant_jwt"] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let response = t
+        .app
+        .http
+        .delete(t.app.url(&format!("/vault/{}", ids[1])))
+        .bearer_auth(&t.admin)
+        .json(&json!({ "reason": "erasure" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    let response = t
+        .app
+        .http
+        .get(t.app.url("/usage"))
+        .bearer_auth(&t.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let usage: Value = response.json().await.unwrap();
+    assert_eq!(
+        usage["tokens"],
+        json!({ "created": 2, "active": 1, "revoked": 1, "expired": 0 })
+    );
+    assert_eq!(usage["tokenize_requests"], 1);
+    assert_eq!(usage["tokenize_items"], 2);
+    assert_eq!(usage["detokenize_requests"], 1);
+    assert_eq!(usage["detokenize_items"], 2);
+    assert_eq!(usage["grants_issued"], 1);
+    assert_eq!(usage["revocations"], 1);
+    assert_eq!(
+        usage["quota"],
+        json!({ "limit": null, "used": 2, "remaining": null })
+    );
+    assert!(
+        usage["period_start"]
+            .as_str()
+            .unwrap()
+            .ends_with("-01T00:00:00Z")
+    );
+
+    let other: Value = t
+        .app
+        .http
+        .get(t.app.url("/usage"))
+        .bearer_auth(t.app.token("globex", "gina", &["admin"]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(other["tokens"]["created"], 0);
+    let response = t
+        .app
+        .http
+        .get(t.app.url("/usage"))
+        .bearer_auth(&sam)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+}
+
+#[tokio::test]
+async fn the_kill_switch_stops_tokenize_grant_and_detokenize_within_a_second() {
+    let t = Tokens::spawn().await;
+    let policy = t.policy(all_modes_policy()).await;
+    let body = json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn")] });
+    let (status, tokenized) = t.tokenize(body.clone()).await;
+    assert_eq!(status, 200);
+    let ids = json!([tokenized["results"][0]["token_id"]]);
+    let mut conn = t.app.conn().await;
+    let acme: auth::TenantId = "acme".parse().unwrap();
+
+    limits::set_kill_switch(&mut conn, Some(&acme), true, "test")
+        .await
+        .unwrap();
+    tokio::time::sleep(limits::kill::CACHE_TTL + Duration::from_millis(100)).await;
+    let (status, error) = t.tokenize(body.clone()).await;
+    assert_eq!(status, 503);
+    let error = area_a_error(&error, "KILL_SWITCH_ACTIVE");
+    assert_eq!(error["retryable"], false);
+    let sam = t.app.token("acme", "sam", &["support"]);
+    let response = t
+        .app
+        .http
+        .post(t.app.url("/grant"))
+        .bearer_auth(&sam)
+        .json(&json!({ "token_ids": ids, "purpose": "fraud_review", "reason": "x" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    let response = t
+        .app
+        .http
+        .post(t.app.url("/detokenize"))
+        .bearer_auth(&sam)
+        .json(&json!({ "tokens": ids, "grant_jwt": "x.y.z" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    // Reading the vault is not stopped, and other tenants are not stopped.
+    let response = t
+        .app
+        .http
+        .get(t.app.url("/vault"))
+        .bearer_auth(&t.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let health: Value = t
+        .app
+        .http
+        .get(t.app.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        health["kill_switch"],
+        json!({ "global": false, "tenants_stopped": 1 })
+    );
+
+    // The global switch stops everyone; turning both off restores service.
+    limits::set_kill_switch(&mut conn, None, true, "test")
+        .await
+        .unwrap();
+    tokio::time::sleep(limits::kill::CACHE_TTL + Duration::from_millis(100)).await;
+    let globex_key = api_key(&t.app, "globex").await;
+    let response = t
+        .app
+        .http
+        .post(t.app.url("/tokenize"))
+        .header("X-API-Key", globex_key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    let health: Value = t
+        .app
+        .http
+        .get(t.app.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["kill_switch"]["global"], true);
+
+    limits::set_kill_switch(&mut conn, None, false, "test")
+        .await
+        .unwrap();
+    limits::set_kill_switch(&mut conn, Some(&acme), false, "test")
+        .await
+        .unwrap();
+    tokio::time::sleep(limits::kill::CACHE_TTL + Duration::from_millis(100)).await;
+    let (status, _) = t.tokenize(body).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn rotated_keys_encrypt_new_entries_and_rewrap_moves_old_ones() {
+    let master_text = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode([9u8; 32])
+    };
+    let env_key = master_text.clone();
+    let t = Tokens::spawn_with(move |env| {
+        env.insert("DPS_MASTER_KEY".into(), env_key);
+    })
+    .await;
+    let policy = t.policy(all_modes_policy()).await;
+    let (_, first) = t
+        .tokenize(json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn"), item("ann@example.com", "email")] }))
+        .await;
+    let mut conn = t.app.conn().await;
+    let acme: auth::TenantId = "acme".parse().unwrap();
+    let master = std::sync::Arc::new(vault::MasterKey::from_base64(&master_text).unwrap());
+    assert_eq!(
+        vault::keys::add_version(&mut conn, &master, &acme)
+            .await
+            .unwrap(),
+        2
+    );
+    let keyring = vault::KeyRing::new(master);
+    assert_eq!(
+        vault::keys::rewrap(&mut conn, &keyring, &acme)
+            .await
+            .unwrap(),
+        2
+    );
+
+    #[derive(diesel::QueryableByName)]
+    struct Version {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        key_version: i32,
+    }
+    let versions: Vec<Version> = diesel::sql_query("SELECT key_version FROM vault_entries")
+        .load(&mut conn)
+        .await
+        .unwrap();
+    assert!(versions.iter().all(|v| v.key_version == 2));
+
+    // Deterministic tokens survive the rotation, and the rewrapped values still open.
+    let (_, again) = t
+        .tokenize(json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn")] }))
+        .await;
+    assert_eq!(again["results"][0]["token"], first["results"][0]["token"]);
+    let ids: Vec<&Value> = first["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["token_id"])
+        .collect();
+    let sam = t.app.token("acme", "sam", &["support"]);
+    let grant: Value = t
+        .app
+        .http
+        .post(t.app.url("/grant"))
+        .bearer_auth(&sam)
+        .json(&json!({ "token_ids": ids, "purpose": "fraud_review", "reason": "x" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let revealed: Value = t
+        .app
+        .http
+        .post(t.app.url("/detokenize"))
+        .bearer_auth(&sam)
+        .json(&json!({ "tokens": ids, "grant_jwt": grant["grant_jwt"] }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(revealed["results"][0]["value"], "123456789", "{revealed}");
+    assert_eq!(revealed["results"][1]["value"], "ann@example.com");
+}
