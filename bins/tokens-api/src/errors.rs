@@ -32,6 +32,11 @@ pub fn vault(error: VaultError) -> ApiError {
             "no such token in this tenant",
         ),
         VaultError::Forbidden(message) => ApiError::forbidden(message),
+        VaultError::IdempotencyKeyReused => ApiError::new(
+            StatusCode::CONFLICT,
+            Code::Named("IDEMPOTENCY_KEY_REUSED"),
+            "this idempotency_key was used with a different request body",
+        ),
         VaultError::QuotaExceeded => ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             Code::Named("QUOTA_EXCEEDED"),

@@ -33,6 +33,8 @@ pub enum VaultError {
     TokenNotFound,
     #[error("the tenant's monthly token quota is used up")]
     QuotaExceeded,
+    #[error("this idempotency_key was used with a different request body")]
+    IdempotencyKeyReused,
     #[error("{0}")]
     Forbidden(&'static str),
     #[error("the cursor is not one this service issued for this list")]

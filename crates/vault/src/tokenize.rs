@@ -56,12 +56,122 @@ impl BatchMode {
     }
 }
 
-/// What a tokenize call produced. `rejected` is set when an ALL_OR_NOTHING batch had a failed
-/// item: nothing was written, and the caller answers 400 with the first failure's code.
+/// What a tokenize call produced.
 #[derive(Debug)]
-pub struct Outcome {
-    pub response: TokenizeResponse,
-    pub rejected: Option<ItemError>,
+pub enum Outcome {
+    /// Processed now. `body` is the serialized response, as sent and as stored for an
+    /// idempotency key.
+    Done {
+        response: TokenizeResponse,
+        body: Vec<u8>,
+    },
+    /// An ALL_OR_NOTHING batch had a failed item: nothing was written, and the caller answers
+    /// 400 with the first failure's code and every result.
+    Rejected {
+        first: ItemError,
+        response: TokenizeResponse,
+    },
+    /// The first response to this idempotency key, byte for byte.
+    Replayed { body: Vec<u8> },
+}
+
+/// How long a response is kept for its idempotency key.
+const IDEMPOTENCY_HOURS: i32 = 24;
+
+/// Tokenizes a batch for `tenant`, honouring its idempotency key.
+///
+/// With a key (and not a dry run), the key is claimed by inserting its row in the transaction
+/// that writes the batch. A concurrent request with the same key waits on that row and then
+/// replays what the first stored; a retry after an error or a rejected batch finds no row and
+/// runs again. The same key with a different body is refused.
+pub async fn tokenize(
+    conn: &mut AsyncPgConnection,
+    keyring: &KeyRing,
+    tenant: &TenantId,
+    request: &TokenizeRequest,
+    dry_run: bool,
+) -> Result<Outcome, VaultError> {
+    let key = match (&request.idempotency_key, dry_run) {
+        (Some(key), false) => key,
+        _ => return run(conn, keyring, tenant, request, dry_run).await,
+    };
+    if key.is_empty() || key.chars().count() > 256 {
+        return Err(VaultError::InvalidRequest(
+            "idempotency_key must be 1 to 256 characters",
+        ));
+    }
+    let canonical = serde_json::to_vec(request)
+        .map_err(|_| VaultError::InvalidRequest("unreadable request"))?;
+    let hash = ring::digest::digest(&ring::digest::SHA256, &canonical)
+        .as_ref()
+        .to_vec();
+    let attempt = conn
+        .transaction(async |conn| {
+            diesel::sql_query(
+                "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 \
+                 AND created_at < now() - make_interval(hours => $3)",
+            )
+            .bind::<Text, _>(tenant.as_str())
+            .bind::<Text, _>(key)
+            .bind::<Int4, _>(IDEMPOTENCY_HOURS)
+            .execute(conn)
+            .await?;
+            let claimed = diesel::sql_query(
+                "INSERT INTO idempotency_keys (tenant_id, key, request_hash, status, response) \
+                 VALUES ($1, $2, $3, 0, '') ON CONFLICT DO NOTHING",
+            )
+            .bind::<Text, _>(tenant.as_str())
+            .bind::<Text, _>(key)
+            .bind::<Bytea, _>(&hash)
+            .execute(conn)
+            .await?;
+            if claimed == 0 {
+                let stored: Stored = diesel::sql_query(
+                    "SELECT request_hash, response FROM idempotency_keys \
+                     WHERE tenant_id = $1 AND key = $2",
+                )
+                .bind::<Text, _>(tenant.as_str())
+                .bind::<Text, _>(key)
+                .get_result(conn)
+                .await?;
+                if stored.request_hash != hash {
+                    return Err(TxError::Vault(VaultError::IdempotencyKeyReused));
+                }
+                return Ok(Outcome::Replayed {
+                    body: stored.response,
+                });
+            }
+            match run(conn, keyring, tenant, request, dry_run).await? {
+                Outcome::Done { response, body } => {
+                    diesel::sql_query(
+                        "UPDATE idempotency_keys SET status = 200, response = $3 \
+                         WHERE tenant_id = $1 AND key = $2",
+                    )
+                    .bind::<Text, _>(tenant.as_str())
+                    .bind::<Text, _>(key)
+                    .bind::<Bytea, _>(&body)
+                    .execute(conn)
+                    .await?;
+                    Ok(Outcome::Done { response, body })
+                }
+                // Not kept: the key is released with the rollback, and a retry runs again.
+                rejected => Err(TxError::Released(rejected)),
+            }
+        })
+        .await;
+    match attempt {
+        Ok(outcome) | Err(TxError::Released(outcome)) => Ok(outcome),
+        Err(TxError::Vault(e)) => Err(e),
+        Err(TxError::Incomplete(_)) => Err(VaultError::Crypto),
+    }
+}
+
+#[derive(QueryableByName)]
+struct Stored {
+    #[diesel(sql_type = Bytea)]
+    request_hash: Vec<u8>,
+    #[diesel(sql_type = Bytea)]
+    response: Vec<u8>,
 }
 
 /// The associated data of a vault value: the tenant and the token id, so that a ciphertext
@@ -233,8 +343,8 @@ fn prepare(
     }
 }
 
-/// Tokenizes a batch for `tenant`.
-pub async fn tokenize(
+/// Tokenizes a batch, without regard to its idempotency key.
+async fn run(
     conn: &mut AsyncPgConnection,
     keyring: &KeyRing,
     tenant: &TenantId,
@@ -295,9 +405,9 @@ pub async fn tokenize(
             })
             .await;
         match attempt {
-            Ok(written) => written,
-            Err(TxError::Incomplete(written)) => written,
+            Ok(written) | Err(TxError::Incomplete(written)) => written,
             Err(TxError::Vault(e)) => return Err(e),
+            Err(TxError::Released(_)) => return Err(VaultError::Crypto),
         }
     };
     for p in &pending {
@@ -343,15 +453,19 @@ pub async fn tokenize(
             tracing::warn!(error = %e, "cannot record tokenize usage");
         }
     }
-    Ok(Outcome {
-        response: TokenizeResponse {
-            failure_count: results.len() - success_count,
-            success_count,
-            results,
-            batch_policy_version: stored.version,
-            trace_id: Uuid::new_v4().to_string(),
-        },
-        rejected,
+    let response = TokenizeResponse {
+        failure_count: results.len() - success_count,
+        success_count,
+        results,
+        batch_policy_version: stored.version,
+        trace_id: Uuid::new_v4().to_string(),
+    };
+    Ok(match rejected {
+        Some(first) => Outcome::Rejected { first, response },
+        None => {
+            let body = serde_json::to_vec(&response).map_err(|_| VaultError::Crypto)?;
+            Outcome::Done { response, body }
+        }
     })
 }
 
@@ -394,6 +508,8 @@ enum Written {
 enum TxError {
     Vault(VaultError),
     Incomplete(HashMap<usize, Written>),
+    /// A rejected batch under an idempotency key: roll back (releasing the key) and answer it.
+    Released(Outcome),
 }
 
 impl From<diesel::result::Error> for TxError {

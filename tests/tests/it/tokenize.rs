@@ -679,3 +679,120 @@ async fn no_tokenized_value_appears_anywhere_in_a_database_dump() {
         }
     }
 }
+
+impl Tokens {
+    /// Sends a tokenize body and returns the status and the raw body bytes.
+    async fn tokenize_raw(&self, key: &str, body: &Value) -> (u16, Vec<u8>) {
+        let response = self
+            .app
+            .http
+            .post(self.app.url("/tokenize"))
+            .header("X-API-Key", key)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        (
+            response.status().as_u16(),
+            response.bytes().await.unwrap().to_vec(),
+        )
+    }
+}
+
+#[tokio::test]
+async fn an_idempotency_key_replays_the_first_response_byte_for_byte() {
+    let t = Tokens::spawn().await;
+    let policy = t.policy(all_modes_policy()).await;
+    let body = json!({
+        "policy_id": policy,
+        "idempotency_key": "order-7781",
+        "items": [item("ann@example.com", "email"), item("123-45-6789", "us_ssn")]
+    });
+    let (status, first) = t.tokenize_raw(&t.api_key, &body).await;
+    assert_eq!(status, 200);
+    let (status, again) = t.tokenize_raw(&t.api_key, &body).await;
+    assert_eq!(status, 200);
+    assert_eq!(first, again, "a retry replays the stored bytes");
+    assert_eq!(t.entries().await, 2, "the randomized item was written once");
+
+    // The same key with another body is refused.
+    let mut other = body.clone();
+    other["items"][0] = item("bob@example.com", "email");
+    let (status, response) = t.tokenize(other).await;
+    assert_eq!(status, 409);
+    area_a_error(&response, "IDEMPOTENCY_KEY_REUSED");
+
+    // Keys belong to their tenant.
+    let globex_key = api_key(&t.app, "globex").await;
+    let globex_admin = t.app.token("globex", "gina", &["admin"]);
+    let created: Value = t
+        .app
+        .http
+        .post(t.app.url("/policies"))
+        .bearer_auth(globex_admin)
+        .json(&all_modes_policy())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut theirs = body.clone();
+    theirs["policy_id"] = created["policy_id"].clone();
+    let (status, _) = t.tokenize_raw(&globex_key, &theirs).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn concurrent_retries_with_one_key_write_once() {
+    let t = Tokens::spawn().await;
+    let policy = t.policy(all_modes_policy()).await;
+    let body = json!({
+        "policy_id": policy,
+        "idempotency_key": "batch-42",
+        "items": [item("ann@example.com", "email"), item("bob@example.com", "email"), item("cy@example.com", "email")]
+    });
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let request = t
+            .app
+            .http
+            .post(t.app.url("/tokenize"))
+            .header("X-API-Key", &t.api_key)
+            .json(&body);
+        tasks.spawn(async move {
+            let response = request.send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.bytes().await.unwrap().to_vec(),
+            )
+        });
+    }
+    let mut bodies = std::collections::BTreeSet::new();
+    while let Some(result) = tasks.join_next().await {
+        let (status, bytes) = result.unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+        bodies.insert(bytes);
+    }
+    assert_eq!(bodies.len(), 1, "every retry got the same bytes");
+    assert_eq!(t.entries().await, 3);
+}
+
+#[tokio::test]
+async fn a_rejected_batch_does_not_keep_its_idempotency_key() {
+    let t = Tokens::spawn().await;
+    let policy = t.policy(all_modes_policy()).await;
+    let bad = json!({
+        "policy_id": policy,
+        "idempotency_key": "fix-and-retry",
+        "batch_mode": "ALL_OR_NOTHING",
+        "items": [item("123-45-6789", "us_ssn"), item("000-00-0000", "us_ssn")]
+    });
+    let (status, _) = t.tokenize(bad.clone()).await;
+    assert_eq!(status, 400);
+    let mut fixed = bad;
+    fixed["items"][1] = item("234-56-7890", "us_ssn");
+    let (status, body) = t.tokenize(fixed).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(t.entries().await, 2);
+}

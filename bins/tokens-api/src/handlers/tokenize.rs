@@ -17,6 +17,9 @@ use crate::{Extra, errors};
         (status = 400, description = "INVALID_INPUT, or an ALL_OR_NOTHING batch with a failed item: the first failure's code, with every result", body = api_types::ErrorBody),
         (status = 401, description = "Missing, unknown or revoked API key", body = api_types::ErrorBody),
         (status = 404, description = "POLICY_NOT_FOUND", body = api_types::ErrorBody),
+        (status = 409, description = "IDEMPOTENCY_KEY_REUSED: the key came with a different body", body = api_types::ErrorBody),
+        (status = 429, description = "RATE_LIMIT_EXCEEDED, or QUOTA_EXCEEDED", body = api_types::ErrorBody),
+        (status = 503, description = "KILL_SWITCH_ACTIVE", body = api_types::ErrorBody),
     ),
 )]
 pub async fn tokenize(
@@ -50,8 +53,13 @@ pub async fn tokenize(
     )
     .await
     .map_err(errors::vault)?;
-    match outcome.rejected {
-        Some(first) => Err(errors::batch_rejected(first, outcome.response)),
-        None => Ok(HttpResponse::Ok().json(outcome.response)),
+    match outcome {
+        vault::tokenize::Outcome::Done { body, .. }
+        | vault::tokenize::Outcome::Replayed { body } => Ok(HttpResponse::Ok()
+            .content_type("application/json")
+            .body(body)),
+        vault::tokenize::Outcome::Rejected { first, response } => {
+            Err(errors::batch_rejected(first, response))
+        }
     }
 }
