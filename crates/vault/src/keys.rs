@@ -29,7 +29,7 @@ use crate::{MasterKey, VaultError};
 /// entry names its version and every version is loaded.
 const CACHE_TTL: Duration = Duration::from_secs(30);
 
-const NONCE_LEN: usize = 12;
+pub(crate) const NONCE_LEN: usize = 12;
 
 /// One tenant's keys, unwrapped in memory.
 pub struct TenantKeys {
@@ -85,6 +85,18 @@ pub(crate) fn seal(key: &LessSafeKey, aad: &[u8], plaintext: &[u8]) -> Result<Ve
     SystemRandom::new()
         .fill(&mut nonce)
         .map_err(|_| VaultError::Crypto)?;
+    seal_with_nonce(key, nonce, aad, plaintext)
+}
+
+/// Seals with a nonce the caller drew from the system random generator (a batch draws all its
+/// nonces at once). A nonce must never repeat under a key: 96 random bits make that as
+/// unlikely as AES-GCM's bounds assume.
+pub(crate) fn seal_with_nonce(
+    key: &LessSafeKey,
+    nonce: [u8; NONCE_LEN],
+    aad: &[u8],
+    plaintext: &[u8],
+) -> Result<Vec<u8>, VaultError> {
     let mut body = plaintext.to_vec();
     let tag = key
         .seal_in_place_separate_tag(

@@ -14,7 +14,7 @@ use api_types::tokens::{
 use diesel::QueryableByName;
 use diesel::sql_types::{Array, Bytea, Int4, Int8, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
-use ring::rand::SystemRandom;
+use ring::rand::{SecureRandom as _, SystemRandom};
 use time::OffsetDateTime;
 use tokenize_core::{
     FailureMode, FormatPreserving, ItemCode, Mode, Normalized, PiiType, Policy, Secret, Surrogate,
@@ -25,12 +25,15 @@ use uuid::Uuid;
 
 use auth::TenantId;
 
-use crate::keys::{TenantKeys, seal};
+use crate::keys::{NONCE_LEN, TenantKeys, seal_with_nonce};
 use crate::policies::{self, StoredPolicy};
 use crate::{KeyRing, VaultError};
 
 /// The most items one request may carry.
 pub const MAX_ITEMS: usize = 1000;
+
+/// Random bytes each written row takes: a nonce and the random part of its token id.
+const RANDOM_PER_ROW: usize = NONCE_LEN + 10;
 
 /// How many times a surrogate that collided with an existing token is drawn again.
 const SURROGATE_ATTEMPTS: usize = 8;
@@ -620,8 +623,8 @@ struct Inserted {
     token_id: Uuid,
 }
 
-/// Writes the batch: reuses existing entries by fingerprint, inserts the rest in one
-/// statement, and retries only what collided.
+/// Writes the batch: inserts it in one statement, then, for what conflicted, reuses the
+/// existing entries found by fingerprint and draws surrogates again.
 async fn write(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
@@ -637,22 +640,35 @@ async fn write(
         .token_ttl_seconds
         .and_then(|t| i64::try_from(t).ok());
     let mut todo: Vec<usize> = (0..pending.len()).collect();
-    for _ in 0..=SURROGATE_ATTEMPTS {
+    for round in 0..=SURROGATE_ATTEMPTS {
         if todo.is_empty() {
             break;
         }
-        // Entries that already exist for these values.
-        let found = existing(
-            conn,
-            tenant,
-            todo.iter()
-                .filter_map(|i| pending[*i].fingerprint.map(|f| f.to_vec()))
-                .collect(),
-        )
-        .await?;
+        // Entries that already exist for these values. The first round skips the lookup and
+        // lets the insert find conflicts (new values are the common case, and the unique
+        // index checks them anyway); later rounds look up only what conflicted.
+        let found = if round == 0 {
+            HashMap::new()
+        } else {
+            existing(
+                conn,
+                tenant,
+                todo.iter()
+                    .filter_map(|i| pending[*i].fingerprint.map(|f| f.to_vec()))
+                    .collect(),
+            )
+            .await?
+        };
         let mut rows = Rows::default();
         let mut claimed: HashMap<[u8; 32], Uuid> = HashMap::new();
         let mut waiting = Vec::new();
+        // One draw from the system generator for the round's nonces and token-id randomness,
+        // instead of two system calls per item.
+        let mut random = vec![0u8; todo.len() * RANDOM_PER_ROW];
+        rng.fill(&mut random).map_err(|_| VaultError::Crypto)?;
+        let mut random = random.chunks_exact(RANDOM_PER_ROW);
+        let millis = u64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000)
+            .unwrap_or(0);
         for &i in &todo {
             let p = &mut pending[i];
             if let Some(e) = p.fingerprint.and_then(|f| found.get(f.as_slice())) {
@@ -683,12 +699,19 @@ async fn write(
             let Some(token) = p.token.clone() else {
                 continue;
             };
-            let token_id = Uuid::now_v7();
+            let Some(draw) = random.next() else {
+                return Err(VaultError::Crypto);
+            };
+            let (nonce, id_bits) = draw.split_at(NONCE_LEN);
+            let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| VaultError::Crypto)?;
+            let id_bits: &[u8; 10] = id_bits.try_into().map_err(|_| VaultError::Crypto)?;
+            let token_id = uuid::Builder::from_unix_timestamp_millis(millis, id_bits).into_uuid();
             if let Some(f) = p.fingerprint {
                 claimed.insert(f, token_id);
             }
-            let sealed = seal(
+            let sealed = seal_with_nonce(
                 data_key,
+                nonce,
                 &value_aad(tenant, token_id),
                 p.value.expose().as_bytes(),
             )?;
