@@ -170,7 +170,7 @@ pub async fn add_version(
     Ok(version)
 }
 
-/// Every tenant's keys, loaded on demand and cached for [`CACHE_TTL`].
+/// Every tenant's keys, loaded on demand and cached for 30 seconds.
 pub struct KeyRing {
     master: Arc<MasterKey>,
     cache: RwLock<HashMap<TenantId, (Instant, Arc<TenantKeys>)>>,
