@@ -27,3 +27,21 @@ pub struct EdgeSettings {
     /// SDK major versions accepted in `X-Service-SDK-Version`.
     pub supported_sdk_majors: Vec<u64>,
 }
+
+/// Declares the `bearer` security scheme (an access token, `Authorization: Bearer <JWT>`) that
+/// protected paths of both OpenAPI documents name.
+pub fn add_bearer_scheme(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+    openapi
+        .components
+        .get_or_insert_with(Default::default)
+        .add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+}

@@ -7,7 +7,6 @@ mod handlers;
 use actix_web::http::Method;
 use dps_http::{Area, Routes, ServiceSpec, on};
 use utoipa::OpenApi;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 pub use config::{Config, CosigningClient};
 
@@ -50,16 +49,7 @@ struct BearerAuth;
 
 impl utoipa::Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(
-                HttpBuilder::new()
-                    .scheme(HttpAuthScheme::Bearer)
-                    .bearer_format("JWT")
-                    .build(),
-            ),
-        );
+        dps_http::add_bearer_scheme(openapi);
     }
 }
 

@@ -5,7 +5,6 @@ mod keys;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use api_types::Pagination;
 use api_types::tokens::{
     AuditedToken, DetokenizationAudit, DetokenizationRecord, DetokenizeRequest, DetokenizeResponse,
     DetokenizeResult, GrantRequest, GrantResponse,
@@ -21,7 +20,7 @@ use uuid::Uuid;
 
 use auth::{Principal, TenantId};
 use db::schema::{detokenization_audit, grants};
-use vault::cursor::{CursorKey, Position};
+use vault::cursor::{CursorKey, Position, at_micros, micros, paginate};
 use vault::{KeyRing, VaultError};
 
 pub use keys::GrantKeys;
@@ -528,8 +527,7 @@ pub async fn audit(
     }
     if let Some(cursor) = cursor {
         let Position { micros, id } = cursors.decode(tenant, AUDIT_LIST, cursor)?;
-        let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1_000)
-            .map_err(|_| GrantError::Vault(VaultError::BadCursor))?;
+        let at = at_micros(micros)?;
         query = query.filter(
             detokenization_audit::occurred_at
                 .gt(at)
@@ -538,23 +536,11 @@ pub async fn audit(
                     .and(detokenization_audit::audit_id.gt(id))),
         );
     }
-    let mut rows: Vec<AuditRow> = query.load(conn).await?;
-    let has_more = rows.len() as i64 > limit;
-    rows.truncate(usize::try_from(limit).unwrap_or(0));
-    let next_cursor = match (has_more, rows.last()) {
-        (true, Some(last)) => Some(
-            cursors.encode(
-                tenant,
-                AUDIT_LIST,
-                Position {
-                    micros: i64::try_from(last.occurred_at.unix_timestamp_nanos() / 1_000)
-                        .unwrap_or(i64::MAX),
-                    id: last.audit_id,
-                },
-            ),
-        ),
-        _ => None,
-    };
+    let rows: Vec<AuditRow> = query.load(conn).await?;
+    let (rows, pagination) = paginate(cursors, tenant, AUDIT_LIST, rows, limit, |last| Position {
+        micros: micros(last.occurred_at),
+        id: last.audit_id,
+    });
     Ok(DetokenizationAudit {
         items: rows
             .into_iter()
@@ -571,10 +557,6 @@ pub async fn audit(
                 occurred_at: r.occurred_at,
             })
             .collect(),
-        pagination: Pagination {
-            limit: u32::try_from(limit).unwrap_or(0),
-            has_more,
-            next_cursor,
-        },
+        pagination,
     })
 }

@@ -83,6 +83,42 @@ impl CursorKey {
     }
 }
 
+/// Cuts a page from `rows`, loaded with `limit + 1` so that one extra row says whether more
+/// follow, and signs the cursor of the last row kept.
+pub fn paginate<T>(
+    cursors: &CursorKey,
+    tenant: &TenantId,
+    list: &str,
+    mut rows: Vec<T>,
+    limit: i64,
+    position: impl Fn(&T) -> Position,
+) -> (Vec<T>, api_types::Pagination) {
+    let keep = usize::try_from(limit).unwrap_or(0);
+    let has_more = rows.len() > keep;
+    rows.truncate(keep);
+    let next_cursor = rows
+        .last()
+        .filter(|_| has_more)
+        .map(|last| cursors.encode(tenant, list, position(last)));
+    let pagination = api_types::Pagination {
+        limit: u32::try_from(limit).unwrap_or(0),
+        has_more,
+        next_cursor,
+    };
+    (rows, pagination)
+}
+
+/// The microseconds since the epoch of a database timestamp: a cursor's time part.
+pub fn micros(at: time::OffsetDateTime) -> i64 {
+    i64::try_from(at.unix_timestamp_nanos() / 1_000).unwrap_or(i64::MAX)
+}
+
+/// The timestamp a cursor's time part names.
+pub fn at_micros(micros: i64) -> Result<time::OffsetDateTime, VaultError> {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1_000)
+        .map_err(|_| VaultError::BadCursor)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,5 @@
 //! Listing and revoking vault entries. Nothing here reads a value.
 
-use api_types::Pagination;
 use api_types::tokens::{Revoked, VaultEntry, VaultList};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -11,8 +10,8 @@ use uuid::Uuid;
 use auth::{Principal, Role, TenantId};
 use db::schema::vault_entries;
 
-use crate::cursor::{CursorKey, Position};
-use crate::{VaultError, from_micros, policies, to_micros};
+use crate::cursor::{CursorKey, Position, at_micros, micros, paginate};
+use crate::{VaultError, policies};
 
 const LIST: &str = "vault";
 
@@ -106,7 +105,7 @@ pub async fn list(
     };
     if let Some(cursor) = cursor {
         let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
-        let at = from_micros(micros)?;
+        let at = at_micros(micros)?;
         query = query.filter(
             vault_entries::created_at
                 .gt(at)
@@ -115,20 +114,11 @@ pub async fn list(
                     .and(vault_entries::token_id.gt(id))),
         );
     }
-    let mut rows: Vec<Row> = query.load(conn).await?;
-    let has_more = rows.len() as i64 > limit;
-    rows.truncate(usize::try_from(limit).unwrap_or(0));
-    let next_cursor = match (has_more, rows.last()) {
-        (true, Some(last)) => Some(cursors.encode(
-            tenant,
-            LIST,
-            Position {
-                micros: to_micros(last.created_at),
-                id: last.token_id,
-            },
-        )),
-        _ => None,
-    };
+    let rows: Vec<Row> = query.load(conn).await?;
+    let (rows, pagination) = paginate(cursors, tenant, LIST, rows, limit, |last| Position {
+        micros: micros(last.created_at),
+        id: last.token_id,
+    });
     Ok(VaultList {
         items: rows
             .into_iter()
@@ -145,11 +135,7 @@ pub async fn list(
                 revoked_at: r.revoked_at,
             })
             .collect(),
-        pagination: Pagination {
-            limit: u32::try_from(limit).unwrap_or(0),
-            has_more,
-            next_cursor,
-        },
+        pagination,
     })
 }
 

@@ -8,7 +8,6 @@ pub mod tokenize;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use time::OffsetDateTime;
 
 pub use cursor::CursorKey;
 pub use keys::{KeyRing, TenantKeys};
@@ -47,15 +46,6 @@ pub enum VaultError {
     Crypto,
     #[error(transparent)]
     Database(#[from] diesel::result::Error),
-}
-
-pub(crate) fn to_micros(at: OffsetDateTime) -> i64 {
-    i64::try_from(at.unix_timestamp_nanos() / 1_000).unwrap_or(i64::MAX)
-}
-
-pub(crate) fn from_micros(micros: i64) -> Result<OffsetDateTime, VaultError> {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1_000)
-        .map_err(|_| VaultError::BadCursor)
 }
 
 /// The root of the key hierarchy: 32 bytes that wrap every tenant's data keys.

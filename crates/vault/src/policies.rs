@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use api_types::Pagination;
 use api_types::tokens::{Policy as PolicyView, PolicyInput, PolicyList, TypeRule as RuleView};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
@@ -15,7 +14,7 @@ use uuid::Uuid;
 use auth::{TenantId, UserId};
 use db::schema::{tokenization_policies, tokenization_policy_versions};
 
-use crate::cursor::{CursorKey, Position};
+use crate::cursor::{CursorKey, Position, at_micros, micros, paginate};
 use crate::{FieldProblem, VaultError};
 
 const LIST: &str = "policies";
@@ -364,7 +363,7 @@ pub async fn list(
         .into_boxed();
     if let Some(cursor) = cursor {
         let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
-        let at = crate::from_micros(micros)?;
+        let at = at_micros(micros)?;
         query = query.filter(
             tokenization_policies::created_at
                 .gt(at)
@@ -373,26 +372,13 @@ pub async fn list(
                     .and(tokenization_policies::policy_id.gt(id))),
         );
     }
-    let mut rows: Vec<Row> = query.load(conn).await?;
-    let has_more = rows.len() as i64 > limit;
-    rows.truncate(usize::try_from(limit).unwrap_or(0));
-    let next_cursor = match (has_more, rows.last()) {
-        (true, Some(last)) => Some(cursors.encode(
-            tenant,
-            LIST,
-            Position {
-                micros: crate::to_micros(last.created_at),
-                id: last.policy_id,
-            },
-        )),
-        _ => None,
-    };
+    let rows: Vec<Row> = query.load(conn).await?;
+    let (rows, pagination) = paginate(cursors, tenant, LIST, rows, limit, |last| Position {
+        micros: micros(last.created_at),
+        id: last.policy_id,
+    });
     Ok(PolicyList {
         items: rows.iter().map(view).collect::<Result<_, _>>()?,
-        pagination: Pagination {
-            limit: u32::try_from(limit).unwrap_or(0),
-            has_more,
-            next_cursor,
-        },
+        pagination,
     })
 }

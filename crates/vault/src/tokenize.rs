@@ -704,8 +704,13 @@ async fn write(
             };
             let (nonce, id_bits) = draw.split_at(NONCE_LEN);
             let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| VaultError::Crypto)?;
-            let id_bits: &[u8; 10] = id_bits.try_into().map_err(|_| VaultError::Crypto)?;
-            let token_id = uuid::Builder::from_unix_timestamp_millis(millis, id_bits).into_uuid();
+            let mut id_bits: [u8; 10] = id_bits.try_into().map_err(|_| VaultError::Crypto)?;
+            // UUIDv7's 12-bit counter field holds the item's position, so that a batch's ids
+            // sort in item order within their millisecond; 62 random bits follow.
+            let seq = u16::try_from(rows.token_ids.len()).unwrap_or(u16::MAX);
+            id_bits[0] = (seq >> 8) as u8 & 0x0F;
+            id_bits[1] = (seq & 0xFF) as u8;
+            let token_id = uuid::Builder::from_unix_timestamp_millis(millis, &id_bits).into_uuid();
             if let Some(f) = p.fingerprint {
                 claimed.insert(f, token_id);
             }
