@@ -7,9 +7,6 @@
     reason = "test code: a panic is how a test reports failure"
 )]
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -19,42 +16,10 @@ use serde_json::{Value, json};
 async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
     let db = testkit::database().await;
     let master_key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_platform-api"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("DATABASE_URL", &db.url)
-        .env("DPS_AUTH_JWKS", testkit::jwks_file())
-        .env("DPS_AUTH_ISSUER", testkit::TEST_ISSUER)
-        .env("DPS_AUTH_AUDIENCE", testkit::TEST_AUDIENCE)
-        .env("DPS_MASTER_KEY", &master_key)
-        .env("BIND_ADDR", "127.0.0.1:0")
-        .env("HTTP_WORKERS", "1")
-        .env("LOG_FORMAT", "json")
-        .env("RUST_LOG", "debug")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-
-    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
-    let (addr_tx, addr_rx) = mpsc::channel::<String>();
-    let stderr = child.stderr.take().unwrap();
-    let collected = lines.clone();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let line = line.unwrap();
-            if let Ok(event) = serde_json::from_str::<Value>(&line)
-                && event["message"] == "listening"
-            {
-                let _ = addr_tx.send(event["addr"].as_str().unwrap_or_default().to_owned());
-            }
-            collected.lock().unwrap().push(line);
-        }
-    });
-    let addr = addr_rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("no `listening` line; logs: {:?}", lines.lock().unwrap()));
-    let base = format!("http://{addr}/api/v1");
+    let mut env = testkit::service_env(&db, &master_key);
+    env.insert("RUST_LOG".into(), "debug".into());
+    let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env);
+    let base = format!("{}/api/v1", service.origin);
     let http = reqwest::Client::new();
 
     let admin = testkit::minter()
@@ -107,18 +72,8 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
     assert_eq!(response.status(), 401);
 
     // SIGTERM: the server drains and exits successfully.
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
-        .await
-        .unwrap();
+    let (status, lines) = service.stop();
     assert!(status.success(), "exit status {status}");
-    reader.join().unwrap();
-
-    let lines = lines.lock().unwrap().clone();
     let events: Vec<Value> = lines
         .iter()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
@@ -136,6 +91,18 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
     assert!(requests.iter().any(|e| e["request_id"] == "trace-me-123"));
     assert!(events.iter().any(|e| e["message"] == "stopped"));
 
+    // Each token's signature alone, too: a log line must not carry any part that authenticates.
+    let signatures: Vec<&str> = [&admin, &forged]
+        .iter()
+        .map(|t| t.rsplit('.').next().unwrap())
+        .collect();
+    let password = db
+        .url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .map(|(_, password)| password.to_owned())
+        .unwrap_or_default();
     let mut secrets = vec![
         admin.as_str(),
         forged.as_str(),
@@ -143,25 +110,9 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
         ssn,
         card,
         master_key.as_str(),
+        password.as_str(),
     ];
-    // Each token's signature alone, too: a log line must not carry any part that authenticates.
-    let signatures: Vec<&str> = [&admin, &forged]
-        .iter()
-        .map(|t| t.rsplit('.').next().unwrap())
-        .collect();
     secrets.extend(signatures);
-    let password = db
-        .url
-        .split_once("://")
-        .and_then(|(_, rest)| rest.split_once('@'))
-        .and_then(|(userinfo, _)| userinfo.split_once(':'))
-        .map(|(_, password)| password.to_owned());
-    if let Some(password) = password.as_deref().filter(|p| p.len() >= 8) {
-        secrets.push(password);
-    }
-    for line in &lines {
-        for secret in &secrets {
-            assert!(!line.contains(secret), "a log line leaks a secret: {line}");
-        }
-    }
+    let leaks = testkit::leaks(&lines, &secrets);
+    assert!(leaks.is_empty(), "log lines leak secrets: {leaks:#?}");
 }

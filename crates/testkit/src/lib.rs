@@ -8,6 +8,9 @@ use auth::TokenMinter;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _};
 use pgcluster::{Cluster, Durability};
 
+mod process;
+pub use process::{ServiceProcess, leaks, service_env};
+
 /// Issuer and audience of the tokens [`minter`] signs.
 pub const TEST_ISSUER: &str = "dps-test";
 pub const TEST_AUDIENCE: &str = "dps";

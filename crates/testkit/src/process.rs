@@ -1,0 +1,119 @@
+//! A service binary run as operators run it, with its stderr captured line by line.
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A running service binary.
+#[derive(Debug)]
+pub struct ServiceProcess {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    reader: Option<JoinHandle<()>>,
+    /// `http://127.0.0.1:PORT`, read from the binary's JSON `listening` line.
+    pub origin: String,
+}
+
+impl ServiceProcess {
+    /// Starts `binary` with exactly `env` (plus `PATH`), `LOG_FORMAT=json` and
+    /// `BIND_ADDR=127.0.0.1:0`, and waits for its `listening` line.
+    pub fn start(binary: &str, env: &HashMap<String, String>) -> Self {
+        let mut child = Command::new(binary)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(env)
+            .env("LOG_FORMAT", "json")
+            .env("BIND_ADDR", "127.0.0.1:0")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let (addr_tx, addr_rx) = mpsc::channel::<String>();
+        let stderr = child
+            .stderr
+            .take()
+            .unwrap_or_else(|| panic!("no stderr pipe"));
+        let collected = lines.clone();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line)
+                    && event["message"] == "listening"
+                {
+                    let _ = addr_tx.send(event["addr"].as_str().unwrap_or_default().to_owned());
+                }
+                if let Ok(mut lines) = collected.lock() {
+                    lines.push(line);
+                }
+            }
+        });
+        let addr = addr_rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{binary} never logged `listening`: {:?}",
+                    lines.lock().map(|l| l.clone())
+                )
+            });
+        Self {
+            child,
+            lines,
+            reader: Some(reader),
+            origin: format!("http://{addr}"),
+        }
+    }
+
+    /// Sends SIGTERM, waits for the exit, and returns the exit status and every log line.
+    pub fn stop(mut self) -> (ExitStatus, Vec<String>) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run kill: {e}"));
+        assert!(killed.success(), "kill failed");
+        let status = self
+            .child
+            .wait()
+            .unwrap_or_else(|e| panic!("cannot wait for the service: {e}"));
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        let lines = self.lines.lock().map(|l| l.clone()).unwrap_or_default();
+        (status, lines)
+    }
+}
+
+/// The environment a service binary needs against `db`: the test identity provider and a
+/// master key, migrations off (the template is migrated), one worker.
+pub fn service_env(db: &crate::TestDatabase, master_key: &str) -> HashMap<String, String> {
+    HashMap::from([
+        ("DATABASE_URL".to_owned(), db.url.clone()),
+        (
+            "DPS_AUTH_JWKS".to_owned(),
+            crate::jwks_file().to_string_lossy().into_owned(),
+        ),
+        ("DPS_AUTH_ISSUER".to_owned(), crate::TEST_ISSUER.to_owned()),
+        (
+            "DPS_AUTH_AUDIENCE".to_owned(),
+            crate::TEST_AUDIENCE.to_owned(),
+        ),
+        ("DPS_MASTER_KEY".to_owned(), master_key.to_owned()),
+        ("DPS_MIGRATE_ON_START".to_owned(), "false".to_owned()),
+        ("HTTP_WORKERS".to_owned(), "1".to_owned()),
+    ])
+}
+
+/// Every secret in `secrets` (at least 8 characters each) that appears in any of `lines`.
+pub fn leaks<'a>(lines: &[String], secrets: &[&'a str]) -> Vec<(&'a str, String)> {
+    let mut found = Vec::new();
+    for line in lines {
+        for secret in secrets.iter().filter(|s| s.len() >= 8) {
+            if line.contains(secret) {
+                found.push((*secret, line.clone()));
+            }
+        }
+    }
+    found
+}
