@@ -114,6 +114,19 @@ async fn a_grant_reveals_its_tokens_once_to_its_user_only() {
     assert_eq!(status, 403);
     area_a_error(&body, "GRANT_NONCE_REUSED");
 
+    // The same user name in another tenant cannot use it either.
+    let other_tenant_sam = t.app.token("globex", "sam", &["support"]);
+    let fresh = grant(&t, "sam", &ids).await;
+    let (status, body) = post(
+        &t,
+        &other_tenant_sam,
+        "/detokenize",
+        json!({ "tokens": ids, "grant_jwt": fresh }),
+    )
+    .await;
+    assert_eq!(status, 403);
+    area_a_error(&body, "GRANT_INVALID");
+
     // Altered and forged grants, and an access token passed as a grant.
     let mut parts: Vec<String> = grant_jwt.split('.').map(str::to_owned).collect();
     parts[1] = format!("{}A", &parts[1][..parts[1].len() - 1]);
@@ -501,6 +514,20 @@ async fn every_attempt_is_audited_without_values_and_listed_for_admins() {
         .await
         .unwrap();
     assert_eq!(rest["items"].as_array().unwrap().len(), 1);
+
+    // Another tenant's admin sees none of these attempts.
+    let theirs: Value = t
+        .app
+        .http
+        .get(t.app.url("/audit/detokenizations"))
+        .bearer_auth(t.app.token("globex", "gina", &["admin"]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(theirs["items"], json!([]));
 
     let response = t
         .app
