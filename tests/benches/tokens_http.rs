@@ -95,8 +95,7 @@ async fn raw_insert_rate(url: &str, batches: usize, clients: usize) -> f64 {
          CREATE TABLE raw_bench (LIKE vault_entries INCLUDING DEFAULTS INCLUDING CONSTRAINTS); \
          ALTER TABLE raw_bench ADD PRIMARY KEY (tenant_id, token_id); \
          CREATE UNIQUE INDEX ON raw_bench (tenant_id, fingerprint) WHERE fingerprint IS NOT NULL; \
-         CREATE UNIQUE INDEX ON raw_bench (tenant_id, pii_type, token); \
-         CREATE INDEX ON raw_bench (tenant_id, created_at, token_id);",
+         CREATE UNIQUE INDEX ON raw_bench (tenant_id, pii_type, token);",
     )
     .await
     .unwrap();

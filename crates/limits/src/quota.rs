@@ -71,7 +71,7 @@ pub async fn tokens_created_this_month(
     let start = crate::month_start(time::OffsetDateTime::now_utc());
     vault_entries::table
         .filter(vault_entries::tenant_id.eq(tenant.as_str()))
-        .filter(vault_entries::created_at.ge(start))
+        .filter(vault_entries::token_id.ge(crate::first_id_at(start)))
         .count()
         .get_result(conn)
         .await

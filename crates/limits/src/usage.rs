@@ -25,6 +25,13 @@ fn next_month(start: OffsetDateTime) -> OffsetDateTime {
         .unwrap_or(start)
 }
 
+/// The smallest UUIDv7 of `at`'s millisecond. Token ids are UUIDv7, so "created since `at`"
+/// is a range of the primary key `(tenant_id, token_id)`.
+pub fn first_id_at(at: OffsetDateTime) -> uuid::Uuid {
+    let millis = u64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+    uuid::Builder::from_unix_timestamp_millis(millis, &[0; 10]).into_uuid()
+}
+
 /// Counts one tokenize request of `items` items (after it wrote something).
 pub async fn record_tokenize(
     conn: &mut AsyncPgConnection,
@@ -76,7 +83,7 @@ pub async fn usage(
     let start = month_start(OffsetDateTime::now_utc());
     let counts: Counts = diesel::sql_query(
         "SELECT \
-           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND created_at >= $2) AS created, \
+           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND token_id >= $4) AS created, \
            (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NULL \
               AND (expires_at IS NULL OR expires_at > now())) AS active, \
            (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NOT NULL) AS revoked, \
@@ -97,6 +104,7 @@ pub async fn usage(
     .bind::<Text, _>(tenant.as_str())
     .bind::<Timestamptz, _>(start)
     .bind::<Date, _>(start.date())
+    .bind::<diesel::sql_types::Uuid, _>(first_id_at(start))
     .get_result(conn)
     .await?;
     let limit = crate::monthly_quota(conn, tenant).await?;

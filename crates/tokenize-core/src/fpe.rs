@@ -15,6 +15,7 @@ use fpe::ff1::{FF1, FlexibleNumeralString};
 use num_bigint::BigUint;
 use num_integer::Integer as _;
 
+use crate::numerals::SmallNumerals;
 use crate::shape::Shape;
 
 /// NIST SP 800-38G's floor: a domain must hold at least a million values.
@@ -147,15 +148,26 @@ fn walk(
     }
     let (radix, n) = numeral_layout(&domain);
     let cipher = key.cipher(radix)?;
+    let small = crate::numerals::half_bytes(radix, n) <= crate::numerals::MAX_HALF_BYTES;
     let mut x = rank(shape, &shape.values());
     for _ in 0..MAX_WALK {
-        let numerals = FlexibleNumeralString::from(to_numerals(&x, radix, n));
-        let out = match direction {
-            Direction::Encrypt => cipher.encrypt(tweak, &numerals).ok()?,
-            #[cfg(test)]
-            Direction::Decrypt => cipher.decrypt(tweak, &numerals).ok()?,
+        let input = to_numerals(&x, radix, n);
+        let out: Vec<u16> = if small {
+            let numerals = SmallNumerals(input);
+            match direction {
+                Direction::Encrypt => cipher.encrypt(tweak, &numerals).ok()?.0,
+                #[cfg(test)]
+                Direction::Decrypt => cipher.decrypt(tweak, &numerals).ok()?.0,
+            }
+        } else {
+            let numerals = FlexibleNumeralString::from(input);
+            match direction {
+                Direction::Encrypt => cipher.encrypt(tweak, &numerals).ok()?.into(),
+                #[cfg(test)]
+                Direction::Decrypt => cipher.decrypt(tweak, &numerals).ok()?.into(),
+            }
         };
-        x = from_numerals(&Vec::<u16>::from(out), radix);
+        x = from_numerals(&out, radix);
         if x < domain {
             let values = unrank(shape, x.clone());
             if accept(&values) {
@@ -213,6 +225,45 @@ mod tests {
             assert_eq!(text(out, radix), cipher);
             let back = ff1.decrypt(&hex(tweak), &numerals(cipher, radix)).unwrap();
             assert_eq!(text(back, radix), plain);
+        }
+    }
+
+    /// The u128 numeral string computes exactly what fpe's big-integer one does.
+    #[test]
+    fn small_numerals_match_the_flexible_ones() {
+        let key = [42u8; 32];
+        for (radix, n) in [
+            (1000u32, 2usize),
+            (31_623, 2),
+            (2155, 3),
+            (65_536, 4),
+            (10, 9),
+            (26, 6),
+            (65_536, 12),
+        ] {
+            let ff1 = FF1::<Aes256>::new(&key, radix).unwrap();
+            assert!(crate::numerals::half_bytes(radix, n) <= crate::numerals::MAX_HALF_BYTES);
+            for seed in 0..50u32 {
+                let input: Vec<u16> = (0..n)
+                    .map(|i| {
+                        ((seed
+                            .wrapping_mul(2_654_435_761)
+                            .wrapping_add(i as u32 * 40_503))
+                            % radix) as u16
+                    })
+                    .collect();
+                let small = ff1
+                    .encrypt(b"tweak", &SmallNumerals(input.clone()))
+                    .unwrap()
+                    .0;
+                let flexible: Vec<u16> = ff1
+                    .encrypt(b"tweak", &FlexibleNumeralString::from(input.clone()))
+                    .unwrap()
+                    .into();
+                assert_eq!(small, flexible, "radix {radix}, n {n}");
+                let back = ff1.decrypt(b"tweak", &SmallNumerals(small)).unwrap().0;
+                assert_eq!(back, input);
+            }
         }
     }
 

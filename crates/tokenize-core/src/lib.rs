@@ -3,6 +3,7 @@
 mod error;
 mod fpe;
 pub mod normalize;
+mod numerals;
 mod pii;
 pub mod policy;
 mod secret;

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use auth::{Principal, Role, TenantId};
 use db::schema::vault_entries;
 
-use crate::cursor::{CursorKey, Position, at_micros, micros, paginate};
+use crate::cursor::{CursorKey, Position, paginate};
 use crate::{VaultError, policies};
 
 const LIST: &str = "vault";
@@ -64,7 +64,7 @@ struct Row {
     revoked_at: Option<OffsetDateTime>,
 }
 
-/// One page of the tenant's entries, oldest first.
+/// One page of the tenant's entries, oldest first (in token id order, which is creation order).
 pub async fn list(
     conn: &mut AsyncPgConnection,
     cursors: &CursorKey,
@@ -85,7 +85,8 @@ pub async fn list(
     let mut query = vault_entries::table
         .filter(vault_entries::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())
-        .order((vault_entries::created_at, vault_entries::token_id))
+        // Token ids are UUIDv7: their order is creation order, and the primary key serves it.
+        .order(vault_entries::token_id)
         .limit(limit + 1)
         .into_boxed();
     if let Some(t) = pii_type {
@@ -104,19 +105,12 @@ pub async fn list(
         ),
     };
     if let Some(cursor) = cursor {
-        let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
-        let at = at_micros(micros)?;
-        query = query.filter(
-            vault_entries::created_at
-                .gt(at)
-                .or(vault_entries::created_at
-                    .eq(at)
-                    .and(vault_entries::token_id.gt(id))),
-        );
+        let Position { id, .. } = cursors.decode(tenant, LIST, cursor)?;
+        query = query.filter(vault_entries::token_id.gt(id));
     }
     let rows: Vec<Row> = query.load(conn).await?;
     let (rows, pagination) = paginate(cursors, tenant, LIST, rows, limit, |last| Position {
-        micros: micros(last.created_at),
+        micros: 0,
         id: last.token_id,
     });
     Ok(VaultList {

@@ -730,8 +730,31 @@ async fn write(
             .collect();
         let inserted: std::collections::HashSet<Uuid> = if batch.is_empty() {
             Default::default()
+        } else if round == 0 {
+            // New values are the common case: a plain insert in a savepoint costs Postgres
+            // less than ON CONFLICT's speculative insertion. Any conflict undoes it, and the
+            // batch goes the careful way.
+            let fast = conn
+                .transaction(async |conn| {
+                    rows.insert(conn, tenant, stored, key_version, ttl, false)
+                        .await
+                })
+                .await;
+            match fast {
+                Ok(_) => batch.iter().map(|(_, id)| *id).collect(),
+                Err(VaultError::Database(diesel::result::Error::DatabaseError(
+                    diesel::result::DatabaseErrorKind::UniqueViolation,
+                    _,
+                ))) => rows
+                    .insert(conn, tenant, stored, key_version, ttl, true)
+                    .await?
+                    .into_iter()
+                    .map(|r| r.token_id)
+                    .collect(),
+                Err(e) => return Err(e),
+            }
         } else {
-            rows.insert(conn, tenant, stored, key_version, ttl)
+            rows.insert(conn, tenant, stored, key_version, ttl, true)
                 .await?
                 .into_iter()
                 .map(|r| r.token_id)
@@ -806,36 +829,46 @@ impl Rows {
         self.ciphertexts.push(sealed);
     }
 
+    /// Inserts the rows. With `on_conflict`, rows that collide are skipped and the ids of the
+    /// inserted ones come back; without, a collision fails the whole statement.
     async fn insert(
-        self,
+        &self,
         conn: &mut AsyncPgConnection,
         tenant: &TenantId,
         stored: &StoredPolicy,
         key_version: i32,
         ttl: Option<i64>,
+        on_conflict: bool,
     ) -> Result<Vec<Inserted>, VaultError> {
-        Ok(diesel::sql_query(
-            "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, mode, policy_id, \
-             policy_version, fingerprint, key_version, ciphertext, expires_at) \
+        const INSERT: &str = "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, \
+             mode, policy_id, policy_version, fingerprint, key_version, ciphertext, expires_at) \
              SELECT $1, u.token_id, u.token, u.pii_type, u.mode, $2, $3, u.fingerprint, $4, \
              u.ciphertext, CASE WHEN $5::bigint IS NULL THEN NULL \
              ELSE now() + make_interval(secs => $5::bigint) END \
              FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::bytea[], \
-             $11::bytea[]) AS u(token_id, token, pii_type, mode, fingerprint, ciphertext) \
-             ON CONFLICT DO NOTHING RETURNING token_id",
-        )
-        .bind::<Text, _>(tenant.as_str())
-        .bind::<SqlUuid, _>(stored.policy_id)
-        .bind::<Int4, _>(stored.version)
-        .bind::<Int4, _>(key_version)
-        .bind::<Nullable<Int8>, _>(ttl)
-        .bind::<Array<SqlUuid>, _>(self.token_ids)
-        .bind::<Array<Text>, _>(self.tokens)
-        .bind::<Array<Text>, _>(self.pii_types)
-        .bind::<Array<Text>, _>(self.modes)
-        .bind::<Array<Nullable<Bytea>>, _>(self.fingerprints)
-        .bind::<Array<Bytea>, _>(self.ciphertexts)
-        .load(conn)
-        .await?)
+             $11::bytea[]) AS u(token_id, token, pii_type, mode, fingerprint, ciphertext)";
+        let sql = if on_conflict {
+            format!("{INSERT} ON CONFLICT DO NOTHING RETURNING token_id")
+        } else {
+            INSERT.to_owned()
+        };
+        let query = diesel::sql_query(sql)
+            .bind::<Text, _>(tenant.as_str())
+            .bind::<SqlUuid, _>(stored.policy_id)
+            .bind::<Int4, _>(stored.version)
+            .bind::<Int4, _>(key_version)
+            .bind::<Nullable<Int8>, _>(ttl)
+            .bind::<Array<SqlUuid>, _>(&self.token_ids)
+            .bind::<Array<Text>, _>(&self.tokens)
+            .bind::<Array<Text>, _>(&self.pii_types)
+            .bind::<Array<Text>, _>(&self.modes)
+            .bind::<Array<Nullable<Bytea>>, _>(&self.fingerprints)
+            .bind::<Array<Bytea>, _>(&self.ciphertexts);
+        if on_conflict {
+            Ok(query.load(conn).await?)
+        } else {
+            query.execute(conn).await?;
+            Ok(Vec::new())
+        }
     }
 }
