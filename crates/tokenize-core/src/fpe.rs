@@ -14,6 +14,7 @@ use aes::Aes256;
 use fpe::ff1::{FF1, FlexibleNumeralString};
 use num_bigint::BigUint;
 use num_integer::Integer as _;
+use num_traits::ToPrimitive as _;
 
 use crate::numerals::SmallNumerals;
 use crate::shape::Shape;
@@ -62,40 +63,75 @@ fn numeral_layout(domain: &BigUint) -> (u32, usize) {
     (radix.max(2), usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-fn to_numerals(x: &BigUint, radix: u32, n: usize) -> Vec<u16> {
-    let radix = BigUint::from(radix);
+/// The integer arithmetic ranking needs: `u128` for every domain that fits (nearly all), big
+/// integers for the rest.
+trait Number: Clone + PartialOrd {
+    fn zero() -> Self;
+    /// `self * radix + digit`.
+    fn mul_add(self, radix: u32, digit: u32) -> Self;
+    /// `(self / radix, self % radix)`.
+    fn div_rem_small(self, radix: u32) -> (Self, u32);
+}
+
+impl Number for u128 {
+    fn zero() -> Self {
+        0
+    }
+    fn mul_add(self, radix: u32, digit: u32) -> Self {
+        self * u128::from(radix) + u128::from(digit)
+    }
+    fn div_rem_small(self, radix: u32) -> (Self, u32) {
+        // The remainder is below the radix, which is a u32.
+        (self / u128::from(radix), (self % u128::from(radix)) as u32)
+    }
+}
+
+impl Number for BigUint {
+    fn zero() -> Self {
+        BigUint::from(0u32)
+    }
+    fn mul_add(self, radix: u32, digit: u32) -> Self {
+        self * radix + digit
+    }
+    fn div_rem_small(self, radix: u32) -> (Self, u32) {
+        let (q, r) = self.div_rem(&BigUint::from(radix));
+        (q, r.to_u32_digits().first().copied().unwrap_or(0))
+    }
+}
+
+fn to_numerals<N: Number>(x: &N, radix: u32, n: usize) -> Vec<u16> {
     let mut x = x.clone();
     let mut numerals = vec![0u16; n];
     for slot in numerals.iter_mut().rev() {
-        let (q, r) = x.div_rem(&radix);
+        let (q, r) = x.div_rem_small(radix);
         // r < radix <= 2^16.
-        *slot = r.to_u32_digits().first().copied().unwrap_or(0) as u16;
+        *slot = r as u16;
         x = q;
     }
     numerals
 }
 
-fn from_numerals(numerals: &[u16], radix: u32) -> BigUint {
+fn from_numerals<N: Number>(numerals: &[u16], radix: u32) -> N {
     numerals
         .iter()
-        .fold(BigUint::from(0u32), |acc, d| acc * radix + u32::from(*d))
+        .fold(N::zero(), |acc, d| acc.mul_add(radix, u32::from(*d)))
 }
 
-fn rank(shape: &Shape, values: &[u32]) -> BigUint {
+fn rank<N: Number>(shape: &Shape, values: &[u32]) -> N {
     shape
         .slots()
         .iter()
         .zip(values)
-        .fold(BigUint::from(0u32), |acc, ((_, slot), v)| {
-            acc * slot.radix() + *v
+        .fold(N::zero(), |acc, ((_, slot), v)| {
+            acc.mul_add(slot.radix(), *v)
         })
 }
 
-fn unrank(shape: &Shape, mut x: BigUint) -> Vec<u32> {
+fn unrank<N: Number>(shape: &Shape, mut x: N) -> Vec<u32> {
     let mut values = vec![0u32; shape.slots().len()];
     for (i, (_, slot)) in shape.slots().iter().enumerate().rev() {
-        let (q, r) = x.div_rem(&BigUint::from(slot.radix()));
-        values[i] = r.to_u32_digits().first().copied().unwrap_or(0);
+        let (q, r) = x.div_rem_small(slot.radix());
+        values[i] = r;
         x = q;
     }
     values
@@ -147,9 +183,38 @@ fn walk(
         return None;
     }
     let (radix, n) = numeral_layout(&domain);
+    // r^n < 2 * N, so a domain below 2^126 keeps every intermediate value inside a u128.
+    if domain.bits() < 126 {
+        let small_domain = domain.to_u128()?;
+        walk_in::<u128>(
+            key,
+            tweak,
+            shape,
+            &accept,
+            direction,
+            small_domain,
+            radix,
+            n,
+        )
+    } else {
+        walk_in::<BigUint>(key, tweak, shape, &accept, direction, domain, radix, n)
+    }
+}
+
+#[expect(clippy::too_many_arguments, reason = "one private step of `walk`")]
+fn walk_in<N: Number>(
+    key: &FpeKey,
+    tweak: &[u8],
+    shape: &Shape,
+    accept: &impl Fn(&[u32]) -> bool,
+    direction: Direction,
+    domain: N,
+    radix: u32,
+    n: usize,
+) -> Option<Vec<u32>> {
     let cipher = key.cipher(radix)?;
     let small = crate::numerals::half_bytes(radix, n) <= crate::numerals::MAX_HALF_BYTES;
-    let mut x = rank(shape, &shape.values());
+    let mut x: N = rank(shape, &shape.values());
     for _ in 0..MAX_WALK {
         let input = to_numerals(&x, radix, n);
         let out: Vec<u16> = if small {
@@ -290,7 +355,8 @@ mod tests {
     fn rank_and_unrank_are_inverse() {
         let shape = Shape::new("AB-123456", |_, _| false);
         let values = shape.values();
-        assert_eq!(unrank(&shape, rank(&shape, &values)), values);
+        assert_eq!(unrank(&shape, rank::<BigUint>(&shape, &values)), values);
+        assert_eq!(unrank(&shape, rank::<u128>(&shape, &values)), values);
         assert_eq!(shape.domain(), 26 * 26 * 1_000_000);
     }
 }
