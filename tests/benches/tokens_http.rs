@@ -1,7 +1,8 @@
 //! Tokenize throughput over real HTTP into a real vault, beside the raw Postgres insert rate of
 //! the same rows on the same server, and detokenize latency for 100 tokens.
 //!
-//! `cargo bench -p integration-tests --bench tokens_http` (add `-- --quick` for a short run).
+//! `cargo bench -p integration-tests --bench tokens_http` (add `-- --quick` for a short run;
+//! `BENCH_CLIENTS` and `BENCH_HTTP_WORKERS` change the defaults of 4 clients and 2 workers).
 //! It starts a throwaway Postgres cluster (or uses DATABASE_URL) and tokens-api in-process,
 //! and prints a table that docs/BENCHMARKS.md records.
 #![allow(
@@ -146,9 +147,16 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (batches, rounds) = if quick { (20, 50) } else { (100, 300) };
-    let clients = 4;
+    let setting = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let clients = setting("BENCH_CLIENTS", 4);
+    let workers = setting("BENCH_HTTP_WORKERS", 2);
     let app = TestApp::spawn_with(Service::Tokens, |env| {
-        env.insert("HTTP_WORKERS".into(), "2".into());
+        env.insert("HTTP_WORKERS".into(), workers.to_string());
         env.insert("DATABASE_POOL_SIZE".into(), "8".into());
         env.insert(
             "DPS_RATE_LIMITS".into(),

@@ -382,18 +382,36 @@ async fn rotated_keys_encrypt_new_entries_and_rewrap_moves_old_ones() {
         2
     );
     let keyring = vault::KeyRing::new(master);
+
+    // New writes use version 2 (here through a key ring that loads the keys afresh, as every
+    // replica does within 30 seconds); the version-1 entries are left as they were.
+    let request: api_types::tokens::TokenizeRequest = serde_json::from_value(
+        json!({ "policy_id": policy, "items": [item("bob@example.com", "email")] }),
+    )
+    .unwrap();
+    vault::tokenize::tokenize(&mut conn, &keyring, &acme, &request, false)
+        .await
+        .unwrap();
+    #[derive(diesel::QueryableByName)]
+    struct Version {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        key_version: i32,
+    }
+    let versions: Vec<Version> =
+        diesel::sql_query("SELECT key_version FROM vault_entries ORDER BY token_id")
+            .load(&mut conn)
+            .await
+            .unwrap();
+    let versions: Vec<i32> = versions.iter().map(|v| v.key_version).collect();
+    assert_eq!(versions, [1, 1, 2]);
+
+    // Only the two version-1 entries need rewrapping.
     assert_eq!(
         vault::keys::rewrap(&mut conn, &keyring, &acme)
             .await
             .unwrap(),
         2
     );
-
-    #[derive(diesel::QueryableByName)]
-    struct Version {
-        #[diesel(sql_type = diesel::sql_types::Integer)]
-        key_version: i32,
-    }
     let versions: Vec<Version> = diesel::sql_query("SELECT key_version FROM vault_entries")
         .load(&mut conn)
         .await
