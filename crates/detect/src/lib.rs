@@ -1,0 +1,539 @@
+#![doc = include_str!("../README.md")]
+
+mod context;
+
+use tokenize_core::normalize::{NormalizeOptions, luhn_valid, ssn_is_issuable};
+use tokenize_core::{Category, PiiType, normalize};
+
+pub use context::{Context, Hits};
+
+/// What a recognizer looks for. Passports share one kind: the shape decides US or Canadian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    UsSsn,
+    CaSin,
+    Email,
+    Phone,
+    Date,
+    Dob,
+    Monetary,
+    CaseNumber,
+    Passport,
+}
+
+/// Where a finding is, in terms a person can use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// 1-based line and column (in bytes) of plain text.
+    Line { line: usize, column: usize },
+}
+
+/// Why a finding was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evidence {
+    /// The shape that matched, for example `ssn_dashed`.
+    pub pattern: &'static str,
+    /// The check the value passed, for example `ssa_rules` or `luhn`.
+    pub validator: Option<&'static str>,
+    /// Context words found near it.
+    pub context: Vec<&'static str>,
+}
+
+/// One piece of PII found in content. It holds offsets, never the value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub pii_type: PiiType,
+    pub category: Category,
+    /// Byte offsets into the scanned text.
+    pub start: usize,
+    pub end: usize,
+    pub confidence: f32,
+    pub location: Location,
+    pub evidence: Evidence,
+}
+
+/// Findings below this confidence are not reported unless the caller lowers it.
+pub const DEFAULT_MIN_CONFIDENCE: f32 = 0.5;
+
+/// What a context word in favour adds, and what a word against takes away.
+const CONTEXT_BOOST: f32 = 0.35;
+const CONTEXT_PENALTY: f32 = 0.4;
+
+/// The detection engine. Build it once and share it: it holds the keyword automaton.
+#[derive(Debug, Default)]
+pub struct Detector {
+    context: Context,
+}
+
+/// A candidate before scoring.
+struct Candidate {
+    kind: Kind,
+    pii_type: PiiType,
+    start: usize,
+    end: usize,
+    base: f32,
+    pattern: &'static str,
+    validator: Option<&'static str>,
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b >= 0x80
+}
+
+impl Detector {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every finding at or above `min_confidence` in `text`, in order.
+    pub fn scan(&self, text: &str, min_confidence: f32) -> Vec<Finding> {
+        let bytes = text.as_bytes();
+        let mut findings = Vec::new();
+        let mut i = 0;
+        // Line counting is incremental: findings come in order.
+        let (mut line, mut line_start, mut counted) = (1usize, 0usize, 0usize);
+        while i < bytes.len() {
+            let b = bytes[i];
+            let candidates = if b == b'@' {
+                self.email_at(text, i)
+            } else if b.is_ascii_digit() && (i == 0 || !bytes[i - 1].is_ascii_digit()) {
+                self.number_at(text, i)
+            } else {
+                i += 1;
+                continue;
+            };
+            let mut next = i + 1;
+            if let Some(best) = self.best(text, candidates) {
+                next = next.max(best.end);
+                if best.confidence >= min_confidence {
+                    for (k, c) in bytes[counted..best.start].iter().enumerate() {
+                        if *c == b'\n' {
+                            line += 1;
+                            line_start = counted + k + 1;
+                        }
+                    }
+                    counted = best.start;
+                    let mut best = best;
+                    best.location = Location::Line {
+                        line,
+                        column: best.start - line_start + 1,
+                    };
+                    findings.push(best);
+                }
+            }
+            i = next;
+        }
+        findings
+    }
+
+    /// Scores candidates with their context and keeps the most confident one.
+    fn best(&self, text: &str, candidates: Vec<Candidate>) -> Option<Finding> {
+        if candidates.is_empty() {
+            return None;
+        }
+        let start = candidates.iter().map(|c| c.start).min().unwrap_or(0);
+        let end = candidates.iter().map(|c| c.end).max().unwrap_or(0);
+        let before = window(text, start.saturating_sub(context::BEFORE), start);
+        let after = window(text, end, (end + context::AFTER).min(text.len()));
+        let hits = self.context.hits(before, after);
+        candidates
+            .into_iter()
+            .map(|c| {
+                let mut confidence = c.base;
+                if hits.supports(c.kind) {
+                    confidence += CONTEXT_BOOST;
+                }
+                if hits.against() {
+                    confidence -= CONTEXT_PENALTY;
+                }
+                // A date next to birth words is a date of birth.
+                let (pii_type, kind) = if c.kind == Kind::Date && hits.supports(Kind::Dob) {
+                    confidence += CONTEXT_BOOST;
+                    (PiiType::Dob, Kind::Dob)
+                } else {
+                    (c.pii_type, c.kind)
+                };
+                let _ = kind;
+                Finding {
+                    pii_type,
+                    category: pii_type.category(),
+                    start: c.start,
+                    end: c.end,
+                    confidence: confidence.clamp(0.0, 1.0),
+                    location: Location::Line { line: 0, column: 0 },
+                    evidence: Evidence {
+                        pattern: c.pattern,
+                        validator: c.validator,
+                        context: hits.words.clone(),
+                    },
+                }
+            })
+            .max_by(|a, b| a.confidence.total_cmp(&b.confidence))
+    }
+
+    fn email_at(&self, text: &str, at: usize) -> Vec<Candidate> {
+        let bytes = text.as_bytes();
+        let local = |b: u8| b.is_ascii_alphanumeric() || b"._%+-'".contains(&b);
+        let domain = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
+        let mut start = at;
+        while start > 0 && local(bytes[start - 1]) {
+            start -= 1;
+        }
+        let mut end = at + 1;
+        while end < bytes.len() && domain(bytes[end]) {
+            end += 1;
+        }
+        while end > at + 1 && bytes[end - 1] == b'.' {
+            end -= 1;
+        }
+        while start < at && bytes[start] == b'.' {
+            start += 1;
+        }
+        if start == at || end == at + 1 {
+            return Vec::new();
+        }
+        let candidate = &text[start..end];
+        if normalize(PiiType::Email, candidate, &NormalizeOptions::default()).is_err() {
+            return Vec::new();
+        }
+        vec![Candidate {
+            kind: Kind::Email,
+            pii_type: PiiType::Email,
+            start,
+            end,
+            base: 0.9,
+            pattern: "email",
+            validator: Some("email_syntax"),
+        }]
+    }
+
+    /// Candidates anchored at the first digit of a number.
+    fn number_at(&self, text: &str, first: usize) -> Vec<Candidate> {
+        let bytes = text.as_bytes();
+        // The numeric span: digits, with one separator (or ") " / " (") between digit groups.
+        let is_sep = |b: u8| matches!(b, b'-' | b'.' | b',' | b' ' | b'/' | b'(' | b')');
+        let mut end = first;
+        let mut digits = 0usize;
+        while end < bytes.len() {
+            if bytes[end].is_ascii_digit() {
+                digits += 1;
+                end += 1;
+                if digits > 16 {
+                    return Vec::new();
+                }
+                continue;
+            }
+            let mut k = end;
+            while k < bytes.len() && k - end < 2 && is_sep(bytes[k]) {
+                k += 1;
+            }
+            let joint = &bytes[end..k];
+            let allowed = matches!(joint, [b] if *b != b'(' && *b != b')')
+                || joint == b") "
+                || joint == b" (";
+            if allowed && k < bytes.len() && bytes[k].is_ascii_digit() {
+                end = k;
+            } else {
+                break;
+            }
+        }
+        let mut start = first;
+        // A phone number may open with + or (.
+        if start > 0 && matches!(bytes[start - 1], b'+' | b'(') {
+            start -= 1;
+            if start > 0 && bytes[start] == b'(' && bytes[start - 1] == b'+' {
+                start -= 1;
+            }
+        }
+        let span = &text[start..end];
+        let after = bytes.get(end).copied();
+        let before = start.checked_sub(1).map(|i| bytes[i]);
+        // Part of a longer token: letters or digits glued on either side, a hyphenated
+        // identifier (UUIDs, SKUs), a version (v1.2.3), a timestamp (2024-01-02T10:00).
+        let glued_after = after.is_some_and(is_word)
+            || (after.is_some_and(|a| a == b'-' || a == b'.' || a == b':' || a == b'_')
+                && bytes.get(end + 1).is_some_and(|b| is_word(*b)));
+        let glued_before = before.is_some_and(|b| b == b'-' || b == b'_' || b == b'.')
+            && start >= 2
+            && is_word(bytes[start - 2]);
+        let letters_before = before.is_some_and(|b| b.is_ascii_alphabetic());
+        let shape: String = span
+            .bytes()
+            .map(|b| if b.is_ascii_digit() { 'd' } else { b as char })
+            .collect();
+        let mut out = Vec::new();
+        if !glued_after && !glued_before && !letters_before {
+            self.numeric(text, start, end, span, &shape, &mut out);
+        }
+        if !glued_after {
+            self.prefixed(text, start, end, &shape, &mut out);
+        }
+        out
+    }
+
+    /// Shapes made of digits and separators only.
+    fn numeric(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        span: &str,
+        shape: &str,
+        out: &mut Vec<Candidate>,
+    ) {
+        let digits: Vec<u8> = span.bytes().filter(u8::is_ascii_digit).collect();
+        let candidate = |kind, pii_type, base, pattern, validator| Candidate {
+            kind,
+            pii_type,
+            start,
+            end,
+            base,
+            pattern,
+            validator,
+        };
+        match shape {
+            "ddd-dd-dddd" | "ddd dd dddd" if ssn_is_issuable(&digits) => out.push(candidate(
+                Kind::UsSsn,
+                PiiType::UsSsn,
+                0.6,
+                "ssn_grouped",
+                Some("ssa_rules"),
+            )),
+            "ddd-ddd-ddd" | "ddd ddd ddd" if luhn_valid(&digits) => out.push(candidate(
+                Kind::CaSin,
+                PiiType::CaSin,
+                0.6,
+                "sin_grouped",
+                Some("luhn"),
+            )),
+            "ddddddddd" => {
+                // A bare nine-digit number is weak evidence of anything: context decides.
+                if ssn_is_issuable(&digits) {
+                    out.push(candidate(
+                        Kind::UsSsn,
+                        PiiType::UsSsn,
+                        0.3,
+                        "ssn_bare",
+                        Some("ssa_rules"),
+                    ));
+                }
+                if luhn_valid(&digits) {
+                    out.push(candidate(
+                        Kind::CaSin,
+                        PiiType::CaSin,
+                        0.3,
+                        "sin_bare",
+                        Some("luhn"),
+                    ));
+                }
+                out.push(candidate(
+                    Kind::Passport,
+                    PiiType::PassportUs,
+                    0.2,
+                    "passport_us",
+                    None,
+                ));
+            }
+            _ => {}
+        }
+        // Dates written with digits and separators.
+        if digits.len() >= 6
+            && digits.len() <= 8
+            && shape.contains(['-', '/', '.'])
+            && normalize(PiiType::Date, span, &NormalizeOptions::default()).is_ok()
+        {
+            out.push(candidate(
+                Kind::Date,
+                PiiType::Date,
+                0.55,
+                "date_numeric",
+                Some("calendar"),
+            ));
+        }
+        // Phone numbers: 10 to 15 digits, or a + prefix.
+        let phone_like = (10..=15).contains(&digits.len())
+            || (span.starts_with('+') && (8..=15).contains(&digits.len()));
+        if phone_like && normalize(PiiType::Phone, span, &NormalizeOptions::default()).is_ok() {
+            let formatted = span.starts_with('+')
+                || span.starts_with('(')
+                || shape.contains(['-', ' ', '.', ')']);
+            out.push(candidate(
+                Kind::Phone,
+                PiiType::Phone,
+                if formatted { 0.6 } else { 0.35 },
+                if formatted {
+                    "phone_formatted"
+                } else {
+                    "phone_bare"
+                },
+                Some("libphonenumber"),
+            ));
+        }
+        // Money: a currency sign right before, or a code around.
+        let bytes = text.as_bytes();
+        let sign_before = text[..start]
+            .chars()
+            .next_back()
+            .is_some_and(|c| matches!(c, '$' | '€' | '£' | '¥'));
+        let code_near = |s: &str| CURRENCY_CODES.contains(&s);
+        let code_before = start >= 4
+            && bytes[start - 1] == b' '
+            && text.get(start - 4..start - 1).is_some_and(code_near);
+        let code_after =
+            bytes.get(end) == Some(&b' ') && text.get(end + 1..end + 4).is_some_and(code_near);
+        let sign_after = text[end..].trim_start_matches(' ').starts_with('€');
+        if (sign_before || code_before || code_after || sign_after)
+            && normalize(PiiType::Monetary, span, &NormalizeOptions::default()).is_ok()
+        {
+            let from = if sign_before {
+                start - text[..start].chars().next_back().map_or(0, char::len_utf8)
+            } else {
+                start
+            };
+            out.push(Candidate {
+                kind: Kind::Monetary,
+                pii_type: PiiType::Monetary,
+                start: from,
+                end,
+                base: 0.7,
+                pattern: "money",
+                validator: Some("amount"),
+            });
+        }
+        // Dates with a month name around a day number: "March 4, 2020", "4 mars 2020".
+        if digits.len() <= 2 {
+            self.named_date(text, start, end, out);
+        }
+    }
+
+    fn named_date(&self, text: &str, start: usize, end: usize, out: &mut Vec<Candidate>) {
+        // "Month D, YYYY": the month word ends one space before the day.
+        let head = text[..start].trim_end_matches(' ');
+        let month_start = head
+            .rfind(|c: char| !c.is_alphabetic() && c != '.')
+            .map_or(0, |i| {
+                i + head[i..].chars().next().map_or(1, char::len_utf8)
+            });
+        // No month word before the day: only "D Month YYYY" is possible.
+        let month_start = if head[month_start..].chars().any(char::is_alphabetic) {
+            month_start
+        } else {
+            start
+        };
+        let tail_end = text[end..]
+            .char_indices()
+            .take(12)
+            .filter(|(_, c)| c.is_ascii_digit())
+            .map(|(i, c)| end + i + c.len_utf8())
+            .last();
+        let Some(tail_end) = tail_end else { return };
+        for from in [month_start, start] {
+            let to = if from == start {
+                // "D Month YYYY": the year is a few words on.
+                text[end..]
+                    .char_indices()
+                    .take(20)
+                    .filter(|(_, c)| c.is_ascii_digit())
+                    .map(|(i, c)| end + i + c.len_utf8())
+                    .last()
+                    .unwrap_or(tail_end)
+            } else {
+                tail_end
+            };
+            if from >= to || !text.is_char_boundary(from) || !text.is_char_boundary(to) {
+                continue;
+            }
+            let candidate = &text[from..to];
+            if candidate.len() > 30 {
+                continue;
+            }
+            if normalize(PiiType::Date, candidate, &NormalizeOptions::default()).is_ok() {
+                out.push(Candidate {
+                    kind: Kind::Date,
+                    pii_type: PiiType::Date,
+                    start: from,
+                    end: to,
+                    base: 0.6,
+                    pattern: "date_named",
+                    validator: Some("calendar"),
+                });
+                return;
+            }
+        }
+    }
+
+    /// Shapes that start with letters: Canadian passports (AB123456) and case numbers
+    /// (CV-2023-001234).
+    fn prefixed(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        shape: &str,
+        out: &mut Vec<Candidate>,
+    ) {
+        let bytes = text.as_bytes();
+        let letters = bytes[..start]
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+        if shape == "dddddd" && letters == 2 {
+            let from = start - 2;
+            if from == 0 || !is_word(bytes[from - 1]) {
+                out.push(Candidate {
+                    kind: Kind::Passport,
+                    pii_type: PiiType::PassportCa,
+                    start: from,
+                    end,
+                    base: 0.3,
+                    pattern: "passport_ca",
+                    validator: None,
+                });
+            }
+        }
+        // Case numbers: 1 to 4 capitals, a hyphen, then digit groups joined by hyphens.
+        if start >= 2 && bytes[start - 1] == b'-' {
+            let caps = bytes[..start - 1]
+                .iter()
+                .rev()
+                .take_while(|b| b.is_ascii_uppercase())
+                .count();
+            let from = start - 1 - caps;
+            if (1..=4).contains(&caps)
+                && (from == 0 || !is_word(bytes[from - 1]))
+                && shape.bytes().all(|b| b == b'd' || b == b'-')
+                && shape.len() >= 4
+            {
+                out.push(Candidate {
+                    kind: Kind::CaseNumber,
+                    pii_type: PiiType::CaseNumber,
+                    start: from,
+                    end,
+                    base: 0.45,
+                    pattern: "case_number",
+                    validator: None,
+                });
+            }
+        }
+    }
+}
+
+/// ISO 4217 codes recognized next to an amount.
+const CURRENCY_CODES: &[&str] = &[
+    "USD", "EUR", "CAD", "GBP", "JPY", "CHF", "AUD", "NZD", "CNY", "INR", "MXN", "BRL", "SEK",
+    "NOK", "DKK", "PLN", "CZK", "HUF", "ZAR", "SGD", "HKD", "KRW",
+];
+
+fn window(text: &str, mut from: usize, mut to: usize) -> &str {
+    while from > 0 && !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    while to < text.len() && !text.is_char_boundary(to) {
+        to += 1;
+    }
+    &text[from..to]
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+use super::*;
+
+fn found(text: &str) -> Vec<(PiiType, String, f32)> {
+    Detector::new()
+        .scan(text, DEFAULT_MIN_CONFIDENCE)
+        .into_iter()
+        .map(|f| (f.pii_type, text[f.start..f.end].to_owned(), f.confidence))
+        .collect()
+}
+
+fn types(text: &str) -> Vec<(PiiType, String)> {
+    found(text).into_iter().map(|(t, s, _)| (t, s)).collect()
+}
+
+#[test]
+fn grouped_ssns_are_found_and_context_raises_them() {
+    let f = found("Employee SSN: 123-45-6789.");
+    assert_eq!(f.len(), 1);
+    assert_eq!((f[0].0, f[0].1.as_str()), (PiiType::UsSsn, "123-45-6789"));
+    assert!(f[0].2 >= 0.9, "{f:?}");
+    assert_eq!(
+        types("ref 078-05-1120 end"),
+        [(PiiType::UsSsn, "078-05-1120".into())]
+    );
+}
+
+#[test]
+fn a_bare_nine_digit_number_needs_context() {
+    assert!(types("the number 123456789 appears").is_empty());
+    assert_eq!(
+        types("SSN 123456789"),
+        [(PiiType::UsSsn, "123456789".into())]
+    );
+    assert_eq!(
+        types("passport number 912803456"),
+        [(PiiType::PassportUs, "912803456".into())]
+    );
+    assert_eq!(
+        types("NAS : 046454286"),
+        [(PiiType::CaSin, "046454286".into())]
+    );
+}
+
+#[test]
+fn hard_negatives_stay_negative() {
+    for text in [
+        "Beverly Hills, CA 90210-1234",
+        "ITIN 912-70-1234",
+        "SIN 046 454 287",
+        "call +1 000 000 0000",
+        "Order #123456789 shipped",
+        "id 550e8400-e29b-41d4-a716-446655440000",
+        "at 2024-01-02T10:00:00Z the job ran",
+        "upgrade to v10.4.12 now",
+        "tracking 1Z999AA10123456784",
+        "build 20240102",
+    ] {
+        assert!(types(text).is_empty(), "{text}: {:?}", types(text));
+    }
+}
+
+#[test]
+fn sins_emails_phones_and_money() {
+    assert_eq!(
+        types("SIN 046 454 286"),
+        [(PiiType::CaSin, "046 454 286".into())]
+    );
+    assert_eq!(
+        types("write to Ann.Lee+x@Example.com today."),
+        [(PiiType::Email, "Ann.Lee+x@Example.com".into())]
+    );
+    assert_eq!(
+        types("phone: +1 (202) 555-0123"),
+        [(PiiType::Phone, "+1 (202) 555-0123".into())]
+    );
+    assert_eq!(
+        types("tél. 01 42 68 53 00"),
+        Vec::<(PiiType, String)>::new(),
+        "a French number without +33 is not a US number"
+    );
+    assert_eq!(
+        types("tél. +33 1 42 68 53 00"),
+        [(PiiType::Phone, "+33 1 42 68 53 00".into())]
+    );
+    assert_eq!(
+        types("salary $1,234.50 per week"),
+        [(PiiType::Monetary, "$1,234.50".into())]
+    );
+    assert_eq!(
+        types("montant 1.234,50 € payé"),
+        [(PiiType::Monetary, "1.234,50".into())]
+    );
+}
+
+#[test]
+fn dates_and_dates_of_birth() {
+    assert_eq!(
+        types("signed 2020-03-04 in Ottawa"),
+        [(PiiType::Date, "2020-03-04".into())]
+    );
+    assert_eq!(
+        types("born on March 4, 1980."),
+        [(PiiType::Dob, "March 4, 1980".into())]
+    );
+    assert_eq!(
+        types("date de naissance : 4 mars 1980"),
+        [(PiiType::Dob, "4 mars 1980".into())]
+    );
+    assert!(types("on 2023-02-30 nothing happened").is_empty());
+}
+
+#[test]
+fn passports_and_case_numbers() {
+    assert_eq!(
+        types("Passeport AB123456"),
+        [(PiiType::PassportCa, "AB123456".into())]
+    );
+    assert!(types("part AB123456 in stock").is_empty());
+    assert_eq!(
+        types("Case CV-2023-001234 was filed"),
+        [(PiiType::CaseNumber, "CV-2023-001234".into())]
+    );
+}
+
+#[test]
+fn findings_carry_locations_evidence_and_categories() {
+    let text = "first line\nsecond: SSN 123-45-6789\n";
+    let f = Detector::new().scan(text, DEFAULT_MIN_CONFIDENCE);
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        f[0].location,
+        Location::Line {
+            line: 2,
+            column: 13
+        }
+    );
+    assert_eq!(f[0].category, Category::GovernmentId);
+    assert_eq!(f[0].evidence.pattern, "ssn_grouped");
+    assert_eq!(f[0].evidence.validator, Some("ssa_rules"));
+    assert_eq!(f[0].evidence.context, vec!["ssn"]);
+    // Lowering the threshold shows the weak findings.
+    let weak = Detector::new().scan("the number 123456789 appears", 0.0);
+    assert!(!weak.is_empty());
+}
+
+proptest::proptest! {
+    /// Any text, however broken, is scanned without a panic, and every finding's offsets are
+    /// inside it on character boundaries.
+    #[test]
+    fn any_text_scans_without_panicking(text in "\\PC{0,200}") {
+        for f in Detector::new().scan(&text, 0.0) {
+            proptest::prop_assert!(f.start < f.end && f.end <= text.len());
+            proptest::prop_assert!(text.is_char_boundary(f.start) && text.is_char_boundary(f.end));
+        }
+    }
+
+    #[test]
+    fn digit_heavy_text_scans_without_panicking(text in "[0-9 ()+./,:@a-zé€$-]{0,120}") {
+        for f in Detector::new().scan(&text, 0.0) {
+            proptest::prop_assert!(text.is_char_boundary(f.start) && text.is_char_boundary(f.end));
+        }
+    }
+}
