@@ -138,10 +138,11 @@ impl Context {
     /// boundaries, so "sin" in "using" does not.
     pub fn hits(&self, before: &str, after: &str) -> Hits {
         let mut words = Vec::new();
+        // The matcher ignores ASCII case; the French words' accented letters are matched as
+        // written (lower case), which is how they appear in running text.
         for text in [before, after] {
-            let lower = text.to_lowercase();
-            for m in self.matcher.find_iter(&lower) {
-                let bytes = lower.as_bytes();
+            for m in self.matcher.find_iter(text) {
+                let bytes = text.as_bytes();
                 let starts = m.start() == 0 || !bytes[m.start() - 1].is_ascii_alphanumeric();
                 let ends = m.end() == bytes.len()
                     || !bytes[m.end()].is_ascii_alphanumeric()
