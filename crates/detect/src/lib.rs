@@ -2,7 +2,7 @@
 
 mod context;
 
-use tokenize_core::normalize::{NormalizeOptions, luhn_valid, ssn_is_issuable};
+use tokenize_core::normalize::{NormalizeOptions, is_date, luhn_valid, ssn_is_issuable};
 use tokenize_core::{Category, PiiType, normalize};
 
 pub use context::{Context, Hits};
@@ -135,47 +135,45 @@ impl Detector {
 
     /// Scores candidates with their context and keeps the most confident one.
     fn best(&self, text: &str, candidates: Vec<Candidate>) -> Option<Finding> {
-        if candidates.is_empty() {
-            return None;
-        }
-        let start = candidates.iter().map(|c| c.start).min().unwrap_or(0);
-        let end = candidates.iter().map(|c| c.end).max().unwrap_or(0);
+        let start = candidates.iter().map(|c| c.start).min()?;
+        let end = candidates.iter().map(|c| c.end).max()?;
         let before = window(text, start.saturating_sub(context::BEFORE), start);
         let after = window(text, end, (end + context::AFTER).min(text.len()));
         let hits = self.context.hits(before, after);
-        candidates
-            .into_iter()
+        let against = hits.against();
+        let (confidence, pii_type, winner) = candidates
+            .iter()
             .map(|c| {
                 let mut confidence = c.base;
                 if hits.supports(c.kind) {
                     confidence += CONTEXT_BOOST;
                 }
-                if hits.against() {
+                if against {
                     confidence -= CONTEXT_PENALTY;
                 }
                 // A date next to birth words is a date of birth.
-                let (pii_type, kind) = if c.kind == Kind::Date && hits.supports(Kind::Dob) {
+                let pii_type = if c.kind == Kind::Date && hits.supports(Kind::Dob) {
                     confidence += CONTEXT_BOOST;
-                    (PiiType::Dob, Kind::Dob)
+                    PiiType::Dob
                 } else {
-                    (c.pii_type, c.kind)
+                    c.pii_type
                 };
-                let _ = kind;
-                Finding {
-                    pii_type,
-                    category: pii_type.category(),
-                    start: c.start,
-                    end: c.end,
-                    confidence: confidence.clamp(0.0, 1.0),
-                    location: Location::Line { line: 0, column: 0 },
-                    evidence: Evidence {
-                        pattern: c.pattern,
-                        validator: c.validator,
-                        context: hits.words.clone(),
-                    },
-                }
+                (confidence.clamp(0.0, 1.0), pii_type, c)
             })
-            .max_by(|a, b| a.confidence.total_cmp(&b.confidence))
+            .max_by(|a, b| a.0.total_cmp(&b.0))?;
+        Some(Finding {
+            pii_type,
+            category: pii_type.category(),
+            start: winner.start,
+            end: winner.end,
+            confidence,
+            location: Location::Line { line: 0, column: 0 },
+            evidence: Evidence {
+                pattern: winner.pattern,
+                validator: winner.validator,
+                context: hits.words,
+            },
+        })
     }
 
     fn email_at(&self, text: &str, at: usize) -> Vec<Candidate> {
@@ -368,10 +366,7 @@ impl Detector {
             _ => {}
         }
         // Dates written with digits and separators.
-        if (6..=8).contains(&digits.len())
-            && DATE_SHAPES.contains(&shape)
-            && normalize(PiiType::Date, span, &NormalizeOptions::default()).is_ok()
-        {
+        if (6..=8).contains(&digits.len()) && DATE_SHAPES.contains(&shape) && is_date(span) {
             out.push(candidate(
                 Kind::Date,
                 PiiType::Date,
@@ -497,7 +492,7 @@ impl Detector {
             if candidate.len() > 30 {
                 continue;
             }
-            if normalize(PiiType::Date, candidate, &NormalizeOptions::default()).is_ok() {
+            if is_date(candidate) {
                 out.push(Candidate {
                     kind: Kind::Date,
                     pii_type: PiiType::Date,

@@ -17,6 +17,12 @@ use crate::error::ValueError;
 use crate::pii::PiiType;
 use crate::secret::Secret;
 
+/// Parses a written date without normalizing it: for detection, which only needs to know
+/// whether text is a calendar date.
+pub fn is_date(raw: &str) -> bool {
+    date::date(raw.trim()).is_ok()
+}
+
 /// What normalization needs beyond the value: the policy's settings.
 #[derive(Debug, Clone, Copy)]
 pub struct NormalizeOptions {
