@@ -480,17 +480,7 @@ async fn every_attempt_is_audited_without_values_and_listed_for_admins() {
     let (_, by_user) = list("?user=sue").await;
     assert_eq!(by_user["items"].as_array().unwrap().len(), 1);
     let url = format!("/audit/detokenizations?token_id={}", ids[2]);
-    let by_token: Value = t
-        .app
-        .http
-        .get(t.app.url(&url))
-        .bearer_auth(&t.admin)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, by_token) = t.get(&t.admin, &url).await;
     assert_eq!(by_token["items"].as_array().unwrap().len(), 2);
     let (_, future) = list("?since=2999-01-01T00:00:00Z").await;
     assert_eq!(future["items"], json!([]));
@@ -502,31 +492,16 @@ async fn every_attempt_is_audited_without_values_and_listed_for_admins() {
         .unwrap()
         .to_owned();
     let url = format!("/audit/detokenizations?limit=2&cursor={cursor}");
-    let rest: Value = t
-        .app
-        .http
-        .get(t.app.url(&url))
-        .bearer_auth(&t.admin)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, rest) = t.get(&t.admin, &url).await;
     assert_eq!(rest["items"].as_array().unwrap().len(), 1);
 
     // Another tenant's admin sees none of these attempts.
-    let theirs: Value = t
-        .app
-        .http
-        .get(t.app.url("/audit/detokenizations"))
-        .bearer_auth(t.app.token("globex", "gina", &["admin"]))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, theirs) = t
+        .get(
+            &t.app.token("globex", "gina", &["admin"]),
+            "/audit/detokenizations",
+        )
+        .await;
     assert_eq!(theirs["items"], json!([]));
 
     let response = t

@@ -131,17 +131,7 @@ async fn the_monthly_quota_stops_tokenization_without_writing_part_of_a_batch() 
         .await;
     assert_eq!(status, 429);
 
-    let usage: Value = t
-        .app
-        .http
-        .get(t.app.url("/usage"))
-        .bearer_auth(&t.admin)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, usage) = t.get(&t.admin, "/usage").await;
     assert_eq!(
         usage["quota"],
         json!({ "limit": 2, "used": 2, "remaining": 0 })
@@ -230,17 +220,9 @@ async fn usage_counts_the_month_of_the_tenant_only() {
             .ends_with("-01T00:00:00Z")
     );
 
-    let other: Value = t
-        .app
-        .http
-        .get(t.app.url("/usage"))
-        .bearer_auth(t.app.token("globex", "gina", &["admin"]))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, other) = t
+        .get(&t.app.token("globex", "gina", &["admin"]), "/usage")
+        .await;
     assert_eq!(other["tokens"]["created"], 0);
     let response = t
         .app

@@ -34,7 +34,20 @@ impl Tokens {
         }
     }
 
-    async fn create_policy(&self, body: Value) -> (u16, Value) {
+    /// GET `path` with `token`: the status and the JSON body.
+    pub async fn get(&self, token: &str, path: &str) -> (u16, Value) {
+        let response = self
+            .app
+            .http
+            .get(self.app.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
+
+    pub async fn create_policy(&self, body: Value) -> (u16, Value) {
         let response = self
             .app
             .http
