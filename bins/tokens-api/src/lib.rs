@@ -111,23 +111,52 @@ impl Extra {
     }
 }
 
-/// Runs before an operation's domain call: refuses it when the kill switch is on for the
-/// tenant (`stoppable` operations only: tokenize, grant, detokenize), then counts it against
-/// the rate limits and records the numbers for the `X-RateLimit-*` headers.
+/// Who a rate limit counts a request against: an access token's user, or an API key's owner
+/// (the key itself when it has none).
+pub(crate) enum Subject<'a> {
+    User(&'a auth::Principal),
+    Key(&'a auth::ApiKeyPrincipal),
+}
+
+impl Subject<'_> {
+    fn tenant(&self) -> &auth::TenantId {
+        match self {
+            Subject::User(p) => &p.tenant_id,
+            Subject::Key(k) => &k.tenant_id,
+        }
+    }
+
+    fn counter(&self) -> String {
+        match self {
+            Subject::User(p) => format!("user:{}", p.user_id),
+            Subject::Key(k) => k
+                .owner_id
+                .as_ref()
+                .map_or_else(|| format!("key:{}", k.key_id), |o| format!("user:{o}")),
+        }
+    }
+}
+
+/// Runs before an operation's domain call and hands back the connection to make it with:
+/// refuses the operation when the kill switch is on for the tenant (`stoppable` operations
+/// only: tokenize, grant, detokenize), then counts it against the rate limits and records the
+/// numbers for the `X-RateLimit-*` headers.
 pub(crate) async fn admit(
     req: &actix_web::HttpRequest,
+    state: &dps_http::ServiceState,
     extra: &Extra,
-    conn: &mut db::AsyncPgConnection,
-    tenant: &auth::TenantId,
-    subject: &str,
+    subject: Subject<'_>,
     endpoint: limits::Endpoint,
     stoppable: bool,
-) -> Result<(), ApiError> {
+) -> Result<db::PooledConnection, ApiError> {
     use actix_web::HttpMessage as _;
+    let mut conn = state.conn().await?;
+    let conn_ref: &mut db::AsyncPgConnection = &mut conn;
+    let tenant = subject.tenant();
     if stoppable
         && extra
             .kill_switches
-            .is_on(conn, tenant)
+            .is_on(conn_ref, tenant)
             .await
             .map_err(ApiError::database)?
     {
@@ -137,12 +166,18 @@ pub(crate) async fn admit(
             "tokenization is temporarily disabled for this tenant by an operator",
         ));
     }
-    let decision = limits::check(conn, &extra.rate_limits, tenant, subject, endpoint)
-        .await
-        .map_err(|e| match e {
-            limits::LimitsError::Database(e) => ApiError::database(e),
-            limits::LimitsError::Config(c) => ApiError::internal(c),
-        })?;
+    let decision = limits::check(
+        conn_ref,
+        &extra.rate_limits,
+        tenant,
+        &subject.counter(),
+        endpoint,
+    )
+    .await
+    .map_err(|e| match e {
+        limits::LimitsError::Database(e) => ApiError::database(e),
+        limits::LimitsError::Config(c) => ApiError::internal(c),
+    })?;
     req.extensions_mut().insert(dps_http::RateLimitHeaders {
         limit: decision.limit,
         remaining: decision.remaining,
@@ -158,7 +193,7 @@ pub(crate) async fn admit(
         error.retry_after_seconds = Some(decision.retry_after);
         return Err(error);
     }
-    Ok(())
+    Ok(conn)
 }
 
 /// Area A's page size: 1 to 100, default 50.

@@ -138,7 +138,7 @@ pub async fn tokenize(
                 .get_result(conn)
                 .await?;
                 if stored.request_hash != hash {
-                    return Err(TxError::Vault(VaultError::IdempotencyKeyReused));
+                    return Err(Rollback::Vault(VaultError::IdempotencyKeyReused));
                 }
                 return Ok(Outcome::Replayed {
                     body: stored.response,
@@ -158,14 +158,13 @@ pub async fn tokenize(
                     Ok(Outcome::Done { response, body })
                 }
                 // Not kept: the key is released with the rollback, and a retry runs again.
-                rejected => Err(TxError::Released(rejected)),
+                rejected => Err(Rollback::With(rejected)),
             }
         })
         .await;
     match attempt {
-        Ok(outcome) | Err(TxError::Released(outcome)) => Ok(outcome),
-        Err(TxError::Vault(e)) => Err(e),
-        Err(TxError::Incomplete(_)) => Err(VaultError::Crypto),
+        Ok(outcome) | Err(Rollback::With(outcome)) => Ok(outcome),
+        Err(Rollback::Vault(e)) => Err(e),
     }
 }
 
@@ -395,22 +394,21 @@ async fn run(
                     && limits::tokens_created_this_month(conn, tenant).await? > quota
                 {
                     // Over the quota with this batch: none of it is written.
-                    return Err(TxError::Vault(VaultError::QuotaExceeded));
+                    return Err(Rollback::Vault(VaultError::QuotaExceeded));
                 }
                 let complete = pending
                     .iter()
                     .all(|p| matches!(written.get(&p.index), Some(Written::Token { .. })));
                 if batch_mode == BatchMode::AllOrNothing && !complete {
                     // Roll back what this batch wrote, and report why.
-                    return Err(TxError::Incomplete(written));
+                    return Err(Rollback::With(written));
                 }
                 Ok(written)
             })
             .await;
         match attempt {
-            Ok(written) | Err(TxError::Incomplete(written)) => written,
-            Err(TxError::Vault(e)) => return Err(e),
-            Err(TxError::Released(_)) => return Err(VaultError::Crypto),
+            Ok(written) | Err(Rollback::With(written)) => written,
+            Err(Rollback::Vault(e)) => return Err(e),
         }
     };
     for p in &pending {
@@ -508,22 +506,23 @@ enum Written {
     NoSurrogate,
 }
 
-enum TxError {
+/// Why a transaction rolled back: an error, or on purpose with a result to answer (an
+/// ALL_OR_NOTHING batch that could not be written whole; a rejected batch under an
+/// idempotency key, whose key the rollback releases).
+enum Rollback<T> {
     Vault(VaultError),
-    Incomplete(HashMap<usize, Written>),
-    /// A rejected batch under an idempotency key: roll back (releasing the key) and answer it.
-    Released(Outcome),
+    With(T),
 }
 
-impl From<diesel::result::Error> for TxError {
+impl<T> From<diesel::result::Error> for Rollback<T> {
     fn from(e: diesel::result::Error) -> Self {
-        TxError::Vault(e.into())
+        Rollback::Vault(e.into())
     }
 }
 
-impl From<VaultError> for TxError {
+impl<T> From<VaultError> for Rollback<T> {
     fn from(e: VaultError) -> Self {
-        TxError::Vault(e)
+        Rollback::Vault(e)
     }
 }
 

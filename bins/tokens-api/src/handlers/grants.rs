@@ -29,13 +29,11 @@ pub async fn grant(
     body: Body<GrantRequest>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = state.conn().await?;
-    crate::admit(
+    let mut conn = crate::admit(
         &req,
+        &state,
         &extra,
-        &mut conn,
-        &caller.tenant_id,
-        &format!("user:{}", caller.user_id),
+        crate::Subject::User(&caller),
         limits::Endpoint::Grant,
         true,
     )
@@ -68,13 +66,11 @@ pub async fn detokenize(
     body: Body<DetokenizeRequest>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = state.conn().await?;
-    crate::admit(
+    let mut conn = crate::admit(
         &req,
+        &state,
         &extra,
-        &mut conn,
-        &caller.tenant_id,
-        &format!("user:{}", caller.user_id),
+        crate::Subject::User(&caller),
         limits::Endpoint::Detokenize,
         true,
     )
@@ -118,13 +114,11 @@ pub async fn audit(
         token_id: query.token_id.as_deref(),
         since: query.since.as_deref(),
     };
-    let mut conn = state.conn().await?;
-    crate::admit(
+    let mut conn = crate::admit(
         &req,
+        &state,
         &extra,
-        &mut conn,
-        &caller.tenant_id,
-        &format!("user:{}", caller.user_id),
+        crate::Subject::User(&caller),
         limits::Endpoint::Audit,
         false,
     )

@@ -29,13 +29,11 @@ pub async fn list(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let limit = crate::page_limit(query.limit)?;
-    let mut conn = state.conn().await?;
-    crate::admit(
+    let mut conn = crate::admit(
         &req,
+        &state,
         &extra,
-        &mut conn,
-        &caller.tenant_id,
-        &format!("user:{}", caller.user_id),
+        crate::Subject::User(&caller),
         limits::Endpoint::Policies,
         false,
     )
@@ -73,13 +71,11 @@ pub async fn create(
     body: Body<PolicyInput>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = state.conn().await?;
-    crate::admit(
+    let mut conn = crate::admit(
         &req,
+        &state,
         &extra,
-        &mut conn,
-        &caller.tenant_id,
-        &format!("user:{}", caller.user_id),
+        crate::Subject::User(&caller),
         limits::Endpoint::Policies,
         false,
     )
@@ -114,13 +110,11 @@ pub async fn update(
     body: Body<PolicyInput>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = state.conn().await?;
-    crate::admit(
+    let mut conn = crate::admit(
         &req,
+        &state,
         &extra,
-        &mut conn,
-        &caller.tenant_id,
-        &format!("user:{}", caller.user_id),
+        crate::Subject::User(&caller),
         limits::Endpoint::Policies,
         false,
     )

@@ -30,16 +30,11 @@ pub async fn tokenize(
     body: Body<TokenizeRequest>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = state.conn().await?;
-    crate::admit(
+    let mut conn = crate::admit(
         &req,
+        &state,
         &extra,
-        &mut conn,
-        &caller.tenant_id,
-        &caller
-            .owner_id
-            .as_ref()
-            .map_or_else(|| format!("key:{}", caller.key_id), |o| format!("user:{o}")),
+        crate::Subject::Key(&caller),
         limits::Endpoint::Tokenize,
         true,
     )

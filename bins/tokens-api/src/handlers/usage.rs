@@ -22,13 +22,11 @@ pub async fn usage(
     extra: web::Data<Extra>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = state.conn().await?;
-    crate::admit(
+    let mut conn = crate::admit(
         &req,
+        &state,
         &extra,
-        &mut conn,
-        &caller.tenant_id,
-        &format!("user:{}", caller.user_id),
+        crate::Subject::User(&caller),
         limits::Endpoint::Usage,
         false,
     )

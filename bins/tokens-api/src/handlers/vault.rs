@@ -30,13 +30,11 @@ pub async fn list(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let limit = crate::page_limit(query.limit)?;
-    let mut conn = state.conn().await?;
-    crate::admit(
+    let mut conn = crate::admit(
         &req,
+        &state,
         &extra,
-        &mut conn,
-        &caller.tenant_id,
-        &format!("user:{}", caller.user_id),
+        crate::Subject::User(&caller),
         limits::Endpoint::VaultList,
         false,
     )
@@ -79,13 +77,11 @@ pub async fn revoke(
     body: Body<RevokeRequest>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = state.conn().await?;
-    crate::admit(
+    let mut conn = crate::admit(
         &req,
+        &state,
         &extra,
-        &mut conn,
-        &caller.tenant_id,
-        &format!("user:{}", caller.user_id),
+        crate::Subject::User(&caller),
         limits::Endpoint::Revoke,
         false,
     )
