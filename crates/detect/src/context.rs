@@ -114,6 +114,15 @@ impl Hits {
         })
     }
 
+    /// Adds the words of `other` not already here.
+    pub fn merge(&mut self, other: Hits) {
+        for word in other.words {
+            if !self.words.contains(&word) {
+                self.words.push(word);
+            }
+        }
+    }
+
     pub fn against(&self) -> bool {
         self.words.iter().any(|w| {
             WORDS
@@ -132,6 +141,25 @@ impl Context {
             // The word list is fixed and small; building it cannot fail.
             .unwrap_or_else(|_| unreachable!("the context word list builds"));
         Self { matcher }
+    }
+
+    /// Context words in a CSV header or JSON key. `dateOfBirth`, `date_of_birth` and
+    /// `Date-Of-Birth` all read as "date of birth".
+    pub fn label_hits(&self, label: &str) -> Hits {
+        let mut words = String::with_capacity(label.len() + 8);
+        let mut previous: Option<char> = None;
+        for c in label.chars() {
+            if c.is_alphanumeric() {
+                if c.is_uppercase() && previous.is_some_and(char::is_lowercase) {
+                    words.push(' ');
+                }
+                words.extend(c.to_lowercase());
+            } else {
+                words.push(' ');
+            }
+            previous = Some(c);
+        }
+        self.hits(&words, "")
     }
 
     /// Words in `before` (the text before the match) and `after`. A word counts only on word

@@ -1,11 +1,17 @@
 #![doc = include_str!("../README.md")]
 
+mod content;
 mod context;
+mod stream;
+mod structure;
 
 use tokenize_core::normalize::{NormalizeOptions, is_date, luhn_valid, ssn_is_issuable};
 use tokenize_core::{Category, PiiType, normalize};
 
+pub use content::{Encoding, Format, Hint, SkipReason};
 pub use context::{Context, Hits};
+pub use stream::{Report, Stream};
+use structure::Tracker;
 
 /// What a recognizer looks for. Passports share one kind: the shape decides US or Canadian.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +32,15 @@ pub enum Kind {
 pub enum Location {
     /// 1-based line and column (in bytes) of plain text.
     Line { line: usize, column: usize },
+    /// CSV or TSV: the 1-based data row (the header row is not counted), the 1-based column
+    /// and that column's header.
+    Csv {
+        row: usize,
+        column: usize,
+        header: Option<String>,
+    },
+    /// JSON or NDJSON: the 1-based line the value is on and its JSONPath.
+    Json { line: usize, path: String },
 }
 
 /// Why a finding was made.
@@ -50,7 +65,45 @@ pub struct Finding {
     pub confidence: f32,
     pub location: Location,
     pub evidence: Evidence,
+    /// The matched text, only when [`Options::with_values`] asks for it (the tokenize and mask
+    /// actions need it; reports and logs must not have it).
+    pub value: Option<String>,
 }
+
+/// How a scan reports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Findings below this confidence are dropped.
+    pub min_confidence: f32,
+    /// Whether findings carry the matched text.
+    pub with_values: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            min_confidence: DEFAULT_MIN_CONFIDENCE,
+            with_values: false,
+        }
+    }
+}
+
+/// Decoded text to scan. `text` starts at absolute offset `base`; only findings starting in
+/// `report_from..report_until` are reported, the rest being another window's.
+pub(crate) struct Window<'t> {
+    pub text: &'t str,
+    pub base: usize,
+    pub report_from: usize,
+    pub report_until: usize,
+}
+
+/// The longest local part and domain of an email address.
+const MAX_EMAIL_LOCAL: usize = 64;
+const MAX_EMAIL_DOMAIN: usize = 255;
+
+/// How far a candidate may reach before its anchor (an email's local part) or after it, in
+/// bytes, context windows included. Streaming windows overlap by this much on each side.
+pub(crate) const MAX_REACH: usize = 512;
 
 /// Findings below this confidence are not reported unless the caller lowers it.
 pub const DEFAULT_MIN_CONFIDENCE: f32 = 0.5;
@@ -85,13 +138,67 @@ impl Detector {
         Self::default()
     }
 
-    /// Every finding at or above `min_confidence` in `text`, in order.
+    /// Every finding at or above `min_confidence` in plain text, in order.
     pub fn scan(&self, text: &str, min_confidence: f32) -> Vec<Finding> {
-        let bytes = text.as_bytes();
+        let options = Options {
+            min_confidence,
+            with_values: false,
+        };
+        self.scan_text(text, Format::Text, &options)
+    }
+
+    /// Every finding in decoded text of a known format, in order.
+    pub fn scan_text(&self, text: &str, format: Format, options: &Options) -> Vec<Finding> {
         let mut findings = Vec::new();
+        let window = Window {
+            text,
+            base: 0,
+            report_from: 0,
+            report_until: usize::MAX,
+        };
+        self.scan_window(&window, options, &mut Tracker::new(format), &mut findings);
+        findings
+    }
+
+    /// Every finding in a file's bytes: gzip is inflated, the encoding and format are sniffed
+    /// (the hint helps), binary content is skipped with the reason.
+    pub fn scan_bytes(
+        &self,
+        bytes: &[u8],
+        hint: Hint<'_>,
+        options: &Options,
+    ) -> Result<Report, SkipReason> {
+        let mut stream = self.stream(hint, *options);
+        let mut findings = Vec::new();
+        stream.push(bytes, &mut findings)?;
+        let mut report = stream.finish(&mut findings)?;
+        report.findings = findings;
+        Ok(report)
+    }
+
+    /// A scan of content that arrives in pieces, in bounded memory.
+    pub fn stream(&self, hint: Hint<'_>, options: Options) -> Stream<'_> {
+        Stream::new(self, hint, options)
+    }
+
+    /// Scans one window, feeding `tracker` the text up to each reported finding.
+    pub(crate) fn scan_window(
+        &self,
+        window: &Window<'_>,
+        options: &Options,
+        tracker: &mut Tracker,
+        findings: &mut Vec<Finding>,
+    ) {
+        let text = window.text;
+        let bytes = text.as_bytes();
+        let base = window.base;
+        let advance = |tracker: &mut Tracker, to: usize| {
+            let from = tracker.position();
+            if to > from && from >= base {
+                tracker.feed(&bytes[from - base..to - base]);
+            }
+        };
         let mut i = 0;
-        // Line counting is incremental: findings come in order.
-        let (mut line, mut line_start, mut counted) = (1usize, 0usize, 0usize);
         while i < bytes.len() {
             i = next_anchor(bytes, i);
             let Some(&b) = bytes.get(i) else { break };
@@ -110,36 +217,63 @@ impl Detector {
                     next += 1;
                 }
             }
-            if let Some(best) = self.best(text, candidates) {
+            let Some(first) = candidates.iter().map(|c| base + c.start).min() else {
+                i = next;
+                continue;
+            };
+            if first >= window.report_until {
+                i = next;
+                continue;
+            }
+            let fresh = first >= window.report_from;
+            // A CSV header or JSON key names the value: it is context too.
+            let label = if tracker.labels() {
+                if fresh {
+                    advance(tracker, first);
+                }
+                Some(
+                    tracker
+                        .label()
+                        .map_or_else(Hits::default, |label| self.context.label_hits(label)),
+                )
+            } else {
+                None
+            };
+            if let Some(mut best) = self.best(text, candidates, label) {
                 next = next.max(best.end);
-                if best.confidence >= min_confidence {
-                    for (k, c) in bytes[counted..best.start].iter().enumerate() {
-                        if *c == b'\n' {
-                            line += 1;
-                            line_start = counted + k + 1;
-                        }
+                if fresh && best.confidence >= options.min_confidence {
+                    advance(tracker, base + best.start);
+                    best.location = tracker.location(base + best.start);
+                    if options.with_values {
+                        best.value = Some(text[best.start..best.end].to_owned());
                     }
-                    counted = best.start;
-                    let mut best = best;
-                    best.location = Location::Line {
-                        line,
-                        column: best.start - line_start + 1,
-                    };
+                    best.start += base;
+                    best.end += base;
                     findings.push(best);
                 }
             }
             i = next;
         }
-        findings
     }
 
     /// Scores candidates with their context and keeps the most confident one.
-    fn best(&self, text: &str, candidates: Vec<Candidate>) -> Option<Finding> {
+    fn best(&self, text: &str, candidates: Vec<Candidate>, label: Option<Hits>) -> Option<Finding> {
         let start = candidates.iter().map(|c| c.start).min()?;
         let end = candidates.iter().map(|c| c.end).max()?;
-        let before = window(text, start.saturating_sub(context::BEFORE), start);
+        let mut from = start.saturating_sub(context::BEFORE);
+        if label.is_some() {
+            // Structured content. In a CSV row or a JSON line the header or key speaks for the value; earlier lines
+            // (the header row itself, other records) are not its context.
+            if let Some(newline) = memchr::memrchr(b'\n', &text.as_bytes()[from..start]) {
+                from += newline + 1;
+            }
+        }
+        let before = window(text, from, start);
         let after = window(text, end, (end + context::AFTER).min(text.len()));
-        let hits = self.context.hits(before, after);
+        let mut hits = self.context.hits(before, after);
+        if let Some(label) = label {
+            hits.merge(label);
+        }
         let against = hits.against();
         let (confidence, pii_type, winner) = candidates
             .iter()
@@ -173,6 +307,7 @@ impl Detector {
                 validator: winner.validator,
                 context: hits.words,
             },
+            value: None,
         })
     }
 
@@ -180,12 +315,16 @@ impl Detector {
         let bytes = text.as_bytes();
         let local = |b: u8| b.is_ascii_alphanumeric() || b"._%+-'".contains(&b);
         let domain = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
+        // RFC 5321 limits: 64 bytes of local part, 255 of domain.
         let mut start = at;
-        while start > 0 && local(bytes[start - 1]) {
+        while start > 0 && at - start < MAX_EMAIL_LOCAL && local(bytes[start - 1]) {
             start -= 1;
         }
+        if start > 0 && local(bytes[start - 1]) {
+            return Vec::new();
+        }
         let mut end = at + 1;
-        while end < bytes.len() && domain(bytes[end]) {
+        while end < bytes.len() && end - at <= MAX_EMAIL_DOMAIN && domain(bytes[end]) {
             end += 1;
         }
         while end > at + 1 && bytes[end - 1] == b'.' {
@@ -233,9 +372,23 @@ impl Detector {
                 k += 1;
             }
             let joint = &bytes[end..k];
-            let allowed = matches!(joint, [b] if *b != b'(' && *b != b')')
-                || joint == b") "
-                || joint == b" (";
+            let allowed = match joint {
+                // A comma groups thousands or marks decimals, in a plain amount only; anywhere
+                // else it separates values (CSV cells, lists).
+                b"," => {
+                    let group = bytes[k..]
+                        .iter()
+                        .take(4)
+                        .take_while(|b| b.is_ascii_digit())
+                        .count();
+                    group <= 3
+                        && bytes[first..end]
+                            .iter()
+                            .all(|b| b.is_ascii_digit() || *b == b',' || *b == b'.')
+                }
+                [b] => *b != b'(' && *b != b')',
+                _ => joint == b") " || joint == b" (",
+            };
             if allowed && k < bytes.len() && bytes[k].is_ascii_digit() {
                 end = k;
             } else {
@@ -465,25 +618,10 @@ impl Detector {
         } else {
             start
         };
-        let tail_end = text[end..]
-            .char_indices()
-            .take(12)
-            .filter(|(_, c)| c.is_ascii_digit())
-            .map(|(i, c)| end + i + c.len_utf8())
-            .last();
-        let Some(tail_end) = tail_end else { return };
         for from in [month_start, start] {
-            let to = if from == start {
-                // "D Month YYYY": the year is a few words on.
-                text[end..]
-                    .char_indices()
-                    .take(20)
-                    .filter(|(_, c)| c.is_ascii_digit())
-                    .map(|(i, c)| end + i + c.len_utf8())
-                    .last()
-                    .unwrap_or(tail_end)
-            } else {
-                tail_end
+            // "Month D, YYYY": the year follows the day; "D Month YYYY": it follows the month.
+            let Some(to) = year_end(text, end, if from == start { 16 } else { 3 }) else {
+                continue;
             };
             if from >= to || !text.is_char_boundary(from) || !text.is_char_boundary(to) {
                 continue;
@@ -703,6 +841,19 @@ fn month_word_beside(text: &str, start: usize, end: usize) -> bool {
         to += 1;
     }
     text.get(from..to).is_some_and(is_month)
+}
+
+/// The end of the first run of digits (the year) within `skip` characters after `from`.
+fn year_end(text: &str, from: usize, skip: usize) -> Option<usize> {
+    let (offset, _) = text[from..]
+        .char_indices()
+        .take(skip + 1)
+        .find(|(_, c)| c.is_ascii_digit())?;
+    let digits = text.as_bytes()[from + offset..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    Some(from + offset + digits)
 }
 
 /// ISO 4217 codes recognized next to an amount.

@@ -1,0 +1,518 @@
+//! Where a finding sits in the content's structure: the line and column of text, the row and
+//! header of CSV, the path of JSON. Each tracker is fed the text once, in order and in pieces of
+//! any size, so it works the same on a whole file and on a stream of windows; its memory is
+//! bounded whatever the input.
+
+use memchr::{memchr, memchr2, memchr3};
+
+use crate::Location;
+use crate::content::Format;
+
+/// Column names and JSON keys longer than this are cut.
+const MAX_NAME: usize = 256;
+/// CSV columns past this many have no header name.
+const MAX_COLUMNS: usize = 4096;
+/// JSON nesting past this depth is counted but not named in paths.
+const MAX_DEPTH: usize = 256;
+
+#[derive(Debug)]
+pub(crate) enum Tracker {
+    Lines(Lines),
+    Csv(Csv),
+    Json(Json),
+}
+
+impl Tracker {
+    pub fn new(format: Format) -> Self {
+        match format {
+            Format::Text => Tracker::Lines(Lines::default()),
+            Format::Csv => Tracker::Csv(Csv::new(b',')),
+            Format::Tsv => Tracker::Csv(Csv::new(b'\t')),
+            Format::Json => Tracker::Json(Json::default()),
+        }
+    }
+
+    /// The absolute offset of the next byte to feed.
+    pub fn position(&self) -> usize {
+        match self {
+            Tracker::Lines(t) => t.pos,
+            Tracker::Csv(t) => t.pos,
+            Tracker::Json(t) => t.pos,
+        }
+    }
+
+    /// Whether findings need the tracker before they are scored (a header or key is context).
+    pub fn labels(&self) -> bool {
+        !matches!(self, Tracker::Lines(_))
+    }
+
+    /// Consumes the next bytes of the text.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        match self {
+            Tracker::Lines(t) => t.feed(bytes),
+            Tracker::Csv(t) => t.feed(bytes),
+            Tracker::Json(t) => t.feed(bytes),
+        }
+    }
+
+    /// The location of absolute offset `at`, which is at or just after the fed bytes.
+    pub fn location(&self, at: usize) -> Location {
+        match self {
+            Tracker::Lines(t) => Location::Line {
+                line: t.line,
+                column: at.saturating_sub(t.line_start) + 1,
+            },
+            Tracker::Csv(t) => Location::Csv {
+                row: t.record,
+                column: t.field + 1,
+                header: t.header().map(str::to_owned),
+            },
+            Tracker::Json(t) => Location::Json {
+                line: t.line,
+                path: t.path(),
+            },
+        }
+    }
+
+    /// The name of the current value: its CSV header or JSON key.
+    pub fn label(&self) -> Option<&str> {
+        match self {
+            Tracker::Lines(_) => None,
+            Tracker::Csv(t) => t.header(),
+            Tracker::Json(t) => t.key(),
+        }
+    }
+}
+
+/// Lines of plain text.
+#[derive(Debug)]
+pub(crate) struct Lines {
+    pos: usize,
+    line: usize,
+    line_start: usize,
+}
+
+impl Default for Lines {
+    fn default() -> Self {
+        Self {
+            pos: 0,
+            line: 1,
+            line_start: 0,
+        }
+    }
+}
+
+impl Lines {
+    fn feed(&mut self, bytes: &[u8]) {
+        for k in memchr::memchr_iter(b'\n', bytes) {
+            self.line += 1;
+            self.line_start = self.pos + k + 1;
+        }
+        self.pos += bytes.len();
+    }
+}
+
+/// CSV or TSV with a header row, quoted fields and doubled quotes (RFC 4180).
+#[derive(Debug)]
+pub(crate) struct Csv {
+    delimiter: u8,
+    pos: usize,
+    in_quotes: bool,
+    /// A quote closed the chunk inside a quoted field: it ends the field or starts `""`.
+    quote_pending: bool,
+    /// 0 while in the header row; data rows count from 1.
+    record: usize,
+    field: usize,
+    headers: Vec<String>,
+    name: Vec<u8>,
+}
+
+impl Csv {
+    fn new(delimiter: u8) -> Self {
+        Self {
+            delimiter,
+            pos: 0,
+            in_quotes: false,
+            quote_pending: false,
+            record: 0,
+            field: 0,
+            headers: Vec::new(),
+            name: Vec::new(),
+        }
+    }
+
+    fn header(&self) -> Option<&str> {
+        if self.record == 0 {
+            return None;
+        }
+        self.headers
+            .get(self.field)
+            .map(String::as_str)
+            .filter(|h| !h.is_empty())
+    }
+
+    fn name_bytes(&mut self, bytes: &[u8]) {
+        if self.record == 0 {
+            let room = MAX_NAME.saturating_sub(self.name.len());
+            self.name.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+    }
+
+    fn end_field(&mut self) {
+        if self.record == 0 && self.headers.len() < MAX_COLUMNS {
+            let name = String::from_utf8_lossy(&self.name);
+            self.headers.push(name.trim().to_owned());
+        }
+        self.name.clear();
+        self.field += 1;
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        self.pos += bytes.len();
+        let mut i = 0;
+        if self.quote_pending && !bytes.is_empty() {
+            self.quote_pending = false;
+            if bytes[0] == b'"' {
+                self.name_bytes(b"\"");
+                i = 1;
+            } else {
+                self.in_quotes = false;
+            }
+        }
+        while i < bytes.len() {
+            let rest = &bytes[i..];
+            if self.in_quotes {
+                let Some(k) = memchr(b'"', rest) else {
+                    self.name_bytes(rest);
+                    return;
+                };
+                self.name_bytes(&rest[..k]);
+                i += k + 1;
+                match bytes.get(i) {
+                    Some(b'"') => {
+                        self.name_bytes(b"\"");
+                        i += 1;
+                    }
+                    Some(_) => self.in_quotes = false,
+                    None => self.quote_pending = true,
+                }
+            } else {
+                let Some(k) = memchr3(self.delimiter, b'"', b'\n', rest) else {
+                    self.name_bytes(rest);
+                    return;
+                };
+                self.name_bytes(&rest[..k]);
+                i += k + 1;
+                match rest[k] {
+                    b'"' => self.in_quotes = true,
+                    b'\n' => {
+                        self.end_field();
+                        self.record += 1;
+                        self.field = 0;
+                    }
+                    _ => self.end_field(),
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Frame {
+    Object { key: String, expecting_key: bool },
+    Array { index: usize },
+}
+
+/// JSON documents, one or many (NDJSON). Lenient: it tracks structure without validating it.
+#[derive(Debug)]
+pub(crate) struct Json {
+    pos: usize,
+    line: usize,
+    stack: Vec<Frame>,
+    /// Nesting deeper than MAX_DEPTH, counted so closing brackets stay balanced.
+    hidden: usize,
+    in_string: bool,
+    escaped: bool,
+    in_key: bool,
+    key: Vec<u8>,
+}
+
+impl Default for Json {
+    fn default() -> Self {
+        Self {
+            pos: 0,
+            line: 1,
+            stack: Vec::new(),
+            hidden: 0,
+            in_string: false,
+            escaped: false,
+            in_key: false,
+            key: Vec::new(),
+        }
+    }
+}
+
+impl Json {
+    fn key_bytes(&mut self, bytes: &[u8]) {
+        if self.in_key {
+            let room = MAX_NAME.saturating_sub(self.key.len());
+            self.key.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+    }
+
+    fn push(&mut self, frame: Frame) {
+        if self.stack.len() < MAX_DEPTH && self.hidden == 0 {
+            self.stack.push(frame);
+        } else {
+            self.hidden += 1;
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        self.pos += bytes.len();
+        let mut i = 0;
+        while i < bytes.len() {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                    self.key_bytes(&bytes[i..i + 1]);
+                    i += 1;
+                    continue;
+                }
+                let rest = &bytes[i..];
+                let Some(k) = memchr2(b'"', b'\\', rest) else {
+                    self.key_bytes(rest);
+                    return;
+                };
+                self.key_bytes(&rest[..k]);
+                i += k + 1;
+                if rest[k] == b'\\' {
+                    self.escaped = true;
+                } else {
+                    self.in_string = false;
+                    if self.in_key {
+                        self.in_key = false;
+                        let name = String::from_utf8_lossy(&self.key).into_owned();
+                        if let Some(Frame::Object { key, .. }) = self.stack.last_mut() {
+                            *key = name;
+                        }
+                    }
+                }
+                continue;
+            }
+            let b = bytes[i];
+            i += 1;
+            match b {
+                b'"' => {
+                    self.in_string = true;
+                    self.in_key = self.hidden == 0
+                        && matches!(
+                            self.stack.last(),
+                            Some(Frame::Object {
+                                expecting_key: true,
+                                ..
+                            })
+                        );
+                    self.key.clear();
+                }
+                b'{' => self.push(Frame::Object {
+                    key: String::new(),
+                    expecting_key: true,
+                }),
+                b'[' => self.push(Frame::Array { index: 0 }),
+                b'}' | b']' => {
+                    if self.hidden > 0 {
+                        self.hidden -= 1;
+                    } else {
+                        self.stack.pop();
+                    }
+                }
+                b',' if self.hidden == 0 => match self.stack.last_mut() {
+                    Some(Frame::Object { expecting_key, .. }) => *expecting_key = true,
+                    Some(Frame::Array { index }) => *index += 1,
+                    None => {}
+                },
+                b':' if self.hidden == 0 => {
+                    if let Some(Frame::Object { expecting_key, .. }) = self.stack.last_mut() {
+                        *expecting_key = false;
+                    }
+                }
+                b'\n' => self.line += 1,
+                _ => {}
+            }
+        }
+    }
+
+    /// The key naming the current value: the innermost object's, through arrays.
+    fn key(&self) -> Option<&str> {
+        self.stack.iter().rev().find_map(|frame| match frame {
+            Frame::Object { key, .. } if !key.is_empty() => Some(key.as_str()),
+            _ => None,
+        })
+    }
+
+    /// A JSONPath to the current value: `$.customers[3].ssn`, `$["first name"]`.
+    fn path(&self) -> String {
+        let mut path = String::from("$");
+        for frame in &self.stack {
+            match frame {
+                Frame::Object { key, .. } if key.is_empty() => {}
+                Frame::Object { key, .. } => {
+                    let plain = key
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                    if plain {
+                        path.push('.');
+                        path.push_str(key);
+                    } else {
+                        path.push_str("[\"");
+                        for c in key.chars() {
+                            if c == '"' || c == '\\' {
+                                path.push('\\');
+                            }
+                            path.push(c);
+                        }
+                        path.push_str("\"]");
+                    }
+                }
+                Frame::Array { index } => {
+                    path.push('[');
+                    path.push_str(&index.to_string());
+                    path.push(']');
+                }
+            }
+        }
+        if self.hidden > 0 {
+            path.push('…');
+        }
+        path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The location and label at `needle`, feeding the text in pieces of `step` bytes.
+    fn at(format: Format, text: &str, needle: &str, step: usize) -> (Location, Option<String>) {
+        let Some(offset) = text.find(needle) else {
+            panic!("{needle} is not in the text")
+        };
+        let mut tracker = Tracker::new(format);
+        for piece in text.as_bytes()[..offset].chunks(step) {
+            tracker.feed(piece);
+        }
+        (tracker.location(offset), tracker.label().map(str::to_owned))
+    }
+
+    #[test]
+    fn csv_rows_and_headers_survive_quotes_and_any_chunking() {
+        let text =
+            "id,\"full, name\",ssn\r\n1,\"Doe, \"\"J\"\"\nline2\",123-45-6789\n2,x,987-65-4321\n";
+        for step in [1, 2, 3, 7, 1000] {
+            let (location, label) = at(Format::Csv, text, "123-45", step);
+            assert_eq!(
+                location,
+                Location::Csv {
+                    row: 1,
+                    column: 3,
+                    header: Some("ssn".into())
+                },
+                "step {step}"
+            );
+            assert_eq!(label.as_deref(), Some("ssn"));
+            let (location, _) = at(Format::Csv, text, "Doe", step);
+            assert_eq!(
+                location,
+                Location::Csv {
+                    row: 1,
+                    column: 2,
+                    header: Some("full, name".into())
+                }
+            );
+            let (location, _) = at(Format::Csv, text, "987", step);
+            assert!(matches!(
+                location,
+                Location::Csv {
+                    row: 2,
+                    column: 3,
+                    ..
+                }
+            ));
+        }
+        let (location, label) = at(Format::Tsv, "a\tphone\n1\t555\n", "555", 1);
+        assert_eq!(label.as_deref(), Some("phone"));
+        assert!(matches!(
+            location,
+            Location::Csv {
+                row: 1,
+                column: 2,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn json_paths_follow_objects_arrays_and_escapes() {
+        let text = r#"{"customers": [{"name": "A \"q\" {[", "ssn": "123-45-6789"},
+ {"first name": "B", "phones": ["+1 202 555 0187", "x"]}], "n": 1}"#;
+        for step in [1, 2, 5, 1000] {
+            let (location, label) = at(Format::Json, text, "123-45", step);
+            assert_eq!(
+                location,
+                Location::Json {
+                    line: 1,
+                    path: "$.customers[0].ssn".into()
+                },
+                "step {step}"
+            );
+            assert_eq!(label.as_deref(), Some("ssn"));
+            let (location, label) = at(Format::Json, text, "+1 202", step);
+            assert_eq!(
+                location,
+                Location::Json {
+                    line: 2,
+                    path: "$.customers[1].phones[0]".into()
+                }
+            );
+            assert_eq!(label.as_deref(), Some("phones"));
+        }
+        let (location, _) = at(Format::Json, r#"{"first name": "x@y.z"}"#, "x@", 1);
+        assert_eq!(
+            location,
+            Location::Json {
+                line: 1,
+                path: "$[\"first name\"]".into()
+            }
+        );
+    }
+
+    #[test]
+    fn ndjson_lines_each_start_at_the_root() {
+        let text = "{\"a\": 1}\n{\"b\": [1, 2, \"x\"]}\n{\"email\": \"q@r.s\"}\n";
+        let (location, label) = at(Format::Json, text, "q@", 3);
+        assert_eq!(
+            location,
+            Location::Json {
+                line: 3,
+                path: "$.email".into()
+            }
+        );
+        assert_eq!(label.as_deref(), Some("email"));
+    }
+
+    #[test]
+    fn deep_nesting_is_bounded() {
+        let deep = "[".repeat(10_000) + "\"v\"" + &"]".repeat(10_000) + "{\"k\": \"w\"}";
+        let (location, _) = at(Format::Json, &deep, "w\"", 4096);
+        assert_eq!(
+            location,
+            Location::Json {
+                line: 1,
+                path: "$.k".into()
+            }
+        );
+    }
+}
