@@ -143,23 +143,9 @@ impl Context {
         Self { matcher }
     }
 
-    /// Context words in a CSV header or JSON key. `dateOfBirth`, `date_of_birth` and
-    /// `Date-Of-Birth` all read as "date of birth".
+    /// Context words in a CSV header or JSON key.
     pub fn label_hits(&self, label: &str) -> Hits {
-        let mut words = String::with_capacity(label.len() + 8);
-        let mut previous: Option<char> = None;
-        for c in label.chars() {
-            if c.is_alphanumeric() {
-                if c.is_uppercase() && previous.is_some_and(char::is_lowercase) {
-                    words.push(' ');
-                }
-                words.extend(c.to_lowercase());
-            } else {
-                words.push(' ');
-            }
-            previous = Some(c);
-        }
-        self.hits(&words, "")
+        self.hits(&label_words(label), "")
     }
 
     /// Words in `before` (the text before the match) and `after`. A word counts only on word
@@ -182,6 +168,25 @@ impl Context {
         }
         Hits { words }
     }
+}
+
+/// A CSV header or JSON key as words: `dateOfBirth`, `date_of_birth` and `Date-Of-Birth` all
+/// read as "date of birth".
+pub(crate) fn label_words(label: &str) -> String {
+    let mut words = String::with_capacity(label.len() + 8);
+    let mut previous: Option<char> = None;
+    for c in label.chars() {
+        if c.is_alphanumeric() {
+            if c.is_uppercase() && previous.is_some_and(char::is_lowercase) {
+                words.push(' ');
+            }
+            words.extend(c.to_lowercase());
+        } else {
+            words.push(' ');
+        }
+        previous = Some(c);
+    }
+    words
 }
 
 impl Default for Context {

@@ -2,14 +2,19 @@
 
 mod content;
 mod context;
+mod custom;
 mod stream;
 mod structure;
+
+use std::borrow::Cow;
+use std::sync::Arc;
 
 use tokenize_core::normalize::{NormalizeOptions, is_date, luhn_valid, ssn_is_issuable};
 use tokenize_core::{Category, PiiType, normalize};
 
 pub use content::{Encoding, Format, Hint, SkipReason};
 pub use context::{Context, Hits};
+pub use custom::{ClassifierError, ClassifierSpec, Classifiers, Validator};
 pub use stream::{Report, Stream};
 use structure::Tracker;
 
@@ -46,18 +51,60 @@ pub enum Location {
 /// Why a finding was made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evidence {
-    /// The shape that matched, for example `ssn_dashed`.
-    pub pattern: &'static str,
+    /// The shape that matched, for example `ssn_grouped`, or `custom` for a tenant's classifier.
+    pub pattern: Cow<'static, str>,
     /// The check the value passed, for example `ssa_rules` or `luhn`.
     pub validator: Option<&'static str>,
-    /// Context words found near it.
-    pub context: Vec<&'static str>,
+    /// Context words found near it, a CSV header's or JSON key's included.
+    pub context: Vec<Cow<'static, str>>,
+}
+
+/// What a finding is: one of the spec's PII types, or a tenant's custom classifier.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum FindingType {
+    Pii(PiiType),
+    /// `custom:` and the classifier's name.
+    Custom(Arc<str>),
+}
+
+impl FindingType {
+    pub(crate) fn custom(name: &str) -> Self {
+        FindingType::Custom(Arc::from(format!("custom:{name}")))
+    }
+
+    /// `us_ssn`, or `custom:<name>` for a custom classifier.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FindingType::Pii(t) => t.as_str(),
+            FindingType::Custom(code) => code,
+        }
+    }
+
+    /// The spec's PII type, unless this is a custom classifier's finding.
+    pub fn pii(&self) -> Option<PiiType> {
+        match self {
+            FindingType::Pii(t) => Some(*t),
+            FindingType::Custom(_) => None,
+        }
+    }
+}
+
+impl PartialEq<PiiType> for FindingType {
+    fn eq(&self, other: &PiiType) -> bool {
+        self.pii() == Some(*other)
+    }
+}
+
+impl From<PiiType> for FindingType {
+    fn from(t: PiiType) -> Self {
+        FindingType::Pii(t)
+    }
 }
 
 /// One piece of PII found in content. It holds offsets, never the value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
-    pub pii_type: PiiType,
+    pub pii_type: FindingType,
     pub category: Category,
     /// Byte offsets into the scanned text.
     pub start: usize,
@@ -95,6 +142,8 @@ pub(crate) struct Window<'t> {
     pub base: usize,
     pub report_from: usize,
     pub report_until: usize,
+    /// Where custom classifiers resume matching: past the last match an earlier window owned.
+    pub custom_from: usize,
 }
 
 /// The longest local part and domain of an email address.
@@ -112,10 +161,12 @@ pub const DEFAULT_MIN_CONFIDENCE: f32 = 0.5;
 const CONTEXT_BOOST: f32 = 0.35;
 const CONTEXT_PENALTY: f32 = 0.4;
 
-/// The detection engine. Build it once and share it: it holds the keyword automaton.
+/// The detection engine. Build it once and share it: it holds the keyword automaton and the
+/// compiled custom classifiers.
 #[derive(Debug, Default)]
 pub struct Detector {
     context: Context,
+    custom: Option<Classifiers>,
 }
 
 /// A candidate before scoring.
@@ -138,6 +189,14 @@ impl Detector {
         Self::default()
     }
 
+    /// A detector that also runs a tenant's classifiers, in the same scan.
+    pub fn with_classifiers(classifiers: Classifiers) -> Self {
+        Self {
+            context: Context::default(),
+            custom: (!classifiers.is_empty()).then_some(classifiers),
+        }
+    }
+
     /// Every finding at or above `min_confidence` in plain text, in order.
     pub fn scan(&self, text: &str, min_confidence: f32) -> Vec<Finding> {
         let options = Options {
@@ -155,6 +214,7 @@ impl Detector {
             base: 0,
             report_from: 0,
             report_until: usize::MAX,
+            custom_from: 0,
         };
         self.scan_window(&window, options, &mut Tracker::new(format), &mut findings);
         findings
@@ -181,14 +241,15 @@ impl Detector {
         Stream::new(self, hint, options)
     }
 
-    /// Scans one window, feeding `tracker` the text up to each reported finding.
+    /// Scans one window, feeding `tracker` the text up to each reported finding. Returns where
+    /// custom classifiers resume in the next window.
     pub(crate) fn scan_window(
         &self,
         window: &Window<'_>,
         options: &Options,
         tracker: &mut Tracker,
         findings: &mut Vec<Finding>,
-    ) {
+    ) -> usize {
         let text = window.text;
         let bytes = text.as_bytes();
         let base = window.base;
@@ -198,9 +259,31 @@ impl Detector {
                 tracker.feed(&bytes[from - base..to - base]);
             }
         };
+        // Custom classifiers' matches, merged in as the anchors pass them.
+        let mut custom_from = window.custom_from.saturating_sub(base);
+        let mut custom_next = self
+            .custom
+            .as_ref()
+            .and_then(|c| c.next_match(text, custom_from));
         let mut i = 0;
-        while i < bytes.len() {
+        loop {
             i = next_anchor(bytes, i);
+            while let Some((classifier, start, end)) = custom_next
+                && start <= i
+            {
+                if base + start < window.report_until {
+                    custom_from = end;
+                    if base + start >= window.report_from {
+                        self.custom_finding(
+                            window, options, tracker, classifier, start, end, findings,
+                        );
+                    }
+                }
+                custom_next = self
+                    .custom
+                    .as_ref()
+                    .and_then(|c| c.next_match(text, end.max(start + 1)));
+            }
             let Some(&b) = bytes.get(i) else { break };
             let candidates = if b == b'@' {
                 self.email_at(text, i)
@@ -254,6 +337,61 @@ impl Detector {
             }
             i = next;
         }
+        base + custom_from
+    }
+
+    /// Scores and reports one custom classifier match.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call site, all of it the scan's state"
+    )]
+    fn custom_finding(
+        &self,
+        window: &Window<'_>,
+        options: &Options,
+        tracker: &mut Tracker,
+        classifier: usize,
+        start: usize,
+        end: usize,
+        findings: &mut Vec<Finding>,
+    ) {
+        let Some(custom) = &self.custom else { return };
+        let text = window.text;
+        let at = window.base + start;
+        // The tracker goes no further than a match it may report, so the next one still has
+        // its place.
+        let from = tracker.position();
+        if at > from && from >= window.base && tracker.labels() {
+            tracker.feed(&text.as_bytes()[from - window.base..start]);
+        }
+        let label = tracker.label();
+        let Some(scored) = custom.score(text, classifier, start, end, label, CONTEXT_BOOST) else {
+            return;
+        };
+        if scored.confidence < options.min_confidence {
+            return;
+        }
+        let from = tracker.position();
+        if at > from && from >= window.base {
+            tracker.feed(&text.as_bytes()[from - window.base..start]);
+        }
+        let context = scored.context;
+        findings.push(Finding {
+            pii_type: scored.name,
+            category: scored.category,
+            start: at,
+            end: window.base + end,
+            confidence: scored.confidence,
+            location: tracker.location(at),
+            evidence: Evidence {
+                pattern: Cow::Borrowed("custom"),
+                validator: scored.validator,
+                context,
+            },
+            value: options
+                .with_values
+                .then(|| text[scored.start..scored.end].to_owned()),
+        })
     }
 
     /// Scores candidates with their context and keeps the most confident one.
@@ -296,16 +434,16 @@ impl Detector {
             })
             .max_by(|a, b| a.0.total_cmp(&b.0))?;
         Some(Finding {
-            pii_type,
+            pii_type: FindingType::Pii(pii_type),
             category: pii_type.category(),
             start: winner.start,
             end: winner.end,
             confidence,
             location: Location::Line { line: 0, column: 0 },
             evidence: Evidence {
-                pattern: winner.pattern,
+                pattern: Cow::Borrowed(winner.pattern),
                 validator: winner.validator,
-                context: hits.words,
+                context: hits.words.into_iter().map(Cow::Borrowed).collect(),
             },
             value: None,
         })
@@ -882,7 +1020,7 @@ fn next_anchor(bytes: &[u8], mut from: usize) -> usize {
     from
 }
 
-fn window(text: &str, mut from: usize, mut to: usize) -> &str {
+pub(crate) fn window(text: &str, mut from: usize, mut to: usize) -> &str {
     while from > 0 && !text.is_char_boundary(from) {
         from -= 1;
     }

@@ -73,6 +73,7 @@ struct Text {
     /// The absolute offset of `buffer[0]`.
     base: usize,
     report_from: usize,
+    custom_from: usize,
 }
 
 impl<'d> Stream<'d> {
@@ -261,6 +262,7 @@ impl<'d> Stream<'d> {
             buffer: String::new(),
             base: 0,
             report_from: 0,
+            custom_from: 0,
         };
         text.decode(&head[bom..]);
         let format = self.hint_format.unwrap_or_else(|| {
@@ -291,8 +293,11 @@ impl Text {
             base: self.base,
             report_from: self.report_from,
             report_until: until,
+            custom_from: self.custom_from,
         };
-        detector.scan_window(&window, options, &mut self.tracker, findings);
+        self.custom_from = detector
+            .scan_window(&window, options, &mut self.tracker, findings)
+            .max(until);
     }
 
     /// Moves on past a scanned window: findings before `until` were reported; the text from

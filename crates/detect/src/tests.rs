@@ -4,7 +4,13 @@ fn found(text: &str) -> Vec<(PiiType, String, f32)> {
     Detector::new()
         .scan(text, DEFAULT_MIN_CONFIDENCE)
         .into_iter()
-        .map(|f| (f.pii_type, text[f.start..f.end].to_owned(), f.confidence))
+        .map(|f| {
+            (
+                f.pii_type.pii().unwrap(),
+                text[f.start..f.end].to_owned(),
+                f.confidence,
+            )
+        })
         .collect()
 }
 

@@ -30,7 +30,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 fn summary(findings: &[Finding], text: &str) -> Vec<(PiiType, String)> {
     findings
         .iter()
-        .map(|f| (f.pii_type, text[f.start..f.end].to_owned()))
+        .map(|f| (f.pii_type.pii().unwrap(), text[f.start..f.end].to_owned()))
         .collect()
 }
 
@@ -56,7 +56,10 @@ fn a_csv_header_is_context_and_names_the_location() {
             header: Some("ssn".into())
         }
     );
-    assert!(first.evidence.context.contains(&"ssn"), "{first:?}");
+    assert!(
+        first.evidence.context.iter().any(|w| w == "ssn"),
+        "{first:?}"
+    );
     assert!(matches!(
         report.findings[1].location,
         Location::Csv {

@@ -48,6 +48,11 @@ impl Category {
             Category::LegalMedical => "legal_medical",
         }
     }
+
+    /// Exact, lower-case names only, as [`Category::as_str`] writes them.
+    pub fn parse(s: &str) -> Option<Self> {
+        Category::ALL.into_iter().find(|c| c.as_str() == s)
+    }
 }
 
 impl PiiType {
