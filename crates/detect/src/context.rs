@@ -21,6 +21,7 @@ pub enum Hint {
 const WORDS: &[(&str, Hint)] = &[
     // us_ssn
     ("ssn", Hint::For(Kind::UsSsn)),
+    ("ssns", Hint::For(Kind::UsSsn)),
     ("social security", Hint::For(Kind::UsSsn)),
     ("social sec", Hint::For(Kind::UsSsn)),
     ("soc sec", Hint::For(Kind::UsSsn)),
@@ -33,6 +34,7 @@ const WORDS: &[(&str, Hint)] = &[
     ("assurance-sociale", Hint::For(Kind::CaSin)),
     // phone
     ("phone", Hint::For(Kind::Phone)),
+    ("phones", Hint::For(Kind::Phone)),
     ("tel", Hint::For(Kind::Phone)),
     ("tél", Hint::For(Kind::Phone)),
     ("mobile", Hint::For(Kind::Phone)),
@@ -77,6 +79,7 @@ const WORDS: &[(&str, Hint)] = &[
     ("mrn", Hint::For(Kind::CaseNumber)),
     // passports
     ("passport", Hint::For(Kind::Passport)),
+    ("passports", Hint::For(Kind::Passport)),
     ("passeport", Hint::For(Kind::Passport)),
     // against
     ("order", Hint::Against),

@@ -9,7 +9,7 @@ mod structure;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use tokenize_core::normalize::{NormalizeOptions, is_date, luhn_valid, ssn_is_issuable};
+use tokenize_core::normalize::{NormalizeOptions, is_date, sin_is_issuable, ssn_is_issuable};
 use tokenize_core::{Category, PiiType, normalize};
 
 pub use content::{Encoding, Format, Hint, SkipReason};
@@ -496,12 +496,25 @@ impl Detector {
         let is_sep = |b: u8| matches!(b, b'-' | b'.' | b',' | b' ' | b'/' | b'(' | b')');
         let mut end = first;
         let mut digits = 0usize;
+        // Where the span could end instead, before each space between groups, with the digit
+        // count there: "415 555 0132 212 555 0199" is two phone numbers, not one long number.
+        let mut cuts = [(0usize, 0usize); 8];
+        let mut cut_count = 0;
         while end < bytes.len() {
             if bytes[end].is_ascii_digit() {
                 digits += 1;
                 end += 1;
                 if digits > 16 {
-                    return Vec::new();
+                    let Some(&(cut, cut_digits)) = cuts[..cut_count].last() else {
+                        return Vec::new();
+                    };
+                    // Too long as one number: the groups before the last space may still be.
+                    if bytes[end..].first().is_some_and(u8::is_ascii_digit) || cut_digits < 6 {
+                        return Vec::new();
+                    }
+                    (end, digits) = (cut, cut_digits);
+                    cut_count -= 1;
+                    break;
                 }
                 continue;
             }
@@ -524,15 +537,47 @@ impl Detector {
                             .iter()
                             .all(|b| b.is_ascii_digit() || *b == b',' || *b == b'.')
                 }
+                // "(415)555-0132": the parenthesis closes an area code opened just before.
+                b")" => first > 0 && bytes[first - 1] == b'(' && end - first == 3,
                 [b] => *b != b'(' && *b != b')',
                 _ => joint == b") " || joint == b" (",
             };
             if allowed && k < bytes.len() && bytes[k].is_ascii_digit() {
+                if joint == b" " && cut_count < cuts.len() {
+                    cuts[cut_count] = (end, digits);
+                    cut_count += 1;
+                }
                 end = k;
             } else {
                 break;
             }
         }
+        let out = self.span_candidates(text, first, end, digits);
+        if !out.is_empty() {
+            return out;
+        }
+        // Nothing as a whole: the longest shorter span ending at a space that is something.
+        for &(cut, cut_digits) in cuts[..cut_count].iter().rev() {
+            if cut_digits < 6 {
+                break;
+            }
+            let out = self.span_candidates(text, first, cut, cut_digits);
+            if !out.is_empty() {
+                return out;
+            }
+        }
+        Vec::new()
+    }
+
+    /// Candidates for the numeric span from the digit at `first` to `end`.
+    fn span_candidates(
+        &self,
+        text: &str,
+        first: usize,
+        end: usize,
+        digits: usize,
+    ) -> Vec<Candidate> {
+        let bytes = text.as_bytes();
         let mut start = first;
         // A phone number may open with + or (.
         if start > 0 && matches!(bytes[start - 1], b'+' | b'(') {
@@ -612,14 +657,16 @@ impl Detector {
             validator,
         };
         match shape {
-            "ddd-dd-dddd" | "ddd dd dddd" if ssn_is_issuable(digits) => out.push(candidate(
-                Kind::UsSsn,
-                PiiType::UsSsn,
-                0.6,
-                "ssn_grouped",
-                Some("ssa_rules"),
-            )),
-            "ddd-ddd-ddd" | "ddd ddd ddd" if luhn_valid(digits) => out.push(candidate(
+            "ddd-dd-dddd" | "ddd dd dddd" | "ddd.dd.dddd" if ssn_is_issuable(digits) => {
+                out.push(candidate(
+                    Kind::UsSsn,
+                    PiiType::UsSsn,
+                    0.6,
+                    "ssn_grouped",
+                    Some("ssa_rules"),
+                ))
+            }
+            "ddd-ddd-ddd" | "ddd ddd ddd" if sin_is_issuable(digits) => out.push(candidate(
                 Kind::CaSin,
                 PiiType::CaSin,
                 0.6,
@@ -637,7 +684,7 @@ impl Detector {
                         Some("ssa_rules"),
                     ));
                 }
-                if luhn_valid(digits) {
+                if sin_is_issuable(digits) {
                     out.push(candidate(
                         Kind::CaSin,
                         PiiType::CaSin,
@@ -852,6 +899,9 @@ const DATE_SHAPES: &[&str] = &[
     "dd/d/dddd",
     "d/dd/dddd",
     "dd-dd-dddd",
+    "d-d-dddd",
+    "dd-d-dddd",
+    "d-dd-dddd",
     "dd.dd.dddd",
     "d.d.dddd",
     "dd.d.dddd",

@@ -124,11 +124,11 @@ fn json_keys_are_context_and_paths_locate_findings() {
 
 #[test]
 fn ndjson_locates_by_line_and_path() {
-    let ndjson = "{\"id\": 1, \"note\": \"none\"}\n{\"id\": 2, \"sin\": \"046454286\"}\n";
+    let ndjson = "{\"id\": 1, \"note\": \"none\"}\n{\"id\": 2, \"sin\": \"130692544\"}\n";
     let report = scan(ndjson.as_bytes(), named("events.ndjson")).unwrap();
     assert_eq!(
         summary(&report.findings, ndjson),
-        [(PiiType::CaSin, "046454286".into())]
+        [(PiiType::CaSin, "130692544".into())]
     );
     assert_eq!(
         report.findings[0].location,
@@ -141,7 +141,7 @@ fn ndjson_locates_by_line_and_path() {
 
 #[test]
 fn utf16_with_a_bom_and_latin1_are_decoded() {
-    let text = "Né le 12 juin 1975, NAS 046 454 286.";
+    let text = "Né le 12 juin 1975, NAS 130 692 544.";
     let utf16 = |little: bool| {
         let mut bytes = if little {
             vec![0xff, 0xfe]
@@ -159,7 +159,7 @@ fn utf16_with_a_bom_and_latin1_are_decoded() {
     };
     let expected = [
         (PiiType::Dob, "12 juin 1975".to_owned()),
-        (PiiType::CaSin, "046 454 286".to_owned()),
+        (PiiType::CaSin, "130 692 544".to_owned()),
     ];
     for (bytes, encoding) in [
         (utf16(true), Encoding::Utf16Le),
@@ -243,14 +243,14 @@ fn values_only_on_request() {
 fn sample(format: Format, rows: usize) -> String {
     let values = [
         ("ssn", "123-45-6789"),
-        ("sin", "046 454 286"),
+        ("sin", "130 692 544"),
         ("email", "ann.lee@example.org"),
         ("phone", "+1 (202) 555-0187"),
         ("date_of_birth", "March 4, 1980"),
         ("salary", "$1,234.50"),
         ("case", "CV-2023-001234"),
         ("passport", "912803456"),
-        ("nas", "046454286"),
+        ("nas", "130692544"),
     ];
     let mut out = String::new();
     match format {

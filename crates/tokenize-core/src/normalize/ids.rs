@@ -51,6 +51,13 @@ pub fn us_ssn(raw: &str) -> Result<String, ValueError> {
 }
 
 /// The Luhn check over ASCII digits.
+/// Whether nine digits can be a SIN issued to a person: Luhn-valid, and a first digit that
+/// Service Canada assigns to people (1 to 7 by province, 9 for temporary residents; 0 and 8
+/// are not used for individuals).
+pub fn sin_is_issuable(digits: &[u8]) -> bool {
+    digits.len() == 9 && matches!(digits[0], b'1'..=b'7' | b'9') && luhn_valid(digits)
+}
+
 pub fn luhn_valid(digits: &[u8]) -> bool {
     !digits.is_empty() && luhn_sum(digits).is_multiple_of(10)
 }
@@ -154,6 +161,12 @@ mod tests {
         assert_eq!(ca_sin("046 454 286").unwrap(), "046454286");
         assert!(ca_sin("046 454 287").is_err());
         assert!(ca_sin("000 000 000").is_err());
+        assert!(sin_is_issuable(b"130692544"));
+        assert!(
+            !sin_is_issuable(b"046454286"),
+            "0 is not a first digit for people"
+        );
+        assert!(!sin_is_issuable(b"130692545"));
         for payload in ["04645428", "12345678", "99999999"] {
             let mut full = payload.as_bytes().to_vec();
             full.push(luhn_check_digit(payload.as_bytes()));

@@ -10,7 +10,7 @@ mod text;
 pub use date::{
     DateLayout, DaySuffix, MonthCase, MonthStyle, Ymd, days_in_month, render as render_date,
 };
-pub use ids::{luhn_check_digit, luhn_valid, ssn_is_issuable};
+pub use ids::{luhn_check_digit, luhn_valid, sin_is_issuable, ssn_is_issuable};
 pub use phonenumber::country::Id as Region;
 
 use crate::error::ValueError;

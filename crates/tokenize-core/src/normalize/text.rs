@@ -55,7 +55,11 @@ pub fn email(raw: &str) -> Result<String, ValueError> {
             .iter()
             .any(|l| l.len() > 63 || l.starts_with('-') || l.ends_with('-'))
         || tld.len() < 2
-        || !tld.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-')
+        || !(tld.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-')
+            // Internationalized top-level domains in their ASCII form: xn--p1ai is .рф.
+            || (tld.len() > 4
+                && tld[..4].eq_ignore_ascii_case("xn--")
+                && tld.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')))
     {
         return Err(ValueError::invalid(
             "the part after @ is not a valid domain",
@@ -95,6 +99,11 @@ mod tests {
 
     #[test]
     fn emails() {
+        assert_eq!(
+            email("a@xn--d1acufc.xn--p1ai").unwrap(),
+            "a@xn--d1acufc.xn--p1ai"
+        );
+        assert!(email("a@example.x1").is_err());
         assert_eq!(
             email("Ann.Lee+News@Example.COM").unwrap(),
             "ann.lee@example.com"
