@@ -1,6 +1,7 @@
 //! `dpsctl`: the operator CLI of the Data Protection Service.
 #![expect(clippy::print_stdout, reason = "a command-line tool reports on stdout")]
 
+mod detect;
 mod dev;
 mod up;
 
@@ -68,6 +69,9 @@ enum Command {
         #[command(subcommand)]
         command: QuotaCommand,
     },
+    /// Scan a file (or standard input) for PII: findings on stdout, a summary on stderr.
+    /// Values are never printed.
+    Detect(detect::Args),
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -193,6 +197,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Quota { command } => quota(command).await,
+        Command::Detect(args) => detect::run(args),
         Command::PrintSchema => {
             let database = dev::database().await?;
             db::migrate(&database.url).await?;

@@ -150,6 +150,11 @@ impl ClassifierSpec {
         serde_norway::from_str(text).map_err(|e| invalid("body", format!("invalid YAML: {e}")))
     }
 
+    /// A list of classifiers from YAML, or JSON (which YAML reads too).
+    pub fn list_from_yaml(text: &str) -> Result<Vec<Self>, ClassifierError> {
+        serde_norway::from_str(text).map_err(|e| invalid("body", format!("invalid YAML: {e}")))
+    }
+
     /// Checks every field and compiles the expression alone.
     pub fn validate(&self) -> Result<(), ClassifierError> {
         let name_ok = (1..=64).contains(&self.name.len())

@@ -1,0 +1,188 @@
+//! `dpsctl detect`: scan a file or standard input for PII, for operators and for evaluation.
+//! Findings go to stdout, one per line; the summary goes to stderr. Values are never printed.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use detect::{Classifiers, Detector, Finding, Hint, Location, Options};
+use serde_json::json;
+
+#[derive(Debug, Clone, Copy, Default, clap::ValueEnum)]
+pub enum Output {
+    /// One line per finding: where, what, how sure.
+    #[default]
+    Text,
+    /// One JSON object per line: pii_type, category, start, end, confidence, location,
+    /// evidence.
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// How findings are printed.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    format: Output,
+    /// Findings below this confidence (0 to 1) are not printed.
+    #[arg(long, default_value_t = detect::DEFAULT_MIN_CONFIDENCE, value_parser = confidence)]
+    min_confidence: f32,
+    /// The content's MIME type, when the file name does not tell (text/csv,
+    /// application/x-ndjson, ...).
+    #[arg(long)]
+    content_type: Option<String>,
+    /// Custom classifiers to run too: a YAML or JSON list.
+    #[arg(long)]
+    classifiers: Option<PathBuf>,
+    /// The file to scan; `-` or nothing reads standard input. Gzip is inflated.
+    path: Option<PathBuf>,
+}
+
+fn confidence(raw: &str) -> Result<f32, String> {
+    match raw.parse::<f32>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err("must be a number from 0 to 1".into()),
+    }
+}
+
+/// Scans and prints. Content skipped as binary is reported on stderr, not as an error.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let detector = match &args.classifiers {
+        None => Detector::new(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let specs = detect::ClassifierSpec::list_from_yaml(&text)
+                .with_context(|| format!("in {}", path.display()))?;
+            Detector::with_classifiers(
+                Classifiers::compile(&specs).with_context(|| format!("in {}", path.display()))?,
+            )
+        }
+    };
+    let stdin = args.path.as_ref().is_none_or(|p| p.as_os_str() == "-");
+    let name = args.path.as_ref().map(|p| p.to_string_lossy().into_owned());
+    let mut input: Box<dyn Read> = if stdin {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let path = args.path.as_ref().context("a path")?;
+        Box::new(std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?)
+    };
+    let hint = Hint {
+        content_type: args.content_type.as_deref(),
+        file_name: if stdin { None } else { name.as_deref() },
+    };
+    let options = Options {
+        min_confidence: args.min_confidence,
+        with_values: false,
+    };
+    let started = Instant::now();
+    let mut stream = detector.stream(hint, options);
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut found = Vec::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut print = |found: &mut Vec<Finding>, out: &mut dyn Write| -> anyhow::Result<()> {
+        for finding in found.drain(..) {
+            *counts
+                .entry(finding.pii_type.as_str().to_owned())
+                .or_default() += 1;
+            writeln!(out, "{}", line(&finding, args.format))?;
+        }
+        Ok(())
+    };
+    let scanned = loop {
+        let read = match input.read(&mut buffer) {
+            Ok(0) => break stream.finish(&mut found),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("reading the content"),
+        };
+        if let Err(reason) = stream.push(&buffer[..read], &mut found) {
+            break Err(reason);
+        }
+        print(&mut found, &mut stdout)?;
+    };
+    print(&mut found, &mut stdout)?;
+    stdout.flush()?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let source = if stdin {
+        "stdin".to_owned()
+    } else {
+        name.unwrap_or_default()
+    };
+    match scanned {
+        Ok(report) => {
+            let total: usize = counts.values().sum();
+            let by_type: Vec<String> = counts.iter().map(|(t, n)| format!("{t}={n}")).collect();
+            eprintln!(
+                "{source}: {total} findings{}{} in {} bytes of {}{} {}, {:.1} ms ({:.0} MB/s)",
+                if by_type.is_empty() { "" } else { " " },
+                by_type.join(" "),
+                report.text_bytes,
+                report.format.as_str(),
+                if report.compressed { " (gzip)" } else { "" },
+                report.encoding.as_str(),
+                elapsed * 1e3,
+                report.text_bytes as f64 / 1e6 / elapsed.max(1e-9),
+            );
+            Ok(())
+        }
+        Err(reason) => {
+            eprintln!("{source}: skipped: {reason}");
+            Ok(())
+        }
+    }
+}
+
+fn line(finding: &Finding, format: Output) -> String {
+    match format {
+        Output::Json => {
+            let location = match &finding.location {
+                Location::Line { line, column } => json!({"line": line, "column": column}),
+                Location::Csv {
+                    row,
+                    column,
+                    header,
+                } => json!({"row": row, "column": column, "header": header}),
+                Location::Json { line, path } => json!({"line": line, "path": path}),
+            };
+            json!({
+                "pii_type": finding.pii_type.as_str(),
+                "category": finding.category.as_str(),
+                "start": finding.start,
+                "end": finding.end,
+                "confidence": (f64::from(finding.confidence) * 100.0).round() / 100.0,
+                "location": location,
+                "evidence": {
+                    "pattern": finding.evidence.pattern,
+                    "validator": finding.evidence.validator,
+                    "context": finding.evidence.context,
+                },
+            })
+            .to_string()
+        }
+        Output::Text => {
+            let at = match &finding.location {
+                Location::Line { line, column } => format!("{line}:{column}"),
+                Location::Csv {
+                    row,
+                    column,
+                    header,
+                } => match header {
+                    Some(header) => format!("row {row}, {header}"),
+                    None => format!("row {row}, column {column}"),
+                },
+                Location::Json { line, path } => format!("{line}:{path}"),
+            };
+            format!(
+                "{at}\t{}\t{}\t{:.2}\t{}..{}",
+                finding.pii_type.as_str(),
+                finding.category.as_str(),
+                finding.confidence,
+                finding.start,
+                finding.end
+            )
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `dpsctl detect` as operators run it: the real binary on real files and standard input.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test")]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use serde_json::Value;
+
+const CSV: &str = "name,ssn,phone\nAnn,123456789,+1 (202) 555-0187\nBo,078-05-1120,n/a\n";
+
+fn dpsctl(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dpsctl"))
+        .arg("detect")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A file in a directory of its own, removed when the guard drops.
+struct TempFile {
+    dir: PathBuf,
+    path: String,
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn file(name: &str, bytes: &[u8]) -> TempFile {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "dpsctl-detect-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let path = path.to_string_lossy().into_owned();
+    TempFile { dir, path }
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8(output.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+#[test]
+fn a_csv_file_gives_one_json_object_per_finding_and_a_summary() {
+    let path = file("people.csv", CSV.as_bytes());
+    let output = dpsctl(&["--format", "json", &path.path], b"");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let findings = json_lines(&output);
+    let summary: Vec<_> = findings
+        .iter()
+        .map(|f| {
+            (
+                f["pii_type"].as_str().unwrap(),
+                f["category"].as_str().unwrap(),
+                &CSV[f["start"].as_u64().unwrap() as usize..f["end"].as_u64().unwrap() as usize],
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("us_ssn", "government_id", "123456789"),
+            ("phone", "contact", "+1 (202) 555-0187"),
+            ("us_ssn", "government_id", "078-05-1120"),
+        ]
+    );
+    let first = &findings[0];
+    assert!(first["confidence"].as_f64().unwrap() >= 0.5);
+    assert_eq!(first["location"]["header"], "ssn");
+    assert_eq!(first["evidence"]["validator"], "ssa_rules");
+    let err = stderr(&output);
+    assert!(
+        err.contains("3 findings phone=1 us_ssn=2") && err.contains("csv"),
+        "{err}"
+    );
+    // Values never leave the process: only offsets.
+    let out = String::from_utf8(output.stdout.clone()).unwrap();
+    for value in ["123456789", "078-05-1120", "555-0187"] {
+        assert!(
+            !out.contains(value) && !err.contains(value),
+            "{value} printed"
+        );
+    }
+}
+
+#[test]
+fn standard_input_gzip_and_thresholds() {
+    let text = b"Employee SSN: 123-45-6789, passport 912803456.\n\
+                 The rest of the report is about something else entirely: number 987654321\n";
+    let output = dpsctl(&["--format", "json", "-"], text);
+    assert!(output.status.success());
+    let types: Vec<_> = json_lines(&output)
+        .iter()
+        .map(|f| f["pii_type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(types, ["us_ssn", "passport_us"]);
+    assert!(
+        stderr(&output).starts_with("stdin: 2 findings"),
+        "{}",
+        stderr(&output)
+    );
+    // Lower the threshold and the bare number shows up, weakly.
+    let low = dpsctl(&["--format", "json", "--min-confidence", "0.1"], text);
+    assert!(json_lines(&low).len() > 2);
+
+    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+    gz.write_all(CSV.as_bytes()).unwrap();
+    let path = file("people.csv.gz", &gz.finish().unwrap());
+    let output = dpsctl(&[&path.path], b"");
+    assert!(output.status.success());
+    let out = String::from_utf8(output.stdout.clone()).unwrap();
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(
+        out.starts_with("row 1, ssn\tus_ssn\tgovernment_id\t"),
+        "{out}"
+    );
+    assert!(stderr(&output).contains("(gzip)"));
+}
+
+#[test]
+fn binary_content_is_skipped_with_the_reason() {
+    let path = file("report.pdf", b"%PDF-1.7\nSSN 123-45-6789");
+    let output = dpsctl(&[&path.path], b"");
+    assert!(output.status.success());
+    assert!(output.stdout.is_empty());
+    assert!(
+        stderr(&output).ends_with("skipped: binary content (pdf)\n"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn custom_classifiers_run_in_the_same_scan() {
+    let path = file(
+        "classifiers.yaml",
+        b"- name: employee_id\n  category: personal\n  regex: 'EMP-\\d{6}'\n  keywords: [employee]\n",
+    );
+    let output = dpsctl(
+        &["--format", "json", "--classifiers", &path.path],
+        b"employee EMP-123456, SSN 123-45-6789",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let types: Vec<_> = json_lines(&output)
+        .iter()
+        .map(|f| f["pii_type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(types, ["custom:employee_id", "us_ssn"]);
+    let bad = file(
+        "bad.yaml",
+        b"- name: Bad Name\n  category: personal\n  regex: x\n",
+    );
+    let output = dpsctl(&["--classifiers", &bad.path], b"");
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("classifiers[0].name"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    let output = dpsctl(&["--min-confidence", "1.5"], b"");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("must be a number from 0 to 1"));
+    let output = dpsctl(&["/nonexistent/file.csv"], b"");
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("opening /nonexistent/file.csv"));
+}
