@@ -9,7 +9,9 @@ mod structure;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use tokenize_core::normalize::{NormalizeOptions, is_date, sin_is_issuable, ssn_is_issuable};
+use tokenize_core::normalize::{
+    NormalizeOptions, days_in_month, is_date, sin_is_issuable, ssn_is_issuable,
+};
 use tokenize_core::{Category, PiiType, normalize};
 
 pub use content::{Encoding, Format, Hint, SkipReason};
@@ -704,7 +706,7 @@ impl Detector {
             _ => {}
         }
         // Dates written with digits and separators.
-        if (6..=8).contains(&digits.len()) && DATE_SHAPES.contains(&shape) && is_date(span) {
+        if (6..=8).contains(&digits.len()) && numeric_date(span) {
             out.push(candidate(
                 Kind::Date,
                 PiiType::Date,
@@ -887,26 +889,46 @@ impl Detector {
     }
 }
 
-/// The numeric date layouts worth parsing (d: digit).
-const DATE_SHAPES: &[&str] = &[
-    "dddd-dd-dd",
-    "dddd/dd/dd",
-    "dddd.dd.dd",
-    "dddd-d-d",
-    "dddd/d/d",
-    "dd/dd/dddd",
-    "d/d/dddd",
-    "dd/d/dddd",
-    "d/dd/dddd",
-    "dd-dd-dddd",
-    "d-d-dddd",
-    "dd-d-dddd",
-    "d-dd-dddd",
-    "dd.dd.dddd",
-    "d.d.dddd",
-    "dd.d.dddd",
-    "d.dd.dddd",
-];
+/// Whether digits and separators are a calendar date, read as tokenize-core reads them (its
+/// `is_date` is the reference, and a test holds the two together) but without allocating:
+/// - `YYYY-MM-DD`, `YYYY/MM/DD`, `YYYY.MM.DD` (month and day of one or two digits): year,
+///   month, day;
+/// - `M/D/YYYY` and `M-D-YYYY` (one or two digits each): month first, unless the first number
+///   is above 12 and the second is not;
+/// - `D.M.YYYY`: day first.
+fn numeric_date(span: &str) -> bool {
+    let mut groups = [0u32; 3];
+    let mut lens = [0usize; 3];
+    let mut separator = 0u8;
+    let mut g = 0;
+    for &b in span.as_bytes() {
+        if b.is_ascii_digit() {
+            groups[g] = groups[g] * 10 + u32::from(b - b'0');
+            lens[g] += 1;
+        } else if g < 2 && matches!(b, b'-' | b'/' | b'.') && (g == 0 || b == separator) {
+            separator = b;
+            g += 1;
+        } else {
+            return false;
+        }
+    }
+    if g != 2 {
+        return false;
+    }
+    let (year, month, day) = match (lens, separator) {
+        ([4, 1 | 2, 1 | 2], _) => (groups[0], groups[1], groups[2]),
+        ([1 | 2, 1 | 2, 4], b'.') => (groups[2], groups[1], groups[0]),
+        ([1 | 2, 1 | 2, 4], _) if groups[0] > 12 && groups[1] <= 12 => {
+            (groups[2], groups[1], groups[0])
+        }
+        ([1 | 2, 1 | 2, 4], _) => (groups[2], groups[0], groups[1]),
+        _ => return false,
+    };
+    (1000..=9999).contains(&year)
+        && (1..=12).contains(&month)
+        && day >= 1
+        && u8::try_from(day).is_ok_and(|d| d <= days_in_month(year as u16, month as u8))
+}
 
 /// Month names and abbreviations, English and French, lower case.
 const MONTH_WORDS: &[&str] = &[
@@ -957,12 +979,38 @@ const MONTH_WORDS: &[&str] = &[
     "déc",
 ];
 
-/// The first three letters of every month word, lower case: a cheap test that rejects almost
-/// every other word before the full comparison.
-const MONTH_PREFIXES: &[&[u8]] = &[
-    b"jan", b"feb", b"mar", b"apr", b"may", b"jun", b"jul", b"aug", b"sep", b"oct", b"nov", b"dec",
-    b"fev", b"avr", b"mai", b"jui", b"aou",
-];
+/// Whether the first three letters (lower case) begin a month word: a cheap test that rejects
+/// almost every other word before the full comparison.
+fn is_month_prefix(prefix: [u8; 3]) -> bool {
+    matches!(
+        &prefix,
+        b"jan"
+            | b"feb"
+            | b"mar"
+            | b"apr"
+            | b"may"
+            | b"jun"
+            | b"jul"
+            | b"aug"
+            | b"sep"
+            | b"oct"
+            | b"nov"
+            | b"dec"
+            | b"fev"
+            | b"avr"
+            | b"mai"
+            | b"jui"
+            | b"aou"
+    )
+}
+
+/// Whether a byte can start a month word, in either language and either case.
+fn is_month_initial(b: u8) -> bool {
+    matches!(
+        b | 0x20,
+        b'j' | b'f' | b'm' | b'a' | b's' | b'o' | b'n' | b'd'
+    )
+}
 
 fn is_month(word: &str) -> bool {
     let word = word.trim_end_matches('.');
@@ -977,7 +1025,7 @@ fn is_month(word: &str) -> bool {
     ];
     // Words with accents in their first three letters (février, août, décembre) skip the
     // prefix test.
-    if head[..3].is_ascii() && !MONTH_PREFIXES.contains(&prefix.as_slice()) {
+    if head[..3].is_ascii() && !is_month_prefix(prefix) {
         return false;
     }
     if word.is_ascii() {
@@ -1010,7 +1058,9 @@ fn month_word_beside(text: &str, start: usize, end: usize) -> bool {
         while from > 0 && word_end - from < 12 && is_letter(bytes[from - 1]) {
             from -= 1;
         }
-        if let Some(word) = text.get(from..word_end)
+        if from < word_end
+            && is_month_initial(bytes[from])
+            && let Some(word) = text.get(from..word_end)
             && is_month(word)
         {
             return true;
@@ -1023,6 +1073,9 @@ fn month_word_beside(text: &str, start: usize, end: usize) -> bool {
     }
     while from < bytes.len() && from - end < 5 && matches!(bytes[from], b' ' | b'-' | b'.') {
         from += 1;
+    }
+    if !bytes.get(from).is_some_and(|b| is_month_initial(*b)) {
+        return false;
     }
     let mut to = from;
     while to < bytes.len() && to - from < 12 && is_letter(bytes[to]) {
@@ -1051,16 +1104,17 @@ const CURRENCY_CODES: &[&str] = &[
 ];
 
 /// The position of the next digit or `@` at or after `from`, or the end. Blocks of 32 bytes
-/// are tested with branch-free arithmetic that the compiler turns into vector code, so text
-/// without anchors is skipped at memory speed.
+/// are tested with branch-free arithmetic into a bit mask that the compiler turns into vector
+/// code, so text without anchors is skipped at memory speed and the first anchor in a block is
+/// found without a second look at its bytes.
 fn next_anchor(bytes: &[u8], mut from: usize) -> usize {
     while let Some(block) = bytes.get(from..from + 32) {
-        let mut hit = false;
-        for &b in block {
-            hit |= (b.wrapping_sub(b'0') < 10) | (b == b'@');
+        let mut mask = 0u32;
+        for (k, &b) in block.iter().enumerate() {
+            mask |= u32::from((b.wrapping_sub(b'0') < 10) | (b == b'@')) << k;
         }
-        if hit {
-            break;
+        if mask != 0 {
+            return from + mask.trailing_zeros() as usize;
         }
         from += 32;
     }

@@ -219,8 +219,15 @@ impl Csv {
 
 #[derive(Debug)]
 enum Frame {
-    Object { key: String, expecting_key: bool },
-    Array { index: usize },
+    /// The key is `names[key.0..key.1]`: keys live in one buffer used as a stack, so tracking
+    /// allocates nothing once it has warmed up.
+    Object {
+        key: (usize, usize),
+        expecting_key: bool,
+    },
+    Array {
+        index: usize,
+    },
 }
 
 /// JSON documents, one or many (NDJSON). Lenient: it tracks structure without validating it.
@@ -235,6 +242,7 @@ pub(crate) struct Json {
     escaped: bool,
     in_key: bool,
     key: Vec<u8>,
+    names: String,
 }
 
 impl Default for Json {
@@ -248,6 +256,7 @@ impl Default for Json {
             escaped: false,
             in_key: false,
             key: Vec::new(),
+            names: String::new(),
         }
     }
 }
@@ -280,7 +289,14 @@ impl Json {
                     continue;
                 }
                 let rest = &bytes[i..];
-                let Some(k) = memchr2(b'"', b'\\', rest) else {
+                // Most strings are short: a plain loop beats setting up a vector search.
+                let short = rest.iter().take(16).position(|&b| b == b'"' || b == b'\\');
+                let found = match short {
+                    Some(k) => Some(k),
+                    None if rest.len() <= 16 => None,
+                    None => memchr2(b'"', b'\\', &rest[16..]).map(|k| k + 16),
+                };
+                let Some(k) = found else {
                     self.key_bytes(rest);
                     return;
                 };
@@ -292,9 +308,14 @@ impl Json {
                     self.in_string = false;
                     if self.in_key {
                         self.in_key = false;
-                        let name = String::from_utf8_lossy(&self.key).into_owned();
                         if let Some(Frame::Object { key, .. }) = self.stack.last_mut() {
-                            *key = name;
+                            // The innermost object's key is the last in the buffer.
+                            self.names.truncate(key.0);
+                            match std::str::from_utf8(&self.key) {
+                                Ok(name) => self.names.push_str(name),
+                                Err(_) => self.names.push_str(&String::from_utf8_lossy(&self.key)),
+                            }
+                            key.1 = self.names.len();
                         }
                     }
                 }
@@ -316,15 +337,15 @@ impl Json {
                     self.key.clear();
                 }
                 b'{' => self.push(Frame::Object {
-                    key: String::new(),
+                    key: (self.names.len(), self.names.len()),
                     expecting_key: true,
                 }),
                 b'[' => self.push(Frame::Array { index: 0 }),
                 b'}' | b']' => {
                     if self.hidden > 0 {
                         self.hidden -= 1;
-                    } else {
-                        self.stack.pop();
+                    } else if let Some(Frame::Object { key, .. }) = self.stack.pop() {
+                        self.names.truncate(key.0);
                     }
                 }
                 b',' if self.hidden == 0 => match self.stack.last_mut() {
@@ -346,7 +367,7 @@ impl Json {
     /// The key naming the current value: the innermost object's, through arrays.
     fn key(&self) -> Option<&str> {
         self.stack.iter().rev().find_map(|frame| match frame {
-            Frame::Object { key, .. } if !key.is_empty() => Some(key.as_str()),
+            Frame::Object { key, .. } if key.1 > key.0 => Some(&self.names[key.0..key.1]),
             _ => None,
         })
     }
@@ -356,8 +377,9 @@ impl Json {
         let mut path = String::from("$");
         for frame in &self.stack {
             match frame {
-                Frame::Object { key, .. } if key.is_empty() => {}
+                Frame::Object { key, .. } if key.1 == key.0 => {}
                 Frame::Object { key, .. } => {
+                    let key = &self.names[key.0..key.1];
                     let plain = key
                         .chars()
                         .next()

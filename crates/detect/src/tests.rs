@@ -167,3 +167,22 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    /// The allocation-free date check reads numeric dates exactly as tokenize-core does.
+    #[test]
+    fn numeric_dates_agree_with_tokenize_core(
+        a in 0u32..10000, b in 0u32..100, c in 0u32..10000,
+        layout in 0usize..4, separator in proptest::sample::select(vec!['-', '/', '.']),
+    ) {
+        let text = match layout {
+            0 => format!("{a:04}{separator}{b:02}{separator}{:02}", c % 100),
+            1 => format!("{a}{separator}{b}{separator}{}", c % 100),
+            2 => format!("{}{separator}{b}{separator}{c:04}", a % 100),
+            _ => format!("{:02}{separator}{:02}{separator}{c}", a % 100, b % 100),
+        };
+        proptest::prop_assert_eq!(numeric_date(&text), is_date(&text), "{}", text);
+    }
+}
