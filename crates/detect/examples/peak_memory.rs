@@ -3,7 +3,11 @@
 //! file, and prints the process's peak resident set (VmHWM) before and after.
 //!
 //! `cargo run --release -p detect --example peak_memory -- 2`
-#![allow(clippy::print_stdout, clippy::unwrap_used, reason = "a measurement program")]
+#![allow(
+    clippy::print_stdout,
+    clippy::unwrap_used,
+    reason = "a measurement program"
+)]
 
 use detect::{Detector, Hint, Options};
 
@@ -35,7 +39,11 @@ fn main() {
     let mut n = 0usize;
     while piece.len() < (1 << 20) - 200 {
         n += 1;
-        piece.push_str(if n % 100 == 0 { pii } else { lines[n % 3] });
+        piece.push_str(if n.is_multiple_of(100) {
+            pii
+        } else {
+            lines[n % 3]
+        });
     }
     let detector = Detector::new();
     let before = peak_rss_kib();

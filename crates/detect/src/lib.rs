@@ -3,6 +3,7 @@
 mod content;
 mod context;
 mod custom;
+mod selector;
 mod stream;
 mod structure;
 
@@ -10,13 +11,14 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use tokenize_core::normalize::{
-    NormalizeOptions, days_in_month, is_date, sin_is_issuable, ssn_is_issuable,
+    NormalizeOptions, Region, days_in_month, is_date, sin_is_issuable, ssn_is_issuable,
 };
 use tokenize_core::{Category, PiiType, normalize};
 
 pub use content::{Encoding, Format, Hint, SkipReason};
 pub use context::{Context, Hits};
 pub use custom::{ClassifierError, ClassifierSpec, Classifiers, Validator};
+pub use selector::Selector;
 pub use stream::{Report, Stream};
 use structure::Tracker;
 
@@ -169,6 +171,8 @@ const CONTEXT_PENALTY: f32 = 0.4;
 pub struct Detector {
     context: Context,
     custom: Option<Classifiers>,
+    /// How numbers without a country code are read (the tenant policy's default region).
+    normalize: NormalizeOptions,
 }
 
 /// A candidate before scoring.
@@ -194,9 +198,16 @@ impl Detector {
     /// A detector that also runs a tenant's classifiers, in the same scan.
     pub fn with_classifiers(classifiers: Classifiers) -> Self {
         Self {
-            context: Context::default(),
             custom: (!classifiers.is_empty()).then_some(classifiers),
+            ..Self::default()
         }
+    }
+
+    /// Reads phone numbers without `+` as numbers of `region` (US by default), as the tenant's
+    /// tokenization policy does.
+    pub fn with_phone_region(mut self, region: Region) -> Self {
+        self.normalize.default_region = region;
+        self
     }
 
     /// Every finding at or above `min_confidence` in plain text, in order.
@@ -718,7 +729,7 @@ impl Detector {
         // Phone numbers: 10 to 15 digits, or a + prefix.
         let phone_like = (10..=15).contains(&digits.len())
             || (span.starts_with('+') && (8..=15).contains(&digits.len()));
-        if phone_like && normalize(PiiType::Phone, span, &NormalizeOptions::default()).is_ok() {
+        if phone_like && normalize(PiiType::Phone, span, &self.normalize).is_ok() {
             let formatted = span.starts_with('+')
                 || span.starts_with('(')
                 || shape.contains(['-', ' ', '.', ')']);

@@ -84,6 +84,14 @@ fn sins_emails_phones_and_money() {
         Vec::<(PiiType, String)>::new(),
         "a French number without +33 is not a US number"
     );
+    let french = Detector::new().with_phone_region(Region::FR);
+    let found = french.scan("tél. 01 42 68 53 00", DEFAULT_MIN_CONFIDENCE);
+    assert_eq!(
+        found.len(),
+        1,
+        "read in the tenant's region, it is a French number"
+    );
+    assert_eq!(found[0].pii_type, PiiType::Phone);
     assert_eq!(
         types("tél. +33 1 42 68 53 00"),
         [(PiiType::Phone, "+33 1 42 68 53 00".into())]
