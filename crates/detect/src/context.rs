@@ -22,6 +22,8 @@ const WORDS: &[(&str, Hint)] = &[
     // us_ssn
     ("ssn", Hint::For(Kind::UsSsn)),
     ("ssns", Hint::For(Kind::UsSsn)),
+    ("ss#", Hint::For(Kind::UsSsn)),
+    ("soc. sec", Hint::For(Kind::UsSsn)),
     ("social security", Hint::For(Kind::UsSsn)),
     ("social sec", Hint::For(Kind::UsSsn)),
     ("soc sec", Hint::For(Kind::UsSsn)),
@@ -30,11 +32,13 @@ const WORDS: &[(&str, Hint)] = &[
     ("sin", Hint::For(Kind::CaSin)),
     ("social insurance", Hint::For(Kind::CaSin)),
     ("nas", Hint::For(Kind::CaSin)),
+    ("n.a.s", Hint::For(Kind::CaSin)),
     ("assurance sociale", Hint::For(Kind::CaSin)),
     ("assurance-sociale", Hint::For(Kind::CaSin)),
     // phone
     ("phone", Hint::For(Kind::Phone)),
     ("phones", Hint::For(Kind::Phone)),
+    ("ph", Hint::For(Kind::Phone)),
     ("tel", Hint::For(Kind::Phone)),
     ("tél", Hint::For(Kind::Phone)),
     ("mobile", Hint::For(Kind::Phone)),
@@ -47,6 +51,7 @@ const WORDS: &[(&str, Hint)] = &[
     ("cellulaire", Hint::For(Kind::Phone)),
     // dob
     ("dob", Hint::For(Kind::Dob)),
+    ("d.o.b", Hint::For(Kind::Dob)),
     ("date of birth", Hint::For(Kind::Dob)),
     ("birth date", Hint::For(Kind::Dob)),
     ("birthdate", Hint::For(Kind::Dob)),
@@ -94,6 +99,14 @@ const WORDS: &[(&str, Hint)] = &[
     ("isbn", Hint::Against),
     ("serial", Hint::Against),
     ("sku", Hint::Against),
+    ("part no", Hint::Against),
+    ("part number", Hint::Against),
+    ("part #", Hint::Against),
+    ("item no", Hint::Against),
+    ("item #", Hint::Against),
+    ("model", Hint::Against),
+    ("ref", Hint::Against),
+    ("réf", Hint::Against),
 ];
 
 /// Finds context words in a window of text.

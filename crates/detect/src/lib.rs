@@ -298,8 +298,8 @@ impl Detector {
                     .and_then(|c| c.next_match(text, end.max(start + 1)));
             }
             let Some(&b) = bytes.get(i) else { break };
-            let candidates = if b == b'@' {
-                self.email_at(text, i)
+            let (candidates, sequence_end) = if b == b'@' {
+                (self.email_at(text, i), i + 1)
             } else if i == 0 || !bytes[i - 1].is_ascii_digit() {
                 self.number_at(text, i)
             } else {
@@ -311,6 +311,11 @@ impl Detector {
                 // Past the rest of this run of digits: it was looked at as a whole.
                 while next < bytes.len() && bytes[next].is_ascii_digit() {
                     next += 1;
+                }
+                // A sequence that is nothing as a whole is not restarted from its middle:
+                // "9400 0152 9235 9197 6780 12" holds no phone number.
+                if candidates.is_empty() {
+                    next = next.max(sequence_end);
                 }
             }
             let Some(first) = candidates.iter().map(|c| base + c.start).min() else {
@@ -502,8 +507,9 @@ impl Detector {
         }]
     }
 
-    /// Candidates anchored at the first digit of a number.
-    fn number_at(&self, text: &str, first: usize) -> Vec<Candidate> {
+    /// Candidates anchored at the first digit of a number, and where the whole numeric sequence
+    /// ends (to skip it when it is nothing).
+    fn number_at(&self, text: &str, first: usize) -> (Vec<Candidate>, usize) {
         let bytes = text.as_bytes();
         // The numeric span: digits, with one separator (or ") " / " (") between digit groups.
         let is_sep = |b: u8| matches!(b, b'-' | b'.' | b',' | b' ' | b'/' | b'(' | b')');
@@ -519,11 +525,11 @@ impl Detector {
                 end += 1;
                 if digits > 16 {
                     let Some(&(cut, cut_digits)) = cuts[..cut_count].last() else {
-                        return Vec::new();
+                        return (Vec::new(), sequence_end(bytes, first));
                     };
                     // Too long as one number: the groups before the last space may still be.
                     if bytes[end..].first().is_some_and(u8::is_ascii_digit) || cut_digits < 6 {
-                        return Vec::new();
+                        return (Vec::new(), sequence_end(bytes, first));
                     }
                     (end, digits) = (cut, cut_digits);
                     cut_count -= 1;
@@ -545,13 +551,24 @@ impl Detector {
                         .take(4)
                         .take_while(|b| b.is_ascii_digit())
                         .count();
+                    // A thousands group ends the number or goes on with `.`, `,` or a space.
+                    let after = bytes.get(k + group);
                     group <= 3
+                        && !after.is_some_and(|b| matches!(b, b'-' | b'/'))
                         && bytes[first..end]
                             .iter()
-                            .all(|b| b.is_ascii_digit() || *b == b',' || *b == b'.')
+                            .all(|b| b.is_ascii_digit() || matches!(b, b',' | b'.' | b' '))
+                        // After space-grouped thousands only a decimal part: "5 883,23".
+                        && (!bytes[first..end].contains(&b' ') || group == 2)
                 }
                 // "(415)555-0132": the parenthesis closes an area code opened just before.
-                b")" => first > 0 && bytes[first - 1] == b'(' && end - first == 3,
+                b")" => {
+                    (first > 0 && bytes[first - 1] == b'(' && end - first == 3)
+                        // "+44 (0)20 7946 0958": the trunk zero after a country code.
+                        || (first > 0
+                            && bytes[first - 1] == b'+'
+                            && bytes[..end].ends_with(b" (0"))
+                }
                 [b] => *b != b'(' && *b != b')',
                 _ => joint == b") " || joint == b" (",
             };
@@ -567,7 +584,7 @@ impl Detector {
         }
         let out = self.span_candidates(text, first, end, digits);
         if !out.is_empty() {
-            return out;
+            return (out, end);
         }
         // Nothing as a whole: the longest shorter span ending at a space that is something.
         for &(cut, cut_digits) in cuts[..cut_count].iter().rev() {
@@ -576,10 +593,10 @@ impl Detector {
             }
             let out = self.span_candidates(text, first, cut, cut_digits);
             if !out.is_empty() {
-                return out;
+                return (out, cut);
             }
         }
-        Vec::new()
+        (Vec::new(), sequence_end(bytes, first))
     }
 
     /// Candidates for the numeric span from the digit at `first` to `end`.
@@ -608,6 +625,24 @@ impl Detector {
             }
             if digits <= 2 && month_word_beside(text, start, end) {
                 self.named_date(text, start, end, &mut out);
+            }
+            // Short case numbers: "T-351-11", "IMM-569-23".
+            if start >= 2
+                && bytes[start - 1] == b'-'
+                && bytes[start - 2].is_ascii_uppercase()
+                && !bytes.get(end).is_some_and(|b| is_word(*b))
+            {
+                let mut shape_buf = [0u8; 48];
+                let span = &bytes[start..end];
+                for (slot, b) in shape_buf.iter_mut().zip(span) {
+                    *slot = if b.is_ascii_digit() { b'd' } else { *b };
+                }
+                let shape = std::str::from_utf8(&shape_buf[..span.len().min(48)]).unwrap_or("");
+                self.prefixed(text, start, end, shape, &mut out);
+            }
+            // US federal dockets: "3:12-cv-20112".
+            if digits == 1 && bytes.get(end) == Some(&b':') {
+                self.docket(text, start, &mut out);
             }
             return out;
         }
@@ -717,7 +752,10 @@ impl Detector {
             _ => {}
         }
         // Dates written with digits and separators.
-        if (6..=8).contains(&digits.len()) && numeric_date(span) {
+        if (6..=8).contains(&digits.len())
+            && numeric_date(span)
+            && !time_follows(text.as_bytes(), end)
+        {
             out.push(candidate(
                 Kind::Date,
                 PiiType::Date,
@@ -729,7 +767,10 @@ impl Detector {
         // Phone numbers: 10 to 15 digits, or a + prefix.
         let phone_like = (10..=15).contains(&digits.len())
             || (span.starts_with('+') && (8..=15).contains(&digits.len()));
-        if phone_like && normalize(PiiType::Phone, span, &self.normalize).is_ok() {
+        if phone_like
+            && self.phone_grouping(span)
+            && normalize(PiiType::Phone, span, &self.normalize).is_ok()
+        {
             let formatted = span.starts_with('+')
                 || span.starts_with('(')
                 || shape.contains(['-', ' ', '.', ')']);
@@ -752,6 +793,50 @@ impl Detector {
         }
     }
 
+    /// Whether a number without `+` is grouped the way phone numbers of the detector's region
+    /// are written. libphonenumber validates digits in any grouping, so without this an IP
+    /// address, an ISBN or a browser version can read as a phone number.
+    fn phone_grouping(&self, span: &str) -> bool {
+        if span.starts_with('+') {
+            return true;
+        }
+        let mut groups = [0usize; 8];
+        let mut count = 0;
+        let mut separator = None;
+        let mut consistent = true;
+        let mut in_group = false;
+        for b in span.bytes() {
+            if b.is_ascii_digit() {
+                if !in_group {
+                    if count == groups.len() {
+                        return false;
+                    }
+                    count += 1;
+                    in_group = true;
+                }
+                groups[count - 1] += 1;
+            } else {
+                in_group = false;
+                if matches!(b, b'-' | b'.' | b' ' | b'/') {
+                    consistent &= separator.is_none_or(|s| s == b);
+                    separator = Some(b);
+                }
+            }
+        }
+        let groups = &groups[..count];
+        let region = self.normalize.default_region;
+        if region == Region::US || region == Region::CA {
+            // North American numbering: 10 digits (or 1 and 10) as one run, 3-3-4 or 3-7.
+            let leading_one = span.trim_start_matches('(').starts_with('1');
+            return match groups {
+                [10] | [3, 3, 4] | [3, 7] => true,
+                [11] | [1, 3, 3, 4] | [1, 3, 7] => leading_one,
+                _ => false,
+            } && (consistent || span.contains(')'));
+        }
+        consistent && separator != Some(b'/')
+    }
+
     /// Money: an amount with a currency sign right before (or a euro sign after), or an ISO
     /// code around it.
     fn money(&self, text: &str, start: usize, end: usize, span: &str, out: &mut Vec<Candidate>) {
@@ -762,31 +847,34 @@ impl Detector {
         let prev = start.checked_sub(1).map(|i| bytes[i]);
         let next = bytes.get(end).copied();
         let plausible = matches!(prev, Some(b'$' | 0xAC | 0xA3 | 0xA5))
-            || (prev == Some(b' ') && start >= 2 && bytes[start - 2].is_ascii_uppercase())
+            || (prev == Some(b' ')
+                && start >= 2
+                && (bytes[start - 2].is_ascii_uppercase() || bytes[start - 2] == b'$'))
             || (next == Some(b' ')
                 && bytes
                     .get(end + 1)
-                    .is_some_and(|b| b.is_ascii_uppercase() || *b == 0xE2))
-            || next == Some(0xE2);
+                    .is_some_and(|b| b.is_ascii_uppercase() || *b == 0xE2 || *b == b'$'))
+            || matches!(next, Some(0xE2 | b'$'));
         if !plausible {
             return;
         }
-        let sign_before = text[..start]
-            .chars()
-            .next_back()
-            .is_some_and(|c| matches!(c, '$' | '€' | '£' | '¥'));
+        let is_sign = |c: char| matches!(c, '$' | '€' | '£' | '¥');
+        // "$1,234.50", or "$ 1,234.50" with a space after the sign.
+        let spaced = text[..start].strip_suffix(' ').unwrap_or(&text[..start]);
+        let sign_before = spaced.chars().next_back().is_some_and(is_sign);
         let code_near = |s: &str| CURRENCY_CODES.contains(&s);
         let code_before = start >= 4
             && bytes[start - 1] == b' '
             && text.get(start - 4..start - 1).is_some_and(code_near);
         let code_after =
             bytes.get(end) == Some(&b' ') && text.get(end + 1..end + 4).is_some_and(code_near);
-        let sign_after = text[end..].trim_start_matches(' ').starts_with('€');
+        // "1.234,50 €", or the Quebec "2 500,00 $".
+        let sign_after = text[end..].trim_start_matches(' ').starts_with(['€', '$']);
         if (sign_before || code_before || code_after || sign_after)
             && normalize(PiiType::Monetary, span, &NormalizeOptions::default()).is_ok()
         {
             let from = if sign_before {
-                start - text[..start].chars().next_back().map_or(0, char::len_utf8)
+                spaced.len() - spaced.chars().next_back().map_or(0, char::len_utf8)
             } else {
                 start
             };
@@ -816,12 +904,23 @@ impl Detector {
         } else {
             start
         };
+        // An ordinal suffix after the day: "December 18th, 2020".
+        let ordinal = text.as_bytes()[end..]
+            .iter()
+            .take(2)
+            .take_while(|b| b.is_ascii_lowercase())
+            .count();
         for from in [month_start, start] {
             // "Month D, YYYY": the year follows the day; "D Month YYYY": it follows the month.
-            let Some(to) = year_end(text, end, if from == start { 16 } else { 3 }) else {
+            let skip = if from == start { 16 } else { 3 + ordinal };
+            let Some(to) = year_end(text, end, skip) else {
                 continue;
             };
-            if from >= to || !text.is_char_boundary(from) || !text.is_char_boundary(to) {
+            if from >= to
+                || !text.is_char_boundary(from)
+                || !text.is_char_boundary(to)
+                || time_follows(text.as_bytes(), to)
+            {
                 continue;
             }
             let candidate = &text[from..to];
@@ -841,6 +940,46 @@ impl Detector {
                 return;
             }
         }
+    }
+
+    /// A US federal docket number: office digit, `:`, two-digit year, `-`, two to three
+    /// lower-case letters for the case type, `-`, three to five digits (`3:12-cv-20112`).
+    fn docket(&self, text: &str, start: usize, out: &mut Vec<Candidate>) {
+        let bytes = text.as_bytes();
+        let rest = &bytes[start..];
+        let digits = |from: usize| {
+            rest[from.min(rest.len())..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count()
+        };
+        if rest.get(1) != Some(&b':') || digits(2) != 2 || rest.get(4) != Some(&b'-') {
+            return;
+        }
+        let letters = rest[5..]
+            .iter()
+            .take_while(|b| b.is_ascii_lowercase())
+            .count();
+        if !(2..=3).contains(&letters) || rest.get(5 + letters) != Some(&b'-') {
+            return;
+        }
+        let number = digits(6 + letters);
+        let end = 6 + letters + number;
+        if !(3..=5).contains(&number) || rest.get(end).is_some_and(|b| is_word(*b)) {
+            return;
+        }
+        if start > 0 && is_word(bytes[start - 1]) {
+            return;
+        }
+        out.push(Candidate {
+            kind: Kind::CaseNumber,
+            pii_type: PiiType::CaseNumber,
+            start,
+            end: start + end,
+            base: 0.45,
+            pattern: "case_number_docket",
+            validator: None,
+        });
     }
 
     /// Shapes that start with letters: Canadian passports (AB123456) and case numbers
@@ -1093,6 +1232,38 @@ fn month_word_beside(text: &str, start: usize, end: usize) -> bool {
         to += 1;
     }
     text.get(from..to).is_some_and(is_month)
+}
+
+/// Whether a time of day follows a date (`2023-10-13 02:38:16`, `16 Nov 2024 12:22:01`): a
+/// timestamp, like the glued `T` form, not a person's date.
+fn time_follows(bytes: &[u8], end: usize) -> bool {
+    let rest = &bytes[end.min(bytes.len())..];
+    let Some(rest) = rest.strip_prefix(b" ") else {
+        return false;
+    };
+    let hours = rest
+        .iter()
+        .take(3)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    (1..=2).contains(&hours)
+        && rest.get(hours) == Some(&b':')
+        && rest.get(hours + 1).is_some_and(u8::is_ascii_digit)
+        && rest.get(hours + 2).is_some_and(u8::is_ascii_digit)
+}
+
+/// The end of the numeric sequence that starts at `from`: digits and the separators between
+/// them, but never across a comma, which separates values in CSV and lists.
+fn sequence_end(bytes: &[u8], mut from: usize) -> usize {
+    while from < bytes.len() {
+        let joins = matches!(bytes[from], b' ' | b'-' | b'.' | b'/')
+            && bytes.get(from + 1).is_some_and(u8::is_ascii_digit);
+        if !(bytes[from].is_ascii_digit() || joins) {
+            break;
+        }
+        from += 1;
+    }
+    from
 }
 
 /// The end of the first run of digits (the year) within `skip` characters after `from`.

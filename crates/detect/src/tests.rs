@@ -25,7 +25,7 @@ fn grouped_ssns_are_found_and_context_raises_them() {
     assert_eq!((f[0].0, f[0].1.as_str()), (PiiType::UsSsn, "123-45-6789"));
     assert!(f[0].2 >= 0.9, "{f:?}");
     assert_eq!(
-        types("ref 078-05-1120 end"),
+        types("id 078-05-1120 end"),
         [(PiiType::UsSsn, "078-05-1120".into())]
     );
 }
