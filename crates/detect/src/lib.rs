@@ -376,10 +376,9 @@ impl Detector {
         let Some(custom) = &self.custom else { return };
         let text = window.text;
         let at = window.base + start;
-        // The tracker goes no further than a match it may report, so the next one still has
-        // its place.
+        // The header or key is context, so the tracker comes up to the match first.
         let from = tracker.position();
-        if at > from && from >= window.base && tracker.labels() {
+        if at > from && from >= window.base {
             tracker.feed(&text.as_bytes()[from - window.base..start]);
         }
         let label = tracker.label();
@@ -388,10 +387,6 @@ impl Detector {
         };
         if scored.confidence < options.min_confidence {
             return;
-        }
-        let from = tracker.position();
-        if at > from && from >= window.base {
-            tracker.feed(&text.as_bytes()[from - window.base..start]);
         }
         let context = scored.context;
         findings.push(Finding {
