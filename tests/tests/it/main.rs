@@ -9,6 +9,7 @@ mod api_keys;
 mod auth;
 mod detokenize;
 mod edge;
+mod emulators;
 mod health;
 mod limits;
 mod migrations;

