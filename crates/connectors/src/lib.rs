@@ -1,1 +1,5 @@
 #![doc = include_str!("../README.md")]
+
+pub mod config;
+
+pub use config::{Config, FieldError, Provider, validate};

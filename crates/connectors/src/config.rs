@@ -1,0 +1,477 @@
+//! A connector's configuration, validated per provider. Every problem is reported at once, each
+//! naming its field, and no message repeats a value (a secret may be among them).
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The cloud a connector reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    Aws,
+    Gcp,
+    Azure,
+}
+
+impl Provider {
+    pub const ALL: [Provider; 3] = [Provider::Aws, Provider::Gcp, Provider::Azure];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Aws => "aws",
+            Provider::Gcp => "gcp",
+            Provider::Azure => "azure",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Provider::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// The fields a configuration must have.
+    fn required(self) -> &'static [&'static str] {
+        match self {
+            Provider::Aws => &["role_arn", "external_id", "region"],
+            Provider::Gcp => &["project_id", "service_account_email", "wif_provider"],
+            Provider::Azure => &["tenant_id", "client_id", "client_secret", "storage_account"],
+        }
+    }
+
+    /// The fields that are secrets: stored encrypted, never returned.
+    fn secrets(self) -> &'static [&'static str] {
+        match self {
+            Provider::Azure => &["client_secret"],
+            Provider::Aws | Provider::Gcp => &[],
+        }
+    }
+}
+
+/// Optional fields every provider accepts.
+const OPTIONAL: &[&str] = &["buckets", "prefixes", "file_types"];
+
+/// Limits on the optional lists.
+const MAX_BUCKETS: usize = 100;
+const MAX_PREFIXES: usize = 100;
+const MAX_PREFIX_LEN: usize = 1024;
+
+/// File types a scan can read (the detection engine's formats; `gz` for any of them gzipped).
+pub const FILE_TYPES: &[&str] = &[
+    "txt", "log", "md", "csv", "tsv", "json", "ndjson", "jsonl", "gz",
+];
+
+/// One problem with one field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    /// `config.role_arn`, `name`, ...
+    pub field: String,
+    pub message: String,
+}
+
+fn error(field: &str, message: impl Into<String>) -> FieldError {
+    FieldError {
+        field: format!("config.{field}"),
+        message: message.into(),
+    }
+}
+
+/// A validated configuration, split into what may be shown and what is secret.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub provider: Provider,
+    /// Every non-secret field, as given: returned by the API and stored in the clear.
+    pub public: Map<String, Value>,
+    /// Secret fields by name: stored sealed under the tenant's data key, never returned.
+    pub secrets: Map<String, Value>,
+}
+
+impl Config {
+    /// Buckets (or Azure containers) to scan; empty means every one the identity can list.
+    pub fn buckets(&self) -> Vec<String> {
+        strings(self.public.get("buckets"))
+    }
+
+    pub fn prefixes(&self) -> Vec<String> {
+        strings(self.public.get("prefixes"))
+    }
+
+    pub fn file_types(&self) -> Vec<String> {
+        strings(self.public.get("file_types"))
+    }
+
+    /// A required text field (validated, so present).
+    pub fn text(&self, field: &str) -> &str {
+        self.public
+            .get(field)
+            .or_else(|| self.secrets.get(field))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Validates `config` for `provider`: every missing, unknown or malformed field is reported.
+pub fn validate(provider: Provider, config: &Value) -> Result<Config, Vec<FieldError>> {
+    let Some(object) = config.as_object() else {
+        return Err(vec![FieldError {
+            field: "config".into(),
+            message: "must be an object".into(),
+        }]);
+    };
+    let mut errors = Vec::new();
+    for field in provider.required() {
+        match object.get(*field) {
+            None | Some(Value::Null) => errors.push(error(field, "is required")),
+            Some(Value::String(s)) => {
+                if let Err(message) = check(field, s) {
+                    errors.push(error(field, message));
+                }
+            }
+            Some(_) => errors.push(error(field, "must be a string")),
+        }
+    }
+    for (field, value) in object {
+        if provider.required().contains(&field.as_str()) {
+            continue;
+        }
+        if !OPTIONAL.contains(&field.as_str()) {
+            errors.push(error(
+                field_name(field),
+                format!("is not a {} configuration field", provider.as_str()),
+            ));
+            continue;
+        }
+        if let Err(message) = check_list(provider, field, value) {
+            errors.push(error(field, message));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut public = Map::new();
+    let mut secrets = Map::new();
+    for (field, value) in object {
+        if provider.secrets().contains(&field.as_str()) {
+            secrets.insert(field.clone(), value.clone());
+        } else {
+            public.insert(field.clone(), value.clone());
+        }
+    }
+    Ok(Config {
+        provider,
+        public,
+        secrets,
+    })
+}
+
+/// An unknown field's name, cut so a long one cannot flood the error.
+fn field_name(field: &str) -> &str {
+    match field.char_indices().nth(64) {
+        Some((i, _)) => &field[..i],
+        None => field,
+    }
+}
+
+/// Checks one required text field.
+fn check(field: &str, s: &str) -> Result<(), &'static str> {
+    let ok = match field {
+        "role_arn" => is_role_arn(s),
+        "external_id" => {
+            (2..=1224).contains(&s.len())
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+=,.@:/-_".contains(&b))
+        }
+        "region" => is_aws_region(s),
+        "project_id" => {
+            (6..=30).contains(&s.len())
+                && s.starts_with(|c: char| c.is_ascii_lowercase())
+                && !s.ends_with('-')
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        }
+        "service_account_email" => {
+            s.len() <= 254
+                && s.split_once('@').is_some_and(|(local, domain)| {
+                    !local.is_empty()
+                        && local.bytes().all(|b| {
+                            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
+                        })
+                        && domain.contains('.')
+                        && domain.bytes().all(|b| {
+                            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
+                        })
+                })
+        }
+        "wif_provider" => is_wif_provider(s),
+        "tenant_id" | "client_id" => is_guid(s),
+        "client_secret" => !s.is_empty() && s.len() <= 1024,
+        "storage_account" => {
+            (3..=24).contains(&s.len())
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        }
+        _ => true,
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(match field {
+        "role_arn" => "must be an IAM role ARN: arn:aws:iam::<12-digit account>:role/<name>",
+        "external_id" => "must be 2 to 1224 characters of letters, digits and +=,.@:/-_",
+        "region" => "must be an AWS region such as us-east-1",
+        "project_id" => "must be a GCP project id: 6 to 30 lower-case letters, digits or hyphens",
+        "service_account_email" => "must be a service account email address",
+        "wif_provider" => {
+            "must be a workload identity provider: \
+             projects/<number>/locations/global/workloadIdentityPools/<pool>/providers/<provider>"
+        }
+        "tenant_id" | "client_id" => "must be a GUID",
+        "client_secret" => "must be 1 to 1024 characters",
+        "storage_account" => "must be 3 to 24 lower-case letters or digits",
+        _ => "is invalid",
+    })
+}
+
+fn check_list(provider: Provider, field: &str, value: &Value) -> Result<(), String> {
+    let Some(items) = value.as_array() else {
+        return Err("must be an array of strings".into());
+    };
+    let mut texts = Vec::with_capacity(items.len());
+    for item in items {
+        match item.as_str() {
+            Some(s) => texts.push(s),
+            None => return Err("must be an array of strings".into()),
+        }
+    }
+    match field {
+        "buckets" => {
+            if texts.len() > MAX_BUCKETS {
+                return Err(format!("at most {MAX_BUCKETS} entries"));
+            }
+            let valid = |b: &&str| match provider {
+                Provider::Azure => is_azure_container(b),
+                Provider::Aws | Provider::Gcp => is_bucket_name(b),
+            };
+            if let Some(index) = texts.iter().position(|b| !valid(b)) {
+                return Err(format!(
+                    "entry {index} is not a valid bucket or container name"
+                ));
+            }
+        }
+        "prefixes" => {
+            if texts.len() > MAX_PREFIXES {
+                return Err(format!("at most {MAX_PREFIXES} entries"));
+            }
+            if let Some(index) = texts
+                .iter()
+                .position(|p| p.len() > MAX_PREFIX_LEN || p.chars().any(char::is_control))
+            {
+                return Err(format!(
+                    "entry {index} must be at most {MAX_PREFIX_LEN} bytes without control characters"
+                ));
+            }
+        }
+        "file_types" => {
+            if let Some(index) = texts
+                .iter()
+                .position(|t| !FILE_TYPES.contains(&t.trim_start_matches('.')))
+            {
+                return Err(format!(
+                    "entry {index} is not a supported file type (supported: {})",
+                    FILE_TYPES.join(", ")
+                ));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn is_role_arn(s: &str) -> bool {
+    let mut parts = s.splitn(6, ':');
+    let (Some("arn"), Some(partition), Some("iam"), Some(""), Some(account), Some(resource)) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return false;
+    };
+    let Some(name) = resource.strip_prefix("role/") else {
+        return false;
+    };
+    matches!(partition, "aws" | "aws-cn" | "aws-us-gov")
+        && account.len() == 12
+        && account.bytes().all(|b| b.is_ascii_digit())
+        && (1..=512).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+=,.@_/-".contains(&b))
+}
+
+fn is_aws_region(s: &str) -> bool {
+    // Partition prefix, optional qualifier (gov, iso, ...), direction, number: us-east-1,
+    // us-gov-west-1, ap-southeast-2.
+    let parts: Vec<&str> = s.split('-').collect();
+    (3..=4).contains(&parts.len())
+        && parts[0].len() == 2
+        && parts[..parts.len() - 1]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+        && parts[parts.len() - 1].bytes().all(|b| b.is_ascii_digit())
+        && !parts[parts.len() - 1].is_empty()
+}
+
+fn is_wif_provider(s: &str) -> bool {
+    let s = s.strip_prefix("//iam.googleapis.com/").unwrap_or(s);
+    let parts: Vec<&str> = s.split('/').collect();
+    let id = |p: &str| {
+        (4..=32).contains(&p.len())
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    matches!(
+        parts.as_slice(),
+        ["projects", number, "locations", "global", "workloadIdentityPools", pool, "providers", provider]
+            if !number.is_empty()
+                && number.bytes().all(|b| b.is_ascii_digit())
+                && id(pool)
+                && id(provider)
+    )
+}
+
+fn is_guid(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// S3 and GCS bucket names: 3 to 63 lower-case letters, digits, `-` and `.`, starting and
+/// ending with a letter or digit.
+fn is_bucket_name(s: &str) -> bool {
+    (3..=63).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// Azure container names: 3 to 63 lower-case letters, digits and single hyphens.
+fn is_azure_container(s: &str) -> bool {
+    (3..=63).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && !s.ends_with('-')
+        && !s.contains("--")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn fields(result: Result<Config, Vec<FieldError>>) -> Vec<String> {
+        result
+            .err()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| e.field)
+            .collect()
+    }
+
+    #[test]
+    fn each_provider_requires_its_fields_and_names_every_problem() {
+        assert_eq!(
+            fields(validate(Provider::Aws, &json!({}))),
+            ["config.role_arn", "config.external_id", "config.region"]
+        );
+        assert_eq!(
+            fields(validate(
+                Provider::Aws,
+                &json!({"role_arn": "arn:aws:iam::123:role/x", "external_id": "e", "region": 7,
+                        "colour": "blue", "buckets": ["Bad_Bucket"]})
+            )),
+            [
+                "config.role_arn",
+                "config.external_id",
+                "config.region",
+                "config.buckets",
+                "config.colour"
+            ]
+        );
+        assert_eq!(
+            fields(validate(Provider::Gcp, &json!({"project_id": "p"}))),
+            [
+                "config.project_id",
+                "config.service_account_email",
+                "config.wif_provider"
+            ]
+        );
+        assert_eq!(
+            fields(validate(Provider::Azure, &json!([]))),
+            ["config"],
+            "not an object"
+        );
+    }
+
+    #[test]
+    fn valid_configs_split_secrets_from_what_may_be_shown() {
+        let aws = validate(
+            Provider::Aws,
+            &json!({"role_arn": "arn:aws:iam::123456789012:role/dps-scanner", "external_id": "tenant-42",
+                    "region": "us-east-1", "buckets": ["hr-exports"], "prefixes": ["2024/"], "file_types": ["csv", ".json"]}),
+        )
+        .unwrap();
+        assert!(aws.secrets.is_empty());
+        assert_eq!(aws.buckets(), ["hr-exports"]);
+        assert_eq!(aws.text("region"), "us-east-1");
+        let gcp = validate(
+            Provider::Gcp,
+            &json!({"project_id": "acme-data-1", "service_account_email": "scanner@acme-data-1.iam.gserviceaccount.com",
+                    "wif_provider": "projects/123456/locations/global/workloadIdentityPools/dps-pool/providers/dps-oidc"}),
+        );
+        assert!(gcp.is_ok(), "{gcp:?}");
+        let azure = validate(
+            Provider::Azure,
+            &json!({"tenant_id": "72f988bf-86f1-41af-91ab-2d7cd011db47", "client_id": "0b3f2c1e-1111-2222-3333-444455556666",
+                    "client_secret": "s3cr3t-value", "storage_account": "acmedata", "buckets": ["exports"]}),
+        )
+        .unwrap();
+        assert_eq!(
+            azure.secrets.get("client_secret"),
+            Some(&json!("s3cr3t-value"))
+        );
+        assert!(!azure.public.contains_key("client_secret"));
+        assert_eq!(azure.text("client_secret"), "s3cr3t-value");
+    }
+
+    #[test]
+    fn messages_never_repeat_values() {
+        let secret = "hunter2-but-longer";
+        let errors = validate(
+            Provider::Azure,
+            &json!({"tenant_id": secret, "client_id": secret, "client_secret": "", "storage_account": secret}),
+        )
+        .unwrap_err();
+        for e in errors {
+            assert!(!e.message.contains(secret), "{e:?}");
+        }
+    }
+}
