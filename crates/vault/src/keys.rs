@@ -126,7 +126,52 @@ pub(crate) fn open(key: &LessSafeKey, aad: &[u8], sealed: &[u8]) -> Result<Vec<u
     Ok(plain.to_vec())
 }
 
+/// A secret sealed under a tenant's data key: the key version it needs and the sealed bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedSecret {
+    pub key_version: i32,
+    pub sealed: Vec<u8>,
+}
+
+fn secret_aad(purpose: &str, binding: &[u8]) -> Vec<u8> {
+    let mut aad = b"dps-secret\0".to_vec();
+    aad.extend_from_slice(purpose.as_bytes());
+    aad.push(0);
+    aad.extend_from_slice(binding);
+    aad
+}
+
 impl TenantKeys {
+    /// Seals a secret that is not a vault value (a connector's client secret, for example)
+    /// under the current data key. `purpose` and `binding` (such as a connector id) are bound
+    /// into the ciphertext, so it cannot be moved to another record or use.
+    pub fn seal_secret(
+        &self,
+        purpose: &str,
+        binding: &[u8],
+        plaintext: &[u8],
+    ) -> Result<SealedSecret, VaultError> {
+        let (key_version, key) = self.current()?;
+        Ok(SealedSecret {
+            key_version,
+            sealed: seal(key, &secret_aad(purpose, binding), plaintext)?,
+        })
+    }
+
+    /// Opens what [`TenantKeys::seal_secret`] sealed, with the same purpose and binding.
+    pub fn open_secret(
+        &self,
+        purpose: &str,
+        binding: &[u8],
+        secret: &SealedSecret,
+    ) -> Result<Vec<u8>, VaultError> {
+        open(
+            self.data_key(secret.key_version)?,
+            &secret_aad(purpose, binding),
+            &secret.sealed,
+        )
+    }
+
     /// The data key of `version`, for decrypting an entry written under it.
     pub(crate) fn data_key(&self, version: i32) -> Result<&LessSafeKey, VaultError> {
         self.data.get(&version).ok_or(VaultError::Crypto)

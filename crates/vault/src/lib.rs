@@ -10,7 +10,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
 pub use cursor::CursorKey;
-pub use keys::{KeyRing, TenantKeys};
+pub use keys::{KeyRing, SealedSecret, TenantKeys};
 
 /// One invalid field of a request, for a 400 that names every problem at once.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

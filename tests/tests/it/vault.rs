@@ -198,3 +198,61 @@ async fn revocation_needs_a_reason_and_a_role_and_is_idempotent() {
         area_a_error(&error, "TOKEN_NOT_FOUND");
     }
 }
+
+/// Secrets that are not vault values (a connector's client secret) are sealed under the
+/// tenant's data key, bound to their purpose and record, and still open after a key rotation.
+#[tokio::test]
+async fn sealed_secrets_are_bound_to_their_record_and_survive_rotation() {
+    use diesel_async::AsyncConnection as _;
+
+    let db = testkit::database().await;
+    let mut conn = diesel_async::AsyncPgConnection::establish(&db.url)
+        .await
+        .unwrap();
+    let (master, _) = vault::MasterKey::generate().unwrap();
+    let master = std::sync::Arc::new(master);
+    let tenant: auth::TenantId = "acme".parse().unwrap();
+    let keys = vault::KeyRing::new(master.clone())
+        .tenant(&mut conn, &tenant)
+        .await
+        .unwrap();
+    let secret = keys
+        .seal_secret("connector.client_secret", b"connector-1", b"s3cr3t")
+        .unwrap();
+    assert!(
+        !secret.sealed.windows(6).any(|w| w == b"s3cr3t"),
+        "sealed, not stored"
+    );
+    assert_eq!(
+        keys.open_secret("connector.client_secret", b"connector-1", &secret)
+            .unwrap(),
+        b"s3cr3t"
+    );
+    // Moved to another record or another use, it does not open.
+    assert!(
+        keys.open_secret("connector.client_secret", b"connector-2", &secret)
+            .is_err()
+    );
+    assert!(
+        keys.open_secret("webhook.secret", b"connector-1", &secret)
+            .is_err()
+    );
+    // A new key version seals new secrets; the old one still opens.
+    vault::keys::add_version(&mut conn, &master, &tenant)
+        .await
+        .unwrap();
+    let rotated = vault::KeyRing::new(master)
+        .tenant(&mut conn, &tenant)
+        .await
+        .unwrap();
+    let newer = rotated
+        .seal_secret("connector.client_secret", b"connector-1", b"s3cr3t")
+        .unwrap();
+    assert_eq!((secret.key_version, newer.key_version), (1, 2));
+    assert_eq!(
+        rotated
+            .open_secret("connector.client_secret", b"connector-1", &secret)
+            .unwrap(),
+        b"s3cr3t"
+    );
+}
