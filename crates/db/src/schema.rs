@@ -14,6 +14,25 @@ diesel::table! {
 }
 
 diesel::table! {
+    connectors (tenant_id, connector_id) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        name -> Text,
+        provider -> Text,
+        status -> Text,
+        status_message -> Nullable<Text>,
+        config -> Jsonb,
+        secret_key_version -> Nullable<Int4>,
+        secret_sealed -> Nullable<Bytea>,
+        last_scan -> Nullable<Timestamptz>,
+        findings_count -> Int8,
+        risk_score -> Int4,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     detokenization_audit (tenant_id, audit_id) {
         tenant_id -> Text,
         audit_id -> Uuid,
@@ -176,6 +195,7 @@ diesel::table! {
 
 diesel::allow_tables_to_appear_in_same_query!(
     api_keys,
+    connectors,
     detokenization_audit,
     grants,
     idempotency_keys,

@@ -7,6 +7,7 @@
 
 mod api_keys;
 mod auth;
+mod connectors;
 mod detokenize;
 mod edge;
 mod emulators;

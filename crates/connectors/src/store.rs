@@ -1,0 +1,351 @@
+//! Connectors in Postgres, per tenant. Secret configuration fields are sealed under the
+//! tenant's data key, bound to the connector id; the stored `config` column holds only what the
+//! API may return.
+
+use diesel::prelude::*;
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use auth::TenantId;
+use db::schema::connectors;
+use vault::cursor::{Position, at_micros, micros, paginate};
+use vault::{CursorKey, SealedSecret, TenantKeys, VaultError};
+
+use crate::config::{self, Config, FieldError, Provider};
+
+/// The cursor list name: a cursor from another list is refused.
+const LIST: &str = "connectors";
+/// What sealed connector secrets are for (bound into the ciphertext).
+const SECRET_PURPOSE: &str = "connector.config";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectorError {
+    #[error("connector not found")]
+    NotFound,
+    #[error("a connector with this name already exists in the tenant")]
+    DuplicateName,
+    #[error("the connector configuration is invalid")]
+    Invalid(Vec<FieldError>),
+    #[error("the cursor is not valid for this list")]
+    BadCursor,
+    #[error("connector secrets could not be sealed or opened")]
+    Crypto,
+    #[error("database error")]
+    Database(#[source] DieselError),
+}
+
+impl From<DieselError> for ConnectorError {
+    fn from(e: DieselError) -> Self {
+        ConnectorError::Database(e)
+    }
+}
+
+impl From<VaultError> for ConnectorError {
+    fn from(e: VaultError) -> Self {
+        match e {
+            VaultError::BadCursor => ConnectorError::BadCursor,
+            VaultError::Database(e) => ConnectorError::Database(e),
+            _ => ConnectorError::Crypto,
+        }
+    }
+}
+
+/// A connector's lifecycle state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    PendingTest,
+    Active,
+    Disconnected,
+    Error,
+}
+
+impl Status {
+    pub const ALL: [Status; 4] = [
+        Status::PendingTest,
+        Status::Active,
+        Status::Disconnected,
+        Status::Error,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::PendingTest => "pending_test",
+            Status::Active => "active",
+            Status::Disconnected => "disconnected",
+            Status::Error => "error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Status::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = connectors, check_for_backend(diesel::pg::Pg))]
+struct Row {
+    connector_id: Uuid,
+    name: String,
+    provider: String,
+    status: String,
+    status_message: Option<String>,
+    config: Value,
+    last_scan: Option<OffsetDateTime>,
+    findings_count: i64,
+    risk_score: i32,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+/// A connector as the API shows it: never a secret.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Connector {
+    pub id: Uuid,
+    pub name: String,
+    pub provider: Provider,
+    pub status: Status,
+    /// Why the last connection test failed, when status is error.
+    pub status_message: Option<String>,
+    /// The non-secret configuration.
+    pub config: Map<String, Value>,
+    pub last_scan: Option<OffsetDateTime>,
+    pub findings_count: i64,
+    pub risk_score: i32,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+fn view(row: Row) -> Result<Connector, ConnectorError> {
+    // The CHECK constraints hold these to known values.
+    let provider = Provider::parse(&row.provider).ok_or(ConnectorError::Crypto)?;
+    let status = Status::parse(&row.status).ok_or(ConnectorError::Crypto)?;
+    let Value::Object(config) = row.config else {
+        return Err(ConnectorError::Crypto);
+    };
+    Ok(Connector {
+        id: row.connector_id,
+        name: row.name,
+        provider,
+        status,
+        status_message: row.status_message,
+        config,
+        last_scan: row.last_scan,
+        findings_count: row.findings_count,
+        risk_score: row.risk_score,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
+}
+
+/// Validates the request and stores a new connector in `pending_test`.
+pub async fn create(
+    conn: &mut AsyncPgConnection,
+    keys: &TenantKeys,
+    tenant: &TenantId,
+    name: &str,
+    provider: &str,
+    config: &Value,
+) -> Result<Connector, ConnectorError> {
+    let mut errors = Vec::new();
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+        errors.push(FieldError {
+            field: "name".into(),
+            message: "must be 1 to 200 characters without control characters".into(),
+        });
+    }
+    let Some(provider) = Provider::parse(provider) else {
+        errors.push(FieldError {
+            field: "provider".into(),
+            message: "must be one of aws, gcp, azure".into(),
+        });
+        return Err(ConnectorError::Invalid(errors));
+    };
+    let config = match config::validate(provider, config) {
+        Ok(config) => config,
+        Err(mut more) => {
+            errors.append(&mut more);
+            return Err(ConnectorError::Invalid(errors));
+        }
+    };
+    if !errors.is_empty() {
+        return Err(ConnectorError::Invalid(errors));
+    }
+    let id = Uuid::now_v7();
+    let sealed = seal(keys, id, &config)?;
+    let row: Row = diesel::insert_into(connectors::table)
+        .values((
+            connectors::tenant_id.eq(tenant.as_str()),
+            connectors::connector_id.eq(id),
+            connectors::name.eq(name),
+            connectors::provider.eq(provider.as_str()),
+            connectors::config.eq(Value::Object(config.public)),
+            connectors::secret_key_version.eq(sealed.as_ref().map(|s| s.key_version)),
+            connectors::secret_sealed.eq(sealed.map(|s| s.sealed)),
+        ))
+        .returning(Row::as_returning())
+        .get_result(conn)
+        .await
+        .map_err(|e| match e {
+            DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => {
+                ConnectorError::DuplicateName
+            }
+            e => ConnectorError::Database(e),
+        })?;
+    view(row)
+}
+
+fn seal(
+    keys: &TenantKeys,
+    id: Uuid,
+    config: &Config,
+) -> Result<Option<SealedSecret>, ConnectorError> {
+    if config.secrets.is_empty() {
+        return Ok(None);
+    }
+    let plain = serde_json::to_vec(&config.secrets).map_err(|_| ConnectorError::Crypto)?;
+    Ok(Some(keys.seal_secret(
+        SECRET_PURPOSE,
+        id.as_bytes(),
+        &plain,
+    )?))
+}
+
+/// Filters for the list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter {
+    pub provider: Option<Provider>,
+    pub status: Option<Status>,
+}
+
+/// One page of connectors, oldest first.
+#[derive(Debug)]
+pub struct Page {
+    pub items: Vec<Connector>,
+    pub pagination: api_types::Pagination,
+}
+
+pub async fn list(
+    conn: &mut AsyncPgConnection,
+    cursors: &CursorKey,
+    tenant: &TenantId,
+    filter: Filter,
+    limit: i64,
+    cursor: Option<&str>,
+) -> Result<Page, ConnectorError> {
+    let mut query = connectors::table
+        .filter(connectors::tenant_id.eq(tenant.as_str()))
+        .select(Row::as_select())
+        .order((connectors::created_at, connectors::connector_id))
+        .limit(limit + 1)
+        .into_boxed();
+    if let Some(provider) = filter.provider {
+        query = query.filter(connectors::provider.eq(provider.as_str()));
+    }
+    if let Some(status) = filter.status {
+        query = query.filter(connectors::status.eq(status.as_str()));
+    }
+    if let Some(cursor) = cursor {
+        let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
+        let at = at_micros(micros)?;
+        query = query.filter(
+            connectors::created_at.gt(at).or(connectors::created_at
+                .eq(at)
+                .and(connectors::connector_id.gt(id))),
+        );
+    }
+    let rows: Vec<Row> = query.load(conn).await?;
+    let (rows, pagination) = paginate(cursors, tenant, LIST, rows, limit, |last| Position {
+        micros: micros(last.created_at),
+        id: last.connector_id,
+    });
+    Ok(Page {
+        items: rows.into_iter().map(view).collect::<Result<_, _>>()?,
+        pagination,
+    })
+}
+
+pub async fn get(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: Uuid,
+) -> Result<Connector, ConnectorError> {
+    let row: Option<Row> = connectors::table
+        .filter(connectors::tenant_id.eq(tenant.as_str()))
+        .filter(connectors::connector_id.eq(id))
+        .select(Row::as_select())
+        .first(conn)
+        .await
+        .optional()?;
+    view(row.ok_or(ConnectorError::NotFound)?)
+}
+
+/// Provider, public configuration, and the sealed secrets with their key version.
+type SecretRow = (String, Value, Option<i32>, Option<Vec<u8>>);
+
+/// The full configuration, secrets opened: for connecting, never for showing.
+pub async fn config(
+    conn: &mut AsyncPgConnection,
+    keys: &TenantKeys,
+    tenant: &TenantId,
+    id: Uuid,
+) -> Result<Config, ConnectorError> {
+    let row: Option<SecretRow> = connectors::table
+        .filter(connectors::tenant_id.eq(tenant.as_str()))
+        .filter(connectors::connector_id.eq(id))
+        .select((
+            connectors::provider,
+            connectors::config,
+            connectors::secret_key_version,
+            connectors::secret_sealed,
+        ))
+        .first(conn)
+        .await
+        .optional()?;
+    let (provider, public, version, sealed) = row.ok_or(ConnectorError::NotFound)?;
+    let provider = Provider::parse(&provider).ok_or(ConnectorError::Crypto)?;
+    let Value::Object(public) = public else {
+        return Err(ConnectorError::Crypto);
+    };
+    let secrets = match (version, sealed) {
+        (Some(key_version), Some(sealed)) => {
+            let plain = keys.open_secret(
+                SECRET_PURPOSE,
+                id.as_bytes(),
+                &SealedSecret {
+                    key_version,
+                    sealed,
+                },
+            )?;
+            serde_json::from_slice(&plain).map_err(|_| ConnectorError::Crypto)?
+        }
+        _ => Map::new(),
+    };
+    Ok(Config {
+        provider,
+        public,
+        secrets,
+    })
+}
+
+/// Deletes a connector. Its scans and findings go with it (their foreign keys cascade).
+pub async fn delete(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: Uuid,
+) -> Result<(), ConnectorError> {
+    let deleted = diesel::delete(
+        connectors::table
+            .filter(connectors::tenant_id.eq(tenant.as_str()))
+            .filter(connectors::connector_id.eq(id)),
+    )
+    .execute(conn)
+    .await?;
+    if deleted == 0 {
+        return Err(ConnectorError::NotFound);
+    }
+    Ok(())
+}
