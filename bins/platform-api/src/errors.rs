@@ -40,3 +40,30 @@ pub fn settings(error: SettingsError) -> ApiError {
         SettingsError::Database(e) => ApiError::database(e),
     }
 }
+
+pub fn connectors(error: connectors::ConnectorError) -> ApiError {
+    use connectors::ConnectorError;
+    match error {
+        ConnectorError::NotFound => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("CONNECTOR_NOT_FOUND"),
+            "no connector with this id in the tenant",
+        ),
+        ConnectorError::DuplicateName => ApiError::new(
+            StatusCode::CONFLICT,
+            Code::Conflict,
+            "the tenant already has a connector with this name",
+        )
+        .with_details(json!({ "field": "name" })),
+        ConnectorError::Invalid(fields) => ApiError::invalid("the connector request is invalid")
+            .with_details(json!({ "fields": fields })),
+        ConnectorError::BadCursor => {
+            ApiError::invalid("the cursor is not one this service issued for this list")
+                .with_details(json!({ "field": "cursor" }))
+        }
+        ConnectorError::Crypto => {
+            ApiError::internal("connector secrets could not be sealed or opened")
+        }
+        ConnectorError::Database(e) => ApiError::database(e),
+    }
+}

@@ -23,6 +23,10 @@ pub use config::{Config, CosigningClient};
         handlers::settings::put_remediation_policy,
         handlers::settings::get_cosigning,
         handlers::settings::put_cosigning,
+        handlers::connectors::list,
+        handlers::connectors::create,
+        handlers::connectors::get,
+        handlers::connectors::delete,
     ),
     components(schemas(
         api_types::ErrorEnvelope,
@@ -39,6 +43,11 @@ pub use config::{Config, CosigningClient};
         api_types::settings::CosigningMode,
         api_types::settings::Cosigning,
         api_types::settings::CosigningUpdate,
+        api_types::connectors::Connector,
+        api_types::connectors::ScanSummary,
+        api_types::connectors::CreateConnector,
+        api_types::connectors::ConnectorCreated,
+        api_types::connectors::ConnectorDeleted,
     )),
     modifiers(&BearerAuth)
 )]
@@ -58,12 +67,19 @@ impl utoipa::Modify for BearerAuth {
 pub struct Extra {
     /// Whether the operator provisioned the co-signing client certificate.
     pub cosigning_provisioned: bool,
+    /// Tenant data keys, which seal connector secrets.
+    pub keyring: std::sync::Arc<vault::KeyRing>,
+    /// Signs and checks list cursors.
+    pub cursors: std::sync::Arc<vault::CursorKey>,
 }
 
 impl Extra {
     pub fn from_config(config: &Config) -> Self {
+        let master = config.common.master_key.clone();
         Self {
             cosigning_provisioned: config.cosigning_client.is_some(),
+            cursors: std::sync::Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
+            keyring: std::sync::Arc::new(vault::KeyRing::new(master)),
         }
     }
 }
@@ -106,6 +122,20 @@ impl ServiceSpec for PlatformApi {
                 [
                     on(Method::GET, handlers::settings::get_cosigning),
                     on(Method::PUT, handlers::settings::put_cosigning),
+                ],
+            )
+            .resource(
+                "/api/v1/connectors",
+                [
+                    on(Method::GET, handlers::connectors::list),
+                    on(Method::POST, handlers::connectors::create),
+                ],
+            )
+            .resource(
+                "/api/v1/connectors/{id}",
+                [
+                    on(Method::GET, handlers::connectors::get),
+                    on(Method::DELETE, handlers::connectors::delete),
                 ],
             );
     }

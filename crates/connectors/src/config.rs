@@ -140,7 +140,11 @@ pub fn validate(provider: Provider, config: &Value) -> Result<Config, Vec<FieldE
             Some(_) => errors.push(error(field, "must be a string")),
         }
     }
-    for (field, value) in object {
+    // Sorted, so the errors come in the same order whether or not serde_json keeps insertion
+    // order (a feature another crate in the build may turn on).
+    let mut others: Vec<(&String, &Value)> = object.iter().collect();
+    others.sort_by(|a, b| a.0.cmp(b.0));
+    for (field, value) in others {
         if provider.required().contains(&field.as_str()) {
             continue;
         }

@@ -183,3 +183,195 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
         Err(ConnectorError::NotFound)
     ));
 }
+
+/// A caller of platform-api with one access token.
+struct Client<'a> {
+    app: &'a integration_tests::TestApp,
+    token: String,
+}
+
+impl Client<'_> {
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self
+            .app
+            .http
+            .request(method, self.app.url(path))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
+}
+
+#[tokio::test]
+async fn connectors_over_http_follow_the_spec() {
+    use integration_tests::{Service, TestApp};
+    use reqwest::Method;
+
+    let app = TestApp::spawn(Service::Platform).await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let analyst = Client {
+        app: &app,
+        token: app.token("acme", "bo", &["analyst"]),
+    };
+    let stranger = Client {
+        app: &app,
+        token: app.token("globex", "cy", &["admin"]),
+    };
+
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(json!({"name": "Blob exports", "provider": "azure", "config": azure("data")})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["status"], "success");
+    let created = &body["data"];
+    assert_eq!(created["status"], "pending_test");
+    assert_eq!(created["provider"], "azure");
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(!body.to_string().contains(SECRET));
+
+    // 400 names every field; 409 on a duplicate name; only admins create.
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(json!({"name": "S3", "provider": "aws", "config": {"region": "mars-1", "extra": 1}})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let error = crate::area_b_error(&body, "VALIDATION_FAILED");
+    let fields: Vec<&str> = error["details"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "config.role_arn",
+            "config.external_id",
+            "config.region",
+            "config.extra"
+        ]
+    );
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(json!({"name": "Blob exports", "provider": "aws", "config": aws()})),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    crate::area_b_error(&body, "CONFLICT");
+    let (status, _) = analyst
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(json!({"name": "S3", "provider": "aws", "config": aws()})),
+        )
+        .await;
+    assert_eq!(status, 403);
+
+    // Get shows updated_at and scan_history, never the secret; anyone in the tenant reads.
+    let (status, body) = analyst
+        .send(Method::GET, &format!("/connectors/{id}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let connector = &body["data"];
+    assert_eq!(connector["name"], "Blob exports");
+    assert_eq!(connector["config"]["storage_account"], "acmedata");
+    assert!(connector["config"].get("client_secret").is_none());
+    assert!(connector["updated_at"].is_string());
+    assert_eq!(connector["scan_history"], json!([]));
+    assert_eq!(connector["findings_count"], 0);
+    assert!(connector["last_scan"].is_null());
+    assert!(!body.to_string().contains(SECRET));
+
+    // Lists page with the envelope's pagination and filter by provider and status.
+    for n in 0..3 {
+        let (status, _) = admin
+            .send(
+                Method::POST,
+                "/connectors",
+                Some(json!({"name": format!("S3 {n}"), "provider": "aws", "config": aws()})),
+            )
+            .await;
+        assert_eq!(status, 201);
+    }
+    let (status, body) = analyst.send(Method::GET, "/connectors?limit=3", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"].as_array().unwrap().len(), 3);
+    assert_eq!(body["pagination"]["limit"], 3);
+    assert_eq!(body["pagination"]["has_more"], true);
+    assert!(body["data"][0].get("scan_history").is_none());
+    let cursor = body["pagination"]["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, body) = analyst
+        .send(
+            Method::GET,
+            &format!("/connectors?limit=3&cursor={cursor}"),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"].as_array().unwrap().len(), 1);
+    assert_eq!(body["pagination"]["has_more"], false);
+    let (_, body) = analyst
+        .send(
+            Method::GET,
+            "/connectors?provider=aws&status=pending_test",
+            None,
+        )
+        .await;
+    assert_eq!(body["data"].as_array().unwrap().len(), 3);
+    for query in [
+        "provider=dropbox",
+        "status=happy",
+        "limit=0",
+        "limit=101",
+        "colour=red",
+    ] {
+        let (status, body) = analyst
+            .send(Method::GET, &format!("/connectors?{query}"), None)
+            .await;
+        assert_eq!(status, 400, "{query}: {body}");
+        crate::area_b_error(&body, "VALIDATION_FAILED");
+    }
+    let (status, body) = stranger
+        .send(Method::GET, &format!("/connectors?cursor={cursor}"), None)
+        .await;
+    assert_eq!(status, 400, "another tenant's cursor: {body}");
+
+    // Another tenant sees nothing; unknown and malformed ids are 404 CONNECTOR_NOT_FOUND.
+    for path in [
+        format!("/connectors/{id}"),
+        "/connectors/not-a-uuid".to_owned(),
+        format!("/connectors/{}", uuid::Uuid::now_v7()),
+    ] {
+        let (status, body) = stranger.send(Method::GET, &path, None).await;
+        assert_eq!(status, 404, "{path}: {body}");
+        crate::area_b_error(&body, "CONNECTOR_NOT_FOUND");
+    }
+
+    // Delete: admins only, then gone.
+    let path = format!("/connectors/{id}");
+    let (status, _) = analyst.send(Method::DELETE, &path, None).await;
+    assert_eq!(status, 403);
+    let (status, body) = admin.send(Method::DELETE, &path, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"], json!({"id": id, "deleted": true}));
+    let (status, body) = admin.send(Method::DELETE, &path, None).await;
+    assert_eq!(status, 404);
+    crate::area_b_error(&body, "CONNECTOR_NOT_FOUND");
+}

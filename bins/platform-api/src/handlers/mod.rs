@@ -1,3 +1,4 @@
+pub mod connectors;
 pub mod health;
 pub mod openapi;
 pub mod settings;

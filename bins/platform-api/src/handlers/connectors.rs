@@ -1,0 +1,196 @@
+//! Cloud storage connectors: any user of the tenant may read them; admins create and delete.
+
+use actix_web::web;
+use api_types::connectors::{
+    Connector, ConnectorCreated, ConnectorDeleted, ConnectorQuery, CreateConnector,
+};
+use connectors::{Filter, Provider, Status, store};
+use dps_http::{AdminCaller, ApiError, Body, Caller, Enveloped, ServiceState};
+use uuid::Uuid;
+
+use crate::{Extra, errors};
+
+fn wire(c: connectors::Connector, detailed: bool) -> Connector {
+    Connector {
+        id: c.id.to_string(),
+        name: c.name,
+        provider: c.provider.as_str().into(),
+        status: c.status.as_str().into(),
+        status_message: c.status_message,
+        config: serde_json::Value::Object(c.config),
+        last_scan: c.last_scan,
+        findings_count: c.findings_count,
+        risk_score: c.risk_score,
+        created_at: c.created_at,
+        updated_at: detailed.then_some(c.updated_at),
+        scan_history: detailed.then(Vec::new),
+    }
+}
+
+/// An id that is not a UUID names no connector.
+fn connector_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| errors::connectors(connectors::ConnectorError::NotFound))
+}
+
+/// Lists the tenant's connectors, oldest first, with cursor pagination.
+#[utoipa::path(
+    get,
+    path = "/api/v1/connectors",
+    tag = "connectors",
+    security(("bearer" = [])),
+    params(
+        ("provider" = Option<String>, Query, description = "aws, gcp or azure"),
+        ("status" = Option<String>, Query, description = "active, disconnected, error or pending_test"),
+        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page of connectors", body = [Connector]),
+        (status = 400, description = "VALIDATION_FAILED: an unknown filter value, a limit outside 1-100 or a foreign cursor", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn list(
+    Caller(caller): Caller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    query: web::Query<ConnectorQuery>,
+) -> Result<Enveloped<Vec<Connector>>, ApiError> {
+    let limit = match query.limit {
+        None => 20,
+        Some(l) if (1..=100).contains(&l) => l,
+        Some(_) => {
+            return Err(ApiError::invalid("limit must be between 1 and 100")
+                .with_details(serde_json::json!({ "field": "limit" })));
+        }
+    };
+    let provider = match query.provider.as_deref() {
+        None => None,
+        Some(p) => Some(Provider::parse(p).ok_or_else(|| {
+            ApiError::invalid("provider must be one of aws, gcp, azure")
+                .with_details(serde_json::json!({ "field": "provider" }))
+        })?),
+    };
+    let status = match query.status.as_deref() {
+        None => None,
+        Some(s) => Some(Status::parse(s).ok_or_else(|| {
+            ApiError::invalid("status must be one of active, disconnected, error, pending_test")
+                .with_details(serde_json::json!({ "field": "status" }))
+        })?),
+    };
+    let mut conn = state.conn().await?;
+    let page = store::list(
+        &mut conn,
+        &extra.cursors,
+        &caller.tenant_id,
+        Filter { provider, status },
+        limit,
+        query.cursor.as_deref(),
+    )
+    .await
+    .map_err(errors::connectors)?;
+    let items = page.items.into_iter().map(|c| wire(c, false)).collect();
+    Ok(Enveloped::page(items, page.pagination))
+}
+
+/// Creates a connector in `pending_test`. Secret fields are sealed and never returned.
+#[utoipa::path(
+    post,
+    path = "/api/v1/connectors",
+    tag = "connectors",
+    security(("bearer" = [])),
+    request_body = CreateConnector,
+    responses(
+        (status = 201, description = "The connector's id, name, provider, status and creation time", body = ConnectorCreated),
+        (status = 400, description = "VALIDATION_FAILED naming each missing or invalid field", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 409, description = "CONFLICT: the tenant has a connector with this name", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn create(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    body: Body<CreateConnector>,
+) -> Result<Enveloped<ConnectorCreated>, ApiError> {
+    let mut conn = state.conn().await?;
+    let keys = extra
+        .keyring
+        .tenant(&mut conn, &caller.tenant_id)
+        .await
+        .map_err(|e| errors::connectors(e.into()))?;
+    let created = store::create(
+        &mut conn,
+        &keys,
+        &caller.tenant_id,
+        &body.name,
+        &body.provider,
+        &body.config,
+    )
+    .await
+    .map_err(errors::connectors)?;
+    Ok(Enveloped::created(ConnectorCreated {
+        id: created.id.to_string(),
+        name: created.name,
+        provider: created.provider.as_str().into(),
+        status: created.status.as_str().into(),
+        created_at: created.created_at,
+    }))
+}
+
+/// One connector, with its scan history and last update.
+#[utoipa::path(
+    get,
+    path = "/api/v1/connectors/{id}",
+    tag = "connectors",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Connector id")),
+    responses(
+        (status = 200, description = "The connector", body = Connector),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 404, description = "CONNECTOR_NOT_FOUND", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn get(
+    Caller(caller): Caller,
+    state: web::Data<ServiceState>,
+    id: web::Path<String>,
+) -> Result<Enveloped<Connector>, ApiError> {
+    let id = connector_id(&id)?;
+    let mut conn = state.conn().await?;
+    let connector = store::get(&mut conn, &caller.tenant_id, id)
+        .await
+        .map_err(errors::connectors)?;
+    Ok(Enveloped::ok(wire(connector, true)))
+}
+
+/// Deletes a connector with its scan history and findings.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/connectors/{id}",
+    tag = "connectors",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Connector id")),
+    responses(
+        (status = 200, description = "Deleted", body = ConnectorDeleted),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 404, description = "CONNECTOR_NOT_FOUND", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn delete(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    id: web::Path<String>,
+) -> Result<Enveloped<ConnectorDeleted>, ApiError> {
+    let id = connector_id(&id)?;
+    let mut conn = state.conn().await?;
+    store::delete(&mut conn, &caller.tenant_id, id)
+        .await
+        .map_err(errors::connectors)?;
+    Ok(Enveloped::ok(ConnectorDeleted {
+        id: id.to_string(),
+        deleted: true,
+    }))
+}
