@@ -71,6 +71,31 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
         .unwrap();
     assert_eq!(response.status(), 401);
 
+    // A connector's client secret, accepted and refused.
+    let client_secret = "azure-secret-do-not-log-9c1e";
+    let azure = |secret: &str, account: &str| {
+        json!({"name": account, "provider": "azure", "config": {
+            "tenant_id": "72f988bf-86f1-41af-91ab-2d7cd011db47",
+            "client_id": "0b3f2c1e-1111-2222-3333-444455556666",
+            "client_secret": secret, "storage_account": account}})
+    };
+    let response = http
+        .post(format!("{base}/connectors"))
+        .bearer_auth(&admin)
+        .json(&azure(client_secret, "acmedata"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let response = http
+        .post(format!("{base}/connectors"))
+        .bearer_auth(&admin)
+        .json(&azure(client_secret, "Not Valid"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+
     // SIGTERM: the server drains and exits successfully.
     let (status, lines) = service.stop();
     assert!(status.success(), "exit status {status}");
@@ -82,7 +107,7 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
         .iter()
         .filter(|e| e["message"] == "request")
         .collect();
-    assert_eq!(requests.len(), 5, "one line per request: {lines:#?}");
+    assert_eq!(requests.len(), 7, "one line per request: {lines:#?}");
     assert!(
         requests
             .iter()
@@ -111,6 +136,7 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
         card,
         master_key.as_str(),
         password.as_str(),
+        client_secret,
     ];
     secrets.extend(signatures);
     let leaks = testkit::leaks(&lines, &secrets);
