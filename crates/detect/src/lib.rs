@@ -11,7 +11,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use tokenize_core::normalize::{
-    NormalizeOptions, Region, days_in_month, is_date, sin_is_issuable, ssn_is_issuable,
+    NormalizeOptions, Region, days_in_month, is_date, is_month_name, sin_is_issuable,
+    ssn_is_issuable,
 };
 use tokenize_core::{Category, PiiType, normalize};
 
@@ -1075,55 +1076,6 @@ fn numeric_date(span: &str) -> bool {
         && u8::try_from(day).is_ok_and(|d| d <= days_in_month(year as u16, month as u8))
 }
 
-/// Month names and abbreviations, English and French, lower case.
-const MONTH_WORDS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-    "jan",
-    "feb",
-    "mar",
-    "apr",
-    "jun",
-    "jul",
-    "aug",
-    "sep",
-    "sept",
-    "oct",
-    "nov",
-    "dec",
-    "janvier",
-    "février",
-    "fevrier",
-    "mars",
-    "avril",
-    "mai",
-    "juin",
-    "juillet",
-    "août",
-    "aout",
-    "septembre",
-    "octobre",
-    "novembre",
-    "décembre",
-    "decembre",
-    "janv",
-    "févr",
-    "fevr",
-    "avr",
-    "juil",
-    "déc",
-];
-
 /// Whether the first three letters (lower case) begin a month word: a cheap test that rejects
 /// almost every other word before the full comparison.
 fn is_month_prefix(prefix: [u8; 3]) -> bool {
@@ -1173,11 +1125,8 @@ fn is_month(word: &str) -> bool {
     if head[..3].is_ascii() && !is_month_prefix(prefix) {
         return false;
     }
-    if word.is_ascii() {
-        return MONTH_WORDS.iter().any(|m| m.eq_ignore_ascii_case(word));
-    }
-    let lower = word.to_lowercase();
-    MONTH_WORDS.contains(&lower.as_str())
+    // The date parser's own list, so the two never disagree about what a month is.
+    is_month_name(word)
 }
 
 fn is_letter(b: u8) -> bool {

@@ -182,7 +182,7 @@ const FRENCH_SHORT: [&str; 12] = [
     "janv", "févr", "mars", "avr", "mai", "juin", "juil", "août", "sept", "oct", "nov", "déc",
 ];
 
-fn month_named(word: &str) -> Option<(u8, MonthStyle)> {
+pub(crate) fn month_named(word: &str) -> Option<(u8, MonthStyle)> {
     let w = word.trim_end_matches('.').to_lowercase();
     for (i, name) in ENGLISH.iter().enumerate() {
         if w == *name {

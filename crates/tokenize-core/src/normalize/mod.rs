@@ -23,6 +23,13 @@ pub fn is_date(raw: &str) -> bool {
     date::date(raw.trim()).is_ok()
 }
 
+/// Whether a word is a month name or abbreviation that written dates may use, in English or
+/// French (`March`, `mar.`, `sept`, `février`, `fevrier`, `déc`): the same words the date
+/// parser accepts.
+pub fn is_month_name(word: &str) -> bool {
+    date::month_named(word).is_some()
+}
+
 /// What normalization needs beyond the value: the policy's settings.
 #[derive(Debug, Clone, Copy)]
 pub struct NormalizeOptions {
