@@ -285,20 +285,11 @@ impl Cluster {
                 "stop",
             ],
         ));
-        let script = format!(
-            "while kill -0 {pid} 2>/dev/null; do sleep 0.2; done; {stop} >/dev/null 2>&1; rm -rf {root}",
+        let cleanup = format!(
+            "{stop} >/dev/null 2>&1; rm -rf {root}",
             root = shell_quote(&self.root.to_string_lossy()),
         );
-        Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .map_err(io("starting the cluster reaper"))?;
-        Ok(())
+        run_when_process_exits(pid, &cleanup).map_err(io("starting the cluster reaper"))
     }
 
     /// The port the server listens on, on 127.0.0.1.
@@ -441,6 +432,22 @@ fn random_password() -> Result<String, ClusterError> {
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
         .map_err(io("reading /dev/urandom"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Starts a detached reaper that waits for process `pid` to end, then runs the shell command
+/// `cleanup`. It runs in its own process group, so a Ctrl-C that kills the owner does not kill
+/// the reaper.
+pub fn run_when_process_exits(pid: u32, cleanup: &str) -> std::io::Result<()> {
+    let script = format!("while kill -0 {pid} 2>/dev/null; do sleep 0.2; done; {cleanup}");
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()?;
+    Ok(())
 }
 
 fn shell_quote(s: &str) -> String {

@@ -221,19 +221,8 @@ fn start(name: &'static str, port: u16, mut command: Command) -> Emulator {
         .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("starting {name}: {e}"));
-    let script = format!(
-        "while kill -0 {owner} 2>/dev/null; do sleep 0.5; done; kill -- -{child} 2>/dev/null",
-        owner = std::process::id(),
-        child = child.id(),
-    );
-    let _ = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn();
+    let kill = format!("kill -- -{} 2>/dev/null", child.id());
+    let _ = pgcluster::run_when_process_exits(std::process::id(), &kill);
     Emulator { name, port, child }
 }
 
