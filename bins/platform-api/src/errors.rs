@@ -64,6 +64,7 @@ pub fn connectors(error: connectors::ConnectorError) -> ApiError {
         ConnectorError::Crypto => {
             ApiError::internal("connector secrets could not be sealed or opened")
         }
+        ConnectorError::CorruptRow => ApiError::internal("a stored connector is unreadable"),
         ConnectorError::Database(e) => ApiError::database(e),
     }
 }

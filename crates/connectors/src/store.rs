@@ -33,6 +33,9 @@ pub enum ConnectorError {
     BadCursor,
     #[error("connector secrets could not be sealed or opened")]
     Crypto,
+    /// A stored row no longer reads as a connector (it was edited outside the service).
+    #[error("a stored connector is unreadable")]
+    CorruptRow,
     #[error("database error")]
     Database(#[source] DieselError),
 }
@@ -119,11 +122,12 @@ pub struct Connector {
 }
 
 fn view(row: Row) -> Result<Connector, ConnectorError> {
-    // The CHECK constraints hold these to known values.
-    let provider = Provider::parse(&row.provider).ok_or(ConnectorError::Crypto)?;
-    let status = Status::parse(&row.status).ok_or(ConnectorError::Crypto)?;
+    // The CHECK constraints hold these to known values; anything else was written outside
+    // the service.
+    let provider = Provider::parse(&row.provider).ok_or(ConnectorError::CorruptRow)?;
+    let status = Status::parse(&row.status).ok_or(ConnectorError::CorruptRow)?;
     let Value::Object(config) = row.config else {
-        return Err(ConnectorError::Crypto);
+        return Err(ConnectorError::CorruptRow);
     };
     Ok(Connector {
         id: row.connector_id,
@@ -306,9 +310,9 @@ pub async fn config(
         .await
         .optional()?;
     let (provider, public, version, sealed) = row.ok_or(ConnectorError::NotFound)?;
-    let provider = Provider::parse(&provider).ok_or(ConnectorError::Crypto)?;
+    let provider = Provider::parse(&provider).ok_or(ConnectorError::CorruptRow)?;
     let Value::Object(public) = public else {
-        return Err(ConnectorError::Crypto);
+        return Err(ConnectorError::CorruptRow);
     };
     let secrets = match (version, sealed) {
         (Some(key_version), Some(sealed)) => {
