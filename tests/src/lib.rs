@@ -88,13 +88,15 @@ impl TestApp {
             Service::Platform => {
                 let config = platform_api::Config::from_lookup(&lookup)
                     .unwrap_or_else(|e| panic!("test configuration: {e}"));
-                let extra = platform_api::Extra::from_config(&config);
+                let extra = platform_api::Extra::from_config(&config)
+                    .unwrap_or_else(|e| panic!("platform-api extra: {e}"));
                 dps_http::start::<platform_api::PlatformApi>(&config.common, extra).await
             }
         };
         let (server, addr) = started.unwrap_or_else(|e| panic!("cannot start {service:?}: {e}"));
         let handle = server.handle();
         tokio::spawn(server);
+        auth::install_tls_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()

@@ -72,7 +72,7 @@ pub async fn up() -> anyhow::Result<()> {
     .await?;
     let (platform, platform_addr) = dps_http::start::<platform_api::PlatformApi>(
         &platform_config.common,
-        platform_api::Extra::from_config(&platform_config),
+        platform_api::Extra::from_config(&platform_config)?,
     )
     .await?;
 

@@ -30,6 +30,8 @@ pub struct Config {
     pub common: CommonConfig,
     /// The client certificate for co-signing, when the operator has provisioned one.
     pub cosigning_client: Option<CosigningClient>,
+    /// Where the cloud services live and the platform's own cloud identities.
+    pub cloud: connectors::CloudEnv,
 }
 
 /// Where the platform's co-signing client certificate and key live. Only the paths are kept:
@@ -103,6 +105,8 @@ impl Config {
         Ok(Self {
             common: CommonConfig::from_env(&env, Self::SERVICE, Self::DEFAULT_BIND)?,
             cosigning_client: CosigningClient::from_env(&env)?,
+            cloud: connectors::CloudEnv::from_vars(|k| lookup(k).filter(|v| !v.is_empty()))
+                .map_err(crate::cloud_error)?,
         })
     }
 }

@@ -27,6 +27,7 @@ pub use config::{Config, CosigningClient};
         handlers::connectors::create,
         handlers::connectors::get,
         handlers::connectors::delete,
+        handlers::connectors::test,
     ),
     components(schemas(
         api_types::ErrorEnvelope,
@@ -48,6 +49,8 @@ pub use config::{Config, CosigningClient};
         api_types::connectors::CreateConnector,
         api_types::connectors::ConnectorCreated,
         api_types::connectors::ConnectorDeleted,
+        api_types::connectors::ConnectionTest,
+        api_types::connectors::ConnectionError,
     )),
     modifiers(&BearerAuth)
 )]
@@ -71,16 +74,27 @@ pub struct Extra {
     pub keyring: std::sync::Arc<vault::KeyRing>,
     /// Signs and checks list cursors.
     pub cursors: std::sync::Arc<vault::CursorKey>,
+    /// Access to customers' cloud storage.
+    pub cloud: connectors::Cloud,
 }
 
 impl Extra {
-    pub fn from_config(config: &Config) -> Self {
+    pub fn from_config(config: &Config) -> Result<Self, dps_http::ConfigError> {
         let master = config.common.master_key.clone();
-        Self {
+        let cloud = connectors::Cloud::new(config.cloud.clone()).map_err(cloud_error)?;
+        Ok(Self {
             cosigning_provisioned: config.cosigning_client.is_some(),
             cursors: std::sync::Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
             keyring: std::sync::Arc::new(vault::KeyRing::new(master)),
-        }
+            cloud,
+        })
+    }
+}
+
+pub(crate) fn cloud_error(e: connectors::cloud::EnvError) -> dps_http::ConfigError {
+    dps_http::ConfigError {
+        variable: e.variable,
+        problem: e.problem,
     }
 }
 
@@ -137,11 +151,15 @@ impl ServiceSpec for PlatformApi {
                     on(Method::GET, handlers::connectors::get),
                     on(Method::DELETE, handlers::connectors::delete),
                 ],
+            )
+            .resource(
+                "/api/v1/connectors/{id}/test",
+                [on(Method::POST, handlers::connectors::test)],
             );
     }
 }
 
 /// Starts the service and serves until it is told to stop.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    dps_http::run::<PlatformApi>(&config.common, Extra::from_config(&config)).await
+    dps_http::run::<PlatformApi>(&config.common, Extra::from_config(&config)?).await
 }

@@ -102,3 +102,27 @@ pub struct ConnectorQuery {
     #[serde(default)]
     pub cursor: Option<String>,
 }
+
+/// The answer to POST /connectors/:id/test.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ConnectionTest {
+    pub connected: bool,
+    /// Buckets (Azure containers) that could be listed and read.
+    pub buckets_accessible: Vec<String>,
+    /// Objects seen while sampling the listings.
+    pub sample_objects: u64,
+    /// How long the test took, credential exchanges included.
+    pub latency_ms: u64,
+    /// Why the connection failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<ConnectionError>,
+}
+
+/// A failed connection test, explained.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ConnectionError {
+    /// identity, permission, not_found, network or provider.
+    pub reason: String,
+    /// The provider's own explanation where it gave one.
+    pub message: String,
+}

@@ -110,6 +110,7 @@ impl std::fmt::Debug for JwtVerifier {
 
 impl JwtVerifier {
     pub fn new(config: AuthConfig) -> Self {
+        crate::install_tls_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())

@@ -1,7 +1,11 @@
 #![doc = include_str!("../README.md")]
 
+pub mod cloud;
 pub mod config;
+pub mod probe;
 pub mod store;
 
+pub use cloud::{AccessError, Cloud, CloudEnv, Failure, Storage};
 pub use config::{Config, FieldError, Provider, validate};
+pub use probe::{TestOutcome, test_connection};
 pub use store::{Connector, ConnectorError, Filter, Page, Status};

@@ -353,3 +353,29 @@ pub async fn delete(
     }
     Ok(())
 }
+
+/// Records the outcome of a connection test: `active`, or `error` with the reason.
+pub async fn set_status(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: Uuid,
+    status: Status,
+    message: Option<&str>,
+) -> Result<(), ConnectorError> {
+    let updated = diesel::update(
+        connectors::table
+            .filter(connectors::tenant_id.eq(tenant.as_str()))
+            .filter(connectors::connector_id.eq(id)),
+    )
+    .set((
+        connectors::status.eq(status.as_str()),
+        connectors::status_message.eq(message),
+        connectors::updated_at.eq(diesel::dsl::now),
+    ))
+    .execute(conn)
+    .await?;
+    if updated == 0 {
+        return Err(ConnectorError::NotFound);
+    }
+    Ok(())
+}

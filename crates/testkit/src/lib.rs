@@ -9,7 +9,9 @@ use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnectio
 use pgcluster::{Cluster, Durability};
 
 pub mod emulators;
+pub mod identity;
 mod process;
+pub mod seed;
 pub use process::{ServiceProcess, leaks, service_env};
 
 /// Issuer and audience of the tokens [`minter`] signs.

@@ -184,29 +184,9 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
     ));
 }
 
-/// A caller of platform-api with one access token.
-struct Client<'a> {
-    app: &'a integration_tests::TestApp,
-    token: String,
-}
-
-impl Client<'_> {
-    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self
-            .app
-            .http
-            .request(method, self.app.url(path))
-            .bearer_auth(&self.token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        (response.status().as_u16(), response.json().await.unwrap())
-    }
-}
-
 #[tokio::test]
 async fn connectors_over_http_follow_the_spec() {
+    use crate::Client;
     use integration_tests::{Service, TestApp};
     use reqwest::Method;
 

@@ -7,6 +7,7 @@
 
 mod api_keys;
 mod auth;
+mod cloud;
 mod connectors;
 mod detokenize;
 mod edge;
@@ -60,4 +61,31 @@ pub fn area_b_error(body: &Value, code: &str) -> Value {
         "{body}"
     );
     error.clone()
+}
+
+/// A caller of platform-api with one access token.
+#[derive(Debug)]
+pub struct Client<'a> {
+    pub app: &'a integration_tests::TestApp,
+    pub token: String,
+}
+
+impl Client<'_> {
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .app
+            .http
+            .request(method, self.app.url(path))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
 }

@@ -2,7 +2,8 @@
 
 use actix_web::web;
 use api_types::connectors::{
-    Connector, ConnectorCreated, ConnectorDeleted, ConnectorQuery, CreateConnector,
+    ConnectionError, ConnectionTest, Connector, ConnectorCreated, ConnectorDeleted, ConnectorQuery,
+    CreateConnector,
 };
 use connectors::{Filter, Provider, Status, store};
 use dps_http::{AdminCaller, ApiError, Body, Caller, Enveloped, ServiceState};
@@ -192,5 +193,49 @@ pub async fn delete(
     Ok(Enveloped::ok(ConnectorDeleted {
         id: id.to_string(),
         deleted: true,
+    }))
+}
+
+/// Tests the connection: obtains credentials, lists each bucket and reads a sample object. The
+/// status becomes `active`, or `error` with the reason. No scan is started.
+#[utoipa::path(
+    post,
+    path = "/api/v1/connectors/{id}/test",
+    tag = "connectors",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Connector id")),
+    responses(
+        (status = 200, description = "What the test found; `error` explains a failure", body = ConnectionTest),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 404, description = "CONNECTOR_NOT_FOUND", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn test(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    id: web::Path<String>,
+) -> Result<Enveloped<ConnectionTest>, ApiError> {
+    let id = connector_id(&id)?;
+    let mut conn = state.conn().await?;
+    let keys = extra
+        .keyring
+        .tenant(&mut conn, &caller.tenant_id)
+        .await
+        .map_err(|e| errors::connectors(e.into()))?;
+    let outcome =
+        connectors::test_connection(&mut conn, &extra.cloud, &keys, &caller.tenant_id, id)
+            .await
+            .map_err(errors::connectors)?;
+    Ok(Enveloped::ok(ConnectionTest {
+        connected: outcome.connected,
+        buckets_accessible: outcome.buckets_accessible,
+        sample_objects: outcome.sample_objects,
+        latency_ms: u64::try_from(outcome.latency.as_millis()).unwrap_or(u64::MAX),
+        error: outcome.error.map(|e| ConnectionError {
+            reason: e.failure.as_str().into(),
+            message: e.message,
+        }),
     }))
 }

@@ -1,0 +1,724 @@
+//! AWS: the platform's own identity from the standard chain, STS AssumeRole into the customer's
+//! role with its external id, and S3 through object_store with the temporary credentials.
+//!
+//! STS and ListBuckets are signed with object_store's SigV4 signer; there is no AWS SDK.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use object_store::aws::{AmazonS3Builder, AwsAuthorizer, AwsCredential};
+use object_store::client::HttpRequestBody;
+use object_store::{ClientOptions, CredentialProvider};
+use serde::Deserialize;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::cache::Cached;
+use super::{AccessError, Blobs, EnvError, Failure, path_var, retry_config, xml};
+use crate::config::Config;
+
+/// Lifetime asked for the assumed role's credentials (STS allows 900 to 3600 by default).
+const SESSION_SECONDS: u32 = 3600;
+
+/// How the platform proves its own AWS identity, in the order the standard chain tries them.
+#[derive(Clone, Default)]
+pub enum CredentialSource {
+    /// Nothing configured: AWS connectors fail their test with an identity error.
+    #[default]
+    None,
+    /// `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`, or static keys of the
+    /// selected profile in the shared credentials or config file.
+    Static(StaticKeys),
+    /// `AWS_WEB_IDENTITY_TOKEN_FILE` with `AWS_ROLE_ARN` (EKS IRSA and the like).
+    WebIdentity {
+        token_file: PathBuf,
+        role_arn: String,
+        session_name: String,
+    },
+    /// ECS/EKS Pod Identity container credentials, only when their variables are set.
+    Container {
+        url: String,
+        token: Option<String>,
+        token_file: Option<PathBuf>,
+    },
+    /// EC2 instance metadata, only when `AWS_EC2_METADATA_SERVICE_ENDPOINT` names it.
+    Imds { endpoint: String },
+}
+
+impl fmt::Debug for CredentialSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CredentialSource::None => "None",
+            CredentialSource::Static(_) => "Static",
+            CredentialSource::WebIdentity { .. } => "WebIdentity",
+            CredentialSource::Container { .. } => "Container",
+            CredentialSource::Imds { .. } => "Imds",
+        })
+    }
+}
+
+/// Long-lived keys of the platform's own identity.
+#[derive(Clone)]
+pub struct StaticKeys {
+    pub key_id: String,
+    pub secret_key: String,
+    pub token: Option<String>,
+}
+
+impl fmt::Debug for StaticKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StaticKeys")
+            .field("key_id", &self.key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StaticKeys {
+    fn credential(&self) -> AwsCredential {
+        AwsCredential {
+            key_id: self.key_id.clone(),
+            secret_key: self.secret_key.clone(),
+            token: self.token.clone(),
+        }
+    }
+}
+
+/// The AWS side of the environment.
+#[derive(Debug, Clone, Default)]
+pub struct AwsEnv {
+    /// `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`: S3 requests go there, path-style.
+    pub s3_endpoint: Option<String>,
+    /// `AWS_ENDPOINT_URL_STS`, else `AWS_ENDPOINT_URL`.
+    pub sts_endpoint: Option<String>,
+    /// `AWS_REGION`, else `AWS_DEFAULT_REGION`: where the platform's own STS calls go.
+    pub region: Option<String>,
+    pub identity: CredentialSource,
+}
+
+impl AwsEnv {
+    pub(super) fn from_vars(var: &impl Fn(&str) -> Option<String>) -> Result<Self, EnvError> {
+        let shared = var("AWS_ENDPOINT_URL");
+        Ok(AwsEnv {
+            s3_endpoint: var("AWS_ENDPOINT_URL_S3").or_else(|| shared.clone()),
+            sts_endpoint: var("AWS_ENDPOINT_URL_STS").or(shared),
+            region: var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")),
+            identity: identity_from_vars(var)?,
+        })
+    }
+}
+
+fn identity_from_vars(var: &impl Fn(&str) -> Option<String>) -> Result<CredentialSource, EnvError> {
+    if let (Some(key_id), Some(secret_key)) =
+        (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY"))
+    {
+        return Ok(CredentialSource::Static(StaticKeys {
+            key_id,
+            secret_key,
+            token: var("AWS_SESSION_TOKEN"),
+        }));
+    }
+    if let Some(credential) = profile_credential(var)? {
+        return Ok(CredentialSource::Static(credential));
+    }
+    if let (Some(token_file), Some(role_arn)) = (
+        path_var(var, "AWS_WEB_IDENTITY_TOKEN_FILE"),
+        var("AWS_ROLE_ARN"),
+    ) {
+        return Ok(CredentialSource::WebIdentity {
+            token_file,
+            role_arn,
+            session_name: var("AWS_ROLE_SESSION_NAME").unwrap_or_else(|| "dps-platform".into()),
+        });
+    }
+    let container = var("AWS_CONTAINER_CREDENTIALS_FULL_URI").or_else(|| {
+        var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+            .map(|path| format!("http://169.254.170.2{path}"))
+    });
+    if let Some(url) = container {
+        return Ok(CredentialSource::Container {
+            url,
+            token: var("AWS_CONTAINER_AUTHORIZATION_TOKEN"),
+            token_file: path_var(var, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"),
+        });
+    }
+    if let Some(endpoint) = var("AWS_EC2_METADATA_SERVICE_ENDPOINT") {
+        return Ok(CredentialSource::Imds {
+            endpoint: endpoint.trim_end_matches('/').to_owned(),
+        });
+    }
+    Ok(CredentialSource::None)
+}
+
+/// Static keys of `AWS_PROFILE` (default `default`) from the shared credentials file, then
+/// the config file. Profiles that need another process or a browser (sso, credential_process)
+/// and role chains are refused by name, so the operator knows why nothing was found.
+fn profile_credential(
+    var: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<StaticKeys>, EnvError> {
+    let home = var("HOME").map(PathBuf::from);
+    let profile = var("AWS_PROFILE").unwrap_or_else(|| "default".into());
+    let credentials = path_var(var, "AWS_SHARED_CREDENTIALS_FILE")
+        .or_else(|| home.as_ref().map(|h| h.join(".aws/credentials")));
+    let config =
+        path_var(var, "AWS_CONFIG_FILE").or_else(|| home.as_ref().map(|h| h.join(".aws/config")));
+    let sections = [
+        (credentials, profile.clone()),
+        (
+            config,
+            if profile == "default" {
+                profile.clone()
+            } else {
+                format!("profile {profile}")
+            },
+        ),
+    ];
+    for (file, section) in sections {
+        let Some(text) = file.and_then(|f| std::fs::read_to_string(f).ok()) else {
+            continue;
+        };
+        let values = ini_section(&text, &section);
+        if values.is_empty() {
+            continue;
+        }
+        let get = |k: &str| {
+            values
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
+        if let (Some(key_id), Some(secret_key)) =
+            (get("aws_access_key_id"), get("aws_secret_access_key"))
+        {
+            return Ok(Some(StaticKeys {
+                key_id,
+                secret_key,
+                token: get("aws_session_token"),
+            }));
+        }
+        for unsupported in [
+            "sso_session",
+            "sso_start_url",
+            "credential_process",
+            "role_arn",
+        ] {
+            if get(unsupported).is_some() {
+                return Err(EnvError::new(
+                    "AWS_PROFILE",
+                    format!(
+                        "profile {profile}: {unsupported} profiles are not supported; use static \
+                     keys, web identity or container credentials"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The `key = value` pairs of one `[section]` of an INI file.
+fn ini_section(text: &str, section: &str) -> Vec<(String, String)> {
+    let mut inside = false;
+    let mut values = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            inside = name.trim() == section;
+            continue;
+        }
+        if inside && let Some((k, v)) = line.split_once('=') {
+            values.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+        }
+    }
+    values
+}
+
+/// The platform's own identity, with its credentials cached.
+#[derive(Debug)]
+pub(crate) struct Platform {
+    identity: CredentialSource,
+    sts_endpoint: Option<String>,
+    region: Option<String>,
+    http: reqwest::Client,
+    cache: Cached<AwsCredential>,
+}
+
+impl Platform {
+    pub(crate) fn new(env: &AwsEnv, http: reqwest::Client) -> Self {
+        Platform {
+            identity: env.identity.clone(),
+            sts_endpoint: env.sts_endpoint.clone(),
+            region: env.region.clone(),
+            http,
+            cache: Cached::default(),
+        }
+    }
+
+    async fn credential(&self) -> Result<Arc<AwsCredential>, AccessError> {
+        self.cache.get(|| self.fetch()).await
+    }
+
+    async fn fetch(&self) -> Result<(AwsCredential, Option<OffsetDateTime>), AccessError> {
+        match &self.identity {
+            CredentialSource::None => Err(AccessError::new(
+                Failure::Identity,
+                "the platform has no AWS identity: set AWS credentials, a profile, web identity \
+                 or container credentials (docs/configuration.md)",
+            )),
+            CredentialSource::Static(keys) => Ok((keys.credential(), None)),
+            CredentialSource::WebIdentity {
+                token_file,
+                role_arn,
+                session_name,
+            } => {
+                let token = std::fs::read_to_string(token_file).map_err(|e| {
+                    AccessError::new(
+                        Failure::Identity,
+                        format!("cannot read AWS_WEB_IDENTITY_TOKEN_FILE: {e}"),
+                    )
+                })?;
+                let url = sts_url(self.sts_endpoint.as_deref(), self.region.as_deref());
+                let form = [
+                    ("Action", "AssumeRoleWithWebIdentity"),
+                    ("Version", "2011-06-15"),
+                    ("RoleArn", role_arn.as_str()),
+                    ("RoleSessionName", session_name.as_str()),
+                    ("WebIdentityToken", token.trim()),
+                ];
+                let response = self
+                    .http
+                    .post(&url)
+                    .form(&form)
+                    .send()
+                    .await
+                    .map_err(|e| AccessError::identity_http("AWS STS", &e))?;
+                sts_credentials(response).await
+            }
+            CredentialSource::Container {
+                url,
+                token,
+                token_file,
+            } => {
+                let mut request = self.http.get(url);
+                let token = match (token_file, token) {
+                    (Some(file), _) => Some(std::fs::read_to_string(file).map_err(|e| {
+                        AccessError::new(
+                            Failure::Identity,
+                            format!("cannot read AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: {e}"),
+                        )
+                    })?),
+                    (None, token) => token.clone(),
+                };
+                if let Some(token) = token {
+                    request = request.header("Authorization", token.trim());
+                }
+                let response = request
+                    .send()
+                    .await
+                    .map_err(|e| AccessError::identity_http("AWS container credentials", &e))?;
+                json_credentials(response, "AWS container credentials").await
+            }
+            CredentialSource::Imds { endpoint } => {
+                let what = "EC2 instance metadata";
+                let token = self
+                    .http
+                    .put(format!("{endpoint}/latest/api/token"))
+                    .header("X-aws-ec2-metadata-token-ttl-seconds", "21600")
+                    .send()
+                    .await
+                    .and_then(reqwest::Response::error_for_status)
+                    .map_err(|e| AccessError::identity_http(what, &e))?
+                    .text()
+                    .await
+                    .map_err(|e| AccessError::identity_http(what, &e))?;
+                let base = format!("{endpoint}/latest/meta-data/iam/security-credentials/");
+                let role = self
+                    .http
+                    .get(&base)
+                    .header("X-aws-ec2-metadata-token", &token)
+                    .send()
+                    .await
+                    .and_then(reqwest::Response::error_for_status)
+                    .map_err(|e| AccessError::identity_http(what, &e))?
+                    .text()
+                    .await
+                    .map_err(|e| AccessError::identity_http(what, &e))?;
+                let role = role.lines().next().unwrap_or_default().trim().to_owned();
+                let response = self
+                    .http
+                    .get(format!("{base}{role}"))
+                    .header("X-aws-ec2-metadata-token", &token)
+                    .send()
+                    .await
+                    .map_err(|e| AccessError::identity_http(what, &e))?;
+                json_credentials(response, what).await
+            }
+        }
+    }
+}
+
+/// The STS endpoint: the override, else the regional one, else the global one.
+fn sts_url(endpoint: Option<&str>, region: Option<&str>) -> String {
+    match (endpoint, region) {
+        (Some(endpoint), _) => format!("{}/", endpoint.trim_end_matches('/')),
+        (None, Some(region)) => format!("https://sts.{region}.amazonaws.com/"),
+        (None, None) => "https://sts.amazonaws.com/".into(),
+    }
+}
+
+/// Reads an STS answer's credentials, or explains its error.
+async fn sts_credentials(
+    response: reqwest::Response,
+) -> Result<(AwsCredential, Option<OffsetDateTime>), AccessError> {
+    let status = response.status();
+    let body = response
+        .text()
+        .await
+        .map_err(|e| AccessError::identity_http("AWS STS", &e))?;
+    if !status.is_success() {
+        let failure = if status.is_server_error() {
+            Failure::Provider
+        } else {
+            Failure::Identity
+        };
+        let why = xml::coded_error(&body).unwrap_or_else(|| status.to_string());
+        return Err(AccessError::new(failure, format!("AWS STS refused: {why}")));
+    }
+    let field = |tag| {
+        xml::first(&body, tag).ok_or_else(|| {
+            AccessError::new(Failure::Provider, format!("AWS STS answered without {tag}"))
+        })
+    };
+    let credential = AwsCredential {
+        key_id: field("AccessKeyId")?,
+        secret_key: field("SecretAccessKey")?,
+        token: Some(field("SessionToken")?),
+    };
+    let expires = OffsetDateTime::parse(&field("Expiration")?, &Rfc3339).map_err(|_| {
+        AccessError::new(
+            Failure::Provider,
+            "AWS STS answered an unreadable Expiration",
+        )
+    })?;
+    Ok((credential, Some(expires)))
+}
+
+/// The JSON credentials that container and instance metadata endpoints answer.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct JsonCredentials {
+    access_key_id: String,
+    secret_access_key: String,
+    token: Option<String>,
+    expiration: Option<String>,
+}
+
+async fn json_credentials(
+    response: reqwest::Response,
+    what: &str,
+) -> Result<(AwsCredential, Option<OffsetDateTime>), AccessError> {
+    let status = response.status();
+    if !status.is_success() {
+        return Err(AccessError::new(
+            Failure::Identity,
+            format!("{what} answered {status}"),
+        ));
+    }
+    let body: JsonCredentials = response.json().await.map_err(|_| {
+        AccessError::new(
+            Failure::Provider,
+            format!("{what} answered unreadable JSON"),
+        )
+    })?;
+    let expires = body
+        .expiration
+        .as_deref()
+        .and_then(|e| OffsetDateTime::parse(e, &Rfc3339).ok());
+    Ok((
+        AwsCredential {
+            key_id: body.access_key_id,
+            secret_key: body.secret_access_key,
+            token: body.token,
+        },
+        expires,
+    ))
+}
+
+/// Credentials of the customer's role, assumed with the platform's identity and refreshed
+/// before they expire.
+#[derive(Debug)]
+struct AssumedRole {
+    platform: Arc<Platform>,
+    role_arn: String,
+    external_id: String,
+    session_name: String,
+    region: String,
+    sts_url: String,
+    http: reqwest::Client,
+    cache: Cached<AwsCredential>,
+}
+
+impl AssumedRole {
+    async fn credential(&self) -> Result<Arc<AwsCredential>, AccessError> {
+        self.cache.get(|| self.assume()).await
+    }
+
+    async fn assume(&self) -> Result<(AwsCredential, Option<OffsetDateTime>), AccessError> {
+        let platform = self.platform.credential().await?;
+        let duration = SESSION_SECONDS.to_string();
+        let form = [
+            ("Action", "AssumeRole"),
+            ("Version", "2011-06-15"),
+            ("RoleArn", self.role_arn.as_str()),
+            ("RoleSessionName", self.session_name.as_str()),
+            ("ExternalId", self.external_id.as_str()),
+            ("DurationSeconds", duration.as_str()),
+        ];
+        let body = form_encode(&form);
+        let response = send_signed(
+            &self.http,
+            &platform,
+            ("sts", &self.region),
+            http::Method::POST,
+            &self.sts_url,
+            body.into_bytes(),
+        )
+        .await
+        .map_err(|e| e.context("AWS STS"))?;
+        sts_credentials(response).await
+    }
+}
+
+#[async_trait::async_trait]
+impl CredentialProvider for AssumedRole {
+    type Credential = AwsCredential;
+
+    async fn get_credential(&self) -> object_store::Result<Arc<AwsCredential>> {
+        self.credential()
+            .await
+            .map_err(|e| object_store::Error::Generic {
+                store: "S3",
+                source: Box::new(e),
+            })
+    }
+}
+
+fn form_encode(pairs: &[(&str, &str)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
+}
+
+/// Sends a SigV4-signed request for `(service, region)`.
+async fn send_signed(
+    http: &reqwest::Client,
+    credential: &AwsCredential,
+    (service, region): (&str, &str),
+    method: http::Method,
+    url: &str,
+    body: Vec<u8>,
+) -> Result<reqwest::Response, AccessError> {
+    let mut request = http::Request::builder()
+        .method(method.clone())
+        .uri(url)
+        .header(
+            http::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded; charset=utf-8",
+        )
+        .body(HttpRequestBody::from(body.clone()))
+        .map_err(|e| AccessError::new(Failure::Provider, format!("bad endpoint: {e}")))?;
+    AwsAuthorizer::new(credential, service, region)
+        .try_authorize(&mut request, None)
+        .map_err(AccessError::storage)?;
+    let mut outgoing = http.request(method, url).body(body);
+    for (name, value) in request.headers() {
+        outgoing = outgoing.header(name, value);
+    }
+    outgoing
+        .send()
+        .await
+        .map_err(|e| AccessError::identity_http(service, &e))
+}
+
+/// One AWS connector's access.
+#[derive(Debug)]
+pub(crate) struct Access {
+    role: Arc<AssumedRole>,
+    region: String,
+    s3_endpoint: Option<String>,
+}
+
+impl Access {
+    pub(crate) fn new(
+        env: &AwsEnv,
+        platform: Arc<Platform>,
+        http: reqwest::Client,
+        connector_id: uuid::Uuid,
+        config: &Config,
+    ) -> Self {
+        let region = config.text("region").to_owned();
+        let role = AssumedRole {
+            platform,
+            role_arn: config.text("role_arn").to_owned(),
+            external_id: config.text("external_id").to_owned(),
+            session_name: format!("dps-{}", connector_id.simple()),
+            sts_url: sts_url(env.sts_endpoint.as_deref(), Some(&region)),
+            region: region.clone(),
+            http,
+            cache: Cached::default(),
+        };
+        Access {
+            role: Arc::new(role),
+            region,
+            s3_endpoint: env
+                .s3_endpoint
+                .as_ref()
+                .map(|e| e.trim_end_matches('/').to_owned()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl super::Access for Access {
+    async fn list_buckets(&self) -> Result<Vec<String>, AccessError> {
+        let credential = self.role.credential().await?;
+        let url = match &self.s3_endpoint {
+            Some(endpoint) => format!("{endpoint}/"),
+            None => format!("https://s3.{}.amazonaws.com/", self.region),
+        };
+        let response = send_signed(
+            &self.role.http,
+            &credential,
+            ("s3", &self.region),
+            http::Method::GET,
+            &url,
+            Vec::new(),
+        )
+        .await
+        .map_err(|e| e.context("S3 ListBuckets"))?;
+        let status = response.status();
+        let body = response
+            .text()
+            .await
+            .map_err(|e| AccessError::identity_http("S3 ListBuckets", &e))?;
+        if !status.is_success() {
+            let failure = match status.as_u16() {
+                401 | 403 => Failure::Permission,
+                _ => Failure::Provider,
+            };
+            let why = xml::coded_error(&body).unwrap_or_else(|| status.to_string());
+            return Err(AccessError::new(failure, format!("S3 ListBuckets: {why}")));
+        }
+        Ok(xml::all(&body, "Name"))
+    }
+
+    fn store(&self, bucket: &str, options: ClientOptions) -> Result<Arc<dyn Blobs>, AccessError> {
+        let mut builder = AmazonS3Builder::new()
+            .with_bucket_name(bucket)
+            .with_region(&self.region)
+            .with_credentials(self.role.clone())
+            .with_retry(retry_config())
+            .with_client_options(options);
+        if let Some(endpoint) = &self.s3_endpoint {
+            builder = builder.with_endpoint(endpoint);
+        }
+        let store = builder.build().map_err(AccessError::storage)?;
+        Ok(Arc::new(store))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn endpoint_overrides_follow_the_aws_convention() {
+        let env = AwsEnv::from_vars(&vars(&[
+            ("AWS_ENDPOINT_URL", "http://shared:1"),
+            ("AWS_ENDPOINT_URL_STS", "http://sts:2"),
+        ]))
+        .unwrap();
+        assert_eq!(env.s3_endpoint.as_deref(), Some("http://shared:1"));
+        assert_eq!(env.sts_endpoint.as_deref(), Some("http://sts:2"));
+        assert!(matches!(env.identity, CredentialSource::None));
+        assert_eq!(
+            sts_url(None, Some("eu-west-1")),
+            "https://sts.eu-west-1.amazonaws.com/"
+        );
+        assert_eq!(
+            sts_url(Some("http://x:1/"), Some("eu-west-1")),
+            "http://x:1/"
+        );
+    }
+
+    #[test]
+    fn the_chain_prefers_environment_keys_then_profiles() {
+        let dir = std::env::temp_dir().join(format!("dps-aws-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("credentials");
+        std::fs::write(
+            &file,
+            "[default]\naws_access_key_id = AKIADEFAULT\naws_secret_access_key = s1\n\n\
+             [ops]\naws_access_key_id=AKIAOPS\naws_secret_access_key=s2\naws_session_token=t\n\
+             [sso]\nsso_start_url = https://x\n",
+        )
+        .unwrap();
+        let file = file.to_str().unwrap();
+        let env = |pairs: &[(&str, &str)]| identity_from_vars(&vars(pairs));
+        let key = |identity: CredentialSource| match identity {
+            CredentialSource::Static(c) => c.key_id,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            key(env(&[
+                ("AWS_ACCESS_KEY_ID", "AKIAENV"),
+                ("AWS_SECRET_ACCESS_KEY", "s")
+            ])
+            .unwrap()),
+            "AKIAENV"
+        );
+        assert_eq!(
+            key(env(&[("AWS_SHARED_CREDENTIALS_FILE", file)]).unwrap()),
+            "AKIADEFAULT"
+        );
+        assert_eq!(
+            key(env(&[
+                ("AWS_SHARED_CREDENTIALS_FILE", file),
+                ("AWS_PROFILE", "ops")
+            ])
+            .unwrap()),
+            "AKIAOPS"
+        );
+        let refused = env(&[
+            ("AWS_SHARED_CREDENTIALS_FILE", file),
+            ("AWS_PROFILE", "sso"),
+        ]);
+        assert!(refused.unwrap_err().problem.contains("sso_start_url"));
+        // No metadata endpoint unless one is named.
+        assert!(matches!(
+            env(&[("HOME", "/nonexistent")]).unwrap(),
+            CredentialSource::None
+        ));
+        assert!(matches!(
+            env(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9/")]).unwrap(),
+            CredentialSource::Imds { .. }
+        ));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,572 @@
+//! Real access to a connector's cloud storage.
+//!
+//! The platform proves its own identity with each ecosystem's standard credential chain, trades
+//! it for access to the customer's storage (AWS STS AssumeRole with the external id, GCP
+//! workload identity federation, an Entra ID client-credentials grant), and then lists and reads
+//! objects through `object_store`. Short-lived credentials are cached and refreshed five minutes
+//! before they expire.
+//!
+//! Where each service lives follows the ecosystem's own override variables (see
+//! docs/configuration.md), read once into a [`CloudEnv`]. No cloud metadata endpoint is ever
+//! called unless one is configured.
+
+mod aws;
+mod azure;
+mod cache;
+mod gcp;
+mod xml;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use object_store::path::Path as ObjectPath;
+use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use crate::config::{Config, Provider};
+
+pub use aws::AwsEnv;
+pub use azure::AzureEnv;
+pub use gcp::GcpEnv;
+
+/// How long one HTTP request to a cloud service may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Objects listed per page when enumerating.
+pub const PAGE_SIZE: usize = 1000;
+
+/// Why an access to cloud storage failed. The categories are what scans count failures by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// The platform's own identity, or the exchange for the customer's credentials, failed.
+    Identity,
+    /// The storage refused the credentials or the action (401, 403).
+    Permission,
+    /// The bucket or object does not exist.
+    NotFound,
+    /// The service could not be reached, or timed out.
+    Network,
+    /// The service answered something this client cannot use.
+    Provider,
+}
+
+impl Failure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Failure::Identity => "identity",
+            Failure::Permission => "permission",
+            Failure::NotFound => "not_found",
+            Failure::Network => "network",
+            Failure::Provider => "provider",
+        }
+    }
+}
+
+/// A failed access, explained. The message carries the provider's own explanation where there
+/// is one, and never a credential.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct AccessError {
+    pub failure: Failure,
+    pub message: String,
+}
+
+impl AccessError {
+    pub(crate) fn new(failure: Failure, message: impl Into<String>) -> Self {
+        let mut message: String = message.into();
+        if message.len() > MAX_MESSAGE {
+            let mut cut = MAX_MESSAGE;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push('…');
+        }
+        AccessError { failure, message }
+    }
+
+    /// A failed HTTP exchange with an identity service (`what` names it).
+    pub(crate) fn identity_http(what: &str, e: &reqwest::Error) -> Self {
+        let failure = if e.is_connect() || e.is_timeout() {
+            Failure::Network
+        } else {
+            Failure::Identity
+        };
+        // reqwest's Display names the URL, which holds no secret in these exchanges.
+        AccessError::new(failure, format!("{what}: {e}"))
+    }
+
+    /// The same failure, its message prefixed with what was being done.
+    pub(crate) fn context(self, what: &str) -> Self {
+        AccessError::new(self.failure, format!("{what}: {}", self.message))
+    }
+
+    /// Maps a storage error, classifying it by what went wrong.
+    pub(crate) fn storage(e: object_store::Error) -> Self {
+        use object_store::Error as E;
+        // A credential exchange that failed inside the store keeps its own classification.
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(err) = cause {
+            if let Some(access) = err.downcast_ref::<AccessError>() {
+                return access.clone();
+            }
+            cause = err.source();
+        }
+        let text = e.to_string();
+        // List errors arrive wrapped as Generic, with the HTTP status only in the text.
+        let status = http_status(&text);
+        let failure = match (&e, status) {
+            (E::PermissionDenied { .. } | E::Unauthenticated { .. }, _) | (_, Some(401 | 403)) => {
+                Failure::Permission
+            }
+            (E::NotFound { .. }, _) | (_, Some(404)) => Failure::NotFound,
+            _ if is_network(&e) => Failure::Network,
+            _ => Failure::Provider,
+        };
+        AccessError::new(failure, explain(&text, status))
+    }
+}
+
+const MAX_MESSAGE: usize = 600;
+
+/// The status in object_store's "status code: 404 Not Found" text.
+fn http_status(text: &str) -> Option<u16> {
+    let at = text.find("status code: ")? + "status code: ".len();
+    text.get(at..at + 3)?.parse().ok()
+}
+
+/// A storage error in one line: the provider's own code and message when its body has them
+/// (`404 NoSuchBucket: The specified bucket does not exist`), else object_store's text.
+fn explain(text: &str, status: Option<u16>) -> String {
+    let coded = xml::coded_error(text).or_else(|| {
+        let json = &text[text.find('{')?..];
+        let v: serde_json::Value = serde_json::from_str(json).ok()?;
+        v.pointer("/error/message")?.as_str().map(str::to_owned)
+    });
+    match (status, coded) {
+        (Some(status), Some(coded)) => format!("{status} {coded}"),
+        (None, Some(coded)) => coded,
+        (_, None) => text.to_owned(),
+    }
+}
+
+/// Whether a connection could not be made or timed out, anywhere in the error's causes.
+fn is_network(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = next {
+        if let Some(r) = err.downcast_ref::<reqwest::Error>()
+            && (r.is_connect() || r.is_timeout())
+        {
+            return true;
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::TimedOut
+            )
+        {
+            return true;
+        }
+        next = err.source();
+    }
+    false
+}
+
+/// Where the cloud services live and how the platform proves who it is: read once from the
+/// environment at start-up, or built directly (tests).
+#[derive(Clone, Default)]
+pub struct CloudEnv {
+    pub aws: AwsEnv,
+    pub gcp: GcpEnv,
+    pub azure: AzureEnv,
+    /// Extra PEM root certificates trusted for every cloud endpoint (a private cloud's CA, an
+    /// emulator's self-signed certificate), on top of the system's.
+    pub extra_roots_pem: Option<Vec<u8>>,
+}
+
+impl fmt::Debug for CloudEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CloudEnv")
+            .field("aws", &self.aws)
+            .field("gcp", &self.gcp)
+            .field("azure", &self.azure)
+            .field("extra_roots", &self.extra_roots_pem.is_some())
+            .finish()
+    }
+}
+
+/// A configuration problem found while reading the environment.
+#[derive(Debug, thiserror::Error)]
+#[error("{variable}: {problem}")]
+pub struct EnvError {
+    pub variable: &'static str,
+    pub problem: String,
+}
+
+impl EnvError {
+    pub(crate) fn new(variable: &'static str, problem: impl Into<String>) -> Self {
+        EnvError {
+            variable,
+            problem: problem.into(),
+        }
+    }
+}
+
+impl CloudEnv {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, EnvError> {
+        Self::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// Reads the variables through `var` (unset and empty are both `None`).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, EnvError> {
+        let extra_roots_pem = match var("DPS_CLOUD_CA_FILE") {
+            Some(path) => Some(std::fs::read(&path).map_err(|e| {
+                EnvError::new("DPS_CLOUD_CA_FILE", format!("cannot read {path}: {e}"))
+            })?),
+            None => None,
+        };
+        Ok(CloudEnv {
+            aws: AwsEnv::from_vars(&var)?,
+            gcp: GcpEnv::from_vars(&var)?,
+            azure: AzureEnv::from_vars(&var),
+            extra_roots_pem,
+        })
+    }
+}
+
+/// The shared clients and the platform identities, built once per process.
+#[derive(Debug, Clone)]
+pub struct Cloud {
+    inner: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    env: CloudEnv,
+    http: reqwest::Client,
+    options: ClientOptions,
+    aws: Arc<aws::Platform>,
+    gcp: Arc<gcp::Platform>,
+}
+
+impl Cloud {
+    pub fn new(env: CloudEnv) -> Result<Self, EnvError> {
+        auth::install_tls_provider();
+        let mut builder = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none());
+        let mut options = ClientOptions::new()
+            .with_timeout(REQUEST_TIMEOUT)
+            .with_connect_timeout(CONNECT_TIMEOUT)
+            .with_allow_http(true);
+        if let Some(pem) = &env.extra_roots_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| EnvError::new("DPS_CLOUD_CA_FILE", e.to_string()))?;
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+            for cert in object_store::Certificate::from_pem_bundle(pem)
+                .map_err(|e| EnvError::new("DPS_CLOUD_CA_FILE", e.to_string()))?
+            {
+                options = options.with_root_certificate(cert);
+            }
+        }
+        let http = builder
+            .build()
+            .map_err(|e| EnvError::new("DPS_CLOUD_CA_FILE", format!("HTTP client: {e}")))?;
+        let aws = Arc::new(aws::Platform::new(&env.aws, http.clone()));
+        let gcp = Arc::new(gcp::Platform::new(&env.gcp, http.clone()));
+        Ok(Cloud {
+            inner: Arc::new(Shared {
+                env,
+                http,
+                options,
+                aws,
+                gcp,
+            }),
+        })
+    }
+
+    /// Opens a connector's storage. Nothing is called yet: the first list or read does.
+    pub fn open(&self, connector_id: uuid::Uuid, config: &Config) -> Result<Storage, AccessError> {
+        let shared = &self.inner;
+        let access: Arc<dyn Access> = match config.provider {
+            Provider::Aws => Arc::new(aws::Access::new(
+                &shared.env.aws,
+                shared.aws.clone(),
+                shared.http.clone(),
+                connector_id,
+                config,
+            )),
+            Provider::Gcp => Arc::new(gcp::Access::new(
+                &shared.env.gcp,
+                shared.gcp.clone(),
+                shared.http.clone(),
+                config,
+            )),
+            Provider::Azure => Arc::new(azure::Access::new(
+                &shared.env.azure,
+                shared.http.clone(),
+                config,
+            )?),
+        };
+        Ok(Storage {
+            access,
+            options: shared.options.clone(),
+            configured_buckets: config.buckets(),
+        })
+    }
+}
+
+/// What each provider supplies: its bucket listing and a store per bucket.
+#[async_trait::async_trait]
+trait Access: Send + Sync + fmt::Debug {
+    /// Every bucket (Azure container) the credentials can list.
+    async fn list_buckets(&self) -> Result<Vec<String>, AccessError>;
+    /// A store for one bucket.
+    fn store(&self, bucket: &str, options: ClientOptions) -> Result<Arc<dyn Blobs>, AccessError>;
+}
+
+/// A store that can list page by page from a raw prefix and read.
+pub trait Blobs: ObjectStore + PaginatedListStore {}
+impl<T: ObjectStore + PaginatedListStore> Blobs for T {}
+
+/// One connector's storage.
+#[derive(Debug, Clone)]
+pub struct Storage {
+    access: Arc<dyn Access>,
+    options: ClientOptions,
+    configured_buckets: Vec<String>,
+}
+
+/// One object, as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Object {
+    pub key: String,
+    pub size: u64,
+    pub etag: Option<String>,
+    pub last_modified: OffsetDateTime,
+}
+
+/// One page of a listing.
+#[derive(Debug)]
+pub struct ListPage {
+    pub objects: Vec<Object>,
+    /// Keys the listing returned that are folder markers (`dir/`), which hold no data.
+    pub folder_markers: u64,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<String>,
+}
+
+/// What a connection test found.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub buckets_accessible: Vec<String>,
+    pub sample_objects: u64,
+    /// The first failure, when any bucket could not be listed or read.
+    pub error: Option<AccessError>,
+    pub latency: Duration,
+}
+
+impl Storage {
+    /// The buckets a scan covers: the configured ones, or every one the credentials can list.
+    pub async fn buckets(&self) -> Result<Vec<String>, AccessError> {
+        if self.configured_buckets.is_empty() {
+            let mut found = self.access.list_buckets().await?;
+            found.sort();
+            Ok(found)
+        } else {
+            Ok(self.configured_buckets.clone())
+        }
+    }
+
+    /// A handle on one bucket.
+    pub fn bucket(&self, name: &str) -> Result<Bucket, AccessError> {
+        Ok(Bucket {
+            name: name.to_owned(),
+            store: self.access.store(name, self.options.clone())?,
+        })
+    }
+
+    /// Lists each bucket's first objects under the given prefixes and reads the start of one
+    /// object per bucket, to prove both list and read access. Starts no scan.
+    pub async fn probe(&self, prefixes: &[String]) -> Probe {
+        const SAMPLE: usize = 10;
+        let started = Instant::now();
+        let mut probe = Probe {
+            buckets_accessible: Vec::new(),
+            sample_objects: 0,
+            error: None,
+            latency: Duration::ZERO,
+        };
+        let buckets = match self.buckets().await {
+            Ok(buckets) => buckets,
+            Err(e) => {
+                probe.error = Some(e);
+                probe.latency = started.elapsed();
+                return probe;
+            }
+        };
+        if buckets.is_empty() {
+            probe.error = Some(AccessError::new(
+                Failure::NotFound,
+                "the credentials can list no bucket, and the connector names none",
+            ));
+        }
+        for name in buckets {
+            match self.probe_bucket(&name, prefixes, SAMPLE).await {
+                Ok(seen) => {
+                    probe.buckets_accessible.push(name);
+                    probe.sample_objects += seen;
+                }
+                Err(e) => {
+                    if probe.error.is_none() {
+                        probe.error = Some(AccessError::new(
+                            e.failure,
+                            format!("bucket {name}: {}", e.message),
+                        ));
+                    }
+                }
+            }
+        }
+        probe.latency = started.elapsed();
+        probe
+    }
+
+    async fn probe_bucket(
+        &self,
+        name: &str,
+        prefixes: &[String],
+        sample: usize,
+    ) -> Result<u64, AccessError> {
+        let bucket = self.bucket(name)?;
+        let first = prefixes.first().map(String::as_str);
+        let page = bucket.list_page(first, None, sample).await?;
+        if let Some(object) = page.objects.iter().find(|o| o.size > 0) {
+            bucket.read_head(&object.key, 1024).await?;
+        }
+        Ok(page.objects.len() as u64)
+    }
+}
+
+/// One bucket (Azure container) of a connector.
+#[derive(Debug, Clone)]
+pub struct Bucket {
+    name: String,
+    store: Arc<dyn Blobs>,
+}
+
+impl Bucket {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// One page of objects whose keys start with `prefix` (a raw prefix: `logs/2024` matches
+    /// `logs/2024-01.txt`).
+    pub async fn list_page(
+        &self,
+        prefix: Option<&str>,
+        page_token: Option<String>,
+        max_keys: usize,
+    ) -> Result<ListPage, AccessError> {
+        let options = PaginatedListOptions {
+            page_token,
+            max_keys: Some(max_keys),
+            ..Default::default()
+        };
+        let page = self
+            .store
+            .list_paginated(prefix.filter(|p| !p.is_empty()), options)
+            .await
+            .map_err(AccessError::storage)?;
+        let mut objects = Vec::with_capacity(page.result.objects.len());
+        let mut folder_markers = 0;
+        for meta in page.result.objects {
+            let key = meta.location.to_string();
+            if meta.size == 0 && key.ends_with('/') {
+                folder_markers += 1;
+                continue;
+            }
+            objects.push(Object {
+                key,
+                size: meta.size,
+                etag: meta.e_tag,
+                last_modified: OffsetDateTime::from_unix_timestamp_nanos(
+                    i128::from(meta.last_modified.timestamp_micros()) * 1000,
+                )
+                .unwrap_or(OffsetDateTime::UNIX_EPOCH),
+            });
+        }
+        Ok(ListPage {
+            objects,
+            folder_markers,
+            next: page.page_token,
+        })
+    }
+
+    /// Streams an object's content. With `etag`, the read fails when the object changed since
+    /// it was listed (so a scan never reads a different version than it enumerated).
+    pub async fn read(
+        &self,
+        key: &str,
+        etag: Option<&str>,
+    ) -> Result<BoxStream<'static, Result<bytes::Bytes, AccessError>>, AccessError> {
+        let options = GetOptions {
+            if_match: etag.map(str::to_owned),
+            ..Default::default()
+        };
+        let result = self
+            .store
+            .get_opts(&object_path(key)?, options)
+            .await
+            .map_err(AccessError::storage)?;
+        Ok(result
+            .into_stream()
+            .map(|chunk| chunk.map_err(AccessError::storage))
+            .boxed())
+    }
+
+    /// Reads at most the first `len` bytes of an object.
+    pub async fn read_head(&self, key: &str, len: u64) -> Result<bytes::Bytes, AccessError> {
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(0..len)),
+            ..Default::default()
+        };
+        let result = self
+            .store
+            .get_opts(&object_path(key)?, options)
+            .await
+            .map_err(AccessError::storage)?;
+        result.bytes().await.map_err(AccessError::storage)
+    }
+}
+
+/// A listed key as a store path (keys come from listings, which already parsed them).
+fn object_path(key: &str) -> Result<ObjectPath, AccessError> {
+    ObjectPath::parse(key).map_err(|e| AccessError::new(Failure::Provider, e.to_string()))
+}
+
+/// Retries for storage requests: a few quick ones, never the library's three-minute default.
+fn retry_config() -> RetryConfig {
+    RetryConfig {
+        max_retries: 3,
+        retry_timeout: Duration::from_secs(15),
+        ..Default::default()
+    }
+}
+
+/// Where a file named by an environment variable lives.
+fn path_var(var: &impl Fn(&str) -> Option<String>, name: &str) -> Option<PathBuf> {
+    var(name).map(PathBuf::from)
+}

@@ -1,0 +1,269 @@
+//! Stand-ins for the two identity services that have no emulator: Microsoft Entra ID's token
+//! endpoint and Google's STS plus IAM Credentials. Each speaks the documented protocol (the
+//! request shapes and answers the real services use) on a loopback port, checks what a real
+//! service would check, and records every request so tests can count them.
+//!
+//! The server is a tiny HTTP/1.1 responder on a thread: one request per connection.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+/// A request as the fake saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub headers: HashMap<String, String>,
+    pub body: String,
+}
+
+type Handler = dyn Fn(&Seen) -> (u16, Value) + Send + Sync;
+
+/// A running fake identity service. It stops accepting when dropped.
+#[derive(Debug)]
+pub struct FakeIdentity {
+    pub port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FakeIdentity {
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Seen> {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn serve(handler: Box<Handler>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (log, stopping) = (seen.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                if let Some(request) = read_request(&stream) {
+                    let (status, body) = handler(&request);
+                    if let Ok(mut log) = log.lock() {
+                        log.push(request);
+                    }
+                    respond(stream, status, &body);
+                }
+            }
+        });
+        FakeIdentity { port, seen, stop }
+    }
+}
+
+impl Drop for FakeIdentity {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn read_request(stream: &TcpStream) -> Option<Seen> {
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_owned();
+    let path = parts.next()?.to_owned();
+    let mut headers = HashMap::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok()?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = header.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
+        }
+    }
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Seen {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+fn respond(mut stream: TcpStream, status: u16, body: &Value) {
+    let body = body.to_string();
+    let reason = if status < 400 { "OK" } else { "Error" };
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+fn form(body: &str) -> HashMap<String, String> {
+    url::form_urlencoded::parse(body.as_bytes())
+        .into_owned()
+        .collect()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+/// Microsoft Entra ID's v2.0 token endpoint for one tenant, one client and its secret. A good
+/// client-credentials request for the storage scope gets a token Azurite accepts (Azurite
+/// checks the issuer, audience and times, not the signature, so the token is unsigned). A
+/// wrong secret gets Entra's AADSTS7000215 answer.
+pub fn entra(tenant: &str, client_id: &str, secret: &str) -> FakeIdentity {
+    let (tenant, client_id, secret) = (tenant.to_owned(), client_id.to_owned(), secret.to_owned());
+    FakeIdentity::serve(Box::new(move |request| {
+        if request.method != "POST" || request.path != format!("/{tenant}/oauth2/v2.0/token") {
+            return (
+                400,
+                json!({"error": "invalid_request", "error_description": "AADSTS90002: Tenant not found."}),
+            );
+        }
+        let form = form(&request.body);
+        let field = |k: &str| form.get(k).map(String::as_str);
+        if field("grant_type") != Some("client_credentials")
+            || field("scope") != Some("https://storage.azure.com/.default")
+        {
+            return (
+                400,
+                json!({"error": "invalid_request", "error_description": "AADSTS900144: bad grant or scope"}),
+            );
+        }
+        if field("client_id") != Some(client_id.as_str())
+            || field("client_secret") != Some(secret.as_str())
+        {
+            return (
+                401,
+                json!({"error": "invalid_client", "error_description": "AADSTS7000215: Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID."}),
+            );
+        }
+        let issued = now();
+        let claims = json!({
+            "aud": "https://storage.azure.com",
+            "iss": format!("https://sts.windows.net/{tenant}/"),
+            "iat": issued, "nbf": issued, "exp": issued + 3600,
+            "appid": client_id, "tid": tenant, "oid": "00000000-0000-0000-0000-000000000001",
+        });
+        let token = format!(
+            "{}.{}.{}",
+            URL_SAFE_NO_PAD.encode(r#"{"alg":"RS256","typ":"JWT"}"#),
+            URL_SAFE_NO_PAD.encode(claims.to_string()),
+            URL_SAFE_NO_PAD.encode("unsigned"),
+        );
+        (
+            200,
+            json!({"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599, "access_token": token}),
+        )
+    }))
+}
+
+/// Google STS (`POST /v1/token`) and IAM Credentials (`POST /v1/projects/-/serviceAccounts/
+/// {email}:generateAccessToken`) on one port. The exchange succeeds only for `subject_token`
+/// and the audience of `wif_provider`; impersonation only with the federated token it issued.
+pub fn google(subject_token: &str, wif_provider: &str) -> FakeIdentity {
+    let subject = subject_token.to_owned();
+    let audience = format!("//iam.googleapis.com/{wif_provider}");
+    const FEDERATED: &str = "federated-access-token";
+    FakeIdentity::serve(Box::new(move |request| {
+        if request.method == "POST" && request.path == "/v1/token" {
+            let body: Value = serde_json::from_str(&request.body).unwrap_or_default();
+            let text = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
+            if text("grantType") != "urn:ietf:params:oauth:grant-type:token-exchange"
+                || text("audience") != audience
+            {
+                return (
+                    400,
+                    json!({"error": "invalid_target", "error_description": "The target service indicated by the \"audience\" parameters is invalid."}),
+                );
+            }
+            if text("subjectToken") != subject {
+                return (
+                    400,
+                    json!({"error": "invalid_grant", "error_description": "The subject token is invalid."}),
+                );
+            }
+            return (
+                200,
+                json!({"access_token": FEDERATED, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer", "expires_in": 3600}),
+            );
+        }
+        if request.method == "POST" && request.path.ends_with(":generateAccessToken") {
+            if request.headers.get("authorization").map(String::as_str)
+                != Some(&format!("Bearer {FEDERATED}"))
+            {
+                return (
+                    401,
+                    json!({"error": {"code": 401, "message": "Request had invalid authentication credentials.", "status": "UNAUTHENTICATED"}}),
+                );
+            }
+            let expires = time_rfc3339(now() + 3600);
+            return (
+                200,
+                json!({"accessToken": "ya29.impersonated", "expireTime": expires}),
+            );
+        }
+        (404, json!({"error": {"code": 404, "message": "not found"}}))
+    }))
+}
+
+/// RFC 3339 for a Unix time, UTC.
+fn time_rfc3339(secs: u64) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp(secs as i64)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    at.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// A self-signed certificate for 127.0.0.1 and localhost (end entity, CA:FALSE, as rustls
+/// requires), written as `cert.pem` and `key.pem` under `dir`, made with the system openssl.
+pub fn self_signed_certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let status = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .args(["-addext", "extendedKeyUsage=serverAuth"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("openssl: {e}"));
+    assert!(status.success(), "openssl could not make a certificate");
+    (cert, key)
+}
