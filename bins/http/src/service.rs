@@ -282,6 +282,10 @@ pub trait ServiceSpec: 'static {
     const AREA: crate::Area;
     /// Every route of the service: the one list both the server and the OpenAPI test read.
     fn register(routes: &mut crate::Routes<'_>);
+
+    /// Starts the service's background tasks on the current runtime, once the state is ready
+    /// and before the server is built. None by default.
+    fn background(_state: &ServiceState, _extra: &Self::Extra) {}
 }
 
 /// The routes `S` registers, for tests.
@@ -349,6 +353,7 @@ pub async fn start<S: ServiceSpec>(
 ) -> anyhow::Result<(actix_web::dev::Server, SocketAddr)> {
     use anyhow::Context as _;
     let state = ServiceState::bootstrap(S::NAME, common).await?;
+    S::background(&state, &extra);
     let (listener, addr) = bind(common.bind_addr)
         .with_context(|| format!("binding {} to {}", S::NAME, common.bind_addr))?;
     let server = http_server::<S>(state, extra, listener, common.http_workers)?;

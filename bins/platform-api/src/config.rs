@@ -17,6 +17,9 @@
 //! | `MAX_BODY_BYTES` | 2097152 | Largest request body. |
 //! | `DPS_COSIGNING_CLIENT_CERT_FILE` | unset | PEM client certificate the platform presents to tenants' co-signing services. |
 //! | `DPS_COSIGNING_CLIENT_KEY_FILE` | unset | Its PEM private key. Both or neither; with neither, co-signing stays `disabled`. |
+//! | `DPS_SCAN_TIER` | `standard` | Scan tier: `starter`, `standard` or `enterprise`. |
+//! | `DPS_SCAN_WORKERS` | 4 | Scan worker tasks in this process. |
+//! | cloud variables | | See docs/configuration.md, "Cloud access". |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
 
@@ -32,6 +35,11 @@ pub struct Config {
     pub cosigning_client: Option<CosigningClient>,
     /// Where the cloud services live and the platform's own cloud identities.
     pub cloud: connectors::CloudEnv,
+    /// `DPS_SCAN_TIER`: the defaults and ceilings of max_files and max_workers.
+    pub scan_tier: scans::Tier,
+    /// `DPS_SCAN_WORKERS`: scan worker tasks in this process (0 leaves scanning to
+    /// `scan-worker` processes; queued scans are still started and enumerated here).
+    pub scan_workers: usize,
 }
 
 /// Where the platform's co-signing client certificate and key live. Only the paths are kept:
@@ -107,6 +115,17 @@ impl Config {
             cosigning_client: CosigningClient::from_env(&env)?,
             cloud: connectors::CloudEnv::from_vars(|k| lookup(k).filter(|v| !v.is_empty()))
                 .map_err(crate::cloud_error)?,
+            scan_tier: match env.get("DPS_SCAN_TIER") {
+                None => scans::Tier::standard(),
+                Some(name) => scans::Tier::named(name.trim()).ok_or_else(|| ConfigError {
+                    variable: "DPS_SCAN_TIER",
+                    problem: format!(
+                        "must be one of {}",
+                        scans::options::TIERS.map(|t| t.name).join(", ")
+                    ),
+                })?,
+            },
+            scan_workers: env.parsed("DPS_SCAN_WORKERS", 4usize)?,
         })
     }
 }

@@ -68,3 +68,35 @@ pub fn connectors(error: connectors::ConnectorError) -> ApiError {
         ConnectorError::Database(e) => ApiError::database(e),
     }
 }
+
+pub fn scans(error: scans::ScanError) -> ApiError {
+    use scans::ScanError;
+    match error {
+        ScanError::NotFound => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("SCAN_NOT_FOUND"),
+            "no scan with this id in the tenant",
+        ),
+        ScanError::ConnectorNotFound(id) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("CONNECTOR_NOT_FOUND"),
+            "no connector with this id in the tenant",
+        )
+        .with_details(json!({ "connector_id": id.chars().take(64).collect::<String>() })),
+        ScanError::Invalid(fields) => ApiError::invalid("the scan request is invalid")
+            .with_details(json!({ "fields": fields })),
+        ScanError::Finished(status) => ApiError::new(
+            StatusCode::CONFLICT,
+            Code::Conflict,
+            format!("the scan already ended: it is {status}"),
+        )
+        .with_details(json!({ "status": status })),
+        ScanError::BadCursor => {
+            ApiError::invalid("the cursor is not one this service issued for this list")
+                .with_details(json!({ "field": "cursor" }))
+        }
+        ScanError::CorruptRow => ApiError::internal("a stored scan is unreadable"),
+        ScanError::Database(e) => ApiError::database(e),
+        ScanError::Pool => ApiError::unavailable("no database connection is available"),
+    }
+}

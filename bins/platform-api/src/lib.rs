@@ -28,6 +28,12 @@ pub use config::{Config, CosigningClient};
         handlers::connectors::get,
         handlers::connectors::delete,
         handlers::connectors::test,
+        handlers::scans::start_parallel,
+        handlers::scans::start_for_connector,
+        handlers::scans::get,
+        handlers::scans::list,
+        handlers::scans::cancel,
+        handlers::scans::workers,
     ),
     components(schemas(
         api_types::ErrorEnvelope,
@@ -51,6 +57,19 @@ pub use config::{Config, CosigningClient};
         api_types::connectors::ConnectorDeleted,
         api_types::connectors::ConnectionTest,
         api_types::connectors::ConnectionError,
+        api_types::scans::StartParallel,
+        api_types::scans::StartConnectorScan,
+        api_types::scans::ParallelStarted,
+        api_types::scans::ConnectorScanStarted,
+        api_types::scans::Progress,
+        api_types::scans::Coverage,
+        api_types::scans::WorkerCounts,
+        api_types::scans::Scan,
+        api_types::scans::PartialResults,
+        api_types::scans::ScanCancelled,
+        api_types::scans::Chunk,
+        api_types::scans::WorkerProgress,
+        api_types::scans::Worker,
     )),
     modifiers(&BearerAuth)
 )]
@@ -76,6 +95,12 @@ pub struct Extra {
     pub cursors: std::sync::Arc<vault::CursorKey>,
     /// Access to customers' cloud storage.
     pub cloud: connectors::Cloud,
+    /// Defaults and ceilings of scan options.
+    pub scan_tier: scans::Tier,
+    /// Derives each scan's worker token.
+    pub scan_token_key: std::sync::Arc<[u8; 32]>,
+    /// Scan worker tasks to run in this process.
+    pub scan_workers: usize,
 }
 
 impl Extra {
@@ -83,6 +108,9 @@ impl Extra {
         let master = config.common.master_key.clone();
         let cloud = connectors::Cloud::new(config.cloud.clone()).map_err(cloud_error)?;
         Ok(Self {
+            scan_tier: config.scan_tier,
+            scan_token_key: std::sync::Arc::new(master.derive(b"scan-worker-token")),
+            scan_workers: config.scan_workers,
             cosigning_provisioned: config.cosigning_client.is_some(),
             cursors: std::sync::Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
             keyring: std::sync::Arc::new(vault::KeyRing::new(master)),
@@ -106,6 +134,21 @@ impl ServiceSpec for PlatformApi {
     type Extra = Extra;
     const NAME: &'static str = Config::SERVICE;
     const AREA: Area = Area::Platform;
+
+    fn background(state: &dps_http::ServiceState, extra: &Extra) {
+        let worker = scans::Worker {
+            id: scans::coordinator::process_worker_id("platform-api"),
+            cloud: extra.cloud.clone(),
+            keyring: extra.keyring.clone(),
+            detector: std::sync::Arc::new(detect::Detector::new()),
+        };
+        scans::Coordinator {
+            pool: state.pool.clone(),
+            worker,
+            tasks: extra.scan_workers,
+        }
+        .spawn();
+    }
 
     fn register(routes: &mut Routes<'_>) {
         routes
@@ -155,6 +198,27 @@ impl ServiceSpec for PlatformApi {
             .resource(
                 "/api/v1/connectors/{id}/test",
                 [on(Method::POST, handlers::connectors::test)],
+            )
+            .resource(
+                "/api/v1/connectors/{id}/scan",
+                [on(Method::POST, handlers::scans::start_for_connector)],
+            )
+            .resource("/api/v1/scans", [on(Method::GET, handlers::scans::list)])
+            .resource(
+                "/api/v1/scans/parallel",
+                [on(Method::POST, handlers::scans::start_parallel)],
+            )
+            .resource(
+                "/api/v1/scans/{id}",
+                [on(Method::GET, handlers::scans::get)],
+            )
+            .resource(
+                "/api/v1/scans/{id}/cancel",
+                [on(Method::POST, handlers::scans::cancel)],
+            )
+            .resource(
+                "/api/v1/scans/{id}/workers",
+                [on(Method::GET, handlers::scans::workers)],
             );
     }
 }

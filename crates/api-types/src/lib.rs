@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub mod connectors;
+pub mod scans;
 pub mod settings;
 pub mod tokens;
 

@@ -50,6 +50,26 @@ diesel::table! {
 }
 
 diesel::table! {
+    findings (tenant_id, finding_id) {
+        tenant_id -> Text,
+        finding_id -> Uuid,
+        scan_id -> Uuid,
+        connector_id -> Uuid,
+        bucket -> Text,
+        object_key -> Text,
+        pii_type -> Text,
+        category -> Text,
+        confidence -> Float4,
+        location -> Jsonb,
+        preview -> Text,
+        fingerprint -> Bytea,
+        status -> Text,
+        created_at -> Timestamptz,
+        resolved_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     grants (tenant_id, jti) {
         tenant_id -> Text,
         jti -> Uuid,
@@ -90,6 +110,85 @@ diesel::table! {
         subject -> Text,
         window_start -> Timestamptz,
         count -> Int4,
+    }
+}
+
+diesel::table! {
+    scan_chunks (tenant_id, scan_id, chunk_no) {
+        tenant_id -> Text,
+        scan_id -> Uuid,
+        chunk_no -> Int4,
+        start_index -> Int4,
+        end_index -> Int4,
+        status -> Text,
+        worker_id -> Nullable<Text>,
+        lease_until -> Nullable<Timestamptz>,
+        fence -> Int8,
+        attempts -> Int4,
+        files_processed -> Int4,
+        findings_count -> Int4,
+        started_at -> Nullable<Timestamptz>,
+        completed_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    scan_connectors (tenant_id, scan_id, connector_id) {
+        tenant_id -> Text,
+        scan_id -> Uuid,
+        connector_id -> Uuid,
+        position -> Int4,
+    }
+}
+
+diesel::table! {
+    scan_resources (tenant_id, scan_id, idx) {
+        tenant_id -> Text,
+        scan_id -> Uuid,
+        idx -> Int4,
+        connector_id -> Uuid,
+        bucket -> Text,
+        object_key -> Text,
+        size -> Int8,
+        etag -> Nullable<Text>,
+        last_modified -> Timestamptz,
+        state -> Text,
+        reason -> Nullable<Text>,
+        findings -> Int4,
+    }
+}
+
+diesel::table! {
+    scanned_objects (tenant_id, connector_id, bucket, object_key) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        bucket -> Text,
+        object_key -> Text,
+        size -> Int8,
+        etag -> Nullable<Text>,
+        last_modified -> Timestamptz,
+        scan_id -> Uuid,
+    }
+}
+
+diesel::table! {
+    scans (tenant_id, scan_id) {
+        tenant_id -> Text,
+        scan_id -> Uuid,
+        status -> Text,
+        kind -> Text,
+        origin -> Text,
+        options -> Jsonb,
+        enumeration_status -> Text,
+        sources_total -> Int4,
+        sources_listed -> Int4,
+        status_reason -> Nullable<Text>,
+        worker_token_hash -> Bytea,
+        created_at -> Timestamptz,
+        started_at -> Nullable<Timestamptz>,
+        deadline -> Nullable<Timestamptz>,
+        completed_at -> Nullable<Timestamptz>,
+        cancelled_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -197,10 +296,16 @@ diesel::allow_tables_to_appear_in_same_query!(
     api_keys,
     connectors,
     detokenization_audit,
+    findings,
     grants,
     idempotency_keys,
     kill_switches,
     rate_limit_counters,
+    scan_chunks,
+    scan_connectors,
+    scan_resources,
+    scanned_objects,
+    scans,
     settings_audit,
     tenant_keys,
     tenant_quotas,

@@ -17,6 +17,7 @@ mod limits;
 mod migrations;
 mod openapi;
 mod pool;
+mod scans;
 mod settings;
 mod tokenize;
 mod vault;

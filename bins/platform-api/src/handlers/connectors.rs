@@ -3,7 +3,7 @@
 use actix_web::web;
 use api_types::connectors::{
     ConnectionError, ConnectionTest, Connector, ConnectorCreated, ConnectorDeleted, ConnectorQuery,
-    CreateConnector,
+    CreateConnector, ScanSummary,
 };
 use connectors::{Filter, Provider, Status, store};
 use dps_http::{AdminCaller, ApiError, Body, Caller, Enveloped, ServiceState};
@@ -24,9 +24,12 @@ fn wire(c: connectors::Connector, detailed: bool) -> Connector {
         risk_score: c.risk_score,
         created_at: c.created_at,
         updated_at: detailed.then_some(c.updated_at),
-        scan_history: detailed.then(Vec::new),
+        scan_history: None,
     }
 }
+
+/// How many of a connector's latest scans its history shows.
+const HISTORY: i64 = 20;
 
 /// An id that is not a UUID names no connector.
 fn connector_id(raw: &str) -> Result<Uuid, ApiError> {
@@ -163,7 +166,24 @@ pub async fn get(
     let connector = store::get(&mut conn, &caller.tenant_id, id)
         .await
         .map_err(errors::connectors)?;
-    Ok(Enveloped::ok(wire(connector, true)))
+    let history = scans::store::history(&mut conn, &caller.tenant_id, id, HISTORY)
+        .await
+        .map_err(errors::scans)?;
+    let mut connector = wire(connector, true);
+    connector.scan_history = Some(
+        history
+            .into_iter()
+            .map(|h| ScanSummary {
+                scan_id: h.scan_id.to_string(),
+                status: h.status,
+                started_at: h.started_at,
+                completed_at: h.completed_at,
+                files_processed: h.files_processed,
+                findings_count: h.findings_count,
+            })
+            .collect(),
+    );
+    Ok(Enveloped::ok(connector))
 }
 
 /// Deletes a connector with its scan history and findings.
@@ -187,7 +207,7 @@ pub async fn delete(
 ) -> Result<Enveloped<ConnectorDeleted>, ApiError> {
     let id = connector_id(&id)?;
     let mut conn = state.conn().await?;
-    store::delete(&mut conn, &caller.tenant_id, id)
+    scans::store::delete_connector(&mut conn, &caller.tenant_id, id)
         .await
         .map_err(errors::connectors)?;
     Ok(Enveloped::ok(ConnectorDeleted {

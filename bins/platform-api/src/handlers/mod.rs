@@ -1,4 +1,5 @@
 pub mod connectors;
 pub mod health;
 pub mod openapi;
+pub mod scans;
 pub mod settings;

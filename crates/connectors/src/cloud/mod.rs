@@ -363,8 +363,8 @@ pub struct Object {
 #[derive(Debug)]
 pub struct ListPage {
     pub objects: Vec<Object>,
-    /// Keys the listing returned that are folder markers (`dir/`), which hold no data.
-    pub folder_markers: u64,
+    /// Objects left out because they hold no data: empty objects and folder markers (`dir/`).
+    pub empty: u64,
     /// Where the next page starts; `None` on the last page.
     pub next: Option<String>,
 }
@@ -491,11 +491,13 @@ impl Bucket {
             .await
             .map_err(AccessError::storage)?;
         let mut objects = Vec::with_capacity(page.result.objects.len());
-        let mut folder_markers = 0;
+        let mut empty = 0;
         for meta in page.result.objects {
             let key = meta.location.to_string();
-            if meta.size == 0 && key.ends_with('/') {
-                folder_markers += 1;
+            // object_store drops a folder marker's trailing `/` (`dir/` lists as `dir`, and
+            // reads as 404), so it cannot be told from an empty object: neither holds data.
+            if meta.size == 0 {
+                empty += 1;
                 continue;
             }
             objects.push(Object {
@@ -510,7 +512,7 @@ impl Bucket {
         }
         Ok(ListPage {
             objects,
-            folder_markers,
+            empty,
             next: page.page_token,
         })
     }

@@ -1,0 +1,208 @@
+//! Area B scan wire types.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+/// POST /scans/parallel.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartParallel {
+    /// Connector ids.
+    pub connectors: Vec<String>,
+    /// full or incremental.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// max_files, max_workers, file_types, prefixes, llm_assist, timeout_minutes,
+    /// coverage_target, coverage_strategy, max_object_bytes.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub options: Option<serde_json::Value>,
+}
+
+/// POST /connectors/:id/scan.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartConnectorScan {
+    /// full or incremental (default full).
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    /// The same options as POST /scans/parallel.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub options: Option<serde_json::Value>,
+}
+
+/// The answer to POST /scans/parallel.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ParallelStarted {
+    pub scan_id: String,
+    pub status: String,
+    pub connectors: Vec<String>,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub workers_requested: u32,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+/// The answer to POST /connectors/:id/scan.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ConnectorScanStarted {
+    pub scan_id: String,
+    pub connector_id: String,
+    pub status: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+/// A scan's progress.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Progress {
+    pub files_total: i64,
+    pub files_processed: i64,
+    pub files_failed: i64,
+    pub findings_count: i64,
+    pub percent_complete: i64,
+    pub elapsed_seconds: i64,
+    /// Null while it cannot be estimated (enumeration running, nothing processed yet).
+    pub estimated_remaining_seconds: Option<i64>,
+}
+
+/// A scan's coverage.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Coverage {
+    pub coverage_target: f64,
+    /// best_effort or strict.
+    pub coverage_strategy: String,
+    pub coverage_pct: f64,
+    pub target_met: bool,
+    pub completeness_score: f64,
+    /// complete, in_progress, partial or failed.
+    pub enumeration_status: String,
+    pub total_enumerated: i64,
+    pub total_scanned: i64,
+    pub total_skipped: i64,
+    pub total_failed: i64,
+}
+
+/// A scan's worker counts.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkerCounts {
+    pub total: i64,
+    pub active: i64,
+    pub completed: i64,
+    pub failed: i64,
+}
+
+/// A scan.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Scan {
+    pub scan_id: String,
+    /// queued, running, completed, partial, failed or cancelled.
+    pub status: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Parallel scans: the connectors scanned.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub connectors: Option<Vec<String>>,
+    /// Scans started from one connector.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub connector_id: Option<String>,
+    pub workers_requested: u32,
+    pub progress: Progress,
+    /// Present once the scan is running, and after it ended.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub coverage: Option<Coverage>,
+    pub workers: WorkerCounts,
+    /// Why the scan ended as it did, or why enumeration was partial.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub status_reason: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub started_at: Option<OffsetDateTime>,
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub completed_at: Option<OffsetDateTime>,
+}
+
+/// What a cancelled scan had done.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PartialResults {
+    pub files_processed: i64,
+    pub findings_count: i64,
+}
+
+/// The answer to POST /scans/:id/cancel.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ScanCancelled {
+    pub scan_id: String,
+    pub status: String,
+    pub partial_results: PartialResults,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub cancelled_at: OffsetDateTime,
+}
+
+/// A worker's chunk of the enumerated resources.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Chunk {
+    pub start_index: i64,
+    pub end_index: i64,
+    pub file_count: i64,
+}
+
+/// A worker's progress on its chunk.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkerProgress {
+    pub files_processed: i64,
+    pub findings_count: i64,
+    pub percent_complete: i64,
+}
+
+/// One worker: a chunk and who ran it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Worker {
+    pub worker_id: String,
+    /// pending, running, completed or failed.
+    pub status: String,
+    pub chunk: Chunk,
+    pub progress: WorkerProgress,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub started_at: Option<OffsetDateTime>,
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub completed_at: Option<OffsetDateTime>,
+}
+
+/// GET /scans query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScanQuery {
+    /// A connector id.
+    #[serde(default)]
+    pub connector: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    /// ISO 8601: scans created at or after.
+    #[serde(default)]
+    pub since: Option<String>,
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}

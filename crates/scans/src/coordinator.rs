@@ -1,0 +1,185 @@
+//! The in-process coordinator: starts queued scans and enumerates them, ends scans past their
+//! deadline, gives up chunks whose workers keep dying, and runs a pool of worker tasks. Every
+//! replica of platform-api runs one; they share the work through Postgres (SKIP LOCKED claims
+//! and an advisory lock per enumeration), so any number of replicas behave as one.
+
+use std::time::Duration;
+
+use diesel::sql_types::{Bool, Text};
+use diesel::{ExpressionMethods, QueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use uuid::Uuid;
+
+use auth::TenantId;
+use db::schema::scans;
+
+use crate::engine;
+use crate::store::ScanError;
+use crate::worker::{LEASE_SECONDS, Worker};
+
+/// How often the coordinator looks for work when idle.
+const TICK: Duration = Duration::from_millis(500);
+/// How long an idle worker task waits before looking for a chunk again.
+const IDLE: Duration = Duration::from_millis(250);
+
+/// The coordinator and its worker tasks.
+#[derive(Clone)]
+pub struct Coordinator {
+    pub pool: db::Pool,
+    pub worker: Worker,
+    /// Worker tasks in this process.
+    pub tasks: usize,
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("worker", &self.worker.id)
+            .field("tasks", &self.tasks)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Locked {
+    #[diesel(sql_type = Bool)]
+    locked: bool,
+}
+
+/// Takes the session advisory lock that marks `scan` as being enumerated.
+async fn try_lock(conn: &mut AsyncPgConnection, scan: Uuid) -> Result<bool, ScanError> {
+    let rows: Vec<Locked> = diesel::sql_query(
+        "SELECT pg_try_advisory_lock(hashtext('dps-enumerate:' || $1)) AS locked",
+    )
+    .bind::<Text, _>(scan.to_string())
+    .load(conn)
+    .await?;
+    Ok(rows.into_iter().next().is_some_and(|r| r.locked))
+}
+
+async fn unlock(conn: &mut AsyncPgConnection, scan: Uuid) -> Result<(), ScanError> {
+    diesel::sql_query("SELECT pg_advisory_unlock(hashtext('dps-enumerate:' || $1))")
+        .bind::<Text, _>(scan.to_string())
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+impl Coordinator {
+    /// Starts the coordinator loop and the worker tasks on the current runtime.
+    pub fn spawn(self) {
+        for task in 0..self.tasks {
+            let me = self.clone();
+            tokio::spawn(async move { me.work(task).await });
+        }
+        tokio::spawn(async move { self.coordinate().await });
+    }
+
+    async fn coordinate(self) {
+        loop {
+            if let Err(e) = self.tick().await {
+                tracing::warn!(error = %e, "scan coordinator tick failed");
+            }
+            tokio::time::sleep(TICK).await;
+        }
+    }
+
+    /// One round: timeouts, dead chunks, enumerations left behind, queued scans.
+    pub async fn tick(&self) -> Result<(), ScanError> {
+        let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
+        engine::expire(&mut conn).await?;
+        engine::reap(&mut conn).await?;
+        // Scans whose enumeration stopped with the process that ran it.
+        let stuck: Vec<(String, Uuid)> = scans::table
+            .filter(scans::status.eq("running"))
+            .filter(scans::enumeration_status.eq("in_progress"))
+            .select((scans::tenant_id, scans::scan_id))
+            .load(&mut conn)
+            .await?;
+        drop(conn);
+        for (tenant, scan) in stuck {
+            let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
+            self.enumerate_if_free(tenant, scan).await?;
+        }
+        loop {
+            let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
+            let Some((tenant, scan)) = engine::start_next(&mut conn).await? else {
+                break;
+            };
+            drop(conn);
+            tracing::info!(%scan, "scan started");
+            self.enumerate_if_free(tenant, scan).await?;
+        }
+        Ok(())
+    }
+
+    /// Enumerates `scan` in the background unless another process already is.
+    async fn enumerate_if_free(&self, tenant: TenantId, scan: Uuid) -> Result<(), ScanError> {
+        let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
+        if !try_lock(&mut conn, scan).await? {
+            return Ok(());
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            // Re-read under the lock: it may have finished since it was listed.
+            let still = crate::store::row(&mut conn, &tenant, scan)
+                .await
+                .is_ok_and(|r| r.status == "running" && r.enumeration_status == "in_progress");
+            if still
+                && let Err(e) = engine::enumerate(
+                    &mut conn,
+                    &me.worker.cloud,
+                    &me.worker.keyring,
+                    &tenant,
+                    scan,
+                )
+                .await
+            {
+                tracing::warn!(%scan, error = %e, "enumeration failed");
+            }
+            if let Err(e) = unlock(&mut conn, scan).await {
+                tracing::warn!(%scan, error = %e, "could not release the enumeration lock");
+            }
+        });
+        Ok(())
+    }
+
+    async fn work(self, task: usize) {
+        let id = format!("{}/task-{task}", self.worker.id);
+        loop {
+            match self.work_once(&id).await {
+                Ok(true) => {}
+                Ok(false) => tokio::time::sleep(IDLE).await,
+                Err(e) => {
+                    tracing::warn!(worker = %id, error = %e, "scan worker error");
+                    tokio::time::sleep(IDLE).await;
+                }
+            }
+        }
+    }
+
+    /// Claims and runs one chunk; false when there was none.
+    async fn work_once(&self, id: &str) -> Result<bool, ScanError> {
+        let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
+        let Some(claim) = engine::claim(&mut conn, id, None, LEASE_SECONDS).await? else {
+            return Ok(false);
+        };
+        self.worker.run_chunk(&mut conn, &claim).await?;
+        Ok(true)
+    }
+}
+
+fn pool_error() -> ScanError {
+    ScanError::Pool
+}
+
+/// The worker id a process uses: host name and process id.
+pub fn process_worker_id(kind: &str) -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{kind}@{host}:{}", std::process::id())
+}

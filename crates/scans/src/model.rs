@@ -1,0 +1,354 @@
+//! A scan's states, and how progress, coverage and the completeness score are computed from
+//! its counts (docs/scans.md defines each).
+
+use serde::Serialize;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::options::{Kind, Options, Strategy};
+
+/// A scan's lifecycle state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Queued,
+    Running,
+    Completed,
+    Partial,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    pub const ALL: [Status; 6] = [
+        Status::Queued,
+        Status::Running,
+        Status::Completed,
+        Status::Partial,
+        Status::Failed,
+        Status::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Queued => "queued",
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Partial => "partial",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, Status::Queued | Status::Running)
+    }
+}
+
+/// How far enumeration got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enumeration {
+    InProgress,
+    Complete,
+    Partial,
+    Failed,
+}
+
+impl Enumeration {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enumeration::InProgress => "in_progress",
+            Enumeration::Complete => "complete",
+            Enumeration::Partial => "partial",
+            Enumeration::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Enumeration> {
+        [
+            Enumeration::InProgress,
+            Enumeration::Complete,
+            Enumeration::Partial,
+            Enumeration::Failed,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
+    }
+}
+
+/// Resource counts of a scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub enumerated: i64,
+    pub scanned: i64,
+    pub skipped: i64,
+    pub failed: i64,
+    pub findings: i64,
+}
+
+impl Counts {
+    pub fn processed(&self) -> i64 {
+        self.scanned + self.skipped + self.failed
+    }
+
+    /// Scanned resources over those eligible (enumerated and not excluded by policy); 1.0
+    /// when none is eligible.
+    pub fn coverage_pct(&self) -> f64 {
+        let eligible = self.enumerated - self.skipped;
+        if eligible <= 0 {
+            1.0
+        } else {
+            self.scanned as f64 / eligible as f64
+        }
+    }
+}
+
+/// Worker (chunk) counts of a scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerCounts {
+    pub total: i64,
+    pub active: i64,
+    pub completed: i64,
+    pub failed: i64,
+}
+
+/// A scan as the API shows it.
+#[derive(Debug, Clone)]
+pub struct Scan {
+    pub id: Uuid,
+    pub status: Status,
+    pub kind: Kind,
+    /// Started through POST /scans/parallel (true) or POST /connectors/:id/scan.
+    pub parallel: bool,
+    pub connectors: Vec<Uuid>,
+    pub options: Options,
+    pub enumeration: Enumeration,
+    pub sources_total: i32,
+    pub sources_listed: i32,
+    pub status_reason: Option<String>,
+    pub counts: Counts,
+    pub workers: WorkerCounts,
+    pub created_at: OffsetDateTime,
+    pub started_at: Option<OffsetDateTime>,
+    pub completed_at: Option<OffsetDateTime>,
+    pub cancelled_at: Option<OffsetDateTime>,
+}
+
+/// The spec's progress object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub files_total: i64,
+    pub files_processed: i64,
+    pub files_failed: i64,
+    pub findings_count: i64,
+    pub percent_complete: i64,
+    pub elapsed_seconds: i64,
+    /// Unknown (None) until a resource has been processed or while enumerating.
+    pub estimated_remaining_seconds: Option<i64>,
+}
+
+/// The spec's coverage object.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Coverage {
+    pub coverage_target: f64,
+    pub coverage_strategy: Strategy,
+    pub coverage_pct: f64,
+    pub target_met: bool,
+    pub completeness_score: f64,
+    pub enumeration_status: Enumeration,
+    pub total_enumerated: i64,
+    pub total_scanned: i64,
+    pub total_skipped: i64,
+    pub total_failed: i64,
+}
+
+impl Scan {
+    pub fn progress(&self, now: OffsetDateTime) -> Progress {
+        let c = &self.counts;
+        let processed = c.processed();
+        let end = self.completed_at.unwrap_or(now);
+        let elapsed = self
+            .started_at
+            .map(|s| (end - s).whole_seconds().max(0))
+            .unwrap_or(0);
+        let percent = if self.status == Status::Completed {
+            100
+        } else if c.enumerated > 0 {
+            (processed * 100 / c.enumerated).min(100)
+        } else {
+            0
+        };
+        let remaining = if self.status.is_terminal() {
+            Some(0)
+        } else if self.enumeration == Enumeration::InProgress || processed == 0 {
+            None
+        } else {
+            let left = (c.enumerated - processed).max(0);
+            Some(((elapsed as f64 / processed as f64) * left as f64).ceil() as i64)
+        };
+        Progress {
+            files_total: c.enumerated,
+            files_processed: processed,
+            files_failed: c.failed,
+            findings_count: c.findings,
+            percent_complete: percent,
+            elapsed_seconds: elapsed,
+            estimated_remaining_seconds: remaining,
+        }
+    }
+
+    pub fn coverage(&self) -> Coverage {
+        let c = &self.counts;
+        let pct = c.coverage_pct();
+        Coverage {
+            coverage_target: self.options.coverage_target,
+            coverage_strategy: self.options.coverage_strategy,
+            coverage_pct: round4(pct),
+            target_met: pct + 1e-9 >= self.options.coverage_target,
+            completeness_score: round4(completeness(
+                pct,
+                self.enumeration,
+                self.sources_total,
+                self.sources_listed,
+            )),
+            enumeration_status: self.enumeration,
+            total_enumerated: c.enumerated,
+            total_scanned: c.scanned,
+            total_skipped: c.skipped,
+            total_failed: c.failed,
+        }
+    }
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+/// The completeness score: the coverage of what was enumerated, times the share of listing
+/// sources (connector, bucket, prefix) that were listed to the end. A scan that saw every
+/// object and scanned all it could scores 1.0; objects that failed, and sources that could
+/// not be listed, each lower it in proportion.
+pub fn completeness(
+    coverage_pct: f64,
+    enumeration: Enumeration,
+    sources_total: i32,
+    sources_listed: i32,
+) -> f64 {
+    let listed = match enumeration {
+        Enumeration::Failed => 0.0,
+        Enumeration::Complete => 1.0,
+        Enumeration::InProgress | Enumeration::Partial => {
+            if sources_total <= 0 {
+                0.0
+            } else {
+                f64::from(sources_listed) / f64::from(sources_total)
+            }
+        }
+    };
+    (coverage_pct * listed).clamp(0.0, 1.0)
+}
+
+/// How a scan whose work is done ends (docs/scans.md, "Statuses").
+pub fn final_status(
+    strategy: Strategy,
+    target: f64,
+    counts: &Counts,
+    enumeration: Enumeration,
+    timed_out: bool,
+) -> (Status, Option<String>) {
+    if enumeration == Enumeration::Failed {
+        return (Status::Failed, Some("enumeration failed".into()));
+    }
+    let pct = counts.coverage_pct();
+    let met = pct + 1e-9 >= target;
+    if strategy == Strategy::Strict && !met {
+        return (
+            Status::Failed,
+            Some(format!(
+                "coverage {:.4} is below the strict target {target}",
+                pct
+            )),
+        );
+    }
+    if timed_out {
+        return (Status::Partial, Some("timeout_minutes was exceeded".into()));
+    }
+    if enumeration == Enumeration::Partial {
+        return (
+            Status::Partial,
+            Some("some buckets or prefixes could not be listed".into()),
+        );
+    }
+    if !met {
+        return (
+            Status::Partial,
+            Some(format!("coverage {pct:.4} is below the target {target}")),
+        );
+    }
+    (Status::Completed, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coverage_leaves_out_what_policy_excluded() {
+        let c = Counts {
+            enumerated: 10,
+            scanned: 6,
+            skipped: 2,
+            failed: 2,
+            findings: 3,
+        };
+        assert!((c.coverage_pct() - 0.75).abs() < 1e-9);
+        assert_eq!(Counts::default().coverage_pct(), 1.0);
+        assert!((completeness(0.75, Enumeration::Partial, 4, 3) - 0.5625).abs() < 1e-9);
+        assert_eq!(completeness(1.0, Enumeration::Failed, 1, 0), 0.0);
+    }
+
+    #[test]
+    fn how_a_scan_ends() {
+        let all = Counts {
+            enumerated: 4,
+            scanned: 4,
+            ..Counts::default()
+        };
+        let some = Counts {
+            enumerated: 4,
+            scanned: 3,
+            failed: 1,
+            ..Counts::default()
+        };
+        let best = Strategy::BestEffort;
+        let strict = Strategy::Strict;
+        let e = Enumeration::Complete;
+        assert_eq!(
+            final_status(best, 0.95, &all, e, false).0,
+            Status::Completed
+        );
+        assert_eq!(final_status(best, 0.95, &some, e, false).0, Status::Partial);
+        assert_eq!(
+            final_status(best, 0.7, &some, e, false).0,
+            Status::Completed
+        );
+        assert_eq!(
+            final_status(strict, 0.95, &some, e, false).0,
+            Status::Failed
+        );
+        assert_eq!(final_status(best, 0.5, &all, e, true).0, Status::Partial);
+        assert_eq!(
+            final_status(best, 0.5, &all, Enumeration::Partial, false).0,
+            Status::Partial
+        );
+        assert_eq!(
+            final_status(best, 0.5, &all, Enumeration::Failed, false).0,
+            Status::Failed
+        );
+    }
+}

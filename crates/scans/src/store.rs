@@ -1,0 +1,613 @@
+//! Scans in Postgres: starting one, reading it with its progress, listing, cancelling, its
+//! workers, and a connector's history.
+
+use diesel::dsl::{count_star, sum};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use ring::digest;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use auth::TenantId;
+use connectors::FieldError;
+use db::schema::{
+    connectors as connectors_table, scan_chunks, scan_connectors, scan_resources, scans,
+};
+use vault::cursor::{Position, at_micros, micros, paginate};
+use vault::{CursorKey, VaultError};
+
+use crate::model::{Counts, Enumeration, Scan, Status, WorkerCounts};
+use crate::options::{self, Kind, MAX_CONNECTORS, Options, Tier};
+
+const LIST: &str = "scans";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    #[error("scan not found")]
+    NotFound,
+    /// A connector named in the request is not the tenant's.
+    #[error("connector not found")]
+    ConnectorNotFound(String),
+    #[error("the scan request is invalid")]
+    Invalid(Vec<FieldError>),
+    /// The scan already ended (cancel of a finished scan).
+    #[error("the scan is already {0}")]
+    Finished(&'static str),
+    #[error("the cursor is not valid for this list")]
+    BadCursor,
+    #[error("a stored scan is unreadable")]
+    CorruptRow,
+    #[error("database error")]
+    Database(#[source] diesel::result::Error),
+    #[error("no database connection available")]
+    Pool,
+}
+
+impl From<diesel::result::Error> for ScanError {
+    fn from(e: diesel::result::Error) -> Self {
+        ScanError::Database(e)
+    }
+}
+
+impl From<VaultError> for ScanError {
+    fn from(e: VaultError) -> Self {
+        match e {
+            VaultError::Database(e) => ScanError::Database(e),
+            _ => ScanError::BadCursor,
+        }
+    }
+}
+
+/// A new scan as the API returns it on creation.
+#[derive(Debug, Clone)]
+pub struct Created {
+    pub id: Uuid,
+    pub status: Status,
+    pub kind: Kind,
+    pub connectors: Vec<Uuid>,
+    pub workers_requested: u32,
+    pub created_at: OffsetDateTime,
+}
+
+/// SHA-256 of a worker token, the only form in which it is stored.
+pub fn token_hash(token: &str) -> Vec<u8> {
+    digest::digest(&digest::SHA256, token.as_bytes())
+        .as_ref()
+        .to_vec()
+}
+
+/// The per-scan worker token: derived from a server key and the scan id, so it can be shown
+/// again in the deployment config without being stored.
+pub fn worker_token(key: &[u8; 32], tenant: &TenantId, scan: Uuid) -> String {
+    let mac = ring::hmac::sign(
+        &ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key),
+        format!("dps-scan-worker-v1\0{}\0{scan}", tenant.as_str()).as_bytes(),
+    );
+    let hex: String = mac.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("dpsw_{hex}")
+}
+
+/// Validates and queues a scan of `connectors` (their order is kept).
+#[allow(clippy::too_many_arguments)]
+pub async fn create(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    token_key: &[u8; 32],
+    connector_ids: &[String],
+    kind: Option<&str>,
+    options: Option<&serde_json::Value>,
+    tier: Tier,
+    parallel: bool,
+) -> Result<Created, ScanError> {
+    let mut errors = Vec::new();
+    let kind = match kind.map(Kind::parse) {
+        Some(Some(k)) => Some(k),
+        Some(None) | None => {
+            errors.push(FieldError {
+                field: "type".into(),
+                message: "must be full or incremental".into(),
+            });
+            None
+        }
+    };
+    if parallel && (connector_ids.is_empty() || connector_ids.len() > MAX_CONNECTORS) {
+        errors.push(FieldError {
+            field: "connectors".into(),
+            message: format!("must name 1 to {MAX_CONNECTORS} connectors"),
+        });
+    }
+    let options = match options::validate(options, tier) {
+        Ok(o) => Some(o),
+        Err(mut more) => {
+            errors.append(&mut more);
+            None
+        }
+    };
+    let (Some(kind), Some(options), true) = (kind, options, errors.is_empty()) else {
+        return Err(ScanError::Invalid(errors));
+    };
+    // Each id must be one of the tenant's connectors; an id that is not a UUID names none.
+    let mut ids = Vec::with_capacity(connector_ids.len());
+    for raw in connector_ids {
+        let id = Uuid::parse_str(raw).map_err(|_| ScanError::ConnectorNotFound(raw.clone()))?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    let found: Vec<Uuid> = connectors_table::table
+        .filter(connectors_table::tenant_id.eq(tenant.as_str()))
+        .filter(connectors_table::connector_id.eq_any(&ids))
+        .select(connectors_table::connector_id)
+        .load(conn)
+        .await?;
+    if let Some(missing) = ids.iter().find(|id| !found.contains(id)) {
+        return Err(ScanError::ConnectorNotFound(missing.to_string()));
+    }
+    let id = Uuid::now_v7();
+    let workers = options.max_workers;
+    let options_json = serde_json::to_value(&options).map_err(|_| ScanError::CorruptRow)?;
+    let hash = token_hash(&worker_token(token_key, tenant, id));
+    let linked = ids.clone();
+    let created_at = conn
+        .transaction::<_, ScanError, _>(async |conn| {
+            let created_at: OffsetDateTime = diesel::insert_into(scans::table)
+                .values((
+                    scans::tenant_id.eq(tenant.as_str()),
+                    scans::scan_id.eq(id),
+                    scans::kind.eq(kind.as_str()),
+                    scans::origin.eq(if parallel { "parallel" } else { "connector" }),
+                    scans::options.eq(options_json),
+                    scans::worker_token_hash.eq(hash),
+                ))
+                .returning(scans::created_at)
+                .get_result(conn)
+                .await?;
+            let links: Vec<_> = linked
+                .iter()
+                .enumerate()
+                .map(|(position, connector)| {
+                    (
+                        scan_connectors::tenant_id.eq(tenant.as_str()),
+                        scan_connectors::scan_id.eq(id),
+                        scan_connectors::connector_id.eq(*connector),
+                        scan_connectors::position.eq(position as i32),
+                    )
+                })
+                .collect();
+            diesel::insert_into(scan_connectors::table)
+                .values(links)
+                .execute(conn)
+                .await?;
+            Ok(created_at)
+        })
+        .await?;
+    Ok(Created {
+        id,
+        status: Status::Queued,
+        kind,
+        connectors: ids,
+        workers_requested: workers,
+        created_at,
+    })
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = scans, check_for_backend(diesel::pg::Pg))]
+pub(crate) struct Row {
+    pub scan_id: Uuid,
+    pub status: String,
+    pub kind: String,
+    pub origin: String,
+    pub options: serde_json::Value,
+    pub enumeration_status: String,
+    pub sources_total: i32,
+    pub sources_listed: i32,
+    pub status_reason: Option<String>,
+    pub created_at: OffsetDateTime,
+    pub started_at: Option<OffsetDateTime>,
+    pub completed_at: Option<OffsetDateTime>,
+    pub cancelled_at: Option<OffsetDateTime>,
+}
+
+impl Row {
+    pub(crate) fn options(&self) -> Result<Options, ScanError> {
+        serde_json::from_value(self.options.clone()).map_err(|_| ScanError::CorruptRow)
+    }
+
+    pub(crate) fn status(&self) -> Result<Status, ScanError> {
+        Status::parse(&self.status).ok_or(ScanError::CorruptRow)
+    }
+}
+
+/// A scan's resource counts, by state.
+pub(crate) async fn counts(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: Uuid,
+) -> Result<Counts, ScanError> {
+    let rows: Vec<(String, i64, Option<i64>)> = scan_resources::table
+        .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+        .filter(scan_resources::scan_id.eq(scan))
+        .group_by(scan_resources::state)
+        .select((
+            scan_resources::state,
+            count_star(),
+            sum(scan_resources::findings),
+        ))
+        .load(conn)
+        .await?;
+    let mut counts = Counts::default();
+    for (state, n, findings) in rows {
+        counts.enumerated += n;
+        counts.findings += findings.unwrap_or(0);
+        match state.as_str() {
+            "scanned" => counts.scanned = n,
+            "skipped" => counts.skipped = n,
+            "failed" => counts.failed = n,
+            _ => {}
+        }
+    }
+    Ok(counts)
+}
+
+async fn worker_counts(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: Uuid,
+) -> Result<WorkerCounts, ScanError> {
+    let rows: Vec<(String, i64)> = scan_chunks::table
+        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+        .filter(scan_chunks::scan_id.eq(scan))
+        .group_by(scan_chunks::status)
+        .select((scan_chunks::status, count_star()))
+        .load(conn)
+        .await?;
+    let mut w = WorkerCounts::default();
+    for (status, n) in rows {
+        w.total += n;
+        match status.as_str() {
+            "running" => w.active = n,
+            "completed" => w.completed = n,
+            "failed" => w.failed = n,
+            _ => {}
+        }
+    }
+    Ok(w)
+}
+
+async fn view(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    row: Row,
+) -> Result<Scan, ScanError> {
+    let connectors: Vec<Uuid> = scan_connectors::table
+        .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
+        .filter(scan_connectors::scan_id.eq(row.scan_id))
+        .order(scan_connectors::position)
+        .select(scan_connectors::connector_id)
+        .load(conn)
+        .await?;
+    let counts = counts(conn, tenant, row.scan_id).await?;
+    let workers = worker_counts(conn, tenant, row.scan_id).await?;
+    Ok(Scan {
+        id: row.scan_id,
+        status: row.status()?,
+        kind: Kind::parse(&row.kind).ok_or(ScanError::CorruptRow)?,
+        parallel: row.origin == "parallel",
+        connectors,
+        options: row.options()?,
+        enumeration: Enumeration::parse(&row.enumeration_status).ok_or(ScanError::CorruptRow)?,
+        sources_total: row.sources_total,
+        sources_listed: row.sources_listed,
+        status_reason: row.status_reason,
+        counts,
+        workers,
+        created_at: row.created_at,
+        started_at: row.started_at,
+        completed_at: row.completed_at,
+        cancelled_at: row.cancelled_at,
+    })
+}
+
+pub(crate) async fn row(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: Uuid,
+) -> Result<Row, ScanError> {
+    scans::table
+        .filter(scans::tenant_id.eq(tenant.as_str()))
+        .filter(scans::scan_id.eq(id))
+        .select(Row::as_select())
+        .first(conn)
+        .await
+        .optional()?
+        .ok_or(ScanError::NotFound)
+}
+
+pub async fn get(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: Uuid,
+) -> Result<Scan, ScanError> {
+    let row = row(conn, tenant, id).await?;
+    view(conn, tenant, row).await
+}
+
+/// List filters.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub connector: Option<Uuid>,
+    pub status: Option<Status>,
+    pub since: Option<OffsetDateTime>,
+}
+
+#[derive(Debug)]
+pub struct Page {
+    pub items: Vec<Scan>,
+    pub pagination: api_types::Pagination,
+}
+
+/// The tenant's scans, newest first.
+pub async fn list(
+    conn: &mut AsyncPgConnection,
+    cursors: &CursorKey,
+    tenant: &TenantId,
+    filter: &Filter,
+    limit: i64,
+    cursor: Option<&str>,
+) -> Result<Page, ScanError> {
+    let mut query = scans::table
+        .filter(scans::tenant_id.eq(tenant.as_str()))
+        .select(Row::as_select())
+        .order((scans::created_at.desc(), scans::scan_id.desc()))
+        .limit(limit + 1)
+        .into_boxed();
+    if let Some(status) = filter.status {
+        query = query.filter(scans::status.eq(status.as_str()));
+    }
+    if let Some(since) = filter.since {
+        query = query.filter(scans::created_at.ge(since));
+    }
+    if let Some(connector) = filter.connector {
+        query = query.filter(
+            scans::scan_id.eq_any(
+                scan_connectors::table
+                    .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
+                    .filter(scan_connectors::connector_id.eq(connector))
+                    .select(scan_connectors::scan_id),
+            ),
+        );
+    }
+    if let Some(cursor) = cursor {
+        let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
+        let at = at_micros(micros)?;
+        query = query.filter(
+            scans::created_at
+                .lt(at)
+                .or(scans::created_at.eq(at).and(scans::scan_id.lt(id))),
+        );
+    }
+    let rows: Vec<Row> = query.load(conn).await?;
+    let (rows, pagination) = paginate(cursors, tenant, LIST, rows, limit, |last| Position {
+        micros: micros(last.created_at),
+        id: last.scan_id,
+    });
+    let mut items = Vec::with_capacity(rows.len());
+    for row in rows {
+        items.push(view(conn, tenant, row).await?);
+    }
+    Ok(Page { items, pagination })
+}
+
+/// What a cancel returns.
+#[derive(Debug, Clone)]
+pub struct Cancelled {
+    pub id: Uuid,
+    pub files_processed: i64,
+    pub findings_count: i64,
+    pub cancelled_at: OffsetDateTime,
+}
+
+/// Cancels a queued or running scan. Workers see it at their next heartbeat or object and
+/// stop; what they found stays.
+pub async fn cancel(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: Uuid,
+) -> Result<Cancelled, ScanError> {
+    let cancelled: Option<OffsetDateTime> = diesel::update(
+        scans::table
+            .filter(scans::tenant_id.eq(tenant.as_str()))
+            .filter(scans::scan_id.eq(id))
+            .filter(scans::status.eq_any(["queued", "running"])),
+    )
+    .set((
+        scans::status.eq("cancelled"),
+        scans::cancelled_at.eq(diesel::dsl::now),
+        scans::completed_at.eq(diesel::dsl::now),
+        scans::status_reason.eq("cancelled by request"),
+    ))
+    .returning(scans::cancelled_at.assume_not_null())
+    .get_result(conn)
+    .await
+    .optional()?;
+    let Some(cancelled_at) = cancelled else {
+        let row = row(conn, tenant, id).await?;
+        return Err(ScanError::Finished(row.status()?.as_str()));
+    };
+    // Running chunks end now; a worker still holding one can no longer write (its scan is
+    // not running).
+    diesel::update(
+        scan_chunks::table
+            .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+            .filter(scan_chunks::scan_id.eq(id))
+            .filter(scan_chunks::status.eq_any(["pending", "running"])),
+    )
+    .set((
+        scan_chunks::status.eq("failed"),
+        scan_chunks::completed_at.eq(diesel::dsl::now),
+    ))
+    .execute(conn)
+    .await?;
+    let counts = counts(conn, tenant, id).await?;
+    crate::engine::refresh_connectors(conn, tenant, id).await?;
+    Ok(Cancelled {
+        id,
+        files_processed: counts.processed(),
+        findings_count: counts.findings,
+        cancelled_at,
+    })
+}
+
+/// One worker (a chunk of the enumerated resources and who ran it).
+#[derive(Debug, Clone, Queryable)]
+pub struct Worker {
+    pub chunk_no: i32,
+    pub start_index: i32,
+    pub end_index: i32,
+    pub status: String,
+    pub worker_id: Option<String>,
+    pub files_processed: i32,
+    pub findings_count: i32,
+    pub started_at: Option<OffsetDateTime>,
+    pub completed_at: Option<OffsetDateTime>,
+}
+
+impl Worker {
+    pub fn file_count(&self) -> i64 {
+        i64::from(self.end_index - self.start_index + 1)
+    }
+}
+
+pub async fn workers(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: Uuid,
+) -> Result<Vec<Worker>, ScanError> {
+    row(conn, tenant, id).await?;
+    Ok(scan_chunks::table
+        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+        .filter(scan_chunks::scan_id.eq(id))
+        .order(scan_chunks::chunk_no)
+        .select((
+            scan_chunks::chunk_no,
+            scan_chunks::start_index,
+            scan_chunks::end_index,
+            scan_chunks::status,
+            scan_chunks::worker_id,
+            scan_chunks::files_processed,
+            scan_chunks::findings_count,
+            scan_chunks::started_at,
+            scan_chunks::completed_at,
+        ))
+        .load(conn)
+        .await?)
+}
+
+/// One entry of a connector's scan history.
+#[derive(Debug, Clone)]
+pub struct HistoryEntry {
+    pub scan_id: Uuid,
+    pub status: String,
+    pub started_at: Option<OffsetDateTime>,
+    pub completed_at: Option<OffsetDateTime>,
+    pub files_processed: i64,
+    pub findings_count: i64,
+}
+
+/// A connector's latest scans, newest first, with what each processed of this connector.
+pub async fn history(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: Uuid,
+    limit: i64,
+) -> Result<Vec<HistoryEntry>, ScanError> {
+    let rows: Vec<(Uuid, String, Option<OffsetDateTime>, Option<OffsetDateTime>)> = scans::table
+        .inner_join(
+            scan_connectors::table.on(scan_connectors::tenant_id
+                .eq(scans::tenant_id)
+                .and(scan_connectors::scan_id.eq(scans::scan_id))),
+        )
+        .filter(scans::tenant_id.eq(tenant.as_str()))
+        .filter(scan_connectors::connector_id.eq(connector))
+        .order((scans::created_at.desc(), scans::scan_id.desc()))
+        .limit(limit)
+        .select((
+            scans::scan_id,
+            scans::status,
+            scans::started_at,
+            scans::completed_at,
+        ))
+        .load(conn)
+        .await?;
+    let mut entries = Vec::with_capacity(rows.len());
+    for (scan_id, status, started_at, completed_at) in rows {
+        let (processed, findings): (i64, Option<i64>) = scan_resources::table
+            .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+            .filter(scan_resources::scan_id.eq(scan_id))
+            .filter(scan_resources::connector_id.eq(connector))
+            .filter(scan_resources::state.ne("pending"))
+            .select((count_star(), sum(scan_resources::findings)))
+            .first(conn)
+            .await?;
+        entries.push(HistoryEntry {
+            scan_id,
+            status,
+            started_at,
+            completed_at,
+            files_processed: processed,
+            findings_count: findings.unwrap_or(0),
+        });
+    }
+    Ok(entries)
+}
+
+/// Deletes a connector with its scan history and findings, in one transaction: its queued and
+/// running scans are cancelled, scans of it alone are deleted (their resources, chunks and
+/// findings cascade), and in scans shared with other connectors only its part goes.
+pub async fn delete_connector(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: Uuid,
+) -> Result<(), connectors::ConnectorError> {
+    conn.transaction::<_, connectors::ConnectorError, _>(async |conn| {
+        let scan_ids: Vec<Uuid> = scan_connectors::table
+            .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
+            .filter(scan_connectors::connector_id.eq(connector))
+            .select(scan_connectors::scan_id)
+            .load(conn)
+            .await?;
+        diesel::update(
+            scans::table
+                .filter(scans::tenant_id.eq(tenant.as_str()))
+                .filter(scans::scan_id.eq_any(&scan_ids))
+                .filter(scans::status.eq_any(["queued", "running"])),
+        )
+        .set((
+            scans::status.eq("cancelled"),
+            scans::cancelled_at.eq(diesel::dsl::now),
+            scans::completed_at.eq(diesel::dsl::now),
+            scans::status_reason.eq("a connector of the scan was deleted"),
+        ))
+        .execute(conn)
+        .await?;
+        let shared: Vec<Uuid> = scan_connectors::table
+            .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
+            .filter(scan_connectors::scan_id.eq_any(&scan_ids))
+            .filter(scan_connectors::connector_id.ne(connector))
+            .select(scan_connectors::scan_id)
+            .distinct()
+            .load(conn)
+            .await?;
+        let alone: Vec<&Uuid> = scan_ids.iter().filter(|s| !shared.contains(s)).collect();
+        diesel::delete(
+            scans::table
+                .filter(scans::tenant_id.eq(tenant.as_str()))
+                .filter(scans::scan_id.eq_any(alone)),
+        )
+        .execute(conn)
+        .await?;
+        connectors::store::delete(conn, tenant, connector).await
+    })
+    .await
+}

@@ -1,0 +1,300 @@
+//! A worker: claims chunks and scans their objects. The same loop runs as tokio tasks inside
+//! platform-api and in the `scan-worker` binary.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use diesel_async::AsyncPgConnection;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use auth::TenantId;
+use connectors::cloud::{Bucket, Cloud, Failure};
+use detect::{Detector, Finding, Hint, Location};
+use tokenize_core::{NormalizeOptions, PiiType, normalize};
+use vault::{KeyRing, TenantKeys};
+
+use crate::engine::{self, Claim, Held, NewFinding, Outcome, Resource};
+use crate::store::ScanError;
+
+/// How long a claim holds without a heartbeat.
+pub const LEASE_SECONDS: i64 = 30;
+/// How often a worker reading one long object renews its lease and checks for a cancel.
+const HEARTBEAT: Duration = Duration::from_secs(2);
+
+/// File extensions never worth downloading: formats the detector cannot read.
+const UNSUPPORTED: &[&str] = &[
+    "png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff", "webp", "ico", "pdf", "zip", "7z", "rar",
+    "tar", "tgz", "bz2", "xz", "zst", "exe", "dll", "so", "dylib", "bin", "iso", "mp3", "mp4",
+    "mov", "avi", "mkv", "wav", "flac", "parquet", "avro", "orc", "doc", "docx", "xls", "xlsx",
+    "ppt", "pptx", "class", "jar", "pyc", "woff", "woff2", "ttf", "otf",
+];
+
+/// What a worker needs to scan.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    pub id: String,
+    pub cloud: Cloud,
+    pub keyring: Arc<KeyRing>,
+    pub detector: Arc<Detector>,
+}
+
+/// Why a chunk stopped early.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Every resource was recorded and the chunk completed.
+    Done,
+    /// The lease or the scan was lost (cancel, timeout, another worker): nothing more written.
+    Lost,
+}
+
+impl Worker {
+    /// Runs one claimed chunk to the end.
+    pub async fn run_chunk(
+        &self,
+        conn: &mut AsyncPgConnection,
+        claim: &Claim,
+    ) -> Result<Stop, ScanError> {
+        let resources = engine::pending(conn, claim).await?;
+        let keys = self
+            .keyring
+            .tenant(conn, &claim.tenant)
+            .await
+            .map_err(|_| ScanError::CorruptRow)?;
+        let options = crate::store::row(conn, &claim.tenant, claim.scan)
+            .await?
+            .options()?;
+        let mut storages: Vec<(Uuid, connectors::Storage)> = Vec::new();
+        let mut buckets: Vec<((Uuid, String), Result<Bucket, connectors::AccessError>)> =
+            Vec::new();
+        for resource in resources {
+            let key = (resource.connector_id, resource.bucket.clone());
+            if !buckets.iter().any(|(k, _)| *k == key) {
+                let storage = match storages.iter().find(|(id, _)| *id == resource.connector_id) {
+                    Some((_, s)) => Ok(s.clone()),
+                    None => self
+                        .open(conn, &keys, &claim.tenant, resource.connector_id)
+                        .await
+                        .inspect(|s| storages.push((resource.connector_id, s.clone()))),
+                };
+                let bucket = storage.and_then(|s| s.bucket(&resource.bucket));
+                buckets.push((key.clone(), bucket));
+            }
+            let bucket = buckets
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, b)| b.clone());
+            let outcome = match bucket {
+                Some(Ok(bucket)) => {
+                    match self
+                        .scan_object(
+                            conn,
+                            claim,
+                            &bucket,
+                            &resource,
+                            &keys,
+                            options.max_object_bytes,
+                        )
+                        .await?
+                    {
+                        Some(outcome) => outcome,
+                        None => return Ok(Stop::Lost),
+                    }
+                }
+                Some(Err(e)) => Outcome::Failed(e.failure.as_str().into()),
+                None => Outcome::Failed(Failure::Provider.as_str().into()),
+            };
+            if engine::record(conn, claim, &resource, outcome, LEASE_SECONDS).await? == Held::Lost {
+                return Ok(Stop::Lost);
+            }
+        }
+        Ok(match engine::complete(conn, claim).await? {
+            Held::Yes => Stop::Done,
+            Held::Lost => Stop::Lost,
+        })
+    }
+
+    async fn open(
+        &self,
+        conn: &mut AsyncPgConnection,
+        keys: &TenantKeys,
+        tenant: &TenantId,
+        connector: Uuid,
+    ) -> Result<connectors::Storage, connectors::AccessError> {
+        let config = connectors::store::config(conn, keys, tenant, connector)
+            .await
+            .map_err(|e| connectors::AccessError {
+                failure: Failure::Identity,
+                message: e.to_string(),
+            })?;
+        self.cloud.open(connector, &config)
+    }
+
+    /// Streams one object through detection. `None` when the lease was lost meanwhile.
+    async fn scan_object(
+        &self,
+        conn: &mut AsyncPgConnection,
+        claim: &Claim,
+        bucket: &Bucket,
+        resource: &Resource,
+        keys: &TenantKeys,
+        max_bytes: u64,
+    ) -> Result<Option<Outcome>, ScanError> {
+        if resource.size as u64 > max_bytes {
+            return Ok(Some(Outcome::Skipped("size_limit".into())));
+        }
+        if let Some(ext) = extension(&resource.object_key)
+            && UNSUPPORTED.contains(&ext.as_str())
+        {
+            return Ok(Some(Outcome::Skipped("unsupported_format".into())));
+        }
+        let mut body = match bucket
+            .read(&resource.object_key, resource.etag.as_deref())
+            .await
+        {
+            Ok(body) => body,
+            Err(e) => return Ok(Some(Outcome::Failed(e.failure.as_str().into()))),
+        };
+        let hint = Hint {
+            content_type: None,
+            file_name: Some(&resource.object_key),
+        };
+        let options = detect::Options {
+            with_values: true,
+            ..detect::Options::default()
+        };
+        let mut stream = self.detector.stream(hint, options);
+        let mut found: Vec<Finding> = Vec::new();
+        let mut beat = Instant::now();
+        let mut read: u64 = 0;
+        while let Some(piece) = body.next().await {
+            let piece = match piece {
+                Ok(p) => p,
+                Err(e) => return Ok(Some(Outcome::Failed(e.failure.as_str().into()))),
+            };
+            read += piece.len() as u64;
+            if read > max_bytes {
+                return Ok(Some(Outcome::Skipped("size_limit".into())));
+            }
+            if let Err(reason) = stream.push(&piece, &mut found) {
+                return Ok(Some(skip(reason)));
+            }
+            if beat.elapsed() >= HEARTBEAT {
+                beat = Instant::now();
+                if engine::heartbeat(conn, claim, LEASE_SECONDS).await? == Held::Lost {
+                    return Ok(None);
+                }
+            }
+        }
+        if let Err(reason) = stream.finish(&mut found) {
+            return Ok(Some(skip(reason)));
+        }
+        let findings = found.into_iter().map(|f| stored(f, keys)).collect();
+        Ok(Some(Outcome::Scanned(findings)))
+    }
+}
+
+fn skip(reason: detect::SkipReason) -> Outcome {
+    match reason {
+        detect::SkipReason::CorruptGzip => Outcome::Failed("parse".into()),
+        other => Outcome::Skipped(format!("binary:{}", other.as_str())),
+    }
+}
+
+fn extension(key: &str) -> Option<String> {
+    let name = key.rsplit('/').next()?;
+    let (_, ext) = name.rsplit_once('.')?;
+    Some(ext.to_ascii_lowercase())
+}
+
+/// A finding as stored: the value becomes a masked preview and a keyed fingerprint, then is
+/// dropped.
+fn stored(finding: Finding, keys: &TenantKeys) -> NewFinding {
+    let raw = finding.value.unwrap_or_default();
+    let pii = finding.pii_type.pii();
+    let normalized = pii.and_then(|t| normalize(t, &raw, &NormalizeOptions::default()).ok());
+    let canonical = normalized
+        .as_ref()
+        .map(|n| n.value.expose().to_owned())
+        .unwrap_or_else(|| raw.trim().to_owned());
+    let fingerprint = keys
+        .fingerprint
+        .mac(&[
+            b"dps-finding-v1",
+            finding.pii_type.as_str().as_bytes(),
+            canonical.as_bytes(),
+        ])
+        .to_vec();
+    NewFinding {
+        pii_type: finding.pii_type.as_str().to_owned(),
+        category: finding.category.as_str().to_owned(),
+        confidence: finding.confidence,
+        location: location(&finding.location),
+        preview: mask(pii, &raw),
+        fingerprint,
+    }
+}
+
+fn location(location: &Location) -> Value {
+    match location {
+        Location::Line { line, column } => json!({"line": line, "column": column}),
+        Location::Csv {
+            row,
+            column,
+            header,
+        } => json!({"row": row, "column": column, "header": header}),
+        Location::Json { line, path } => json!({"line": line, "path": path}),
+    }
+}
+
+/// A preview that shows the shape and little else: an email keeps its first character and its
+/// domain; identifiers and phone numbers keep their last four characters; dates, amounts and
+/// anything shorter than eight characters keep none. Separators stay.
+pub fn mask(pii: Option<PiiType>, raw: &str) -> String {
+    let raw = raw.trim();
+    if pii == Some(PiiType::Email)
+        && let Some((local, domain)) = raw.rsplit_once('@')
+    {
+        let first: String = local.chars().take(1).collect();
+        return format!("{first}***@{domain}");
+    }
+    let alnum = raw.chars().filter(|c| c.is_alphanumeric()).count();
+    let keep = match pii {
+        Some(PiiType::Date | PiiType::Dob | PiiType::Monetary) => 0,
+        _ if alnum < 8 => 0,
+        _ => 4,
+    };
+    let mut seen = 0;
+    raw.chars()
+        .map(|c| {
+            if c.is_alphanumeric() {
+                seen += 1;
+                if seen > alnum - keep { c } else { '*' }
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn previews_hide_the_value() {
+        assert_eq!(mask(Some(PiiType::UsSsn), "123-45-6789"), "***-**-6789");
+        assert_eq!(
+            mask(Some(PiiType::Email), "ann.lee@example.com"),
+            "a***@example.com"
+        );
+        assert_eq!(mask(Some(PiiType::Dob), "1984-05-21"), "****-**-**");
+        assert_eq!(mask(Some(PiiType::Monetary), "$1,234.56"), "$*,***.**");
+        assert_eq!(mask(None, "AB12"), "****");
+        assert_eq!(
+            mask(Some(PiiType::Phone), "+1 (415) 555-0132"),
+            "+* (***) ***-0132"
+        );
+    }
+}

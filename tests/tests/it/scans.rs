@@ -1,0 +1,389 @@
+//! Scans end to end: platform-api's coordinator and worker tasks scanning buckets in moto
+//! (real S3 and STS protocols), with every coverage field checked against a bucket whose
+//! contents are known.
+
+use std::time::{Duration, Instant};
+
+use integration_tests::{Service, TestApp};
+use object_store::ObjectStoreExt as _;
+use reqwest::Method;
+use serde_json::{Value, json};
+use testkit::{emulators, seed};
+
+use crate::Client;
+
+const SSN: &str = "219-09-9999";
+const EMAIL: &str = "ann.lee@example.com";
+
+async fn app_on(moto: &emulators::Emulator, workers: &str) -> TestApp {
+    let moto_url = moto.url();
+    let workers = workers.to_owned();
+    TestApp::spawn_with(Service::Platform, |env| {
+        env.insert("AWS_ENDPOINT_URL".into(), moto_url);
+        env.insert("AWS_ACCESS_KEY_ID".into(), seed::MOTO_KEY_ID.into());
+        env.insert("AWS_SECRET_ACCESS_KEY".into(), seed::MOTO_SECRET.into());
+        env.insert("DPS_SCAN_WORKERS".into(), workers);
+    })
+    .await
+}
+
+async fn connector(admin: &Client<'_>, name: &str, bucket: &str) -> String {
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(json!({"name": name, "provider": "aws", "config": {
+                "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+                "external_id": "tenant-acme-7731",
+                "region": "us-east-1",
+                "buckets": [bucket],
+            }})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+/// Polls the scan until it ends; returns its last state.
+async fn finished(admin: &Client<'_>, scan: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let (status, body) = admin
+            .send(Method::GET, &format!("/scans/{scan}"), None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let state = body["data"]["status"].as_str().unwrap().to_owned();
+        if !["queued", "running"].contains(&state.as_str()) {
+            return body["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "scan still {state}: {body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_full_then_an_incremental_scan_of_a_known_bucket() {
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "hr-exports").await;
+    let big = "x".repeat(5000);
+    let people = format!("name,ssn,email\nAnn Lee,{SSN},{EMAIL}\n");
+    seed::put_all(
+        bucket.as_ref(),
+        &[
+            ("2024/people.csv", people.as_bytes()),
+            ("2024/notes.txt", b"nothing to see here"),
+            (
+                "2024/contacts.json",
+                b"{\"phone\": \"+1 415 555 0132\", \"note\": \"call\"}",
+            ),
+            ("2024/photo.png", b"\x89PNG\r\n\x1a\nnot really"),
+            ("2024/blob.dat", b"abc\0\0\0def\0ghi\0"),
+            ("2024/big.txt", big.as_bytes()),
+            ("2024/empty/", b""),
+        ],
+    )
+    .await;
+    let app = app_on(&moto, "2").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let id = connector(&admin, "HR exports", "hr-exports").await;
+
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{id}/scan"),
+            Some(json!({"type": "full", "options": {"max_object_bytes": 1000}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let created = &body["data"];
+    assert_eq!(created["connector_id"], id.as_str());
+    assert_eq!(created["status"], "queued");
+    let scan = created["scan_id"].as_str().unwrap().to_owned();
+
+    let done = finished(&admin, &scan).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["connector_id"], id.as_str());
+    assert!(done.get("connectors").is_none());
+    let coverage = &done["coverage"];
+    assert_eq!(coverage["enumeration_status"], "complete", "{done}");
+    assert_eq!(
+        coverage["total_enumerated"], 6,
+        "the folder marker is not an object: {done}"
+    );
+    assert_eq!(coverage["total_scanned"], 3, "{done}");
+    assert_eq!(
+        coverage["total_skipped"], 3,
+        "png, NUL bytes, size limit: {done}"
+    );
+    assert_eq!(coverage["total_failed"], 0, "{done}");
+    assert_eq!(coverage["coverage_pct"], 1.0);
+    assert_eq!(coverage["target_met"], true);
+    assert_eq!(coverage["completeness_score"], 1.0);
+    assert_eq!(coverage["coverage_target"], 0.95);
+    assert_eq!(coverage["coverage_strategy"], "best_effort");
+    let progress = &done["progress"];
+    assert_eq!(progress["files_total"], 6);
+    assert_eq!(progress["files_processed"], 6);
+    assert_eq!(progress["files_failed"], 0);
+    assert_eq!(progress["percent_complete"], 100);
+    assert_eq!(progress["estimated_remaining_seconds"], 0);
+    let findings = progress["findings_count"].as_i64().unwrap();
+    assert!(findings >= 3, "ssn, email and phone at least: {done}");
+    assert_eq!(done["workers"]["failed"], 0);
+    assert_eq!(done["workers"]["active"], 0);
+    assert_eq!(done["workers"]["completed"], done["workers"]["total"]);
+
+    // Workers: chunks that together cover every resource once.
+    let (status, body) = admin
+        .send(Method::GET, &format!("/scans/{scan}/workers"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let workers = body["data"].as_array().unwrap();
+    let covered: i64 = workers
+        .iter()
+        .map(|w| w["chunk"]["file_count"].as_i64().unwrap())
+        .sum();
+    assert_eq!(covered, 6);
+    for w in workers {
+        assert_eq!(w["status"], "completed", "{w}");
+        assert_eq!(w["progress"]["percent_complete"], 100);
+        assert!(w["worker_id"].as_str().unwrap().contains("platform-api"));
+    }
+
+    // The connector is current, with its history.
+    let (_, body) = admin
+        .send(Method::GET, &format!("/connectors/{id}"), None)
+        .await;
+    let c = &body["data"];
+    assert_eq!(c["findings_count"], findings, "{c}");
+    assert!(c["risk_score"].as_i64().unwrap() > 0, "{c}");
+    assert!(c["last_scan"].is_string(), "{c}");
+    let history = c["scan_history"].as_array().unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0]["scan_id"], scan.as_str());
+    assert_eq!(history[0]["status"], "completed");
+    assert_eq!(history[0]["files_processed"], 6);
+    assert_eq!(history[0]["findings_count"], findings);
+
+    // Findings hold no value: not in any column.
+    let dump = testkit::pg_dump(&app.db);
+    for secret in [SSN, EMAIL, "219099999", "415 555 0132"] {
+        assert!(!dump.contains(secret), "{secret} is in the database");
+    }
+    assert!(dump.contains("***-**-9999"), "the masked preview is stored");
+
+    // Incremental: one object changed, one deleted, one added.
+    seed::put_all(
+        bucket.as_ref(),
+        &[
+            ("2024/notes.txt", format!("ssn {SSN}").as_bytes()),
+            ("2024/new.csv", b"name,email\nBo,bo@example.org\n"),
+        ],
+    )
+    .await;
+    bucket
+        .delete(&object_store::path::Path::from("2024/people.csv"))
+        .await
+        .unwrap();
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/scans/parallel",
+            Some(json!({"connectors": [id], "type": "incremental", "options": {"max_object_bytes": 1000}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["data"]["connectors"], json!([id]));
+    assert_eq!(body["data"]["type"], "incremental");
+    assert_eq!(body["data"]["workers_requested"], 4);
+    let incremental = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let done = finished(&admin, &incremental).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["coverage"]["total_enumerated"], 2,
+        "only the changed and the new object: {done}"
+    );
+    assert_eq!(done["connectors"], json!([id]));
+    let (_, body) = admin
+        .send(Method::GET, &format!("/connectors/{id}"), None)
+        .await;
+    let c = &body["data"];
+    // people.csv's ssn and email are resolved; notes.txt's ssn, new.csv's email and
+    // contacts.json's phone are open.
+    assert_eq!(c["findings_count"], findings - 2 + 2, "{c}");
+    assert_eq!(c["scan_history"].as_array().unwrap().len(), 2);
+
+    // The list: newest first, with filters.
+    let (status, body) = admin
+        .send(Method::GET, &format!("/scans?connector={id}&limit=1"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"][0]["scan_id"], incremental.as_str());
+    assert_eq!(body["pagination"]["has_more"], true);
+    let next = body["pagination"]["next_cursor"].as_str().unwrap();
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            &format!("/scans?connector={id}&limit=1&cursor={next}"),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"][0]["scan_id"], scan.as_str());
+    let (_, body) = admin.send(Method::GET, "/scans?status=failed", None).await;
+    assert_eq!(body["data"], json!([]));
+    let (status, body) = admin.send(Method::GET, "/scans?status=done", None).await;
+    assert_eq!(status, 400, "{body}");
+
+    // Deleting the connector takes its scans and findings with it.
+    let (status, _) = admin
+        .send(Method::DELETE, &format!("/connectors/{id}"), None)
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = admin
+        .send(Method::GET, &format!("/scans/{scan}"), None)
+        .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn scan_requests_are_validated() {
+    let moto = emulators::moto(&[]);
+    let app = app_on(&moto, "0").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let id = connector(&admin, "Any", "any-bucket").await;
+    let bad = [
+        (
+            json!({"connectors": [id], "type": "full", "options": {"llm_assist": true}}),
+            "options.llm_assist",
+        ),
+        (
+            json!({"connectors": [id], "type": "full", "options": {"turbo": 1}}),
+            "options.turbo",
+        ),
+        (json!({"connectors": [id], "type": "sometimes"}), "type"),
+        (json!({"connectors": [], "type": "full"}), "connectors"),
+        (
+            json!({"connectors": [id], "type": "full", "options": {"max_workers": 1000}}),
+            "options.max_workers",
+        ),
+    ];
+    for (request, field) in bad {
+        let (status, body) = admin
+            .send(Method::POST, "/scans/parallel", Some(request))
+            .await;
+        assert_eq!(status, 400, "{body}");
+        let error = crate::area_b_error(&body, "VALIDATION_FAILED");
+        assert!(
+            error["details"]["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["field"] == field),
+            "{field}: {body}"
+        );
+    }
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/scans/parallel",
+            Some(json!({"connectors": ["00000000-0000-0000-0000-000000000000"], "type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 404);
+    crate::area_b_error(&body, "CONNECTOR_NOT_FOUND");
+    let analyst = Client {
+        app: &app,
+        token: app.token("acme", "bo", &["analyst"]),
+    };
+    let (status, _) = analyst
+        .send(
+            Method::POST,
+            "/scans/parallel",
+            Some(json!({"connectors": [id], "type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, body) = admin.send(Method::GET, "/scans/not-a-scan", None).await;
+    assert_eq!(status, 404);
+    crate::area_b_error(&body, "SCAN_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn a_cancelled_scan_stops_and_keeps_its_findings() {
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "many").await;
+    let body = format!("ssn {SSN}\n");
+    let keys: Vec<String> = (0..300).map(|i| format!("f/{i:04}.txt")).collect();
+    let objects: Vec<(&str, &[u8])> = keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
+    seed::put_all(bucket.as_ref(), &objects).await;
+    let app = app_on(&moto, "1").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let id = connector(&admin, "Many", "many").await;
+    let (_, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{id}/scan"),
+            Some(json!({"type": "full", "options": {"max_workers": 1}})),
+        )
+        .await;
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    // Wait until it is under way.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, body) = admin
+            .send(Method::GET, &format!("/scans/{scan}"), None)
+            .await;
+        if body["data"]["progress"]["files_processed"]
+            .as_i64()
+            .unwrap_or(0)
+            > 0
+        {
+            assert_eq!(body["data"]["status"], "running");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, body) = admin
+        .send(Method::POST, &format!("/scans/{scan}/cancel"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let cancelled = &body["data"];
+    assert_eq!(cancelled["status"], "cancelled");
+    assert!(cancelled["cancelled_at"].is_string());
+    let processed = cancelled["partial_results"]["files_processed"]
+        .as_i64()
+        .unwrap();
+    assert!(processed > 0 && processed < 300, "{body}");
+
+    // The worker stops: at most the object in flight is recorded after the cancel.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, body) = admin
+        .send(Method::GET, &format!("/scans/{scan}"), None)
+        .await;
+    let after = body["data"]["progress"]["files_processed"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(body["data"]["status"], "cancelled");
+    assert!(after <= processed + 1, "{processed} then {after}");
+    assert!(body["data"]["progress"]["findings_count"].as_i64().unwrap() >= processed);
+    let (_, body) = admin
+        .send(Method::GET, &format!("/connectors/{id}"), None)
+        .await;
+    assert!(body["data"]["findings_count"].as_i64().unwrap() >= processed);
+
+    // A second cancel is a conflict.
+    let (status, body) = admin
+        .send(Method::POST, &format!("/scans/{scan}/cancel"), None)
+        .await;
+    assert_eq!(status, 409, "{body}");
+}
