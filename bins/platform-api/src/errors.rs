@@ -98,5 +98,10 @@ pub fn scans(error: scans::ScanError) -> ApiError {
         ScanError::CorruptRow => ApiError::internal("a stored scan is unreadable"),
         ScanError::Database(e) => ApiError::database(e),
         ScanError::Pool => ApiError::unavailable("no database connection is available"),
+        ScanError::Unauthorized => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            Code::Unauthorized,
+            "the worker token does not match the scan",
+        ),
     }
 }

@@ -141,6 +141,7 @@ impl ServiceSpec for PlatformApi {
             cloud: extra.cloud.clone(),
             keyring: extra.keyring.clone(),
             detector: std::sync::Arc::new(detect::Detector::new()),
+            lease_seconds: scans::worker::LEASE_SECONDS,
         };
         scans::Coordinator {
             pool: state.pool.clone(),

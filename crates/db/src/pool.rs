@@ -94,10 +94,12 @@ fn session_init_sql(config: &PoolConfig) -> String {
         .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
         .take(63)
         .collect();
+    // A session idle inside a transaction that long (its process stalled or stopped while
+    // holding row locks) is ended by the server, so it cannot block others indefinitely.
     format!(
-        "SET statement_timeout = {}; SET application_name = '{}'",
-        config.statement_timeout.as_millis(),
-        app
+        "SET statement_timeout = {ms}; SET idle_in_transaction_session_timeout = {ms}; \
+         SET application_name = '{app}'",
+        ms = config.statement_timeout.as_millis(),
     )
 }
 
@@ -126,7 +128,8 @@ mod tests {
         };
         assert_eq!(
             session_init_sql(&cfg),
-            "SET statement_timeout = 5000; SET application_name = 'tokens-apiDROPTABLEx--'"
+            "SET statement_timeout = 5000; SET idle_in_transaction_session_timeout = 5000; \
+             SET application_name = 'tokens-apiDROPTABLEx--'"
         );
     }
 

@@ -15,7 +15,7 @@ use db::schema::scans;
 
 use crate::engine;
 use crate::store::ScanError;
-use crate::worker::{LEASE_SECONDS, Worker};
+use crate::worker::Worker;
 
 /// How often the coordinator looks for work when idle.
 const TICK: Duration = Duration::from_millis(500);
@@ -161,7 +161,8 @@ impl Coordinator {
     /// Claims and runs one chunk; false when there was none.
     async fn work_once(&self, id: &str) -> Result<bool, ScanError> {
         let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
-        let Some(claim) = engine::claim(&mut conn, id, None, LEASE_SECONDS).await? else {
+        let Some(claim) = engine::claim(&mut conn, id, None, self.worker.lease_seconds).await?
+        else {
             return Ok(false);
         };
         self.worker.run_chunk(&mut conn, &claim).await?;
@@ -182,4 +183,70 @@ pub fn process_worker_id(kind: &str) -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
     format!("{kind}@{host}:{}", std::process::id())
+}
+
+/// How a `scan-worker` run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    /// Chunks this process ran to the end.
+    pub chunks: u32,
+    /// The scan's status when the worker left.
+    pub status: crate::Status,
+}
+
+/// Works on one scan until it has no work left: what `scan-worker` runs. The per-scan token
+/// from the deployment config must match the scan's.
+pub async fn work_on(
+    pool: &db::Pool,
+    worker: &Worker,
+    scan: Uuid,
+    token: &str,
+) -> Result<Summary, ScanError> {
+    use diesel::OptionalExtension;
+    let mut conn = pool.get().await.map_err(|_| pool_error())?;
+    let found: Option<(String, Vec<u8>)> = scans::table
+        .filter(scans::scan_id.eq(scan))
+        .select((scans::tenant_id, scans::worker_token_hash))
+        .first(&mut conn)
+        .await
+        .optional()?;
+    let Some((tenant, hash)) = found else {
+        return Err(ScanError::NotFound);
+    };
+    // Comparing SHA-256 digests of a 256-bit token: timing reveals nothing usable.
+    if crate::store::token_hash(token) != hash {
+        return Err(ScanError::Unauthorized);
+    }
+    let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
+    let mut chunks = 0;
+    loop {
+        let row = crate::store::row(&mut conn, &tenant, scan).await?;
+        let status = row.status()?;
+        if status.is_terminal() {
+            return Ok(Summary { chunks, status });
+        }
+        if status == crate::Status::Running && row.enumeration_status != "in_progress" {
+            match engine::claim(
+                &mut conn,
+                &worker.id,
+                Some((&tenant, scan)),
+                worker.lease_seconds,
+            )
+            .await?
+            {
+                Some(claim) => {
+                    tracing::info!(%scan, chunk = claim.chunk_no, "chunk claimed");
+                    if worker.run_chunk(&mut conn, &claim).await? == crate::worker::Stop::Done {
+                        chunks += 1;
+                    }
+                    continue;
+                }
+                None => {
+                    // Others hold the remaining chunks; their leases may yet expire.
+                    engine::try_finalize(&mut conn, &tenant, scan).await?;
+                }
+            }
+        }
+        tokio::time::sleep(IDLE).await;
+    }
 }

@@ -41,6 +41,9 @@ pub enum ScanError {
     Database(#[source] diesel::result::Error),
     #[error("no database connection available")]
     Pool,
+    /// A worker's token is not the scan's.
+    #[error("the worker token does not match the scan")]
+    Unauthorized,
 }
 
 impl From<diesel::result::Error> for ScanError {

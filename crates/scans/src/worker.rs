@@ -18,7 +18,7 @@ use vault::{KeyRing, TenantKeys};
 use crate::engine::{self, Claim, Held, NewFinding, Outcome, Resource};
 use crate::store::ScanError;
 
-/// How long a claim holds without a heartbeat.
+/// How long a claim holds without a heartbeat, by default.
 pub const LEASE_SECONDS: i64 = 30;
 /// How often a worker reading one long object renews its lease and checks for a cancel.
 const HEARTBEAT: Duration = Duration::from_secs(2);
@@ -38,6 +38,8 @@ pub struct Worker {
     pub cloud: Cloud,
     pub keyring: Arc<KeyRing>,
     pub detector: Arc<Detector>,
+    /// How long each claim's lease lasts without a write or heartbeat.
+    pub lease_seconds: i64,
 }
 
 /// Why a chunk stopped early.
@@ -105,7 +107,9 @@ impl Worker {
                 Some(Err(e)) => Outcome::Failed(e.failure.as_str().into()),
                 None => Outcome::Failed(Failure::Provider.as_str().into()),
             };
-            if engine::record(conn, claim, &resource, outcome, LEASE_SECONDS).await? == Held::Lost {
+            if engine::record(conn, claim, &resource, outcome, self.lease_seconds).await?
+                == Held::Lost
+            {
                 return Ok(Stop::Lost);
             }
         }
@@ -182,7 +186,7 @@ impl Worker {
             }
             if beat.elapsed() >= HEARTBEAT {
                 beat = Instant::now();
-                if engine::heartbeat(conn, claim, LEASE_SECONDS).await? == Held::Lost {
+                if engine::heartbeat(conn, claim, self.lease_seconds).await? == Held::Lost {
                     return Ok(None);
                 }
             }

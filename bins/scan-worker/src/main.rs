@@ -1,0 +1,110 @@
+//! `scan-worker`: claims one scan's chunks from Postgres and scans them, until the scan has no
+//! work left. Run any number of them, on any number of machines (as Kubernetes Jobs, for
+//! example), with the environment from `GET /scans/:id/deployment-config` plus the platform's
+//! own: they share the work through leases and fencing, and produce the same result as one.
+//!
+//! | Variable | Meaning |
+//! |---|---|
+//! | `SCAN_ID` | The scan to work on. |
+//! | `AUTH_TOKEN` | The scan's worker token; a worker with another token is refused. |
+//! | `COORDINATOR_URL` | The platform-api that issued the configuration (logged). |
+//! | `DATABASE_URL` | The platform's Postgres. |
+//! | `DPS_MASTER_KEY` / `DPS_MASTER_KEY_FILE` | Opens connector secrets and fingerprints findings. |
+//! | `DPS_SCAN_LEASE_SECONDS` | Lease of each claim (default 30). |
+//! | `DATABASE_STATEMENT_TIMEOUT_MS` | Statement and idle-in-transaction timeout (default 30000). |
+//! | cloud variables | As for platform-api (docs/configuration.md, "Cloud access"). |
+//! | `LOG_FORMAT`, `RUST_LOG` | As for the services. |
+//!
+//! Exit status: 0 when the scan ended (whatever its status), 2 for a configuration problem or a
+//! refused token, 1 for any other failure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn required(name: &str) -> anyhow::Result<String> {
+    var(name).with_context(|| format!("{name} must be set"))
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let format = dps_http::LogFormat::from_env_value(var("LOG_FORMAT").as_deref())
+        .unwrap_or(dps_http::LogFormat::Text);
+    dps_http::init_tracing(format);
+    match run().await {
+        Ok(summary) => {
+            tracing::info!(
+                chunks = summary.chunks,
+                status = summary.status.as_str(),
+                "scan-worker done"
+            );
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let refused = e.downcast_ref::<scans::ScanError>().is_some_and(|s| {
+                matches!(
+                    s,
+                    scans::ScanError::Unauthorized | scans::ScanError::NotFound
+                )
+            });
+            tracing::error!(error = %format!("{e:#}"), "scan-worker failed");
+            std::process::ExitCode::from(if refused { 2 } else { 1 })
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<scans::coordinator::Summary> {
+    let scan: uuid::Uuid = required("SCAN_ID")?
+        .trim()
+        .parse()
+        .context("SCAN_ID must be a scan id")?;
+    let token = required("AUTH_TOKEN")?;
+    let master = match (var("DPS_MASTER_KEY"), var("DPS_MASTER_KEY_FILE")) {
+        (Some(text), _) => vault::MasterKey::from_base64(&text).context("DPS_MASTER_KEY")?,
+        (None, Some(path)) => vault::MasterKey::from_file(std::path::Path::new(&path))
+            .context("DPS_MASTER_KEY_FILE")?,
+        (None, None) => anyhow::bail!("set DPS_MASTER_KEY or DPS_MASTER_KEY_FILE"),
+    };
+    let lease_seconds: i64 = match var("DPS_SCAN_LEASE_SECONDS") {
+        None => scans::worker::LEASE_SECONDS,
+        Some(v) => v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|s| (1..=3600).contains(s))
+            .context("DPS_SCAN_LEASE_SECONDS must be 1 to 3600")?,
+    };
+    let pool = db::build_pool(&db::PoolConfig {
+        url: required("DATABASE_URL")?,
+        max_size: 2,
+        statement_timeout: Duration::from_millis(
+            var("DATABASE_STATEMENT_TIMEOUT_MS")
+                .map(|v| v.trim().parse())
+                .transpose()
+                .context("DATABASE_STATEMENT_TIMEOUT_MS must be milliseconds")?
+                .unwrap_or(30_000),
+        ),
+        application_name: "scan-worker".into(),
+        wait_timeout: Duration::from_secs(10),
+    })?;
+    let cloud = connectors::Cloud::new(connectors::CloudEnv::from_env()?)?;
+    let worker = scans::Worker {
+        id: scans::coordinator::process_worker_id("scan-worker"),
+        cloud,
+        keyring: Arc::new(vault::KeyRing::new(Arc::new(master))),
+        detector: Arc::new(detect::Detector::new()),
+        lease_seconds,
+    };
+    tracing::info!(
+        %scan,
+        worker = %worker.id,
+        coordinator = var("COORDINATOR_URL").as_deref().unwrap_or("(not set)"),
+        "scan-worker starting"
+    );
+    Ok(scans::coordinator::work_on(&pool, &worker, scan, &token).await?)
+}
