@@ -19,8 +19,7 @@ use uuid::Uuid;
 use auth::TenantId;
 use connectors::cloud::{AccessError, Cloud, PAGE_SIZE};
 use db::schema::{
-    connectors as connectors_table, findings, scan_chunks, scan_connectors, scan_resources,
-    scanned_objects, scans,
+    connectors as connectors_table, findings, scan_chunks, scan_resources, scanned_objects, scans,
 };
 
 use crate::model::{Enumeration, Status, final_status};
@@ -494,7 +493,8 @@ pub async fn expire(conn: &mut AsyncPgConnection) -> Result<usize, ScanError> {
     Ok(expired.len())
 }
 
-async fn close_chunks(
+/// Ends a stopped scan's open chunks.
+pub(crate) async fn close_chunks(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     scan: Uuid,
@@ -585,12 +585,7 @@ pub async fn refresh_connectors(
     tenant: &TenantId,
     scan: Uuid,
 ) -> Result<(), ScanError> {
-    let ids: Vec<Uuid> = scan_connectors::table
-        .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
-        .filter(scan_connectors::scan_id.eq(scan))
-        .select(scan_connectors::connector_id)
-        .load(conn)
-        .await?;
+    let ids = store::connector_ids(conn, tenant, scan).await?;
     for id in ids {
         let by_category: Vec<(String, i64)> = findings::table
             .filter(findings::tenant_id.eq(tenant.as_str()))
@@ -684,13 +679,7 @@ pub async fn enumerate(
     let row = store::row(conn, tenant, scan).await?;
     let options = row.options()?;
     let kind = Kind::parse(&row.kind).ok_or(ScanError::CorruptRow)?;
-    let connector_ids: Vec<Uuid> = scan_connectors::table
-        .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
-        .filter(scan_connectors::scan_id.eq(scan))
-        .order(scan_connectors::position)
-        .select(scan_connectors::connector_id)
-        .load(conn)
-        .await?;
+    let connector_ids = store::connector_ids(conn, tenant, scan).await?;
     // A restarted enumeration starts over.
     diesel::delete(
         scan_resources::table

@@ -283,13 +283,7 @@ async fn view(
     tenant: &TenantId,
     row: Row,
 ) -> Result<Scan, ScanError> {
-    let connectors: Vec<Uuid> = scan_connectors::table
-        .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
-        .filter(scan_connectors::scan_id.eq(row.scan_id))
-        .order(scan_connectors::position)
-        .select(scan_connectors::connector_id)
-        .load(conn)
-        .await?;
+    let connectors = connector_ids(conn, tenant, row.scan_id).await?;
     let counts = counts(conn, tenant, row.scan_id).await?;
     let workers = worker_counts(conn, tenant, row.scan_id).await?;
     Ok(Scan {
@@ -310,6 +304,21 @@ async fn view(
         completed_at: row.completed_at,
         cancelled_at: row.cancelled_at,
     })
+}
+
+/// The scan's connectors, in the order the request named them.
+pub(crate) async fn connector_ids(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: Uuid,
+) -> Result<Vec<Uuid>, ScanError> {
+    Ok(scan_connectors::table
+        .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
+        .filter(scan_connectors::scan_id.eq(scan))
+        .order(scan_connectors::position)
+        .select(scan_connectors::connector_id)
+        .load(conn)
+        .await?)
 }
 
 pub(crate) async fn row(
@@ -440,18 +449,7 @@ pub async fn cancel(
     };
     // Running chunks end now; a worker still holding one can no longer write (its scan is
     // not running).
-    diesel::update(
-        scan_chunks::table
-            .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
-            .filter(scan_chunks::scan_id.eq(id))
-            .filter(scan_chunks::status.eq_any(["pending", "running"])),
-    )
-    .set((
-        scan_chunks::status.eq("failed"),
-        scan_chunks::completed_at.eq(diesel::dsl::now),
-    ))
-    .execute(conn)
-    .await?;
+    crate::engine::close_chunks(conn, tenant, id).await?;
     let counts = counts(conn, tenant, id).await?;
     crate::engine::refresh_connectors(conn, tenant, id).await?;
     Ok(Cancelled {

@@ -28,6 +28,19 @@ fn wire(c: connectors::Connector, detailed: bool) -> Connector {
     }
 }
 
+/// The caller's tenant keys, which seal and open connector secrets.
+async fn tenant_keys(
+    extra: &Extra,
+    conn: &mut db::AsyncPgConnection,
+    tenant: &auth::TenantId,
+) -> Result<std::sync::Arc<vault::TenantKeys>, ApiError> {
+    extra
+        .keyring
+        .tenant(conn, tenant)
+        .await
+        .map_err(|e| errors::connectors(e.into()))
+}
+
 /// How many of a connector's latest scans its history shows.
 const HISTORY: i64 = 20;
 
@@ -119,11 +132,7 @@ pub async fn create(
     body: Body<CreateConnector>,
 ) -> Result<Enveloped<ConnectorCreated>, ApiError> {
     let mut conn = state.conn().await?;
-    let keys = extra
-        .keyring
-        .tenant(&mut conn, &caller.tenant_id)
-        .await
-        .map_err(|e| errors::connectors(e.into()))?;
+    let keys = tenant_keys(&extra, &mut conn, &caller.tenant_id).await?;
     let created = store::create(
         &mut conn,
         &keys,
@@ -239,11 +248,7 @@ pub async fn test(
 ) -> Result<Enveloped<ConnectionTest>, ApiError> {
     let id = connector_id(&id)?;
     let mut conn = state.conn().await?;
-    let keys = extra
-        .keyring
-        .tenant(&mut conn, &caller.tenant_id)
-        .await
-        .map_err(|e| errors::connectors(e.into()))?;
+    let keys = tenant_keys(&extra, &mut conn, &caller.tenant_id).await?;
     let outcome =
         connectors::test_connection(&mut conn, &extra.cloud, &keys, &caller.tenant_id, id)
             .await
