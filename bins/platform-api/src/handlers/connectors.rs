@@ -31,7 +31,7 @@ fn wire(c: connectors::Connector, detailed: bool) -> Connector {
 /// The caller's tenant keys, which seal and open connector secrets.
 async fn tenant_keys(
     extra: &Extra,
-    conn: &mut db::AsyncPgConnection,
+    conn: &mut db::PooledConnection,
     tenant: &auth::TenantId,
 ) -> Result<std::sync::Arc<vault::TenantKeys>, ApiError> {
     extra
