@@ -541,26 +541,38 @@ pub async fn history(
         ))
         .load(conn)
         .await?;
-    let mut entries = Vec::with_capacity(rows.len());
-    for (scan_id, status, started_at, completed_at) in rows {
-        let (processed, findings): (i64, Option<i64>) = scan_resources::table
-            .filter(scan_resources::tenant_id.eq(tenant.as_str()))
-            .filter(scan_resources::scan_id.eq(scan_id))
-            .filter(scan_resources::connector_id.eq(connector))
-            .filter(scan_resources::state.ne("pending"))
-            .select((count_star(), sum(scan_resources::findings)))
-            .first(conn)
-            .await?;
-        entries.push(HistoryEntry {
-            scan_id,
-            status,
-            started_at,
-            completed_at,
-            files_processed: processed,
-            findings_count: findings.unwrap_or(0),
-        });
-    }
-    Ok(entries)
+    // What each of these scans processed of this connector, in one grouped query.
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
+    let done: Vec<(Uuid, i64, Option<i64>)> = scan_resources::table
+        .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+        .filter(scan_resources::scan_id.eq_any(&ids))
+        .filter(scan_resources::connector_id.eq(connector))
+        .filter(scan_resources::state.ne("pending"))
+        .group_by(scan_resources::scan_id)
+        .select((
+            scan_resources::scan_id,
+            count_star(),
+            sum(scan_resources::findings),
+        ))
+        .load(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(scan_id, status, started_at, completed_at)| {
+            let (processed, findings) = done
+                .iter()
+                .find(|d| d.0 == scan_id)
+                .map_or((0, 0), |d| (d.1, d.2.unwrap_or(0)));
+            HistoryEntry {
+                scan_id,
+                status,
+                started_at,
+                completed_at,
+                files_processed: processed,
+                findings_count: findings,
+            }
+        })
+        .collect())
 }
 
 /// Deletes a connector with its scan history and findings, in one transaction: its queued and

@@ -528,12 +528,9 @@ impl Bucket {
             if_match: etag.map(str::to_owned),
             ..Default::default()
         };
-        let result = self
-            .store
-            .get_opts(&object_path(key)?, options)
-            .await
-            .map_err(AccessError::storage)?;
-        Ok(result
+        Ok(self
+            .get(key, options)
+            .await?
             .into_stream()
             .map(|chunk| chunk.map_err(AccessError::storage))
             .boxed())
@@ -545,12 +542,19 @@ impl Bucket {
             range: Some(GetRange::Bounded(0..len)),
             ..Default::default()
         };
-        let result = self
-            .store
+        let result = self.get(key, options).await?;
+        result.bytes().await.map_err(AccessError::storage)
+    }
+
+    async fn get(
+        &self,
+        key: &str,
+        options: GetOptions,
+    ) -> Result<object_store::GetResult, AccessError> {
+        self.store
             .get_opts(&object_path(key)?, options)
             .await
-            .map_err(AccessError::storage)?;
-        result.bytes().await.map_err(AccessError::storage)
+            .map_err(AccessError::storage)
     }
 }
 
