@@ -19,6 +19,8 @@
 //! | `DPS_COSIGNING_CLIENT_KEY_FILE` | unset | Its PEM private key. Both or neither; with neither, co-signing stays `disabled`. |
 //! | `DPS_SCAN_TIER` | `standard` | Scan tier: `starter`, `standard` or `enterprise`. |
 //! | `DPS_SCAN_WORKERS` | 4 | Scan worker tasks in this process. |
+//! | `DPS_SCAN_WORKER_IMAGE` | `dps/scan-worker:<version>` | Image named in deployment configs. |
+//! | `DPS_COORDINATOR_URL` | the request's origin | URL named in deployment configs. |
 //! | cloud variables | | See docs/configuration.md, "Cloud access". |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
@@ -40,6 +42,11 @@ pub struct Config {
     /// `DPS_SCAN_WORKERS`: scan worker tasks in this process (0 leaves scanning to
     /// `scan-worker` processes; queued scans are still started and enumerated here).
     pub scan_workers: usize,
+    /// `DPS_SCAN_WORKER_IMAGE`: the container image deployment configs name.
+    pub scan_worker_image: String,
+    /// `DPS_COORDINATOR_URL`: this service's URL as workers elsewhere reach it; without it,
+    /// deployment configs name the origin of the request (the gateway's, behind one).
+    pub coordinator_url: Option<String>,
 }
 
 /// Where the platform's co-signing client certificate and key live. Only the paths are kept:
@@ -126,6 +133,23 @@ impl Config {
                 })?,
             },
             scan_workers: env.parsed("DPS_SCAN_WORKERS", 4usize)?,
+            scan_worker_image: env
+                .get("DPS_SCAN_WORKER_IMAGE")
+                .map(|v| v.trim().to_owned())
+                .unwrap_or_else(|| format!("dps/scan-worker:{}", env!("CARGO_PKG_VERSION"))),
+            coordinator_url: match env.get("DPS_COORDINATOR_URL") {
+                None => None,
+                Some(url) => {
+                    let url = url.trim().trim_end_matches('/');
+                    if !(url.starts_with("https://") || url.starts_with("http://")) {
+                        return Err(ConfigError {
+                            variable: "DPS_COORDINATOR_URL",
+                            problem: "must be an http or https URL".into(),
+                        });
+                    }
+                    Some(url.to_owned())
+                }
+            },
         })
     }
 }

@@ -34,6 +34,7 @@ pub use config::{Config, CosigningClient};
         handlers::scans::list,
         handlers::scans::cancel,
         handlers::scans::workers,
+        handlers::scans::deployment_config,
     ),
     components(schemas(
         api_types::ErrorEnvelope,
@@ -70,6 +71,9 @@ pub use config::{Config, CosigningClient};
         api_types::scans::Chunk,
         api_types::scans::WorkerProgress,
         api_types::scans::Worker,
+        api_types::scans::DeploymentEnvironment,
+        api_types::scans::DeploymentChunk,
+        api_types::scans::DeploymentConfig,
     )),
     modifiers(&BearerAuth)
 )]
@@ -101,6 +105,9 @@ pub struct Extra {
     pub scan_token_key: std::sync::Arc<[u8; 32]>,
     /// Scan worker tasks to run in this process.
     pub scan_workers: usize,
+    /// The image and URL deployment configs name.
+    pub scan_worker_image: String,
+    pub coordinator_url: Option<String>,
 }
 
 impl Extra {
@@ -111,6 +118,8 @@ impl Extra {
             scan_tier: config.scan_tier,
             scan_token_key: std::sync::Arc::new(master.derive(b"scan-worker-token")),
             scan_workers: config.scan_workers,
+            scan_worker_image: config.scan_worker_image.clone(),
+            coordinator_url: config.coordinator_url.clone(),
             cosigning_provisioned: config.cosigning_client.is_some(),
             cursors: std::sync::Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
             keyring: std::sync::Arc::new(vault::KeyRing::new(master)),
@@ -220,6 +229,10 @@ impl ServiceSpec for PlatformApi {
             .resource(
                 "/api/v1/scans/{id}/workers",
                 [on(Method::GET, handlers::scans::workers)],
+            )
+            .resource(
+                "/api/v1/scans/{id}/deployment-config",
+                [on(Method::GET, handlers::scans::deployment_config)],
             );
     }
 }

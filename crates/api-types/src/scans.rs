@@ -206,3 +206,38 @@ pub struct ScanQuery {
     #[serde(default)]
     pub cursor: Option<String>,
 }
+
+/// The environment a scan worker in the customer's infrastructure runs with, beside the
+/// platform's own (database, master key, cloud identity).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[allow(non_snake_case)]
+pub struct DeploymentEnvironment {
+    pub SCAN_ID: String,
+    /// The platform-api that issued this configuration.
+    pub COORDINATOR_URL: String,
+    /// The scan's worker token: a worker presenting any other is refused.
+    pub AUTH_TOKEN: String,
+}
+
+/// One chunk of the scan's objects.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct DeploymentChunk {
+    pub chunk_id: String,
+    /// `bucket/key` of each object, in scan order.
+    pub files: Vec<String>,
+    /// `connector_id`, `provider` and the connector's non-secret configuration.
+    #[schema(value_type = Object)]
+    pub connector_config: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The answer to GET /scans/:id/deployment-config.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct DeploymentConfig {
+    pub container_image: String,
+    pub environment: DeploymentEnvironment,
+    /// Empty until the scan is enumerated; final once enumeration_status is not in_progress.
+    pub chunks: Vec<DeploymentChunk>,
+    /// The scan's status and its enumeration's, so a deployer knows whether chunks are final.
+    pub status: String,
+    pub enumeration_status: String,
+}

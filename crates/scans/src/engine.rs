@@ -702,7 +702,11 @@ pub async fn enumerate(
         sources_listed: 0,
         problems: Vec::new(),
     };
+    // Where each connector's resources begin: chunks never straddle two connectors, so each
+    // has one connector's configuration (GET /scans/:id/deployment-config).
+    let mut starts: Vec<i32> = Vec::new();
     for connector in connector_ids {
+        starts.push(enumerator.next_idx);
         let config = match connectors::store::config(conn, &keys, tenant, connector).await {
             Ok(config) => config,
             Err(e) => {
@@ -778,22 +782,19 @@ pub async fn enumerate(
         joined.truncate(joined.floor_char_boundary(1000));
         joined
     });
-    // Chunks: as many as the workers, at most MAX_CHUNK resources each.
-    let workers = i64::from(options.max_workers.max(1));
-    let size = ((i64::from(total) + workers - 1) / workers).clamp(1, MAX_CHUNK);
-    let mut chunks = Vec::new();
-    let mut start = 0i64;
-    while start < i64::from(total) {
-        let end = (start + size).min(i64::from(total)) - 1;
-        chunks.push((
-            scan_chunks::tenant_id.eq(tenant.as_str()),
-            scan_chunks::scan_id.eq(scan),
-            scan_chunks::chunk_no.eq(chunks.len() as i32),
-            scan_chunks::start_index.eq(start as i32),
-            scan_chunks::end_index.eq(end as i32),
-        ));
-        start = end + 1;
-    }
+    let chunks: Vec<_> = plan_chunks(&starts, total, options.max_workers)
+        .into_iter()
+        .enumerate()
+        .map(|(no, (start, end))| {
+            (
+                scan_chunks::tenant_id.eq(tenant.as_str()),
+                scan_chunks::scan_id.eq(scan),
+                scan_chunks::chunk_no.eq(no as i32),
+                scan_chunks::start_index.eq(start),
+                scan_chunks::end_index.eq(end),
+            )
+        })
+        .collect();
     for batch in chunks.chunks(1000) {
         diesel::insert_into(scan_chunks::table)
             .values(batch.to_vec())
@@ -821,6 +822,26 @@ pub async fn enumerate(
     );
     try_finalize(conn, tenant, scan).await?;
     Ok(())
+}
+
+/// Splits resources `0..total` into inclusive ranges: about as many as `workers`, at most
+/// `MAX_CHUNK` resources each, and never across a connector boundary (`starts` holds where
+/// each connector's resources begin, in order).
+fn plan_chunks(starts: &[i32], total: i32, workers: u32) -> Vec<(i32, i32)> {
+    let workers = i64::from(workers.max(1));
+    let size = ((i64::from(total) + workers - 1) / workers).clamp(1, MAX_CHUNK);
+    let mut ends: Vec<i64> = starts.iter().skip(1).map(|&s| i64::from(s)).collect();
+    ends.push(i64::from(total));
+    let mut chunks = Vec::new();
+    let mut start = 0i64;
+    for end in ends {
+        while start < end {
+            let last = (start + size).min(end) - 1;
+            chunks.push((start as i32, last as i32));
+            start = last + 1;
+        }
+    }
+    chunks
 }
 
 /// What the last scans saw of a connector's objects: (bucket, key) → (size, etag).
@@ -1017,6 +1038,26 @@ impl Enumerator<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_cover_every_resource_once_and_never_straddle_connectors() {
+        assert_eq!(plan_chunks(&[], 0, 4), vec![]);
+        assert_eq!(plan_chunks(&[0], 0, 4), vec![]);
+        assert_eq!(
+            plan_chunks(&[0], 10, 4),
+            vec![(0, 2), (3, 5), (6, 8), (9, 9)]
+        );
+        // Two connectors: 0..5 and 5..10; with 2 workers a chunk holds 5.
+        assert_eq!(plan_chunks(&[0, 5], 10, 2), vec![(0, 4), (5, 9)]);
+        // A boundary mid-chunk cuts it; an empty connector adds nothing.
+        assert_eq!(
+            plan_chunks(&[0, 3, 3, 7], 10, 2),
+            vec![(0, 2), (3, 6), (7, 9)]
+        );
+        // Never more than MAX_CHUNK.
+        let big = plan_chunks(&[0], 2500, 1);
+        assert_eq!(big, vec![(0, 999), (1000, 1999), (2000, 2499)]);
+    }
 
     #[test]
     fn file_types_match_the_extension_and_the_one_under_gz() {

@@ -505,6 +505,110 @@ pub async fn workers(
         .await?)
 }
 
+/// One chunk as a deployment in the customer's infrastructure sees it.
+#[derive(Debug, Clone)]
+pub struct DeployChunk {
+    pub chunk_no: i32,
+    pub connector_id: Uuid,
+    /// `bucket/key` of every object in the chunk, in order.
+    pub files: Vec<String>,
+    /// The connector's provider and non-secret configuration.
+    pub connector_config: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What GET /scans/:id/deployment-config shows: the chunks, once enumeration has made them.
+#[derive(Debug, Clone)]
+pub struct Deployment {
+    pub scan_id: Uuid,
+    pub status: Status,
+    pub enumeration_status: Enumeration,
+    pub chunks: Vec<DeployChunk>,
+}
+
+/// The scan's chunks with their objects and each one's connector configuration (never a
+/// secret). Empty until the scan has been enumerated.
+pub async fn deployment(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: Uuid,
+) -> Result<Deployment, ScanError> {
+    let scan = row(conn, tenant, id).await?;
+    let status = Status::parse(&scan.status).ok_or(ScanError::CorruptRow)?;
+    let enumeration_status =
+        Enumeration::parse(&scan.enumeration_status).ok_or(ScanError::CorruptRow)?;
+    let ranges: Vec<(i32, i32, i32)> = scan_chunks::table
+        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+        .filter(scan_chunks::scan_id.eq(id))
+        .order(scan_chunks::chunk_no)
+        .select((
+            scan_chunks::chunk_no,
+            scan_chunks::start_index,
+            scan_chunks::end_index,
+        ))
+        .load(conn)
+        .await?;
+    let resources: Vec<(i32, Uuid, String, String)> = if ranges.is_empty() {
+        Vec::new()
+    } else {
+        scan_resources::table
+            .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+            .filter(scan_resources::scan_id.eq(id))
+            .order(scan_resources::idx)
+            .select((
+                scan_resources::idx,
+                scan_resources::connector_id,
+                scan_resources::bucket,
+                scan_resources::object_key,
+            ))
+            .load(conn)
+            .await?
+    };
+    let mut configs: Vec<(Uuid, serde_json::Map<String, serde_json::Value>)> = Vec::new();
+    let mut chunks = Vec::with_capacity(ranges.len());
+    let mut resources = resources.into_iter().peekable();
+    for (chunk_no, start, end) in ranges {
+        let mut files = Vec::new();
+        let mut connector_id = None;
+        while let Some((idx, connector, bucket, key)) = resources.next_if(|(idx, ..)| *idx <= end) {
+            if idx < start {
+                continue;
+            }
+            connector_id.get_or_insert(connector);
+            files.push(format!("{bucket}/{key}"));
+        }
+        // A chunk whose resources are gone (its connector was deleted) has nothing to deploy.
+        let Some(connector_id) = connector_id else {
+            continue;
+        };
+        let connector_config = match configs.iter().find(|(c, _)| *c == connector_id) {
+            Some((_, config)) => config.clone(),
+            None => {
+                let connector = connectors::store::get(conn, tenant, connector_id)
+                    .await
+                    .map_err(|_| ScanError::CorruptRow)?;
+                let mut config = serde_json::Map::new();
+                config.insert("connector_id".into(), connector_id.to_string().into());
+                config.insert("provider".into(), connector.provider.as_str().into());
+                config.extend(connector.config);
+                configs.push((connector_id, config.clone()));
+                config
+            }
+        };
+        chunks.push(DeployChunk {
+            chunk_no,
+            connector_id,
+            files,
+            connector_config,
+        });
+    }
+    Ok(Deployment {
+        scan_id: id,
+        status,
+        enumeration_status,
+        chunks,
+    })
+}
+
 /// One entry of a connector's scan history.
 #[derive(Debug, Clone)]
 pub struct HistoryEntry {

@@ -16,15 +16,31 @@ const SSN: &str = "219-09-9999";
 const EMAIL: &str = "ann.lee@example.com";
 
 async fn app_on(moto: &emulators::Emulator, workers: &str) -> TestApp {
+    app_with(moto, workers, |_| {}).await
+}
+
+async fn app_with(
+    moto: &emulators::Emulator,
+    workers: &str,
+    tweak: impl FnOnce(&mut std::collections::HashMap<String, String>),
+) -> TestApp {
     let moto_url = moto.url();
     let workers = workers.to_owned();
     TestApp::spawn_with(Service::Platform, |env| {
-        env.insert("AWS_ENDPOINT_URL".into(), moto_url);
-        env.insert("AWS_ACCESS_KEY_ID".into(), seed::MOTO_KEY_ID.into());
-        env.insert("AWS_SECRET_ACCESS_KEY".into(), seed::MOTO_SECRET.into());
+        env.extend(moto_env(&moto_url));
         env.insert("DPS_SCAN_WORKERS".into(), workers);
+        tweak(env);
     })
     .await
+}
+
+/// The platform's AWS identity and endpoint, pointed at moto.
+fn moto_env(moto_url: &str) -> [(String, String); 3] {
+    [
+        ("AWS_ENDPOINT_URL".into(), moto_url.into()),
+        ("AWS_ACCESS_KEY_ID".into(), seed::MOTO_KEY_ID.into()),
+        ("AWS_SECRET_ACCESS_KEY".into(), seed::MOTO_SECRET.into()),
+    ]
 }
 
 async fn connector(admin: &Client<'_>, name: &str, bucket: &str) -> String {
@@ -386,4 +402,152 @@ async fn a_cancelled_scan_stops_and_keeps_its_findings() {
         .send(Method::POST, &format!("/scans/{scan}/cancel"), None)
         .await;
     assert_eq!(status, 409, "{body}");
+}
+
+#[tokio::test]
+async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
+    let moto = emulators::moto(&[]);
+    let body = format!("ssn {SSN}\n");
+    let mut expected = Vec::new();
+    for (name, count) in [("eu-exports", 5), ("us-exports", 4)] {
+        let bucket = seed::s3_bucket(&moto.url(), name).await;
+        let keys: Vec<String> = (0..count).map(|i| format!("d/{i}.txt")).collect();
+        let objects: Vec<(&str, &[u8])> =
+            keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
+        seed::put_all(bucket.as_ref(), &objects).await;
+        expected.extend(keys.iter().map(|k| format!("{name}/{k}")));
+    }
+    let (master, master_b64) = vault::MasterKey::generate().unwrap();
+    // No worker tasks: platform-api starts and enumerates the scan, and nothing else reads.
+    let app = app_with(&moto, "0", |env| {
+        env.insert("DPS_MASTER_KEY".into(), master_b64);
+        env.insert(
+            "DPS_SCAN_WORKER_IMAGE".into(),
+            "registry.example/dps/scan-worker:test".into(),
+        );
+    })
+    .await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let eu = connector(&admin, "EU", "eu-exports").await;
+    let us = connector(&admin, "US", "us-exports").await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/scans/parallel",
+            Some(json!({"connectors": [eu, us], "type": "full", "options": {"max_workers": 3}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let path = format!("/scans/{scan}/deployment-config");
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let config = loop {
+        let (status, body) = admin.send(Method::GET, &path, None).await;
+        assert_eq!(status, 200, "{body}");
+        if body["data"]["enumeration_status"] != "in_progress" {
+            break body["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(config["enumeration_status"], "complete", "{config}");
+    assert_eq!(config["status"], "running");
+    assert_eq!(
+        config["container_image"],
+        "registry.example/dps/scan-worker:test"
+    );
+    let env = &config["environment"];
+    assert_eq!(env["SCAN_ID"], scan.as_str());
+    assert_eq!(env["COORDINATOR_URL"], app.origin.as_str());
+    let token = env["AUTH_TOKEN"].as_str().unwrap().to_owned();
+    assert!(token.starts_with("dpsw_"), "{config}");
+
+    // Every object once; each chunk within one connector, whose public config it carries.
+    let chunks = config["chunks"].as_array().unwrap();
+    assert!(chunks.len() >= 3, "{config}");
+    let mut files: Vec<String> = Vec::new();
+    for (n, chunk) in chunks.iter().enumerate() {
+        assert_eq!(chunk["chunk_id"], format!("chunk-{n}"));
+        let connector = &chunk["connector_config"];
+        assert_eq!(connector["provider"], "aws");
+        assert_eq!(connector["external_id"], "tenant-acme-7731");
+        let bucket = connector["buckets"][0].as_str().unwrap();
+        let id = connector["connector_id"].as_str().unwrap();
+        assert_eq!(id == eu, bucket == "eu-exports", "{chunk}");
+        for file in chunk["files"].as_array().unwrap() {
+            let file = file.as_str().unwrap();
+            assert!(file.starts_with(&format!("{bucket}/")), "{chunk}");
+            files.push(file.to_owned());
+        }
+    }
+    files.sort();
+    expected.sort();
+    assert_eq!(files, expected);
+
+    // Only admins see it: it holds the worker token.
+    let analyst = Client {
+        app: &app,
+        token: app.token("acme", "bo", &["analyst"]),
+    };
+    let (status, _) = analyst.send(Method::GET, &path, None).await;
+    assert_eq!(status, 403);
+    let other = Client {
+        app: &app,
+        token: app.token("globex", "cy", &["admin"]),
+    };
+    let (status, body) = other.send(Method::GET, &path, None).await;
+    assert_eq!(status, 404, "another tenant's scan: {body}");
+    crate::area_b_error(&body, "SCAN_NOT_FOUND");
+
+    // A worker outside platform-api, with only that environment and the platform's own
+    // (database, master key, cloud identity), runs the scan to the end; the `scan-worker`
+    // binary is this loop behind a main.
+    let moto_url = moto.url();
+    let vars = moto_env(&moto_url);
+    let cloud = connectors::Cloud::new(
+        connectors::CloudEnv::from_vars(|name| {
+            vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    let worker = scans::Worker {
+        id: "customer-k8s/job-0".into(),
+        cloud,
+        keyring: std::sync::Arc::new(vault::KeyRing::new(std::sync::Arc::new(master))),
+        detector: std::sync::Arc::new(detect::Detector::new()),
+        lease_seconds: 30,
+    };
+    let pool = db::build_pool(&db::PoolConfig {
+        url: app.db.url.clone(),
+        max_size: 2,
+        statement_timeout: Duration::from_secs(10),
+        application_name: "scan-worker-test".into(),
+        wait_timeout: Duration::from_secs(10),
+    })
+    .unwrap();
+    let scan_id: uuid::Uuid = scan.parse().unwrap();
+    let refused = scans::coordinator::work_on(&pool, &worker, scan_id, "dpsw_0000").await;
+    assert!(
+        matches!(refused, Err(scans::ScanError::Unauthorized)),
+        "{refused:?}"
+    );
+    let summary = scans::coordinator::work_on(&pool, &worker, scan_id, &token)
+        .await
+        .unwrap();
+    assert_eq!(summary.status, scans::Status::Completed);
+    assert_eq!(summary.chunks as usize, chunks.len());
+    let done = finished(&admin, &scan).await;
+    assert_eq!(done["coverage"]["total_scanned"], 9, "{done}");
+    assert_eq!(done["progress"]["findings_count"], 9, "{done}");
+    let (_, body) = admin
+        .send(Method::GET, &format!("/scans/{scan}/workers"), None)
+        .await;
+    for w in body["data"].as_array().unwrap() {
+        assert_eq!(w["worker_id"], "customer-k8s/job-0", "{w}");
+    }
 }

@@ -2,9 +2,9 @@
 
 use actix_web::web;
 use api_types::scans::{
-    Chunk, ConnectorScanStarted, Coverage, ParallelStarted, PartialResults, Progress, Scan,
-    ScanCancelled, ScanQuery, StartConnectorScan, StartParallel, Worker, WorkerCounts,
-    WorkerProgress,
+    Chunk, ConnectorScanStarted, Coverage, DeploymentChunk, DeploymentConfig,
+    DeploymentEnvironment, ParallelStarted, PartialResults, Progress, Scan, ScanCancelled,
+    ScanQuery, StartConnectorScan, StartParallel, Worker, WorkerCounts, WorkerProgress,
 };
 use dps_http::{AdminCaller, ApiError, Body, Caller, Enveloped, ServiceState};
 use scans::store;
@@ -347,4 +347,56 @@ pub async fn workers(
         })
         .collect();
     Ok(Enveloped::ok(items))
+}
+
+/// What a deployment in the customer's own infrastructure needs to work on the scan: the
+/// image, the environment with the scan's worker token, and the chunks with their objects.
+#[utoipa::path(
+    get,
+    path = "/api/v1/scans/{id}/deployment-config",
+    tag = "scans",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Scan id")),
+    responses(
+        (status = 200, description = "The deployment configuration; chunks is empty until the scan is enumerated", body = DeploymentConfig),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin (the configuration holds the worker token)", body = api_types::ErrorEnvelope),
+        (status = 404, description = "SCAN_NOT_FOUND", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn deployment_config(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    request: actix_web::HttpRequest,
+    id: web::Path<String>,
+) -> Result<Enveloped<DeploymentConfig>, ApiError> {
+    let id = scan_id(&id)?;
+    let mut conn = state.conn().await?;
+    let deployment = store::deployment(&mut conn, &caller.tenant_id, id)
+        .await
+        .map_err(errors::scans)?;
+    let coordinator = extra.coordinator_url.clone().unwrap_or_else(|| {
+        let info = request.connection_info();
+        format!("{}://{}", info.scheme(), info.host())
+    });
+    Ok(Enveloped::ok(DeploymentConfig {
+        container_image: extra.scan_worker_image.clone(),
+        environment: DeploymentEnvironment {
+            SCAN_ID: id.to_string(),
+            COORDINATOR_URL: coordinator,
+            AUTH_TOKEN: store::worker_token(&extra.scan_token_key, &caller.tenant_id, id),
+        },
+        chunks: deployment
+            .chunks
+            .into_iter()
+            .map(|c| DeploymentChunk {
+                chunk_id: format!("chunk-{}", c.chunk_no),
+                files: c.files,
+                connector_config: c.connector_config,
+            })
+            .collect(),
+        status: deployment.status.as_str().into(),
+        enumeration_status: deployment.enumeration_status.as_str().into(),
+    }))
 }
