@@ -1,4 +1,4 @@
-//! [`Body`]: the request-body extractor of both services.
+//! [`Body`] and [`Document`]: the request-body extractors of both services.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,7 +10,7 @@ use futures_core::Stream as _;
 use serde::de::DeserializeOwned;
 
 use crate::ApiError;
-use crate::extract::serde_json_error;
+use crate::extract::{sanitize_serde_message, serde_json_error};
 
 /// A JSON request body that must be an object, deserialized into `T`.
 ///
@@ -29,22 +29,33 @@ impl<T> std::ops::Deref for Body<T> {
     }
 }
 
-fn is_json(req: &HttpRequest) -> bool {
-    let Some(value) = req
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
+/// How a request body is written, from its `Content-Type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Syntax {
+    Json,
+    Yaml,
+}
+
+fn syntax(req: &HttpRequest) -> Option<Syntax> {
+    let value = req.headers().get(CONTENT_TYPE)?.to_str().ok()?;
     let essence = value
         .split(';')
         .next()
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    essence == "application/json"
+    if essence == "application/json"
         || (essence.starts_with("application/") && essence.ends_with("+json"))
+    {
+        Some(Syntax::Json)
+    } else if matches!(
+        essence.as_str(),
+        "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml"
+    ) {
+        Some(Syntax::Yaml)
+    } else {
+        None
+    }
 }
 
 fn too_large(limit: usize) -> ApiError {
@@ -53,50 +64,124 @@ fn too_large(limit: usize) -> ApiError {
     ))
 }
 
+/// Reads the whole body, refusing it past the service's limit.
+fn read(
+    req: &HttpRequest,
+    payload: &mut Payload,
+) -> impl Future<Output = Result<web::BytesMut, ApiError>> + use<> {
+    let limit = req
+        .app_data::<web::Data<crate::ServiceState>>()
+        .map_or(2 * 1024 * 1024, |s| s.max_body_bytes);
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let mut payload = payload.take();
+    async move {
+        if declared.is_some_and(|n| n > limit) {
+            return Err(too_large(limit));
+        }
+        let mut bytes = web::BytesMut::with_capacity(declared.unwrap_or(0).min(limit));
+        while let Some(chunk) =
+            std::future::poll_fn(|cx| Pin::new(&mut payload).poll_next(cx)).await
+        {
+            let chunk =
+                chunk.map_err(|_| ApiError::invalid("the request body could not be read"))?;
+            if bytes.len() + chunk.len() > limit {
+                return Err(too_large(limit));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
+    }
+}
+
+/// A JSON body must be an object; anything else is refused before deserialization.
+fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => return Err(ApiError::invalid("the request body is empty")),
+        Some(b'{') => {}
+        Some(_) => return Err(ApiError::invalid("the request body must be a JSON object")),
+    }
+    serde_json::from_slice(bytes).map_err(serde_json_error)
+}
+
+/// A YAML body must be a mapping. It is read into a JSON value first, so that it meets exactly
+/// the same types and rules as JSON; messages name the position and never a value.
+fn from_yaml<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::invalid("the request body is empty"));
+    }
+    let value: serde_json::Value = serde_norway::from_slice(bytes).map_err(|e| {
+        let at = e
+            .location()
+            .map(|l| format!(" (at line {}, column {})", l.line(), l.column()))
+            .unwrap_or_default();
+        ApiError::invalid(format!("the request body is not valid YAML{at}"))
+    })?;
+    if !value.is_object() {
+        return Err(ApiError::invalid("the request body must be a YAML mapping"));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        ApiError::invalid(format!(
+            "the YAML body does not have the expected shape: {}",
+            sanitize_serde_message(&e.to_string())
+        ))
+    })
+}
+
 impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let limit = req
-            .app_data::<web::Data<crate::ServiceState>>()
-            .map_or(2 * 1024 * 1024, |s| s.max_body_bytes);
-        let json = is_json(req);
-        let declared = req
-            .headers()
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<usize>().ok());
-        let mut payload = payload.take();
+        let json = syntax(req) == Some(Syntax::Json);
+        let body = read(req, payload);
         Box::pin(async move {
             if !json {
                 return Err(ApiError::invalid(
                     "the request body must be JSON (Content-Type: application/json)",
                 ));
             }
-            if declared.is_some_and(|n| n > limit) {
-                return Err(too_large(limit));
+            from_json(&body.await?).map(Body)
+        })
+    }
+}
+
+/// A request body in JSON (`application/json`) or YAML (`application/yaml`, also
+/// `application/x-yaml` and `text/yaml`), deserialized into `T` by the same rules: the policy
+/// and classifier endpoints take both.
+#[derive(Debug)]
+pub struct Document<T>(pub T);
+
+impl<T> std::ops::Deref for Document<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for Document<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let syntax = syntax(req);
+        let body = read(req, payload);
+        Box::pin(async move {
+            let Some(syntax) = syntax else {
+                return Err(ApiError::invalid(
+                    "the request body must be JSON (Content-Type: application/json) or YAML \
+                     (Content-Type: application/yaml)",
+                ));
+            };
+            let bytes = body.await?;
+            match syntax {
+                Syntax::Json => from_json(&bytes),
+                Syntax::Yaml => from_yaml(&bytes),
             }
-            let mut bytes = web::BytesMut::with_capacity(declared.unwrap_or(0).min(limit));
-            while let Some(chunk) =
-                std::future::poll_fn(|cx| Pin::new(&mut payload).poll_next(cx)).await
-            {
-                let chunk =
-                    chunk.map_err(|_| ApiError::invalid("the request body could not be read"))?;
-                if bytes.len() + chunk.len() > limit {
-                    return Err(too_large(limit));
-                }
-                bytes.extend_from_slice(&chunk);
-            }
-            let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-            match first {
-                None => return Err(ApiError::invalid("the request body is empty")),
-                Some(b'{') => {}
-                Some(_) => return Err(ApiError::invalid("the request body must be a JSON object")),
-            }
-            serde_json::from_slice(&bytes)
-                .map(Body)
-                .map_err(serde_json_error)
+            .map(Document)
         })
     }
 }

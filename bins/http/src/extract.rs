@@ -168,7 +168,7 @@ impl<T: Serialize> Responder for Enveloped<T> {
 
 /// Removes echoed input from a serde message. serde writes the offending value into
 /// "invalid type" and "invalid value" messages, and that value may be personal data.
-fn sanitize_serde_message(message: &str) -> String {
+pub(crate) fn sanitize_serde_message(message: &str) -> String {
     for prefix in ["invalid type: ", "invalid value: ", "unknown variant "] {
         if let Some(rest) = message.strip_prefix(prefix) {
             let expected = rest

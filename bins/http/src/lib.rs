@@ -8,7 +8,7 @@ mod routes;
 mod service;
 mod telemetry;
 
-pub use body::Body;
+pub use body::{Body, Document};
 pub use edge::{RateLimitHeaders, RequestId, edge};
 pub use error::{ApiError, Area, Code};
 pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped, body_configs};

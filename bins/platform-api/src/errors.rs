@@ -105,3 +105,34 @@ pub fn scans(error: scans::ScanError) -> ApiError {
         ),
     }
 }
+
+pub fn classifiers(error: scans::classifiers::ClassifierStoreError) -> ApiError {
+    use scans::classifiers::ClassifierStoreError;
+    match error {
+        ClassifierStoreError::NotFound => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("CLASSIFIER_NOT_FOUND"),
+            "no classifier with this id in the tenant",
+        ),
+        ClassifierStoreError::DuplicateName => ApiError::new(
+            StatusCode::CONFLICT,
+            Code::Conflict,
+            "the tenant already has a classifier with this name",
+        )
+        .with_details(json!({ "field": "name" })),
+        ClassifierStoreError::Invalid(fields) => {
+            ApiError::invalid("the classifier is invalid").with_details(json!({ "fields": fields }))
+        }
+        ClassifierStoreError::TooMany => ApiError::invalid(format!(
+            "a tenant has at most {} classifiers; delete one first",
+            scans::classifiers::MAX_PER_TENANT
+        ))
+        .with_details(json!({ "limit": scans::classifiers::MAX_PER_TENANT })),
+        ClassifierStoreError::BadCursor => {
+            ApiError::invalid("the cursor is not one this service issued for this list")
+                .with_details(json!({ "field": "cursor" }))
+        }
+        ClassifierStoreError::CorruptRow => ApiError::internal("a stored classifier is unreadable"),
+        ClassifierStoreError::Database(e) => ApiError::database(e),
+    }
+}

@@ -35,6 +35,11 @@ pub use config::{Config, CosigningClient};
         handlers::scans::cancel,
         handlers::scans::workers,
         handlers::scans::deployment_config,
+        handlers::classifiers::list,
+        handlers::classifiers::create,
+        handlers::classifiers::get,
+        handlers::classifiers::update,
+        handlers::classifiers::delete,
     ),
     components(schemas(
         api_types::ErrorEnvelope,
@@ -74,6 +79,9 @@ pub use config::{Config, CosigningClient};
         api_types::scans::DeploymentEnvironment,
         api_types::scans::DeploymentChunk,
         api_types::scans::DeploymentConfig,
+        api_types::classifiers::ClassifierRequest,
+        api_types::classifiers::Classifier,
+        api_types::classifiers::ClassifierDeleted,
     )),
     modifiers(&BearerAuth)
 )]
@@ -145,13 +153,11 @@ impl ServiceSpec for PlatformApi {
     const AREA: Area = Area::Platform;
 
     fn background(state: &dps_http::ServiceState, extra: &Extra) {
-        let worker = scans::Worker {
-            id: scans::coordinator::process_worker_id("platform-api"),
-            cloud: extra.cloud.clone(),
-            keyring: extra.keyring.clone(),
-            detector: std::sync::Arc::new(detect::Detector::new()),
-            lease_seconds: scans::worker::LEASE_SECONDS,
-        };
+        let worker = scans::Worker::new(
+            scans::coordinator::process_worker_id("platform-api"),
+            extra.cloud.clone(),
+            extra.keyring.clone(),
+        );
         scans::Coordinator {
             pool: state.pool.clone(),
             worker,
@@ -233,6 +239,21 @@ impl ServiceSpec for PlatformApi {
             .resource(
                 "/api/v1/scans/{id}/deployment-config",
                 [on(Method::GET, handlers::scans::deployment_config)],
+            )
+            .resource(
+                "/api/v1/classifiers",
+                [
+                    on(Method::GET, handlers::classifiers::list),
+                    on(Method::POST, handlers::classifiers::create),
+                ],
+            )
+            .resource(
+                "/api/v1/classifiers/{id}",
+                [
+                    on(Method::GET, handlers::classifiers::get),
+                    on(Method::PUT, handlers::classifiers::update),
+                    on(Method::DELETE, handlers::classifiers::delete),
+                ],
             );
     }
 }

@@ -93,13 +93,12 @@ async fn run() -> anyhow::Result<scans::coordinator::Summary> {
         wait_timeout: Duration::from_secs(10),
     })?;
     let cloud = connectors::Cloud::new(connectors::CloudEnv::from_env()?)?;
-    let worker = scans::Worker {
-        id: scans::coordinator::process_worker_id("scan-worker"),
+    let worker = scans::Worker::new(
+        scans::coordinator::process_worker_id("scan-worker"),
         cloud,
-        keyring: Arc::new(vault::KeyRing::new(Arc::new(master))),
-        detector: Arc::new(detect::Detector::new()),
-        lease_seconds,
-    };
+        Arc::new(vault::KeyRing::new(Arc::new(master))),
+    )
+    .with_lease_seconds(lease_seconds);
     tracing::info!(
         %scan,
         worker = %worker.id,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub mod classifiers;
 pub mod connectors;
 pub mod scans;
 pub mod settings;

@@ -14,6 +14,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    classifiers (tenant_id, classifier_id) {
+        tenant_id -> Text,
+        classifier_id -> Uuid,
+        name -> Text,
+        spec -> Jsonb,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     connectors (tenant_id, connector_id) {
         tenant_id -> Text,
         connector_id -> Uuid,
@@ -129,6 +140,14 @@ diesel::table! {
         findings_count -> Int4,
         started_at -> Nullable<Timestamptz>,
         completed_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    scan_classifiers (tenant_id, scan_id) {
+        tenant_id -> Text,
+        scan_id -> Uuid,
+        specs -> Jsonb,
     }
 }
 
@@ -294,6 +313,7 @@ diesel::table! {
 
 diesel::allow_tables_to_appear_in_same_query!(
     api_keys,
+    classifiers,
     connectors,
     detokenization_audit,
     findings,
@@ -302,6 +322,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     kill_switches,
     rate_limit_counters,
     scan_chunks,
+    scan_classifiers,
     scan_connectors,
     scan_resources,
     scanned_objects,

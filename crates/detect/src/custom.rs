@@ -25,7 +25,10 @@ pub const MAX_WORDS: usize = 50;
 pub const MAX_MATCH_LEN: usize = 256;
 /// The farthest a keyword may be from the match, in bytes, and the default.
 pub const MAX_MATCH_DISTANCE: usize = 300;
-const DEFAULT_MATCH_DISTANCE: usize = 50;
+/// How far before a match a keyword may be when the classifier does not say.
+pub const DEFAULT_MATCH_DISTANCE: usize = 50;
+/// The confidence of a match without keywords when the classifier does not say.
+pub const DEFAULT_CONFIDENCE: f32 = 0.6;
 
 /// A check a match must pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,7 +41,13 @@ pub enum Validator {
 }
 
 impl Validator {
-    fn as_str(self) -> &'static str {
+    pub const ALL: [Validator; 2] = [Validator::Luhn, Validator::SsaRules];
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == name)
+    }
+
+    pub fn as_str(self) -> &'static str {
         match self {
             Validator::Luhn => "luhn",
             Validator::SsaRules => "ssa_rules",
@@ -104,7 +113,7 @@ mod category {
 }
 
 fn default_confidence() -> f32 {
-    0.6
+    DEFAULT_CONFIDENCE
 }
 
 fn default_distance() -> usize {

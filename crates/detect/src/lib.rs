@@ -18,7 +18,10 @@ use tokenize_core::{Category, PiiType, normalize};
 
 pub use content::{Encoding, Format, Hint, SkipReason};
 pub use context::{Context, Hits};
-pub use custom::{ClassifierError, ClassifierSpec, Classifiers, Validator};
+pub use custom::{
+    ClassifierError, ClassifierSpec, Classifiers, DEFAULT_CONFIDENCE, DEFAULT_MATCH_DISTANCE,
+    MAX_CLASSIFIERS, Validator,
+};
 pub use selector::Selector;
 pub use stream::{Report, Stream};
 use structure::Tracker;

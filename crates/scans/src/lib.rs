@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod classifiers;
 pub mod coordinator;
 pub mod engine;
 pub mod model;

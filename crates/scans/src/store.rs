@@ -181,6 +181,7 @@ pub async fn create(
                 .values(links)
                 .execute(conn)
                 .await?;
+            crate::classifiers::snapshot(conn, tenant, id).await?;
             Ok(created_at)
         })
         .await?;

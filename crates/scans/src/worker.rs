@@ -1,7 +1,7 @@
 //! A worker: claims chunks and scans their objects. The same loop runs as tokio tasks inside
 //! platform-api and in the `scan-worker` binary.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use diesel_async::AsyncPgConnection;
@@ -31,15 +31,32 @@ const UNSUPPORTED: &[&str] = &[
     "ppt", "pptx", "class", "jar", "pyc", "woff", "woff2", "ttf", "otf",
 ];
 
+/// How many scans' compiled classifier sets a worker keeps.
+const DETECTORS_KEPT: usize = 8;
+
 /// What a worker needs to scan.
 #[derive(Debug, Clone)]
 pub struct Worker {
     pub id: String,
     pub cloud: Cloud,
     pub keyring: Arc<KeyRing>,
-    pub detector: Arc<Detector>,
     /// How long each claim's lease lasts without a write or heartbeat.
     pub lease_seconds: i64,
+    /// The detector of scans without custom classifiers.
+    plain: Arc<Detector>,
+    /// Detectors with a scan's classifiers, most recent last.
+    compiled: Arc<Mutex<Compiled>>,
+}
+
+/// Compiled detectors by scan.
+type Compiled = Vec<(Uuid, Arc<Detector>)>;
+
+/// What every object of one chunk is scanned with.
+struct Scope<'a> {
+    claim: &'a Claim,
+    detector: &'a Detector,
+    keys: &'a TenantKeys,
+    max_bytes: u64,
 }
 
 /// Why a chunk stopped early.
@@ -52,6 +69,55 @@ pub enum Stop {
 }
 
 impl Worker {
+    pub fn new(id: String, cloud: Cloud, keyring: Arc<KeyRing>) -> Self {
+        Self {
+            id,
+            cloud,
+            keyring,
+            lease_seconds: LEASE_SECONDS,
+            plain: Arc::new(Detector::new()),
+            compiled: Arc::default(),
+        }
+    }
+
+    pub fn with_lease_seconds(mut self, seconds: i64) -> Self {
+        self.lease_seconds = seconds;
+        self
+    }
+
+    /// The detector for a scan: the built-in recognizers plus the classifiers the scan was
+    /// created with, compiled once per scan and process.
+    async fn detector(
+        &self,
+        conn: &mut AsyncPgConnection,
+        claim: &Claim,
+    ) -> Result<Arc<Detector>, ScanError> {
+        let cached = self
+            .compiled
+            .lock()
+            .map_err(|_| ScanError::CorruptRow)?
+            .iter()
+            .find(|(scan, _)| *scan == claim.scan)
+            .map(|(_, d)| d.clone());
+        if let Some(detector) = cached {
+            return Ok(detector);
+        }
+        let specs = crate::classifiers::for_scan(conn, &claim.tenant, claim.scan).await?;
+        if specs.is_empty() {
+            return Ok(self.plain.clone());
+        }
+        // The set compiled when it was stored; failing now means the row was edited.
+        let classifiers =
+            detect::Classifiers::compile(&specs).map_err(|_| ScanError::CorruptRow)?;
+        let detector = Arc::new(Detector::with_classifiers(classifiers));
+        let mut compiled = self.compiled.lock().map_err(|_| ScanError::CorruptRow)?;
+        if compiled.len() >= DETECTORS_KEPT {
+            compiled.remove(0);
+        }
+        compiled.push((claim.scan, detector.clone()));
+        Ok(detector)
+    }
+
     /// Runs one claimed chunk to the end.
     pub async fn run_chunk(
         &self,
@@ -59,6 +125,7 @@ impl Worker {
         claim: &Claim,
     ) -> Result<Stop, ScanError> {
         let resources = engine::pending(conn, claim).await?;
+        let detector = self.detector(conn, claim).await?;
         let keys = self
             .keyring
             .tenant(conn, &claim.tenant)
@@ -67,6 +134,12 @@ impl Worker {
         let options = crate::store::row(conn, &claim.tenant, claim.scan)
             .await?
             .options()?;
+        let scope = Scope {
+            claim,
+            detector: &detector,
+            keys: &keys,
+            max_bytes: options.max_object_bytes,
+        };
         let mut storages: Vec<(Uuid, connectors::Storage)> = Vec::new();
         let mut buckets: Vec<((Uuid, String), Result<Bucket, connectors::AccessError>)> =
             Vec::new();
@@ -89,17 +162,7 @@ impl Worker {
                 .map(|(_, b)| b.clone());
             let outcome = match bucket {
                 Some(Ok(bucket)) => {
-                    match self
-                        .scan_object(
-                            conn,
-                            claim,
-                            &bucket,
-                            &resource,
-                            &keys,
-                            options.max_object_bytes,
-                        )
-                        .await?
-                    {
+                    match self.scan_object(conn, &scope, &bucket, &resource).await? {
                         Some(outcome) => outcome,
                         None => return Ok(Stop::Lost),
                     }
@@ -139,12 +202,16 @@ impl Worker {
     async fn scan_object(
         &self,
         conn: &mut AsyncPgConnection,
-        claim: &Claim,
+        scope: &Scope<'_>,
         bucket: &Bucket,
         resource: &Resource,
-        keys: &TenantKeys,
-        max_bytes: u64,
     ) -> Result<Option<Outcome>, ScanError> {
+        let Scope {
+            claim,
+            detector,
+            keys,
+            max_bytes,
+        } = *scope;
         if resource.size as u64 > max_bytes {
             return Ok(Some(Outcome::Skipped("size_limit".into())));
         }
@@ -168,7 +235,7 @@ impl Worker {
             with_values: true,
             ..detect::Options::default()
         };
-        let mut stream = self.detector.stream(hint, options);
+        let mut stream = detector.stream(hint, options);
         let mut found: Vec<Finding> = Vec::new();
         let mut beat = Instant::now();
         let mut read: u64 = 0;

@@ -7,6 +7,7 @@
 
 mod api_keys;
 mod auth;
+mod classifiers;
 mod cloud;
 mod connectors;
 mod detokenize;
@@ -87,6 +88,27 @@ impl Client<'_> {
             request = request.json(&body);
         }
         let response = request.send().await.unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
+
+    /// Sends `body` as it is, with `content_type`.
+    pub async fn send_raw(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        content_type: &str,
+        body: &str,
+    ) -> (u16, Value) {
+        let response = self
+            .app
+            .http
+            .request(method, self.app.url(path))
+            .bearer_auth(&self.token)
+            .header("content-type", content_type)
+            .body(body.to_owned())
+            .send()
+            .await
+            .unwrap();
         (response.status().as_u16(), response.json().await.unwrap())
     }
 }

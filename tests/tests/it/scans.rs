@@ -15,7 +15,7 @@ use crate::Client;
 const SSN: &str = "219-09-9999";
 const EMAIL: &str = "ann.lee@example.com";
 
-async fn app_on(moto: &emulators::Emulator, workers: &str) -> TestApp {
+pub(crate) async fn app_on(moto: &emulators::Emulator, workers: &str) -> TestApp {
     app_with(moto, workers, |_| {}).await
 }
 
@@ -43,7 +43,7 @@ fn moto_env(moto_url: &str) -> [(String, String); 3] {
     ]
 }
 
-async fn connector(admin: &Client<'_>, name: &str, bucket: &str) -> String {
+pub(crate) async fn connector(admin: &Client<'_>, name: &str, bucket: &str) -> String {
     let (status, body) = admin
         .send(
             Method::POST,
@@ -61,7 +61,7 @@ async fn connector(admin: &Client<'_>, name: &str, bucket: &str) -> String {
 }
 
 /// Polls the scan until it ends; returns its last state.
-async fn finished(admin: &Client<'_>, scan: &str) -> Value {
+pub(crate) async fn finished(admin: &Client<'_>, scan: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let (status, body) = admin
@@ -515,13 +515,11 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
         .unwrap(),
     )
     .unwrap();
-    let worker = scans::Worker {
-        id: "customer-k8s/job-0".into(),
+    let worker = scans::Worker::new(
+        "customer-k8s/job-0".into(),
         cloud,
-        keyring: std::sync::Arc::new(vault::KeyRing::new(std::sync::Arc::new(master))),
-        detector: std::sync::Arc::new(detect::Detector::new()),
-        lease_seconds: 30,
-    };
+        std::sync::Arc::new(vault::KeyRing::new(std::sync::Arc::new(master))),
+    );
     let pool = db::build_pool(&db::PoolConfig {
         url: app.db.url.clone(),
         max_size: 2,

@@ -73,14 +73,7 @@ pub async fn list(
     extra: web::Data<Extra>,
     query: web::Query<ConnectorQuery>,
 ) -> Result<Enveloped<Vec<Connector>>, ApiError> {
-    let limit = match query.limit {
-        None => 20,
-        Some(l) if (1..=100).contains(&l) => l,
-        Some(_) => {
-            return Err(ApiError::invalid("limit must be between 1 and 100")
-                .with_details(serde_json::json!({ "field": "limit" })));
-        }
-    };
+    let limit = super::page_limit(query.limit)?;
     let provider = match query.provider.as_deref() {
         None => None,
         Some(p) => Some(Provider::parse(p).ok_or_else(|| {

@@ -211,11 +211,7 @@ pub async fn list(
     let field = |name: &str, message: &str| {
         ApiError::invalid(message.to_owned()).with_details(serde_json::json!({ "field": name }))
     };
-    let limit = match query.limit {
-        None => 20,
-        Some(l) if (1..=100).contains(&l) => l,
-        Some(_) => return Err(field("limit", "limit must be between 1 and 100")),
-    };
+    let limit = super::page_limit(query.limit)?;
     let status = match query.status.as_deref() {
         None => None,
         Some(s) => Some(scans::Status::parse(s).ok_or_else(|| {

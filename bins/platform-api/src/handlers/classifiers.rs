@@ -1,0 +1,195 @@
+//! Custom classifiers: any user of the tenant reads them; admins create, replace and delete
+//! them. Bodies are JSON or YAML. A scan runs with the classifiers the tenant had when it was
+//! created.
+
+use actix_web::web;
+use api_types::classifiers::{Classifier, ClassifierDeleted, ClassifierQuery, ClassifierRequest};
+use dps_http::{AdminCaller, ApiError, Caller, Document, Enveloped, ServiceState};
+use scans::classifiers::{self as store, ClassifierStoreError};
+use uuid::Uuid;
+
+use crate::{Extra, errors};
+
+fn wire(c: store::Classifier) -> Classifier {
+    let spec = c.spec;
+    Classifier {
+        id: c.id.to_string(),
+        finding_type: format!("custom:{}", spec.name),
+        name: spec.name,
+        category: spec.category.as_str().into(),
+        regex: spec.regex,
+        keywords: spec.keywords,
+        ignore_words: spec.ignore_words,
+        validator: spec.validator.map(|v| v.as_str().into()),
+        confidence: spec.confidence,
+        max_match_distance: u32::try_from(spec.max_match_distance).unwrap_or(u32::MAX),
+        created_at: c.created_at,
+        updated_at: c.updated_at,
+    }
+}
+
+/// An id that is not a UUID names no classifier.
+fn classifier_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| errors::classifiers(ClassifierStoreError::NotFound))
+}
+
+/// Lists the tenant's classifiers, oldest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/classifiers",
+    tag = "classifiers",
+    security(("bearer" = [])),
+    params(
+        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page of classifiers", body = [Classifier]),
+        (status = 400, description = "VALIDATION_FAILED: a limit outside 1-100 or a foreign cursor", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn list(
+    Caller(caller): Caller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    query: web::Query<ClassifierQuery>,
+) -> Result<Enveloped<Vec<Classifier>>, ApiError> {
+    let limit = super::page_limit(query.limit)?;
+    let mut conn = state.conn().await?;
+    let page = store::list(
+        &mut conn,
+        &extra.cursors,
+        &caller.tenant_id,
+        limit,
+        query.cursor.as_deref(),
+    )
+    .await
+    .map_err(errors::classifiers)?;
+    Ok(Enveloped::page(
+        page.items.into_iter().map(wire).collect(),
+        page.pagination,
+    ))
+}
+
+/// Creates a classifier from a JSON or YAML definition.
+#[utoipa::path(
+    post,
+    path = "/api/v1/classifiers",
+    tag = "classifiers",
+    security(("bearer" = [])),
+    request_body(content(
+        (ClassifierRequest = "application/json"),
+        (ClassifierRequest = "application/yaml"),
+    )),
+    responses(
+        (status = 201, description = "The classifier", body = Classifier),
+        (status = 400, description = "VALIDATION_FAILED naming each invalid field, or a set that would not compile or exceed 100", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 409, description = "CONFLICT: the tenant has a classifier with this name", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn create(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    body: Document<ClassifierRequest>,
+) -> Result<Enveloped<Classifier>, ApiError> {
+    let spec = store::spec_from(&body).map_err(errors::classifiers)?;
+    let mut conn = state.conn().await?;
+    let created = store::create(&mut conn, &caller.tenant_id, spec)
+        .await
+        .map_err(errors::classifiers)?;
+    Ok(Enveloped::created(wire(created)))
+}
+
+/// One classifier.
+#[utoipa::path(
+    get,
+    path = "/api/v1/classifiers/{id}",
+    tag = "classifiers",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Classifier id")),
+    responses(
+        (status = 200, description = "The classifier", body = Classifier),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 404, description = "CLASSIFIER_NOT_FOUND", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn get(
+    Caller(caller): Caller,
+    state: web::Data<ServiceState>,
+    id: web::Path<String>,
+) -> Result<Enveloped<Classifier>, ApiError> {
+    let id = classifier_id(&id)?;
+    let mut conn = state.conn().await?;
+    let found = store::get(&mut conn, &caller.tenant_id, id)
+        .await
+        .map_err(errors::classifiers)?;
+    Ok(Enveloped::ok(wire(found)))
+}
+
+/// Replaces a classifier with a full new definition; scans created from now on use it.
+#[utoipa::path(
+    put,
+    path = "/api/v1/classifiers/{id}",
+    tag = "classifiers",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Classifier id")),
+    request_body(content(
+        (ClassifierRequest = "application/json"),
+        (ClassifierRequest = "application/yaml"),
+    )),
+    responses(
+        (status = 200, description = "The classifier as replaced", body = Classifier),
+        (status = 400, description = "VALIDATION_FAILED naming each invalid field", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 404, description = "CLASSIFIER_NOT_FOUND", body = api_types::ErrorEnvelope),
+        (status = 409, description = "CONFLICT: another classifier has this name", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn update(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    id: web::Path<String>,
+    body: Document<ClassifierRequest>,
+) -> Result<Enveloped<Classifier>, ApiError> {
+    let id = classifier_id(&id)?;
+    let spec = store::spec_from(&body).map_err(errors::classifiers)?;
+    let mut conn = state.conn().await?;
+    let updated = store::update(&mut conn, &caller.tenant_id, id, spec)
+        .await
+        .map_err(errors::classifiers)?;
+    Ok(Enveloped::ok(wire(updated)))
+}
+
+/// Deletes a classifier. Scans already created keep it; findings it made stay.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/classifiers/{id}",
+    tag = "classifiers",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Classifier id")),
+    responses(
+        (status = 200, description = "Deleted", body = ClassifierDeleted),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 404, description = "CLASSIFIER_NOT_FOUND", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn delete(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    id: web::Path<String>,
+) -> Result<Enveloped<ClassifierDeleted>, ApiError> {
+    let id = classifier_id(&id)?;
+    let mut conn = state.conn().await?;
+    store::delete(&mut conn, &caller.tenant_id, id)
+        .await
+        .map_err(errors::classifiers)?;
+    Ok(Enveloped::ok(ClassifierDeleted {
+        id: id.to_string(),
+        deleted: true,
+    }))
+}

@@ -1,0 +1,2 @@
+DROP TABLE scan_classifiers;
+DROP TABLE classifiers;
