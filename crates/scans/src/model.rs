@@ -108,6 +108,13 @@ impl Counts {
     }
 }
 
+/// Why resources were skipped or failed: reason → count (docs/scans.md, "Per object").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reasons {
+    pub skipped: std::collections::BTreeMap<String, i64>,
+    pub failed: std::collections::BTreeMap<String, i64>,
+}
+
 /// Worker (chunk) counts of a scan.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkerCounts {
@@ -132,6 +139,7 @@ pub struct Scan {
     pub sources_listed: i32,
     pub status_reason: Option<String>,
     pub counts: Counts,
+    pub reasons: Reasons,
     pub workers: WorkerCounts,
     pub created_at: OffsetDateTime,
     pub started_at: Option<OffsetDateTime>,

@@ -16,7 +16,7 @@ use db::schema::{
 use vault::cursor::{Position, at_micros, micros, paginate};
 use vault::{CursorKey, VaultError};
 
-use crate::model::{Counts, Enumeration, Scan, Status, WorkerCounts};
+use crate::model::{Counts, Enumeration, Reasons, Scan, Status, WorkerCounts};
 use crate::options::{self, Kind, MAX_CONNECTORS, Options, Tier};
 
 const LIST: &str = "scans";
@@ -229,29 +229,53 @@ pub(crate) async fn counts(
     tenant: &TenantId,
     scan: Uuid,
 ) -> Result<Counts, ScanError> {
-    let rows: Vec<(String, i64, Option<i64>)> = scan_resources::table
+    Ok(tally(conn, tenant, scan).await?.0)
+}
+
+/// A scan's resource counts by state, and by reason for those skipped or failed.
+pub(crate) async fn tally(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: Uuid,
+) -> Result<(Counts, Reasons), ScanError> {
+    let rows: Vec<(String, Option<String>, i64, Option<i64>)> = scan_resources::table
         .filter(scan_resources::tenant_id.eq(tenant.as_str()))
         .filter(scan_resources::scan_id.eq(scan))
-        .group_by(scan_resources::state)
+        .group_by((scan_resources::state, scan_resources::reason))
         .select((
             scan_resources::state,
+            scan_resources::reason,
             count_star(),
             sum(scan_resources::findings),
         ))
         .load(conn)
         .await?;
     let mut counts = Counts::default();
-    for (state, n, findings) in rows {
+    let mut reasons = Reasons::default();
+    for (state, reason, n, findings) in rows {
         counts.enumerated += n;
         counts.findings += findings.unwrap_or(0);
-        match state.as_str() {
-            "scanned" => counts.scanned = n,
-            "skipped" => counts.skipped = n,
-            "failed" => counts.failed = n,
-            _ => {}
+        let by_reason = match state.as_str() {
+            "scanned" => {
+                counts.scanned += n;
+                None
+            }
+            "skipped" => {
+                counts.skipped += n;
+                Some(&mut reasons.skipped)
+            }
+            "failed" => {
+                counts.failed += n;
+                Some(&mut reasons.failed)
+            }
+            _ => None,
+        };
+        if let Some(map) = by_reason {
+            *map.entry(reason.unwrap_or_else(|| "unknown".into()))
+                .or_default() += n;
         }
     }
-    Ok(counts)
+    Ok((counts, reasons))
 }
 
 async fn worker_counts(
@@ -285,7 +309,7 @@ async fn view(
     row: Row,
 ) -> Result<Scan, ScanError> {
     let connectors = connector_ids(conn, tenant, row.scan_id).await?;
-    let counts = counts(conn, tenant, row.scan_id).await?;
+    let (counts, reasons) = tally(conn, tenant, row.scan_id).await?;
     let workers = worker_counts(conn, tenant, row.scan_id).await?;
     Ok(Scan {
         id: row.scan_id,
@@ -299,6 +323,7 @@ async fn view(
         sources_listed: row.sources_listed,
         status_reason: row.status_reason,
         counts,
+        reasons,
         workers,
         created_at: row.created_at,
         started_at: row.started_at,

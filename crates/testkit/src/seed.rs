@@ -32,6 +32,11 @@ fn client() -> reqwest::Client {
 
 /// Sends `request` after `sign` has authorized it.
 async fn send(request: object_store::client::HttpRequest) -> u16 {
+    send_text(request).await.0
+}
+
+/// Sends `request`; returns the status and the body.
+async fn send_text(request: object_store::client::HttpRequest) -> (u16, String) {
     let client = client();
     let (parts, body) = request.into_parts();
     let mut outgoing = client
@@ -44,7 +49,8 @@ async fn send(request: object_store::client::HttpRequest) -> u16 {
         .send()
         .await
         .unwrap_or_else(|e| panic!("seed request: {e}"));
-    response.status().as_u16()
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
 }
 
 fn request(method: http::Method, url: &str) -> object_store::client::HttpRequest {
@@ -53,6 +59,118 @@ fn request(method: http::Method, url: &str) -> object_store::client::HttpRequest
         .uri(url)
         .body(HttpRequestBody::from(Vec::new()))
         .unwrap_or_else(|e| panic!("{url}: {e}"))
+}
+
+/// Calls moto's IAM query API (signed with the seed keys); returns the response body.
+async fn iam(endpoint: &str, params: &[(&str, &str)]) -> String {
+    let credential = AwsCredential {
+        key_id: MOTO_KEY_ID.into(),
+        secret_key: MOTO_SECRET.into(),
+        token: None,
+    };
+    let mut form = url::form_urlencoded::Serializer::new(String::new());
+    form.append_pair("Version", "2010-05-08");
+    for (k, v) in params {
+        form.append_pair(k, v);
+    }
+    let mut call = http::Request::builder()
+        .method(http::Method::POST)
+        .uri(format!("{endpoint}/"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(HttpRequestBody::from(form.finish().into_bytes()))
+        .unwrap_or_else(|e| panic!("iam request: {e}"));
+    AwsAuthorizer::new(&credential, "iam", "us-east-1")
+        .try_authorize(&mut call, None)
+        .unwrap_or_else(|e| panic!("sign: {e}"));
+    let (status, body) = send_text(call).await;
+    assert_eq!(status, 200, "iam {params:?}: {body}");
+    body
+}
+
+fn xml_text<'a>(body: &'a str, tag: &str) -> &'a str {
+    let open = format!("<{tag}>");
+    let start = body
+        .find(&open)
+        .unwrap_or_else(|| panic!("no {tag} in {body}"))
+        + open.len();
+    let end = body[start..]
+        .find(&format!("</{tag}>"))
+        .unwrap_or_else(|| panic!("no end of {tag} in {body}"));
+    &body[start..start + end]
+}
+
+/// Sets up moto's IAM for a test with real permission checks: a platform user whose access key
+/// may only assume roles, and `role` (in moto's account 123456789012) with `policy` as its only
+/// permissions. Returns the user's key id and secret. Call [`moto_enforce_auth`] afterwards.
+pub async fn moto_iam(endpoint: &str, role: &str, policy: &serde_json::Value) -> (String, String) {
+    iam(
+        endpoint,
+        &[("Action", "CreateUser"), ("UserName", "dps-platform")],
+    )
+    .await;
+    let assume = serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}],
+    })
+    .to_string();
+    iam(
+        endpoint,
+        &[
+            ("Action", "PutUserPolicy"),
+            ("UserName", "dps-platform"),
+            ("PolicyName", "assume-roles"),
+            ("PolicyDocument", &assume),
+        ],
+    )
+    .await;
+    let key = iam(
+        endpoint,
+        &[("Action", "CreateAccessKey"), ("UserName", "dps-platform")],
+    )
+    .await;
+    let trust = serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"AWS": "arn:aws:iam::123456789012:user/dps-platform"},
+            "Action": "sts:AssumeRole",
+        }],
+    })
+    .to_string();
+    iam(
+        endpoint,
+        &[
+            ("Action", "CreateRole"),
+            ("RoleName", role),
+            ("AssumeRolePolicyDocument", &trust),
+        ],
+    )
+    .await;
+    iam(
+        endpoint,
+        &[
+            ("Action", "PutRolePolicy"),
+            ("RoleName", role),
+            ("PolicyName", "scan"),
+            ("PolicyDocument", &policy.to_string()),
+        ],
+    )
+    .await;
+    (
+        xml_text(&key, "AccessKeyId").to_owned(),
+        xml_text(&key, "SecretAccessKey").to_owned(),
+    )
+}
+
+/// From now on moto checks every request's signature and IAM permissions, as AWS does.
+pub async fn moto_enforce_auth(endpoint: &str) {
+    let response = client()
+        .post(format!("{endpoint}/moto-api/reset-auth"))
+        .body("0")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("reset-auth: {e}"));
+    assert_eq!(response.status().as_u16(), 200, "reset-auth");
 }
 
 /// Creates `bucket` in moto and returns a store that writes to it.

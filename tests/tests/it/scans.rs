@@ -135,6 +135,19 @@ async fn a_full_then_an_incremental_scan_of_a_known_bucket() {
         "png, NUL bytes, size limit: {done}"
     );
     assert_eq!(coverage["total_failed"], 0, "{done}");
+    let skipped = coverage["skipped_reasons"].as_object().unwrap();
+    assert_eq!(skipped["size_limit"], 1, "{done}");
+    assert_eq!(skipped["unsupported_format"], 1, "{done}");
+    assert_eq!(
+        skipped
+            .iter()
+            .filter(|(k, _)| k.starts_with("binary:"))
+            .map(|(_, v)| v.as_i64().unwrap())
+            .sum::<i64>(),
+        1,
+        "{done}"
+    );
+    assert_eq!(coverage["failed_reasons"], json!({}));
     assert_eq!(coverage["coverage_pct"], 1.0);
     assert_eq!(coverage["target_met"], true);
     assert_eq!(coverage["completeness_score"], 1.0);
@@ -548,4 +561,92 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
     for w in body["data"].as_array().unwrap() {
         assert_eq!(w["worker_id"], "customer-k8s/job-0", "{w}");
     }
+}
+
+#[tokio::test]
+async fn objects_the_role_may_not_read_fail_as_permission_and_strict_scans_fail() {
+    let moto = emulators::moto(&[]);
+    let url = moto.url();
+    let bucket = seed::s3_bucket(&url, "restricted").await;
+    let body = format!("ssn {SSN}\n");
+    seed::put_all(
+        bucket.as_ref(),
+        &[
+            ("open/a.txt", body.as_bytes()),
+            ("open/b.txt", body.as_bytes()),
+            ("open/c.txt", body.as_bytes()),
+            ("secret/d.txt", body.as_bytes()),
+        ],
+    )
+    .await;
+    // The role may list the bucket and read open/ only; moto then enforces IAM as AWS does.
+    let (key_id, secret) = seed::moto_iam(
+        &url,
+        "dps-scanner",
+        &json!({
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::restricted"},
+                {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::restricted/open/*"},
+            ],
+        }),
+    )
+    .await;
+    seed::moto_enforce_auth(&url).await;
+    let app = app_with(&moto, "2", |env| {
+        env.insert("AWS_ACCESS_KEY_ID".into(), key_id);
+        env.insert("AWS_SECRET_ACCESS_KEY".into(), secret);
+    })
+    .await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let id = connector(&admin, "Restricted", "restricted").await;
+
+    let scan = |options: Value| {
+        let admin = &admin;
+        let id = &id;
+        async move {
+            let (status, body) = admin
+                .send(
+                    Method::POST,
+                    &format!("/connectors/{id}/scan"),
+                    Some(json!({"type": "full", "options": options})),
+                )
+                .await;
+            assert_eq!(status, 201, "{body}");
+            finished(admin, body["data"]["scan_id"].as_str().unwrap()).await
+        }
+    };
+    // best_effort: the readable objects are scanned, the others fail as permission, and
+    // the scan ends partial because coverage (3 of 4) is under the 0.95 target.
+    let done = scan(json!({})).await;
+    assert_eq!(done["status"], "partial", "{done}");
+    let coverage = &done["coverage"];
+    assert_eq!(coverage["enumeration_status"], "complete", "{done}");
+    assert_eq!(coverage["total_enumerated"], 4);
+    assert_eq!(coverage["total_scanned"], 3, "{done}");
+    assert_eq!(coverage["total_failed"], 1, "{done}");
+    assert_eq!(
+        coverage["failed_reasons"],
+        json!({"permission": 1}),
+        "{done}"
+    );
+    assert_eq!(coverage["skipped_reasons"], json!({}));
+    assert_eq!(coverage["coverage_pct"], 0.75);
+    assert_eq!(coverage["target_met"], false);
+    assert_eq!(coverage["completeness_score"], 0.75);
+    assert_eq!(done["progress"]["files_failed"], 1);
+    assert_eq!(done["progress"]["findings_count"], 3);
+
+    // strict with the same target fails; a target of 0.75 is met and the scan completes.
+    let done = scan(json!({"coverage_strategy": "strict"})).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(
+        done["status_reason"].as_str().unwrap().contains("coverage"),
+        "{done}"
+    );
+    let done = scan(json!({"coverage_strategy": "strict", "coverage_target": 0.75})).await;
+    assert_eq!(done["status"], "completed", "{done}");
 }

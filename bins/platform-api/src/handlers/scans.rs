@@ -51,6 +51,8 @@ pub(crate) fn wire(scan: scans::Scan) -> Scan {
             total_scanned: c.total_scanned,
             total_skipped: c.total_skipped,
             total_failed: c.total_failed,
+            skipped_reasons: scan.reasons.skipped.clone(),
+            failed_reasons: scan.reasons.failed.clone(),
         }),
         workers: WorkerCounts {
             total: scan.workers.total,
