@@ -1,6 +1,6 @@
-//! POST /connectors/:id/test against real storage protocols: moto for S3 and STS,
-//! fake-gcs-server for GCS, Azurite over HTTPS for Blob. Microsoft Entra ID and Google STS have
-//! no emulator, so they are local stand-ins that speak the documented protocol
+//! POST /connectors/:id/test, and scans of GCS and Blob, against real storage protocols: moto
+//! for S3 and STS, fake-gcs-server for GCS, Azurite over HTTPS for Blob. Microsoft Entra ID and
+//! Google STS have no emulator, so they are local stand-ins that speak the documented protocol
 //! (`testkit::identity`).
 
 use std::collections::HashMap;
@@ -57,6 +57,24 @@ async fn status_of(admin: &Client<'_>, id: &str) -> (String, Option<String>) {
         data["status"].as_str().unwrap().to_owned(),
         data["status_message"].as_str().map(str::to_owned),
     )
+}
+
+/// Scans the connector through platform-api's worker tasks: `objects` objects are read and
+/// the one SSN among them is found.
+async fn scanned(admin: &Client<'_>, id: &str, objects: i64) {
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{id}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let done = crate::scans::finished(admin, body["data"]["scan_id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["coverage"]["total_enumerated"], objects, "{done}");
+    assert_eq!(done["coverage"]["total_scanned"], objects, "{done}");
+    assert_eq!(done["progress"]["findings_count"], 1, "{done}");
 }
 
 fn aws_config(buckets: Option<&[&str]>) -> Value {
@@ -230,12 +248,12 @@ async fn aws_without_a_platform_identity_says_so() {
 }
 
 #[tokio::test]
-async fn gcp_connection_test_federates_impersonates_and_reads() {
+async fn gcp_federates_impersonates_then_tests_and_scans() {
     let seed_dir = scratch("gcs-seed");
     std::fs::create_dir_all(seed_dir.join("hr-exports/2024")).unwrap();
     std::fs::write(
         seed_dir.join("hr-exports/2024/people.csv"),
-        "name,ssn\nAnn,123-45-6789\n",
+        "name,ssn\nAnn,219-09-9999\n",
     )
     .unwrap();
     std::fs::write(seed_dir.join("hr-exports/readme.txt"), "hello").unwrap();
@@ -294,6 +312,7 @@ async fn gcp_connection_test_federates_impersonates_and_reads() {
     // One exchange at STS for the connector's provider, then one impersonation of its account.
     let requests = google.requests();
     assert_eq!(requests.len(), 2, "{requests:?}");
+    scanned(&admin, &id, 2).await;
     let exchange: Value = serde_json::from_str(&requests[0].body).unwrap();
     assert_eq!(exchange["audience"], format!("//iam.googleapis.com/{WIF}"));
     assert!(requests[1].path.contains(
@@ -333,7 +352,7 @@ async fn gcp_connection_test_federates_impersonates_and_reads() {
 }
 
 #[tokio::test]
-async fn azure_connection_test_gets_an_entra_token_and_reads_over_https() {
+async fn azure_gets_an_entra_token_then_tests_and_scans_over_https() {
     let certs = scratch("azurite-tls");
     let (cert, key) = identity::self_signed_certificate(&certs);
     let azurite = emulators::azurite(Some((&cert, &key)));
@@ -343,7 +362,7 @@ async fn azure_connection_test_gets_an_entra_token_and_reads_over_https() {
     let exports = seed::azure_container(&blob_url, &ca, "exports").await;
     seed::put_all(
         exports.as_ref(),
-        &[("people.csv", b"name,ssn\nAnn,123-45-6789\n" as &[u8])],
+        &[("people.csv", b"name,ssn\nAnn,219-09-9999\n" as &[u8])],
     )
     .await;
 
@@ -384,6 +403,7 @@ async fn azure_connection_test_gets_an_entra_token_and_reads_over_https() {
     assert_eq!(status_of(&admin, &id).await.0, "active");
     let token_requests = entra.requests();
     assert_eq!(token_requests.len(), 1, "one token, then the cache");
+    scanned(&admin, &id, 1).await;
 
     let all = create(&admin, "Blob all", "azure", config(ENTRA_SECRET, None)).await;
     let found = test(&admin, &all).await;

@@ -650,3 +650,92 @@ async fn objects_the_role_may_not_read_fail_as_permission_and_strict_scans_fail(
     let done = scan(json!({"coverage_strategy": "strict", "coverage_target": 0.75})).await;
     assert_eq!(done["status"], "completed", "{done}");
 }
+
+#[derive(diesel::QueryableByName)]
+struct Minutes {
+    #[diesel(sql_type = diesel::sql_types::Double)]
+    minutes: f64,
+}
+
+#[tokio::test]
+async fn a_scan_past_its_timeout_ends_partial_and_its_workers_stop() {
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "slow").await;
+    let body = format!("ssn {SSN}\n");
+    let keys: Vec<String> = (0..300).map(|i| format!("f/{i:04}.txt")).collect();
+    let objects: Vec<(&str, &[u8])> = keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
+    seed::put_all(bucket.as_ref(), &objects).await;
+    let app = app_on(&moto, "1").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let id = connector(&admin, "Slow", "slow").await;
+    let (_, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{id}/scan"),
+            Some(json!({"type": "full", "options": {"max_workers": 1, "timeout_minutes": 5}})),
+        )
+        .await;
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, body) = admin
+            .send(Method::GET, &format!("/scans/{scan}"), None)
+            .await;
+        if body["data"]["progress"]["files_processed"]
+            .as_i64()
+            .unwrap_or(0)
+            > 0
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The deadline is started_at + timeout_minutes. Five minutes is too long for a test, so
+    // the clock is moved instead: the deadline is set to a moment ago, as if they had passed.
+    let mut conn = app.conn().await;
+    let scan_id: uuid::Uuid = scan.parse().unwrap();
+    let set: Vec<Minutes> = diesel_async::RunQueryDsl::load(
+        diesel::sql_query(
+            "SELECT EXTRACT(EPOCH FROM deadline - started_at)::float8 / 60 AS minutes \
+             FROM scans WHERE scan_id = $1",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(scan_id),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    assert!((set[0].minutes - 5.0).abs() < 1e-6, "{}", set[0].minutes);
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "UPDATE scans SET deadline = now() - interval '1 second' WHERE scan_id = $1",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(scan_id),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+
+    let done = finished(&admin, &scan).await;
+    assert_eq!(done["status"], "partial", "{done}");
+    assert_eq!(done["status_reason"], "timeout_minutes was exceeded");
+    assert!(done["completed_at"].is_string());
+    let processed = done["progress"]["files_processed"].as_i64().unwrap();
+    assert!(processed > 0 && processed < 300, "{done}");
+    assert_eq!(done["coverage"]["target_met"], false, "{done}");
+    // The worker stops: at most the object in flight is recorded after the timeout.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, body) = admin
+        .send(Method::GET, &format!("/scans/{scan}"), None)
+        .await;
+    let after = body["data"]["progress"]["files_processed"]
+        .as_i64()
+        .unwrap();
+    assert!(after <= processed + 1, "{processed} then {after}");
+    assert_eq!(body["data"]["status"], "partial");
+    assert_eq!(body["data"]["workers"]["active"], 0, "{body}");
+    assert!(body["data"]["progress"]["findings_count"].as_i64().unwrap() >= processed);
+}
