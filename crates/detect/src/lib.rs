@@ -437,7 +437,9 @@ impl Detector {
                 if hits.supports(c.kind) {
                     confidence += CONTEXT_BOOST;
                 }
-                if against {
+                // Words against say a number is something else (an order, a version); an
+                // email address is one whatever is near it.
+                if against && c.kind != Kind::Email {
                     confidence -= CONTEXT_PENALTY;
                 }
                 // A date next to birth words is a date of birth.

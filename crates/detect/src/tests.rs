@@ -194,3 +194,17 @@ proptest::proptest! {
         proptest::prop_assert_eq!(numeric_date(&text), is_date(&text), "{}", text);
     }
 }
+
+#[test]
+fn words_against_numbers_leave_emails_alone() {
+    // "order" says a number is an order number; it says nothing about an address.
+    assert_eq!(
+        types("contact ann.lee@example.com about order 40"),
+        [(PiiType::Email, "ann.lee@example.com".into())]
+    );
+    assert_eq!(
+        types("order 40\nmail user0.40@example.com now"),
+        [(PiiType::Email, "user0.40@example.com".into())]
+    );
+    assert!(types("order 219099999 shipped").is_empty());
+}
