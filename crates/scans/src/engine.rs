@@ -11,7 +11,10 @@
 use std::collections::{HashMap, HashSet};
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Integer, Nullable, Text, Uuid as SqlUuid};
+use diesel::sql_types::{
+    Array, BigInt, Bytea, Float, Integer, Jsonb, Nullable, Text, Uuid as SqlUuid,
+};
+use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -126,7 +129,9 @@ pub enum Held {
     Lost,
 }
 
-/// Locks the claimed chunk and checks the fence and the scan's state.
+/// Locks the claimed chunk and checks the fence and the scan's state. The scan row is
+/// share-locked for the rest of the transaction, so a cancel, timeout or connector delete
+/// (which update it) happens wholly before or wholly after a worker's write.
 async fn check_fence(conn: &mut AsyncPgConnection, claim: &Claim) -> Result<Held, ScanError> {
     #[derive(QueryableByName)]
     struct Fence {
@@ -142,7 +147,7 @@ async fn check_fence(conn: &mut AsyncPgConnection, claim: &Claim) -> Result<Held
            FROM scan_chunks c
            JOIN scans s ON s.tenant_id = c.tenant_id AND s.scan_id = c.scan_id
           WHERE c.tenant_id = $1 AND c.scan_id = $2 AND c.chunk_no = $3
-            FOR UPDATE OF c",
+            FOR UPDATE OF c FOR SHARE OF s",
     )
     .bind::<Text, _>(claim.tenant.as_str())
     .bind::<SqlUuid, _>(claim.scan)
@@ -238,73 +243,139 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// Records one resource's outcome under the chunk's fence, with its findings, in one
-/// transaction. A resource that is no longer pending (recorded by an earlier holder of the
-/// chunk) is left as it is.
+/// A batch's findings, column by column.
+#[derive(Default)]
+struct NewFindings<'a> {
+    ids: Vec<Uuid>,
+    buckets: Vec<&'a str>,
+    keys: Vec<&'a str>,
+    types: Vec<&'a str>,
+    categories: Vec<&'a str>,
+    confidences: Vec<f32>,
+    locations: Vec<&'a serde_json::Value>,
+    previews: Vec<&'a str>,
+    fingerprints: Vec<&'a [u8]>,
+}
+
+impl<'a> NewFindings<'a> {
+    fn push(&mut self, resource: &'a Resource, f: &'a NewFinding) {
+        self.ids.push(Uuid::now_v7());
+        self.buckets.push(&resource.bucket);
+        self.keys.push(&resource.object_key);
+        self.types.push(&f.pii_type);
+        self.categories.push(&f.category);
+        self.confidences.push(f.confidence);
+        self.locations.push(&f.location);
+        self.previews.push(&f.preview);
+        self.fingerprints.push(&f.fingerprint);
+    }
+}
+
+#[derive(QueryableByName)]
+struct Recorded {
+    #[diesel(sql_type = Integer)]
+    idx: i32,
+}
+
+/// Records resources' outcomes under the chunk's fence, with their findings, in one
+/// transaction: a handful of statements for the whole batch, whatever its size. Resources no
+/// longer pending (recorded by an earlier holder of the chunk) are left as they are, and only
+/// the ones recorded now are counted. A chunk holds one connector's resources.
 pub async fn record(
     conn: &mut AsyncPgConnection,
     claim: &Claim,
-    resource: &Resource,
-    outcome: Outcome,
+    batch: Vec<(Resource, Outcome)>,
     lease_seconds: i64,
 ) -> Result<Held, ScanError> {
+    if batch.is_empty() {
+        return Ok(Held::Yes);
+    }
     let claim = claim.clone();
-    let resource = resource.clone();
     conn.transaction::<_, ScanError, _>(async |conn| {
         if check_fence(conn, &claim).await? == Held::Lost {
             return Ok(Held::Lost);
         }
         let tenant = claim.tenant.as_str();
-        let (state, reason, found) = match &outcome {
-            Outcome::Scanned(f) => ("scanned", None, f.len() as i32),
-            Outcome::Skipped(r) => ("skipped", Some(r.as_str()), 0),
-            Outcome::Failed(r) => ("failed", Some(r.as_str()), 0),
-        };
-        let updated = diesel::update(
-            scan_resources::table
-                .filter(scan_resources::tenant_id.eq(tenant))
-                .filter(scan_resources::scan_id.eq(claim.scan))
-                .filter(scan_resources::idx.eq(resource.idx))
-                .filter(scan_resources::state.eq("pending")),
-        )
-        .set((
-            scan_resources::state.eq(state),
-            scan_resources::reason.eq(reason),
-            scan_resources::findings.eq(found),
-        ))
-        .execute(conn)
-        .await?;
-        if updated == 0 {
-            return Ok(Held::Yes);
+        let mut idx = Vec::with_capacity(batch.len());
+        let mut states = Vec::with_capacity(batch.len());
+        let mut reasons: Vec<Option<String>> = Vec::with_capacity(batch.len());
+        let mut counts = Vec::with_capacity(batch.len());
+        for (resource, outcome) in &batch {
+            let (state, reason, found) = match outcome {
+                Outcome::Scanned(f) => ("scanned", None, f.len() as i32),
+                Outcome::Skipped(r) => ("skipped", Some(r.clone()), 0),
+                Outcome::Failed(r) => ("failed", Some(r.clone()), 0),
+            };
+            idx.push(resource.idx);
+            states.push(state);
+            reasons.push(reason);
+            counts.push(found);
         }
-        if matches!(outcome, Outcome::Scanned(_) | Outcome::Skipped(_)) {
-            // What this object held before is superseded by what was found now.
-            diesel::update(
-                findings::table
-                    .filter(findings::tenant_id.eq(tenant))
-                    .filter(findings::connector_id.eq(resource.connector_id))
-                    .filter(findings::bucket.eq(&resource.bucket))
-                    .filter(findings::object_key.eq(&resource.object_key))
-                    .filter(findings::status.eq("open"))
-                    .filter(findings::scan_id.ne(claim.scan)),
+        let recorded: Vec<Recorded> = diesel::sql_query(
+            "UPDATE scan_resources r
+                SET state = v.state, reason = v.reason, findings = v.findings
+               FROM unnest($3::int[], $4::text[], $5::text[], $6::int[])
+                    AS v(idx, state, reason, findings)
+              WHERE r.tenant_id = $1 AND r.scan_id = $2 AND r.idx = v.idx
+                AND r.state = 'pending'
+          RETURNING r.idx",
+        )
+        .bind::<Text, _>(tenant)
+        .bind::<SqlUuid, _>(claim.scan)
+        .bind::<Array<Integer>, _>(&idx)
+        .bind::<Array<Text>, _>(&states)
+        .bind::<Array<Nullable<Text>>, _>(&reasons)
+        .bind::<Array<Integer>, _>(&counts)
+        .load(conn)
+        .await?;
+        let recorded: HashSet<i32> = recorded.into_iter().map(|r| r.idx).collect();
+        let batch: Vec<(Resource, Outcome)> = batch
+            .into_iter()
+            .filter(|(r, _)| recorded.contains(&r.idx))
+            .collect();
+        let Some(connector) = batch.iter().map(|(r, _)| r.connector_id).next() else {
+            return Ok(Held::Yes);
+        };
+        // What these objects held before is superseded by what was found now.
+        let seen: Vec<&Resource> = batch
+            .iter()
+            .filter(|(_, o)| matches!(o, Outcome::Scanned(_) | Outcome::Skipped(_)))
+            .map(|(r, _)| r)
+            .collect();
+        if !seen.is_empty() {
+            let buckets: Vec<&str> = seen.iter().map(|r| r.bucket.as_str()).collect();
+            let keys: Vec<&str> = seen.iter().map(|r| r.object_key.as_str()).collect();
+            diesel::sql_query(
+                "UPDATE findings SET status = 'resolved', resolved_at = now()
+                  WHERE tenant_id = $1 AND connector_id = $2 AND status = 'open'
+                    AND scan_id <> $3
+                    AND (bucket, object_key) IN
+                        (SELECT * FROM unnest($4::text[], $5::text[]))",
             )
-            .set((
-                findings::status.eq("resolved"),
-                findings::resolved_at.eq(diesel::dsl::now),
-            ))
+            .bind::<Text, _>(tenant)
+            .bind::<SqlUuid, _>(connector)
+            .bind::<SqlUuid, _>(claim.scan)
+            .bind::<Array<Text>, _>(&buckets)
+            .bind::<Array<Text>, _>(&keys)
             .execute(conn)
             .await?;
+            let rows: Vec<_> = seen
+                .iter()
+                .map(|r| {
+                    (
+                        scanned_objects::tenant_id.eq(tenant),
+                        scanned_objects::connector_id.eq(r.connector_id),
+                        scanned_objects::bucket.eq(&r.bucket),
+                        scanned_objects::object_key.eq(&r.object_key),
+                        scanned_objects::size.eq(r.size),
+                        scanned_objects::etag.eq(&r.etag),
+                        scanned_objects::last_modified.eq(r.last_modified),
+                        scanned_objects::scan_id.eq(claim.scan),
+                    )
+                })
+                .collect();
             diesel::insert_into(scanned_objects::table)
-                .values((
-                    scanned_objects::tenant_id.eq(tenant),
-                    scanned_objects::connector_id.eq(resource.connector_id),
-                    scanned_objects::bucket.eq(&resource.bucket),
-                    scanned_objects::object_key.eq(&resource.object_key),
-                    scanned_objects::size.eq(resource.size),
-                    scanned_objects::etag.eq(&resource.etag),
-                    scanned_objects::last_modified.eq(resource.last_modified),
-                    scanned_objects::scan_id.eq(claim.scan),
-                ))
+                .values(rows)
                 .on_conflict((
                     scanned_objects::tenant_id,
                     scanned_objects::connector_id,
@@ -313,50 +384,59 @@ pub async fn record(
                 ))
                 .do_update()
                 .set((
-                    scanned_objects::size.eq(resource.size),
-                    scanned_objects::etag.eq(&resource.etag),
-                    scanned_objects::last_modified.eq(resource.last_modified),
-                    scanned_objects::scan_id.eq(claim.scan),
+                    scanned_objects::size.eq(excluded(scanned_objects::size)),
+                    scanned_objects::etag.eq(excluded(scanned_objects::etag)),
+                    scanned_objects::last_modified.eq(excluded(scanned_objects::last_modified)),
+                    scanned_objects::scan_id.eq(excluded(scanned_objects::scan_id)),
                 ))
                 .execute(conn)
                 .await?;
         }
-        if let Outcome::Scanned(new) = outcome
-            && !new.is_empty()
-        {
-            let rows: Vec<_> = new
-                .into_iter()
-                .map(|f| {
-                    (
-                        findings::tenant_id.eq(tenant),
-                        findings::finding_id.eq(Uuid::now_v7()),
-                        findings::scan_id.eq(claim.scan),
-                        findings::connector_id.eq(resource.connector_id),
-                        findings::bucket.eq(resource.bucket.clone()),
-                        findings::object_key.eq(resource.object_key.clone()),
-                        findings::pii_type.eq(f.pii_type),
-                        findings::category.eq(f.category),
-                        findings::confidence.eq(f.confidence),
-                        findings::location.eq(f.location),
-                        findings::preview.eq(f.preview),
-                        findings::fingerprint.eq(f.fingerprint),
-                    )
-                })
-                .collect();
-            diesel::insert_into(findings::table)
-                .values(rows)
-                .execute(conn)
-                .await?;
+        // Findings go in as arrays: one short statement whatever their number, instead of a
+        // VALUES list Postgres would parse afresh for every batch.
+        let mut new = NewFindings::default();
+        for (resource, outcome) in &batch {
+            if let Outcome::Scanned(found) = outcome {
+                for f in found {
+                    new.push(resource, f);
+                }
+            }
+        }
+        let found = new.ids.len() as i32;
+        if found > 0 {
+            diesel::sql_query(
+                "INSERT INTO findings (tenant_id, scan_id, connector_id, finding_id, bucket,
+                                       object_key, pii_type, category, confidence, location,
+                                       preview, fingerprint)
+                 SELECT $1, $2, $3, f.* FROM unnest($4::uuid[], $5::text[], $6::text[],
+                        $7::text[], $8::text[], $9::real[], $10::jsonb[], $11::text[],
+                        $12::bytea[]) AS f",
+            )
+            .bind::<Text, _>(tenant)
+            .bind::<SqlUuid, _>(claim.scan)
+            .bind::<SqlUuid, _>(connector)
+            .bind::<Array<SqlUuid>, _>(&new.ids)
+            .bind::<Array<Text>, _>(&new.buckets)
+            .bind::<Array<Text>, _>(&new.keys)
+            .bind::<Array<Text>, _>(&new.types)
+            .bind::<Array<Text>, _>(&new.categories)
+            .bind::<Array<Float>, _>(&new.confidences)
+            .bind::<Array<Jsonb>, _>(&new.locations)
+            .bind::<Array<Text>, _>(&new.previews)
+            .bind::<Array<Bytea>, _>(&new.fingerprints)
+            .execute(conn)
+            .await?;
         }
         diesel::sql_query(
-            "UPDATE scan_chunks SET files_processed = files_processed + 1,
-                        findings_count = findings_count + $4,
-                        lease_until = now() + make_interval(secs => $5)
+            "UPDATE scan_chunks SET files_processed = files_processed + $4,
+                        findings_count = findings_count + $5,
+                        lease_until = now() + make_interval(secs => $6)
                   WHERE tenant_id = $1 AND scan_id = $2 AND chunk_no = $3",
         )
         .bind::<Text, _>(tenant)
         .bind::<SqlUuid, _>(claim.scan)
         .bind::<Integer, _>(claim.chunk_no)
+        .bind::<Integer, _>(batch.len() as i32)
         .bind::<Integer, _>(found)
         .bind::<BigInt, _>(lease_seconds)
         .execute(conn)

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use auth::TenantId;
 use connectors::FieldError;
 use db::schema::{
-    connectors as connectors_table, scan_chunks, scan_connectors, scan_resources, scans,
+    connectors as connectors_table, findings, scan_chunks, scan_connectors, scan_resources, scans,
 };
 use vault::cursor::{Position, at_micros, micros, paginate};
 use vault::{CursorKey, VaultError};
@@ -743,6 +743,15 @@ pub async fn delete_connector(
             .load(conn)
             .await?;
         let alone: Vec<&Uuid> = scan_ids.iter().filter(|s| !shared.contains(s)).collect();
+        // Findings have no foreign keys (migration 000010): the connector's go explicitly,
+        // those of the scans deleted below included.
+        diesel::delete(
+            findings::table
+                .filter(findings::tenant_id.eq(tenant.as_str()))
+                .filter(findings::connector_id.eq(connector)),
+        )
+        .execute(conn)
+        .await?;
         diesel::delete(
             scans::table
                 .filter(scans::tenant_id.eq(tenant.as_str()))

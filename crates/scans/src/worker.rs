@@ -31,6 +31,12 @@ const UNSUPPORTED: &[&str] = &[
     "ppt", "pptx", "class", "jar", "pyc", "woff", "woff2", "ttf", "otf",
 ];
 
+/// A batch of outcomes is written when it holds this many resources, this many findings, or
+/// is this old: a worker that dies loses at most that much work, which its successor redoes.
+const BATCH_RESOURCES: usize = 32;
+const BATCH_FINDINGS: usize = 2000;
+const BATCH_AGE: Duration = Duration::from_secs(1);
+
 /// How many scans' compiled classifier sets a worker keeps.
 const DETECTORS_KEPT: usize = 8;
 
@@ -140,6 +146,10 @@ impl Worker {
             keys: &keys,
             max_bytes: options.max_object_bytes,
         };
+        // Outcomes are written in batches: a few statements per batch instead of per object.
+        let mut unwritten: Vec<(Resource, Outcome)> = Vec::new();
+        let mut unwritten_findings = 0usize;
+        let mut flushed = Instant::now();
         let mut storages: Vec<(Uuid, connectors::Storage)> = Vec::new();
         let mut buckets: Vec<((Uuid, String), Result<Bucket, connectors::AccessError>)> =
             Vec::new();
@@ -170,11 +180,23 @@ impl Worker {
                 Some(Err(e)) => Outcome::Failed(e.failure.as_str().into()),
                 None => Outcome::Failed(Failure::Provider.as_str().into()),
             };
-            if engine::record(conn, claim, &resource, outcome, self.lease_seconds).await?
-                == Held::Lost
-            {
-                return Ok(Stop::Lost);
+            if let Outcome::Scanned(found) = &outcome {
+                unwritten_findings += found.len();
             }
+            unwritten.push((resource, outcome));
+            if unwritten.len() >= BATCH_RESOURCES
+                || unwritten_findings >= BATCH_FINDINGS
+                || flushed.elapsed() >= BATCH_AGE
+            {
+                let batch = std::mem::take(&mut unwritten);
+                (unwritten_findings, flushed) = (0, Instant::now());
+                if engine::record(conn, claim, batch, self.lease_seconds).await? == Held::Lost {
+                    return Ok(Stop::Lost);
+                }
+            }
+        }
+        if engine::record(conn, claim, unwritten, self.lease_seconds).await? == Held::Lost {
+            return Ok(Stop::Lost);
         }
         Ok(match engine::complete(conn, claim).await? {
             Held::Yes => Stop::Done,

@@ -275,6 +275,22 @@ async fn a_full_then_an_incremental_scan_of_a_known_bucket() {
         .send(Method::GET, &format!("/scans/{scan}"), None)
         .await;
     assert_eq!(status, 404);
+    let mut conn = app.conn().await;
+    for table in ["findings", "scan_resources", "scanned_objects", "scans"] {
+        let left: Vec<Count> = diesel_async::RunQueryDsl::load(
+            diesel::sql_query(format!("SELECT count(*) AS n FROM {table}")),
+            &mut conn,
+        )
+        .await
+        .unwrap();
+        assert_eq!(left[0].n, 0, "{table} keeps rows of a deleted connector");
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
 }
 
 #[tokio::test]

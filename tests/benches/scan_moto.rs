@@ -1,0 +1,265 @@
+//! Scan throughput against moto, beside the raw list-and-get rate of the same objects with the
+//! same client, measured in the same run.
+//!
+//! `cargo bench -p integration-tests --bench scan_moto` (`-- --quick` for 1,000 objects).
+//! `BENCH_OBJECTS` (default 10,000), `BENCH_OBJECT_KB` (default 100) and `BENCH_WORKERS`
+//! (default 4) change the run. It starts moto, a throwaway Postgres cluster and platform-api
+//! in-process, fills a bucket, then:
+//! 1. **raw:** lists the bucket and reads every object to the end through
+//!    `connectors::Cloud` (the connector's AssumeRole, object_store over reqwest), with as
+//!    many concurrent readers as the scan has workers;
+//! 2. **scan:** `POST /connectors/:id/scan` with `max_workers` workers, timed from the request
+//!    to the moment the scan is `completed`: enumeration, reads, detection, findings and every
+//!    write of the chunk protocol;
+//! 3. **raw** again, so that a warm-up in either direction cannot flatter the ratio; the
+//!    faster raw run is the one reported.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark binary reports on stdout and stops at the first failure"
+)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use integration_tests::{Service, TestApp};
+use serde_json::json;
+use testkit::{emulators, seed};
+
+const BUCKET: &str = "bench-exports";
+
+/// About `kb` KiB of application log text with a handful of personal data values, as a bucket
+/// of exports holds: mostly prose and numbers, an email and a phone number now and then, and
+/// one SSN per object.
+fn object(n: usize, kb: usize) -> Vec<u8> {
+    let mut text = String::with_capacity(kb * 1024 + 256);
+    text.push_str(&format!(
+        "export {n}: employee ssn 219-09-{:04}\n",
+        n % 9000 + 1000
+    ));
+    let mut line = 0usize;
+    while text.len() < kb * 1024 {
+        line += 1;
+        if line.is_multiple_of(40) {
+            text.push_str(&format!(
+                "2024-05-{:02}T10:{:02}:00Z contact user{n}.{line}@example.com about order {}\n",
+                line % 28 + 1,
+                line % 60,
+                n * 1000 + line
+            ));
+        } else if line.is_multiple_of(97) {
+            text.push_str(&format!(
+                "2024-05-{:02}T11:00:00Z callback requested at +1 415 555 {:04}\n",
+                line % 28 + 1,
+                line % 9000 + 100
+            ));
+        } else {
+            text.push_str(&format!(
+                "2024-05-{:02}T12:{:02}:{:02}Z INFO worker-{} processed batch {} in {} ms, \
+                 queue depth {}, status ok\n",
+                line % 28 + 1,
+                line % 60,
+                (line * 7) % 60,
+                line % 8,
+                n * 10_000 + line,
+                line % 250 + 3,
+                line % 17
+            ));
+        }
+    }
+    text.into_bytes()
+}
+
+fn env_for(moto_url: &str, name: &str) -> Option<String> {
+    match name {
+        "AWS_ENDPOINT_URL" => Some(moto_url.to_owned()),
+        "AWS_ACCESS_KEY_ID" => Some(seed::MOTO_KEY_ID.to_owned()),
+        "AWS_SECRET_ACCESS_KEY" => Some(seed::MOTO_SECRET.to_owned()),
+        _ => None,
+    }
+}
+
+fn connector_config() -> serde_json::Value {
+    json!({
+        "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+        "external_id": "tenant-acme-7731",
+        "region": "us-east-1",
+        "buckets": [BUCKET],
+    })
+}
+
+/// Lists the bucket and reads every object to the end with `readers` concurrent readers;
+/// returns (objects, bytes, elapsed).
+async fn raw(moto_url: &str, readers: usize) -> (usize, u64, Duration) {
+    let cloud = connectors::Cloud::new(
+        connectors::CloudEnv::from_vars(|name| env_for(moto_url, name)).unwrap(),
+    )
+    .unwrap();
+    let config = connectors::validate(connectors::Provider::Aws, &connector_config()).unwrap();
+    let started = Instant::now();
+    let storage = cloud.open(uuid::Uuid::new_v4(), &config).unwrap();
+    let bucket = storage.bucket(BUCKET).unwrap();
+    let mut objects = Vec::new();
+    let mut token = None;
+    loop {
+        let page = bucket.list_page(None, token.take(), 1000).await.unwrap();
+        objects.extend(page.objects.into_iter().map(|o| (o.key, o.etag)));
+        token = page.next;
+        if token.is_none() {
+            break;
+        }
+    }
+    let count = objects.len();
+    let queue = Arc::new(std::sync::Mutex::new(objects));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..readers {
+        let queue = queue.clone();
+        let bucket = bucket.clone();
+        tasks.spawn(async move {
+            let mut bytes = 0u64;
+            loop {
+                let next = queue.lock().unwrap().pop();
+                let Some((key, etag)) = next else {
+                    return bytes;
+                };
+                let mut body = bucket.read(&key, etag.as_deref()).await.unwrap();
+                while let Some(piece) = body.next().await {
+                    bytes += piece.unwrap().len() as u64;
+                }
+            }
+        });
+    }
+    let mut total = 0;
+    while let Some(bytes) = tasks.join_next().await {
+        total += bytes.unwrap();
+    }
+    (count, total, started.elapsed())
+}
+
+#[tokio::main]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let setting = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let objects = setting("BENCH_OBJECTS", if quick { 1000 } else { 10_000 });
+    let kb = setting("BENCH_OBJECT_KB", 100);
+    let workers = setting("BENCH_WORKERS", 4);
+
+    let moto = emulators::moto(&[]);
+    let moto_url = moto.url();
+    let store = seed::s3_bucket(&moto_url, BUCKET).await;
+    let seeding = Instant::now();
+    let bodies: Vec<(String, Vec<u8>)> = (0..objects)
+        .map(|n| (format!("exports/{:02}/{n:06}.log", n % 50), object(n, kb)))
+        .collect();
+    let total_bytes: usize = bodies.iter().map(|(_, b)| b.len()).sum();
+    futures::stream::iter(bodies)
+        .for_each_concurrent(8, |(key, body)| {
+            let store = store.clone();
+            async move {
+                seed::put_all(store.as_ref(), &[(key.as_str(), body.as_slice())]).await;
+            }
+        })
+        .await;
+    println!(
+        "seeded {objects} objects, {:.1} MB, in {:.1} s",
+        total_bytes as f64 / 1e6,
+        seeding.elapsed().as_secs_f64()
+    );
+
+    let first = raw(&moto_url, workers).await;
+    assert_eq!(first.0, objects);
+    assert_eq!(first.1, total_bytes as u64);
+
+    let moto_for_app = moto_url.clone();
+    let app = TestApp::spawn_with(Service::Platform, |env| {
+        env.insert("AWS_ENDPOINT_URL".into(), moto_for_app);
+        env.insert("AWS_ACCESS_KEY_ID".into(), seed::MOTO_KEY_ID.into());
+        env.insert("AWS_SECRET_ACCESS_KEY".into(), seed::MOTO_SECRET.into());
+        env.insert("DPS_SCAN_WORKERS".into(), workers.to_string());
+        env.insert("DATABASE_POOL_SIZE".into(), (workers + 4).to_string());
+        env.insert("HTTP_WORKERS".into(), "1".into());
+        env.insert("RUST_LOG".into(), "warn".into());
+    })
+    .await;
+    let token = app.token("acme", "ann", &["admin"]);
+    let send = |method: reqwest::Method, path: &str, body: Option<serde_json::Value>| {
+        let mut request = app.http.request(method, app.url(path)).bearer_auth(&token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let body: serde_json::Value = response.json().await.unwrap();
+            (status, body)
+        }
+    };
+    let (status, body) = send(
+        reqwest::Method::POST,
+        "/connectors",
+        Some(json!({"name": "Bench", "provider": "aws", "config": connector_config()})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let connector = body["data"]["id"].as_str().unwrap().to_owned();
+
+    let started = Instant::now();
+    let (status, body) = send(
+        reqwest::Method::POST,
+        &format!("/connectors/{connector}/scan"),
+        Some(json!({"type": "full", "options": {"max_workers": workers, "max_files": objects}})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let done = loop {
+        let (_, body) = send(reqwest::Method::GET, &format!("/scans/{scan}"), None).await;
+        let status = body["data"]["status"].as_str().unwrap_or("").to_owned();
+        if status != "queued" && status != "running" {
+            break body["data"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let scan_time = started.elapsed();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["coverage"]["total_scanned"], objects, "{done}");
+    let findings = done["progress"]["findings_count"].as_i64().unwrap();
+
+    let second = raw(&moto_url, workers).await;
+    let raw_time = first.2.min(second.2);
+
+    let mb = total_bytes as f64 / 1e6;
+    let rate = |d: Duration| (objects as f64 / d.as_secs_f64(), mb / d.as_secs_f64());
+    let (raw_objects, raw_mb) = rate(raw_time);
+    let (scan_objects, scan_mb) = rate(scan_time);
+    println!();
+    println!("| Run | Objects | MB | Time (s) | Objects/s | MB/s |");
+    println!("|---|---|---|---|---|---|");
+    for (name, d) in [
+        ("raw list + get, first", first.2),
+        ("raw list + get, second", second.2),
+    ] {
+        let (o, m) = rate(d);
+        println!(
+            "| {name} | {objects} | {mb:.1} | {:.2} | {o:.0} | {m:.1} |",
+            d.as_secs_f64()
+        );
+    }
+    println!(
+        "| scan, {workers} workers ({findings} findings) | {objects} | {mb:.1} | {:.2} | {scan_objects:.0} | {scan_mb:.1} |",
+        scan_time.as_secs_f64()
+    );
+    println!();
+    println!(
+        "ratio scan / raw (faster raw run): {:.2} (raw {raw_objects:.0} objects/s, {raw_mb:.1} MB/s)",
+        scan_objects / raw_objects
+    );
+    app.stop().await;
+}
