@@ -12,9 +12,8 @@ use std::collections::{HashMap, HashSet};
 
 use diesel::prelude::*;
 use diesel::sql_types::{
-    Array, BigInt, Bytea, Float, Integer, Jsonb, Nullable, Text, Uuid as SqlUuid,
+    Array, BigInt, Bytea, Float, Integer, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
-use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -359,38 +358,28 @@ pub async fn record(
             .bind::<Array<Text>, _>(&keys)
             .execute(conn)
             .await?;
-            let rows: Vec<_> = seen
-                .iter()
-                .map(|r| {
-                    (
-                        scanned_objects::tenant_id.eq(tenant),
-                        scanned_objects::connector_id.eq(r.connector_id),
-                        scanned_objects::bucket.eq(&r.bucket),
-                        scanned_objects::object_key.eq(&r.object_key),
-                        scanned_objects::size.eq(r.size),
-                        scanned_objects::etag.eq(&r.etag),
-                        scanned_objects::last_modified.eq(r.last_modified),
-                        scanned_objects::scan_id.eq(claim.scan),
-                    )
-                })
-                .collect();
-            diesel::insert_into(scanned_objects::table)
-                .values(rows)
-                .on_conflict((
-                    scanned_objects::tenant_id,
-                    scanned_objects::connector_id,
-                    scanned_objects::bucket,
-                    scanned_objects::object_key,
-                ))
-                .do_update()
-                .set((
-                    scanned_objects::size.eq(excluded(scanned_objects::size)),
-                    scanned_objects::etag.eq(excluded(scanned_objects::etag)),
-                    scanned_objects::last_modified.eq(excluded(scanned_objects::last_modified)),
-                    scanned_objects::scan_id.eq(excluded(scanned_objects::scan_id)),
-                ))
-                .execute(conn)
-                .await?;
+            let sizes: Vec<i64> = seen.iter().map(|r| r.size).collect();
+            let etags: Vec<Option<&str>> = seen.iter().map(|r| r.etag.as_deref()).collect();
+            let modified: Vec<OffsetDateTime> = seen.iter().map(|r| r.last_modified).collect();
+            diesel::sql_query(
+                "INSERT INTO scanned_objects (tenant_id, connector_id, scan_id, bucket,
+                                              object_key, size, etag, last_modified)
+                 SELECT $1, $2, $3, o.* FROM unnest($4::text[], $5::text[], $6::int8[],
+                        $7::text[], $8::timestamptz[]) AS o
+                 ON CONFLICT (tenant_id, connector_id, bucket, object_key) DO UPDATE
+                    SET size = excluded.size, etag = excluded.etag,
+                        last_modified = excluded.last_modified, scan_id = excluded.scan_id",
+            )
+            .bind::<Text, _>(tenant)
+            .bind::<SqlUuid, _>(connector)
+            .bind::<SqlUuid, _>(claim.scan)
+            .bind::<Array<Text>, _>(&buckets)
+            .bind::<Array<Text>, _>(&keys)
+            .bind::<Array<BigInt>, _>(&sizes)
+            .bind::<Array<Nullable<Text>>, _>(&etags)
+            .bind::<Array<Timestamptz>, _>(&modified)
+            .execute(conn)
+            .await?;
         }
         // Findings go in as arrays: one short statement whatever their number, instead of a
         // VALUES list Postgres would parse afresh for every batch.
