@@ -72,15 +72,6 @@ fn object(n: usize, kb: usize) -> Vec<u8> {
     text.into_bytes()
 }
 
-fn env_for(moto_url: &str, name: &str) -> Option<String> {
-    match name {
-        "AWS_ENDPOINT_URL" => Some(moto_url.to_owned()),
-        "AWS_ACCESS_KEY_ID" => Some(seed::MOTO_KEY_ID.to_owned()),
-        "AWS_SECRET_ACCESS_KEY" => Some(seed::MOTO_SECRET.to_owned()),
-        _ => None,
-    }
-}
-
 fn connector_config() -> serde_json::Value {
     json!({
         "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
@@ -93,10 +84,7 @@ fn connector_config() -> serde_json::Value {
 /// Lists the bucket and reads every object to the end with `readers` concurrent readers;
 /// returns (objects, bytes, elapsed).
 async fn raw(moto_url: &str, readers: usize) -> (usize, u64, Duration) {
-    let cloud = connectors::Cloud::new(
-        connectors::CloudEnv::from_vars(|name| env_for(moto_url, name)).unwrap(),
-    )
-    .unwrap();
+    let cloud = seed::moto_cloud(moto_url);
     let config = connectors::validate(connectors::Provider::Aws, &connector_config()).unwrap();
     let started = Instant::now();
     let storage = cloud.open(uuid::Uuid::new_v4(), &config).unwrap();
@@ -179,9 +167,9 @@ async fn main() {
 
     let moto_for_app = moto_url.clone();
     let app = TestApp::spawn_with(Service::Platform, |env| {
-        env.insert("AWS_ENDPOINT_URL".into(), moto_for_app);
-        env.insert("AWS_ACCESS_KEY_ID".into(), seed::MOTO_KEY_ID.into());
-        env.insert("AWS_SECRET_ACCESS_KEY".into(), seed::MOTO_SECRET.into());
+        for (name, value) in seed::moto_platform_env(&moto_for_app) {
+            env.insert(name.into(), value);
+        }
         env.insert("DPS_SCAN_WORKERS".into(), workers.to_string());
         env.insert("DATABASE_POOL_SIZE".into(), (workers + 4).to_string());
         env.insert("HTTP_WORKERS".into(), "1".into());

@@ -79,10 +79,7 @@ async fn setup(objects: usize, max_workers: u32) -> Setup {
     // The coordinator's part, done here: start and enumerate.
     let started = scans::engine::start_next(&mut conn).await.unwrap();
     assert_eq!(started, Some((tenant.clone(), created.id)));
-    let cloud = connectors::Cloud::new(
-        connectors::CloudEnv::from_vars(|name| env_for(&moto_url, name)).unwrap(),
-    )
-    .unwrap();
+    let cloud = seed::moto_cloud(&moto_url);
     scans::engine::enumerate(&mut conn, &cloud, &keyring, &tenant, created.id)
         .await
         .unwrap();
@@ -97,15 +94,6 @@ async fn setup(objects: usize, max_workers: u32) -> Setup {
     }
 }
 
-fn env_for(moto_url: &str, name: &str) -> Option<String> {
-    match name {
-        "AWS_ENDPOINT_URL" => Some(moto_url.to_owned()),
-        "AWS_ACCESS_KEY_ID" => Some(seed::MOTO_KEY_ID.to_owned()),
-        "AWS_SECRET_ACCESS_KEY" => Some(seed::MOTO_SECRET.to_owned()),
-        _ => None,
-    }
-}
-
 fn worker(setup: &Setup, token: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_scan-worker"))
         .env_clear()
@@ -117,9 +105,7 @@ fn worker(setup: &Setup, token: &str) -> Child {
         .env("DPS_MASTER_KEY", &setup.master_b64)
         .env("DPS_SCAN_LEASE_SECONDS", "2")
         .env("DATABASE_STATEMENT_TIMEOUT_MS", "3000")
-        .env("AWS_ENDPOINT_URL", &setup.moto_url)
-        .env("AWS_ACCESS_KEY_ID", seed::MOTO_KEY_ID)
-        .env("AWS_SECRET_ACCESS_KEY", seed::MOTO_SECRET)
+        .envs(seed::moto_platform_env(&setup.moto_url))
         .env("RUST_LOG", "warn")
         .spawn()
         .unwrap()

@@ -562,17 +562,11 @@ pub async fn deployment(
     let status = Status::parse(&scan.status).ok_or(ScanError::CorruptRow)?;
     let enumeration_status =
         Enumeration::parse(&scan.enumeration_status).ok_or(ScanError::CorruptRow)?;
-    let ranges: Vec<(i32, i32, i32)> = scan_chunks::table
-        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
-        .filter(scan_chunks::scan_id.eq(id))
-        .order(scan_chunks::chunk_no)
-        .select((
-            scan_chunks::chunk_no,
-            scan_chunks::start_index,
-            scan_chunks::end_index,
-        ))
-        .load(conn)
-        .await?;
+    let ranges: Vec<(i32, i32, i32)> = workers(conn, tenant, id)
+        .await?
+        .into_iter()
+        .map(|w| (w.chunk_no, w.start_index, w.end_index))
+        .collect();
     let resources: Vec<(i32, Uuid, String, String)> = if ranges.is_empty() {
         Vec::new()
     } else {

@@ -22,6 +22,28 @@ pub const AZURITE_ACCOUNT: &str = "devstoreaccount1";
 pub const AZURITE_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
+/// The platform's AWS identity and endpoint when moto at `endpoint` stands in for AWS: the
+/// variables a service or worker reads (docs/configuration.md, "Cloud access").
+pub fn moto_platform_env(endpoint: &str) -> [(&'static str, String); 3] {
+    [
+        ("AWS_ENDPOINT_URL", endpoint.to_owned()),
+        ("AWS_ACCESS_KEY_ID", MOTO_KEY_ID.to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", MOTO_SECRET.to_owned()),
+    ]
+}
+
+/// A cloud client configured by [`moto_platform_env`].
+pub fn moto_cloud(endpoint: &str) -> connectors::Cloud {
+    let vars = moto_platform_env(endpoint);
+    let env = connectors::CloudEnv::from_vars(|name| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.clone())
+    })
+    .unwrap_or_else(|e| panic!("cloud env: {e}"));
+    connectors::Cloud::new(env).unwrap_or_else(|e| panic!("cloud: {e}"))
+}
+
 fn client() -> reqwest::Client {
     auth::install_tls_provider();
     reqwest::Client::builder()

@@ -27,20 +27,13 @@ async fn app_with(
     let moto_url = moto.url();
     let workers = workers.to_owned();
     TestApp::spawn_with(Service::Platform, |env| {
-        env.extend(moto_env(&moto_url));
+        for (name, value) in seed::moto_platform_env(&moto_url) {
+            env.insert(name.into(), value);
+        }
         env.insert("DPS_SCAN_WORKERS".into(), workers);
         tweak(env);
     })
     .await
-}
-
-/// The platform's AWS identity and endpoint, pointed at moto.
-fn moto_env(moto_url: &str) -> [(String, String); 3] {
-    [
-        ("AWS_ENDPOINT_URL".into(), moto_url.into()),
-        ("AWS_ACCESS_KEY_ID".into(), seed::MOTO_KEY_ID.into()),
-        ("AWS_SECRET_ACCESS_KEY".into(), seed::MOTO_SECRET.into()),
-    ]
 }
 
 pub(crate) async fn connector(admin: &Client<'_>, name: &str, bucket: &str) -> String {
@@ -74,6 +67,26 @@ pub(crate) async fn finished(admin: &Client<'_>, scan: &str) -> Value {
         }
         assert!(Instant::now() < deadline, "scan still {state}: {body}");
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Polls until the running scan has recorded its first objects.
+async fn under_way(admin: &Client<'_>, scan: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, body) = admin
+            .send(Method::GET, &format!("/scans/{scan}"), None)
+            .await;
+        if body["data"]["progress"]["files_processed"]
+            .as_i64()
+            .unwrap_or(0)
+            > 0
+        {
+            assert_eq!(body["data"]["status"], "running");
+            return;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -381,23 +394,7 @@ async fn a_cancelled_scan_stops_and_keeps_its_findings() {
         )
         .await;
     let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    // Wait until it is under way.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (_, body) = admin
-            .send(Method::GET, &format!("/scans/{scan}"), None)
-            .await;
-        if body["data"]["progress"]["files_processed"]
-            .as_i64()
-            .unwrap_or(0)
-            > 0
-        {
-            assert_eq!(body["data"]["status"], "running");
-            break;
-        }
-        assert!(Instant::now() < deadline, "{body}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    under_way(&admin, &scan).await;
     let (status, body) = admin
         .send(Method::POST, &format!("/scans/{scan}/cancel"), None)
         .await;
@@ -535,15 +532,7 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
     // A worker outside platform-api, with only that environment and the platform's own
     // (database, master key, cloud identity), runs the scan to the end; the `scan-worker`
     // binary is this loop behind a main.
-    let moto_url = moto.url();
-    let vars = moto_env(&moto_url);
-    let cloud = connectors::Cloud::new(
-        connectors::CloudEnv::from_vars(|name| {
-            vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
-        })
-        .unwrap(),
-    )
-    .unwrap();
+    let cloud = seed::moto_cloud(&moto.url());
     let worker = scans::Worker::new(
         "customer-k8s/job-0".into(),
         cloud,
@@ -695,21 +684,7 @@ async fn a_scan_past_its_timeout_ends_partial_and_its_workers_stop() {
         )
         .await;
     let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (_, body) = admin
-            .send(Method::GET, &format!("/scans/{scan}"), None)
-            .await;
-        if body["data"]["progress"]["files_processed"]
-            .as_i64()
-            .unwrap_or(0)
-            > 0
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{body}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    under_way(&admin, &scan).await;
     // The deadline is started_at + timeout_minutes. Five minutes is too long for a test, so
     // the clock is moved instead: the deadline is set to a moment ago, as if they had passed.
     let mut conn = app.conn().await;
