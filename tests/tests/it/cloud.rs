@@ -312,12 +312,12 @@ async fn gcp_federates_impersonates_then_tests_and_scans() {
     // One exchange at STS for the connector's provider, then one impersonation of its account.
     let requests = google.requests();
     assert_eq!(requests.len(), 2, "{requests:?}");
-    scanned(&admin, &id, 2).await;
     let exchange: Value = serde_json::from_str(&requests[0].body).unwrap();
     assert_eq!(exchange["audience"], format!("//iam.googleapis.com/{WIF}"));
     assert!(requests[1].path.contains(
         "/serviceAccounts/dps-reader@acme-data-prod.iam.gserviceaccount.com:generateAccessToken"
     ));
+    scanned(&admin, &id, 2).await;
 
     // Every bucket of the project when none is named.
     let all = create(&admin, "GCS all", "gcp", config(WIF, None)).await;

@@ -70,6 +70,30 @@ pub(crate) async fn finished(admin: &Client<'_>, scan: &str) -> Value {
     }
 }
 
+/// Starts a full scan with `options` of a new connector whose bucket holds 300 objects with an
+/// SSN each: long enough with one worker to stop it midway. Returns (connector, scan).
+async fn long_scan(
+    admin: &Client<'_>,
+    moto: &emulators::Emulator,
+    options: Value,
+) -> (String, String) {
+    let bucket = seed::s3_bucket(&moto.url(), "many").await;
+    let body = format!("ssn {SSN}\n");
+    let keys: Vec<String> = (0..300).map(|i| format!("f/{i:04}.txt")).collect();
+    let objects: Vec<(&str, &[u8])> = keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
+    seed::put_all(bucket.as_ref(), &objects).await;
+    let id = connector(admin, "Many", "many").await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{id}/scan"),
+            Some(json!({"type": "full", "options": options})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    (id, body["data"]["scan_id"].as_str().unwrap().to_owned())
+}
+
 /// Polls until the running scan has recorded its first objects.
 async fn under_way(admin: &Client<'_>, scan: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -375,25 +399,12 @@ async fn scan_requests_are_validated() {
 #[tokio::test]
 async fn a_cancelled_scan_stops_and_keeps_its_findings() {
     let moto = emulators::moto(&[]);
-    let bucket = seed::s3_bucket(&moto.url(), "many").await;
-    let body = format!("ssn {SSN}\n");
-    let keys: Vec<String> = (0..300).map(|i| format!("f/{i:04}.txt")).collect();
-    let objects: Vec<(&str, &[u8])> = keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
-    seed::put_all(bucket.as_ref(), &objects).await;
     let app = app_on(&moto, "1").await;
     let admin = Client {
         app: &app,
         token: app.token("acme", "ann", &["admin"]),
     };
-    let id = connector(&admin, "Many", "many").await;
-    let (_, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{id}/scan"),
-            Some(json!({"type": "full", "options": {"max_workers": 1}})),
-        )
-        .await;
-    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let (id, scan) = long_scan(&admin, &moto, json!({"max_workers": 1})).await;
     under_way(&admin, &scan).await;
     let (status, body) = admin
         .send(Method::POST, &format!("/scans/{scan}/cancel"), None)
@@ -665,25 +676,17 @@ struct Minutes {
 #[tokio::test]
 async fn a_scan_past_its_timeout_ends_partial_and_its_workers_stop() {
     let moto = emulators::moto(&[]);
-    let bucket = seed::s3_bucket(&moto.url(), "slow").await;
-    let body = format!("ssn {SSN}\n");
-    let keys: Vec<String> = (0..300).map(|i| format!("f/{i:04}.txt")).collect();
-    let objects: Vec<(&str, &[u8])> = keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
-    seed::put_all(bucket.as_ref(), &objects).await;
     let app = app_on(&moto, "1").await;
     let admin = Client {
         app: &app,
         token: app.token("acme", "ann", &["admin"]),
     };
-    let id = connector(&admin, "Slow", "slow").await;
-    let (_, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{id}/scan"),
-            Some(json!({"type": "full", "options": {"max_workers": 1, "timeout_minutes": 5}})),
-        )
-        .await;
-    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let (_, scan) = long_scan(
+        &admin,
+        &moto,
+        json!({"max_workers": 1, "timeout_minutes": 5}),
+    )
+    .await;
     under_way(&admin, &scan).await;
     // The deadline is started_at + timeout_minutes. Five minutes is too long for a test, so
     // the clock is moved instead: the deadline is set to a moment ago, as if they had passed.
