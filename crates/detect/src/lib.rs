@@ -1234,25 +1234,41 @@ const CURRENCY_CODES: &[&str] = &[
     "NOK", "DKK", "PLN", "CZK", "HUF", "ZAR", "SGD", "HKD", "KRW",
 ];
 
-/// The position of the next digit or `@` at or after `from`, or the end. Blocks of 32 bytes
-/// are tested with branch-free arithmetic into a bit mask that the compiler turns into vector
-/// code, so text without anchors is skipped at memory speed and the first anchor in a block is
-/// found without a second look at its bytes.
+/// The position of the next digit or `@` at or after `from`, or the end. Eight bytes at a time
+/// are tested with word arithmetic (SWAR): no branch per byte, and the first anchor in a word
+/// is found from its bit mask without a second look at its bytes.
 fn next_anchor(bytes: &[u8], mut from: usize) -> usize {
-    while let Some(block) = bytes.get(from..from + 32) {
-        let mut mask = 0u32;
-        for (k, &b) in block.iter().enumerate() {
-            mask |= u32::from((b.wrapping_sub(b'0') < 10) | (b == b'@')) << k;
-        }
+    while let Some(word) = bytes.get(from..from + 8) {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(word);
+        let mask = anchor_mask(u64::from_le_bytes(eight));
         if mask != 0 {
-            return from + mask.trailing_zeros() as usize;
+            return from + (mask.trailing_zeros() / 8) as usize;
         }
-        from += 32;
+        from += 8;
     }
     while from < bytes.len() && !(bytes[from].is_ascii_digit() || bytes[from] == b'@') {
         from += 1;
     }
     from
+}
+
+/// The high bit of each byte of `word` that is an ASCII digit or `@`. Bytes are first cut to
+/// seven bits so that no sum carries into the next byte; bytes of 0x80 and above (UTF-8) are
+/// never anchors.
+fn anchor_mask(word: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let ascii = !word & HIGH;
+    let low = word & LOW7;
+    // low + (0x80 - c) reaches the high bit exactly when low >= c.
+    let at_least_0 = (low + 0x5050_5050_5050_5050) & HIGH;
+    let past_9 = (low + 0x4646_4646_4646_4646) & HIGH;
+    let digit = at_least_0 & !past_9;
+    // A byte equal to `@` is zero after the xor; only zero stays below the high bit plus 0x7f.
+    let xored = low ^ 0x4040_4040_4040_4040;
+    let at = !((xored + LOW7) | xored) & HIGH;
+    (digit | at) & ascii
 }
 
 pub(crate) fn window(text: &str, mut from: usize, mut to: usize) -> &str {

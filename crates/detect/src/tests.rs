@@ -208,3 +208,21 @@ fn words_against_numbers_leave_emails_alone() {
     );
     assert!(types("order 219099999 shipped").is_empty());
 }
+
+#[test]
+fn anchors_are_every_digit_and_at_sign_and_nothing_else() {
+    // Every byte value, at every offset within and across the eight-byte words, against the
+    // plain definition.
+    let mut text: Vec<u8> = (0..=255u8).collect();
+    text.extend((0..=255u8).rev());
+    text.extend(b"plain words only, then a 7 and @ and \xc3\xa9 9");
+    for from in 0..=text.len() {
+        let expected = (from..text.len())
+            .find(|&i| text[i].is_ascii_digit() || text[i] == b'@')
+            .unwrap_or(text.len());
+        assert_eq!(next_anchor(&text, from), expected, "from {from}");
+    }
+    let sparse = [b"x".repeat(61), b"5".to_vec(), b"y".repeat(20)].concat();
+    assert_eq!(next_anchor(&sparse, 0), 61);
+    assert_eq!(next_anchor(&sparse, 62), sparse.len());
+}
