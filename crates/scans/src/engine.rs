@@ -276,6 +276,109 @@ struct Recorded {
     idx: i32,
 }
 
+#[derive(QueryableByName)]
+struct Fresh {
+    #[diesel(sql_type = Text)]
+    bucket: String,
+    #[diesel(sql_type = Text)]
+    object_key: String,
+}
+
+/// What a batch says of its objects, as the arrays the statements below take.
+struct Objects<'a> {
+    buckets: Vec<&'a str>,
+    keys: Vec<&'a str>,
+    sizes: Vec<i64>,
+    etags: Vec<Option<&'a str>>,
+    modified: Vec<OffsetDateTime>,
+}
+
+impl<'a> Objects<'a> {
+    fn of(resources: &[&'a Resource]) -> Self {
+        Self {
+            buckets: resources.iter().map(|r| r.bucket.as_str()).collect(),
+            keys: resources.iter().map(|r| r.object_key.as_str()).collect(),
+            sizes: resources.iter().map(|r| r.size).collect(),
+            etags: resources.iter().map(|r| r.etag.as_deref()).collect(),
+            modified: resources.iter().map(|r| r.last_modified).collect(),
+        }
+    }
+
+    /// `sql` with the tenant, connector and scan as $1..$3 and the arrays as $4..$8.
+    fn bind(
+        &'a self,
+        sql: &'static str,
+        claim: &'a Claim,
+        connector: Uuid,
+    ) -> diesel::query_builder::BoxedSqlQuery<'a, diesel::pg::Pg, diesel::query_builder::SqlQuery>
+    {
+        diesel::sql_query(sql)
+            .into_boxed()
+            .bind::<Text, _>(claim.tenant.as_str())
+            .bind::<SqlUuid, _>(claim.scan)
+            .bind::<SqlUuid, _>(connector)
+            .bind::<Array<Text>, _>(&self.buckets)
+            .bind::<Array<Text>, _>(&self.keys)
+            .bind::<Array<BigInt>, _>(&self.sizes)
+            .bind::<Array<Nullable<Text>>, _>(&self.etags)
+            .bind::<Array<Timestamptz>, _>(&self.modified)
+    }
+}
+
+/// Records what the scan saw of these objects and returns the ones a scan had seen before:
+/// only those can hold findings to supersede. A first scan of a bucket therefore never looks
+/// for old findings, and never depends on how Postgres plans that search.
+async fn remember<'a>(
+    conn: &mut AsyncPgConnection,
+    claim: &Claim,
+    connector: Uuid,
+    seen: &[&'a Resource],
+) -> Result<Vec<&'a Resource>, ScanError> {
+    if seen.is_empty() {
+        return Ok(Vec::new());
+    }
+    let objects = Objects::of(seen);
+    let fresh: Vec<Fresh> = objects
+        .bind(
+            "INSERT INTO scanned_objects (tenant_id, scan_id, connector_id, bucket, object_key,
+                                          size, etag, last_modified)
+             SELECT $1, $2, $3, o.* FROM unnest($4::text[], $5::text[], $6::int8[],
+                    $7::text[], $8::timestamptz[]) AS o
+             ON CONFLICT (tenant_id, connector_id, bucket, object_key) DO NOTHING
+             RETURNING bucket, object_key",
+            claim,
+            connector,
+        )
+        .load(conn)
+        .await?;
+    let fresh: HashSet<(&str, &str)> = fresh
+        .iter()
+        .map(|f| (f.bucket.as_str(), f.object_key.as_str()))
+        .collect();
+    let known: Vec<&Resource> = seen
+        .iter()
+        .copied()
+        .filter(|r| !fresh.contains(&(r.bucket.as_str(), r.object_key.as_str())))
+        .collect();
+    if known.is_empty() {
+        return Ok(known);
+    }
+    Objects::of(&known)
+        .bind(
+            "UPDATE scanned_objects s
+                SET scan_id = $2, size = o.size, etag = o.etag, last_modified = o.last_modified
+               FROM unnest($4::text[], $5::text[], $6::int8[], $7::text[], $8::timestamptz[])
+                    AS o(bucket, object_key, size, etag, last_modified)
+              WHERE s.tenant_id = $1 AND s.connector_id = $3
+                AND s.bucket = o.bucket AND s.object_key = o.object_key",
+            claim,
+            connector,
+        )
+        .execute(conn)
+        .await?;
+    Ok(known)
+}
+
 /// Records resources' outcomes under the chunk's fence, with their findings, in one
 /// transaction: a handful of statements for the whole batch, whatever its size. Resources no
 /// longer pending (recorded by an earlier holder of the chunk) are left as they are, and only
@@ -310,13 +413,17 @@ pub async fn record(
             reasons.push(reason);
             counts.push(found);
         }
+        // The range keeps the plan to the batch's own rows even before the table has
+        // statistics: a join alone may be planned as a walk over every resource of the scan.
+        let lowest = idx.iter().copied().min().unwrap_or_default();
+        let highest = idx.iter().copied().max().unwrap_or_default();
         let recorded: Vec<Recorded> = diesel::sql_query(
             "UPDATE scan_resources r
                 SET state = v.state, reason = v.reason, findings = v.findings
                FROM unnest($3::int[], $4::text[], $5::text[], $6::int[])
                     AS v(idx, state, reason, findings)
-              WHERE r.tenant_id = $1 AND r.scan_id = $2 AND r.idx = v.idx
-                AND r.state = 'pending'
+              WHERE r.tenant_id = $1 AND r.scan_id = $2 AND r.idx BETWEEN $7 AND $8
+                AND r.idx = v.idx AND r.state = 'pending'
           RETURNING r.idx",
         )
         .bind::<Text, _>(tenant)
@@ -325,6 +432,8 @@ pub async fn record(
         .bind::<Array<Text>, _>(&states)
         .bind::<Array<Nullable<Text>>, _>(&reasons)
         .bind::<Array<Integer>, _>(&counts)
+        .bind::<Integer, _>(lowest)
+        .bind::<Integer, _>(highest)
         .load(conn)
         .await?;
         let recorded: HashSet<i32> = recorded.into_iter().map(|r| r.idx).collect();
@@ -335,49 +444,28 @@ pub async fn record(
         let Some(connector) = batch.iter().map(|(r, _)| r.connector_id).next() else {
             return Ok(Held::Yes);
         };
-        // What these objects held before is superseded by what was found now.
         let seen: Vec<&Resource> = batch
             .iter()
             .filter(|(_, o)| matches!(o, Outcome::Scanned(_) | Outcome::Skipped(_)))
             .map(|(r, _)| r)
             .collect();
-        if !seen.is_empty() {
-            let buckets: Vec<&str> = seen.iter().map(|r| r.bucket.as_str()).collect();
-            let keys: Vec<&str> = seen.iter().map(|r| r.object_key.as_str()).collect();
+        let known = remember(conn, &claim, connector, &seen).await?;
+        if !known.is_empty() {
+            // What these objects held before is superseded by what was found now.
+            let buckets: Vec<&str> = known.iter().map(|r| r.bucket.as_str()).collect();
+            let keys: Vec<&str> = known.iter().map(|r| r.object_key.as_str()).collect();
             diesel::sql_query(
-                "UPDATE findings SET status = 'resolved', resolved_at = now()
-                  WHERE tenant_id = $1 AND connector_id = $2 AND status = 'open'
-                    AND scan_id <> $3
-                    AND (bucket, object_key) IN
-                        (SELECT * FROM unnest($4::text[], $5::text[]))",
+                "UPDATE findings f SET status = 'resolved', resolved_at = now()
+                   FROM unnest($4::text[], $5::text[]) AS o(bucket, object_key)
+                  WHERE f.tenant_id = $1 AND f.connector_id = $2 AND f.status = 'open'
+                    AND f.bucket = o.bucket AND f.object_key = o.object_key
+                    AND f.scan_id <> $3",
             )
             .bind::<Text, _>(tenant)
             .bind::<SqlUuid, _>(connector)
             .bind::<SqlUuid, _>(claim.scan)
             .bind::<Array<Text>, _>(&buckets)
             .bind::<Array<Text>, _>(&keys)
-            .execute(conn)
-            .await?;
-            let sizes: Vec<i64> = seen.iter().map(|r| r.size).collect();
-            let etags: Vec<Option<&str>> = seen.iter().map(|r| r.etag.as_deref()).collect();
-            let modified: Vec<OffsetDateTime> = seen.iter().map(|r| r.last_modified).collect();
-            diesel::sql_query(
-                "INSERT INTO scanned_objects (tenant_id, connector_id, scan_id, bucket,
-                                              object_key, size, etag, last_modified)
-                 SELECT $1, $2, $3, o.* FROM unnest($4::text[], $5::text[], $6::int8[],
-                        $7::text[], $8::timestamptz[]) AS o
-                 ON CONFLICT (tenant_id, connector_id, bucket, object_key) DO UPDATE
-                    SET size = excluded.size, etag = excluded.etag,
-                        last_modified = excluded.last_modified, scan_id = excluded.scan_id",
-            )
-            .bind::<Text, _>(tenant)
-            .bind::<SqlUuid, _>(connector)
-            .bind::<SqlUuid, _>(claim.scan)
-            .bind::<Array<Text>, _>(&buckets)
-            .bind::<Array<Text>, _>(&keys)
-            .bind::<Array<BigInt>, _>(&sizes)
-            .bind::<Array<Nullable<Text>>, _>(&etags)
-            .bind::<Array<Timestamptz>, _>(&modified)
             .execute(conn)
             .await?;
         }

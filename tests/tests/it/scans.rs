@@ -303,6 +303,35 @@ async fn a_full_then_an_incremental_scan_of_a_known_bucket() {
     let (status, body) = admin.send(Method::GET, "/scans?status=done", None).await;
     assert_eq!(status, 400, "{body}");
 
+    // A full rescan supersedes what each object held: as many findings are open as before,
+    // the new ones, and the old ones are resolved.
+    let open_before = c["findings_count"].as_i64().unwrap();
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/scans/parallel",
+            Some(json!({"connectors": [id], "type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let rescan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let done = finished(&admin, &rescan).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let (_, body) = admin
+        .send(Method::GET, &format!("/connectors/{id}"), None)
+        .await;
+    assert_eq!(body["data"]["findings_count"], open_before, "{body}");
+    let mut conn = app.conn().await;
+    let open: Vec<Count> = diesel_async::RunQueryDsl::load(
+        diesel::sql_query(format!(
+            "SELECT count(*) AS n FROM findings WHERE status = 'open' AND scan_id <> '{rescan}'"
+        )),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    assert_eq!(open[0].n, 0, "findings of earlier scans are still open");
+
     // Deleting the connector takes its scans and findings with it.
     let (status, _) = admin
         .send(Method::DELETE, &format!("/connectors/{id}"), None)
@@ -312,7 +341,6 @@ async fn a_full_then_an_incremental_scan_of_a_known_bucket() {
         .send(Method::GET, &format!("/scans/{scan}"), None)
         .await;
     assert_eq!(status, 404);
-    let mut conn = app.conn().await;
     for table in ["findings", "scan_resources", "scanned_objects", "scans"] {
         let left: Vec<Count> = diesel_async::RunQueryDsl::load(
             diesel::sql_query(format!("SELECT count(*) AS n FROM {table}")),
