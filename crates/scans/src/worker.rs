@@ -1,16 +1,20 @@
 //! A worker: claims chunks and scans their objects. The same loop runs as tokio tasks inside
 //! platform-api and in the `scan-worker` binary.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use diesel_async::AsyncPgConnection;
 use futures::StreamExt;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 use uuid::Uuid;
 
 use auth::TenantId;
-use connectors::cloud::{Bucket, Cloud, Failure};
+use connectors::cloud::{AccessError, Bucket, Cloud, Failure};
 use detect::{Detector, Finding, Hint, Location};
 use tokenize_core::{NormalizeOptions, PiiType, normalize};
 use vault::{KeyRing, TenantKeys};
@@ -36,6 +40,12 @@ const UNSUPPORTED: &[&str] = &[
 const BATCH_RESOURCES: usize = 32;
 const BATCH_FINDINGS: usize = 2000;
 const BATCH_AGE: Duration = Duration::from_secs(1);
+
+/// How many objects a worker reads ahead of the one it scans, and how many pieces of each it
+/// holds before the reader waits: enough to keep the storage busy while detection and writes
+/// run, and a bound on memory.
+const READ_AHEAD: usize = 3;
+const PIECES_AHEAD: usize = 8;
 
 /// How many scans' compiled classifier sets a worker keeps.
 const DETECTORS_KEPT: usize = 8;
@@ -146,39 +156,19 @@ impl Worker {
             keys: &keys,
             max_bytes: options.max_object_bytes,
         };
+        let buckets = self.buckets(conn, &keys, &claim.tenant, &resources).await;
+        let mut ahead = ReadAhead::new(resources, buckets, options.max_object_bytes);
         // Outcomes are written in batches: a few statements per batch instead of per object.
         let mut unwritten: Vec<(Resource, Outcome)> = Vec::new();
         let mut unwritten_findings = 0usize;
         let mut flushed = Instant::now();
-        let mut storages: Vec<(Uuid, connectors::Storage)> = Vec::new();
-        let mut buckets: Vec<((Uuid, String), Result<Bucket, connectors::AccessError>)> =
-            Vec::new();
-        for resource in resources {
-            let key = (resource.connector_id, resource.bucket.clone());
-            if !buckets.iter().any(|(k, _)| *k == key) {
-                let storage = match storages.iter().find(|(id, _)| *id == resource.connector_id) {
-                    Some((_, s)) => Ok(s.clone()),
-                    None => self
-                        .open(conn, &keys, &claim.tenant, resource.connector_id)
-                        .await
-                        .inspect(|s| storages.push((resource.connector_id, s.clone()))),
-                };
-                let bucket = storage.and_then(|s| s.bucket(&resource.bucket));
-                buckets.push((key.clone(), bucket));
-            }
-            let bucket = buckets
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, b)| b.clone());
-            let outcome = match bucket {
-                Some(Ok(bucket)) => {
-                    match self.scan_object(conn, &scope, &bucket, &resource).await? {
-                        Some(outcome) => outcome,
-                        None => return Ok(Stop::Lost),
-                    }
-                }
-                Some(Err(e)) => Outcome::Failed(e.failure.as_str().into()),
-                None => Outcome::Failed(Failure::Provider.as_str().into()),
+        while let Some((resource, next)) = ahead.next() {
+            let outcome = match next {
+                Next::Decided(outcome) => outcome,
+                Next::Body(body) => match self.scan_body(conn, &scope, &resource, body).await? {
+                    Some(outcome) => outcome,
+                    None => return Ok(Stop::Lost),
+                },
             };
             if let Outcome::Scanned(found) = &outcome {
                 unwritten_findings += found.len();
@@ -204,29 +194,61 @@ impl Worker {
         })
     }
 
+    /// Opens every bucket the resources live in, once each. A bucket that cannot be opened
+    /// fails its objects, not the chunk.
+    async fn buckets(
+        &self,
+        conn: &mut AsyncPgConnection,
+        keys: &TenantKeys,
+        tenant: &TenantId,
+        resources: &[Resource],
+    ) -> Buckets {
+        let mut storages: Vec<(Uuid, Result<connectors::Storage, AccessError>)> = Vec::new();
+        let mut buckets = Buckets::new();
+        for resource in resources {
+            let key = (resource.connector_id, resource.bucket.clone());
+            if buckets.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            if !storages.iter().any(|(id, _)| *id == resource.connector_id) {
+                let storage = self.open(conn, keys, tenant, resource.connector_id).await;
+                storages.push((resource.connector_id, storage));
+            }
+            let bucket = storages
+                .iter()
+                .find(|(id, _)| *id == resource.connector_id)
+                .map(|(_, storage)| storage.clone().and_then(|s| s.bucket(&resource.bucket)));
+            if let Some(bucket) = bucket {
+                buckets.push((key, bucket));
+            }
+        }
+        buckets
+    }
+
     async fn open(
         &self,
         conn: &mut AsyncPgConnection,
         keys: &TenantKeys,
         tenant: &TenantId,
         connector: Uuid,
-    ) -> Result<connectors::Storage, connectors::AccessError> {
+    ) -> Result<connectors::Storage, AccessError> {
         let config = connectors::store::config(conn, keys, tenant, connector)
             .await
-            .map_err(|e| connectors::AccessError {
+            .map_err(|e| AccessError {
                 failure: Failure::Identity,
                 message: e.to_string(),
             })?;
         self.cloud.open(connector, &config)
     }
 
-    /// Streams one object through detection. `None` when the lease was lost meanwhile.
-    async fn scan_object(
+    /// Runs one object's content through detection as it arrives. `None` when the lease was
+    /// lost meanwhile.
+    async fn scan_body(
         &self,
         conn: &mut AsyncPgConnection,
         scope: &Scope<'_>,
-        bucket: &Bucket,
         resource: &Resource,
+        mut body: mpsc::Receiver<Piece>,
     ) -> Result<Option<Outcome>, ScanError> {
         let Scope {
             claim,
@@ -234,21 +256,6 @@ impl Worker {
             keys,
             max_bytes,
         } = *scope;
-        if resource.size as u64 > max_bytes {
-            return Ok(Some(Outcome::Skipped("size_limit".into())));
-        }
-        if let Some(ext) = extension(&resource.object_key)
-            && UNSUPPORTED.contains(&ext.as_str())
-        {
-            return Ok(Some(Outcome::Skipped("unsupported_format".into())));
-        }
-        let mut body = match bucket
-            .read(&resource.object_key, resource.etag.as_deref())
-            .await
-        {
-            Ok(body) => body,
-            Err(e) => return Ok(Some(Outcome::Failed(e.failure.as_str().into()))),
-        };
         let hint = Hint {
             content_type: None,
             file_name: Some(&resource.object_key),
@@ -261,10 +268,16 @@ impl Worker {
         let mut found: Vec<Finding> = Vec::new();
         let mut beat = Instant::now();
         let mut read: u64 = 0;
-        while let Some(piece) = body.next().await {
-            let piece = match piece {
-                Ok(p) => p,
-                Err(e) => return Ok(Some(Outcome::Failed(e.failure.as_str().into()))),
+        loop {
+            let piece = match body.recv().await {
+                Some(Piece::Data(piece)) => piece,
+                Some(Piece::End) => break,
+                Some(Piece::Failed(failure)) => {
+                    return Ok(Some(Outcome::Failed(failure.as_str().into())));
+                }
+                // The reader ended without saying why: it panicked, so count the object failed
+                // rather than scanned short.
+                None => return Ok(Some(Outcome::Failed(Failure::Provider.as_str().into()))),
             };
             read += piece.len() as u64;
             if read > max_bytes {
@@ -285,6 +298,107 @@ impl Worker {
         }
         let findings = found.into_iter().map(|f| stored(f, keys)).collect();
         Ok(Some(Outcome::Scanned(findings)))
+    }
+}
+
+/// Each bucket of a chunk, opened or not.
+type Buckets = Vec<((Uuid, String), Result<Bucket, AccessError>)>;
+
+/// What comes next for one resource: an outcome decided without reading it, or its content.
+enum Next {
+    Decided(Outcome),
+    Body(mpsc::Receiver<Piece>),
+}
+
+/// One piece of an object's content as its reader hands it over.
+enum Piece {
+    Data(Bytes),
+    End,
+    Failed(Failure),
+}
+
+/// Reads a chunk's objects ahead of the one being scanned, so that the storage serves the
+/// next requests while the worker runs detection and writes outcomes. At most `READ_AHEAD`
+/// objects are in flight besides the current one, each holding at most `PIECES_AHEAD` pieces
+/// of content; dropping this stops every read.
+struct ReadAhead {
+    waiting: std::vec::IntoIter<Resource>,
+    started: VecDeque<(Resource, Next)>,
+    buckets: Buckets,
+    max_bytes: u64,
+    readers: JoinSet<()>,
+}
+
+impl ReadAhead {
+    fn new(resources: Vec<Resource>, buckets: Buckets, max_bytes: u64) -> Self {
+        Self {
+            waiting: resources.into_iter(),
+            started: VecDeque::new(),
+            buckets,
+            max_bytes,
+            readers: JoinSet::new(),
+        }
+    }
+
+    /// The next resource in order, with the reads behind it started.
+    fn next(&mut self) -> Option<(Resource, Next)> {
+        while self.readers.try_join_next().is_some() {}
+        while self.started.len() <= READ_AHEAD {
+            let Some(resource) = self.waiting.next() else {
+                break;
+            };
+            let next = self.start(&resource);
+            self.started.push_back((resource, next));
+        }
+        self.started.pop_front()
+    }
+
+    fn start(&mut self, resource: &Resource) -> Next {
+        if resource.size as u64 > self.max_bytes {
+            return Next::Decided(Outcome::Skipped("size_limit".into()));
+        }
+        if let Some(ext) = extension(&resource.object_key)
+            && UNSUPPORTED.contains(&ext.as_str())
+        {
+            return Next::Decided(Outcome::Skipped("unsupported_format".into()));
+        }
+        let bucket = self
+            .buckets
+            .iter()
+            .find(|((connector, bucket), _)| {
+                *connector == resource.connector_id && *bucket == resource.bucket
+            })
+            .map(|(_, b)| b.clone());
+        let bucket = match bucket {
+            Some(Ok(bucket)) => bucket,
+            Some(Err(e)) => return Next::Decided(Outcome::Failed(e.failure.as_str().into())),
+            None => return Next::Decided(Outcome::Failed(Failure::Provider.as_str().into())),
+        };
+        let (sender, receiver) = mpsc::channel(PIECES_AHEAD);
+        let key = resource.object_key.clone();
+        let etag = resource.etag.clone();
+        self.readers.spawn(async move {
+            let mut body = match bucket.read(&key, etag.as_deref()).await {
+                Ok(body) => body,
+                Err(e) => {
+                    let _ = sender.send(Piece::Failed(e.failure)).await;
+                    return;
+                }
+            };
+            while let Some(piece) = body.next().await {
+                let piece = match piece {
+                    Ok(data) => Piece::Data(data),
+                    Err(e) => Piece::Failed(e.failure),
+                };
+                let last = matches!(piece, Piece::Failed(_));
+                // A closed channel means the scan of this object ended early (skip, lost lease).
+                if sender.send(piece).await.is_err() || last {
+                    return;
+                }
+            }
+            let _ = sender.send(Piece::End).await;
+        });
+        Next::Body(receiver)
     }
 }
 
