@@ -123,6 +123,10 @@ pub struct Finding {
     /// The matched text, only when [`Options::with_values`] asks for it (the tokenize and mask
     /// actions need it; reports and logs must not have it).
     pub value: Option<String>,
+    /// The value's canonical form as `tokenize_core::normalize` gives it, when
+    /// [`Options::with_values`] asks for values and validation already computed it (phone
+    /// numbers, whose parse is the costly one), so callers need not parse them again.
+    pub normalized: Option<String>,
 }
 
 /// How a scan reports.
@@ -188,6 +192,8 @@ struct Candidate {
     base: f32,
     pattern: &'static str,
     validator: Option<&'static str>,
+    /// The canonical form of the value, when validating it produced one (phone numbers).
+    normalized: Option<String>,
 }
 
 fn is_word(b: u8) -> bool {
@@ -351,6 +357,8 @@ impl Detector {
                     best.location = tracker.location(base + best.start);
                     if options.with_values {
                         best.value = Some(text[best.start..best.end].to_owned());
+                    } else {
+                        best.normalized = None;
                     }
                     best.start += base;
                     best.end += base;
@@ -408,6 +416,7 @@ impl Detector {
             value: options
                 .with_values
                 .then(|| text[scored.start..scored.end].to_owned()),
+            normalized: None,
         })
     }
 
@@ -465,6 +474,7 @@ impl Detector {
                 context: hits.words.into_iter().map(Cow::Borrowed).collect(),
             },
             value: None,
+            normalized: winner.normalized.clone(),
         })
     }
 
@@ -505,6 +515,7 @@ impl Detector {
             base: 0.9,
             pattern: "email",
             validator: Some("email_syntax"),
+            normalized: None,
         }]
     }
 
@@ -704,6 +715,7 @@ impl Detector {
             base,
             pattern,
             validator,
+            normalized: None,
         };
         match shape {
             "ddd-dd-dddd" | "ddd dd dddd" | "ddd.dd.dddd" if ssn_is_issuable(digits) => {
@@ -770,22 +782,25 @@ impl Detector {
             || (span.starts_with('+') && (8..=15).contains(&digits.len()));
         if phone_like
             && self.phone_grouping(span)
-            && normalize(PiiType::Phone, span, &self.normalize).is_ok()
+            && let Ok(phone) = normalize(PiiType::Phone, span, &self.normalize)
         {
             let formatted = span.starts_with('+')
                 || span.starts_with('(')
                 || shape.contains(['-', ' ', '.', ')']);
-            out.push(candidate(
-                Kind::Phone,
-                PiiType::Phone,
-                if formatted { 0.6 } else { 0.35 },
-                if formatted {
-                    "phone_formatted"
-                } else {
-                    "phone_bare"
-                },
-                Some("libphonenumber"),
-            ));
+            out.push(Candidate {
+                normalized: Some(phone.value.expose().to_owned()),
+                ..candidate(
+                    Kind::Phone,
+                    PiiType::Phone,
+                    if formatted { 0.6 } else { 0.35 },
+                    if formatted {
+                        "phone_formatted"
+                    } else {
+                        "phone_bare"
+                    },
+                    Some("libphonenumber"),
+                )
+            });
         }
         self.money(text, start, end, span, out);
         // Dates with a month name around a day number: "March 4, 2020", "4 mars 2020".
@@ -887,6 +902,7 @@ impl Detector {
                 base: 0.7,
                 pattern: "money",
                 validator: Some("amount"),
+                normalized: None,
             });
         }
     }
@@ -937,6 +953,7 @@ impl Detector {
                     base: 0.6,
                     pattern: "date_named",
                     validator: Some("calendar"),
+                    normalized: None,
                 });
                 return;
             }
@@ -980,6 +997,7 @@ impl Detector {
             base: 0.45,
             pattern: "case_number_docket",
             validator: None,
+            normalized: None,
         });
     }
 
@@ -1010,6 +1028,7 @@ impl Detector {
                     base: 0.3,
                     pattern: "passport_ca",
                     validator: None,
+                    normalized: None,
                 });
             }
         }
@@ -1034,6 +1053,7 @@ impl Detector {
                     base: 0.45,
                     pattern: "case_number",
                     validator: None,
+                    normalized: None,
                 });
             }
         }

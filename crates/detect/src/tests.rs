@@ -226,3 +226,37 @@ fn anchors_are_every_digit_and_at_sign_and_nothing_else() {
     assert_eq!(next_anchor(&sparse, 0), 61);
     assert_eq!(next_anchor(&sparse, 62), sparse.len());
 }
+
+#[test]
+fn phone_findings_carry_their_canonical_form_only_with_values() {
+    let text = "call +1 415 555 0132 or mail ann@example.com";
+    let options = Options {
+        with_values: true,
+        ..Options::default()
+    };
+    let findings = Detector::new().scan_text(text, Format::Text, &options);
+    let phone = findings.iter().find(|f| f.pii_type == PiiType::Phone);
+    let expected = normalize(
+        PiiType::Phone,
+        "+1 415 555 0132",
+        &NormalizeOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        phone.and_then(|f| f.normalized.as_deref()),
+        Some(expected.value.expose()),
+        "{findings:?}"
+    );
+    let email = findings.iter().find(|f| f.pii_type == PiiType::Email);
+    assert!(
+        email.is_some_and(|f| f.normalized.is_none()),
+        "{findings:?}"
+    );
+    let without = Detector::new().scan_text(text, Format::Text, &Options::default());
+    assert_eq!(without.len(), 2, "{without:?}");
+    assert!(
+        without
+            .iter()
+            .all(|f| f.normalized.is_none() && f.value.is_none())
+    );
+}

@@ -44,7 +44,7 @@ const BATCH_AGE: Duration = Duration::from_secs(1);
 /// How many objects a worker reads ahead of the one it scans, and how many pieces of each it
 /// holds before the reader waits: enough to keep the storage busy while detection and writes
 /// run, and a bound on memory.
-const READ_AHEAD: usize = 3;
+const READ_AHEAD: usize = 2;
 const PIECES_AHEAD: usize = 8;
 
 /// How many scans' compiled classifier sets a worker keeps.
@@ -70,8 +70,8 @@ type Compiled = Vec<(Uuid, Arc<Detector>)>;
 /// What every object of one chunk is scanned with.
 struct Scope<'a> {
     claim: &'a Claim,
-    detector: &'a Detector,
-    keys: &'a TenantKeys,
+    detector: Arc<Detector>,
+    keys: Arc<TenantKeys>,
     max_bytes: u64,
 }
 
@@ -152,8 +152,8 @@ impl Worker {
             .options()?;
         let scope = Scope {
             claim,
-            detector: &detector,
-            keys: &keys,
+            detector,
+            keys: keys.clone(),
             max_bytes: options.max_object_bytes,
         };
         let buckets = self.buckets(conn, &keys, &claim.tenant, &resources).await;
@@ -241,63 +241,84 @@ impl Worker {
         self.cloud.open(connector, &config)
     }
 
-    /// Runs one object's content through detection as it arrives. `None` when the lease was
-    /// lost meanwhile.
+    /// Runs one object's content through detection as it arrives, on a blocking thread so that
+    /// the runtime's threads stay free to read ahead and write, and renews the lease while it
+    /// runs. `None` when the lease was lost meanwhile.
     async fn scan_body(
         &self,
         conn: &mut AsyncPgConnection,
         scope: &Scope<'_>,
         resource: &Resource,
-        mut body: mpsc::Receiver<Piece>,
+        body: mpsc::Receiver<Piece>,
     ) -> Result<Option<Outcome>, ScanError> {
-        let Scope {
-            claim,
-            detector,
-            keys,
-            max_bytes,
-        } = *scope;
+        let detection = Detection {
+            detector: scope.detector.clone(),
+            keys: scope.keys.clone(),
+            file_name: resource.object_key.clone(),
+            max_bytes: scope.max_bytes,
+        };
+        // Dropping the receiver's reader (the chunk ending early) ends the detection too.
+        let mut running = tokio::task::spawn_blocking(move || detection.run(body));
+        loop {
+            tokio::select! {
+                done = &mut running => {
+                    // A detection that panicked fails its object, not the worker.
+                    return Ok(Some(done.unwrap_or_else(|_| Outcome::Failed("internal".into()))));
+                }
+                () = tokio::time::sleep(HEARTBEAT) => {
+                    if engine::heartbeat(conn, scope.claim, self.lease_seconds).await?
+                        == Held::Lost
+                    {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One object's detection, run off the async runtime.
+struct Detection {
+    detector: Arc<Detector>,
+    keys: Arc<TenantKeys>,
+    file_name: String,
+    max_bytes: u64,
+}
+
+impl Detection {
+    fn run(self, mut body: mpsc::Receiver<Piece>) -> Outcome {
         let hint = Hint {
             content_type: None,
-            file_name: Some(&resource.object_key),
+            file_name: Some(&self.file_name),
         };
         let options = detect::Options {
             with_values: true,
             ..detect::Options::default()
         };
-        let mut stream = detector.stream(hint, options);
+        let mut stream = self.detector.stream(hint, options);
         let mut found: Vec<Finding> = Vec::new();
-        let mut beat = Instant::now();
         let mut read: u64 = 0;
         loop {
-            let piece = match body.recv().await {
+            let piece = match body.blocking_recv() {
                 Some(Piece::Data(piece)) => piece,
                 Some(Piece::End) => break,
-                Some(Piece::Failed(failure)) => {
-                    return Ok(Some(Outcome::Failed(failure.as_str().into())));
-                }
-                // The reader ended without saying why: it panicked, so count the object failed
-                // rather than scanned short.
-                None => return Ok(Some(Outcome::Failed(Failure::Provider.as_str().into()))),
+                Some(Piece::Failed(failure)) => return Outcome::Failed(failure.as_str().into()),
+                // The reader ended without saying why: it panicked or the chunk was given up,
+                // so the object is not counted as scanned short.
+                None => return Outcome::Failed(Failure::Provider.as_str().into()),
             };
             read += piece.len() as u64;
-            if read > max_bytes {
-                return Ok(Some(Outcome::Skipped("size_limit".into())));
+            if read > self.max_bytes {
+                return Outcome::Skipped("size_limit".into());
             }
             if let Err(reason) = stream.push(&piece, &mut found) {
-                return Ok(Some(skip(reason)));
-            }
-            if beat.elapsed() >= HEARTBEAT {
-                beat = Instant::now();
-                if engine::heartbeat(conn, claim, self.lease_seconds).await? == Held::Lost {
-                    return Ok(None);
-                }
+                return skip(reason);
             }
         }
         if let Err(reason) = stream.finish(&mut found) {
-            return Ok(Some(skip(reason)));
+            return skip(reason);
         }
-        let findings = found.into_iter().map(|f| stored(f, keys)).collect();
-        Ok(Some(Outcome::Scanned(findings)))
+        Outcome::Scanned(found.into_iter().map(|f| stored(f, &self.keys)).collect())
     }
 }
 
@@ -420,10 +441,13 @@ fn extension(key: &str) -> Option<String> {
 fn stored(finding: Finding, keys: &TenantKeys) -> NewFinding {
     let raw = finding.value.unwrap_or_default();
     let pii = finding.pii_type.pii();
-    let normalized = pii.and_then(|t| normalize(t, &raw, &NormalizeOptions::default()).ok());
-    let canonical = normalized
-        .as_ref()
-        .map(|n| n.value.expose().to_owned())
+    // Detection hands over the canonical form it computed (phone numbers); others are cheap.
+    let canonical = finding
+        .normalized
+        .or_else(|| {
+            pii.and_then(|t| normalize(t, &raw, &NormalizeOptions::default()).ok())
+                .map(|n| n.value.expose().to_owned())
+        })
         .unwrap_or_else(|| raw.trim().to_owned());
     let fingerprint = keys
         .fingerprint
