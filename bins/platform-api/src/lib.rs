@@ -113,6 +113,8 @@ pub struct Extra {
     pub scan_token_key: std::sync::Arc<[u8; 32]>,
     /// Scan worker tasks to run in this process.
     pub scan_workers: usize,
+    /// Wakes this process's scan coordinator when a scan is created.
+    pub scan_wake: scans::coordinator::Wake,
     /// The image and URL deployment configs name.
     pub scan_worker_image: String,
     pub coordinator_url: Option<String>,
@@ -126,6 +128,7 @@ impl Extra {
             scan_tier: config.scan_tier,
             scan_token_key: std::sync::Arc::new(master.derive(b"scan-worker-token")),
             scan_workers: config.scan_workers,
+            scan_wake: scans::coordinator::Wake::default(),
             scan_worker_image: config.scan_worker_image.clone(),
             coordinator_url: config.coordinator_url.clone(),
             cosigning_provisioned: config.cosigning_client.is_some(),
@@ -162,6 +165,7 @@ impl ServiceSpec for PlatformApi {
             pool: state.pool.clone(),
             worker,
             tasks: extra.scan_workers,
+            wake: extra.scan_wake.clone(),
         }
         .spawn();
     }

@@ -3,11 +3,13 @@
 //! replica of platform-api runs one; they share the work through Postgres (SKIP LOCKED claims
 //! and an advisory lock per enumeration), so any number of replicas behave as one.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use diesel::sql_types::{Bool, Text};
 use diesel::{ExpressionMethods, QueryDsl};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use tokio::sync::Notify;
 use uuid::Uuid;
 
 use auth::TenantId;
@@ -22,6 +24,24 @@ const TICK: Duration = Duration::from_millis(500);
 /// How long an idle worker task waits before looking for a chunk again.
 const IDLE: Duration = Duration::from_millis(250);
 
+/// Wakes the coordinator and idle worker tasks of this process before their next tick: a new
+/// scan is picked up, and its chunks claimed, at once rather than after up to a tick each.
+/// Other processes still find the work on their own ticks.
+#[derive(Debug, Clone, Default)]
+pub struct Wake(Arc<Notify>);
+
+impl Wake {
+    /// Wakes every task waiting now.
+    pub fn ring(&self) {
+        self.0.notify_waiters();
+    }
+
+    /// Waits for a ring, or `at_most`.
+    async fn wait(&self, at_most: Duration) {
+        let _ = tokio::time::timeout(at_most, self.0.notified()).await;
+    }
+}
+
 /// The coordinator and its worker tasks.
 #[derive(Clone)]
 pub struct Coordinator {
@@ -29,6 +49,7 @@ pub struct Coordinator {
     pub worker: Worker,
     /// Worker tasks in this process.
     pub tasks: usize,
+    pub wake: Wake,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -80,7 +101,7 @@ impl Coordinator {
             if let Err(e) = self.tick().await {
                 tracing::warn!(error = %e, "scan coordinator tick failed");
             }
-            tokio::time::sleep(TICK).await;
+            self.wake.wait(TICK).await;
         }
     }
 
@@ -137,6 +158,8 @@ impl Coordinator {
             {
                 tracing::warn!(%scan, error = %e, "enumeration failed");
             }
+            // Its chunks exist now: idle workers need not wait for their tick.
+            me.wake.ring();
             if let Err(e) = unlock(&mut conn, scan).await {
                 tracing::warn!(%scan, error = %e, "could not release the enumeration lock");
             }
@@ -149,7 +172,7 @@ impl Coordinator {
         loop {
             match self.work_once(&id).await {
                 Ok(true) => {}
-                Ok(false) => tokio::time::sleep(IDLE).await,
+                Ok(false) => self.wake.wait(IDLE).await,
                 Err(e) => {
                     tracing::warn!(worker = %id, error = %e, "scan worker error");
                     tokio::time::sleep(IDLE).await;

@@ -101,6 +101,7 @@ pub async fn start_parallel(
     )
     .await
     .map_err(errors::scans)?;
+    extra.scan_wake.ring();
     Ok(Enveloped::created(ParallelStarted {
         scan_id: created.id.to_string(),
         status: created.status.as_str().into(),
@@ -147,6 +148,7 @@ pub async fn start_for_connector(
     )
     .await
     .map_err(errors::scans)?;
+    extra.scan_wake.ring();
     Ok(Enveloped::created(ConnectorScanStarted {
         scan_id: created.id.to_string(),
         connector_id: created
