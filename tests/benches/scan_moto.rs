@@ -3,7 +3,7 @@
 //!
 //! `cargo bench -p integration-tests --bench scan_moto` (`-- --quick` for 1,000 objects).
 //! `BENCH_OBJECTS` (default 10,000), `BENCH_OBJECT_KB` (default 100) and `BENCH_WORKERS`
-//! (default 4) change the run. It starts moto, a throwaway Postgres cluster and platform-api
+//! (default 4) change the run; `BENCH_RAW_READERS` (default: the workers) the raw readers. It starts moto, a throwaway Postgres cluster and platform-api
 //! in-process, fills a bucket, then:
 //! 1. **raw:** lists the bucket and reads every object to the end through
 //!    `connectors::Cloud` (the connector's AssumeRole, object_store over reqwest), with as
@@ -13,6 +13,9 @@
 //!    write of the chunk protocol;
 //! 3. **raw** again, so that a warm-up in either direction cannot flatter the ratio; the
 //!    faster raw run is the one reported.
+//!
+//! It also reports the CPU time per object that the service, Postgres and moto used during the
+//! scan and the second raw run (from /proc), which says where the cores went.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -161,7 +164,7 @@ async fn main() {
         seeding.elapsed().as_secs_f64()
     );
 
-    let first = raw(&moto_url, workers).await;
+    let first = raw(&moto_url, setting("BENCH_RAW_READERS", workers)).await;
     assert_eq!(first.0, objects);
     assert_eq!(first.1, total_bytes as u64);
 
@@ -198,6 +201,7 @@ async fn main() {
     assert_eq!(status, 201, "{body}");
     let connector = body["data"]["id"].as_str().unwrap().to_owned();
 
+    let cpu_before = Cpu::now();
     let started = Instant::now();
     let (status, body) = send(
         reqwest::Method::POST,
@@ -216,11 +220,18 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let scan_time = started.elapsed();
+    let cpu = Cpu::now().minus(&cpu_before);
     assert_eq!(done["status"], "completed", "{done}");
+    println!(
+        "timeline: created {} started {} elapsed {}",
+        done["created_at"], done["started_at"], done["progress"]["elapsed_seconds"]
+    );
     assert_eq!(done["coverage"]["total_scanned"], objects, "{done}");
     let findings = done["progress"]["findings_count"].as_i64().unwrap();
 
-    let second = raw(&moto_url, workers).await;
+    let cpu_before_raw = Cpu::now();
+    let second = raw(&moto_url, setting("BENCH_RAW_READERS", workers)).await;
+    let raw_cpu = Cpu::now().minus(&cpu_before_raw);
     let raw_time = first.2.min(second.2);
 
     let mb = total_bytes as f64 / 1e6;
@@ -249,5 +260,61 @@ async fn main() {
         "ratio scan / raw (faster raw run): {:.2} (raw {raw_objects:.0} objects/s, {raw_mb:.1} MB/s)",
         scan_objects / raw_objects
     );
+    println!(
+        "CPU per object during the scan (ms): service {:.2}, postgres {:.2}, moto {:.2}",
+        cpu.service * 1e3 / objects as f64,
+        cpu.postgres * 1e3 / objects as f64,
+        cpu.moto * 1e3 / objects as f64,
+    );
+    println!(
+        "CPU per object during the second raw run (ms): client {:.2}, moto {:.2}",
+        raw_cpu.service * 1e3 / objects as f64,
+        raw_cpu.moto * 1e3 / objects as f64,
+    );
     app.stop().await;
+}
+
+/// CPU seconds used so far (user and system) by this process, which runs platform-api, by
+/// every Postgres process and by moto, from /proc.
+#[derive(Debug, Default)]
+struct Cpu {
+    service: f64,
+    postgres: f64,
+    moto: f64,
+}
+
+impl Cpu {
+    fn now() -> Self {
+        let seconds = |stat: &str| {
+            // The fields after the parenthesised command; utime and stime are the 12th and
+            // 13th of them, in clock ticks of 1/100 s.
+            let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+            (ticks(11).unwrap_or(0) + ticks(12).unwrap_or(0)) as f64 / 100.0
+        };
+        let mut cpu = Cpu {
+            service: seconds(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default()),
+            ..Cpu::default()
+        };
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            if stat.contains("(postgres)") {
+                cpu.postgres += seconds(&stat);
+            } else if stat.contains("(moto_server)") {
+                cpu.moto += seconds(&stat);
+            }
+        }
+        cpu
+    }
+
+    fn minus(&self, earlier: &Cpu) -> Cpu {
+        Cpu {
+            service: self.service - earlier.service,
+            postgres: self.postgres - earlier.postgres,
+            moto: self.moto - earlier.moto,
+        }
+    }
 }
