@@ -981,12 +981,17 @@ pub async fn enumerate(
     Ok(())
 }
 
-/// Splits resources `0..total` into inclusive ranges: about as many as `workers`, at most
-/// `MAX_CHUNK` resources each, and never across a connector boundary (`starts` holds where
-/// each connector's resources begin, in order).
+/// Splits resources `0..total` into inclusive ranges of at most `MAX_CHUNK` resources, never
+/// across a connector boundary (`starts` holds where each connector's resources begin, in
+/// order). Their number is a multiple of `workers` where sizes allow, so that every round of
+/// chunks keeps every worker busy: 10,000 resources for 4 workers are 12 chunks of 834, not
+/// 10 of 1,000 whose last round would run on 2 workers.
 fn plan_chunks(starts: &[i32], total: i32, workers: u32) -> Vec<(i32, i32)> {
     let workers = i64::from(workers.max(1));
-    let size = ((i64::from(total) + workers - 1) / workers).clamp(1, MAX_CHUNK);
+    let all = i64::from(total);
+    let rounds = ((all + workers * MAX_CHUNK - 1) / (workers * MAX_CHUNK)).max(1);
+    let count = rounds * workers;
+    let size = ((all + count - 1) / count).clamp(1, MAX_CHUNK);
     let mut ends: Vec<i64> = starts.iter().skip(1).map(|&s| i64::from(s)).collect();
     ends.push(i64::from(total));
     let mut chunks = Vec::new();
@@ -1211,9 +1216,13 @@ mod tests {
             plan_chunks(&[0, 3, 3, 7], 10, 2),
             vec![(0, 2), (3, 6), (7, 9)]
         );
-        // Never more than MAX_CHUNK.
+        // Never more than MAX_CHUNK, and a multiple of the workers in number.
         let big = plan_chunks(&[0], 2500, 1);
-        assert_eq!(big, vec![(0, 999), (1000, 1999), (2000, 2499)]);
+        assert_eq!(big, vec![(0, 833), (834, 1667), (1668, 2499)]);
+        let even = plan_chunks(&[0], 10_000, 4);
+        assert_eq!(even.len(), 12);
+        assert!(even.iter().all(|(a, b)| b - a < 834));
+        assert_eq!(even.last(), Some(&(9174, 9999)));
     }
 
     #[test]
