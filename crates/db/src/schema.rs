@@ -140,6 +140,8 @@ diesel::table! {
         findings_count -> Int4,
         started_at -> Nullable<Timestamptz>,
         completed_at -> Nullable<Timestamptz>,
+        files_scanned -> Int4,
+        reasons -> Jsonb,
     }
 }
 

@@ -24,7 +24,7 @@ use db::schema::{
     connectors as connectors_table, findings, scan_chunks, scan_resources, scanned_objects, scans,
 };
 
-use crate::model::{Enumeration, Status, final_status};
+use crate::model::{Enumeration, Reasons, Status, final_status};
 use crate::options::{Kind, Options};
 use crate::store::{self, ScanError};
 
@@ -379,6 +379,29 @@ async fn remember<'a>(
     Ok(known)
 }
 
+/// The chunk's reason counts with `more` added, to write back in the same transaction: the
+/// row stays locked from this read to that write.
+async fn chunk_reasons(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: Uuid,
+    chunk_no: i32,
+    more: &Reasons,
+) -> Result<serde_json::Value, ScanError> {
+    let stored: serde_json::Value = scan_chunks::table
+        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+        .filter(scan_chunks::scan_id.eq(scan))
+        .filter(scan_chunks::chunk_no.eq(chunk_no))
+        .select(scan_chunks::reasons)
+        .for_update()
+        .first(conn)
+        .await?;
+    let mut reasons: Reasons =
+        serde_json::from_value(stored).map_err(|_| ScanError::CorruptRow)?;
+    reasons.add(more);
+    serde_json::to_value(&reasons).map_err(|_| ScanError::CorruptRow)
+}
+
 /// Records resources' outcomes under the chunk's fence, with their findings, in one
 /// transaction: a handful of statements for the whole batch, whatever its size. Resources no
 /// longer pending (recorded by an earlier holder of the chunk) are left as they are, and only
@@ -504,16 +527,35 @@ pub async fn record(
             .execute(conn)
             .await?;
         }
+        // The chunk's counts move with its resources, so progress never groups resources.
+        let mut scanned = 0;
+        let mut reasons = Reasons::default();
+        for (_, outcome) in &batch {
+            match outcome {
+                Outcome::Scanned(_) => scanned += 1,
+                Outcome::Skipped(r) => *reasons.skipped.entry(r.clone()).or_default() += 1,
+                Outcome::Failed(r) => *reasons.failed.entry(r.clone()).or_default() += 1,
+            }
+        }
+        let reasons = if reasons.is_empty() {
+            None
+        } else {
+            Some(chunk_reasons(conn, &claim.tenant, claim.scan, claim.chunk_no, &reasons).await?)
+        };
         diesel::sql_query(
             "UPDATE scan_chunks SET files_processed = files_processed + $4,
-                        findings_count = findings_count + $5,
-                        lease_until = now() + make_interval(secs => $6)
+                        files_scanned = files_scanned + $5,
+                        reasons = coalesce($6, reasons),
+                        findings_count = findings_count + $7,
+                        lease_until = now() + make_interval(secs => $8)
                   WHERE tenant_id = $1 AND scan_id = $2 AND chunk_no = $3",
         )
         .bind::<Text, _>(tenant)
         .bind::<SqlUuid, _>(claim.scan)
         .bind::<Integer, _>(claim.chunk_no)
         .bind::<Integer, _>(batch.len() as i32)
+        .bind::<Integer, _>(scanned)
+        .bind::<Nullable<Jsonb>, _>(reasons)
         .bind::<Integer, _>(found)
         .bind::<BigInt, _>(lease_seconds)
         .execute(conn)
@@ -693,21 +735,39 @@ pub async fn reap(conn: &mut AsyncPgConnection) -> Result<usize, ScanError> {
     ))
     .get_results(conn)
     .await?;
-    for (tenant, scan, _, start, end) in &dead {
-        diesel::update(
-            scan_resources::table
-                .filter(scan_resources::tenant_id.eq(tenant))
-                .filter(scan_resources::scan_id.eq(scan))
-                .filter(scan_resources::idx.between(start, end))
-                .filter(scan_resources::state.eq("pending")),
-        )
-        .set((
-            scan_resources::state.eq("failed"),
-            scan_resources::reason.eq("worker_lost"),
-        ))
-        .execute(conn)
-        .await?;
+    for (tenant, scan, chunk_no, start, end) in &dead {
         let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
+        conn.transaction::<_, ScanError, _>(async |conn| {
+            let lost = diesel::update(
+                scan_resources::table
+                    .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+                    .filter(scan_resources::scan_id.eq(scan))
+                    .filter(scan_resources::idx.between(start, end))
+                    .filter(scan_resources::state.eq("pending")),
+            )
+            .set((
+                scan_resources::state.eq("failed"),
+                scan_resources::reason.eq("worker_lost"),
+            ))
+            .execute(conn)
+            .await? as i32;
+            if lost > 0 {
+                let mut more = Reasons::default();
+                more.failed.insert("worker_lost".into(), i64::from(lost));
+                let reasons = chunk_reasons(conn, &tenant, *scan, *chunk_no, &more).await?;
+                diesel::update(
+                    scan_chunks::table
+                        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+                        .filter(scan_chunks::scan_id.eq(scan))
+                        .filter(scan_chunks::chunk_no.eq(chunk_no)),
+                )
+                .set(scan_chunks::reasons.eq(reasons))
+                .execute(conn)
+                .await?;
+            }
+            Ok(())
+        })
+        .await?;
         try_finalize(conn, &tenant, *scan).await?;
     }
     Ok(dead.len())

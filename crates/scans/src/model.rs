@@ -108,11 +108,32 @@ impl Counts {
     }
 }
 
-/// Why resources were skipped or failed: reason → count (docs/scans.md, "Per object").
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Why resources were skipped or failed: reason → count (docs/scans.md, "Per object"). Each
+/// chunk keeps its own in this form (`scan_chunks.reasons`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Reasons {
+    #[serde(default)]
     pub skipped: std::collections::BTreeMap<String, i64>,
+    #[serde(default)]
     pub failed: std::collections::BTreeMap<String, i64>,
+}
+
+impl Reasons {
+    pub fn is_empty(&self) -> bool {
+        self.skipped.is_empty() && self.failed.is_empty()
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &Reasons) {
+        for (mine, theirs) in [
+            (&mut self.skipped, &other.skipped),
+            (&mut self.failed, &other.failed),
+        ] {
+            for (reason, n) in theirs {
+                *mine.entry(reason.clone()).or_default() += n;
+            }
+        }
+    }
 }
 
 /// Worker (chunk) counts of a scan.

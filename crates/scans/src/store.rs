@@ -232,49 +232,48 @@ pub(crate) async fn counts(
     Ok(tally(conn, tenant, scan).await?.0)
 }
 
-/// A scan's resource counts by state, and by reason for those skipped or failed.
+/// A scan's resource counts by state, and by reason for those skipped or failed: sums over
+/// its chunks, which keep their resources' counts (a few rows, however many resources). Before
+/// its chunks exist (while it is enumerated) every resource is pending, and only those are
+/// counted.
 pub(crate) async fn tally(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     scan: Uuid,
 ) -> Result<(Counts, Reasons), ScanError> {
-    let rows: Vec<(String, Option<String>, i64, Option<i64>)> = scan_resources::table
-        .filter(scan_resources::tenant_id.eq(tenant.as_str()))
-        .filter(scan_resources::scan_id.eq(scan))
-        .group_by((scan_resources::state, scan_resources::reason))
+    let chunks: Vec<(i32, i32, i32, i32, serde_json::Value)> = scan_chunks::table
+        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+        .filter(scan_chunks::scan_id.eq(scan))
         .select((
-            scan_resources::state,
-            scan_resources::reason,
-            count_star(),
-            sum(scan_resources::findings),
+            scan_chunks::start_index,
+            scan_chunks::end_index,
+            scan_chunks::files_scanned,
+            scan_chunks::findings_count,
+            scan_chunks::reasons,
         ))
         .load(conn)
         .await?;
     let mut counts = Counts::default();
     let mut reasons = Reasons::default();
-    for (state, reason, n, findings) in rows {
-        counts.enumerated += n;
-        counts.findings += findings.unwrap_or(0);
-        let by_reason = match state.as_str() {
-            "scanned" => {
-                counts.scanned += n;
-                None
-            }
-            "skipped" => {
-                counts.skipped += n;
-                Some(&mut reasons.skipped)
-            }
-            "failed" => {
-                counts.failed += n;
-                Some(&mut reasons.failed)
-            }
-            _ => None,
-        };
-        if let Some(map) = by_reason {
-            *map.entry(reason.unwrap_or_else(|| "unknown".into()))
-                .or_default() += n;
-        }
+    if chunks.is_empty() {
+        counts.enumerated = scan_resources::table
+            .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+            .filter(scan_resources::scan_id.eq(scan))
+            .count()
+            .get_result(conn)
+            .await?;
+        return Ok((counts, reasons));
     }
+    for (start, end, scanned, findings, chunk_reasons) in chunks {
+        counts.enumerated += i64::from(end - start + 1);
+        counts.scanned += i64::from(scanned);
+        counts.findings += i64::from(findings);
+        let chunk_reasons: Reasons =
+            serde_json::from_value(chunk_reasons).map_err(|_| ScanError::CorruptRow)?;
+        reasons.add(&chunk_reasons);
+    }
+    counts.skipped = reasons.skipped.values().sum();
+    counts.failed = reasons.failed.values().sum();
     Ok((counts, reasons))
 }
 

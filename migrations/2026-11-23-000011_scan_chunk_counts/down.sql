@@ -1,0 +1,3 @@
+ALTER TABLE scan_chunks
+    DROP COLUMN files_scanned,
+    DROP COLUMN reasons;
