@@ -396,8 +396,7 @@ async fn chunk_reasons(
         .for_update()
         .first(conn)
         .await?;
-    let mut reasons: Reasons =
-        serde_json::from_value(stored).map_err(|_| ScanError::CorruptRow)?;
+    let mut reasons: Reasons = serde_json::from_value(stored).map_err(|_| ScanError::CorruptRow)?;
     reasons.add(more);
     serde_json::to_value(&reasons).map_err(|_| ScanError::CorruptRow)
 }

@@ -263,7 +263,15 @@ impl Worker {
             tokio::select! {
                 done = &mut running => {
                     // A detection that panicked fails its object, not the worker.
-                    return Ok(Some(done.unwrap_or_else(|_| Outcome::Failed("internal".into()))));
+                    return Ok(Some(done.unwrap_or_else(|e| {
+                        tracing::error!(
+                            scan = %scope.claim.scan,
+                            resource = resource.idx,
+                            error = %e,
+                            "detection failed on an object"
+                        );
+                        Outcome::Failed("internal".into())
+                    })));
                 }
                 () = tokio::time::sleep(HEARTBEAT) => {
                     if engine::heartbeat(conn, scope.claim, self.lease_seconds).await?
