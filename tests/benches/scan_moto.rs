@@ -141,6 +141,7 @@ async fn main() {
     let objects = setting("BENCH_OBJECTS", if quick { 1000 } else { 10_000 });
     let kb = setting("BENCH_OBJECT_KB", 100);
     let workers = setting("BENCH_WORKERS", 4);
+    let readers = setting("BENCH_RAW_READERS", workers);
 
     let moto = emulators::moto(&[]);
     let moto_url = moto.url();
@@ -164,7 +165,7 @@ async fn main() {
         seeding.elapsed().as_secs_f64()
     );
 
-    let first = raw(&moto_url, setting("BENCH_RAW_READERS", workers)).await;
+    let first = raw(&moto_url, readers).await;
     assert_eq!(first.0, objects);
     assert_eq!(first.1, total_bytes as u64);
 
@@ -230,7 +231,7 @@ async fn main() {
     let findings = done["progress"]["findings_count"].as_i64().unwrap();
 
     let cpu_before_raw = Cpu::now();
-    let second = raw(&moto_url, setting("BENCH_RAW_READERS", workers)).await;
+    let second = raw(&moto_url, readers).await;
     let raw_cpu = Cpu::now().minus(&cpu_before_raw);
     let raw_time = first.2.min(second.2);
 
