@@ -96,7 +96,7 @@ impl TestApp {
         let (server, addr) = started.unwrap_or_else(|e| panic!("cannot start {service:?}: {e}"));
         let handle = server.handle();
         tokio::spawn(server);
-        auth::install_tls_provider();
+        boot::install_tls_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use auth::TenantId;
 use clap::{Parser, Subcommand};
+use ids::TenantId;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -139,7 +139,7 @@ enum ApiKeyCommand {
 #[actix_web::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    dps_http::init_tracing(dps_http::LogFormat::from_env().unwrap_or_default());
+    boot::init_tracing(boot::LogFormat::from_env(&boot::Env::process()).unwrap_or_default());
     match run(cli.command).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

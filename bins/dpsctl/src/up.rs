@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use auth::TenantId;
+use ids::TenantId;
 
 use crate::dev;
 

@@ -8,7 +8,8 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{AUTHORIZATION, HeaderName};
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder, web};
 use api_types::{Envelope, Pagination};
-use auth::{JwtVerifier, Principal, Role};
+use auth::JwtVerifier;
+use ids::{Principal, Role};
 use serde::Serialize;
 
 use crate::edge::{metadata, request_id_of};

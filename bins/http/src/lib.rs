@@ -6,7 +6,6 @@ mod error;
 mod extract;
 mod routes;
 mod service;
-mod telemetry;
 
 pub use body::{Body, Document};
 pub use edge::{RateLimitHeaders, RequestId, edge};
@@ -14,10 +13,8 @@ pub use error::{ApiError, Area, Code};
 pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped, body_configs};
 pub use routes::{RouteTable, Routes, not_found, on};
 pub use service::{
-    CommonConfig, ConfigError, Env, ServiceSpec, ServiceState, bind, configure, http_server,
-    route_table, run, start,
+    CommonConfig, ServiceSpec, ServiceState, bind, configure, http_server, route_table, run, start,
 };
-pub use telemetry::{LogFormat, init_tracing};
 
 /// What the [`edge`] middleware needs to know about the service it fronts. Registered as app
 /// data by each binary's `configure`.

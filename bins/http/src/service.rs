@@ -11,62 +11,7 @@ use api_types::{Check, Health};
 use auth::{AuthConfig, JwksSource, JwtVerifier};
 use vault::MasterKey;
 
-use crate::telemetry::LogFormat;
-
-/// A configuration problem, naming the variable.
-#[derive(Debug, thiserror::Error)]
-#[error("{variable}: {problem}")]
-pub struct ConfigError {
-    pub variable: &'static str,
-    pub problem: String,
-}
-
-/// Reads variables through a lookup function, so that tests need not touch the process
-/// environment.
-pub struct Env<'a> {
-    lookup: &'a dyn Fn(&str) -> Option<String>,
-}
-
-impl std::fmt::Debug for Env<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Env")
-    }
-}
-
-impl<'a> Env<'a> {
-    pub fn new(lookup: &'a dyn Fn(&str) -> Option<String>) -> Self {
-        Self { lookup }
-    }
-
-    /// A set, non-empty variable.
-    pub fn get(&self, variable: &'static str) -> Option<String> {
-        (self.lookup)(variable).filter(|v| !v.trim().is_empty())
-    }
-
-    pub fn required(&self, variable: &'static str) -> Result<String, ConfigError> {
-        self.get(variable).ok_or(ConfigError {
-            variable,
-            problem: "must be set".into(),
-        })
-    }
-
-    pub fn parsed<T: std::str::FromStr>(
-        &self,
-        variable: &'static str,
-        default: T,
-    ) -> Result<T, ConfigError>
-    where
-        T::Err: std::fmt::Display,
-    {
-        match self.get(variable) {
-            None => Ok(default),
-            Some(v) => v.trim().parse().map_err(|e| ConfigError {
-                variable,
-                problem: format!("{e}"),
-            }),
-        }
-    }
-}
+use boot::{ConfigError, Env, LogFormat};
 
 /// Configuration both services read. Each binary's `Config` embeds it; the variables are listed
 /// in its module doc and in docs/configuration.md.
@@ -161,12 +106,7 @@ impl CommonConfig {
             master_key: Arc::new(master_key),
             supported_sdk_majors,
             max_body_bytes: env.parsed("MAX_BODY_BYTES", 2 * 1024 * 1024)?,
-            log_format: LogFormat::from_env_value(env.get("LOG_FORMAT").as_deref()).map_err(
-                |problem| ConfigError {
-                    variable: "LOG_FORMAT",
-                    problem,
-                },
-            )?,
+            log_format: LogFormat::from_env(env)?,
         })
     }
 }

@@ -27,7 +27,8 @@
 
 use std::path::{Path, PathBuf};
 
-use dps_http::{CommonConfig, ConfigError, Env};
+use boot::{ConfigError, Env};
+use dps_http::CommonConfig;
 
 /// Everything `platform-api` reads from its environment.
 #[derive(Debug, Clone)]

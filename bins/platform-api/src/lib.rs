@@ -121,7 +121,7 @@ pub struct Extra {
 }
 
 impl Extra {
-    pub fn from_config(config: &Config) -> Result<Self, dps_http::ConfigError> {
+    pub fn from_config(config: &Config) -> Result<Self, boot::ConfigError> {
         let master = config.common.master_key.clone();
         let cloud = connectors::Cloud::new(config.cloud.clone()).map_err(cloud_error)?;
         Ok(Self {
@@ -139,8 +139,8 @@ impl Extra {
     }
 }
 
-pub(crate) fn cloud_error(e: connectors::cloud::EnvError) -> dps_http::ConfigError {
-    dps_http::ConfigError {
+pub(crate) fn cloud_error(e: connectors::cloud::EnvError) -> boot::ConfigError {
+    boot::ConfigError {
         variable: e.variable,
         problem: e.problem,
     }

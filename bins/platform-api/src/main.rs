@@ -11,7 +11,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    dps_http::init_tracing(config.common.log_format);
+    boot::init_tracing(config.common.log_format);
     match platform_api::run(config).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

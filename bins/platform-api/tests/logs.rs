@@ -20,7 +20,7 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
     env.insert("RUST_LOG".into(), "debug".into());
     let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env);
     let base = format!("{}/api/v1", service.origin);
-    auth::install_tls_provider();
+    boot::install_tls_provider();
     let http = reqwest::Client::new();
 
     let admin = testkit::minter()

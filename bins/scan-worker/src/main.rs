@@ -33,9 +33,7 @@ fn required(name: &str) -> anyhow::Result<String> {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let format = dps_http::LogFormat::from_env_value(var("LOG_FORMAT").as_deref())
-        .unwrap_or(dps_http::LogFormat::Text);
-    dps_http::init_tracing(format);
+    boot::init_tracing(boot::LogFormat::from_env(&boot::Env::process()).unwrap_or_default());
     match run().await {
         Ok(summary) => {
             tracing::info!(

@@ -24,7 +24,7 @@ struct Setup {
     _moto: emulators::Emulator,
     moto_url: String,
     master_b64: String,
-    tenant: auth::TenantId,
+    tenant: ids::TenantId,
     scan: Uuid,
     token: String,
 }
@@ -45,7 +45,7 @@ async fn setup(objects: usize, max_workers: u32) -> Setup {
     let (master, master_b64) = vault::MasterKey::generate().unwrap();
     let master = Arc::new(master);
     let keyring = vault::KeyRing::new(master.clone());
-    let tenant: auth::TenantId = "acme".parse().unwrap();
+    let tenant: ids::TenantId = "acme".parse().unwrap();
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
     let keys = keyring.tenant(&mut conn, &tenant).await.unwrap();
     let connector = connectors::store::create(

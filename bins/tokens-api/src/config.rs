@@ -20,7 +20,8 @@
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
 
-use dps_http::{CommonConfig, ConfigError, Env};
+use boot::{ConfigError, Env};
+use dps_http::CommonConfig;
 
 /// Everything `tokens-api` reads from its environment.
 #[derive(Debug, Clone)]

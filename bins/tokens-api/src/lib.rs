@@ -114,12 +114,12 @@ impl Extra {
 /// Who a rate limit counts a request against: an access token's user, or an API key's owner
 /// (the key itself when it has none).
 pub(crate) enum Subject<'a> {
-    User(&'a auth::Principal),
+    User(&'a ids::Principal),
     Key(&'a auth::ApiKeyPrincipal),
 }
 
 impl Subject<'_> {
-    fn tenant(&self) -> &auth::TenantId {
+    fn tenant(&self) -> &ids::TenantId {
         match self {
             Subject::User(p) => &p.tenant_id,
             Subject::Key(k) => &k.tenant_id,

@@ -26,7 +26,7 @@ async fn a_full_round_trip_leaves_no_secret_in_the_logs() {
     env.insert("RUST_LOG".into(), "debug".into());
     let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_tokens-api"), &env);
     let base = format!("{}/api/v1/tokens", service.origin);
-    auth::install_tls_provider();
+    boot::install_tls_provider();
     let http = reqwest::Client::new();
     let admin = testkit::minter()
         .mint(

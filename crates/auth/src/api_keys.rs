@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use db::schema::api_keys;
 
-use crate::identity::TenantId;
+use ids::TenantId;
 
 /// The fixed prefix of every API key. Never change it: it lets secret scanners recognize
 /// leaked keys, and existing keys carry it.

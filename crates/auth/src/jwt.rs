@@ -9,7 +9,7 @@ use josekit::jws::{ES256, EdDSA, JwsVerifier, RS256};
 use serde_json::Value;
 use tokio::sync::{Mutex, RwLock};
 
-use crate::identity::{Principal, TenantId, UserId};
+use ids::{Principal, TenantId, UserId};
 
 /// Clock skew tolerated on `exp` and `nbf`.
 ///
@@ -110,7 +110,7 @@ impl std::fmt::Debug for JwtVerifier {
 
 impl JwtVerifier {
     pub fn new(config: AuthConfig) -> Self {
-        crate::install_tls_provider();
+        boot::install_tls_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use auth::TenantId;
 use diesel_async::AsyncPgConnection;
+use ids::TenantId;
 use uuid::Uuid;
 use vault::TenantKeys;
 

@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use auth::TenantId;
 use db::schema::connectors;
+use ids::TenantId;
 use vault::cursor::{Position, at_micros, micros, paginate};
 use vault::{CursorKey, SealedSecret, TenantKeys, VaultError};
 

@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use auth::{Principal, TenantId};
 use db::schema::{detokenization_audit, grants};
+use ids::{Principal, TenantId};
 use vault::cursor::{CursorKey, Position, at_micros, micros, paginate};
 use vault::{KeyRing, VaultError};
 

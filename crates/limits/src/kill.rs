@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use auth::TenantId;
 use db::schema::kill_switches;
+use ids::TenantId;
 
 /// How long a replica trusts what it last read.
 pub const CACHE_TTL: Duration = Duration::from_millis(500);

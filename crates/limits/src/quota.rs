@@ -3,8 +3,8 @@
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use auth::TenantId;
 use db::schema::tenant_quotas;
+use ids::TenantId;
 
 /// The tenant's monthly token quota, `None` when unlimited.
 pub async fn monthly_quota(

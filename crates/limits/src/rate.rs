@@ -6,7 +6,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::{Integer, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use auth::TenantId;
+use ids::TenantId;
 
 use crate::LimitsError;
 

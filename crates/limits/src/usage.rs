@@ -6,7 +6,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use time::{Date as Day, OffsetDateTime};
 
 use api_types::tokens::{Quota, Usage, UsageCounts};
-use auth::TenantId;
+use ids::TenantId;
 
 /// The first instant of the current month, UTC.
 pub fn month_start(now: OffsetDateTime) -> OffsetDateTime {

@@ -13,10 +13,10 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use api_types::classifiers::ClassifierRequest;
-use auth::TenantId;
 use connectors::FieldError;
 use db::schema::{classifiers, scan_classifiers};
 use detect::{ClassifierSpec, Classifiers, Validator};
+use ids::TenantId;
 use tokenize_core::Category;
 use vault::cursor::{Position, at_micros, micros, paginate};
 use vault::{CursorKey, VaultError};

@@ -12,8 +12,8 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-use auth::TenantId;
 use db::schema::scans;
+use ids::TenantId;
 
 use crate::engine;
 use crate::store::ScanError;

@@ -18,11 +18,11 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use auth::TenantId;
 use connectors::cloud::{AccessError, Cloud, PAGE_SIZE};
 use db::schema::{
     connectors as connectors_table, findings, scan_chunks, scan_resources, scanned_objects, scans,
 };
+use ids::TenantId;
 
 use crate::model::{Enumeration, Reasons, Status, final_status};
 use crate::options::{Kind, Options};

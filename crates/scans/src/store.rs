@@ -8,11 +8,11 @@ use ring::digest;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use auth::TenantId;
 use connectors::FieldError;
 use db::schema::{
     connectors as connectors_table, findings, scan_chunks, scan_connectors, scan_resources, scans,
 };
+use ids::TenantId;
 use vault::cursor::{Position, at_micros, micros, paginate};
 use vault::{CursorKey, VaultError};
 

@@ -13,9 +13,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
-use auth::TenantId;
 use connectors::cloud::{AccessError, Bucket, Cloud, Failure};
 use detect::{Detector, Finding, Hint, Location};
+use ids::TenantId;
 use tokenize_core::{NormalizeOptions, PiiType, normalize};
 use vault::{KeyRing, TenantKeys};
 

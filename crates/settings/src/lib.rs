@@ -5,8 +5,8 @@ mod store;
 use api_types::settings::{
     Cosigning, CosigningMode, CosigningUpdate, LkgRetention, RemediationPolicy, SafetyClass,
 };
-use auth::{TenantId, UserId};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection};
+use ids::{TenantId, UserId};
 use serde_json::{Value, json};
 
 /// The values the rollback window may take, in hours.

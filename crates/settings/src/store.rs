@@ -2,9 +2,9 @@
 //! in the crate root own the transactions.
 
 use api_types::settings::{CosigningMode, LkgRetentionChange, SafetyClass};
-use auth::{TenantId, UserId};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use ids::{TenantId, UserId};
 use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;

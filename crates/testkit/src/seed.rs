@@ -45,7 +45,7 @@ pub fn moto_cloud(endpoint: &str) -> connectors::Cloud {
 }
 
 fn client() -> reqwest::Client {
-    auth::install_tls_provider();
+    boot::install_tls_provider();
     reqwest::Client::builder()
         .danger_accept_invalid_certs(true)
         .build()

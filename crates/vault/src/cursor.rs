@@ -10,7 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::hmac;
 use uuid::Uuid;
 
-use auth::TenantId;
+use ids::TenantId;
 
 use crate::VaultError;
 

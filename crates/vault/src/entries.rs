@@ -7,8 +7,8 @@ use time::OffsetDateTime;
 use tokenize_core::PiiType;
 use uuid::Uuid;
 
-use auth::{Principal, Role, TenantId};
 use db::schema::vault_entries;
+use ids::{Principal, Role, TenantId};
 
 use crate::cursor::{CursorKey, Position, paginate};
 use crate::{VaultError, policies};

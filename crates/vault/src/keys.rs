@@ -19,8 +19,8 @@ use ring::hkdf;
 use ring::rand::{SecureRandom as _, SystemRandom};
 use tokenize_core::{FpeKey, MacKey};
 
-use auth::TenantId;
 use db::schema::tenant_keys;
+use ids::TenantId;
 
 use crate::{MasterKey, VaultError};
 

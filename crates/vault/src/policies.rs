@@ -11,8 +11,8 @@ use tokenize_core::policy::{MAX_TOKEN_TTL_SECONDS, parse_region};
 use tokenize_core::{FailureMode, Mode, PiiType, Policy, Scope, TypeRule};
 use uuid::Uuid;
 
-use auth::{TenantId, UserId};
 use db::schema::{tokenization_policies, tokenization_policy_versions};
+use ids::{TenantId, UserId};
 
 use crate::cursor::{CursorKey, Position, at_micros, micros, paginate};
 use crate::{FieldProblem, VaultError};

@@ -23,7 +23,7 @@ use tokenize_core::{
 };
 use uuid::Uuid;
 
-use auth::TenantId;
+use ids::TenantId;
 
 use crate::keys::{NONCE_LEN, TenantKeys, seal_with_nonce};
 use crate::policies::{self, StoredPolicy};

@@ -1,7 +1,7 @@
-use auth::TenantId;
 use diesel::QueryableByName;
 use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
+use ids::TenantId;
 
 #[derive(QueryableByName)]
 struct RowText {

@@ -37,8 +37,8 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
     let master = Arc::new(master);
     let keyring = vault::KeyRing::new(master.clone());
     let cursors = vault::CursorKey::new(&master.derive(b"cursor"));
-    let acme: auth::TenantId = "acme".parse().unwrap();
-    let other: auth::TenantId = "globex".parse().unwrap();
+    let acme: ids::TenantId = "acme".parse().unwrap();
+    let other: ids::TenantId = "globex".parse().unwrap();
     let keys = keyring.tenant(&mut conn, &acme).await.unwrap();
 
     let blob = store::create(

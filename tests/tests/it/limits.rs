@@ -244,7 +244,7 @@ async fn the_kill_switch_stops_tokenize_grant_and_detokenize_within_a_second() {
     assert_eq!(status, 200);
     let ids = json!([tokenized["results"][0]["token_id"]]);
     let mut conn = t.app.conn().await;
-    let acme: auth::TenantId = "acme".parse().unwrap();
+    let acme: ids::TenantId = "acme".parse().unwrap();
 
     limits::set_kill_switch(&mut conn, Some(&acme), true, "test")
         .await
@@ -355,7 +355,7 @@ async fn rotated_keys_encrypt_new_entries_and_rewrap_moves_old_ones() {
         .tokenize(json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn"), item("ann@example.com", "email")] }))
         .await;
     let mut conn = t.app.conn().await;
-    let acme: auth::TenantId = "acme".parse().unwrap();
+    let acme: ids::TenantId = "acme".parse().unwrap();
     let master = std::sync::Arc::new(vault::MasterKey::from_base64(&master_text).unwrap());
     assert_eq!(
         vault::keys::add_version(&mut conn, &master, &acme)

@@ -478,9 +478,9 @@ async fn the_remediation_gate_enforces_denied_classes_and_fails_open() {
 
     let db = testkit::database().await;
     let mut conn = db::AsyncPgConnection::establish(&db.url).await.unwrap();
-    let acme: auth::TenantId = "acme".parse().unwrap();
-    let globex: auth::TenantId = "globex".parse().unwrap();
-    let alice: auth::UserId = "alice".parse().unwrap();
+    let acme: ids::TenantId = "acme".parse().unwrap();
+    let globex: ids::TenantId = "globex".parse().unwrap();
+    let alice: ids::UserId = "alice".parse().unwrap();
 
     // Nothing denied yet.
     assert_eq!(

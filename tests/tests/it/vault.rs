@@ -211,7 +211,7 @@ async fn sealed_secrets_are_bound_to_their_record_and_survive_rotation() {
         .unwrap();
     let (master, _) = vault::MasterKey::generate().unwrap();
     let master = std::sync::Arc::new(master);
-    let tenant: auth::TenantId = "acme".parse().unwrap();
+    let tenant: ids::TenantId = "acme".parse().unwrap();
     let keys = vault::KeyRing::new(master.clone())
         .tenant(&mut conn, &tenant)
         .await

@@ -32,7 +32,7 @@ fn wire(c: connectors::Connector, detailed: bool) -> Connector {
 async fn tenant_keys(
     extra: &Extra,
     conn: &mut db::PooledConnection,
-    tenant: &auth::TenantId,
+    tenant: &ids::TenantId,
 ) -> Result<std::sync::Arc<vault::TenantKeys>, ApiError> {
     extra
         .keyring

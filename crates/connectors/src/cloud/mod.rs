@@ -261,7 +261,7 @@ struct Shared {
 
 impl Cloud {
     pub fn new(env: CloudEnv) -> Result<Self, EnvError> {
-        auth::install_tls_provider();
+        boot::install_tls_provider();
         let mut builder = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(CONNECT_TIMEOUT)

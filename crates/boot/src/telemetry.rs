@@ -1,5 +1,7 @@
 use tracing_subscriber::EnvFilter;
 
+use crate::{ConfigError, Env};
+
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogFormat {
@@ -11,16 +13,16 @@ pub enum LogFormat {
 }
 
 impl LogFormat {
-    /// Reads `LOG_FORMAT`: `json` or `text` (anything else is an error naming the choices).
-    pub fn from_env() -> Result<Self, String> {
-        Self::from_env_value(std::env::var("LOG_FORMAT").ok().as_deref())
-    }
-
-    pub fn from_env_value(value: Option<&str>) -> Result<Self, String> {
-        match value.map(str::trim) {
-            None | Some("") | Some("text") => Ok(Self::Text),
+    /// Reads `LOG_FORMAT`: `json` or `text` (unset means text; anything else is an error naming
+    /// the choices).
+    pub fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        match env.get("LOG_FORMAT").as_deref().map(str::trim) {
+            None | Some("text") => Ok(Self::Text),
             Some("json") => Ok(Self::Json),
-            Some(other) => Err(format!("must be `text` or `json`, not `{other}`")),
+            Some(other) => Err(ConfigError::new(
+                "LOG_FORMAT",
+                format!("must be `text` or `json`, not `{other}`"),
+            )),
         }
     }
 }

@@ -1,0 +1,9 @@
+#![doc = include_str!("../README.md")]
+
+mod env;
+mod telemetry;
+mod tls;
+
+pub use env::{ConfigError, Env};
+pub use telemetry::{LogFormat, init_tracing};
+pub use tls::install_tls_provider;
