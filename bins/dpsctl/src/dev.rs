@@ -63,7 +63,7 @@ pub fn dev_minter() -> anyhow::Result<(TokenMinter, PathBuf)> {
 pub fn dev_master_key_file() -> anyhow::Result<PathBuf> {
     let path = dev_dir().join("master.key");
     if !path.is_file() {
-        let (_, text) = vault::MasterKey::generate()?;
+        let (_, text) = keys::MasterKey::generate()?;
         write_private(&path, text.as_bytes())?;
     }
     Ok(path)

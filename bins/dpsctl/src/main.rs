@@ -208,22 +208,21 @@ async fn run(command: Command) -> anyhow::Result<()> {
     }
 }
 
-/// The master key the services use: `DPS_MASTER_KEY`, `DPS_MASTER_KEY_FILE`, or the dev key.
-fn master_key() -> anyhow::Result<vault::MasterKey> {
-    if let Some(text) = std::env::var("DPS_MASTER_KEY")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    {
-        return Ok(vault::MasterKey::from_base64(&text)?);
-    }
-    let path = match std::env::var("DPS_MASTER_KEY_FILE")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    {
-        Some(path) => std::path::PathBuf::from(path),
-        None => dev::dev_master_key_file()?,
+/// The master key the services use: `DPS_MASTER_KEY`, `DPS_MASTER_KEY_FILE`, or else the dev
+/// key that the dev stack made.
+fn master_key() -> anyhow::Result<keys::MasterKey> {
+    let env = boot::Env::process();
+    let dev_file =
+        if env.get("DPS_MASTER_KEY").is_none() && env.get("DPS_MASTER_KEY_FILE").is_none() {
+            Some(dev::dev_master_key_file()?.to_string_lossy().into_owned())
+        } else {
+            None
+        };
+    let lookup = |name: &str| match name {
+        "DPS_MASTER_KEY_FILE" if dev_file.is_some() => dev_file.clone(),
+        _ => boot::process_env(name),
     };
-    Ok(vault::MasterKey::from_file(&path)?)
+    Ok(keys::MasterKey::from_env(&boot::Env::new(&lookup))?)
 }
 
 async fn keys(command: KeysCommand) -> anyhow::Result<()> {
@@ -234,18 +233,18 @@ async fn keys(command: KeysCommand) -> anyhow::Result<()> {
     match command {
         KeysCommand::Rotate { tenant } => {
             let tenant: TenantId = tenant.parse()?;
-            let version = vault::keys::add_version(&mut conn, &master, &tenant).await?;
+            let version = keys::add_version(&mut conn, &master, &tenant).await?;
             println!("tenant {tenant}: key version {version} now encrypts new entries");
             println!("run `dpsctl keys rewrap --tenant {tenant}` to move older entries onto it");
         }
         KeysCommand::Rewrap { tenant } => {
-            let keyring = vault::KeyRing::new(master);
+            let keyring = keys::KeyRing::new(master);
             let tenants = match tenant {
                 Some(t) => vec![t.parse::<TenantId>()?],
-                None => vault::keys::tenants(&mut conn).await?,
+                None => keys::tenants(&mut conn).await?,
             };
             for tenant in tenants {
-                let moved = vault::keys::rewrap(&mut conn, &keyring, &tenant).await?;
+                let moved = vault::rewrap::rewrap(&mut conn, &keyring, &tenant).await?;
                 println!("tenant {tenant}: {moved} entries re-encrypted under the current key");
             }
         }

@@ -2,14 +2,13 @@
 //! itself and the readiness report.
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix_web::http::StatusCode;
 use api_types::{Check, Health};
 use auth::{AuthConfig, JwksSource, JwtVerifier};
-use vault::MasterKey;
+use keys::MasterKey;
 
 use boot::{ConfigError, Env, LogFormat};
 
@@ -50,25 +49,7 @@ impl CommonConfig {
         let cpus = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
-        let master_key = match (env.get("DPS_MASTER_KEY"), env.get("DPS_MASTER_KEY_FILE")) {
-            (Some(text), _) => MasterKey::from_base64(&text).map_err(|e| ConfigError {
-                variable: "DPS_MASTER_KEY",
-                problem: e.to_string(),
-            })?,
-            (None, Some(path)) => {
-                MasterKey::from_file(&PathBuf::from(path)).map_err(|e| ConfigError {
-                    variable: "DPS_MASTER_KEY_FILE",
-                    problem: e.to_string(),
-                })?
-            }
-            (None, None) => {
-                return Err(ConfigError {
-                    variable: "DPS_MASTER_KEY",
-                    problem: "set DPS_MASTER_KEY (base64 of 32 bytes) or DPS_MASTER_KEY_FILE"
-                        .into(),
-                });
-            }
-        };
+        let master_key = MasterKey::from_env(env)?;
         let supported_sdk_majors = env
             .get("DPS_SUPPORTED_SDK_MAJORS")
             .unwrap_or_else(|| "1".into())

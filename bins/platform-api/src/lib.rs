@@ -102,7 +102,7 @@ pub struct Extra {
     /// Whether the operator provisioned the co-signing client certificate.
     pub cosigning_provisioned: bool,
     /// Tenant data keys, which seal connector secrets.
-    pub keyring: std::sync::Arc<vault::KeyRing>,
+    pub keyring: std::sync::Arc<keys::KeyRing>,
     /// Signs and checks list cursors.
     pub cursors: std::sync::Arc<vault::CursorKey>,
     /// Access to customers' cloud storage.
@@ -133,7 +133,7 @@ impl Extra {
             coordinator_url: config.coordinator_url.clone(),
             cosigning_provisioned: config.cosigning_client.is_some(),
             cursors: std::sync::Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
-            keyring: std::sync::Arc::new(vault::KeyRing::new(master)),
+            keyring: std::sync::Arc::new(keys::KeyRing::new(master)),
             cloud,
         })
     }

@@ -62,12 +62,7 @@ async fn run() -> anyhow::Result<scans::coordinator::Summary> {
         .parse()
         .context("SCAN_ID must be a scan id")?;
     let token = required("AUTH_TOKEN")?;
-    let master = match (var("DPS_MASTER_KEY"), var("DPS_MASTER_KEY_FILE")) {
-        (Some(text), _) => vault::MasterKey::from_base64(&text).context("DPS_MASTER_KEY")?,
-        (None, Some(path)) => vault::MasterKey::from_file(std::path::Path::new(&path))
-            .context("DPS_MASTER_KEY_FILE")?,
-        (None, None) => anyhow::bail!("set DPS_MASTER_KEY or DPS_MASTER_KEY_FILE"),
-    };
+    let master = keys::MasterKey::from_env(&boot::Env::process())?;
     let lease_seconds: i64 = match var("DPS_SCAN_LEASE_SECONDS") {
         None => scans::worker::LEASE_SECONDS,
         Some(v) => v
@@ -94,7 +89,7 @@ async fn run() -> anyhow::Result<scans::coordinator::Summary> {
     let worker = scans::Worker::new(
         scans::coordinator::process_worker_id("scan-worker"),
         cloud,
-        Arc::new(vault::KeyRing::new(Arc::new(master))),
+        Arc::new(keys::KeyRing::new(Arc::new(master))),
     )
     .with_lease_seconds(lease_seconds);
     tracing::info!(

@@ -42,9 +42,9 @@ async fn setup(objects: usize, max_workers: u32) -> Setup {
         .collect();
     seed::put_all(bucket.as_ref(), &items).await;
 
-    let (master, master_b64) = vault::MasterKey::generate().unwrap();
+    let (master, master_b64) = keys::MasterKey::generate().unwrap();
     let master = Arc::new(master);
-    let keyring = vault::KeyRing::new(master.clone());
+    let keyring = keys::KeyRing::new(master.clone());
     let tenant: ids::TenantId = "acme".parse().unwrap();
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
     let keys = keyring.tenant(&mut conn, &tenant).await.unwrap();

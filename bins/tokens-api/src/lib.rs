@@ -91,7 +91,7 @@ impl utoipa::Modify for SecuritySchemes {
 /// signing key, both derived from the master key.
 #[derive(Debug, Clone)]
 pub struct Extra {
-    pub keyring: Arc<vault::KeyRing>,
+    pub keyring: Arc<keys::KeyRing>,
     pub cursors: Arc<vault::CursorKey>,
     pub grant_keys: Arc<grants::GrantKeys>,
     pub rate_limits: Arc<limits::RateLimits>,
@@ -104,7 +104,7 @@ impl Extra {
         Ok(Self {
             cursors: Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
             grant_keys: Arc::new(grants::GrantKeys::new(&master, config.grant_key_version)?),
-            keyring: Arc::new(vault::KeyRing::new(master)),
+            keyring: Arc::new(keys::KeyRing::new(master)),
             rate_limits: Arc::new(config.rate_limits.clone()),
             kill_switches: Arc::new(limits::KillSwitches::default()),
         })

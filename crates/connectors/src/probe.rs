@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use diesel_async::AsyncPgConnection;
 use ids::TenantId;
+use keys::TenantKeys;
 use uuid::Uuid;
-use vault::TenantKeys;
 
 use crate::cloud::{AccessError, Cloud};
 use crate::store::{self, ConnectorError, Status};

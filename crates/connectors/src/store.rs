@@ -11,8 +11,9 @@ use uuid::Uuid;
 
 use db::schema::connectors;
 use ids::TenantId;
+use keys::{SealedSecret, TenantKeys};
 use vault::cursor::{Position, at_micros, micros, paginate};
-use vault::{CursorKey, SealedSecret, TenantKeys, VaultError};
+use vault::{CursorKey, VaultError};
 
 use crate::config::{self, Config, FieldError, Provider};
 
@@ -52,6 +53,15 @@ impl From<VaultError> for ConnectorError {
             VaultError::BadCursor => ConnectorError::BadCursor,
             VaultError::Database(e) => ConnectorError::Database(e),
             _ => ConnectorError::Crypto,
+        }
+    }
+}
+
+impl From<keys::KeyError> for ConnectorError {
+    fn from(e: keys::KeyError) -> Self {
+        match e {
+            keys::KeyError::Database(e) => ConnectorError::Database(e),
+            keys::KeyError::Crypto => ConnectorError::Crypto,
         }
     }
 }

@@ -1,6 +1,6 @@
 #![doc = include_str!("../README.md")]
 
-mod keys;
+mod signing;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -20,10 +20,11 @@ use uuid::Uuid;
 
 use db::schema::{detokenization_audit, grants};
 use ids::{Principal, TenantId};
+use keys::KeyRing;
+use vault::VaultError;
 use vault::cursor::{CursorKey, Position, at_micros, micros, paginate};
-use vault::{KeyRing, VaultError};
 
-pub use keys::GrantKeys;
+pub use signing::GrantKeys;
 
 /// A grant's lifetime. The spec fixes it; it is also the replay window a stolen grant_jwt
 /// would have if it were not single use.
@@ -374,7 +375,10 @@ pub async fn detokenize(
             };
             let entries = vault::entries::sealed(conn, tenant, &ids).await?;
             let newest = entries.iter().map(|e| e.key_version).max().unwrap_or(1);
-            let tenant_keys = keyring.tenant_at_least(conn, tenant, newest).await?;
+            let tenant_keys = keyring
+                .tenant_at_least(conn, tenant, newest)
+                .await
+                .map_err(VaultError::from)?;
             let by_id: HashMap<Uuid, &vault::entries::Sealed> =
                 entries.iter().map(|e| (e.token_id, e)).collect();
             let mut allowed_by_policy: BTreeMap<Uuid, bool> = BTreeMap::new();

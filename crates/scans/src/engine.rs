@@ -888,7 +888,7 @@ struct Source {
 pub async fn enumerate(
     conn: &mut AsyncPgConnection,
     cloud: &Cloud,
-    keyring: &vault::KeyRing,
+    keyring: &keys::KeyRing,
     tenant: &TenantId,
     scan: Uuid,
 ) -> Result<(), ScanError> {

@@ -16,8 +16,8 @@ use uuid::Uuid;
 use connectors::cloud::{AccessError, Bucket, Cloud, Failure};
 use detect::{Detector, Finding, Hint, Location};
 use ids::TenantId;
+use keys::{KeyRing, TenantKeys};
 use tokenize_core::{NormalizeOptions, PiiType, normalize};
-use vault::{KeyRing, TenantKeys};
 
 use crate::engine::{self, Claim, Held, NewFinding, Outcome, Resource};
 use crate::store::ScanError;

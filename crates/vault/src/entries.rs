@@ -233,37 +233,17 @@ pub async fn sealed(
         .await?)
 }
 
-/// A revealed value and the currency it was tokenized with.
-#[derive(Debug)]
-pub struct Revealed {
-    pub value: tokenize_core::Secret,
-    pub currency: Option<String>,
-}
+pub use crate::value::Revealed;
 
 /// Opens an entry's ciphertext. Only detokenization, after a grant was consumed, calls this.
 pub fn reveal(
-    keys: &crate::TenantKeys,
+    keys: &keys::TenantKeys,
     tenant: &TenantId,
     entry: &Sealed,
 ) -> Result<Revealed, VaultError> {
-    let key = keys.data_key(entry.key_version)?;
-    let plain = crate::keys::open(
-        key,
-        &crate::tokenize::value_aad(tenant, entry.token_id),
+    let plain = keys.data_key(entry.key_version)?.open(
+        &crate::value::value_aad(tenant, entry.token_id),
         &entry.ciphertext,
     )?;
-    let text = String::from_utf8(plain).map_err(|_| VaultError::Crypto)?;
-    let secret = tokenize_core::Secret::new(text);
-    let bytes = secret.expose().as_bytes();
-    if bytes.len() < 2 || bytes[0] != 1 {
-        return Err(VaultError::Crypto);
-    }
-    let currency_len = usize::from(bytes[1]);
-    let rest = secret.expose().get(2..).ok_or(VaultError::Crypto)?;
-    let currency = rest.get(..currency_len).ok_or(VaultError::Crypto)?;
-    let value = rest.get(currency_len..).ok_or(VaultError::Crypto)?;
-    Ok(Revealed {
-        value: tokenize_core::Secret::new(value.to_owned()),
-        currency: (!currency.is_empty()).then(|| currency.to_owned()),
-    })
+    crate::value::decode(plain)
 }

@@ -25,9 +25,10 @@ use uuid::Uuid;
 
 use ids::TenantId;
 
-use crate::keys::{NONCE_LEN, TenantKeys, seal_with_nonce};
+use crate::VaultError;
 use crate::policies::{self, StoredPolicy};
-use crate::{KeyRing, VaultError};
+use crate::value::{payload, value_aad};
+use keys::{KeyRing, NONCE_LEN, TenantKeys};
 
 /// The most items one request may carry.
 pub const MAX_ITEMS: usize = 1000;
@@ -174,28 +175,6 @@ struct Stored {
     request_hash: Vec<u8>,
     #[diesel(sql_type = Bytea)]
     response: Vec<u8>,
-}
-
-/// The associated data of a vault value: the tenant and the token id, so that a ciphertext
-/// moved to another row or tenant does not open.
-pub(crate) fn value_aad(tenant: &TenantId, token_id: Uuid) -> Vec<u8> {
-    let mut aad = b"dps-vault-v1\0".to_vec();
-    aad.extend_from_slice(tenant.as_str().as_bytes());
-    aad.push(0);
-    aad.extend_from_slice(token_id.as_bytes());
-    aad
-}
-
-/// The sealed payload: a format byte, the currency code (length-prefixed, maybe empty), then
-/// the value.
-fn payload(value: &str, currency: Option<&str>) -> Secret {
-    let currency = currency.unwrap_or("");
-    let mut text = String::with_capacity(2 + currency.len() + value.len());
-    text.push('\u{1}');
-    text.push(char::from(u8::try_from(currency.len()).unwrap_or(0)));
-    text.push_str(currency);
-    text.push_str(value);
-    Secret::new(text)
 }
 
 /// An item ready to be written.
@@ -713,8 +692,7 @@ async fn write(
             if let Some(f) = p.fingerprint {
                 claimed.insert(f, token_id);
             }
-            let sealed = seal_with_nonce(
-                data_key,
+            let sealed = data_key.seal_with_nonce(
                 nonce,
                 &value_aad(tenant, token_id),
                 p.value.expose().as_bytes(),

@@ -33,9 +33,9 @@ fn aws() -> Value {
 async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
     let db = testkit::database().await;
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
-    let (master, _) = vault::MasterKey::generate().unwrap();
+    let (master, _) = keys::MasterKey::generate().unwrap();
     let master = Arc::new(master);
-    let keyring = vault::KeyRing::new(master.clone());
+    let keyring = keys::KeyRing::new(master.clone());
     let cursors = vault::CursorKey::new(&master.derive(b"cursor"));
     let acme: ids::TenantId = "acme".parse().unwrap();
     let other: ids::TenantId = "globex".parse().unwrap();

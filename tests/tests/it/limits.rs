@@ -356,14 +356,12 @@ async fn rotated_keys_encrypt_new_entries_and_rewrap_moves_old_ones() {
         .await;
     let mut conn = t.app.conn().await;
     let acme: ids::TenantId = "acme".parse().unwrap();
-    let master = std::sync::Arc::new(vault::MasterKey::from_base64(&master_text).unwrap());
+    let master = std::sync::Arc::new(keys::MasterKey::from_base64(&master_text).unwrap());
     assert_eq!(
-        vault::keys::add_version(&mut conn, &master, &acme)
-            .await
-            .unwrap(),
+        keys::add_version(&mut conn, &master, &acme).await.unwrap(),
         2
     );
-    let keyring = vault::KeyRing::new(master);
+    let keyring = keys::KeyRing::new(master);
 
     // New writes use version 2 (here through a key ring that loads the keys afresh, as every
     // replica does within 30 seconds); the version-1 entries are left as they were.
@@ -389,7 +387,7 @@ async fn rotated_keys_encrypt_new_entries_and_rewrap_moves_old_ones() {
 
     // Only the two version-1 entries need rewrapping.
     assert_eq!(
-        vault::keys::rewrap(&mut conn, &keyring, &acme)
+        vault::rewrap::rewrap(&mut conn, &keyring, &acme)
             .await
             .unwrap(),
         2

@@ -482,7 +482,7 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
         seed::put_all(bucket.as_ref(), &objects).await;
         expected.extend(keys.iter().map(|k| format!("{name}/{k}")));
     }
-    let (master, master_b64) = vault::MasterKey::generate().unwrap();
+    let (master, master_b64) = keys::MasterKey::generate().unwrap();
     // No worker tasks: platform-api starts and enumerates the scan, and nothing else reads.
     let app = app_with(&moto, "0", |env| {
         env.insert("DPS_MASTER_KEY".into(), master_b64);
@@ -575,7 +575,7 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
     let worker = scans::Worker::new(
         "customer-k8s/job-0".into(),
         cloud,
-        std::sync::Arc::new(vault::KeyRing::new(std::sync::Arc::new(master))),
+        std::sync::Arc::new(keys::KeyRing::new(std::sync::Arc::new(master))),
     );
     let pool = db::build_pool(&db::PoolConfig {
         url: app.db.url.clone(),

@@ -209,10 +209,10 @@ async fn sealed_secrets_are_bound_to_their_record_and_survive_rotation() {
     let mut conn = diesel_async::AsyncPgConnection::establish(&db.url)
         .await
         .unwrap();
-    let (master, _) = vault::MasterKey::generate().unwrap();
+    let (master, _) = keys::MasterKey::generate().unwrap();
     let master = std::sync::Arc::new(master);
     let tenant: ids::TenantId = "acme".parse().unwrap();
-    let keys = vault::KeyRing::new(master.clone())
+    let keys = keys::KeyRing::new(master.clone())
         .tenant(&mut conn, &tenant)
         .await
         .unwrap();
@@ -238,10 +238,10 @@ async fn sealed_secrets_are_bound_to_their_record_and_survive_rotation() {
             .is_err()
     );
     // A new key version seals new secrets; the old one still opens.
-    vault::keys::add_version(&mut conn, &master, &tenant)
+    keys::add_version(&mut conn, &master, &tenant)
         .await
         .unwrap();
-    let rotated = vault::KeyRing::new(master)
+    let rotated = keys::KeyRing::new(master)
         .tenant(&mut conn, &tenant)
         .await
         .unwrap();

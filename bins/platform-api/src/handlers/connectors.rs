@@ -33,7 +33,7 @@ async fn tenant_keys(
     extra: &Extra,
     conn: &mut db::PooledConnection,
     tenant: &ids::TenantId,
-) -> Result<std::sync::Arc<vault::TenantKeys>, ApiError> {
+) -> Result<std::sync::Arc<keys::TenantKeys>, ApiError> {
     extra
         .keyring
         .tenant(conn, tenant)

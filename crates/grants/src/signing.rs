@@ -38,7 +38,7 @@ fn kid(version: u32) -> String {
 }
 
 fn pair(
-    master: &vault::MasterKey,
+    master: &::keys::MasterKey,
     version: u32,
 ) -> Result<(EddsaJwsSigner, EddsaJwsVerifier), GrantError> {
     let seed = master.derive(format!("grant-signing-v{version}").as_bytes());
@@ -61,7 +61,7 @@ fn pair(
 }
 
 impl GrantKeys {
-    pub fn new(master: &vault::MasterKey, version: u32) -> Result<Self, GrantError> {
+    pub fn new(master: &::keys::MasterKey, version: u32) -> Result<Self, GrantError> {
         let version = version.max(1);
         let (signer, current) = pair(master, version)?;
         let mut verifiers = vec![(kid(version), current)];
