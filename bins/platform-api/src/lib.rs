@@ -3,6 +3,7 @@
 mod config;
 mod errors;
 mod handlers;
+mod wire;
 
 use actix_web::http::Method;
 use dps_http::{Area, Routes, ServiceSpec, on};
@@ -104,7 +105,7 @@ pub struct Extra {
     /// Tenant data keys, which seal connector secrets.
     pub keyring: std::sync::Arc<keys::KeyRing>,
     /// Signs and checks list cursors.
-    pub cursors: std::sync::Arc<vault::CursorKey>,
+    pub cursors: std::sync::Arc<paging::CursorKey>,
     /// Access to customers' cloud storage.
     pub cloud: connectors::Cloud,
     /// Defaults and ceilings of scan options.
@@ -132,7 +133,7 @@ impl Extra {
             scan_worker_image: config.scan_worker_image.clone(),
             coordinator_url: config.coordinator_url.clone(),
             cosigning_provisioned: config.cosigning_client.is_some(),
-            cursors: std::sync::Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
+            cursors: std::sync::Arc::new(paging::CursorKey::new(&master.derive(b"cursor"))),
             keyring: std::sync::Arc::new(keys::KeyRing::new(master)),
             cloud,
         })

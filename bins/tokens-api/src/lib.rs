@@ -92,7 +92,7 @@ impl utoipa::Modify for SecuritySchemes {
 #[derive(Debug, Clone)]
 pub struct Extra {
     pub keyring: Arc<keys::KeyRing>,
-    pub cursors: Arc<vault::CursorKey>,
+    pub cursors: Arc<paging::CursorKey>,
     pub grant_keys: Arc<grants::GrantKeys>,
     pub rate_limits: Arc<limits::RateLimits>,
     pub kill_switches: Arc<limits::KillSwitches>,
@@ -102,7 +102,7 @@ impl Extra {
     pub fn from_config(config: &Config) -> anyhow::Result<Self> {
         let master = config.common.master_key.clone();
         Ok(Self {
-            cursors: Arc::new(vault::CursorKey::new(&master.derive(b"cursor"))),
+            cursors: Arc::new(paging::CursorKey::new(&master.derive(b"cursor"))),
             grant_keys: Arc::new(grants::GrantKeys::new(&master, config.grant_key_version)?),
             keyring: Arc::new(keys::KeyRing::new(master)),
             rate_limits: Arc::new(config.rate_limits.clone()),
@@ -197,12 +197,8 @@ pub(crate) async fn admit(
 }
 
 /// Area A's page size: 1 to 100, default 50.
-pub(crate) fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
-    match limit {
-        None => Ok(50),
-        Some(l) if (1..=100).contains(&l) => Ok(l),
-        Some(_) => Err(ApiError::invalid("limit must be between 1 and 100")),
-    }
+pub(crate) fn page_limit(limit: Option<i64>) -> Result<paging::Limit, ApiError> {
+    paging::Limit::parse(limit, 50).map_err(|e| ApiError::invalid(e.to_string()))
 }
 
 /// The tokens-api service: its name, its area and its routes.

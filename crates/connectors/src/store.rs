@@ -12,8 +12,7 @@ use uuid::Uuid;
 use db::schema::connectors;
 use ids::TenantId;
 use keys::{SealedSecret, TenantKeys};
-use vault::cursor::{Position, at_micros, micros, paginate};
-use vault::{CursorKey, VaultError};
+use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
 
 use crate::config::{self, Config, FieldError, Provider};
 
@@ -47,13 +46,9 @@ impl From<DieselError> for ConnectorError {
     }
 }
 
-impl From<VaultError> for ConnectorError {
-    fn from(e: VaultError) -> Self {
-        match e {
-            VaultError::BadCursor => ConnectorError::BadCursor,
-            VaultError::Database(e) => ConnectorError::Database(e),
-            _ => ConnectorError::Crypto,
-        }
+impl From<BadCursor> for ConnectorError {
+    fn from(_: BadCursor) -> Self {
+        ConnectorError::BadCursor
     }
 }
 
@@ -236,25 +231,20 @@ pub struct Filter {
 }
 
 /// One page of connectors, oldest first.
-#[derive(Debug)]
-pub struct Page {
-    pub items: Vec<Connector>,
-    pub pagination: api_types::Pagination,
-}
-
 pub async fn list(
     conn: &mut AsyncPgConnection,
     cursors: &CursorKey,
     tenant: &TenantId,
     filter: Filter,
-    limit: i64,
+    limit: Limit,
     cursor: Option<&str>,
-) -> Result<Page, ConnectorError> {
+) -> Result<Page<Connector>, ConnectorError> {
+    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
     let mut query = connectors::table
         .filter(connectors::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())
         .order((connectors::created_at, connectors::connector_id))
-        .limit(limit + 1)
+        .limit(keyset.fetch())
         .into_boxed();
     if let Some(provider) = filter.provider {
         query = query.filter(connectors::provider.eq(provider.as_str()));
@@ -262,24 +252,13 @@ pub async fn list(
     if let Some(status) = filter.status {
         query = query.filter(connectors::status.eq(status.as_str()));
     }
-    if let Some(cursor) = cursor {
-        let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
-        let at = at_micros(micros)?;
-        query = query.filter(
-            connectors::created_at.gt(at).or(connectors::created_at
-                .eq(at)
-                .and(connectors::connector_id.gt(id))),
-        );
+    if let Some(after) = keyset.after::<connectors::created_at, connectors::connector_id, _>()? {
+        query = query.filter(after);
     }
     let rows: Vec<Row> = query.load(conn).await?;
-    let (rows, pagination) = paginate(cursors, tenant, LIST, rows, limit, |last| Position {
-        micros: micros(last.created_at),
-        id: last.connector_id,
-    });
-    Ok(Page {
-        items: rows.into_iter().map(view).collect::<Result<_, _>>()?,
-        pagination,
-    })
+    keyset
+        .page(rows, |r| Position::at(r.created_at, r.connector_id))
+        .try_map(view)
 }
 
 pub async fn get(

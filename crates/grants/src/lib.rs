@@ -21,8 +21,8 @@ use uuid::Uuid;
 use db::schema::{detokenization_audit, grants};
 use ids::{Principal, TenantId};
 use keys::KeyRing;
+use paging::{CursorKey, Keyset, Limit, Order, Position};
 use vault::VaultError;
-use vault::cursor::{CursorKey, Position, at_micros, micros, paginate};
 
 pub use signing::GrantKeys;
 
@@ -500,10 +500,12 @@ pub async fn audit(
     conn: &mut AsyncPgConnection,
     cursors: &CursorKey,
     tenant: &TenantId,
-    limit: i64,
+    limit: Limit,
     cursor: Option<&str>,
     filter: &AuditFilter<'_>,
 ) -> Result<DetokenizationAudit, GrantError> {
+    let keyset = Keyset::new(cursors, tenant, AUDIT_LIST, limit, cursor, Order::Ascending)
+        .map_err(VaultError::from)?;
     let mut query = detokenization_audit::table
         .filter(detokenization_audit::tenant_id.eq(tenant.as_str()))
         .select(AuditRow::as_select())
@@ -511,7 +513,7 @@ pub async fn audit(
             detokenization_audit::occurred_at,
             detokenization_audit::audit_id,
         ))
-        .limit(limit + 1)
+        .limit(keyset.fetch())
         .into_boxed();
     if let Some(user) = filter.user {
         query = query.filter(detokenization_audit::user_id.eq(user.to_owned()));
@@ -529,22 +531,15 @@ pub async fn audit(
             .map_err(|_| GrantError::Invalid("since must be an RFC 3339 time"))?;
         query = query.filter(detokenization_audit::occurred_at.ge(at));
     }
-    if let Some(cursor) = cursor {
-        let Position { micros, id } = cursors.decode(tenant, AUDIT_LIST, cursor)?;
-        let at = at_micros(micros)?;
-        query = query.filter(
-            detokenization_audit::occurred_at
-                .gt(at)
-                .or(detokenization_audit::occurred_at
-                    .eq(at)
-                    .and(detokenization_audit::audit_id.gt(id))),
-        );
+    if let Some(after) = keyset
+        .after::<detokenization_audit::occurred_at, detokenization_audit::audit_id, _>()
+        .map_err(VaultError::from)?
+    {
+        query = query.filter(after);
     }
     let rows: Vec<AuditRow> = query.load(conn).await?;
-    let (rows, pagination) = paginate(cursors, tenant, AUDIT_LIST, rows, limit, |last| Position {
-        micros: micros(last.occurred_at),
-        id: last.audit_id,
-    });
+    let page = keyset.page(rows, |r| Position::at(r.occurred_at, r.audit_id));
+    let (rows, pagination) = (page.items, page.pagination);
     Ok(DetokenizationAudit {
         items: rows
             .into_iter()
@@ -561,6 +556,10 @@ pub async fn audit(
                 occurred_at: r.occurred_at,
             })
             .collect(),
-        pagination,
+        pagination: api_types::Pagination {
+            limit: pagination.limit,
+            has_more: pagination.has_more,
+            next_cursor: pagination.next_cursor,
+        },
     })
 }

@@ -17,9 +17,8 @@ use connectors::FieldError;
 use db::schema::{classifiers, scan_classifiers};
 use detect::{ClassifierSpec, Classifiers, Validator};
 use ids::TenantId;
+use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
 use tokenize_core::Category;
-use vault::cursor::{Position, at_micros, micros, paginate};
-use vault::{CursorKey, VaultError};
 
 /// The most classifiers a tenant holds.
 pub const MAX_PER_TENANT: usize = detect::MAX_CLASSIFIERS;
@@ -52,12 +51,9 @@ impl From<DieselError> for ClassifierStoreError {
     }
 }
 
-impl From<VaultError> for ClassifierStoreError {
-    fn from(e: VaultError) -> Self {
-        match e {
-            VaultError::Database(e) => ClassifierStoreError::Database(e),
-            _ => ClassifierStoreError::BadCursor,
-        }
+impl From<BadCursor> for ClassifierStoreError {
+    fn from(_: BadCursor) -> Self {
+        ClassifierStoreError::BadCursor
     }
 }
 
@@ -292,43 +288,27 @@ pub async fn delete(
 }
 
 /// One page of classifiers, oldest first.
-#[derive(Debug)]
-pub struct Page {
-    pub items: Vec<Classifier>,
-    pub pagination: api_types::Pagination,
-}
-
 pub async fn list(
     conn: &mut AsyncPgConnection,
     cursors: &CursorKey,
     tenant: &TenantId,
-    limit: i64,
+    limit: Limit,
     cursor: Option<&str>,
-) -> Result<Page, ClassifierStoreError> {
+) -> Result<Page<Classifier>, ClassifierStoreError> {
+    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
     let mut query = classifiers::table
         .filter(classifiers::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())
         .order((classifiers::created_at, classifiers::classifier_id))
-        .limit(limit + 1)
+        .limit(keyset.fetch())
         .into_boxed();
-    if let Some(cursor) = cursor {
-        let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
-        let at = at_micros(micros)?;
-        query = query.filter(
-            classifiers::created_at.gt(at).or(classifiers::created_at
-                .eq(at)
-                .and(classifiers::classifier_id.gt(id))),
-        );
+    if let Some(after) = keyset.after::<classifiers::created_at, classifiers::classifier_id, _>()? {
+        query = query.filter(after);
     }
     let rows: Vec<Row> = query.load(conn).await?;
-    let (rows, pagination) = paginate(cursors, tenant, LIST, rows, limit, |last| Position {
-        micros: micros(last.created_at),
-        id: last.classifier_id,
-    });
-    Ok(Page {
-        items: rows.into_iter().map(view).collect::<Result<_, _>>()?,
-        pagination,
-    })
+    keyset
+        .page(rows, |r| Position::at(r.created_at, r.classifier_id))
+        .try_map(view)
 }
 
 /// Copies the tenant's classifiers to a new scan (nothing when it has none). Runs inside the

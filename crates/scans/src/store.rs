@@ -13,8 +13,7 @@ use db::schema::{
     connectors as connectors_table, findings, scan_chunks, scan_connectors, scan_resources, scans,
 };
 use ids::TenantId;
-use vault::cursor::{Position, at_micros, micros, paginate};
-use vault::{CursorKey, VaultError};
+use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
 
 use crate::model::{Counts, Enumeration, Reasons, Scan, Status, WorkerCounts};
 use crate::options::{self, Kind, MAX_CONNECTORS, Options, Tier};
@@ -52,12 +51,9 @@ impl From<diesel::result::Error> for ScanError {
     }
 }
 
-impl From<VaultError> for ScanError {
-    fn from(e: VaultError) -> Self {
-        match e {
-            VaultError::Database(e) => ScanError::Database(e),
-            _ => ScanError::BadCursor,
-        }
+impl From<BadCursor> for ScanError {
+    fn from(_: BadCursor) -> Self {
+        ScanError::BadCursor
     }
 }
 
@@ -378,26 +374,21 @@ pub struct Filter {
     pub since: Option<OffsetDateTime>,
 }
 
-#[derive(Debug)]
-pub struct Page {
-    pub items: Vec<Scan>,
-    pub pagination: api_types::Pagination,
-}
-
 /// The tenant's scans, newest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
     cursors: &CursorKey,
     tenant: &TenantId,
     filter: &Filter,
-    limit: i64,
+    limit: Limit,
     cursor: Option<&str>,
-) -> Result<Page, ScanError> {
+) -> Result<Page<Scan>, ScanError> {
+    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Descending)?;
     let mut query = scans::table
         .filter(scans::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())
         .order((scans::created_at.desc(), scans::scan_id.desc()))
-        .limit(limit + 1)
+        .limit(keyset.fetch())
         .into_boxed();
     if let Some(status) = filter.status {
         query = query.filter(scans::status.eq(status.as_str()));
@@ -415,25 +406,19 @@ pub async fn list(
             ),
         );
     }
-    if let Some(cursor) = cursor {
-        let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
-        let at = at_micros(micros)?;
-        query = query.filter(
-            scans::created_at
-                .lt(at)
-                .or(scans::created_at.eq(at).and(scans::scan_id.lt(id))),
-        );
+    if let Some(after) = keyset.after::<scans::created_at, scans::scan_id, _>()? {
+        query = query.filter(after);
     }
     let rows: Vec<Row> = query.load(conn).await?;
-    let (rows, pagination) = paginate(cursors, tenant, LIST, rows, limit, |last| Position {
-        micros: micros(last.created_at),
-        id: last.scan_id,
-    });
-    let mut items = Vec::with_capacity(rows.len());
-    for row in rows {
+    let page = keyset.page(rows, |r| Position::at(r.created_at, r.scan_id));
+    let mut items = Vec::with_capacity(page.items.len());
+    for row in page.items {
         items.push(view(conn, tenant, row).await?);
     }
-    Ok(Page { items, pagination })
+    Ok(Page {
+        items,
+        pagination: page.pagination,
+    })
 }
 
 /// What a cancel returns.

@@ -10,8 +10,8 @@ use uuid::Uuid;
 use db::schema::vault_entries;
 use ids::{Principal, Role, TenantId};
 
-use crate::cursor::{CursorKey, Position, paginate};
 use crate::{VaultError, policies};
+use paging::{CursorKey, Keyset, Limit, Order, Position};
 
 const LIST: &str = "vault";
 
@@ -69,7 +69,7 @@ pub async fn list(
     conn: &mut AsyncPgConnection,
     cursors: &CursorKey,
     tenant: &TenantId,
-    limit: i64,
+    limit: Limit,
     cursor: Option<&str>,
     pii_type: Option<&str>,
     status: Option<&str>,
@@ -81,13 +81,14 @@ pub async fn list(
         })
         .transpose()?;
     let status = status.map(Status::parse).transpose()?;
+    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
     let now = OffsetDateTime::now_utc();
     let mut query = vault_entries::table
         .filter(vault_entries::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())
         // Token ids are UUIDv7: their order is creation order, and the primary key serves it.
         .order(vault_entries::token_id)
-        .limit(limit + 1)
+        .limit(keyset.fetch())
         .into_boxed();
     if let Some(t) = pii_type {
         query = query.filter(vault_entries::pii_type.eq(t.as_str()));
@@ -104,17 +105,14 @@ pub async fn list(
                 .or(vault_entries::expires_at.gt(now)),
         ),
     };
-    if let Some(cursor) = cursor {
-        let Position { id, .. } = cursors.decode(tenant, LIST, cursor)?;
-        query = query.filter(vault_entries::token_id.gt(id));
+    if let Some(after) = keyset.after_id::<vault_entries::token_id, _>() {
+        query = query.filter(after);
     }
     let rows: Vec<Row> = query.load(conn).await?;
-    let (rows, pagination) = paginate(cursors, tenant, LIST, rows, limit, |last| Position {
-        micros: 0,
-        id: last.token_id,
-    });
+    let page = keyset.page(rows, |r| Position::id(r.token_id));
     Ok(VaultList {
-        items: rows
+        items: page
+            .items
             .into_iter()
             .map(|r| VaultEntry {
                 status: Status::of(r.revoked_at, r.expires_at, now).to_owned(),
@@ -129,7 +127,7 @@ pub async fn list(
                 revoked_at: r.revoked_at,
             })
             .collect(),
-        pagination,
+        pagination: crate::wire_pagination(page.pagination),
     })
 }
 

@@ -1,13 +1,10 @@
 #![doc = include_str!("../README.md")]
 
-pub mod cursor;
 pub mod entries;
 pub mod policies;
 pub mod rewrap;
 pub mod tokenize;
 mod value;
-
-pub use cursor::CursorKey;
 
 /// One invalid field of a request, for a 400 that names every problem at once.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -43,6 +40,21 @@ pub enum VaultError {
     Crypto,
     #[error(transparent)]
     Database(#[from] diesel::result::Error),
+}
+
+impl From<paging::BadCursor> for VaultError {
+    fn from(_: paging::BadCursor) -> Self {
+        VaultError::BadCursor
+    }
+}
+
+/// The wire form of a page's pagination.
+fn wire_pagination(p: paging::Pagination) -> api_types::Pagination {
+    api_types::Pagination {
+        limit: p.limit,
+        has_more: p.has_more,
+        next_cursor: p.next_cursor,
+    }
 }
 
 impl From<keys::KeyError> for VaultError {

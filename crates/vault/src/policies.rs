@@ -14,8 +14,8 @@ use uuid::Uuid;
 use db::schema::{tokenization_policies, tokenization_policy_versions};
 use ids::{TenantId, UserId};
 
-use crate::cursor::{CursorKey, Position, at_micros, micros, paginate};
 use crate::{FieldProblem, VaultError};
+use paging::{CursorKey, Keyset, Limit, Order, Position};
 
 const LIST: &str = "policies";
 
@@ -349,9 +349,10 @@ pub async fn list(
     conn: &mut AsyncPgConnection,
     cursors: &CursorKey,
     tenant: &TenantId,
-    limit: i64,
+    limit: Limit,
     cursor: Option<&str>,
 ) -> Result<PolicyList, VaultError> {
+    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
     let mut query = tokenization_policies::table
         .filter(tokenization_policies::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())
@@ -359,26 +360,17 @@ pub async fn list(
             tokenization_policies::created_at,
             tokenization_policies::policy_id,
         ))
-        .limit(limit + 1)
+        .limit(keyset.fetch())
         .into_boxed();
-    if let Some(cursor) = cursor {
-        let Position { micros, id } = cursors.decode(tenant, LIST, cursor)?;
-        let at = at_micros(micros)?;
-        query = query.filter(
-            tokenization_policies::created_at
-                .gt(at)
-                .or(tokenization_policies::created_at
-                    .eq(at)
-                    .and(tokenization_policies::policy_id.gt(id))),
-        );
+    if let Some(after) =
+        keyset.after::<tokenization_policies::created_at, tokenization_policies::policy_id, _>()?
+    {
+        query = query.filter(after);
     }
     let rows: Vec<Row> = query.load(conn).await?;
-    let (rows, pagination) = paginate(cursors, tenant, LIST, rows, limit, |last| Position {
-        micros: micros(last.created_at),
-        id: last.policy_id,
-    });
+    let page = keyset.page(rows, |r| Position::at(r.created_at, r.policy_id));
     Ok(PolicyList {
-        items: rows.iter().map(view).collect::<Result<_, _>>()?,
-        pagination,
+        items: page.items.iter().map(view).collect::<Result<_, _>>()?,
+        pagination: crate::wire_pagination(page.pagination),
     })
 }

@@ -36,7 +36,7 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
     let (master, _) = keys::MasterKey::generate().unwrap();
     let master = Arc::new(master);
     let keyring = keys::KeyRing::new(master.clone());
-    let cursors = vault::CursorKey::new(&master.derive(b"cursor"));
+    let cursors = paging::CursorKey::new(&master.derive(b"cursor"));
     let acme: ids::TenantId = "acme".parse().unwrap();
     let other: ids::TenantId = "globex".parse().unwrap();
     let keys = keyring.tenant(&mut conn, &acme).await.unwrap();
@@ -117,9 +117,16 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
             .await
             .unwrap();
     }
-    let first = store::list(&mut conn, &cursors, &acme, Filter::default(), 2, None)
-        .await
-        .unwrap();
+    let first = store::list(
+        &mut conn,
+        &cursors,
+        &acme,
+        Filter::default(),
+        limit(2),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(first.items.len(), 2);
     assert!(first.pagination.has_more);
     let cursor = first.pagination.next_cursor.clone().unwrap();
@@ -128,7 +135,7 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
         &cursors,
         &acme,
         Filter::default(),
-        2,
+        limit(2),
         Some(&cursor),
     )
     .await
@@ -148,7 +155,7 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
         &cursors,
         &other,
         Filter::default(),
-        2,
+        limit(2),
         Some(&cursor),
     )
     .await;
@@ -161,7 +168,7 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
             provider: Some(Provider::Aws),
             status: Some(Status::PendingTest),
         },
-        20,
+        limit(20),
         None,
     )
     .await
@@ -354,4 +361,8 @@ async fn connectors_over_http_follow_the_spec() {
     let (status, body) = admin.send(Method::DELETE, &path, None).await;
     assert_eq!(status, 404);
     crate::area_b_error(&body, "CONNECTOR_NOT_FOUND");
+}
+
+fn limit(n: i64) -> paging::Limit {
+    paging::Limit::parse(Some(n), 20).unwrap()
 }

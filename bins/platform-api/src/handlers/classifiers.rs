@@ -68,7 +68,7 @@ pub async fn list(
     .map_err(errors::classifiers)?;
     Ok(Enveloped::page(
         page.items.into_iter().map(wire).collect(),
-        page.pagination,
+        crate::wire::pagination(page.pagination),
     ))
 }
 

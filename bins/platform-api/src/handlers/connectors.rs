@@ -100,7 +100,10 @@ pub async fn list(
     .await
     .map_err(errors::connectors)?;
     let items = page.items.into_iter().map(|c| wire(c, false)).collect();
-    Ok(Enveloped::page(items, page.pagination))
+    Ok(Enveloped::page(
+        items,
+        crate::wire::pagination(page.pagination),
+    ))
 }
 
 /// Creates a connector in `pending_test`. Secret fields are sealed and never returned.

@@ -8,11 +8,8 @@ pub mod settings;
 use dps_http::ApiError;
 
 /// A list's `limit`: 20 when absent, else 1 to 100.
-pub(crate) fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
-    match limit {
-        None => Ok(20),
-        Some(l) if (1..=100).contains(&l) => Ok(l),
-        Some(_) => Err(ApiError::invalid("limit must be between 1 and 100")
-            .with_details(serde_json::json!({ "field": "limit" }))),
-    }
+pub(crate) fn page_limit(limit: Option<i64>) -> Result<paging::Limit, ApiError> {
+    paging::Limit::parse(limit, 20).map_err(|e| {
+        ApiError::invalid(e.to_string()).with_details(serde_json::json!({ "field": "limit" }))
+    })
 }

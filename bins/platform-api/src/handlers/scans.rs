@@ -254,7 +254,7 @@ pub async fn list(
     .map_err(errors::scans)?;
     Ok(Enveloped::page(
         page.items.into_iter().map(wire).collect(),
-        page.pagination,
+        crate::wire::pagination(page.pagination),
     ))
 }
 

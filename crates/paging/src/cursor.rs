@@ -1,22 +1,22 @@
-//! Opaque, unforgeable cursors for the vault's and the policies' lists.
-//!
-//! A cursor is base64url of the position (a timestamp in microseconds and an id) followed by a
-//! truncated HMAC over the tenant, the list's name and the position, under a key derived from
-//! the master key. A cursor changed in any way, or taken from another tenant or another list,
-//! is refused.
+//! Opaque, unforgeable cursors.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ids::TenantId;
 use ring::hmac;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
-use ids::TenantId;
-
-use crate::VaultError;
-
+/// Bytes of the HMAC kept in a cursor: 128 bits, beyond guessing.
 const TAG_LEN: usize = 16;
 
-/// Signs and checks cursors.
+/// The cursor is not one this service issued for this tenant and list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the cursor is not one this service issued for this list")]
+pub struct BadCursor;
+
+/// Signs and checks cursors, with a key derived from the master key (label `cursor`), so that
+/// every replica accepts every other's cursors.
 pub struct CursorKey(hmac::Key);
 
 impl std::fmt::Debug for CursorKey {
@@ -25,11 +25,35 @@ impl std::fmt::Debug for CursorKey {
     }
 }
 
-/// A position in a list ordered by (created_at, id).
+/// A position in a list ordered by (a time, an id), or by an id alone (`micros` 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
     pub micros: i64,
     pub id: Uuid,
+}
+
+impl Position {
+    /// The position of a row ordered by `at`, then `id`.
+    pub fn at(at: OffsetDateTime, id: impl Into<Uuid>) -> Self {
+        Self {
+            micros: i64::try_from(at.unix_timestamp_nanos() / 1_000).unwrap_or(i64::MAX),
+            id: id.into(),
+        }
+    }
+
+    /// The position of a row ordered by its id alone (UUIDv7 ids sort in creation order).
+    pub fn id(id: impl Into<Uuid>) -> Self {
+        Self {
+            micros: 0,
+            id: id.into(),
+        }
+    }
+
+    /// The time part, as the database compares it (microseconds).
+    pub fn time(&self) -> Result<OffsetDateTime, BadCursor> {
+        OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.micros) * 1_000)
+            .map_err(|_| BadCursor)
+    }
 }
 
 impl CursorKey {
@@ -60,12 +84,10 @@ impl CursorKey {
         tenant: &TenantId,
         list: &str,
         cursor: &str,
-    ) -> Result<Position, VaultError> {
-        let bytes = URL_SAFE_NO_PAD
-            .decode(cursor)
-            .map_err(|_| VaultError::BadCursor)?;
+    ) -> Result<Position, BadCursor> {
+        let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| BadCursor)?;
         if bytes.len() != 24 + TAG_LEN {
-            return Err(VaultError::BadCursor);
+            return Err(BadCursor);
         }
         let (body, tag) = bytes.split_at(24);
         let expected = self.tag(tenant, list, body);
@@ -75,48 +97,12 @@ impl CursorKey {
             .zip(tag)
             .fold(0u8, |acc, (a, b)| acc | (a ^ b));
         if difference != 0 {
-            return Err(VaultError::BadCursor);
+            return Err(BadCursor);
         }
-        let micros = i64::from_be_bytes(body[..8].try_into().map_err(|_| VaultError::BadCursor)?);
-        let id = Uuid::from_slice(&body[8..24]).map_err(|_| VaultError::BadCursor)?;
+        let micros = i64::from_be_bytes(body[..8].try_into().map_err(|_| BadCursor)?);
+        let id = Uuid::from_slice(&body[8..24]).map_err(|_| BadCursor)?;
         Ok(Position { micros, id })
     }
-}
-
-/// Cuts a page from `rows`, loaded with `limit + 1` so that one extra row says whether more
-/// follow, and signs the cursor of the last row kept.
-pub fn paginate<T>(
-    cursors: &CursorKey,
-    tenant: &TenantId,
-    list: &str,
-    mut rows: Vec<T>,
-    limit: i64,
-    position: impl Fn(&T) -> Position,
-) -> (Vec<T>, api_types::Pagination) {
-    let keep = usize::try_from(limit).unwrap_or(0);
-    let has_more = rows.len() > keep;
-    rows.truncate(keep);
-    let next_cursor = rows
-        .last()
-        .filter(|_| has_more)
-        .map(|last| cursors.encode(tenant, list, position(last)));
-    let pagination = api_types::Pagination {
-        limit: u32::try_from(limit).unwrap_or(0),
-        has_more,
-        next_cursor,
-    };
-    (rows, pagination)
-}
-
-/// The microseconds since the epoch of a database timestamp: a cursor's time part.
-pub fn micros(at: time::OffsetDateTime) -> i64 {
-    i64::try_from(at.unix_timestamp_nanos() / 1_000).unwrap_or(i64::MAX)
-}
-
-/// The timestamp a cursor's time part names.
-pub fn at_micros(micros: i64) -> Result<time::OffsetDateTime, VaultError> {
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1_000)
-        .map_err(|_| VaultError::BadCursor)
 }
 
 #[cfg(test)]
@@ -148,5 +134,12 @@ mod tests {
                 .decode(&acme, "vault", &cursor)
                 .is_err()
         );
+    }
+
+    #[test]
+    fn positions_keep_microseconds() {
+        let at = OffsetDateTime::from_unix_timestamp_nanos(1_700_000_000_123_456_000).unwrap();
+        let p = Position::at(at, Uuid::nil());
+        assert_eq!(p.time().unwrap(), at);
     }
 }

@@ -1,0 +1,232 @@
+//! Cutting pages: the resume filter, the page of N + 1 and the pagination object.
+
+use diesel::expression::BoxableExpression;
+use diesel::pg::Pg;
+use diesel::sql_types::{Bool, Timestamptz, Uuid as SqlUuid};
+use ids::TenantId;
+
+use crate::cursor::{BadCursor, CursorKey, Position};
+
+/// A filter on a query of `QS`, as boxed queries take it.
+pub type Filter<QS> = Box<dyn BoxableExpression<QS, Pg, SqlType = Bool> + 'static>;
+
+/// The largest page any list serves.
+pub const MAX_LIMIT: u32 = 100;
+
+/// A page size of 1 to [`MAX_LIMIT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit(u32);
+
+/// A requested page size outside 1 to 100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("limit must be between 1 and 100")]
+pub struct LimitOutOfRange;
+
+impl Limit {
+    /// The page size a caller asked for, or the list's default.
+    pub fn parse(requested: Option<i64>, default: u32) -> Result<Self, LimitOutOfRange> {
+        match requested {
+            None => Ok(Self(default.clamp(1, MAX_LIMIT))),
+            Some(n) => u32::try_from(n)
+                .ok()
+                .filter(|n| (1..=MAX_LIMIT).contains(n))
+                .map(Self)
+                .ok_or(LimitOutOfRange),
+        }
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+/// Which way a list runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Oldest first.
+    Ascending,
+    /// Newest first.
+    Descending,
+}
+
+/// What a list response says about the rest of the list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pagination {
+    pub limit: u32,
+    pub has_more: bool,
+    /// Present when `has_more` is true.
+    pub next_cursor: Option<String>,
+}
+
+/// One page of a list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub pagination: Pagination,
+}
+
+impl<T> Page<T> {
+    /// The same page with each item changed.
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            pagination: self.pagination,
+        }
+    }
+
+    /// The same page with each item changed by a fallible function.
+    pub fn try_map<U, E>(self, f: impl FnMut(T) -> Result<U, E>) -> Result<Page<U>, E> {
+        Ok(Page {
+            items: self.items.into_iter().map(f).collect::<Result<_, E>>()?,
+            pagination: self.pagination,
+        })
+    }
+}
+
+/// One request for a page of one tenant's list: where it resumes, how many rows to read, and
+/// how to cut and sign what was read.
+#[derive(Debug)]
+pub struct Keyset<'a> {
+    cursors: &'a CursorKey,
+    tenant: &'a TenantId,
+    list: &'static str,
+    limit: Limit,
+    order: Order,
+    after: Option<Position>,
+}
+
+impl<'a> Keyset<'a> {
+    /// `list` names the list in its cursors, so that a cursor of one list is refused by
+    /// another; `cursor` is what the caller sent, if anything.
+    pub fn new(
+        cursors: &'a CursorKey,
+        tenant: &'a TenantId,
+        list: &'static str,
+        limit: Limit,
+        cursor: Option<&str>,
+        order: Order,
+    ) -> Result<Self, BadCursor> {
+        let after = cursor
+            .map(|c| cursors.decode(tenant, list, c))
+            .transpose()?;
+        Ok(Self {
+            cursors,
+            tenant,
+            list,
+            limit,
+            order,
+            after,
+        })
+    }
+
+    /// How many rows to read: one more than the page holds, to learn whether more follow.
+    pub fn fetch(&self) -> i64 {
+        i64::from(self.limit.get()) + 1
+    }
+
+    fn comparison(&self) -> &'static str {
+        match self.order {
+            Order::Ascending => ">",
+            Order::Descending => "<",
+        }
+    }
+
+    /// The filter that resumes a list ordered by `(T, I)` after the cursor: a row comparison,
+    /// which an index on `(tenant_id, T, I)` serves. `None` on a first page.
+    pub fn after<T, I, QS>(&self) -> Result<Option<Filter<QS>>, BadCursor>
+    where
+        T: diesel::Column<SqlType = Timestamptz>,
+        I: diesel::Column<SqlType = SqlUuid>,
+    {
+        let Some(after) = self.after else {
+            return Ok(None);
+        };
+        let at = after.time()?;
+        let sql = format!("({}, {}) {} (", T::NAME, I::NAME, self.comparison());
+        Ok(Some(Box::new(
+            diesel::dsl::sql::<Bool>(&sql)
+                .bind::<Timestamptz, _>(at)
+                .sql(", ")
+                .bind::<SqlUuid, _>(after.id)
+                .sql(")"),
+        )))
+    }
+
+    /// The filter that resumes a list ordered by its id `I` alone (UUIDv7 ids, in creation
+    /// order). `None` on a first page.
+    pub fn after_id<I, QS>(
+        &self,
+    ) -> Option<Box<dyn BoxableExpression<QS, Pg, SqlType = Bool> + 'static>>
+    where
+        I: diesel::Column<SqlType = SqlUuid>,
+    {
+        let after = self.after?;
+        let sql = format!("{} {} ", I::NAME, self.comparison());
+        Some(Box::new(
+            diesel::dsl::sql::<Bool>(&sql).bind::<SqlUuid, _>(after.id),
+        ))
+    }
+
+    /// Cuts the page from rows read with [`Keyset::fetch`], and signs the cursor of the last
+    /// row kept when more follow.
+    pub fn page<T>(&self, mut rows: Vec<T>, position: impl Fn(&T) -> Position) -> Page<T> {
+        let keep = self.limit.get() as usize;
+        let has_more = rows.len() > keep;
+        rows.truncate(keep);
+        let next_cursor = rows
+            .last()
+            .filter(|_| has_more)
+            .map(|last| self.cursors.encode(self.tenant, self.list, position(last)));
+        Page {
+            items: rows,
+            pagination: Pagination {
+                limit: self.limit.get(),
+                has_more,
+                next_cursor,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_one_to_a_hundred() {
+        assert_eq!(Limit::parse(None, 20).unwrap().get(), 20);
+        assert_eq!(Limit::parse(Some(100), 20).unwrap().get(), 100);
+        for bad in [0, -1, 101, i64::MAX] {
+            assert!(Limit::parse(Some(bad), 20).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_page_of_n_plus_one_says_more_follow_and_signs_the_last_kept() {
+        let key = CursorKey::new(&[1u8; 32]);
+        let tenant: TenantId = "acme".parse().unwrap();
+        let limit = Limit::parse(Some(2), 20).unwrap();
+        let keyset = Keyset::new(&key, &tenant, "things", limit, None, Order::Ascending).unwrap();
+        assert_eq!(keyset.fetch(), 3);
+        let ids: Vec<uuid::Uuid> = (0..3).map(|_| uuid::Uuid::now_v7()).collect();
+        let page = keyset.page(ids.clone(), |id| Position::id(*id));
+        assert_eq!(page.items, ids[..2]);
+        assert!(page.pagination.has_more);
+        let cursor = page.pagination.next_cursor.unwrap();
+        assert_eq!(key.decode(&tenant, "things", &cursor).unwrap().id, ids[1]);
+        let last = keyset.page(ids[..1].to_vec(), |id| Position::id(*id));
+        assert!(!last.pagination.has_more);
+        assert_eq!(last.pagination.next_cursor, None);
+        assert!(
+            Keyset::new(
+                &key,
+                &tenant,
+                "other",
+                limit,
+                Some(&cursor),
+                Order::Ascending
+            )
+            .is_err()
+        );
+    }
+}
