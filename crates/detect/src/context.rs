@@ -2,7 +2,7 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
-use crate::Kind;
+use crate::types::Kind;
 
 /// How far before a match context words are looked for, in bytes.
 pub const BEFORE: usize = 48;

@@ -239,7 +239,7 @@ pub struct Classifiers {
 
 #[derive(Debug, Clone)]
 struct Compiled {
-    name: crate::FindingType,
+    name: crate::types::FindingType,
     category: Category,
     ignore_words: Vec<String>,
     validator: Option<Validator>,
@@ -249,7 +249,7 @@ struct Compiled {
 
 /// A custom match, scored.
 pub(crate) struct Scored {
-    pub name: crate::FindingType,
+    pub name: crate::types::FindingType,
     pub category: Category,
     pub start: usize,
     pub end: usize,
@@ -302,7 +302,7 @@ impl Classifiers {
         let specs = specs
             .iter()
             .map(|s| Compiled {
-                name: crate::FindingType::custom(&s.name),
+                name: crate::types::FindingType::custom(&s.name),
                 category: s.category,
                 ignore_words: s.ignore_words.iter().map(|w| w.to_lowercase()).collect(),
                 validator: s.validator,
@@ -368,7 +368,7 @@ impl Classifiers {
         }
         let mut context = Vec::new();
         if let Some(keywords) = &self.keywords {
-            let before = crate::window(text, start.saturating_sub(spec.distance), start);
+            let before = crate::types::window(text, start.saturating_sub(spec.distance), start);
             let label = label.map(crate::context::label_words).unwrap_or_default();
             for part in [before, label.as_str()] {
                 let bytes = part.as_bytes();

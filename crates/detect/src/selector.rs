@@ -2,7 +2,7 @@
 
 use tokenize_core::{Category, PiiType};
 
-use crate::{Finding, FindingType};
+use crate::types::{Finding, FindingType};
 
 /// A type or a category, as a condition writes it: `us_ssn`, `government_id`,
 /// `custom:employee_id`.
@@ -45,7 +45,9 @@ impl Selector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ClassifierSpec, Classifiers, DEFAULT_MIN_CONFIDENCE, Detector};
+    use crate::custom::{ClassifierSpec, Classifiers};
+    use crate::scan::Detector;
+    use crate::types::DEFAULT_MIN_CONFIDENCE;
 
     #[test]
     fn conditions_name_a_type_a_category_or_a_classifier() {

@@ -1,15 +1,16 @@
 //! Scanning content that arrives in pieces, in bounded memory: gzip is inflated as it comes,
 //! the bytes are decoded to text, and the text is scanned in windows that overlap by
-//! [`MAX_REACH`](crate::MAX_REACH) on each side, so a match cut by a window boundary is seen
-//! whole by one window and reported by exactly one.
+//! [`MAX_REACH`] on each side, so a match cut by a window boundary is seen whole by one window
+//! and reported by exactly one.
 
 use std::io::Write;
 
 use flate2::write::MultiGzDecoder;
 
 use crate::content::{self, Encoding, Format, Hint, SNIFF_LEN, SkipReason};
+use crate::scan::Detector;
 use crate::structure::Tracker;
-use crate::{Detector, Finding, MAX_REACH, Options, Window};
+use crate::types::{Finding, MAX_REACH, Options, Window};
 
 /// The default window: 1 MiB of text.
 const DEFAULT_WINDOW: usize = 1 << 20;
@@ -74,6 +75,31 @@ struct Text {
     base: usize,
     report_from: usize,
     custom_from: usize,
+}
+
+// The detector's entry points for bytes and streams live here, beside the stream they drive,
+// so that the scanner does not depend back on this module.
+impl Detector {
+    /// Every finding in a file's bytes: gzip is inflated, the encoding and format are sniffed
+    /// (the hint helps), binary content is skipped with the reason.
+    pub fn scan_bytes(
+        &self,
+        bytes: &[u8],
+        hint: Hint<'_>,
+        options: &Options,
+    ) -> Result<Report, SkipReason> {
+        let mut stream = self.stream(hint, *options);
+        let mut findings = Vec::new();
+        stream.push(bytes, &mut findings)?;
+        let mut report = stream.finish(&mut findings)?;
+        report.findings = findings;
+        Ok(report)
+    }
+
+    /// A scan of content that arrives in pieces, in bounded memory.
+    pub fn stream(&self, hint: Hint<'_>, options: Options) -> Stream<'_> {
+        Stream::new(self, hint, options)
+    }
 }
 
 impl<'d> Stream<'d> {

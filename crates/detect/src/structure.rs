@@ -5,8 +5,8 @@
 
 use memchr::{memchr, memchr2, memchr3};
 
-use crate::Location;
 use crate::content::Format;
+use crate::types::Location;
 
 /// Column names and JSON keys longer than this are cut.
 const MAX_NAME: usize = 256;

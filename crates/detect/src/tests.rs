@@ -1,4 +1,10 @@
-use super::*;
+use tokenize_core::normalize::{NormalizeOptions, Region, is_date};
+use tokenize_core::{Category, PiiType, normalize};
+
+use crate::content::Format;
+use crate::dates::numeric_date;
+use crate::scan::{Detector, next_anchor};
+use crate::types::{DEFAULT_MIN_CONFIDENCE, Location, Options};
 
 fn found(text: &str) -> Vec<(PiiType, String, f32)> {
     Detector::new()

@@ -1,0 +1,171 @@
+//! The crate's shared vocabulary, at the bottom of its module graph: what a finding is and
+//! where (the public types), how a scan reports, and the internal shapes every stage passes
+//! along (a window of text, a candidate before scoring). It uses no other module of the crate.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use tokenize_core::{Category, PiiType};
+
+/// What a recognizer looks for. Passports share one kind: the shape decides US or Canadian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    UsSsn,
+    CaSin,
+    Email,
+    Phone,
+    Date,
+    Dob,
+    Monetary,
+    CaseNumber,
+    Passport,
+}
+
+/// Where a finding is, in terms a person can use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// 1-based line and column (in bytes) of plain text.
+    Line { line: usize, column: usize },
+    /// CSV or TSV: the 1-based data row (the header row is not counted), the 1-based column
+    /// and that column's header.
+    Csv {
+        row: usize,
+        column: usize,
+        header: Option<String>,
+    },
+    /// JSON or NDJSON: the 1-based line the value is on and its JSONPath.
+    Json { line: usize, path: String },
+}
+
+/// Why a finding was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evidence {
+    /// The shape that matched, for example `ssn_grouped`, or `custom` for a tenant's classifier.
+    pub pattern: Cow<'static, str>,
+    /// The check the value passed, for example `ssa_rules` or `luhn`.
+    pub validator: Option<&'static str>,
+    /// Context words found near it, a CSV header's or JSON key's included.
+    pub context: Vec<Cow<'static, str>>,
+}
+
+/// What a finding is: one of the spec's PII types, or a tenant's custom classifier.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum FindingType {
+    Pii(PiiType),
+    /// `custom:` and the classifier's name.
+    Custom(Arc<str>),
+}
+
+impl FindingType {
+    pub(crate) fn custom(name: &str) -> Self {
+        FindingType::Custom(Arc::from(format!("custom:{name}")))
+    }
+
+    /// `us_ssn`, or `custom:<name>` for a custom classifier.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FindingType::Pii(t) => t.as_str(),
+            FindingType::Custom(code) => code,
+        }
+    }
+
+    /// The spec's PII type, unless this is a custom classifier's finding.
+    pub fn pii(&self) -> Option<PiiType> {
+        match self {
+            FindingType::Pii(t) => Some(*t),
+            FindingType::Custom(_) => None,
+        }
+    }
+}
+
+impl PartialEq<PiiType> for FindingType {
+    fn eq(&self, other: &PiiType) -> bool {
+        self.pii() == Some(*other)
+    }
+}
+
+impl From<PiiType> for FindingType {
+    fn from(t: PiiType) -> Self {
+        FindingType::Pii(t)
+    }
+}
+
+/// One piece of PII found in content. It holds offsets, never the value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub pii_type: FindingType,
+    pub category: Category,
+    /// Byte offsets into the scanned text.
+    pub start: usize,
+    pub end: usize,
+    pub confidence: f32,
+    pub location: Location,
+    pub evidence: Evidence,
+    /// The matched text, only when [`Options::with_values`] asks for it (the tokenize and mask
+    /// actions need it; reports and logs must not have it).
+    pub value: Option<String>,
+    /// The value's canonical form as `tokenize_core::normalize` gives it, when
+    /// [`Options::with_values`] asks for values and validation already computed it (phone
+    /// numbers, whose parse is the costly one), so callers need not parse them again.
+    pub normalized: Option<String>,
+}
+
+/// How a scan reports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Findings below this confidence are dropped.
+    pub min_confidence: f32,
+    /// Whether findings carry the matched text.
+    pub with_values: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            min_confidence: DEFAULT_MIN_CONFIDENCE,
+            with_values: false,
+        }
+    }
+}
+
+/// Findings below this confidence are not reported unless the caller lowers it.
+pub const DEFAULT_MIN_CONFIDENCE: f32 = 0.5;
+
+/// How far a candidate may reach before its anchor (an email's local part) or after it, in
+/// bytes, context windows included. Streaming windows overlap by this much on each side.
+pub(crate) const MAX_REACH: usize = 512;
+
+/// Decoded text to scan. `text` starts at absolute offset `base`; only findings starting in
+/// `report_from..report_until` are reported, the rest being another window's.
+pub(crate) struct Window<'t> {
+    pub text: &'t str,
+    pub base: usize,
+    pub report_from: usize,
+    pub report_until: usize,
+    /// Where custom classifiers resume matching: past the last match an earlier window owned.
+    pub custom_from: usize,
+}
+
+/// A candidate before scoring.
+pub(crate) struct Candidate {
+    pub kind: Kind,
+    pub pii_type: PiiType,
+    pub start: usize,
+    pub end: usize,
+    pub base: f32,
+    pub pattern: &'static str,
+    pub validator: Option<&'static str>,
+    /// The canonical form of the value, when validating it produced one (phone numbers).
+    pub normalized: Option<String>,
+}
+
+/// `text[from..to]`, widened to character boundaries.
+pub(crate) fn window(text: &str, mut from: usize, mut to: usize) -> &str {
+    while from > 0 && !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    while to < text.len() && !text.is_char_boundary(to) {
+        to += 1;
+    }
+    &text[from..to]
+}
