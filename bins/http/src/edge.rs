@@ -144,6 +144,7 @@ pub async fn edge(
         .unwrap_or(EdgeSettings {
             area: Area::Tokens,
             supported_sdk_majors: vec![1],
+            anonymous: None,
         });
     let request_id =
         incoming_request_id(req.headers()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -158,6 +159,10 @@ pub async fn edge(
         Ok(()) => next.call(req).await?.map_into_boxed_body(),
     };
 
+    let response = match &settings.anonymous {
+        Some(budget) => count_anonymous(response, budget),
+        None => response,
+    };
     let mut response = render_errors(response, settings.area, &request_id);
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID, value);
@@ -200,6 +205,43 @@ pub async fn edge(
         tracing::info!(request_id, method, route, status, elapsed_ms, "request");
     }
     Ok(response)
+}
+
+/// Counts a response that no caller was counted for (no credential, a bad one, an unknown
+/// route, a refused SDK version) against the client address's budget, and records its numbers
+/// for the headers. Past the budget, the answer becomes 429 RATE_LIMIT_EXCEEDED.
+fn count_anonymous(
+    response: ServiceResponse<BoxBody>,
+    budget: &crate::AnonymousBudget,
+) -> ServiceResponse<BoxBody> {
+    if response
+        .request()
+        .extensions()
+        .get::<RateLimitHeaders>()
+        .is_some()
+    {
+        return response;
+    }
+    let addr = response.request().peer_addr().map(|a| a.ip());
+    let decision = budget.hit(addr, time::OffsetDateTime::now_utc().unix_timestamp());
+    response.request().extensions_mut().insert(decision.headers);
+    if !decision.exceeded {
+        return response;
+    }
+    let (req, _) = response.into_parts();
+    ServiceResponse::from_err(rate_limited(decision.retry_after), req)
+}
+
+/// 429 RATE_LIMIT_EXCEEDED, retryable after `retry_after` seconds (also sent as Retry-After).
+pub fn rate_limited(retry_after: u64) -> ApiError {
+    let mut error = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        Code::RateLimited,
+        "the rate limit for this operation is exceeded; retry after the window resets",
+    );
+    error.retryable = true;
+    error.retry_after_seconds = Some(retry_after);
+    error
 }
 
 /// Writes the area's error body for any error response: a handler's or extractor's

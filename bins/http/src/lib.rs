@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod anonymous;
 mod body;
 mod edge;
 mod error;
@@ -7,8 +8,9 @@ mod extract;
 mod routes;
 mod service;
 
+pub use anonymous::{AnonymousBudget, AnonymousDecision};
 pub use body::{Body, Document};
-pub use edge::{RateLimitHeaders, RequestId, edge};
+pub use edge::{RateLimitHeaders, RequestId, edge, rate_limited};
 pub use error::{ApiError, Area, Code};
 pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped, body_configs};
 pub use routes::{RouteTable, Routes, not_found, on};
@@ -23,6 +25,9 @@ pub struct EdgeSettings {
     pub area: Area,
     /// SDK major versions accepted in `X-Service-SDK-Version`.
     pub supported_sdk_majors: Vec<u64>,
+    /// Where every response carries rate-limit headers (Area A): the budget of requests whose
+    /// caller is not known. `None` where responses carry none (Area B).
+    pub anonymous: Option<std::sync::Arc<AnonymousBudget>>,
 }
 
 /// Declares the `bearer` security scheme (an access token, `Authorization: Bearer <JWT>`) that

@@ -207,6 +207,12 @@ pub trait ServiceSpec: 'static {
     /// Starts the service's background tasks on the current runtime, once the state is ready
     /// and before the server is built. None by default.
     fn background(_state: &ServiceState, _extra: &Self::Extra) {}
+
+    /// The budget of requests without a known caller, for a service whose every response
+    /// carries rate-limit headers. None by default.
+    fn anonymous_budget(_extra: &Self::Extra) -> Option<Arc<crate::AnonymousBudget>> {
+        None
+    }
 }
 
 /// The routes `S` registers, for tests.
@@ -235,6 +241,7 @@ pub fn configure<S: ServiceSpec>(
             .app_data(web::Data::new(crate::EdgeSettings {
                 area: S::AREA,
                 supported_sdk_majors: state.supported_sdk_majors.clone(),
+                anonymous: S::anonymous_budget(&extra),
             }))
             .app_data(web::Data::from(state.verifier.clone()))
             .app_data(web::Data::new(state.pool.clone()))

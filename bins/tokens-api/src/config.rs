@@ -17,6 +17,7 @@
 //! | `MAX_BODY_BYTES` | 2097152 | Largest request body. |
 //! | `DPS_GRANT_KEY_VERSION` | 1 | Which derived Ed25519 key signs grants; the version before it still verifies. |
 //! | `DPS_RATE_LIMITS` | the spec's | `endpoint=USER/TENANT` requests per minute, comma-separated, over the defaults. |
+//! | `DPS_ANONYMOUS_RATE_LIMIT` | 120 | Requests per minute per client address whose caller is not known (no or a bad credential, an unknown route). |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
 
@@ -31,6 +32,8 @@ pub struct Config {
     pub grant_key_version: u32,
     /// `DPS_RATE_LIMITS`.
     pub rate_limits: limits::RateLimits,
+    /// `DPS_ANONYMOUS_RATE_LIMIT`.
+    pub anonymous_rate_limit: u32,
 }
 
 impl Config {
@@ -59,6 +62,15 @@ impl Config {
                     variable: "DPS_RATE_LIMITS",
                     problem: e.to_string(),
                 })?,
+            anonymous_rate_limit: match env.parsed("DPS_ANONYMOUS_RATE_LIMIT", 120u32)? {
+                0 => {
+                    return Err(ConfigError::new(
+                        "DPS_ANONYMOUS_RATE_LIMIT",
+                        "must be 1 or more",
+                    ));
+                }
+                n => n,
+            },
         })
     }
 }

@@ -2,7 +2,6 @@
 //! so a new domain error cannot slip through as a generic 400 or 500.
 
 use actix_web::http::StatusCode;
-use api_types::tokens::{ItemError, TokenizeResponse};
 use dps_http::{ApiError, Code};
 use grants::GrantError;
 use serde_json::json;
@@ -37,11 +36,17 @@ pub fn vault(error: VaultError) -> ApiError {
             Code::Named("IDEMPOTENCY_KEY_REUSED"),
             "this idempotency_key was used with a different request body",
         ),
-        VaultError::QuotaExceeded => ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            Code::Named("QUOTA_EXCEEDED"),
-            "the tenant's monthly token quota is used up",
-        ),
+        VaultError::QuotaExceeded => {
+            let mut error = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                Code::Named("QUOTA_EXCEEDED"),
+                "the tenant's monthly token quota is used up",
+            );
+            // Not retryable before the period ends; Retry-After says when it does.
+            error.retry_after_seconds =
+                Some(limits::quota_resets_in(time::OffsetDateTime::now_utc()));
+            error
+        }
         VaultError::BadCursor => {
             ApiError::invalid("the cursor is not one this service issued for this list")
         }
@@ -53,7 +58,11 @@ pub fn vault(error: VaultError) -> ApiError {
 
 /// An ALL_OR_NOTHING batch with a failed item: 400 with the first failure's code, every failed
 /// item in `detail`, and every item's result beside it.
-pub fn batch_rejected(first: ItemError, response: TokenizeResponse) -> ApiError {
+pub fn batch_rejected(
+    first: vault::tokenize::ItemFailure,
+    result: &vault::tokenize::Tokenized,
+) -> ApiError {
+    let response = crate::wire::tokenize_response(result);
     let failed: Vec<String> = response
         .results
         .iter()
@@ -67,7 +76,7 @@ pub fn batch_rejected(first: ItemError, response: TokenizeResponse) -> ApiError 
         .collect();
     ApiError::new(
         StatusCode::BAD_REQUEST,
-        Code::Named(code_name(&first.code)),
+        Code::Named(first.code),
         "the ALL_OR_NOTHING batch has failed items; nothing was written",
     )
     .with_detail(failed.join("; "))
@@ -78,20 +87,6 @@ pub fn batch_rejected(first: ItemError, response: TokenizeResponse) -> ApiError 
         "batch_policy_version": response.batch_policy_version,
         "trace_id": response.trace_id,
     }))
-}
-
-/// Item codes are a closed set; mapping to `'static` names keeps `Code::Named` allocation-free.
-fn code_name(code: &str) -> &'static str {
-    match code {
-        "EMPTY_VALUE" => "EMPTY_VALUE",
-        "UNSUPPORTED_PII_TYPE" => "UNSUPPORTED_PII_TYPE",
-        "INVALID_VALUE" => "INVALID_VALUE",
-        "INVALID_MODE" => "INVALID_MODE",
-        "NO_RULE_FOR_TYPE" => "NO_RULE_FOR_TYPE",
-        "SURROGATE_EXHAUSTED" => "SURROGATE_EXHAUSTED",
-        "TOKEN_REVOKED" => "TOKEN_REVOKED",
-        _ => "INVALID_INPUT",
-    }
 }
 
 pub fn grant(error: GrantError) -> ApiError {
@@ -116,5 +111,12 @@ pub fn grant(error: GrantError) -> ApiError {
         }
         GrantError::Vault(e) => vault(e),
         GrantError::Database(e) => ApiError::database(e),
+    }
+}
+
+pub fn limits(error: limits::LimitsError) -> ApiError {
+    match error {
+        limits::LimitsError::Database(e) => ApiError::database(e),
+        limits::LimitsError::Config(c) => ApiError::internal(c),
     }
 }

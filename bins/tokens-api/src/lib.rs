@@ -1,8 +1,10 @@
 #![doc = include_str!("../README.md")]
 
+mod admission;
 mod config;
 mod errors;
 mod handlers;
+mod wire;
 
 use std::sync::Arc;
 
@@ -96,6 +98,8 @@ pub struct Extra {
     pub grant_keys: Arc<grants::GrantKeys>,
     pub rate_limits: Arc<limits::RateLimits>,
     pub kill_switches: Arc<limits::KillSwitches>,
+    /// The budget of requests whose caller is not known, per client address.
+    pub anonymous: Arc<dps_http::AnonymousBudget>,
 }
 
 impl Extra {
@@ -107,93 +111,9 @@ impl Extra {
             keyring: Arc::new(keys::KeyRing::new(master)),
             rate_limits: Arc::new(config.rate_limits.clone()),
             kill_switches: Arc::new(limits::KillSwitches::default()),
+            anonymous: Arc::new(dps_http::AnonymousBudget::new(config.anonymous_rate_limit)),
         })
     }
-}
-
-/// Who a rate limit counts a request against: an access token's user, or an API key's owner
-/// (the key itself when it has none).
-pub(crate) enum Subject<'a> {
-    User(&'a ids::Principal),
-    Key(&'a auth::ApiKeyPrincipal),
-}
-
-impl Subject<'_> {
-    fn tenant(&self) -> &ids::TenantId {
-        match self {
-            Subject::User(p) => &p.tenant_id,
-            Subject::Key(k) => &k.tenant_id,
-        }
-    }
-
-    fn counter(&self) -> String {
-        match self {
-            Subject::User(p) => format!("user:{}", p.user_id),
-            Subject::Key(k) => k
-                .owner_id
-                .as_ref()
-                .map_or_else(|| format!("key:{}", k.key_id), |o| format!("user:{o}")),
-        }
-    }
-}
-
-/// Runs before an operation's domain call and hands back the connection to make it with:
-/// refuses the operation when the kill switch is on for the tenant (`stoppable` operations
-/// only: tokenize, grant, detokenize), then counts it against the rate limits and records the
-/// numbers for the `X-RateLimit-*` headers.
-pub(crate) async fn admit(
-    req: &actix_web::HttpRequest,
-    state: &dps_http::ServiceState,
-    extra: &Extra,
-    subject: Subject<'_>,
-    endpoint: limits::Endpoint,
-    stoppable: bool,
-) -> Result<db::PooledConnection, ApiError> {
-    use actix_web::HttpMessage as _;
-    let mut conn = state.conn().await?;
-    let conn_ref: &mut db::AsyncPgConnection = &mut conn;
-    let tenant = subject.tenant();
-    if stoppable
-        && extra
-            .kill_switches
-            .is_on(conn_ref, tenant)
-            .await
-            .map_err(ApiError::database)?
-    {
-        return Err(ApiError::new(
-            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-            dps_http::Code::Named("KILL_SWITCH_ACTIVE"),
-            "tokenization is temporarily disabled for this tenant by an operator",
-        ));
-    }
-    let decision = limits::check(
-        conn_ref,
-        &extra.rate_limits,
-        tenant,
-        &subject.counter(),
-        endpoint,
-    )
-    .await
-    .map_err(|e| match e {
-        limits::LimitsError::Database(e) => ApiError::database(e),
-        limits::LimitsError::Config(c) => ApiError::internal(c),
-    })?;
-    req.extensions_mut().insert(dps_http::RateLimitHeaders {
-        limit: decision.limit,
-        remaining: decision.remaining,
-        reset: decision.reset,
-    });
-    if decision.exceeded {
-        let mut error = ApiError::new(
-            actix_web::http::StatusCode::TOO_MANY_REQUESTS,
-            dps_http::Code::RateLimited,
-            "the rate limit for this operation is exceeded; retry after the window resets",
-        );
-        error.retryable = true;
-        error.retry_after_seconds = Some(decision.retry_after);
-        return Err(error);
-    }
-    Ok(conn)
 }
 
 /// Area A's page size: 1 to 100, default 50.
@@ -209,6 +129,12 @@ impl ServiceSpec for TokensApi {
     type Extra = Extra;
     const NAME: &'static str = Config::SERVICE;
     const AREA: Area = Area::Tokens;
+
+    /// Area A's limits rule 1: every response carries the rate-limit headers, those of
+    /// requests without a known caller included.
+    fn anonymous_budget(extra: &Extra) -> Option<Arc<dps_http::AnonymousBudget>> {
+        Some(extra.anonymous.clone())
+    }
 
     fn register(routes: &mut Routes<'_>) {
         routes

@@ -5,10 +5,6 @@ mod signing;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use api_types::tokens::{
-    AuditedToken, DetokenizationAudit, DetokenizationRecord, DetokenizeRequest, DetokenizeResponse,
-    DetokenizeResult, GrantRequest, GrantResponse,
-};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use josekit::jws::JwsHeader;
@@ -21,7 +17,7 @@ use uuid::Uuid;
 use db::schema::{detokenization_audit, grants};
 use ids::{Principal, TenantId};
 use keys::KeyRing;
-use paging::{CursorKey, Keyset, Limit, Order, Position};
+use paging::{CursorKey, Keyset, Limit, Order, Page, Position};
 use vault::VaultError;
 
 pub use signing::GrantKeys;
@@ -84,6 +80,107 @@ impl GrantError {
     }
 }
 
+/// A grant request: the tokens, why they are needed, and (where a policy asks) the reason.
+#[derive(Debug, Clone, Copy)]
+pub struct GrantRequest<'a> {
+    /// 1 to 100 token ids, as sent.
+    pub token_ids: &'a [String],
+    pub purpose: &'a str,
+    pub reason: Option<&'a str>,
+}
+
+/// An issued grant.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    /// Single use, bound to the caller, the tenant and the token ids.
+    pub grant_jwt: String,
+    /// Always [`GRANT_TTL`].
+    pub expires_in: Duration,
+    pub trace_id: Uuid,
+}
+
+/// A detokenize request: token ids, all within the grant.
+#[derive(Debug, Clone, Copy)]
+pub struct DetokenizeRequest<'a> {
+    pub tokens: &'a [String],
+    pub grant_jwt: &'a str,
+}
+
+/// What became of one requested token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenStatus {
+    Granted,
+    NotFound,
+    Revoked,
+    Expired,
+    Denied,
+}
+
+impl TokenStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenStatus::Granted => "GRANTED",
+            TokenStatus::NotFound => "NOT_FOUND",
+            TokenStatus::Revoked => "REVOKED",
+            TokenStatus::Expired => "EXPIRED",
+            TokenStatus::Denied => "DENIED",
+        }
+    }
+}
+
+/// One requested token's outcome. Only a granted one holds its value.
+#[derive(Debug)]
+pub struct TokenResult {
+    /// The id as the caller sent it.
+    pub token_id: String,
+    pub status: TokenStatus,
+    pub value: Option<tokenize_core::Secret>,
+    pub revoked_at: Option<OffsetDateTime>,
+    /// The ISO 4217 code a monetary value was tokenized with.
+    pub currency: Option<String>,
+}
+
+/// A detokenization's results, in the order the tokens were asked for.
+#[derive(Debug)]
+pub struct Detokenized {
+    pub results: Vec<TokenResult>,
+    pub trace_id: Uuid,
+}
+
+impl Detokenized {
+    pub fn success_count(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|r| r.status == TokenStatus::Granted)
+            .count()
+    }
+}
+
+/// One token of an audited attempt, and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AuditedToken {
+    pub token_id: String,
+    pub status: String,
+}
+
+/// One detokenization attempt as the audit keeps it. Never holds a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    pub audit_id: Uuid,
+    pub trace_id: Uuid,
+    pub user_id: String,
+    /// The grant's id (jti), when the grant could be read.
+    pub grant_id: Option<Uuid>,
+    pub purpose: Option<String>,
+    pub reason: Option<String>,
+    /// granted (the grant was accepted; see each token's status) or denied.
+    pub outcome: String,
+    /// Why the whole attempt was denied.
+    pub denial_code: Option<String>,
+    pub tokens: Vec<AuditedToken>,
+    pub occurred_at: OffsetDateTime,
+}
+
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -126,18 +223,14 @@ pub async fn issue(
     conn: &mut AsyncPgConnection,
     keys: &GrantKeys,
     caller: &Principal,
-    request: &GrantRequest,
-) -> Result<GrantResponse, GrantError> {
-    let ids = parse_ids(&request.token_ids, "token_ids")?;
+    request: &GrantRequest<'_>,
+) -> Result<Grant, GrantError> {
+    let ids = parse_ids(request.token_ids, "token_ids")?;
     let purpose = request.purpose.trim();
     if purpose.is_empty() || purpose.chars().count() > 128 {
         return Err(GrantError::Invalid("purpose must be 1 to 128 characters"));
     }
-    let reason = request
-        .reason
-        .as_deref()
-        .map(str::trim)
-        .filter(|r| !r.is_empty());
+    let reason = request.reason.map(str::trim).filter(|r| !r.is_empty());
     if reason.is_some_and(|r| r.chars().count() > 1000) {
         return Err(GrantError::Invalid(
             "reason must be at most 1000 characters",
@@ -199,10 +292,10 @@ pub async fn issue(
     let payload = JwtPayload::from_map(claims).map_err(|_| GrantError::Key)?;
     let grant_jwt = josekit::jwt::encode_with_signer(&payload, &header, keys.signer())
         .map_err(|_| GrantError::Key)?;
-    Ok(GrantResponse {
+    Ok(Grant {
         grant_jwt,
-        expires_in_seconds: GRANT_TTL.as_secs(),
-        trace_id: Uuid::new_v4().to_string(),
+        expires_in: GRANT_TTL,
+        trace_id: Uuid::new_v4(),
     })
 }
 
@@ -327,9 +420,9 @@ pub async fn detokenize(
     keys: &GrantKeys,
     keyring: &KeyRing,
     caller: &Principal,
-    request: &DetokenizeRequest,
-) -> Result<DetokenizeResponse, GrantError> {
-    let ids = parse_ids(&request.tokens, "tokens")?;
+    request: &DetokenizeRequest<'_>,
+) -> Result<Detokenized, GrantError> {
+    let ids = parse_ids(request.tokens, "tokens")?;
     let trace_id = Uuid::new_v4();
     let mut attempt = Attempt {
         trace_id,
@@ -339,7 +432,7 @@ pub async fn detokenize(
         purpose: None,
         reason: None,
     };
-    let claims = match verify(keys, &request.grant_jwt) {
+    let claims = match verify(keys, request.grant_jwt) {
         Ok(c) => c,
         Err(e) => return Err(refuse(conn, &attempt, e).await),
     };
@@ -385,19 +478,19 @@ pub async fn detokenize(
             let now = OffsetDateTime::now_utc();
             let mut results = Vec::with_capacity(ids.len());
             for (raw, id) in request.tokens.iter().zip(&ids) {
-                let mut result = DetokenizeResult {
+                let mut result = TokenResult {
                     token_id: raw.clone(),
-                    status: "NOT_FOUND".into(),
+                    status: TokenStatus::NotFound,
                     value: None,
                     revoked_at: None,
                     currency: None,
                 };
                 if let Some(entry) = by_id.get(id) {
                     if let Some(at) = entry.revoked_at {
-                        result.status = "REVOKED".into();
+                        result.status = TokenStatus::Revoked;
                         result.revoked_at = Some(at);
                     } else if entry.expires_at.is_some_and(|at| at <= now) {
-                        result.status = "EXPIRED".into();
+                        result.status = TokenStatus::Expired;
                     } else {
                         // Roles are checked again: the policy may have changed since the grant.
                         let allowed = match allowed_by_policy.get(&entry.policy_id) {
@@ -414,11 +507,11 @@ pub async fn detokenize(
                         };
                         if allowed {
                             let revealed = vault::entries::reveal(&tenant_keys, tenant, entry)?;
-                            result.status = "GRANTED".into();
-                            result.value = Some(revealed.value.expose().to_owned());
+                            result.status = TokenStatus::Granted;
+                            result.value = Some(revealed.value);
                             result.currency = revealed.currency;
                         } else {
-                            result.status = "DENIED".into();
+                            result.status = TokenStatus::Denied;
                         }
                     }
                 }
@@ -427,7 +520,7 @@ pub async fn detokenize(
             let statuses: Vec<Value> = results
                 .iter()
                 .zip(&ids)
-                .map(|(r, id)| json!({ "token_id": id.to_string(), "status": r.status }))
+                .map(|(r, id)| json!({ "token_id": id.to_string(), "status": r.status.as_str() }))
                 .collect();
             let audited = Attempt {
                 purpose: Some(purpose),
@@ -461,13 +554,7 @@ pub async fn detokenize(
         }
         Err(e) => return Err(e),
     };
-    let success_count = results.iter().filter(|r| r.status == "GRANTED").count();
-    Ok(DetokenizeResponse {
-        failure_count: results.len() - success_count,
-        success_count,
-        results,
-        trace_id: trace_id.to_string(),
-    })
+    Ok(Detokenized { results, trace_id })
 }
 
 #[derive(Debug, Queryable, Selectable)]
@@ -503,7 +590,7 @@ pub async fn audit(
     limit: Limit,
     cursor: Option<&str>,
     filter: &AuditFilter<'_>,
-) -> Result<DetokenizationAudit, GrantError> {
+) -> Result<Page<AuditRecord>, GrantError> {
     let keyset = Keyset::new(cursors, tenant, AUDIT_LIST, limit, cursor, Order::Ascending)
         .map_err(VaultError::from)?;
     let mut query = detokenization_audit::table
@@ -539,27 +626,16 @@ pub async fn audit(
     }
     let rows: Vec<AuditRow> = query.load(conn).await?;
     let page = keyset.page(rows, |r| Position::at(r.occurred_at, r.audit_id));
-    let (rows, pagination) = (page.items, page.pagination);
-    Ok(DetokenizationAudit {
-        items: rows
-            .into_iter()
-            .map(|r| DetokenizationRecord {
-                audit_id: r.audit_id.to_string(),
-                trace_id: r.trace_id.to_string(),
-                user_id: r.user_id,
-                grant_id: r.grant_jti.map(|j| j.to_string()),
-                purpose: r.purpose,
-                reason: r.reason,
-                outcome: r.outcome,
-                denial_code: r.denial_code,
-                tokens: serde_json::from_value::<Vec<AuditedToken>>(r.statuses).unwrap_or_default(),
-                occurred_at: r.occurred_at,
-            })
-            .collect(),
-        pagination: api_types::Pagination {
-            limit: pagination.limit,
-            has_more: pagination.has_more,
-            next_cursor: pagination.next_cursor,
-        },
-    })
+    Ok(page.map(|r| AuditRecord {
+        audit_id: r.audit_id,
+        trace_id: r.trace_id,
+        user_id: r.user_id,
+        grant_id: r.grant_jti,
+        purpose: r.purpose,
+        reason: r.reason,
+        outcome: r.outcome,
+        denial_code: r.denial_code,
+        tokens: serde_json::from_value::<Vec<AuditedToken>>(r.statuses).unwrap_or_default(),
+        occurred_at: r.occurred_at,
+    }))
 }

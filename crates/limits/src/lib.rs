@@ -8,7 +8,9 @@ mod usage;
 pub use kill::{KillSwitchState, KillSwitches, set_kill_switch};
 pub use quota::{lock_monthly_quota, monthly_quota, set_monthly_quota, tokens_created_this_month};
 pub use rate::{Decision, Endpoint, RateLimits, check};
-pub use usage::{first_id_at, month_start, record_tokenize, usage};
+pub use usage::{
+    Quota, TokenCounts, Usage, first_id_at, month_start, quota_resets_in, record_tokenize, usage,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LimitsError {

@@ -5,8 +5,49 @@ use diesel::sql_types::{BigInt, Date, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use time::{Date as Day, OffsetDateTime};
 
-use api_types::tokens::{Quota, Usage, UsageCounts};
 use ids::TenantId;
+
+/// The tenant's usage of one calendar month (UTC).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Usage {
+    pub period_start: OffsetDateTime,
+    pub period_end: OffsetDateTime,
+    pub tokens: TokenCounts,
+    pub tokenize_requests: i64,
+    pub tokenize_items: i64,
+    pub detokenize_requests: i64,
+    /// Tokens named by detokenize requests whose grant was accepted.
+    pub detokenize_items: i64,
+    pub grants_issued: i64,
+    pub revocations: i64,
+    pub quota: Quota,
+}
+
+/// Vault entries: created this month, and the current state of all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenCounts {
+    pub created: i64,
+    pub active: i64,
+    pub revoked: i64,
+    pub expired: i64,
+}
+
+/// The monthly token quota; `limit` and `remaining` are None when the tenant is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    pub limit: Option<i64>,
+    pub used: i64,
+    pub remaining: Option<i64>,
+}
+
+/// Seconds from `now` until the quota period (the calendar month, UTC) ends and the quota is
+/// whole again: a 429 QUOTA_EXCEEDED's Retry-After.
+pub fn quota_resets_in(now: OffsetDateTime) -> u64 {
+    let end = next_month(month_start(now));
+    u64::try_from((end - now).whole_seconds())
+        .unwrap_or(0)
+        .max(1)
+}
 
 /// The first instant of the current month, UTC.
 pub fn month_start(now: OffsetDateTime) -> OffsetDateTime {
@@ -111,7 +152,7 @@ pub async fn usage(
     Ok(Usage {
         period_start: start,
         period_end: next_month(start),
-        tokens: UsageCounts {
+        tokens: TokenCounts {
             created: counts.created,
             active: counts.active,
             revoked: counts.revoked,
@@ -129,4 +170,23 @@ pub async fn usage(
             remaining: limit.map(|l| (l - counts.created).max(0)),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quota_resets_at_the_start_of_the_next_month_utc() {
+        let now = time::macros::datetime!(2026-11-30 23:59:00 UTC);
+        assert_eq!(quota_resets_in(now), 60);
+        let now = time::macros::datetime!(2026-12-31 00:00:00 UTC);
+        assert_eq!(quota_resets_in(now), 24 * 3600);
+        assert_eq!(
+            next_month(month_start(
+                time::macros::datetime!(2026-12-15 10:00:00 UTC)
+            )),
+            time::macros::datetime!(2027-01-01 00:00:00 UTC)
+        );
+    }
 }

@@ -1,6 +1,5 @@
 //! Listing and revoking vault entries. Nothing here reads a value.
 
-use api_types::tokens::{Revoked, VaultEntry, VaultList};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
@@ -8,10 +7,10 @@ use tokenize_core::PiiType;
 use uuid::Uuid;
 
 use db::schema::vault_entries;
-use ids::{Principal, Role, TenantId};
+use ids::{Principal, Role, TenantId, TokenId, TokenPolicyId};
 
 use crate::{VaultError, policies};
-use paging::{CursorKey, Keyset, Limit, Order, Position};
+use paging::{CursorKey, Keyset, Limit, Order, Page, Position};
 
 const LIST: &str = "vault";
 
@@ -35,17 +34,25 @@ impl Status {
         }
     }
 
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Revoked => "revoked",
+            Status::Expired => "expired",
+        }
+    }
+
     fn of(
         revoked_at: Option<OffsetDateTime>,
         expires_at: Option<OffsetDateTime>,
         now: OffsetDateTime,
-    ) -> &'static str {
+    ) -> Self {
         if revoked_at.is_some() {
-            "revoked"
+            Status::Revoked
         } else if expires_at.is_some_and(|at| at <= now) {
-            "expired"
+            Status::Expired
         } else {
-            "active"
+            Status::Active
         }
     }
 }
@@ -64,16 +71,45 @@ struct Row {
     revoked_at: Option<OffsetDateTime>,
 }
 
+/// A vault entry as listed: everything but the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub token_id: TokenId,
+    pub token: String,
+    pub pii_type: String,
+    pub mode: String,
+    pub status: Status,
+    pub policy_id: TokenPolicyId,
+    pub policy_version: i32,
+    pub created_at: OffsetDateTime,
+    pub expires_at: Option<OffsetDateTime>,
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+/// What the vault list is asked for; the filters are checked here.
+#[derive(Debug, Clone, Copy)]
+pub struct ListRequest<'a> {
+    pub limit: Limit,
+    pub cursor: Option<&'a str>,
+    /// A PII type code.
+    pub pii_type: Option<&'a str>,
+    /// active, revoked or expired.
+    pub status: Option<&'a str>,
+}
+
 /// One page of the tenant's entries, oldest first (in token id order, which is creation order).
 pub async fn list(
     conn: &mut AsyncPgConnection,
     cursors: &CursorKey,
     tenant: &TenantId,
-    limit: Limit,
-    cursor: Option<&str>,
-    pii_type: Option<&str>,
-    status: Option<&str>,
-) -> Result<VaultList, VaultError> {
+    request: ListRequest<'_>,
+) -> Result<Page<Entry>, VaultError> {
+    let ListRequest {
+        limit,
+        cursor,
+        pii_type,
+        status,
+    } = request;
     let pii_type = pii_type
         .map(|t| {
             t.parse::<PiiType>()
@@ -109,26 +145,27 @@ pub async fn list(
         query = query.filter(after);
     }
     let rows: Vec<Row> = query.load(conn).await?;
-    let page = keyset.page(rows, |r| Position::id(r.token_id));
-    Ok(VaultList {
-        items: page
-            .items
-            .into_iter()
-            .map(|r| VaultEntry {
-                status: Status::of(r.revoked_at, r.expires_at, now).to_owned(),
-                token_id: r.token_id.to_string(),
-                token: r.token,
-                pii_type: r.pii_type,
-                mode: r.mode,
-                policy_id: r.policy_id.to_string(),
-                policy_version: r.policy_version,
-                created_at: r.created_at,
-                expires_at: r.expires_at,
-                revoked_at: r.revoked_at,
-            })
-            .collect(),
-        pagination: crate::wire_pagination(page.pagination),
-    })
+    Ok(keyset
+        .page(rows, |r| Position::id(r.token_id))
+        .map(|r| Entry {
+            status: Status::of(r.revoked_at, r.expires_at, now),
+            token_id: TokenId::from_uuid(r.token_id),
+            token: r.token,
+            pii_type: r.pii_type,
+            mode: r.mode,
+            policy_id: TokenPolicyId::from_uuid(r.policy_id),
+            policy_version: r.policy_version,
+            created_at: r.created_at,
+            expires_at: r.expires_at,
+            revoked_at: r.revoked_at,
+        }))
+}
+
+/// A revocation: the first one's time, whoever revoked again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Revoked {
+    pub token_id: TokenId,
+    pub revoked_at: OffsetDateTime,
 }
 
 /// Revokes an entry. The caller must be an admin or hold a role the entry's policy allows to
@@ -199,8 +236,7 @@ pub async fn revoke(
     .flatten();
     let revoked_at = revoked_at.ok_or(VaultError::TokenNotFound)?;
     Ok(Revoked {
-        token_id: token_id.to_string(),
-        status: "revoked".into(),
+        token_id: TokenId::from_uuid(token_id),
         revoked_at,
     })
 }

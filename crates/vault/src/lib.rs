@@ -48,15 +48,6 @@ impl From<paging::BadCursor> for VaultError {
     }
 }
 
-/// The wire form of a page's pagination.
-fn wire_pagination(p: paging::Pagination) -> api_types::Pagination {
-    api_types::Pagination {
-        limit: p.limit,
-        has_more: p.has_more,
-        next_cursor: p.next_cursor,
-    }
-}
-
 impl From<keys::KeyError> for VaultError {
     fn from(e: keys::KeyError) -> Self {
         match e {

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use api_types::tokens::{Policy as PolicyView, PolicyInput, PolicyList, TypeRule as RuleView};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 use tokenize_core::policy::{MAX_TOKEN_TTL_SECONDS, parse_region};
@@ -12,12 +12,52 @@ use tokenize_core::{FailureMode, Mode, PiiType, Policy, Scope, TypeRule};
 use uuid::Uuid;
 
 use db::schema::{tokenization_policies, tokenization_policy_versions};
-use ids::{TenantId, UserId};
+use ids::{TenantId, TokenPolicyId, UserId};
 
 use crate::{FieldProblem, VaultError};
-use paging::{CursorKey, Keyset, Limit, Order, Position};
+use paging::{CursorKey, Keyset, Limit, Order, Page, Position};
 
 const LIST: &str = "policies";
+
+/// The rule for one PII type, as written: checked by [`validate`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleInput {
+    pub mode: String,
+    #[serde(default)]
+    pub min_confidence: Option<f64>,
+    #[serde(default)]
+    pub deterministic_scope: Option<String>,
+}
+
+/// A policy definition as written, which is also how it is stored (the `definition` column,
+/// with every default filled in). A PUT replaces the whole definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Definition {
+    pub name: String,
+    /// Keyed by PII type code.
+    pub type_rules: BTreeMap<String, RuleInput>,
+    pub allowed_roles: Vec<String>,
+    pub allowed_purposes: Vec<String>,
+    #[serde(default)]
+    pub require_reason: bool,
+    #[serde(default)]
+    pub failure_mode: Option<String>,
+    #[serde(default)]
+    pub token_ttl_seconds: Option<u64>,
+    #[serde(default)]
+    pub default_region: Option<String>,
+}
+
+/// A stored policy: its definition with every default written out, and its identity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyRecord {
+    pub policy_id: TokenPolicyId,
+    /// 1 on creation; each update adds one.
+    pub version: i32,
+    pub definition: Definition,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
 
 fn problem(field: impl Into<String>, problem: &'static str) -> FieldProblem {
     FieldProblem {
@@ -34,7 +74,7 @@ fn label_ok(s: &str, max: usize) -> bool {
 
 /// Checks a policy definition and fills in its defaults. Every problem is reported, each
 /// naming its field.
-pub fn validate(input: &PolicyInput) -> Result<Policy, Vec<FieldProblem>> {
+pub fn validate(input: &Definition) -> Result<Policy, Vec<FieldProblem>> {
     let mut problems = Vec::new();
     let name = input.name.trim();
     if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
@@ -150,7 +190,7 @@ pub fn validate(input: &PolicyInput) -> Result<Policy, Vec<FieldProblem>> {
 
 /// The stored form of a policy: the input with every default written out.
 fn stored(policy: &Policy) -> Value {
-    let input = PolicyInput {
+    let input = Definition {
         name: policy.name.clone(),
         type_rules: policy
             .type_rules
@@ -158,7 +198,7 @@ fn stored(policy: &Policy) -> Value {
             .map(|(t, r)| {
                 (
                     t.as_str().to_owned(),
-                    RuleView {
+                    RuleInput {
                         mode: r.mode.as_str().to_owned(),
                         min_confidence: Some(r.min_confidence),
                         deterministic_scope: Some(r.deterministic_scope.as_str().to_owned()),
@@ -194,20 +234,19 @@ pub struct StoredPolicy {
     pub policy: Policy,
 }
 
-fn view(row: &Row) -> Result<PolicyView, VaultError> {
-    let input: PolicyInput =
-        serde_json::from_value(row.definition.clone()).map_err(|_| VaultError::CorruptPolicy)?;
-    Ok(PolicyView {
-        policy_id: row.policy_id.to_string(),
+fn view(row: Row) -> Result<PolicyRecord, VaultError> {
+    let mut definition: Definition =
+        serde_json::from_value(row.definition).map_err(|_| VaultError::CorruptPolicy)?;
+    definition
+        .failure_mode
+        .get_or_insert_with(|| FailureMode::FailClosed.as_str().to_owned());
+    definition
+        .default_region
+        .get_or_insert_with(|| "US".to_owned());
+    Ok(PolicyRecord {
+        policy_id: TokenPolicyId::from_uuid(row.policy_id),
         version: row.version,
-        name: input.name,
-        type_rules: input.type_rules,
-        allowed_roles: input.allowed_roles,
-        allowed_purposes: input.allowed_purposes,
-        require_reason: input.require_reason,
-        failure_mode: input.failure_mode.unwrap_or_else(|| "fail_closed".into()),
-        token_ttl_seconds: input.token_ttl_seconds,
-        default_region: input.default_region.unwrap_or_else(|| "US".into()),
+        definition,
         created_at: row.created_at,
         updated_at: row.updated_at,
     })
@@ -223,8 +262,8 @@ pub async fn create(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     actor: &UserId,
-    input: &PolicyInput,
-) -> Result<PolicyView, VaultError> {
+    input: &Definition,
+) -> Result<PolicyRecord, VaultError> {
     let policy = validate(input).map_err(VaultError::Invalid)?;
     let definition = stored(&policy);
     let policy_id = Uuid::now_v7();
@@ -247,7 +286,7 @@ pub async fn create(
             Ok::<_, VaultError>(row)
         })
         .await?;
-    view(&row)
+    view(row)
 }
 
 async fn record_version(
@@ -279,8 +318,8 @@ pub async fn update(
     tenant: &TenantId,
     actor: &UserId,
     policy_id: &str,
-    input: &PolicyInput,
-) -> Result<PolicyView, VaultError> {
+    input: &Definition,
+) -> Result<PolicyRecord, VaultError> {
     let policy_id = parse_id(policy_id)?;
     let policy = validate(input).map_err(VaultError::Invalid)?;
     let definition = stored(&policy);
@@ -316,7 +355,7 @@ pub async fn update(
             Ok::<_, VaultError>(row)
         })
         .await?;
-    view(&row)
+    view(row)
 }
 
 /// The policy tokenization runs under.
@@ -334,7 +373,7 @@ pub async fn get(
         .await
         .optional()?
         .ok_or(VaultError::PolicyNotFound)?;
-    let input: PolicyInput =
+    let input: Definition =
         serde_json::from_value(row.definition).map_err(|_| VaultError::CorruptPolicy)?;
     let policy = validate(&input).map_err(|_| VaultError::CorruptPolicy)?;
     Ok(StoredPolicy {
@@ -351,7 +390,7 @@ pub async fn list(
     tenant: &TenantId,
     limit: Limit,
     cursor: Option<&str>,
-) -> Result<PolicyList, VaultError> {
+) -> Result<Page<PolicyRecord>, VaultError> {
     let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
     let mut query = tokenization_policies::table
         .filter(tokenization_policies::tenant_id.eq(tenant.as_str()))
@@ -368,9 +407,7 @@ pub async fn list(
         query = query.filter(after);
     }
     let rows: Vec<Row> = query.load(conn).await?;
-    let page = keyset.page(rows, |r| Position::at(r.created_at, r.policy_id));
-    Ok(PolicyList {
-        items: page.items.iter().map(view).collect::<Result<_, _>>()?,
-        pagination: crate::wire_pagination(page.pagination),
-    })
+    keyset
+        .page(rows, |r| Position::at(r.created_at, r.policy_id))
+        .try_map(view)
 }

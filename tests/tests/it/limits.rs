@@ -365,11 +365,18 @@ async fn rotated_keys_encrypt_new_entries_and_rewrap_moves_old_ones() {
 
     // New writes use version 2 (here through a key ring that loads the keys afresh, as every
     // replica does within 30 seconds); the version-1 entries are left as they were.
-    let request: api_types::tokens::TokenizeRequest = serde_json::from_value(
-        json!({ "policy_id": policy, "items": [item("bob@example.com", "email")] }),
-    )
-    .unwrap();
-    vault::tokenize::tokenize(&mut conn, &keyring, &acme, &request, false)
+    let request = vault::tokenize::Request {
+        policy_id: policy.clone(),
+        items: vec![vault::tokenize::Item {
+            value: "bob@example.com".into(),
+            pii_type: "email".into(),
+            mode: None,
+        }],
+        batch_mode: vault::tokenize::BatchMode::BestEffort,
+        idempotency_key: None,
+        run: vault::tokenize::Run::Write,
+    };
+    vault::tokenize::tokenize(&mut conn, &keyring, &acme, &request, &|_| Vec::new())
         .await
         .unwrap();
     #[derive(diesel::QueryableByName)]

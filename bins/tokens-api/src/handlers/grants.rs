@@ -1,11 +1,12 @@
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use api_types::tokens::{
     AuditQuery, DetokenizationAudit, DetokenizeRequest, DetokenizeResponse, GrantRequest,
     GrantResponse,
 };
-use dps_http::{AdminCaller, ApiError, Body, Caller, ServiceState};
+use dps_http::{ApiError, Body};
 
-use crate::{Extra, errors};
+use crate::admission::{self as op, Admitted};
+use crate::{Extra, errors, wire};
 
 /// Issues a single-use grant, valid 300 seconds, for the caller to detokenize the listed
 /// tokens.
@@ -23,25 +24,21 @@ use crate::{Extra, errors};
     ),
 )]
 pub async fn grant(
-    Caller(caller): Caller,
-    state: web::Data<ServiceState>,
+    Admitted {
+        caller, mut conn, ..
+    }: Admitted<op::Grant>,
     extra: web::Data<Extra>,
     body: Body<GrantRequest>,
-    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = crate::admit(
-        &req,
-        &state,
-        &extra,
-        crate::Subject::User(&caller),
-        limits::Endpoint::Grant,
-        true,
-    )
-    .await?;
-    let grant = grants::issue(&mut conn, &extra.grant_keys, &caller, &body)
+    let request = grants::GrantRequest {
+        token_ids: &body.token_ids,
+        purpose: &body.purpose,
+        reason: body.reason.as_deref(),
+    };
+    let grant = grants::issue(&mut conn, &extra.grant_keys, &caller.0, &request)
         .await
         .map_err(errors::grant)?;
-    Ok(HttpResponse::Ok().json(grant))
+    Ok(HttpResponse::Ok().json(wire::grant(grant)))
 }
 
 /// Reveals tokens under a grant issued to the same caller. The grant is consumed.
@@ -60,25 +57,26 @@ pub async fn grant(
     ),
 )]
 pub async fn detokenize(
-    Caller(caller): Caller,
-    state: web::Data<ServiceState>,
+    Admitted {
+        caller, mut conn, ..
+    }: Admitted<op::Detokenize>,
     extra: web::Data<Extra>,
     body: Body<DetokenizeRequest>,
-    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = crate::admit(
-        &req,
-        &state,
-        &extra,
-        crate::Subject::User(&caller),
-        limits::Endpoint::Detokenize,
-        true,
+    let request = grants::DetokenizeRequest {
+        tokens: &body.tokens,
+        grant_jwt: &body.grant_jwt,
+    };
+    let revealed = grants::detokenize(
+        &mut conn,
+        &extra.grant_keys,
+        &extra.keyring,
+        &caller.0,
+        &request,
     )
-    .await?;
-    let revealed = grants::detokenize(&mut conn, &extra.grant_keys, &extra.keyring, &caller, &body)
-        .await
-        .map_err(errors::grant)?;
-    Ok(HttpResponse::Ok().json(revealed))
+    .await
+    .map_err(errors::grant)?;
+    Ok(HttpResponse::Ok().json(wire::detokenized(revealed)))
 }
 
 /// The detokenization audit: every attempt, granted or not. Admin only.
@@ -102,11 +100,11 @@ pub async fn detokenize(
     ),
 )]
 pub async fn audit(
-    AdminCaller(caller): AdminCaller,
-    state: web::Data<ServiceState>,
+    Admitted {
+        caller, mut conn, ..
+    }: Admitted<op::Audit>,
     extra: web::Data<Extra>,
     query: web::Query<AuditQuery>,
-    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let limit = crate::page_limit(query.limit)?;
     let filter = grants::AuditFilter {
@@ -114,24 +112,15 @@ pub async fn audit(
         token_id: query.token_id.as_deref(),
         since: query.since.as_deref(),
     };
-    let mut conn = crate::admit(
-        &req,
-        &state,
-        &extra,
-        crate::Subject::User(&caller),
-        limits::Endpoint::Audit,
-        false,
-    )
-    .await?;
     let page = grants::audit(
         &mut conn,
         &extra.cursors,
-        &caller.tenant_id,
+        &caller.0.tenant_id,
         limit,
         query.cursor.as_deref(),
         &filter,
     )
     .await
     .map_err(errors::grant)?;
-    Ok(HttpResponse::Ok().json(page))
+    Ok(HttpResponse::Ok().json(wire::audit(page)))
 }

@@ -1,8 +1,9 @@
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use api_types::tokens::{PageQuery, Policy, PolicyInput, PolicyList};
-use dps_http::{AdminCaller, ApiError, Body, ServiceState};
+use dps_http::{ApiError, Body};
 
-use crate::{Extra, errors};
+use crate::admission::{self as op, Admin, Admitted};
+use crate::{Extra, errors, wire};
 
 /// Lists the tenant's tokenization policies, oldest first, with cursor pagination.
 #[utoipa::path(
@@ -22,32 +23,23 @@ use crate::{Extra, errors};
     ),
 )]
 pub async fn list(
-    AdminCaller(caller): AdminCaller,
-    state: web::Data<ServiceState>,
+    Admitted {
+        caller, mut conn, ..
+    }: Admitted<op::Policies>,
     extra: web::Data<Extra>,
     query: web::Query<PageQuery>,
-    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let limit = crate::page_limit(query.limit)?;
-    let mut conn = crate::admit(
-        &req,
-        &state,
-        &extra,
-        crate::Subject::User(&caller),
-        limits::Endpoint::Policies,
-        false,
-    )
-    .await?;
     let page = vault::policies::list(
         &mut conn,
         &extra.cursors,
-        &caller.tenant_id,
+        &caller.0.tenant_id,
         limit,
         query.cursor.as_deref(),
     )
     .await
     .map_err(errors::vault)?;
-    Ok(HttpResponse::Ok().json(page))
+    Ok(HttpResponse::Ok().json(wire::policy_list(page)))
 }
 
 /// Creates a policy at version 1.
@@ -65,25 +57,18 @@ pub async fn list(
     ),
 )]
 pub async fn create(
-    AdminCaller(caller): AdminCaller,
-    state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
+    Admitted {
+        caller, mut conn, ..
+    }: Admitted<op::Policies>,
     body: Body<PolicyInput>,
-    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = crate::admit(
-        &req,
-        &state,
-        &extra,
-        crate::Subject::User(&caller),
-        limits::Endpoint::Policies,
-        false,
-    )
-    .await?;
-    let policy = vault::policies::create(&mut conn, &caller.tenant_id, &caller.user_id, &body)
-        .await
-        .map_err(errors::vault)?;
-    Ok(HttpResponse::Created().json(policy))
+    let Admin(caller) = caller;
+    let definition = wire::definition(body.0);
+    let policy =
+        vault::policies::create(&mut conn, &caller.tenant_id, &caller.user_id, &definition)
+            .await
+            .map_err(errors::vault)?;
+    Ok(HttpResponse::Created().json(wire::policy(policy)))
 }
 
 /// Replaces a policy's whole definition and bumps its version.
@@ -103,24 +88,22 @@ pub async fn create(
     ),
 )]
 pub async fn update(
-    AdminCaller(caller): AdminCaller,
-    state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
+    Admitted {
+        caller, mut conn, ..
+    }: Admitted<op::Policies>,
     id: web::Path<String>,
     body: Body<PolicyInput>,
-    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = crate::admit(
-        &req,
-        &state,
-        &extra,
-        crate::Subject::User(&caller),
-        limits::Endpoint::Policies,
-        false,
+    let Admin(caller) = caller;
+    let definition = wire::definition(body.0);
+    let policy = vault::policies::update(
+        &mut conn,
+        &caller.tenant_id,
+        &caller.user_id,
+        &id,
+        &definition,
     )
-    .await?;
-    let policy = vault::policies::update(&mut conn, &caller.tenant_id, &caller.user_id, &id, &body)
-        .await
-        .map_err(errors::vault)?;
-    Ok(HttpResponse::Ok().json(policy))
+    .await
+    .map_err(errors::vault)?;
+    Ok(HttpResponse::Ok().json(wire::policy(policy)))
 }

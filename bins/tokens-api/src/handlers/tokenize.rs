@@ -1,8 +1,10 @@
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use api_types::tokens::{TokenizeQuery, TokenizeRequest, TokenizeResponse};
-use dps_http::{ApiError, ApiKeyCaller, Body, ServiceState};
+use dps_http::{ApiError, Body};
+use vault::tokenize::Outcome;
 
-use crate::{Extra, errors};
+use crate::admission::{self as op, Admitted};
+use crate::{Extra, errors, wire};
 
 /// Tokenizes up to 1000 values under a policy. Authenticated by an API key.
 #[utoipa::path(
@@ -23,38 +25,28 @@ use crate::{Extra, errors};
     ),
 )]
 pub async fn tokenize(
-    ApiKeyCaller(caller): ApiKeyCaller,
-    state: web::Data<ServiceState>,
+    Admitted {
+        caller, mut conn, ..
+    }: Admitted<op::Tokenize>,
     extra: web::Data<Extra>,
     query: web::Query<TokenizeQuery>,
     body: Body<TokenizeRequest>,
-    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = crate::admit(
-        &req,
-        &state,
-        &extra,
-        crate::Subject::Key(&caller),
-        limits::Endpoint::Tokenize,
-        true,
-    )
-    .await?;
+    let request =
+        wire::tokenize_request(body.0, query.dry_run.unwrap_or(false)).map_err(errors::vault)?;
     let outcome = vault::tokenize::tokenize(
         &mut conn,
         &extra.keyring,
-        &caller.tenant_id,
-        &body,
-        query.dry_run.unwrap_or(false),
+        &caller.0.tenant_id,
+        &request,
+        &wire::tokenize_body,
     )
     .await
     .map_err(errors::vault)?;
     match outcome {
-        vault::tokenize::Outcome::Done { body, .. }
-        | vault::tokenize::Outcome::Replayed { body } => Ok(HttpResponse::Ok()
+        Outcome::Done { body, .. } | Outcome::Replayed { body } => Ok(HttpResponse::Ok()
             .content_type("application/json")
             .body(body)),
-        vault::tokenize::Outcome::Rejected { first, response } => {
-            Err(errors::batch_rejected(first, response))
-        }
+        Outcome::Rejected { first, result } => Err(errors::batch_rejected(first, &result)),
     }
 }

@@ -1,8 +1,9 @@
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::HttpResponse;
 use api_types::tokens::Usage;
-use dps_http::{AdminCaller, ApiError, ServiceState};
+use dps_http::ApiError;
 
-use crate::Extra;
+use crate::admission::{self as op, Admitted};
+use crate::{errors, wire};
 
 /// The tenant's usage this calendar month (UTC), with its quota. Admin only.
 #[utoipa::path(
@@ -17,22 +18,12 @@ use crate::Extra;
     ),
 )]
 pub async fn usage(
-    AdminCaller(caller): AdminCaller,
-    state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
-    req: HttpRequest,
+    Admitted {
+        caller, mut conn, ..
+    }: Admitted<op::Usage>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = crate::admit(
-        &req,
-        &state,
-        &extra,
-        crate::Subject::User(&caller),
-        limits::Endpoint::Usage,
-        false,
-    )
-    .await?;
-    let usage = limits::usage(&mut conn, &caller.tenant_id)
+    let usage = limits::usage(&mut conn, &caller.0.tenant_id)
         .await
-        .map_err(ApiError::database)?;
-    Ok(HttpResponse::Ok().json(usage))
+        .map_err(|e| errors::limits(e.into()))?;
+    Ok(HttpResponse::Ok().json(wire::usage(usage)))
 }

@@ -1,8 +1,9 @@
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use api_types::tokens::{RevokeRequest, Revoked, VaultList, VaultQuery};
-use dps_http::{ApiError, Body, Caller, ServiceState};
+use dps_http::{ApiError, Body};
 
-use crate::{Extra, errors};
+use crate::admission::{self as op, Admitted};
+use crate::{Extra, errors, wire};
 
 /// Lists the tenant's vault entries (never their values), oldest first.
 #[utoipa::path(
@@ -23,34 +24,22 @@ use crate::{Extra, errors};
     ),
 )]
 pub async fn list(
-    Caller(caller): Caller,
-    state: web::Data<ServiceState>,
+    Admitted {
+        caller, mut conn, ..
+    }: Admitted<op::VaultList>,
     extra: web::Data<Extra>,
     query: web::Query<VaultQuery>,
-    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let limit = crate::page_limit(query.limit)?;
-    let mut conn = crate::admit(
-        &req,
-        &state,
-        &extra,
-        crate::Subject::User(&caller),
-        limits::Endpoint::VaultList,
-        false,
-    )
-    .await?;
-    let page = vault::entries::list(
-        &mut conn,
-        &extra.cursors,
-        &caller.tenant_id,
-        limit,
-        query.cursor.as_deref(),
-        query.pii_type.as_deref(),
-        query.status.as_deref(),
-    )
-    .await
-    .map_err(errors::vault)?;
-    Ok(HttpResponse::Ok().json(page))
+    let request = vault::entries::ListRequest {
+        limit: crate::page_limit(query.limit)?,
+        cursor: query.cursor.as_deref(),
+        pii_type: query.pii_type.as_deref(),
+        status: query.status.as_deref(),
+    };
+    let page = vault::entries::list(&mut conn, &extra.cursors, &caller.0.tenant_id, request)
+        .await
+        .map_err(errors::vault)?;
+    Ok(HttpResponse::Ok().json(wire::vault_list(page)))
 }
 
 /// Revokes a token: detokenization answers REVOKED from then on. Idempotent.
@@ -70,24 +59,14 @@ pub async fn list(
     ),
 )]
 pub async fn revoke(
-    Caller(caller): Caller,
-    state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
+    Admitted {
+        caller, mut conn, ..
+    }: Admitted<op::Revoke>,
     token_id: web::Path<String>,
     body: Body<RevokeRequest>,
-    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = crate::admit(
-        &req,
-        &state,
-        &extra,
-        crate::Subject::User(&caller),
-        limits::Endpoint::Revoke,
-        false,
-    )
-    .await?;
-    let revoked = vault::entries::revoke(&mut conn, &caller, &token_id, &body.reason)
+    let revoked = vault::entries::revoke(&mut conn, &caller.0, &token_id, &body.reason)
         .await
         .map_err(errors::vault)?;
-    Ok(HttpResponse::Ok().json(revoked))
+    Ok(HttpResponse::Ok().json(wire::revoked(revoked)))
 }

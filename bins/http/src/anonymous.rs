@@ -1,0 +1,122 @@
+//! The budget of requests whose caller is not known: no credential, a bad one, an unknown route,
+//! an SDK version refused at the edge. Area A's limits rule 1 puts `X-RateLimit-*` headers on
+//! every response; where no user or API key can be counted, the client's address is.
+//!
+//! The windows live in memory, per replica: counting unauthenticated traffic in Postgres would
+//! let anyone make the service write to its database without a credential. Behind a gateway
+//! every request comes from the gateway's address, and the budget is then one for all
+//! unauthenticated traffic through that gateway (docs/decisions.md).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+
+use crate::RateLimitHeaders;
+
+/// Addresses remembered at most; past it, windows that ended are dropped first.
+const MAX_ADDRESSES: usize = 100_000;
+
+/// Requests per minute per client address, in fixed one-minute windows like the other limits.
+#[derive(Debug)]
+pub struct AnonymousBudget {
+    per_minute: u32,
+    windows: Mutex<HashMap<Option<IpAddr>, (i64, u32)>>,
+}
+
+/// One anonymous request's count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnonymousDecision {
+    pub headers: RateLimitHeaders,
+    pub exceeded: bool,
+    /// Seconds until the window ends.
+    pub retry_after: u64,
+}
+
+impl AnonymousBudget {
+    pub fn new(per_minute: u32) -> Self {
+        Self {
+            per_minute: per_minute.max(1),
+            windows: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn window(now: i64) -> i64 {
+        now - now.rem_euclid(60)
+    }
+
+    fn decide(&self, window: i64, count: u32, now: i64) -> AnonymousDecision {
+        let reset = window + 60;
+        AnonymousDecision {
+            headers: RateLimitHeaders {
+                limit: self.per_minute,
+                remaining: self.per_minute.saturating_sub(count),
+                reset,
+            },
+            exceeded: count > self.per_minute,
+            retry_after: u64::try_from((reset - now).max(1)).unwrap_or(1),
+        }
+    }
+
+    /// Counts one request from `addr` at Unix time `now`.
+    pub fn hit(&self, addr: Option<IpAddr>, now: i64) -> AnonymousDecision {
+        let window = Self::window(now);
+        let count = match self.windows.lock() {
+            Ok(mut windows) => {
+                if windows.len() >= MAX_ADDRESSES {
+                    windows.retain(|_, (w, _)| *w == window);
+                }
+                let entry = windows.entry(addr).or_insert((window, 0));
+                if entry.0 != window {
+                    *entry = (window, 0);
+                }
+                entry.1 = entry.1.saturating_add(1);
+                entry.1
+            }
+            // A poisoned lock fails open: limiting is protection, not correctness.
+            Err(_) => 0,
+        };
+        self.decide(window, count, now)
+    }
+
+    /// What `addr` has left, without counting a request (for the health check, which is never
+    /// refused).
+    pub fn peek(&self, addr: Option<IpAddr>, now: i64) -> AnonymousDecision {
+        let window = Self::window(now);
+        let count = self
+            .windows
+            .lock()
+            .ok()
+            .and_then(|w| w.get(&addr).copied())
+            .filter(|(w, _)| *w == window)
+            .map_or(0, |(_, n)| n);
+        self.decide(window, count, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_address_has_its_own_window() {
+        let budget = AnonymousBudget::new(2);
+        let a = Some(IpAddr::from([10, 0, 0, 1]));
+        let b = Some(IpAddr::from([10, 0, 0, 2]));
+        let now = 1_700_000_030;
+        assert_eq!(budget.hit(a, now).headers.remaining, 1);
+        assert_eq!(budget.peek(a, now).headers.remaining, 1);
+        assert!(!budget.hit(a, now).exceeded);
+        let third = budget.hit(a, now);
+        assert!(third.exceeded);
+        assert_eq!(third.headers.reset, 1_700_000_040);
+        assert_eq!(third.retry_after, 10);
+        assert!(
+            !budget.hit(b, now).exceeded,
+            "another address is not affected"
+        );
+        assert!(
+            !budget.hit(a, now + 60).exceeded,
+            "a new window starts afresh"
+        );
+    }
+}

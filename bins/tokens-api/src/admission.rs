@@ -1,0 +1,233 @@
+//! Admission: what every operation of tokens-api passes before its domain call, declared once
+//! per route by the operation type its handler takes ([`Admitted<O>`]).
+//!
+//! In order: the caller is authenticated (an access token or an API key, as the operation
+//! says); the request is counted against the operation's per-user and per-tenant limits, and
+//! the numbers are recorded for the `X-RateLimit-*` headers, so that every later answer of the
+//! request carries them (a 403, a 400 from the body, a 503 of the kill switch alike); a
+//! request over a limit is refused with 429 and `Retry-After`; the kill switch refuses the
+//! operations it stops; last, an operation for admins refuses other callers with 403. The
+//! handler gets the caller and the pooled connection the checks used.
+//!
+//! Requests that never reach admission (no credential, a bad one, an unknown route, a refused
+//! SDK version) are counted by the edge against the client address's budget instead.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::StatusCode;
+use actix_web::{FromRequest, HttpMessage as _, HttpRequest, web};
+use dps_http::{ApiError, ApiKeyCaller, Caller, Code, RateLimitHeaders, ServiceState};
+use ids::{Principal, Role, TenantId};
+use limits::Endpoint;
+
+use crate::Extra;
+
+type LocalFuture<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
+
+/// Whether the kill switch stops an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillSwitch {
+    /// Stopped while the switch is on (tokenize, grant, detokenize).
+    Stops,
+    /// Served regardless: reading and managing what exists.
+    Ignores,
+}
+
+/// One operation of tokens-api: its rate-limit counter, whether the kill switch stops it, and
+/// who may call it.
+pub trait Operation: 'static {
+    const ENDPOINT: Endpoint;
+    const KILL_SWITCH: KillSwitch;
+    type Caller: Credential;
+}
+
+/// How a caller proves who they are, and what they may do once counted.
+pub trait Credential: Sized + 'static {
+    fn authenticate(req: &HttpRequest) -> LocalFuture<Self>;
+    fn tenant(&self) -> &TenantId;
+    /// Who a rate limit counts the request against.
+    fn counter(&self) -> String;
+    /// Refuses a caller the operation is not for, once the request was counted.
+    fn authorize(&self) -> Result<(), ApiError> {
+        Ok(())
+    }
+}
+
+/// A user with an access token.
+#[derive(Debug, Clone)]
+pub struct User(pub Principal);
+
+/// A user with an access token and the admin role.
+#[derive(Debug, Clone)]
+pub struct Admin(pub Principal);
+
+/// An API key: counted against its owner, or against the key when it has none.
+#[derive(Debug, Clone)]
+pub struct ApiKey(pub auth::ApiKeyPrincipal);
+
+fn bearer(req: &HttpRequest) -> LocalFuture<Principal> {
+    let caller = Caller::from_request(req, &mut Payload::None);
+    Box::pin(async move { Ok(caller.await?.0) })
+}
+
+impl Credential for User {
+    fn authenticate(req: &HttpRequest) -> LocalFuture<Self> {
+        let principal = bearer(req);
+        Box::pin(async move { Ok(User(principal.await?)) })
+    }
+    fn tenant(&self) -> &TenantId {
+        &self.0.tenant_id
+    }
+    fn counter(&self) -> String {
+        format!("user:{}", self.0.user_id)
+    }
+}
+
+impl Credential for Admin {
+    fn authenticate(req: &HttpRequest) -> LocalFuture<Self> {
+        let principal = bearer(req);
+        Box::pin(async move { Ok(Admin(principal.await?)) })
+    }
+    fn tenant(&self) -> &TenantId {
+        &self.0.tenant_id
+    }
+    fn counter(&self) -> String {
+        format!("user:{}", self.0.user_id)
+    }
+    fn authorize(&self) -> Result<(), ApiError> {
+        if self.0.is(Role::Admin) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "this operation requires the admin role",
+            ))
+        }
+    }
+}
+
+impl Credential for ApiKey {
+    fn authenticate(req: &HttpRequest) -> LocalFuture<Self> {
+        let caller = ApiKeyCaller::from_request(req, &mut Payload::None);
+        Box::pin(async move { Ok(ApiKey(caller.await?.0)) })
+    }
+    fn tenant(&self) -> &TenantId {
+        &self.0.tenant_id
+    }
+    fn counter(&self) -> String {
+        self.0.owner_id.as_ref().map_or_else(
+            || format!("key:{}", self.0.key_id),
+            |owner| format!("user:{owner}"),
+        )
+    }
+}
+
+/// An admitted request of operation `O`: its caller and the connection to make the domain call
+/// with.
+pub struct Admitted<O: Operation> {
+    pub caller: O::Caller,
+    pub conn: db::PooledConnection,
+    operation: PhantomData<O>,
+}
+
+impl<O: Operation> std::fmt::Debug for Admitted<O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admitted")
+            .field("endpoint", &O::ENDPOINT)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<O: Operation> FromRequest for Admitted<O> {
+    type Error = ApiError;
+    type Future = LocalFuture<Self>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let caller = O::Caller::authenticate(&req).await?;
+            let state = req
+                .app_data::<web::Data<ServiceState>>()
+                .cloned()
+                .ok_or_else(|| ApiError::internal("no service state registered"))?;
+            let extra = req
+                .app_data::<web::Data<Extra>>()
+                .cloned()
+                .ok_or_else(|| ApiError::internal("tokens-api state is not registered"))?;
+            let mut conn = state.conn().await?;
+            let decision = limits::check(
+                &mut conn,
+                &extra.rate_limits,
+                caller.tenant(),
+                &caller.counter(),
+                O::ENDPOINT,
+            )
+            .await
+            .map_err(crate::errors::limits)?;
+            req.extensions_mut().insert(RateLimitHeaders {
+                limit: decision.limit,
+                remaining: decision.remaining,
+                reset: decision.reset,
+            });
+            if decision.exceeded {
+                return Err(dps_http::rate_limited(decision.retry_after));
+            }
+            if O::KILL_SWITCH == KillSwitch::Stops
+                && extra
+                    .kill_switches
+                    .is_on(&mut conn, caller.tenant())
+                    .await
+                    .map_err(ApiError::database)?
+            {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Code::Named("KILL_SWITCH_ACTIVE"),
+                    "tokenization is temporarily disabled for this tenant by an operator",
+                ));
+            }
+            caller.authorize()?;
+            Ok(Admitted {
+                caller,
+                conn,
+                operation: PhantomData,
+            })
+        })
+    }
+}
+
+macro_rules! operations {
+    ($($(#[$doc:meta])* $name:ident: $caller:ty, $endpoint:ident, $kill:ident;)*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Debug)]
+            pub struct $name;
+
+            impl Operation for $name {
+                const ENDPOINT: Endpoint = Endpoint::$endpoint;
+                const KILL_SWITCH: KillSwitch = KillSwitch::$kill;
+                type Caller = $caller;
+            }
+        )*
+    };
+}
+
+operations! {
+    /// `POST /tokenize`, with an API key.
+    Tokenize: ApiKey, Tokenize, Stops;
+    /// `GET`, `POST /policies` and `PUT /policies/:id`.
+    Policies: Admin, Policies, Ignores;
+    /// `GET /vault`.
+    VaultList: User, VaultList, Ignores;
+    /// `DELETE /vault/:token_id`; the entry's policy decides who else but an admin may.
+    Revoke: User, Revoke, Ignores;
+    /// `POST /grant`.
+    Grant: User, Grant, Stops;
+    /// `POST /detokenize`.
+    Detokenize: User, Detokenize, Stops;
+    /// `GET /audit/detokenizations`.
+    Audit: Admin, Audit, Ignores;
+    /// `GET /usage`.
+    Usage: Admin, Usage, Ignores;
+}

@@ -1,0 +1,144 @@
+//! Preparing one item in memory: its type, its rule, its normalized value, its token or
+//! surrogate, its fingerprint and its sealed payload. Nothing here touches the database.
+
+use keys::TenantKeys;
+use ring::rand::SystemRandom;
+use tokenize_core::{
+    FailureMode, FormatPreserving, ItemCode, Mode, Normalized, PiiType, Policy, Secret, Surrogate,
+    ValueError, deterministic_token, fingerprint, fingerprint_as_written, format_preserving,
+    normalize, randomized_token,
+};
+
+use super::{Fallback, Item, ItemFailure};
+use crate::VaultError;
+use crate::policies::StoredPolicy;
+use crate::value::payload;
+
+/// An item ready to be written.
+pub(super) struct Pending {
+    pub index: usize,
+    pub pii_type: PiiType,
+    pub mode: Mode,
+    pub token: Option<String>,
+    pub fingerprint: Option<[u8; 32]>,
+    pub surrogate: Option<Surrogate>,
+    pub value: Secret,
+    pub fallback: Option<Fallback>,
+}
+
+/// Why an item cannot be handled under its rule; fail_open turns these into a fallback.
+struct RuleFailure {
+    code: ItemCode,
+    reason: &'static str,
+}
+
+impl From<ValueError> for RuleFailure {
+    fn from(e: ValueError) -> Self {
+        Self {
+            code: e.code,
+            reason: e.reason,
+        }
+    }
+}
+
+pub(super) enum Prepared {
+    Ready(Pending),
+    Failed(ItemFailure),
+}
+
+fn failed(code: &'static str, message: &'static str) -> Prepared {
+    Prepared::Failed(ItemFailure { code, message })
+}
+
+pub(super) fn prepare(
+    index: usize,
+    item: &Item,
+    stored: &StoredPolicy,
+    keys: &TenantKeys,
+    rng: &SystemRandom,
+) -> Result<Prepared, VaultError> {
+    let policy: &Policy = &stored.policy;
+    let pii_type = match item.pii_type.parse::<PiiType>() {
+        Ok(t) => t,
+        Err(e) => return Ok(failed(e.code.as_str(), e.reason)),
+    };
+    if item.value.trim().is_empty() {
+        return Ok(failed(ItemCode::EmptyValue.as_str(), "the value is empty"));
+    }
+    let requested_mode = match item.mode.as_deref().map(str::parse::<Mode>) {
+        None => None,
+        Some(Ok(mode)) => Some(mode),
+        Some(Err(())) => {
+            return Ok(failed(
+                "INVALID_MODE",
+                "mode must be deterministic, randomized or format_preserving",
+            ));
+        }
+    };
+    let attempt = (|| -> Result<Pending, RuleFailure> {
+        let rule = policy.type_rules.get(&pii_type).ok_or(RuleFailure {
+            code: ItemCode::NoRuleForType,
+            reason: "the policy has no rule for this pii_type",
+        })?;
+        let value: Normalized = normalize(pii_type, &item.value, &policy.normalize_options())?;
+        let mode = requested_mode.unwrap_or(rule.mode);
+        let scope = Policy::scope_key(rule, &stored.policy_id.to_string());
+        let mut pending = Pending {
+            index,
+            pii_type,
+            mode,
+            token: None,
+            fingerprint: None,
+            surrogate: None,
+            value: payload(value.value.expose(), value.currency.as_deref()),
+            fallback: None,
+        };
+        match mode {
+            Mode::Deterministic => {
+                pending.token = Some(deterministic_token(&keys.mac, &scope, &value));
+                pending.fingerprint = Some(fingerprint(&keys.fingerprint, mode, &scope, &value));
+            }
+            Mode::Randomized => {}
+            Mode::FormatPreserving => {
+                pending.fingerprint = Some(fingerprint_as_written(&keys.fingerprint, &value));
+                match format_preserving(&keys.fpe, &value) {
+                    FormatPreserving::Enciphered(token) => pending.token = Some(token),
+                    FormatPreserving::Surrogate(s) => {
+                        if s.space() <= 1 {
+                            return Err(RuleFailure {
+                                code: ItemCode::SurrogateExhausted,
+                                reason: "the value's shape leaves no room for a surrogate",
+                            });
+                        }
+                        pending.surrogate = Some(s);
+                    }
+                }
+            }
+        }
+        Ok(pending)
+    })();
+    match attempt {
+        Ok(pending) => Ok(Prepared::Ready(pending)),
+        Err(failure) if failure.code == ItemCode::EmptyValue => {
+            Ok(failed(failure.code.as_str(), failure.reason))
+        }
+        Err(failure) => match policy.failure_mode {
+            FailureMode::FailClosed => Ok(failed(failure.code.as_str(), failure.reason)),
+            // Still protected: the raw value, randomized, with the fallback stated.
+            FailureMode::FailOpen => Ok(Prepared::Ready(Pending {
+                index,
+                pii_type,
+                mode: Mode::Randomized,
+                token: Some(randomized_token(rng).map_err(|_| VaultError::Crypto)?),
+                fingerprint: None,
+                surrogate: None,
+                value: payload(item.value.trim(), None),
+                fallback: Some(Fallback {
+                    mode: Mode::Randomized,
+                    reason_code: failure.code.as_str(),
+                    reason: failure.reason,
+                }),
+            })),
+        },
+    }
+}

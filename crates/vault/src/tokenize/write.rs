@@ -1,0 +1,365 @@
+//! Writing a prepared batch: one set-based insert, then, only for what collided, lookups by
+//! fingerprint and fresh surrogates; and the dry run's preview, which writes nothing.
+
+use std::collections::HashMap;
+
+use diesel::QueryableByName;
+use diesel::sql_types::{Array, Bytea, Int4, Int8, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
+use ids::TenantId;
+use keys::{NONCE_LEN, TenantKeys};
+use ring::rand::{SecureRandom as _, SystemRandom};
+use time::OffsetDateTime;
+use tokenize_core::{Mode, randomized_token};
+use uuid::Uuid;
+
+use super::prepare::Pending;
+use crate::VaultError;
+use crate::policies::StoredPolicy;
+use crate::value::value_aad;
+
+/// Random bytes each written row takes: a nonce and the random part of its token id.
+const RANDOM_PER_ROW: usize = NONCE_LEN + 10;
+
+/// How many times a surrogate that collided with an existing token is drawn again.
+const SURROGATE_ATTEMPTS: usize = 8;
+
+/// What happened to one prepared item.
+#[derive(Debug, Clone)]
+pub(super) enum Written {
+    /// Written or found. On a dry run `token` is null when it cannot be known, and
+    /// `token_id` null unless the entry exists.
+    Token {
+        token: Option<String>,
+        token_id: Option<Uuid>,
+    },
+    /// The value's deterministic or format-preserving entry is revoked.
+    Revoked,
+    /// Every surrogate drawn collided with an existing token.
+    NoSurrogate,
+}
+
+#[derive(QueryableByName)]
+struct Existing {
+    #[diesel(sql_type = SqlUuid)]
+    token_id: Uuid,
+    #[diesel(sql_type = Text)]
+    token: String,
+    #[diesel(sql_type = Bytea)]
+    fingerprint: Vec<u8>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    revoked_at: Option<OffsetDateTime>,
+}
+
+async fn existing(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    fingerprints: Vec<Vec<u8>>,
+) -> Result<HashMap<Vec<u8>, Existing>, VaultError> {
+    if fingerprints.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows: Vec<Existing> = diesel::sql_query(
+        "SELECT token_id, token, fingerprint, revoked_at FROM vault_entries \
+         WHERE tenant_id = $1 AND fingerprint = ANY($2)",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<Bytea>, _>(fingerprints)
+    .load(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.fingerprint.clone(), r))
+        .collect())
+}
+
+/// A dry run: the token a real call would give where it can be known (deterministic and
+/// enciphered format-preserving tokens, and existing entries), and nothing written.
+pub(super) async fn preview(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    pending: &[Pending],
+) -> Result<HashMap<usize, Written>, VaultError> {
+    let found = existing(
+        conn,
+        tenant,
+        pending
+            .iter()
+            .filter_map(|p| p.fingerprint.map(|f| f.to_vec()))
+            .collect(),
+    )
+    .await?;
+    Ok(pending
+        .iter()
+        .map(|p| {
+            let known = p.fingerprint.and_then(|f| found.get(f.as_slice()));
+            let written = match known {
+                Some(e) if e.revoked_at.is_some() => Written::Revoked,
+                Some(e) => Written::Token {
+                    token: Some(e.token.clone()),
+                    token_id: Some(e.token_id),
+                },
+                None => Written::Token {
+                    token: p.token.clone().filter(|_| p.mode != Mode::Randomized),
+                    token_id: None,
+                },
+            };
+            (p.index, written)
+        })
+        .collect())
+}
+
+#[derive(QueryableByName)]
+struct Inserted {
+    #[diesel(sql_type = SqlUuid)]
+    token_id: Uuid,
+}
+
+/// Writes the batch: inserts it in one statement, then, for what conflicted, reuses the
+/// existing entries found by fingerprint and draws surrogates again.
+pub(super) async fn write(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    keys: &TenantKeys,
+    stored: &StoredPolicy,
+    rng: &SystemRandom,
+    pending: &mut [Pending],
+) -> Result<HashMap<usize, Written>, VaultError> {
+    let mut out = HashMap::with_capacity(pending.len());
+    let (key_version, data_key) = keys.current()?;
+    let ttl = stored
+        .policy
+        .token_ttl_seconds
+        .and_then(|t| i64::try_from(t).ok());
+    let mut todo: Vec<usize> = (0..pending.len()).collect();
+    for round in 0..=SURROGATE_ATTEMPTS {
+        if todo.is_empty() {
+            break;
+        }
+        // Entries that already exist for these values. The first round skips the lookup and
+        // lets the insert find conflicts (new values are the common case, and the unique
+        // index checks them anyway); later rounds look up only what conflicted.
+        let found = if round == 0 {
+            HashMap::new()
+        } else {
+            existing(
+                conn,
+                tenant,
+                todo.iter()
+                    .filter_map(|i| pending[*i].fingerprint.map(|f| f.to_vec()))
+                    .collect(),
+            )
+            .await?
+        };
+        let mut rows = Rows::default();
+        let mut claimed: HashMap<[u8; 32], Uuid> = HashMap::new();
+        let mut waiting = Vec::new();
+        // One draw from the system generator for the round's nonces and token-id randomness,
+        // instead of two system calls per item.
+        let mut random = vec![0u8; todo.len() * RANDOM_PER_ROW];
+        rng.fill(&mut random).map_err(|_| VaultError::Crypto)?;
+        let mut random = random.chunks_exact(RANDOM_PER_ROW);
+        let millis = u64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000)
+            .unwrap_or(0);
+        for &i in &todo {
+            let p = &mut pending[i];
+            if let Some(e) = p.fingerprint.and_then(|f| found.get(f.as_slice())) {
+                // A revoked token stays revoked: the value does not get it back.
+                let written = if e.revoked_at.is_some() {
+                    Written::Revoked
+                } else {
+                    Written::Token {
+                        token: Some(e.token.clone()),
+                        token_id: Some(e.token_id),
+                    }
+                };
+                out.insert(p.index, written);
+                continue;
+            }
+            if let Some(f) = p.fingerprint
+                && let Some(first) = claimed.get(&f)
+            {
+                // The same value twice in one batch: one entry.
+                waiting.push((i, *first));
+                continue;
+            }
+            if let Some(s) = &p.surrogate {
+                p.token = Some(s.draw(rng).map_err(|_| VaultError::Crypto)?);
+            } else if p.mode == Mode::Randomized && p.token.is_none() {
+                p.token = Some(randomized_token(rng).map_err(|_| VaultError::Crypto)?);
+            }
+            let Some(token) = p.token.clone() else {
+                continue;
+            };
+            let Some(draw) = random.next() else {
+                return Err(VaultError::Crypto);
+            };
+            let (nonce, id_bits) = draw.split_at(NONCE_LEN);
+            let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| VaultError::Crypto)?;
+            let mut id_bits: [u8; 10] = id_bits.try_into().map_err(|_| VaultError::Crypto)?;
+            // UUIDv7's 12-bit counter field holds the item's position, so that a batch's ids
+            // sort in item order within their millisecond; 62 random bits follow.
+            let seq = u16::try_from(rows.token_ids.len()).unwrap_or(u16::MAX);
+            id_bits[0] = (seq >> 8) as u8 & 0x0F;
+            id_bits[1] = (seq & 0xFF) as u8;
+            let token_id = uuid::Builder::from_unix_timestamp_millis(millis, &id_bits).into_uuid();
+            if let Some(f) = p.fingerprint {
+                claimed.insert(f, token_id);
+            }
+            let sealed = data_key.seal_with_nonce(
+                nonce,
+                &value_aad(tenant, token_id),
+                p.value.expose().as_bytes(),
+            )?;
+            rows.push(i, token_id, token, p, sealed);
+        }
+        let batch: Vec<(usize, Uuid)> = rows
+            .pending_index
+            .iter()
+            .copied()
+            .zip(rows.token_ids.iter().copied())
+            .collect();
+        let inserted: std::collections::HashSet<Uuid> = if batch.is_empty() {
+            Default::default()
+        } else if round == 0 {
+            // New values are the common case: a plain insert in a savepoint costs Postgres
+            // less than ON CONFLICT's speculative insertion. Any conflict undoes it, and the
+            // batch goes the careful way.
+            let fast = conn
+                .transaction(async |conn| {
+                    rows.insert(conn, tenant, stored, key_version, ttl, false)
+                        .await
+                })
+                .await;
+            match fast {
+                Ok(_) => batch.iter().map(|(_, id)| *id).collect(),
+                Err(VaultError::Database(diesel::result::Error::DatabaseError(
+                    diesel::result::DatabaseErrorKind::UniqueViolation,
+                    _,
+                ))) => rows
+                    .insert(conn, tenant, stored, key_version, ttl, true)
+                    .await?
+                    .into_iter()
+                    .map(|r| r.token_id)
+                    .collect(),
+                Err(e) => return Err(e),
+            }
+        } else {
+            rows.insert(conn, tenant, stored, key_version, ttl, true)
+                .await?
+                .into_iter()
+                .map(|r| r.token_id)
+                .collect()
+        };
+        let mut retry = Vec::new();
+        for (i, token_id) in batch {
+            if inserted.contains(&token_id) {
+                let token = pending[i].token.clone();
+                out.insert(
+                    pending[i].index,
+                    Written::Token {
+                        token,
+                        token_id: Some(token_id),
+                    },
+                );
+            } else {
+                // A concurrent writer stored the same value first (found by fingerprint next
+                // round), or a surrogate collided with an existing token (drawn again).
+                retry.push(i);
+            }
+        }
+        for (i, first) in waiting {
+            if inserted.contains(&first) {
+                let token = pending[i].token.clone().or_else(|| {
+                    out.values().find_map(|w| match w {
+                        Written::Token { token, token_id } if *token_id == Some(first) => {
+                            token.clone()
+                        }
+                        _ => None,
+                    })
+                });
+                out.insert(
+                    pending[i].index,
+                    Written::Token {
+                        token,
+                        token_id: Some(first),
+                    },
+                );
+            } else {
+                retry.push(i);
+            }
+        }
+        todo = retry;
+    }
+    for i in todo {
+        out.insert(pending[i].index, Written::NoSurrogate);
+    }
+    Ok(out)
+}
+
+/// Column arrays for one `INSERT ... SELECT FROM unnest(...)`.
+#[derive(Default)]
+struct Rows {
+    pending_index: Vec<usize>,
+    token_ids: Vec<Uuid>,
+    tokens: Vec<String>,
+    pii_types: Vec<String>,
+    modes: Vec<String>,
+    fingerprints: Vec<Option<Vec<u8>>>,
+    ciphertexts: Vec<Vec<u8>>,
+}
+
+impl Rows {
+    fn push(&mut self, at: usize, token_id: Uuid, token: String, p: &Pending, sealed: Vec<u8>) {
+        self.pending_index.push(at);
+        self.token_ids.push(token_id);
+        self.tokens.push(token);
+        self.pii_types.push(p.pii_type.as_str().to_owned());
+        self.modes.push(p.mode.as_str().to_owned());
+        self.fingerprints.push(p.fingerprint.map(|f| f.to_vec()));
+        self.ciphertexts.push(sealed);
+    }
+
+    /// Inserts the rows. With `on_conflict`, rows that collide are skipped and the ids of the
+    /// inserted ones come back; without, a collision fails the whole statement.
+    async fn insert(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        stored: &StoredPolicy,
+        key_version: i32,
+        ttl: Option<i64>,
+        on_conflict: bool,
+    ) -> Result<Vec<Inserted>, VaultError> {
+        const INSERT: &str = "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, \
+             mode, policy_id, policy_version, fingerprint, key_version, ciphertext, expires_at) \
+             SELECT $1, u.token_id, u.token, u.pii_type, u.mode, $2, $3, u.fingerprint, $4, \
+             u.ciphertext, CASE WHEN $5::bigint IS NULL THEN NULL \
+             ELSE now() + make_interval(secs => $5::bigint) END \
+             FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::bytea[], \
+             $11::bytea[]) AS u(token_id, token, pii_type, mode, fingerprint, ciphertext)";
+        let sql = if on_conflict {
+            format!("{INSERT} ON CONFLICT DO NOTHING RETURNING token_id")
+        } else {
+            INSERT.to_owned()
+        };
+        let query = diesel::sql_query(sql)
+            .bind::<Text, _>(tenant.as_str())
+            .bind::<SqlUuid, _>(stored.policy_id)
+            .bind::<Int4, _>(stored.version)
+            .bind::<Int4, _>(key_version)
+            .bind::<Nullable<Int8>, _>(ttl)
+            .bind::<Array<SqlUuid>, _>(&self.token_ids)
+            .bind::<Array<Text>, _>(&self.tokens)
+            .bind::<Array<Text>, _>(&self.pii_types)
+            .bind::<Array<Text>, _>(&self.modes)
+            .bind::<Array<Nullable<Bytea>>, _>(&self.fingerprints)
+            .bind::<Array<Bytea>, _>(&self.ciphertexts);
+        if on_conflict {
+            Ok(query.load(conn).await?)
+        } else {
+            query.execute(conn).await?;
+            Ok(Vec::new())
+        }
+    }
+}
