@@ -6,8 +6,10 @@
 //! the numbers are recorded for the `X-RateLimit-*` headers, so that every later answer of the
 //! request carries them (a 403, a 400 from the body, a 503 of the kill switch alike); a
 //! request over a limit is refused with 429 and `Retry-After`; the kill switch refuses the
-//! operations it stops; last, an operation for admins refuses other callers with 403. The
-//! handler gets the caller and the pooled connection the checks used.
+//! operations it stops; last, an operation for admins refuses other callers with 403. Only then
+//! is the request's own input (its query and body, the `I` of [`Admitted<O, I>`]) read, so a
+//! malformed request of a known caller is counted on that caller's budget. The handler gets
+//! the caller, the input and the pooled connection the checks used.
 //!
 //! Requests that never reach admission (no credential, a bad one, an unknown route, a refused
 //! SDK version) are counted by the edge against the client address's budget instead.
@@ -124,15 +126,16 @@ impl Credential for ApiKey {
     }
 }
 
-/// An admitted request of operation `O`: its caller and the connection to make the domain call
-/// with.
-pub struct Admitted<O: Operation> {
+/// An admitted request of operation `O`: its caller, its input `I` (extracted after admission),
+/// and the connection to make the domain call with.
+pub struct Admitted<O: Operation, I = ()> {
     pub caller: O::Caller,
+    pub input: I,
     pub conn: db::PooledConnection,
     operation: PhantomData<O>,
 }
 
-impl<O: Operation> std::fmt::Debug for Admitted<O> {
+impl<O: Operation, I> std::fmt::Debug for Admitted<O, I> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Admitted")
             .field("endpoint", &O::ENDPOINT)
@@ -140,61 +143,74 @@ impl<O: Operation> std::fmt::Debug for Admitted<O> {
     }
 }
 
-impl<O: Operation> FromRequest for Admitted<O> {
-    type Error = ApiError;
-    type Future = LocalFuture<Self>;
+impl<O: Operation, I: FromRequest + 'static> FromRequest for Admitted<O, I> {
+    type Error = actix_web::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, actix_web::Error>>>>;
 
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let req = req.clone();
+        let mut payload = payload.take();
         Box::pin(async move {
-            let caller = O::Caller::authenticate(&req).await?;
-            let state = req
-                .app_data::<web::Data<ServiceState>>()
-                .cloned()
-                .ok_or_else(|| ApiError::internal("no service state registered"))?;
-            let extra = req
-                .app_data::<web::Data<Extra>>()
-                .cloned()
-                .ok_or_else(|| ApiError::internal("tokens-api state is not registered"))?;
-            let mut conn = state.conn().await?;
-            let decision = limits::check(
-                &mut conn,
-                &extra.rate_limits,
-                caller.tenant(),
-                &caller.counter(),
-                O::ENDPOINT,
-            )
-            .await
-            .map_err(crate::errors::limits)?;
-            req.extensions_mut().insert(RateLimitHeaders {
-                limit: decision.limit,
-                remaining: decision.remaining,
-                reset: decision.reset,
-            });
-            if decision.exceeded {
-                return Err(dps_http::rate_limited(decision.retry_after));
-            }
-            if O::KILL_SWITCH == KillSwitch::Stops
-                && extra
-                    .kill_switches
-                    .is_on(&mut conn, caller.tenant())
-                    .await
-                    .map_err(ApiError::database)?
-            {
-                return Err(ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Code::Named("KILL_SWITCH_ACTIVE"),
-                    "tokenization is temporarily disabled for this tenant by an operator",
-                ));
-            }
-            caller.authorize()?;
+            let (caller, conn) = admit::<O>(&req).await?;
+            let input = I::from_request(&req, &mut payload)
+                .await
+                .map_err(Into::into)?;
             Ok(Admitted {
                 caller,
+                input,
                 conn,
                 operation: PhantomData,
             })
         })
     }
+}
+
+/// Authenticates, counts, applies the kill switch and authorizes, in that order.
+async fn admit<O: Operation>(
+    req: &HttpRequest,
+) -> Result<(O::Caller, db::PooledConnection), ApiError> {
+    let caller = O::Caller::authenticate(req).await?;
+    let state = req
+        .app_data::<web::Data<ServiceState>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal("no service state registered"))?;
+    let extra = req
+        .app_data::<web::Data<Extra>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal("tokens-api state is not registered"))?;
+    let mut conn = state.conn().await?;
+    let decision = limits::check(
+        &mut conn,
+        &extra.rate_limits,
+        caller.tenant(),
+        &caller.counter(),
+        O::ENDPOINT,
+    )
+    .await
+    .map_err(crate::errors::limits)?;
+    req.extensions_mut().insert(RateLimitHeaders {
+        limit: decision.limit,
+        remaining: decision.remaining,
+        reset: decision.reset,
+    });
+    if decision.exceeded {
+        return Err(dps_http::rate_limited(decision.retry_after));
+    }
+    if O::KILL_SWITCH == KillSwitch::Stops
+        && extra
+            .kill_switches
+            .is_on(&mut conn, caller.tenant())
+            .await
+            .map_err(ApiError::database)?
+    {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Code::Named("KILL_SWITCH_ACTIVE"),
+            "tokenization is temporarily disabled for this tenant by an operator",
+        ));
+    }
+    caller.authorize()?;
+    Ok((caller, conn))
 }
 
 macro_rules! operations {

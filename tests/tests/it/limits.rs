@@ -444,3 +444,204 @@ async fn rotated_keys_encrypt_new_entries_and_rewrap_moves_old_ones() {
     assert_eq!(revealed["results"][0]["value"], "123456789", "{revealed}");
     assert_eq!(revealed["results"][1]["value"], "ann@example.com");
 }
+
+/// The three rate-limit headers, parsed, of a response.
+fn rate_headers(response: &reqwest::Response) -> Option<(u32, u32, i64)> {
+    Some((
+        header(response, "x-ratelimit-limit")?.parse().ok()?,
+        header(response, "x-ratelimit-remaining")?.parse().ok()?,
+        header(response, "x-ratelimit-reset")?.parse().ok()?,
+    ))
+}
+
+#[tokio::test]
+async fn every_area_a_response_carries_rate_limit_headers_errors_included() {
+    let t = Tokens::spawn_with(|env| {
+        env.insert("DPS_ANONYMOUS_RATE_LIMIT".into(), "50".into());
+    })
+    .await;
+    let policy = t.policy(all_modes_policy()).await;
+    let http = &t.app.http;
+    let url = |path: &str| t.app.url(path);
+    let analyst = t.app.token("acme", "ana", &["analyst"]);
+    let mut seen = Vec::new();
+    let mut expect = |what: &str, response: reqwest::Response, status: u16| {
+        assert_eq!(response.status(), status, "{what}");
+        let (limit, remaining, reset) =
+            rate_headers(&response).unwrap_or_else(|| panic!("{what}: no rate-limit headers"));
+        assert!(remaining <= limit, "{what}");
+        assert!(
+            reset > time::OffsetDateTime::now_utc().unix_timestamp() - 1,
+            "{what}"
+        );
+        seen.push((what.to_owned(), limit));
+    };
+
+    expect(
+        "health",
+        http.get(url("/health")).send().await.unwrap(),
+        200,
+    );
+    expect(
+        "200 with a caller",
+        http.get(url("/vault"))
+            .bearer_auth(&analyst)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    );
+    expect(
+        "400 from a body",
+        http.post(url("/tokenize"))
+            .header("X-API-Key", &t.api_key)
+            .header("Content-Type", "application/json")
+            .body("{not json")
+            .send()
+            .await
+            .unwrap(),
+        400,
+    );
+    expect(
+        "400 from a query",
+        http.get(url("/vault?limit=0"))
+            .bearer_auth(&analyst)
+            .send()
+            .await
+            .unwrap(),
+        400,
+    );
+    expect(
+        "401 without a token",
+        http.get(url("/vault")).send().await.unwrap(),
+        401,
+    );
+    expect(
+        "401 with a bad API key",
+        http.post(url("/tokenize"))
+            .header("X-API-Key", "dpsk_not-a-key")
+            .json(&json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn")] }))
+            .send()
+            .await
+            .unwrap(),
+        401,
+    );
+    expect(
+        "403 for a non-admin",
+        http.get(url("/usage"))
+            .bearer_auth(&analyst)
+            .send()
+            .await
+            .unwrap(),
+        403,
+    );
+    expect("404", http.get(url("/nowhere")).send().await.unwrap(), 404);
+    expect(
+        "405",
+        http.delete(url("/tokenize")).send().await.unwrap(),
+        405,
+    );
+    expect(
+        "426",
+        http.get(url("/vault"))
+            .bearer_auth(&analyst)
+            .header("X-Service-SDK-Version", "9.0.0")
+            .send()
+            .await
+            .unwrap(),
+        426,
+    );
+
+    let mut conn = t.app.conn().await;
+    let acme: ids::TenantId = "acme".parse().unwrap();
+    limits::set_kill_switch(&mut conn, Some(&acme), true, "test")
+        .await
+        .unwrap();
+    tokio::time::sleep(limits::kill::CACHE_TTL + Duration::from_millis(100)).await;
+    let response = http
+        .post(url("/tokenize"))
+        .header("X-API-Key", &t.api_key)
+        .json(&json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn")] }))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let limit = rate_headers(&response).map(|h| h.0);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 503);
+    area_a_error(&body, "KILL_SWITCH_ACTIVE");
+    // A caller was known: the tokenize limit of the spec, not the anonymous budget.
+    assert_eq!(limit, Some(1000));
+
+    // Known callers show their operation's limit; unknown ones the anonymous budget's.
+    let limit_of = |what: &str| seen.iter().find(|(w, _)| w == what).unwrap().1;
+    assert_eq!(limit_of("200 with a caller"), 60);
+    assert_eq!(limit_of("400 from a body"), 1000);
+    assert_eq!(limit_of("403 for a non-admin"), 60);
+    for anonymous in ["health", "401 without a token", "404", "405", "426"] {
+        assert_eq!(limit_of(anonymous), 50, "{anonymous}");
+    }
+}
+
+#[tokio::test]
+async fn every_429_carries_retry_after() {
+    let t = Tokens::spawn_with(|env| {
+        env.insert("DPS_ANONYMOUS_RATE_LIMIT".into(), "3".into());
+    })
+    .await;
+    let policy = t.policy(all_modes_policy()).await;
+    let http = &t.app.http;
+
+    // Past the anonymous budget, a request without a known caller is refused...
+    for _ in 0..3 {
+        let response = http.get(t.app.url("/vault")).send().await.unwrap();
+        assert_eq!(response.status(), 401);
+    }
+    let response = http.get(t.app.url("/vault")).send().await.unwrap();
+    assert_eq!(response.status(), 429);
+    let retry_after: u64 = header(&response, "retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry_after));
+    assert_eq!(rate_headers(&response).map(|h| (h.0, h.1)), Some((3, 0)));
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        area_a_error(&body, "RATE_LIMIT_EXCEEDED")["retryable"],
+        true
+    );
+    // ...a caller with a credential is counted on their own budget, and the health check,
+    // which reads the budget without spending it, is never refused.
+    let response = http
+        .get(t.app.url("/vault"))
+        .bearer_auth(&t.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let response = http.get(t.app.url("/health")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(rate_headers(&response).map(|h| h.1), Some(0));
+
+    // The quota's 429 says when the quota is whole again: the start of next month (UTC).
+    let mut conn = t.app.conn().await;
+    limits::set_monthly_quota(&mut conn, &"acme".parse().unwrap(), Some(0))
+        .await
+        .unwrap();
+    let response = http
+        .post(t.app.url("/tokenize"))
+        .header("X-API-Key", &t.api_key)
+        .json(&json!({ "policy_id": policy, "items": [item("123-45-6789", "us_ssn")] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    let retry_after: u64 = header(&response, "retry-after").unwrap().parse().unwrap();
+    let expected = limits::quota_resets_in(time::OffsetDateTime::now_utc());
+    assert!(
+        retry_after.abs_diff(expected) <= 5,
+        "{retry_after} vs {expected}"
+    );
+    assert!(rate_headers(&response).is_some());
+    let body: Value = response.json().await.unwrap();
+    let error = area_a_error(&body, "QUOTA_EXCEEDED");
+    assert_eq!(error["retryable"], false);
+    assert_eq!(error["retry_after_seconds"], retry_after);
+}

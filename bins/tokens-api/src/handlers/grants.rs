@@ -25,10 +25,12 @@ use crate::{Extra, errors, wire};
 )]
 pub async fn grant(
     Admitted {
-        caller, mut conn, ..
-    }: Admitted<op::Grant>,
+        caller,
+        input: body,
+        mut conn,
+        ..
+    }: Admitted<op::Grant, Body<GrantRequest>>,
     extra: web::Data<Extra>,
-    body: Body<GrantRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let request = grants::GrantRequest {
         token_ids: &body.token_ids,
@@ -58,10 +60,12 @@ pub async fn grant(
 )]
 pub async fn detokenize(
     Admitted {
-        caller, mut conn, ..
-    }: Admitted<op::Detokenize>,
+        caller,
+        input: body,
+        mut conn,
+        ..
+    }: Admitted<op::Detokenize, Body<DetokenizeRequest>>,
     extra: web::Data<Extra>,
-    body: Body<DetokenizeRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let request = grants::DetokenizeRequest {
         tokens: &body.tokens,
@@ -101,10 +105,12 @@ pub async fn detokenize(
 )]
 pub async fn audit(
     Admitted {
-        caller, mut conn, ..
-    }: Admitted<op::Audit>,
+        caller,
+        input: query,
+        mut conn,
+        ..
+    }: Admitted<op::Audit, web::Query<AuditQuery>>,
     extra: web::Data<Extra>,
-    query: web::Query<AuditQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let limit = crate::page_limit(query.limit)?;
     let filter = grants::AuditFilter {

@@ -24,10 +24,12 @@ use crate::{Extra, errors, wire};
 )]
 pub async fn list(
     Admitted {
-        caller, mut conn, ..
-    }: Admitted<op::Policies>,
+        caller,
+        input: query,
+        mut conn,
+        ..
+    }: Admitted<op::Policies, web::Query<PageQuery>>,
     extra: web::Data<Extra>,
-    query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let limit = crate::page_limit(query.limit)?;
     let page = vault::policies::list(
@@ -58,9 +60,11 @@ pub async fn list(
 )]
 pub async fn create(
     Admitted {
-        caller, mut conn, ..
-    }: Admitted<op::Policies>,
-    body: Body<PolicyInput>,
+        caller,
+        input: body,
+        mut conn,
+        ..
+    }: Admitted<op::Policies, Body<PolicyInput>>,
 ) -> Result<HttpResponse, ApiError> {
     let Admin(caller) = caller;
     let definition = wire::definition(body.0);
@@ -89,10 +93,11 @@ pub async fn create(
 )]
 pub async fn update(
     Admitted {
-        caller, mut conn, ..
-    }: Admitted<op::Policies>,
-    id: web::Path<String>,
-    body: Body<PolicyInput>,
+        caller,
+        input: (id, body),
+        mut conn,
+        ..
+    }: Admitted<op::Policies, (web::Path<String>, Body<PolicyInput>)>,
 ) -> Result<HttpResponse, ApiError> {
     let Admin(caller) = caller;
     let definition = wire::definition(body.0);

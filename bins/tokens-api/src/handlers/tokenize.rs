@@ -26,11 +26,12 @@ use crate::{Extra, errors, wire};
 )]
 pub async fn tokenize(
     Admitted {
-        caller, mut conn, ..
-    }: Admitted<op::Tokenize>,
+        caller,
+        input: (query, body),
+        mut conn,
+        ..
+    }: Admitted<op::Tokenize, (web::Query<TokenizeQuery>, Body<TokenizeRequest>)>,
     extra: web::Data<Extra>,
-    query: web::Query<TokenizeQuery>,
-    body: Body<TokenizeRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let request =
         wire::tokenize_request(body.0, query.dry_run.unwrap_or(false)).map_err(errors::vault)?;

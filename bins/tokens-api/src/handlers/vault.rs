@@ -25,10 +25,12 @@ use crate::{Extra, errors, wire};
 )]
 pub async fn list(
     Admitted {
-        caller, mut conn, ..
-    }: Admitted<op::VaultList>,
+        caller,
+        input: query,
+        mut conn,
+        ..
+    }: Admitted<op::VaultList, web::Query<VaultQuery>>,
     extra: web::Data<Extra>,
-    query: web::Query<VaultQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let request = vault::entries::ListRequest {
         limit: crate::page_limit(query.limit)?,
@@ -60,10 +62,11 @@ pub async fn list(
 )]
 pub async fn revoke(
     Admitted {
-        caller, mut conn, ..
-    }: Admitted<op::Revoke>,
-    token_id: web::Path<String>,
-    body: Body<RevokeRequest>,
+        caller,
+        input: (token_id, body),
+        mut conn,
+        ..
+    }: Admitted<op::Revoke, (web::Path<String>, Body<RevokeRequest>)>,
 ) -> Result<HttpResponse, ApiError> {
     let revoked = vault::entries::revoke(&mut conn, &caller.0, &token_id, &body.reason)
         .await
