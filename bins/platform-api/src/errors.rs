@@ -17,7 +17,7 @@ pub fn settings(error: SettingsError) -> ApiError {
         SettingsError::InvalidSafetyClass { ref message, index } => {
             let mut details = json!({
                 "field": "denied_safety_classes",
-                "allowed": api_types::settings::SafetyClass::ALL,
+                "allowed": settings::SafetyClass::ALL,
             });
             if let Some(index) = index {
                 details["index"] = json!(index);

@@ -12,11 +12,10 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use api_types::classifiers::ClassifierRequest;
 use connectors::FieldError;
 use db::schema::{classifiers, scan_classifiers};
 use detect::{ClassifierSpec, Classifiers, Validator};
-use ids::TenantId;
+use ids::{ClassifierId, TenantId};
 use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
 use tokenize_core::Category;
 
@@ -57,10 +56,26 @@ impl From<BadCursor> for ClassifierStoreError {
     }
 }
 
+/// A classifier as written: POST and PUT take the whole definition, checked by [`spec_from`].
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct ClassifierInput {
+    pub name: String,
+    /// A detection category name.
+    pub category: String,
+    pub regex: String,
+    pub keywords: Vec<String>,
+    pub ignore_words: Vec<String>,
+    /// luhn or ssa_rules.
+    pub validator: Option<String>,
+    pub confidence: Option<f32>,
+    pub max_match_distance: Option<u32>,
+}
+
 /// A stored classifier.
 #[derive(Debug, Clone)]
 pub struct Classifier {
-    pub id: Uuid,
+    pub id: ClassifierId,
     pub spec: ClassifierSpec,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
@@ -75,7 +90,7 @@ fn field(field: &str, message: impl Into<String>) -> FieldError {
 
 /// Turns a request into a definition, naming every field that is wrong; then checks it alone
 /// (the expression compiles, the limits hold).
-pub fn spec_from(request: &ClassifierRequest) -> Result<ClassifierSpec, ClassifierStoreError> {
+pub fn spec_from(request: &ClassifierInput) -> Result<ClassifierSpec, ClassifierStoreError> {
     let mut errors = Vec::new();
     let category = Category::parse(&request.category);
     if category.is_none() {
@@ -131,7 +146,7 @@ struct Row {
 fn view(row: Row) -> Result<Classifier, ClassifierStoreError> {
     let spec = serde_json::from_value(row.spec).map_err(|_| ClassifierStoreError::CorruptRow)?;
     Ok(Classifier {
-        id: row.classifier_id,
+        id: ClassifierId::from_uuid(row.classifier_id),
         spec,
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -153,14 +168,14 @@ async fn check_set(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     spec: &ClassifierSpec,
-    replacing: Option<Uuid>,
+    replacing: Option<ClassifierId>,
 ) -> Result<(), ClassifierStoreError> {
     let mut query = classifiers::table
         .filter(classifiers::tenant_id.eq(tenant.as_str()))
         .select(classifiers::spec)
         .into_boxed();
     if let Some(id) = replacing {
-        query = query.filter(classifiers::classifier_id.ne(id));
+        query = query.filter(classifiers::classifier_id.ne(id.as_uuid()));
     }
     let others: Vec<serde_json::Value> = query.load(conn).await?;
     if others.len() >= MAX_PER_TENANT {
@@ -196,11 +211,13 @@ fn unique_name(e: DieselError) -> ClassifierStoreError {
     }
 }
 
+/// Creates a classifier after checking it alone and with the tenant's others.
 pub async fn create(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    spec: ClassifierSpec,
+    input: &ClassifierInput,
 ) -> Result<Classifier, ClassifierStoreError> {
+    let spec = spec_from(input)?;
     let json = serde_json::to_value(&spec).map_err(|_| ClassifierStoreError::CorruptRow)?;
     conn.transaction::<_, ClassifierStoreError, _>(async |conn| {
         lock(conn, tenant).await?;
@@ -208,7 +225,7 @@ pub async fn create(
         let row: Row = diesel::insert_into(classifiers::table)
             .values((
                 classifiers::tenant_id.eq(tenant.as_str()),
-                classifiers::classifier_id.eq(Uuid::now_v7()),
+                classifiers::classifier_id.eq(ClassifierId::new().as_uuid()),
                 classifiers::name.eq(&spec.name),
                 classifiers::spec.eq(json),
             ))
@@ -225,9 +242,10 @@ pub async fn create(
 pub async fn update(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    id: Uuid,
-    spec: ClassifierSpec,
+    id: ClassifierId,
+    input: &ClassifierInput,
 ) -> Result<Classifier, ClassifierStoreError> {
+    let spec = spec_from(input)?;
     let json = serde_json::to_value(&spec).map_err(|_| ClassifierStoreError::CorruptRow)?;
     conn.transaction::<_, ClassifierStoreError, _>(async |conn| {
         lock(conn, tenant).await?;
@@ -236,7 +254,7 @@ pub async fn update(
         let row: Row = diesel::update(
             classifiers::table
                 .filter(classifiers::tenant_id.eq(tenant.as_str()))
-                .filter(classifiers::classifier_id.eq(id)),
+                .filter(classifiers::classifier_id.eq(id.as_uuid())),
         )
         .set((
             classifiers::name.eq(&spec.name),
@@ -255,11 +273,11 @@ pub async fn update(
 pub async fn get(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    id: Uuid,
+    id: ClassifierId,
 ) -> Result<Classifier, ClassifierStoreError> {
     let row: Option<Row> = classifiers::table
         .filter(classifiers::tenant_id.eq(tenant.as_str()))
-        .filter(classifiers::classifier_id.eq(id))
+        .filter(classifiers::classifier_id.eq(id.as_uuid()))
         .select(Row::as_select())
         .first(conn)
         .await
@@ -272,12 +290,12 @@ pub async fn get(
 pub async fn delete(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    id: Uuid,
+    id: ClassifierId,
 ) -> Result<(), ClassifierStoreError> {
     let deleted = diesel::delete(
         classifiers::table
             .filter(classifiers::tenant_id.eq(tenant.as_str()))
-            .filter(classifiers::classifier_id.eq(id)),
+            .filter(classifiers::classifier_id.eq(id.as_uuid())),
     )
     .execute(conn)
     .await?;
@@ -353,7 +371,7 @@ pub async fn for_scan(
 mod tests {
     use super::*;
 
-    fn request(json: serde_json::Value) -> ClassifierRequest {
+    fn request(json: serde_json::Value) -> ClassifierInput {
         serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"))
     }
 

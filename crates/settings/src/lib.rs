@@ -1,10 +1,13 @@
 #![doc = include_str!("../README.md")]
 
+mod model;
 mod store;
 
-use api_types::settings::{
-    Cosigning, CosigningMode, CosigningUpdate, LkgRetention, RemediationPolicy, SafetyClass,
+pub use model::{
+    Cosigning, CosigningMode, CosigningUpdate, LkgRetention, LkgRetentionChange, RemediationPolicy,
+    SafetyClass,
 };
+
 use diesel_async::{AsyncConnection as _, AsyncPgConnection};
 use ids::{TenantId, UserId};
 use serde_json::{Value, json};
@@ -248,10 +251,7 @@ pub async fn set_cosigning(
     cosigning(conn, tenant, provisioned).await
 }
 
-fn lkg_view(
-    row: Option<&store::Row>,
-    change_log: Vec<api_types::settings::LkgRetentionChange>,
-) -> LkgRetention {
+fn lkg_view(row: Option<&store::Row>, change_log: Vec<LkgRetentionChange>) -> LkgRetention {
     let set = row.and_then(|r| r.lkg_retention_hours.map(|h| (h, r)));
     LkgRetention {
         retention_hours: set.map_or(LKG_RETENTION_DEFAULT_HOURS, |(h, _)| h.unsigned_abs()),

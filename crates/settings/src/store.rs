@@ -1,7 +1,7 @@
 //! Queries over `tenant_settings` and `settings_audit`. Each takes a connection; the functions
 //! in the crate root own the transactions.
 
-use api_types::settings::{CosigningMode, LkgRetentionChange, SafetyClass};
+use crate::model::{CosigningMode, LkgRetentionChange, SafetyClass};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{TenantId, UserId};

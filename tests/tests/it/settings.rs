@@ -472,9 +472,9 @@ async fn bodies_that_are_not_json_or_too_large_are_refused_in_the_envelope() {
 
 #[tokio::test]
 async fn the_remediation_gate_enforces_denied_classes_and_fails_open() {
-    use api_types::settings::SafetyClass;
     use diesel_async::AsyncConnection as _;
     use settings::Gate;
+    use settings::SafetyClass;
 
     let db = testkit::database().await;
     let mut conn = db::AsyncPgConnection::establish(&db.url).await.unwrap();

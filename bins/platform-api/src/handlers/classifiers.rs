@@ -5,32 +5,14 @@
 use actix_web::web;
 use api_types::classifiers::{Classifier, ClassifierDeleted, ClassifierQuery, ClassifierRequest};
 use dps_http::{AdminCaller, ApiError, Caller, Document, Enveloped, ServiceState};
+use ids::ClassifierId;
 use scans::classifiers::{self as store, ClassifierStoreError};
-use uuid::Uuid;
 
-use crate::{Extra, errors};
-
-fn wire(c: store::Classifier) -> Classifier {
-    let spec = c.spec;
-    Classifier {
-        id: c.id.to_string(),
-        finding_type: format!("custom:{}", spec.name),
-        name: spec.name,
-        category: spec.category.as_str().into(),
-        regex: spec.regex,
-        keywords: spec.keywords,
-        ignore_words: spec.ignore_words,
-        validator: spec.validator.map(|v| v.as_str().into()),
-        confidence: spec.confidence,
-        max_match_distance: u32::try_from(spec.max_match_distance).unwrap_or(u32::MAX),
-        created_at: c.created_at,
-        updated_at: c.updated_at,
-    }
-}
+use crate::{Extra, errors, wire};
 
 /// An id that is not a UUID names no classifier.
-fn classifier_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| errors::classifiers(ClassifierStoreError::NotFound))
+fn classifier_id(raw: &str) -> Result<ClassifierId, ApiError> {
+    ClassifierId::parse(raw).ok_or_else(|| errors::classifiers(ClassifierStoreError::NotFound))
 }
 
 /// Lists the tenant's classifiers, oldest first.
@@ -67,8 +49,8 @@ pub async fn list(
     .await
     .map_err(errors::classifiers)?;
     Ok(Enveloped::page(
-        page.items.into_iter().map(wire).collect(),
-        crate::wire::pagination(page.pagination),
+        page.items.into_iter().map(wire::classifier).collect(),
+        wire::pagination(page.pagination),
     ))
 }
 
@@ -95,12 +77,11 @@ pub async fn create(
     state: web::Data<ServiceState>,
     body: Document<ClassifierRequest>,
 ) -> Result<Enveloped<Classifier>, ApiError> {
-    let spec = store::spec_from(&body).map_err(errors::classifiers)?;
     let mut conn = state.conn().await?;
-    let created = store::create(&mut conn, &caller.tenant_id, spec)
+    let created = store::create(&mut conn, &caller.tenant_id, &wire::classifier_input(&body))
         .await
         .map_err(errors::classifiers)?;
-    Ok(Enveloped::created(wire(created)))
+    Ok(Enveloped::created(wire::classifier(created)))
 }
 
 /// One classifier.
@@ -126,7 +107,7 @@ pub async fn get(
     let found = store::get(&mut conn, &caller.tenant_id, id)
         .await
         .map_err(errors::classifiers)?;
-    Ok(Enveloped::ok(wire(found)))
+    Ok(Enveloped::ok(wire::classifier(found)))
 }
 
 /// Replaces a classifier with a full new definition; scans created from now on use it.
@@ -156,12 +137,16 @@ pub async fn update(
     body: Document<ClassifierRequest>,
 ) -> Result<Enveloped<Classifier>, ApiError> {
     let id = classifier_id(&id)?;
-    let spec = store::spec_from(&body).map_err(errors::classifiers)?;
     let mut conn = state.conn().await?;
-    let updated = store::update(&mut conn, &caller.tenant_id, id, spec)
-        .await
-        .map_err(errors::classifiers)?;
-    Ok(Enveloped::ok(wire(updated)))
+    let updated = store::update(
+        &mut conn,
+        &caller.tenant_id,
+        id,
+        &wire::classifier_input(&body),
+    )
+    .await
+    .map_err(errors::classifiers)?;
+    Ok(Enveloped::ok(wire::classifier(updated)))
 }
 
 /// Deletes a classifier. Scans already created keep it; findings it made stay.

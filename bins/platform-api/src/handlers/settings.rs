@@ -7,7 +7,7 @@ use api_types::settings::{
 };
 use dps_http::{AdminCaller, ApiError, Body, Enveloped, ServiceState};
 
-use crate::{Extra, errors};
+use crate::{Extra, errors, wire};
 
 /// The rollback window, which also bounds the one-click undo window.
 #[utoipa::path(
@@ -29,7 +29,7 @@ pub async fn get_lkg_retention(
     let view = settings::lkg_retention(&mut conn, &caller.tenant_id)
         .await
         .map_err(errors::settings)?;
-    Ok(Enveloped::ok(view))
+    Ok(Enveloped::ok(wire::lkg_retention(view)))
 }
 
 /// Sets the rollback window to 24, 72 or 168 hours. A change of value is audited as
@@ -61,7 +61,7 @@ pub async fn put_lkg_retention(
     )
     .await
     .map_err(errors::settings)?;
-    Ok(Enveloped::ok(view))
+    Ok(Enveloped::ok(wire::lkg_retention(view)))
 }
 
 /// The safety-class deny-list. An empty list denies nothing.
@@ -84,7 +84,7 @@ pub async fn get_remediation_policy(
     let view = settings::remediation_policy(&mut conn, &caller.tenant_id)
         .await
         .map_err(errors::settings)?;
-    Ok(Enveloped::ok(view))
+    Ok(Enveloped::ok(wire::remediation_policy(view)))
 }
 
 /// Replaces the deny-list; audited as `remediation_policy_changed`.
@@ -115,7 +115,7 @@ pub async fn put_remediation_policy(
         settings::set_remediation_policy(&mut conn, &caller.tenant_id, &caller.user_id, &body)
             .await
             .map_err(errors::settings)?;
-    Ok(Enveloped::ok(view))
+    Ok(Enveloped::ok(wire::remediation_policy(view)))
 }
 
 /// The co-signing decision. Certificate material is never returned.
@@ -139,7 +139,7 @@ pub async fn get_cosigning(
     let view = settings::cosigning(&mut conn, &caller.tenant_id, extra.cosigning_provisioned)
         .await
         .map_err(errors::settings)?;
-    Ok(Enveloped::ok(view))
+    Ok(Enveloped::ok(wire::cosigning(view)))
 }
 
 /// Sets the co-signing mode and endpoint; audited as `cosigning_changed`.
@@ -168,10 +168,10 @@ pub async fn put_cosigning(
         &mut conn,
         &caller.tenant_id,
         &caller.user_id,
-        &body,
+        &wire::cosigning_update(&body),
         extra.cosigning_provisioned,
     )
     .await
     .map_err(errors::settings)?;
-    Ok(Enveloped::ok(view))
+    Ok(Enveloped::ok(wire::cosigning(view)))
 }

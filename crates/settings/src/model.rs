@@ -1,0 +1,136 @@
+//! What the settings are, as the domain knows them.
+
+use time::OffsetDateTime;
+
+/// An action's safety class (`ActionSafetyClass`). Remediation actions declare one, and the
+/// tenant's remediation policy can deny whole classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SafetyClass {
+    ReadOnly,
+    Reversible,
+    Destructive,
+    Infrastructure,
+    Governance,
+    InlineRuntime,
+}
+
+impl SafetyClass {
+    /// Every class, in the order the API lists them.
+    pub const ALL: [SafetyClass; 6] = [
+        SafetyClass::ReadOnly,
+        SafetyClass::Reversible,
+        SafetyClass::Destructive,
+        SafetyClass::Infrastructure,
+        SafetyClass::Governance,
+        SafetyClass::InlineRuntime,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SafetyClass::ReadOnly => "read_only",
+            SafetyClass::Reversible => "reversible",
+            SafetyClass::Destructive => "destructive",
+            SafetyClass::Infrastructure => "infrastructure",
+            SafetyClass::Governance => "governance",
+            SafetyClass::InlineRuntime => "inline_runtime",
+        }
+    }
+}
+
+impl std::str::FromStr for SafetyClass {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        SafetyClass::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or(())
+    }
+}
+
+/// Whether remediation receipts are co-signed by the tenant's own service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CosigningMode {
+    Disabled,
+    Optional,
+    Required,
+}
+
+impl CosigningMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CosigningMode::Disabled => "disabled",
+            CosigningMode::Optional => "optional",
+            CosigningMode::Required => "required",
+        }
+    }
+}
+
+impl std::str::FromStr for CosigningMode {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "disabled" => Ok(CosigningMode::Disabled),
+            "optional" => Ok(CosigningMode::Optional),
+            "required" => Ok(CosigningMode::Required),
+            _ => Err(()),
+        }
+    }
+}
+
+/// The rollback window: how long last-known-good snapshots are kept, which also bounds the
+/// one-click undo of a remediation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LkgRetention {
+    pub retention_hours: u32,
+    pub allowed_options: Vec<u32>,
+    pub default_hours: u32,
+    /// None while the tenant is on the default.
+    pub updated_at: Option<OffsetDateTime>,
+    pub updated_by: Option<String>,
+    /// The most recent changes of value, newest first (at most 100).
+    pub change_log: Vec<LkgRetentionChange>,
+}
+
+/// One change of the rollback window, as its `lkg_retention_changed` audit entry recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LkgRetentionChange {
+    pub from_hours: u32,
+    pub to_hours: u32,
+    pub changed_at: OffsetDateTime,
+    pub changed_by: String,
+}
+
+/// Which safety classes automated remediation may not use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemediationPolicy {
+    pub tenant_id: String,
+    /// An empty list denies nothing.
+    pub denied_safety_classes: Vec<SafetyClass>,
+    pub allowed_safety_classes: Vec<SafetyClass>,
+    /// The classes whose denial is enforced today.
+    pub enforceable_safety_classes: Vec<SafetyClass>,
+    pub updated_at: Option<OffsetDateTime>,
+    pub updated_by: Option<String>,
+}
+
+/// A change of the co-signing decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CosigningUpdate {
+    pub mode: CosigningMode,
+    /// An `https` URL; required unless `mode` is disabled.
+    pub endpoint_url: Option<String>,
+}
+
+/// The co-signing decision. Certificate material is never part of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cosigning {
+    pub tenant_id: String,
+    pub mode: CosigningMode,
+    pub endpoint_url: Option<String>,
+    /// Whether the platform holds the client certificate it presents to co-signing services.
+    pub platform_provisioned: bool,
+    pub updated_at: Option<OffsetDateTime>,
+    pub updated_by: Option<String>,
+}
