@@ -136,3 +136,10 @@ pub fn classifiers(error: scans::classifiers::ClassifierStoreError) -> ApiError 
         ClassifierStoreError::Database(e) => ApiError::database(e),
     }
 }
+
+pub fn platform(error: platform::PlatformError) -> ApiError {
+    match error {
+        platform::PlatformError::Connector(e) => connectors(e),
+        platform::PlatformError::Scan(e) => scans(e),
+    }
+}

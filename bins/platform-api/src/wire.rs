@@ -122,3 +122,199 @@ pub fn classifier(c: scans::classifiers::Classifier) -> api_types::classifiers::
         updated_at: c.updated_at,
     }
 }
+
+/// A connector with what its owners know of it; `updated_at` and the history only on get.
+pub fn connector(v: platform::connectors::ConnectorView) -> api_types::connectors::Connector {
+    let c = v.connector;
+    let detailed = v.history.is_some();
+    api_types::connectors::Connector {
+        id: c.id.to_string(),
+        name: c.name,
+        provider: c.provider.as_str().into(),
+        status: c.status.as_str().into(),
+        status_message: c.status_message,
+        config: serde_json::Value::Object(c.config),
+        last_scan: v.last_scan,
+        findings_count: v.findings_count,
+        risk_score: v.risk_score,
+        created_at: c.created_at,
+        updated_at: detailed.then_some(c.updated_at),
+        scan_history: v.history.map(|history| {
+            history
+                .into_iter()
+                .map(|h| api_types::connectors::ScanSummary {
+                    scan_id: h.scan_id.to_string(),
+                    status: h.status,
+                    started_at: h.started_at,
+                    completed_at: h.completed_at,
+                    files_processed: h.files_processed,
+                    findings_count: h.findings_count,
+                })
+                .collect()
+        }),
+    }
+}
+
+pub fn connector_created(c: connectors::Connector) -> api_types::connectors::ConnectorCreated {
+    api_types::connectors::ConnectorCreated {
+        id: c.id.to_string(),
+        name: c.name,
+        provider: c.provider.as_str().into(),
+        status: c.status.as_str().into(),
+        created_at: c.created_at,
+    }
+}
+
+pub fn connection_test(t: connectors::TestOutcome) -> api_types::connectors::ConnectionTest {
+    api_types::connectors::ConnectionTest {
+        connected: t.connected,
+        buckets_accessible: t.buckets_accessible,
+        sample_objects: t.sample_objects,
+        latency_ms: u64::try_from(t.latency.as_millis()).unwrap_or(u64::MAX),
+        error: t.error.map(|e| api_types::connectors::ConnectionError {
+            reason: e.failure.as_str().into(),
+            message: e.message,
+        }),
+    }
+}
+
+/// A scan with its progress, coverage and worker counts, as of now.
+pub fn scan(scan: scans::Scan) -> api_types::scans::Scan {
+    let now = time::OffsetDateTime::now_utc();
+    let progress = scan.progress(now);
+    let coverage = (scan.status != scans::Status::Queued).then(|| scan.coverage());
+    let connectors: Vec<String> = scan.connectors.iter().map(ToString::to_string).collect();
+    api_types::scans::Scan {
+        scan_id: scan.id.to_string(),
+        status: scan.status.as_str().into(),
+        kind: scan.kind.as_str().into(),
+        connector_id: (!scan.parallel).then(|| connectors.first().cloned().unwrap_or_default()),
+        connectors: scan.parallel.then_some(connectors),
+        workers_requested: scan.options.max_workers,
+        progress: api_types::scans::Progress {
+            files_total: progress.files_total,
+            files_processed: progress.files_processed,
+            files_failed: progress.files_failed,
+            findings_count: progress.findings_count,
+            percent_complete: progress.percent_complete,
+            elapsed_seconds: progress.elapsed_seconds,
+            estimated_remaining_seconds: progress.estimated_remaining_seconds,
+        },
+        coverage: coverage.map(|c| api_types::scans::Coverage {
+            coverage_target: c.coverage_target,
+            coverage_strategy: c.coverage_strategy.as_str().into(),
+            coverage_pct: c.coverage_pct,
+            target_met: c.target_met,
+            completeness_score: c.completeness_score,
+            enumeration_status: c.enumeration_status.as_str().into(),
+            total_enumerated: c.total_enumerated,
+            total_scanned: c.total_scanned,
+            total_skipped: c.total_skipped,
+            total_failed: c.total_failed,
+            skipped_reasons: scan.reasons.skipped.clone(),
+            failed_reasons: scan.reasons.failed.clone(),
+        }),
+        workers: api_types::scans::WorkerCounts {
+            total: scan.workers.total,
+            active: scan.workers.active,
+            completed: scan.workers.completed,
+            failed: scan.workers.failed,
+        },
+        status_reason: scan.status_reason,
+        created_at: scan.created_at,
+        started_at: scan.started_at,
+        completed_at: scan.completed_at,
+    }
+}
+
+pub fn parallel_started(c: scans::store::Created) -> api_types::scans::ParallelStarted {
+    api_types::scans::ParallelStarted {
+        scan_id: c.id.to_string(),
+        status: c.status.as_str().into(),
+        connectors: c.connectors.iter().map(ToString::to_string).collect(),
+        kind: c.kind.as_str().into(),
+        workers_requested: c.workers_requested,
+        created_at: c.created_at,
+    }
+}
+
+pub fn connector_scan_started(c: scans::store::Created) -> api_types::scans::ConnectorScanStarted {
+    api_types::scans::ConnectorScanStarted {
+        scan_id: c.id.to_string(),
+        connector_id: c
+            .connectors
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        status: c.status.as_str().into(),
+        created_at: c.created_at,
+    }
+}
+
+pub fn scan_cancelled(c: scans::lifecycle::Cancelled) -> api_types::scans::ScanCancelled {
+    api_types::scans::ScanCancelled {
+        scan_id: c.id.to_string(),
+        status: scans::Status::Cancelled.as_str().into(),
+        partial_results: api_types::scans::PartialResults {
+            files_processed: c.files_processed,
+            findings_count: c.findings_count,
+        },
+        cancelled_at: c.cancelled_at,
+    }
+}
+
+pub fn worker(w: scans::store::Worker) -> api_types::scans::Worker {
+    let count = w.file_count();
+    api_types::scans::Worker {
+        worker_id: w
+            .worker_id
+            .clone()
+            .unwrap_or_else(|| format!("unassigned-{}", w.chunk_no)),
+        status: w.status.clone(),
+        chunk: api_types::scans::Chunk {
+            start_index: w.start_index.into(),
+            end_index: w.end_index.into(),
+            file_count: count,
+        },
+        progress: api_types::scans::WorkerProgress {
+            files_processed: w.files_processed.into(),
+            findings_count: w.findings_count.into(),
+            percent_complete: if count > 0 {
+                (i64::from(w.files_processed) * 100 / count).min(100)
+            } else {
+                100
+            },
+        },
+        started_at: w.started_at,
+        completed_at: w.completed_at,
+    }
+}
+
+/// What a deployment in the customer's infrastructure needs: the image, the environment with
+/// the scan's worker token, and the chunks with their objects.
+pub fn deployment_config(
+    d: scans::store::Deployment,
+    container_image: String,
+    coordinator_url: String,
+    auth_token: String,
+) -> api_types::scans::DeploymentConfig {
+    api_types::scans::DeploymentConfig {
+        container_image,
+        environment: api_types::scans::DeploymentEnvironment {
+            SCAN_ID: d.scan_id.to_string(),
+            COORDINATOR_URL: coordinator_url,
+            AUTH_TOKEN: auth_token,
+        },
+        chunks: d
+            .chunks
+            .into_iter()
+            .map(|c| api_types::scans::DeploymentChunk {
+                chunk_id: format!("chunk-{}", c.chunk_no),
+                files: c.files,
+                connector_config: c.connector_config,
+            })
+            .collect(),
+        status: d.status.as_str().into(),
+        enumeration_status: d.enumeration_status.as_str().into(),
+    }
+}

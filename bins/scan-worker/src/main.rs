@@ -57,10 +57,7 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run() -> anyhow::Result<scans::coordinator::Summary> {
-    let scan: uuid::Uuid = required("SCAN_ID")?
-        .trim()
-        .parse()
-        .context("SCAN_ID must be a scan id")?;
+    let scan = ids::ScanId::parse(&required("SCAN_ID")?).context("SCAN_ID must be a scan id")?;
     let token = required("AUTH_TOKEN")?;
     let master = keys::MasterKey::from_env(&boot::Env::process())?;
     let lease_seconds: i64 = match var("DPS_SCAN_LEASE_SECONDS") {

@@ -15,7 +15,6 @@ use diesel::{ExpressionMethods as _, QueryDsl as _};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use serde_json::json;
 use testkit::{emulators, seed};
-use uuid::Uuid;
 
 const SSN_BODY: &str = "employee ssn 219-09-9999\n";
 
@@ -25,7 +24,7 @@ struct Setup {
     moto_url: String,
     master_b64: String,
     tenant: ids::TenantId,
-    scan: Uuid,
+    scan: ids::ScanId,
     token: String,
 }
 
@@ -47,40 +46,45 @@ async fn setup(objects: usize, max_workers: u32) -> Setup {
     let keyring = keys::KeyRing::new(master.clone());
     let tenant: ids::TenantId = "acme".parse().unwrap();
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
-    let keys = keyring.tenant(&mut conn, &tenant).await.unwrap();
+    let config = json!({
+        "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+        "external_id": "tenant-acme-7731",
+        "region": "us-east-1",
+        "buckets": ["payroll"],
+    });
     let connector = connectors::store::create(
         &mut conn,
-        &keys,
+        &keyring,
         &tenant,
-        "Payroll",
-        "aws",
-        &json!({
-            "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-            "external_id": "tenant-acme-7731",
-            "region": "us-east-1",
-            "buckets": ["payroll"],
-        }),
+        &connectors::NewConnector {
+            name: "Payroll",
+            provider: "aws",
+            config: &config,
+        },
     )
     .await
     .unwrap();
     let token_key = [7u8; 32];
+    let options = json!({ "max_workers": max_workers });
     let created = scans::store::create(
         &mut conn,
         &tenant,
         &token_key,
-        &[connector.id.to_string()],
-        Some("full"),
-        Some(&json!({ "max_workers": max_workers })),
-        scans::Tier::standard(),
-        false,
+        &scans::store::NewScan {
+            connectors: &[connector.id.to_string()],
+            kind: Some("full"),
+            options: Some(&options),
+            tier: scans::Tier::standard(),
+            origin: scans::store::Origin::Connector,
+        },
     )
     .await
     .unwrap();
     // The coordinator's part, done here: start and enumerate.
-    let started = scans::engine::start_next(&mut conn).await.unwrap();
+    let started = scans::lifecycle::start_next(&mut conn).await.unwrap();
     assert_eq!(started, Some((tenant.clone(), created.id)));
     let cloud = seed::moto_cloud(&moto_url);
-    scans::engine::enumerate(&mut conn, &cloud, &keyring, &tenant, created.id)
+    scans::enumerate::enumerate(&mut conn, &cloud, &keyring, &tenant, created.id)
         .await
         .unwrap();
     Setup {
@@ -134,20 +138,20 @@ fn signal(child: &Child, name: &str) {
     assert!(status.success());
 }
 
-async fn findings_rows(conn: &mut AsyncPgConnection, scan: Uuid) -> i64 {
+async fn findings_rows(conn: &mut AsyncPgConnection, scan: ids::ScanId) -> i64 {
     use db::schema::findings;
     findings::table
-        .filter(findings::scan_id.eq(scan))
+        .filter(findings::scan_id.eq(scan.as_uuid()))
         .count()
         .get_result(conn)
         .await
         .unwrap()
 }
 
-async fn processed_in_chunk0(conn: &mut AsyncPgConnection, scan: Uuid) -> i32 {
+async fn processed_in_chunk0(conn: &mut AsyncPgConnection, scan: ids::ScanId) -> i32 {
     use db::schema::scan_chunks;
     scan_chunks::table
-        .filter(scan_chunks::scan_id.eq(scan))
+        .filter(scan_chunks::scan_id.eq(scan.as_uuid()))
         .filter(scan_chunks::chunk_no.eq(0))
         .select(scan_chunks::files_processed)
         .first(conn)

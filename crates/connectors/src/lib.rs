@@ -8,4 +8,4 @@ pub mod store;
 pub use cloud::{AccessError, Cloud, CloudEnv, Failure, Storage};
 pub use config::{Config, FieldError, Provider, validate};
 pub use probe::{TestOutcome, test_connection};
-pub use store::{Connector, ConnectorError, Filter, Status};
+pub use store::{Connector, ConnectorError, Filter, NewConnector, Status};

@@ -4,9 +4,8 @@
 use std::time::Duration;
 
 use diesel_async::AsyncPgConnection;
-use ids::TenantId;
-use keys::TenantKeys;
-use uuid::Uuid;
+use ids::{ConnectorId, TenantId};
+use keys::KeyRing;
 
 use crate::cloud::{AccessError, Cloud};
 use crate::store::{self, ConnectorError, Status};
@@ -26,11 +25,12 @@ pub struct TestOutcome {
 pub async fn test_connection(
     conn: &mut AsyncPgConnection,
     cloud: &Cloud,
-    keys: &TenantKeys,
+    keyring: &KeyRing,
     tenant: &TenantId,
-    id: Uuid,
+    id: ConnectorId,
 ) -> Result<TestOutcome, ConnectorError> {
-    let config = store::config(conn, keys, tenant, id).await?;
+    let keys = keyring.tenant(conn, tenant).await?;
+    let config = store::config(conn, &keys, tenant, id).await?;
     let probe = match cloud.open(id, &config) {
         Ok(storage) => storage.probe(&config.prefixes()).await,
         Err(error) => crate::cloud::Probe {

@@ -10,8 +10,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use db::schema::connectors;
-use ids::TenantId;
-use keys::{SealedSecret, TenantKeys};
+use ids::{ConnectorId, TenantId};
+use keys::{KeyRing, SealedSecret, TenantKeys};
 use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
 
 use crate::config::{self, Config, FieldError, Provider};
@@ -101,17 +101,15 @@ struct Row {
     status: String,
     status_message: Option<String>,
     config: Value,
-    last_scan: Option<OffsetDateTime>,
-    findings_count: i64,
-    risk_score: i32,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
 }
 
-/// A connector as the API shows it: never a secret.
+/// A connector as this crate knows it: never a secret. What its scans found and its risk are
+/// their owners' (the scans and governance crates).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Connector {
-    pub id: Uuid,
+    pub id: ConnectorId,
     pub name: String,
     pub provider: Provider,
     pub status: Status,
@@ -119,9 +117,6 @@ pub struct Connector {
     pub status_message: Option<String>,
     /// The non-secret configuration.
     pub config: Map<String, Value>,
-    pub last_scan: Option<OffsetDateTime>,
-    pub findings_count: i64,
-    pub risk_score: i32,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
@@ -135,29 +130,40 @@ fn view(row: Row) -> Result<Connector, ConnectorError> {
         return Err(ConnectorError::CorruptRow);
     };
     Ok(Connector {
-        id: row.connector_id,
+        id: ConnectorId::from_uuid(row.connector_id),
         name: row.name,
         provider,
         status,
         status_message: row.status_message,
         config,
-        last_scan: row.last_scan,
-        findings_count: row.findings_count,
-        risk_score: row.risk_score,
         created_at: row.created_at,
         updated_at: row.updated_at,
     })
 }
 
-/// Validates the request and stores a new connector in `pending_test`.
+/// A connector as the caller asks for it; every field is checked by [`create`].
+#[derive(Debug, Clone, Copy)]
+pub struct NewConnector<'a> {
+    pub name: &'a str,
+    /// aws, gcp or azure.
+    pub provider: &'a str,
+    /// The provider's configuration, secrets included.
+    pub config: &'a Value,
+}
+
+/// Validates the request and stores a new connector in `pending_test`, its secret fields
+/// sealed under the tenant's current data key.
 pub async fn create(
     conn: &mut AsyncPgConnection,
-    keys: &TenantKeys,
+    keyring: &KeyRing,
     tenant: &TenantId,
-    name: &str,
-    provider: &str,
-    config: &Value,
+    request: &NewConnector<'_>,
 ) -> Result<Connector, ConnectorError> {
+    let NewConnector {
+        name,
+        provider,
+        config,
+    } = *request;
     let mut errors = Vec::new();
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
@@ -183,12 +189,13 @@ pub async fn create(
     if !errors.is_empty() {
         return Err(ConnectorError::Invalid(errors));
     }
-    let id = Uuid::now_v7();
-    let sealed = seal(keys, id, &config)?;
+    let id = ConnectorId::new();
+    let keys = keyring.tenant(conn, tenant).await?;
+    let sealed = seal(&keys, id, &config)?;
     let row: Row = diesel::insert_into(connectors::table)
         .values((
             connectors::tenant_id.eq(tenant.as_str()),
-            connectors::connector_id.eq(id),
+            connectors::connector_id.eq(id.as_uuid()),
             connectors::name.eq(name),
             connectors::provider.eq(provider.as_str()),
             connectors::config.eq(Value::Object(config.public)),
@@ -209,7 +216,7 @@ pub async fn create(
 
 fn seal(
     keys: &TenantKeys,
-    id: Uuid,
+    id: ConnectorId,
     config: &Config,
 ) -> Result<Option<SealedSecret>, ConnectorError> {
     if config.secrets.is_empty() {
@@ -264,11 +271,11 @@ pub async fn list(
 pub async fn get(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    id: Uuid,
+    id: ConnectorId,
 ) -> Result<Connector, ConnectorError> {
     let row: Option<Row> = connectors::table
         .filter(connectors::tenant_id.eq(tenant.as_str()))
-        .filter(connectors::connector_id.eq(id))
+        .filter(connectors::connector_id.eq(id.as_uuid()))
         .select(Row::as_select())
         .first(conn)
         .await
@@ -284,11 +291,11 @@ pub async fn config(
     conn: &mut AsyncPgConnection,
     keys: &TenantKeys,
     tenant: &TenantId,
-    id: Uuid,
+    id: ConnectorId,
 ) -> Result<Config, ConnectorError> {
     let row: Option<SecretRow> = connectors::table
         .filter(connectors::tenant_id.eq(tenant.as_str()))
-        .filter(connectors::connector_id.eq(id))
+        .filter(connectors::connector_id.eq(id.as_uuid()))
         .select((
             connectors::provider,
             connectors::config,
@@ -328,12 +335,12 @@ pub async fn config(
 pub async fn delete(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    id: Uuid,
+    id: ConnectorId,
 ) -> Result<(), ConnectorError> {
     let deleted = diesel::delete(
         connectors::table
             .filter(connectors::tenant_id.eq(tenant.as_str()))
-            .filter(connectors::connector_id.eq(id)),
+            .filter(connectors::connector_id.eq(id.as_uuid())),
     )
     .execute(conn)
     .await?;
@@ -347,14 +354,14 @@ pub async fn delete(
 pub async fn set_status(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    id: Uuid,
+    id: ConnectorId,
     status: Status,
     message: Option<&str>,
 ) -> Result<(), ConnectorError> {
     let updated = diesel::update(
         connectors::table
             .filter(connectors::tenant_id.eq(tenant.as_str()))
-            .filter(connectors::connector_id.eq(id)),
+            .filter(connectors::connector_id.eq(id.as_uuid())),
     )
     .set((
         connectors::status.eq(status.as_str()),

@@ -65,7 +65,16 @@ pub async fn print_schema(conn: &mut AsyncPgConnection) -> Result<String, diesel
         let _ = writeln!(out, "\ndiesel::table! {{");
         let _ = writeln!(out, "    {table} ({}) {{", pk.join(", "));
         for column in columns {
-            let ty = sql_type(&column.udt_name);
+            let Some(ty) = sql_type(&column.udt_name) else {
+                // No diesel type: the column is read and written through SQL only, and the
+                // table! definition leaves it out so the rest of the table stays usable.
+                let _ = writeln!(
+                    out,
+                    "        // {}: {} (no diesel type; SQL only)",
+                    column.column_name, column.udt_name
+                );
+                continue;
+            };
             let ty = if column.nullable {
                 format!("Nullable<{ty}>")
             } else {
@@ -86,29 +95,31 @@ pub async fn print_schema(conn: &mut AsyncPgConnection) -> Result<String, diesel
 }
 
 /// Maps a Postgres type name to diesel's SQL type. Array types start with an underscore.
-fn sql_type(udt: &str) -> String {
+fn sql_type(udt: &str) -> Option<String> {
     if let Some(inner) = udt.strip_prefix('_') {
-        return format!("Array<Nullable<{}>>", sql_type(inner));
+        return Some(format!("Array<Nullable<{}>>", sql_type(inner)?));
     }
-    match udt {
-        "int2" => "Int2",
-        "int4" => "Int4",
-        "int8" => "Int8",
-        "float4" => "Float4",
-        "float8" => "Float8",
-        "numeric" => "Numeric",
-        "bool" => "Bool",
-        "text" | "varchar" | "bpchar" | "citext" => "Text",
-        "bytea" => "Bytea",
-        "uuid" => "Uuid",
-        "timestamptz" => "Timestamptz",
-        "timestamp" => "Timestamp",
-        "date" => "Date",
-        "jsonb" => "Jsonb",
-        "json" => "Json",
-        "inet" => "Inet",
-        "interval" => "Interval",
-        other => return format!("/* unsupported type {other} */"),
-    }
-    .to_owned()
+    Some(
+        match udt {
+            "int2" => "Int2",
+            "int4" => "Int4",
+            "int8" => "Int8",
+            "float4" => "Float4",
+            "float8" => "Float8",
+            "numeric" => "Numeric",
+            "bool" => "Bool",
+            "text" | "varchar" | "bpchar" | "citext" => "Text",
+            "bytea" => "Bytea",
+            "uuid" => "Uuid",
+            "timestamptz" => "Timestamptz",
+            "timestamp" => "Timestamp",
+            "date" => "Date",
+            "jsonb" => "Jsonb",
+            "json" => "Json",
+            "inet" => "Inet",
+            "interval" => "Interval",
+            _ => return None,
+        }
+        .to_owned(),
+    )
 }

@@ -35,9 +35,6 @@ diesel::table! {
         config -> Jsonb,
         secret_key_version -> Nullable<Int4>,
         secret_sealed -> Nullable<Bytea>,
-        last_scan -> Nullable<Timestamptz>,
-        findings_count -> Int8,
-        risk_score -> Int4,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
     }
@@ -163,6 +160,18 @@ diesel::table! {
 }
 
 diesel::table! {
+    scan_events (event_id) {
+        tenant_id -> Text,
+        event_id -> Int8,
+        // txid: xid8 (no diesel type; SQL only)
+        scan_id -> Uuid,
+        kind -> Text,
+        payload -> Jsonb,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     scan_resources (tenant_id, scan_id, idx) {
         tenant_id -> Text,
         scan_id -> Uuid,
@@ -209,7 +218,7 @@ diesel::table! {
         started_at -> Nullable<Timestamptz>,
         deadline -> Nullable<Timestamptz>,
         completed_at -> Nullable<Timestamptz>,
-        cancelled_at -> Nullable<Timestamptz>,
+        max_workers -> Int4,
     }
 }
 
@@ -326,6 +335,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     scan_chunks,
     scan_classifiers,
     scan_connectors,
+    scan_events,
     scan_resources,
     scanned_objects,
     scans,

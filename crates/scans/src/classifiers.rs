@@ -15,7 +15,7 @@ use uuid::Uuid;
 use connectors::FieldError;
 use db::schema::{classifiers, scan_classifiers};
 use detect::{ClassifierSpec, Classifiers, Validator};
-use ids::{ClassifierId, TenantId};
+use ids::{ClassifierId, ScanId, TenantId};
 use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
 use tokenize_core::Category;
 
@@ -334,7 +334,7 @@ pub async fn list(
 pub(crate) async fn snapshot(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    scan: Uuid,
+    scan: ScanId,
 ) -> Result<(), DieselError> {
     diesel::sql_query(
         "INSERT INTO scan_classifiers (tenant_id, scan_id, specs) \
@@ -342,7 +342,7 @@ pub(crate) async fn snapshot(
          HAVING count(*) > 0",
     )
     .bind::<Text, _>(tenant.as_str())
-    .bind::<SqlUuid, _>(scan)
+    .bind::<SqlUuid, _>(scan.as_uuid())
     .execute(conn)
     .await?;
     Ok(())
@@ -352,18 +352,20 @@ pub(crate) async fn snapshot(
 pub async fn for_scan(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    scan: Uuid,
-) -> Result<Vec<ClassifierSpec>, crate::ScanError> {
+    scan: ScanId,
+) -> Result<Vec<ClassifierSpec>, crate::error::ScanError> {
     let specs: Option<serde_json::Value> = scan_classifiers::table
         .filter(scan_classifiers::tenant_id.eq(tenant.as_str()))
-        .filter(scan_classifiers::scan_id.eq(scan))
+        .filter(scan_classifiers::scan_id.eq(scan.as_uuid()))
         .select(scan_classifiers::specs)
         .first(conn)
         .await
         .optional()?;
     match specs {
         None => Ok(Vec::new()),
-        Some(specs) => serde_json::from_value(specs).map_err(|_| crate::ScanError::CorruptRow),
+        Some(specs) => {
+            serde_json::from_value(specs).map_err(|_| crate::error::ScanError::CorruptRow)
+        }
     }
 }
 

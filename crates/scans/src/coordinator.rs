@@ -13,14 +13,16 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use db::schema::scans;
-use ids::TenantId;
+use ids::{ScanId, TenantId};
 
-use crate::engine;
-use crate::store::ScanError;
+use crate::error::ScanError;
 use crate::worker::Worker;
+use crate::{enumerate, lease, lifecycle, rows};
 
 /// How often the coordinator looks for work when idle.
 const TICK: Duration = Duration::from_millis(500);
+/// How often a coordinator prunes the outbox.
+const PRUNE: Duration = Duration::from_secs(3600);
 /// How long an idle worker task waits before looking for a chunk again.
 const IDLE: Duration = Duration::from_millis(250);
 
@@ -68,7 +70,7 @@ struct Locked {
 }
 
 /// Takes the session advisory lock that marks `scan` as being enumerated.
-async fn try_lock(conn: &mut AsyncPgConnection, scan: Uuid) -> Result<bool, ScanError> {
+async fn try_lock(conn: &mut AsyncPgConnection, scan: ScanId) -> Result<bool, ScanError> {
     let rows: Vec<Locked> = diesel::sql_query(
         "SELECT pg_try_advisory_lock(hashtext('dps-enumerate:' || $1)) AS locked",
     )
@@ -78,7 +80,7 @@ async fn try_lock(conn: &mut AsyncPgConnection, scan: Uuid) -> Result<bool, Scan
     Ok(rows.into_iter().next().is_some_and(|r| r.locked))
 }
 
-async fn unlock(conn: &mut AsyncPgConnection, scan: Uuid) -> Result<(), ScanError> {
+async fn unlock(conn: &mut AsyncPgConnection, scan: ScanId) -> Result<(), ScanError> {
     diesel::sql_query("SELECT pg_advisory_unlock(hashtext('dps-enumerate:' || $1))")
         .bind::<Text, _>(scan.to_string())
         .execute(conn)
@@ -97,19 +99,36 @@ impl Coordinator {
     }
 
     async fn coordinate(self) {
+        let mut pruned: Option<std::time::Instant> = None;
         loop {
             if let Err(e) = self.tick().await {
                 tracing::warn!(error = %e, "scan coordinator tick failed");
+            }
+            if pruned.is_none_or(|at| at.elapsed() >= PRUNE) {
+                pruned = Some(std::time::Instant::now());
+                if let Err(e) = self.prune().await {
+                    tracing::warn!(error = %e, "pruning the scans outbox failed");
+                }
             }
             self.wake.wait(TICK).await;
         }
     }
 
+    /// Deletes outbox events past their retention.
+    async fn prune(&self) -> Result<(), ScanError> {
+        let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
+        let pruned = crate::outbox::prune(&mut conn).await?;
+        if pruned > 0 {
+            tracing::info!(events = pruned, "pruned the scans outbox");
+        }
+        Ok(())
+    }
+
     /// One round: timeouts, dead chunks, enumerations left behind, queued scans.
     pub async fn tick(&self) -> Result<(), ScanError> {
         let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
-        engine::expire(&mut conn).await?;
-        engine::reap(&mut conn).await?;
+        lifecycle::expire(&mut conn).await?;
+        lifecycle::reap(&mut conn).await?;
         // Scans whose enumeration stopped with the process that ran it.
         let stuck: Vec<(String, Uuid)> = scans::table
             .filter(scans::status.eq("running"))
@@ -120,11 +139,12 @@ impl Coordinator {
         drop(conn);
         for (tenant, scan) in stuck {
             let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
+            let scan = ScanId::from_uuid(scan);
             self.enumerate_if_free(tenant, scan).await?;
         }
         loop {
             let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
-            let Some((tenant, scan)) = engine::start_next(&mut conn).await? else {
+            let Some((tenant, scan)) = lifecycle::start_next(&mut conn).await? else {
                 break;
             };
             drop(conn);
@@ -135,7 +155,7 @@ impl Coordinator {
     }
 
     /// Enumerates `scan` in the background unless another process already is.
-    async fn enumerate_if_free(&self, tenant: TenantId, scan: Uuid) -> Result<(), ScanError> {
+    async fn enumerate_if_free(&self, tenant: TenantId, scan: ScanId) -> Result<(), ScanError> {
         let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
         if !try_lock(&mut conn, scan).await? {
             return Ok(());
@@ -143,11 +163,11 @@ impl Coordinator {
         let me = self.clone();
         tokio::spawn(async move {
             // Re-read under the lock: it may have finished since it was listed.
-            let still = crate::store::row(&mut conn, &tenant, scan)
+            let still = rows::row(&mut conn, &tenant, scan)
                 .await
                 .is_ok_and(|r| r.status == "running" && r.enumeration_status == "in_progress");
             if still
-                && let Err(e) = engine::enumerate(
+                && let Err(e) = enumerate::enumerate(
                     &mut conn,
                     &me.worker.cloud,
                     &me.worker.keyring,
@@ -184,7 +204,7 @@ impl Coordinator {
     /// Claims and runs one chunk; false when there was none.
     async fn work_once(&self, id: &str) -> Result<bool, ScanError> {
         let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
-        let Some(claim) = engine::claim(&mut conn, id, None, self.worker.lease_seconds).await?
+        let Some(claim) = lease::claim(&mut conn, id, None, self.worker.lease_seconds).await?
         else {
             return Ok(false);
         };
@@ -222,13 +242,13 @@ pub struct Summary {
 pub async fn work_on(
     pool: &db::Pool,
     worker: &Worker,
-    scan: Uuid,
+    scan: ScanId,
     token: &str,
 ) -> Result<Summary, ScanError> {
     use diesel::OptionalExtension;
     let mut conn = pool.get().await.map_err(|_| pool_error())?;
     let found: Option<(String, Vec<u8>)> = scans::table
-        .filter(scans::scan_id.eq(scan))
+        .filter(scans::scan_id.eq(scan.as_uuid()))
         .select((scans::tenant_id, scans::worker_token_hash))
         .first(&mut conn)
         .await
@@ -243,13 +263,13 @@ pub async fn work_on(
     let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
     let mut chunks = 0;
     loop {
-        let row = crate::store::row(&mut conn, &tenant, scan).await?;
+        let row = rows::row(&mut conn, &tenant, scan).await?;
         let status = row.status()?;
         if status.is_terminal() {
             return Ok(Summary { chunks, status });
         }
         if status == crate::Status::Running && row.enumeration_status != "in_progress" {
-            match engine::claim(
+            match lease::claim(
                 &mut conn,
                 &worker.id,
                 Some((&tenant, scan)),
@@ -266,7 +286,7 @@ pub async fn work_on(
                 }
                 None => {
                     // Others hold the remaining chunks; their leases may yet expire.
-                    engine::try_finalize(&mut conn, &tenant, scan).await?;
+                    lifecycle::try_finalize(&mut conn, &tenant, scan).await?;
                 }
             }
         }

@@ -1,15 +1,28 @@
 #![doc = include_str!("../README.md")]
 
-pub mod classifiers;
-pub mod coordinator;
-pub mod engine;
+// Dependencies point one way: error, model, options and rows at the bottom; the lease protocol
+// above them; recording, the lifecycle and enumeration above that; the store of views, the
+// per-connector facts, the worker and the coordinator on top.
+mod error;
 pub mod model;
 pub mod options;
+mod rows;
+
+pub mod lease;
+pub mod outbox;
+
+pub mod enumerate;
+pub mod lifecycle;
+pub mod record;
+
+pub mod classifiers;
+pub mod connector;
+pub mod coordinator;
 pub mod store;
 pub mod worker;
 
 pub use coordinator::Coordinator;
+pub use error::ScanError;
 pub use model::{Counts, Coverage, Enumeration, Progress, Scan, Status};
 pub use options::{Kind, Options, Strategy, Tier};
-pub use store::ScanError;
 pub use worker::Worker;

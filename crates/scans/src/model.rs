@@ -1,14 +1,14 @@
 //! A scan's states, and how progress, coverage and the completeness score are computed from
 //! its counts (docs/scans.md defines each).
 
+use ids::{ConnectorId, ScanId};
 use serde::Serialize;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::options::{Kind, Options, Strategy};
 
 /// A scan's lifecycle state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Queued,
@@ -50,7 +50,7 @@ impl Status {
 }
 
 /// How far enumeration got.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Enumeration {
     InProgress,
@@ -148,12 +148,12 @@ pub struct WorkerCounts {
 /// A scan as the API shows it.
 #[derive(Debug, Clone)]
 pub struct Scan {
-    pub id: Uuid,
+    pub id: ScanId,
     pub status: Status,
     pub kind: Kind,
     /// Started through POST /scans/parallel (true) or POST /connectors/:id/scan.
     pub parallel: bool,
-    pub connectors: Vec<Uuid>,
+    pub connectors: Vec<ConnectorId>,
     pub options: Options,
     pub enumeration: Enumeration,
     pub sources_total: i32,
@@ -165,7 +165,6 @@ pub struct Scan {
     pub created_at: OffsetDateTime,
     pub started_at: Option<OffsetDateTime>,
     pub completed_at: Option<OffsetDateTime>,
-    pub cancelled_at: Option<OffsetDateTime>,
 }
 
 /// The spec's progress object.

@@ -11,16 +11,18 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-use uuid::Uuid;
 
 use connectors::cloud::{AccessError, Bucket, Cloud, Failure};
 use detect::{Detector, Finding, Hint, Location};
-use ids::TenantId;
+use ids::{ConnectorId, ScanId, TenantId};
 use keys::{KeyRing, TenantKeys};
 use tokenize_core::{NormalizeOptions, PiiType, normalize};
 
-use crate::engine::{self, Claim, Held, NewFinding, Outcome, Resource};
-use crate::store::ScanError;
+use crate::error::ScanError;
+use crate::lease::{self, Claim, Held, Resource};
+use crate::lifecycle;
+use crate::record::{self, NewFinding, Outcome};
+use crate::rows;
 
 /// How long a claim holds without a heartbeat, by default.
 pub const LEASE_SECONDS: i64 = 30;
@@ -65,7 +67,7 @@ pub struct Worker {
 }
 
 /// Compiled detectors by scan.
-type Compiled = Vec<(Uuid, Arc<Detector>)>;
+type Compiled = Vec<(ScanId, Arc<Detector>)>;
 
 /// What every object of one chunk is scanned with.
 struct Scope<'a> {
@@ -140,14 +142,14 @@ impl Worker {
         conn: &mut AsyncPgConnection,
         claim: &Claim,
     ) -> Result<Stop, ScanError> {
-        let resources = engine::pending(conn, claim).await?;
+        let resources = lease::pending(conn, claim).await?;
         let detector = self.detector(conn, claim).await?;
         let keys = self
             .keyring
             .tenant(conn, &claim.tenant)
             .await
             .map_err(|_| ScanError::CorruptRow)?;
-        let options = crate::store::row(conn, &claim.tenant, claim.scan)
+        let options = rows::row(conn, &claim.tenant, claim.scan)
             .await?
             .options()?;
         let scope = Scope {
@@ -180,15 +182,15 @@ impl Worker {
             {
                 let batch = std::mem::take(&mut unwritten);
                 (unwritten_findings, flushed) = (0, Instant::now());
-                if engine::record(conn, claim, batch, self.lease_seconds).await? == Held::Lost {
+                if record::record(conn, claim, batch, self.lease_seconds).await? == Held::Lost {
                     return Ok(Stop::Lost);
                 }
             }
         }
-        if engine::record(conn, claim, unwritten, self.lease_seconds).await? == Held::Lost {
+        if record::record(conn, claim, unwritten, self.lease_seconds).await? == Held::Lost {
             return Ok(Stop::Lost);
         }
-        Ok(match engine::complete(conn, claim).await? {
+        Ok(match lifecycle::complete(conn, claim).await? {
             Held::Yes => Stop::Done,
             Held::Lost => Stop::Lost,
         })
@@ -203,7 +205,7 @@ impl Worker {
         tenant: &TenantId,
         resources: &[Resource],
     ) -> Buckets {
-        let mut storages: Vec<(Uuid, Result<connectors::Storage, AccessError>)> = Vec::new();
+        let mut storages: Vec<(ConnectorId, Result<connectors::Storage, AccessError>)> = Vec::new();
         let mut buckets = Buckets::new();
         for resource in resources {
             let key = (resource.connector_id, resource.bucket.clone());
@@ -230,7 +232,7 @@ impl Worker {
         conn: &mut AsyncPgConnection,
         keys: &TenantKeys,
         tenant: &TenantId,
-        connector: Uuid,
+        connector: ConnectorId,
     ) -> Result<connectors::Storage, AccessError> {
         let config = connectors::store::config(conn, keys, tenant, connector)
             .await
@@ -274,7 +276,7 @@ impl Worker {
                     })));
                 }
                 () = tokio::time::sleep(HEARTBEAT) => {
-                    if engine::heartbeat(conn, scope.claim, self.lease_seconds).await?
+                    if lease::heartbeat(conn, scope.claim, self.lease_seconds).await?
                         == Held::Lost
                     {
                         return Ok(None);
@@ -331,7 +333,7 @@ impl Detection {
 }
 
 /// Each bucket of a chunk, opened or not.
-type Buckets = Vec<((Uuid, String), Result<Bucket, AccessError>)>;
+type Buckets = Vec<((ConnectorId, String), Result<Bucket, AccessError>)>;
 
 /// What comes next for one resource: an outcome decided without reading it, or its content.
 enum Next {

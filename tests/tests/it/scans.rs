@@ -585,7 +585,7 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
         wait_timeout: Duration::from_secs(10),
     })
     .unwrap();
-    let scan_id: uuid::Uuid = scan.parse().unwrap();
+    let scan_id: ids::ScanId = scan.parse().unwrap();
     let refused = scans::coordinator::work_on(&pool, &worker, scan_id, "dpsw_0000").await;
     assert!(
         matches!(refused, Err(scans::ScanError::Unauthorized)),

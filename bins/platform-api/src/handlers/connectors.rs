@@ -2,51 +2,17 @@
 
 use actix_web::web;
 use api_types::connectors::{
-    ConnectionError, ConnectionTest, Connector, ConnectorCreated, ConnectorDeleted, ConnectorQuery,
-    CreateConnector, ScanSummary,
+    ConnectionTest, Connector, ConnectorCreated, ConnectorDeleted, ConnectorQuery, CreateConnector,
 };
-use connectors::{Filter, Provider, Status, store};
+use connectors::{Filter, NewConnector, Provider, Status, store};
 use dps_http::{AdminCaller, ApiError, Body, Caller, Enveloped, ServiceState};
-use uuid::Uuid;
+use ids::ConnectorId;
 
-use crate::{Extra, errors};
-
-fn wire(c: connectors::Connector, detailed: bool) -> Connector {
-    Connector {
-        id: c.id.to_string(),
-        name: c.name,
-        provider: c.provider.as_str().into(),
-        status: c.status.as_str().into(),
-        status_message: c.status_message,
-        config: serde_json::Value::Object(c.config),
-        last_scan: c.last_scan,
-        findings_count: c.findings_count,
-        risk_score: c.risk_score,
-        created_at: c.created_at,
-        updated_at: detailed.then_some(c.updated_at),
-        scan_history: None,
-    }
-}
-
-/// The caller's tenant keys, which seal and open connector secrets.
-async fn tenant_keys(
-    extra: &Extra,
-    conn: &mut db::PooledConnection,
-    tenant: &ids::TenantId,
-) -> Result<std::sync::Arc<keys::TenantKeys>, ApiError> {
-    extra
-        .keyring
-        .tenant(conn, tenant)
-        .await
-        .map_err(|e| errors::connectors(e.into()))
-}
-
-/// How many of a connector's latest scans its history shows.
-const HISTORY: i64 = 20;
+use crate::{Extra, errors, wire};
 
 /// An id that is not a UUID names no connector.
-fn connector_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| errors::connectors(connectors::ConnectorError::NotFound))
+fn connector_id(raw: &str) -> Result<ConnectorId, ApiError> {
+    ConnectorId::parse(raw).ok_or_else(|| errors::connectors(connectors::ConnectorError::NotFound))
 }
 
 /// Lists the tenant's connectors, oldest first, with cursor pagination.
@@ -89,7 +55,7 @@ pub async fn list(
         })?),
     };
     let mut conn = state.conn().await?;
-    let page = store::list(
+    let page = platform::connectors::list(
         &mut conn,
         &extra.cursors,
         &caller.tenant_id,
@@ -98,12 +64,9 @@ pub async fn list(
         query.cursor.as_deref(),
     )
     .await
-    .map_err(errors::connectors)?;
-    let items = page.items.into_iter().map(|c| wire(c, false)).collect();
-    Ok(Enveloped::page(
-        items,
-        crate::wire::pagination(page.pagination),
-    ))
+    .map_err(errors::platform)?;
+    let items = page.items.into_iter().map(wire::connector).collect();
+    Ok(Enveloped::page(items, wire::pagination(page.pagination)))
 }
 
 /// Creates a connector in `pending_test`. Secret fields are sealed and never returned.
@@ -128,24 +91,15 @@ pub async fn create(
     body: Body<CreateConnector>,
 ) -> Result<Enveloped<ConnectorCreated>, ApiError> {
     let mut conn = state.conn().await?;
-    let keys = tenant_keys(&extra, &mut conn, &caller.tenant_id).await?;
-    let created = store::create(
-        &mut conn,
-        &keys,
-        &caller.tenant_id,
-        &body.name,
-        &body.provider,
-        &body.config,
-    )
-    .await
-    .map_err(errors::connectors)?;
-    Ok(Enveloped::created(ConnectorCreated {
-        id: created.id.to_string(),
-        name: created.name,
-        provider: created.provider.as_str().into(),
-        status: created.status.as_str().into(),
-        created_at: created.created_at,
-    }))
+    let request = NewConnector {
+        name: &body.name,
+        provider: &body.provider,
+        config: &body.config,
+    };
+    let created = store::create(&mut conn, &extra.keyring, &caller.tenant_id, &request)
+        .await
+        .map_err(errors::connectors)?;
+    Ok(Enveloped::created(wire::connector_created(created)))
 }
 
 /// One connector, with its scan history and last update.
@@ -168,27 +122,10 @@ pub async fn get(
 ) -> Result<Enveloped<Connector>, ApiError> {
     let id = connector_id(&id)?;
     let mut conn = state.conn().await?;
-    let connector = store::get(&mut conn, &caller.tenant_id, id)
+    let connector = platform::connectors::get(&mut conn, &caller.tenant_id, id)
         .await
-        .map_err(errors::connectors)?;
-    let history = scans::store::history(&mut conn, &caller.tenant_id, id, HISTORY)
-        .await
-        .map_err(errors::scans)?;
-    let mut connector = wire(connector, true);
-    connector.scan_history = Some(
-        history
-            .into_iter()
-            .map(|h| ScanSummary {
-                scan_id: h.scan_id.to_string(),
-                status: h.status,
-                started_at: h.started_at,
-                completed_at: h.completed_at,
-                files_processed: h.files_processed,
-                findings_count: h.findings_count,
-            })
-            .collect(),
-    );
-    Ok(Enveloped::ok(connector))
+        .map_err(errors::platform)?;
+    Ok(Enveloped::ok(wire::connector(connector)))
 }
 
 /// Deletes a connector with its scan history and findings.
@@ -212,9 +149,9 @@ pub async fn delete(
 ) -> Result<Enveloped<ConnectorDeleted>, ApiError> {
     let id = connector_id(&id)?;
     let mut conn = state.conn().await?;
-    scans::store::delete_connector(&mut conn, &caller.tenant_id, id)
+    platform::connectors::delete(&mut conn, &caller.tenant_id, id)
         .await
-        .map_err(errors::connectors)?;
+        .map_err(errors::platform)?;
     Ok(Enveloped::ok(ConnectorDeleted {
         id: id.to_string(),
         deleted: true,
@@ -244,19 +181,14 @@ pub async fn test(
 ) -> Result<Enveloped<ConnectionTest>, ApiError> {
     let id = connector_id(&id)?;
     let mut conn = state.conn().await?;
-    let keys = tenant_keys(&extra, &mut conn, &caller.tenant_id).await?;
-    let outcome =
-        connectors::test_connection(&mut conn, &extra.cloud, &keys, &caller.tenant_id, id)
-            .await
-            .map_err(errors::connectors)?;
-    Ok(Enveloped::ok(ConnectionTest {
-        connected: outcome.connected,
-        buckets_accessible: outcome.buckets_accessible,
-        sample_objects: outcome.sample_objects,
-        latency_ms: u64::try_from(outcome.latency.as_millis()).unwrap_or(u64::MAX),
-        error: outcome.error.map(|e| ConnectionError {
-            reason: e.failure.as_str().into(),
-            message: e.message,
-        }),
-    }))
+    let outcome = connectors::test_connection(
+        &mut conn,
+        &extra.cloud,
+        &extra.keyring,
+        &caller.tenant_id,
+        id,
+    )
+    .await
+    .map_err(errors::connectors)?;
+    Ok(Enveloped::ok(wire::connection_test(outcome)))
 }

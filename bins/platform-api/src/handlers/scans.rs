@@ -2,69 +2,20 @@
 
 use actix_web::web;
 use api_types::scans::{
-    Chunk, ConnectorScanStarted, Coverage, DeploymentChunk, DeploymentConfig,
-    DeploymentEnvironment, ParallelStarted, PartialResults, Progress, Scan, ScanCancelled,
-    ScanQuery, StartConnectorScan, StartParallel, Worker, WorkerCounts, WorkerProgress,
+    ConnectorScanStarted, DeploymentConfig, ParallelStarted, Scan, ScanCancelled, ScanQuery,
+    StartConnectorScan, StartParallel, Worker,
 };
 use dps_http::{AdminCaller, ApiError, Body, Caller, Enveloped, ServiceState};
-use scans::store;
+use ids::{ConnectorId, ScanId};
+use scans::store::{self, NewScan, Origin};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use uuid::Uuid;
 
-use crate::{Extra, errors};
+use crate::{Extra, errors, wire};
 
 /// An id that is not a UUID names no scan.
-fn scan_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| errors::scans(scans::ScanError::NotFound))
-}
-
-pub(crate) fn wire(scan: scans::Scan) -> Scan {
-    let now = OffsetDateTime::now_utc();
-    let progress = scan.progress(now);
-    let coverage = (scan.status != scans::Status::Queued).then(|| scan.coverage());
-    let connectors: Vec<String> = scan.connectors.iter().map(Uuid::to_string).collect();
-    Scan {
-        scan_id: scan.id.to_string(),
-        status: scan.status.as_str().into(),
-        kind: scan.kind.as_str().into(),
-        connector_id: (!scan.parallel).then(|| connectors.first().cloned().unwrap_or_default()),
-        connectors: scan.parallel.then_some(connectors),
-        workers_requested: scan.options.max_workers,
-        progress: Progress {
-            files_total: progress.files_total,
-            files_processed: progress.files_processed,
-            files_failed: progress.files_failed,
-            findings_count: progress.findings_count,
-            percent_complete: progress.percent_complete,
-            elapsed_seconds: progress.elapsed_seconds,
-            estimated_remaining_seconds: progress.estimated_remaining_seconds,
-        },
-        coverage: coverage.map(|c| Coverage {
-            coverage_target: c.coverage_target,
-            coverage_strategy: c.coverage_strategy.as_str().into(),
-            coverage_pct: c.coverage_pct,
-            target_met: c.target_met,
-            completeness_score: c.completeness_score,
-            enumeration_status: c.enumeration_status.as_str().into(),
-            total_enumerated: c.total_enumerated,
-            total_scanned: c.total_scanned,
-            total_skipped: c.total_skipped,
-            total_failed: c.total_failed,
-            skipped_reasons: scan.reasons.skipped.clone(),
-            failed_reasons: scan.reasons.failed.clone(),
-        }),
-        workers: WorkerCounts {
-            total: scan.workers.total,
-            active: scan.workers.active,
-            completed: scan.workers.completed,
-            failed: scan.workers.failed,
-        },
-        status_reason: scan.status_reason,
-        created_at: scan.created_at,
-        started_at: scan.started_at,
-        completed_at: scan.completed_at,
-    }
+fn scan_id(raw: &str) -> Result<ScanId, ApiError> {
+    ScanId::parse(raw).ok_or_else(|| errors::scans(scans::ScanError::NotFound))
 }
 
 /// Starts a scan over several connectors at once.
@@ -89,27 +40,23 @@ pub async fn start_parallel(
     body: Body<StartParallel>,
 ) -> Result<Enveloped<ParallelStarted>, ApiError> {
     let mut conn = state.conn().await?;
+    let request = NewScan {
+        connectors: &body.connectors,
+        kind: body.kind.as_deref(),
+        options: body.options.as_ref(),
+        tier: extra.scan_tier,
+        origin: Origin::Parallel,
+    };
     let created = store::create(
         &mut conn,
         &caller.tenant_id,
         &extra.scan_token_key,
-        &body.connectors,
-        body.kind.as_deref(),
-        body.options.as_ref(),
-        extra.scan_tier,
-        true,
+        &request,
     )
     .await
     .map_err(errors::scans)?;
     extra.scan_wake.ring();
-    Ok(Enveloped::created(ParallelStarted {
-        scan_id: created.id.to_string(),
-        status: created.status.as_str().into(),
-        connectors: created.connectors.iter().map(Uuid::to_string).collect(),
-        kind: created.kind.as_str().into(),
-        workers_requested: created.workers_requested,
-        created_at: created.created_at,
-    }))
+    Ok(Enveloped::created(wire::parallel_started(created)))
 }
 
 /// Starts a scan of one connector.
@@ -136,29 +83,23 @@ pub async fn start_for_connector(
     body: Body<StartConnectorScan>,
 ) -> Result<Enveloped<ConnectorScanStarted>, ApiError> {
     let mut conn = state.conn().await?;
+    let request = NewScan {
+        connectors: std::slice::from_ref(&*id),
+        kind: Some(body.kind.as_deref().unwrap_or("full")),
+        options: body.options.as_ref(),
+        tier: extra.scan_tier,
+        origin: Origin::Connector,
+    };
     let created = store::create(
         &mut conn,
         &caller.tenant_id,
         &extra.scan_token_key,
-        std::slice::from_ref(&*id),
-        Some(body.kind.as_deref().unwrap_or("full")),
-        body.options.as_ref(),
-        extra.scan_tier,
-        false,
+        &request,
     )
     .await
     .map_err(errors::scans)?;
     extra.scan_wake.ring();
-    Ok(Enveloped::created(ConnectorScanStarted {
-        scan_id: created.id.to_string(),
-        connector_id: created
-            .connectors
-            .first()
-            .map(Uuid::to_string)
-            .unwrap_or_default(),
-        status: created.status.as_str().into(),
-        created_at: created.created_at,
-    }))
+    Ok(Enveloped::created(wire::connector_scan_started(created)))
 }
 
 /// One scan with its progress, coverage and worker counts.
@@ -184,7 +125,7 @@ pub async fn get(
     let scan = store::get(&mut conn, &caller.tenant_id, id)
         .await
         .map_err(errors::scans)?;
-    Ok(Enveloped::ok(wire(scan)))
+    Ok(Enveloped::ok(wire::scan(scan)))
 }
 
 /// The tenant's scans, newest first.
@@ -236,7 +177,7 @@ pub async fn list(
     let connector = query
         .connector
         .as_deref()
-        .map(|c| Uuid::parse_str(c).unwrap_or(Uuid::nil()));
+        .map(|c| ConnectorId::parse(c).unwrap_or(ConnectorId::from_uuid(uuid::Uuid::nil())));
     let mut conn = state.conn().await?;
     let page = store::list(
         &mut conn,
@@ -253,8 +194,8 @@ pub async fn list(
     .await
     .map_err(errors::scans)?;
     Ok(Enveloped::page(
-        page.items.into_iter().map(wire).collect(),
-        crate::wire::pagination(page.pagination),
+        page.items.into_iter().map(wire::scan).collect(),
+        wire::pagination(page.pagination),
     ))
 }
 
@@ -280,18 +221,10 @@ pub async fn cancel(
 ) -> Result<Enveloped<ScanCancelled>, ApiError> {
     let id = scan_id(&id)?;
     let mut conn = state.conn().await?;
-    let cancelled = store::cancel(&mut conn, &caller.tenant_id, id)
+    let cancelled = scans::lifecycle::cancel(&mut conn, &caller.tenant_id, id)
         .await
         .map_err(errors::scans)?;
-    Ok(Enveloped::ok(ScanCancelled {
-        scan_id: cancelled.id.to_string(),
-        status: scans::Status::Cancelled.as_str().into(),
-        partial_results: PartialResults {
-            files_processed: cancelled.files_processed,
-            findings_count: cancelled.findings_count,
-        },
-        cancelled_at: cancelled.cancelled_at,
-    }))
+    Ok(Enveloped::ok(wire::scan_cancelled(cancelled)))
 }
 
 /// The scan's workers: each is a chunk of the enumerated resources and who ran it.
@@ -317,35 +250,7 @@ pub async fn workers(
     let workers = store::workers(&mut conn, &caller.tenant_id, id)
         .await
         .map_err(errors::scans)?;
-    let items = workers
-        .into_iter()
-        .map(|w| {
-            let count = w.file_count();
-            Worker {
-                worker_id: w
-                    .worker_id
-                    .clone()
-                    .unwrap_or_else(|| format!("unassigned-{}", w.chunk_no)),
-                status: w.status.clone(),
-                chunk: Chunk {
-                    start_index: w.start_index.into(),
-                    end_index: w.end_index.into(),
-                    file_count: count,
-                },
-                progress: WorkerProgress {
-                    files_processed: w.files_processed.into(),
-                    findings_count: w.findings_count.into(),
-                    percent_complete: if count > 0 {
-                        (i64::from(w.files_processed) * 100 / count).min(100)
-                    } else {
-                        100
-                    },
-                },
-                started_at: w.started_at,
-                completed_at: w.completed_at,
-            }
-        })
-        .collect();
+    let items = workers.into_iter().map(wire::worker).collect();
     Ok(Enveloped::ok(items))
 }
 
@@ -380,23 +285,11 @@ pub async fn deployment_config(
         let info = request.connection_info();
         format!("{}://{}", info.scheme(), info.host())
     });
-    Ok(Enveloped::ok(DeploymentConfig {
-        container_image: extra.scan_worker_image.clone(),
-        environment: DeploymentEnvironment {
-            SCAN_ID: id.to_string(),
-            COORDINATOR_URL: coordinator,
-            AUTH_TOKEN: store::worker_token(&extra.scan_token_key, &caller.tenant_id, id),
-        },
-        chunks: deployment
-            .chunks
-            .into_iter()
-            .map(|c| DeploymentChunk {
-                chunk_id: format!("chunk-{}", c.chunk_no),
-                files: c.files,
-                connector_config: c.connector_config,
-            })
-            .collect(),
-        status: deployment.status.as_str().into(),
-        enumeration_status: deployment.enumeration_status.as_str().into(),
-    }))
+    let token = store::worker_token(&extra.scan_token_key, &caller.tenant_id, id);
+    Ok(Enveloped::ok(wire::deployment_config(
+        deployment,
+        extra.scan_worker_image.clone(),
+        coordinator,
+        token,
+    )))
 }

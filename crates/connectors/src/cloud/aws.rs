@@ -556,7 +556,7 @@ impl Access {
         env: &AwsEnv,
         platform: Arc<Platform>,
         http: reqwest::Client,
-        connector_id: uuid::Uuid,
+        connector_id: ids::ConnectorId,
         config: &Config,
     ) -> Self {
         let region = config.text("region").to_owned();
@@ -564,7 +564,7 @@ impl Access {
             platform,
             role_arn: config.text("role_arn").to_owned(),
             external_id: config.text("external_id").to_owned(),
-            session_name: format!("dps-{}", connector_id.simple()),
+            session_name: format!("dps-{}", connector_id.as_uuid().simple()),
             sts_url: sts_url(env.sts_endpoint.as_deref(), Some(&region)),
             region: region.clone(),
             http,

@@ -299,7 +299,11 @@ impl Cloud {
     }
 
     /// Opens a connector's storage. Nothing is called yet: the first list or read does.
-    pub fn open(&self, connector_id: uuid::Uuid, config: &Config) -> Result<Storage, AccessError> {
+    pub fn open(
+        &self,
+        connector_id: ids::ConnectorId,
+        config: &Config,
+    ) -> Result<Storage, AccessError> {
         let shared = &self.inner;
         let access: Arc<dyn Access> = match config.provider {
             Provider::Aws => Arc::new(aws::Access::new(

@@ -1,0 +1,209 @@
+//! Connectors in Postgres: validation, secrets sealed at rest, names unique per tenant, tenant
+//! isolation, filters and cursor pages, deletion.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a panic is how a test reports failure"
+)]
+
+use std::sync::Arc;
+
+use connectors::store::{self, ConnectorError};
+use connectors::{Filter, Provider, Status};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection};
+use serde_json::{Value, json};
+
+const SECRET: &str = "azure-client-secret-7f3a9c";
+
+fn azure(name_suffix: &str) -> Value {
+    json!({
+        "tenant_id": "72f988bf-86f1-41af-91ab-2d7cd011db47",
+        "client_id": "0b3f2c1e-1111-2222-3333-444455556666",
+        "client_secret": SECRET,
+        "storage_account": format!("acme{name_suffix}"),
+        "buckets": ["exports"],
+    })
+}
+
+fn new<'a>(name: &'a str, provider: &'a str, config: &'a Value) -> store::NewConnector<'a> {
+    store::NewConnector {
+        name,
+        provider,
+        config,
+    }
+}
+
+fn limit(n: i64) -> paging::Limit {
+    paging::Limit::parse(Some(n), 20).unwrap()
+}
+
+fn aws() -> Value {
+    json!({
+        "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+        "external_id": "tenant-acme",
+        "region": "us-east-1",
+        "buckets": ["hr-exports"],
+    })
+}
+
+#[tokio::test]
+async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
+    let db = testkit::database().await;
+    let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
+    let (master, _) = keys::MasterKey::generate().unwrap();
+    let master = Arc::new(master);
+    let keyring = keys::KeyRing::new(master.clone());
+    let cursors = paging::CursorKey::new(&master.derive(b"cursor"));
+    let acme: ids::TenantId = "acme".parse().unwrap();
+    let other: ids::TenantId = "globex".parse().unwrap();
+    let keys = keyring.tenant(&mut conn, &acme).await.unwrap();
+
+    let blob = store::create(
+        &mut conn,
+        &keyring,
+        &acme,
+        &new("Blob exports", "azure", &azure("data")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(blob.status, Status::PendingTest);
+    assert_eq!(blob.provider, Provider::Azure);
+    assert!(!blob.config.contains_key("client_secret"));
+    assert_eq!(blob.config["storage_account"], "acmedata");
+
+    // The secret is sealed: not in any column, and it opens for connecting.
+    let dump = testkit::pg_dump(&db);
+    assert!(
+        !dump.contains(SECRET),
+        "the client secret is in the database"
+    );
+    let full = store::config(&mut conn, &keys, &acme, blob.id)
+        .await
+        .unwrap();
+    assert_eq!(full.text("client_secret"), SECRET);
+
+    // Names are unique per tenant, not across tenants.
+    let again = store::create(
+        &mut conn,
+        &keyring,
+        &acme,
+        &new("Blob exports", "aws", &aws()),
+    )
+    .await;
+    assert!(
+        matches!(again, Err(ConnectorError::DuplicateName)),
+        "{again:?}"
+    );
+    store::create(
+        &mut conn,
+        &keyring,
+        &other,
+        &new("Blob exports", "aws", &aws()),
+    )
+    .await
+    .unwrap();
+
+    // Every invalid field is named.
+    let bad = store::create(
+        &mut conn,
+        &keyring,
+        &acme,
+        &new(" ", "gcp", &json!({"project_id": "x"})),
+    )
+    .await;
+    let Err(ConnectorError::Invalid(fields)) = bad else {
+        panic!("{bad:?}")
+    };
+    let names: Vec<_> = fields.iter().map(|f| f.field.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "name",
+            "config.project_id",
+            "config.service_account_email",
+            "config.wif_provider"
+        ]
+    );
+    let bad = store::create(&mut conn, &keyring, &acme, &new("x", "dropbox", &json!({}))).await;
+    assert!(matches!(bad, Err(ConnectorError::Invalid(_))));
+
+    // Pages, filters and isolation.
+    for n in 0..3 {
+        let name = format!("S3 {n}");
+        store::create(&mut conn, &keyring, &acme, &new(&name, "aws", &aws()))
+            .await
+            .unwrap();
+    }
+    let first = store::list(
+        &mut conn,
+        &cursors,
+        &acme,
+        Filter::default(),
+        limit(2),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(first.items.len(), 2);
+    assert!(first.pagination.has_more);
+    let cursor = first.pagination.next_cursor.clone().unwrap();
+    let second = store::list(
+        &mut conn,
+        &cursors,
+        &acme,
+        Filter::default(),
+        limit(2),
+        Some(&cursor),
+    )
+    .await
+    .unwrap();
+    assert_eq!(second.items.len(), 2);
+    assert!(!second.pagination.has_more);
+    let names: Vec<_> = first
+        .items
+        .iter()
+        .chain(&second.items)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, ["Blob exports", "S3 0", "S3 1", "S3 2"]);
+    // Another tenant's cursor is refused.
+    let stolen = store::list(
+        &mut conn,
+        &cursors,
+        &other,
+        Filter::default(),
+        limit(2),
+        Some(&cursor),
+    )
+    .await;
+    assert!(matches!(stolen, Err(ConnectorError::BadCursor)));
+    let only_aws = store::list(
+        &mut conn,
+        &cursors,
+        &acme,
+        Filter {
+            provider: Some(Provider::Aws),
+            status: Some(Status::PendingTest),
+        },
+        limit(20),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(only_aws.items.len(), 3);
+
+    // Another tenant can neither see nor delete it.
+    assert!(matches!(
+        store::get(&mut conn, &other, blob.id).await,
+        Err(ConnectorError::NotFound)
+    ));
+    assert!(matches!(
+        store::delete(&mut conn, &other, blob.id).await,
+        Err(ConnectorError::NotFound)
+    ));
+    store::delete(&mut conn, &acme, blob.id).await.unwrap();
+    assert!(matches!(
+        store::get(&mut conn, &acme, blob.id).await,
+        Err(ConnectorError::NotFound)
+    ));
+}

@@ -1,0 +1,90 @@
+//! Connectors as the API shows them, and their deletion.
+
+use diesel_async::{AsyncConnection as _, AsyncPgConnection};
+use ids::{ConnectorId, TenantId};
+use paging::{CursorKey, Limit, Page};
+use time::OffsetDateTime;
+
+use ::connectors::store::{self, Connector, Filter};
+use scans::connector::{Activity, HistoryEntry};
+
+use crate::PlatformError;
+
+/// How many of a connector's latest scans its history shows.
+pub const HISTORY: i64 = 20;
+
+/// A connector with what its owners know of it.
+#[derive(Debug, Clone)]
+pub struct ConnectorView {
+    pub connector: Connector,
+    /// When its last scan ended.
+    pub last_scan: Option<OffsetDateTime>,
+    /// Its open findings.
+    pub findings_count: i64,
+    pub risk_score: i32,
+    /// Its latest scans, newest first; on get only.
+    pub history: Option<Vec<HistoryEntry>>,
+}
+
+fn view(connector: Connector, activity: Activity) -> ConnectorView {
+    ConnectorView {
+        connector,
+        last_scan: activity.last_scan,
+        findings_count: activity.open_findings_count(),
+        risk_score: governance::risk::connector_score(&activity.open_findings),
+        history: None,
+    }
+}
+
+/// One page of the tenant's connectors, oldest first.
+pub async fn list(
+    conn: &mut AsyncPgConnection,
+    cursors: &CursorKey,
+    tenant: &TenantId,
+    filter: Filter,
+    limit: Limit,
+    cursor: Option<&str>,
+) -> Result<Page<ConnectorView>, PlatformError> {
+    let page = store::list(conn, cursors, tenant, filter, limit, cursor).await?;
+    let ids: Vec<ConnectorId> = page.items.iter().map(|c| c.id).collect();
+    let mut activity = scans::connector::activity(conn, tenant, &ids).await?;
+    Ok(page.map(|c| {
+        let a = activity.remove(&c.id).unwrap_or_default();
+        view(c, a)
+    }))
+}
+
+/// One connector, with its scan history.
+pub async fn get(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: ConnectorId,
+) -> Result<ConnectorView, PlatformError> {
+    let connector = store::get(conn, tenant, id).await?;
+    let activity = scans::connector::activity(conn, tenant, &[id])
+        .await?
+        .remove(&id)
+        .unwrap_or_default();
+    let history = scans::connector::history(conn, tenant, id, HISTORY).await?;
+    Ok(ConnectorView {
+        history: Some(history),
+        ..view(connector, activity)
+    })
+}
+
+/// Deletes a connector: in one transaction, every owner forgets it, then the connector row
+/// goes. A connector that does not exist is not found, and nothing changes.
+pub async fn delete(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: ConnectorId,
+) -> Result<(), PlatformError> {
+    conn.transaction::<_, PlatformError, _>(async |conn| {
+        // Not found before anything else is touched.
+        store::get(conn, tenant, id).await?;
+        scans::connector::forget_connector(conn, tenant, id).await?;
+        store::delete(conn, tenant, id).await?;
+        Ok(())
+    })
+    .await
+}

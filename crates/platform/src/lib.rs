@@ -1,0 +1,19 @@
+#![doc = include_str!("../README.md")]
+
+pub mod connectors;
+
+/// Why a cross-owner operation failed: the failing owner's own error.
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformError {
+    #[error(transparent)]
+    Connector(#[from] ::connectors::ConnectorError),
+    #[error(transparent)]
+    Scan(#[from] scans::ScanError),
+}
+
+/// A failure of the transaction itself (begin, commit) rather than of an owner's statement.
+impl From<diesel::result::Error> for PlatformError {
+    fn from(e: diesel::result::Error) -> Self {
+        PlatformError::Scan(scans::ScanError::Database(e))
+    }
+}

@@ -1,0 +1,462 @@
+//! Enumeration: listing a running scan's objects into resources (only the new and changed ones
+//! for an incremental scan, whose vanished objects have their findings resolved), then splitting
+//! them into chunks.
+
+use std::collections::{HashMap, HashSet};
+
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use keys::KeyRing;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use connectors::cloud::{AccessError, Cloud, PAGE_SIZE};
+use db::schema::{findings, scan_chunks, scan_resources, scanned_objects, scans};
+use ids::{ConnectorId, ScanId, TenantId};
+
+use crate::error::ScanError;
+use crate::lifecycle::try_finalize;
+use crate::model::Enumeration;
+use crate::options::{Kind, Options};
+use crate::rows;
+
+/// Largest chunk, in resources.
+pub const MAX_CHUNK: i64 = 1000;
+
+/// Whether `key` is one of `types` (extensions without the dot). `people.csv.gz` is both `gz`
+/// and `csv`.
+pub fn has_file_type(key: &str, types: &[String]) -> bool {
+    if types.is_empty() {
+        return true;
+    }
+    let name = key.rsplit('/').next().unwrap_or(key).to_ascii_lowercase();
+    let mut parts = name.rsplit('.');
+    let last = parts.next();
+    let before = parts.next();
+    if name.matches('.').count() == 0 {
+        return false;
+    }
+    let is = |ext: Option<&str>| ext.is_some_and(|e| types.iter().any(|t| t == e));
+    is(last) || (last == Some("gz") && name.matches('.').count() >= 2 && is(before))
+}
+
+/// One listing source.
+struct Source {
+    connector: ConnectorId,
+    bucket: String,
+    prefix: Option<String>,
+}
+
+/// Enumerates a running scan's objects into resources, then splits them into chunks. Listing
+/// failures make the enumeration partial (some sources listed) or failed (none).
+pub async fn enumerate(
+    conn: &mut AsyncPgConnection,
+    cloud: &Cloud,
+    keyring: &KeyRing,
+    tenant: &TenantId,
+    scan: ScanId,
+) -> Result<(), ScanError> {
+    let row = rows::row(conn, tenant, scan).await?;
+    let options = row.options()?;
+    let kind = Kind::parse(&row.kind).ok_or(ScanError::CorruptRow)?;
+    let connector_ids = rows::connector_ids(conn, tenant, scan).await?;
+    // A restarted enumeration starts over.
+    diesel::delete(
+        scan_resources::table
+            .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+            .filter(scan_resources::scan_id.eq(scan.as_uuid())),
+    )
+    .execute(conn)
+    .await?;
+    let keys = keyring
+        .tenant(conn, tenant)
+        .await
+        .map_err(|_| ScanError::CorruptRow)?;
+    let mut enumerator = Enumerator {
+        tenant,
+        scan,
+        options: &options,
+        next_idx: 0,
+        batch: Vec::new(),
+        sources_total: 0,
+        sources_listed: 0,
+        problems: Vec::new(),
+    };
+    // Where each connector's resources begin: chunks never straddle two connectors, so each
+    // has one connector's configuration (GET /scans/:id/deployment-config).
+    let mut starts: Vec<i32> = Vec::new();
+    for connector in connector_ids {
+        starts.push(enumerator.next_idx);
+        let config = match connectors::store::config(conn, &keys, tenant, connector).await {
+            Ok(config) => config,
+            Err(e) => {
+                enumerator.sources_total += 1;
+                enumerator
+                    .problems
+                    .push(format!("connector {connector}: {e}"));
+                continue;
+            }
+        };
+        let storage = match cloud.open(connector, &config) {
+            Ok(s) => s,
+            Err(e) => {
+                enumerator.fail_source(connector, None, &e);
+                continue;
+            }
+        };
+        let buckets = match storage.buckets().await {
+            Ok(b) => b,
+            Err(e) => {
+                enumerator.fail_source(connector, None, &e);
+                continue;
+            }
+        };
+        let prefixes: Vec<Option<String>> = if !options.prefixes.is_empty() {
+            options.prefixes.iter().cloned().map(Some).collect()
+        } else if !config.prefixes().is_empty() {
+            config.prefixes().into_iter().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        let types: Vec<String> = if options.file_types.is_empty() {
+            config.file_types()
+        } else {
+            options.file_types.clone()
+        };
+        let baseline = if kind == Kind::Incremental {
+            Some(baseline(conn, tenant, connector).await?)
+        } else {
+            None
+        };
+        for bucket_name in buckets {
+            let bucket = match storage.bucket(&bucket_name) {
+                Ok(b) => b,
+                Err(e) => {
+                    enumerator.fail_source(connector, Some(&bucket_name), &e);
+                    continue;
+                }
+            };
+            for prefix in &prefixes {
+                let source = Source {
+                    connector,
+                    bucket: bucket_name.clone(),
+                    prefix: prefix.clone(),
+                };
+                enumerator
+                    .list(conn, &bucket, &source, &types, baseline.as_ref())
+                    .await?;
+            }
+        }
+    }
+    enumerator.flush(conn).await?;
+    let total = enumerator.next_idx;
+    let status = if enumerator.sources_total > 0 && enumerator.sources_listed == 0 {
+        Enumeration::Failed
+    } else if enumerator.sources_listed < enumerator.sources_total {
+        Enumeration::Partial
+    } else {
+        Enumeration::Complete
+    };
+    let reason = (!enumerator.problems.is_empty()).then(|| {
+        let mut joined = enumerator.problems.join("; ");
+        joined.truncate(joined.floor_char_boundary(1000));
+        joined
+    });
+    let chunks: Vec<_> = plan_chunks(&starts, total, options.max_workers)
+        .into_iter()
+        .enumerate()
+        .map(|(no, (start, end))| {
+            (
+                scan_chunks::tenant_id.eq(tenant.as_str()),
+                scan_chunks::scan_id.eq(scan.as_uuid()),
+                scan_chunks::chunk_no.eq(no as i32),
+                scan_chunks::start_index.eq(start),
+                scan_chunks::end_index.eq(end),
+            )
+        })
+        .collect();
+    for batch in chunks.chunks(1000) {
+        diesel::insert_into(scan_chunks::table)
+            .values(batch.to_vec())
+            .execute(conn)
+            .await?;
+    }
+    diesel::update(
+        scans::table
+            .filter(scans::tenant_id.eq(tenant.as_str()))
+            .filter(scans::scan_id.eq(scan.as_uuid())),
+    )
+    .set((
+        scans::enumeration_status.eq(status.as_str()),
+        scans::sources_total.eq(enumerator.sources_total),
+        scans::sources_listed.eq(enumerator.sources_listed),
+        scans::status_reason.eq(reason),
+    ))
+    .execute(conn)
+    .await?;
+    tracing::info!(
+        %scan,
+        resources = total,
+        enumeration = status.as_str(),
+        "scan enumerated"
+    );
+    try_finalize(conn, tenant, scan).await?;
+    Ok(())
+}
+
+/// Splits resources `0..total` into inclusive ranges of at most `MAX_CHUNK` resources, never
+/// across a connector boundary (`starts` holds where each connector's resources begin, in
+/// order). Their number is a multiple of `workers` where sizes allow, so that every round of
+/// chunks keeps every worker busy: 10,000 resources for 4 workers are 12 chunks of 834, not
+/// 10 of 1,000 whose last round would run on 2 workers.
+fn plan_chunks(starts: &[i32], total: i32, workers: u32) -> Vec<(i32, i32)> {
+    let workers = i64::from(workers.max(1));
+    let all = i64::from(total);
+    let rounds = ((all + workers * MAX_CHUNK - 1) / (workers * MAX_CHUNK)).max(1);
+    let count = rounds * workers;
+    let size = ((all + count - 1) / count).clamp(1, MAX_CHUNK);
+    let mut ends: Vec<i64> = starts.iter().skip(1).map(|&s| i64::from(s)).collect();
+    ends.push(i64::from(total));
+    let mut chunks = Vec::new();
+    let mut start = 0i64;
+    for end in ends {
+        while start < end {
+            let last = (start + size).min(end) - 1;
+            chunks.push((start as i32, last as i32));
+            start = last + 1;
+        }
+    }
+    chunks
+}
+
+/// What the last scans saw of a connector's objects: (bucket, key) → (size, etag).
+type Baseline = HashMap<(String, String), (i64, Option<String>)>;
+
+async fn baseline(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+) -> Result<Baseline, ScanError> {
+    let rows: Vec<(String, String, i64, Option<String>)> = scanned_objects::table
+        .filter(scanned_objects::tenant_id.eq(tenant.as_str()))
+        .filter(scanned_objects::connector_id.eq(connector.as_uuid()))
+        .select((
+            scanned_objects::bucket,
+            scanned_objects::object_key,
+            scanned_objects::size,
+            scanned_objects::etag,
+        ))
+        .load(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(b, k, s, e)| ((b, k), (s, e)))
+        .collect())
+}
+
+type ResourceRow = (
+    diesel::dsl::Eq<scan_resources::tenant_id, String>,
+    diesel::dsl::Eq<scan_resources::scan_id, Uuid>,
+    diesel::dsl::Eq<scan_resources::idx, i32>,
+    diesel::dsl::Eq<scan_resources::connector_id, Uuid>,
+    diesel::dsl::Eq<scan_resources::bucket, String>,
+    diesel::dsl::Eq<scan_resources::object_key, String>,
+    diesel::dsl::Eq<scan_resources::size, i64>,
+    diesel::dsl::Eq<scan_resources::etag, Option<String>>,
+    diesel::dsl::Eq<scan_resources::last_modified, OffsetDateTime>,
+);
+
+struct Enumerator<'a> {
+    tenant: &'a TenantId,
+    scan: ScanId,
+    options: &'a Options,
+    next_idx: i32,
+    batch: Vec<ResourceRow>,
+    sources_total: i32,
+    sources_listed: i32,
+    problems: Vec<String>,
+}
+
+impl Enumerator<'_> {
+    fn fail_source(&mut self, connector: ConnectorId, bucket: Option<&str>, e: &AccessError) {
+        self.sources_total += 1;
+        let place = match bucket {
+            Some(b) => format!("connector {connector} bucket {b}"),
+            None => format!("connector {connector}"),
+        };
+        self.problems
+            .push(format!("{place}: {}: {}", e.failure.as_str(), e.message));
+    }
+
+    fn full(&self) -> bool {
+        self.next_idx as u32 >= self.options.max_files
+    }
+
+    async fn list(
+        &mut self,
+        conn: &mut AsyncPgConnection,
+        bucket: &connectors::cloud::Bucket,
+        source: &Source,
+        types: &[String],
+        baseline: Option<&Baseline>,
+    ) -> Result<(), ScanError> {
+        self.sources_total += 1;
+        let mut token = None;
+        let mut seen: HashSet<String> = HashSet::new();
+        loop {
+            if self.full() {
+                // The cap is the caller's choice: the source counts as listed, but objects
+                // past it were not seen, so nothing is judged deleted.
+                self.sources_listed += 1;
+                return Ok(());
+            }
+            let page = match bucket
+                .list_page(source.prefix.as_deref(), token.take(), PAGE_SIZE)
+                .await
+            {
+                Ok(page) => page,
+                Err(e) => {
+                    self.sources_total -= 1;
+                    self.fail_source(source.connector, Some(&source.bucket), &e);
+                    return Ok(());
+                }
+            };
+            for object in page.objects {
+                if !has_file_type(&object.key, types) {
+                    continue;
+                }
+                if baseline.is_some() {
+                    seen.insert(object.key.clone());
+                }
+                let unchanged = baseline
+                    .and_then(|b| b.get(&(source.bucket.clone(), object.key.clone())))
+                    .is_some_and(|(size, etag)| {
+                        *size == object.size as i64 && *etag == object.etag
+                    });
+                if unchanged || self.full() {
+                    continue;
+                }
+                self.batch.push((
+                    scan_resources::tenant_id.eq(self.tenant.as_str().to_owned()),
+                    scan_resources::scan_id.eq(self.scan.as_uuid()),
+                    scan_resources::idx.eq(self.next_idx),
+                    scan_resources::connector_id.eq(source.connector.as_uuid()),
+                    scan_resources::bucket.eq(source.bucket.clone()),
+                    scan_resources::object_key.eq(object.key),
+                    scan_resources::size.eq(object.size as i64),
+                    scan_resources::etag.eq(object.etag),
+                    scan_resources::last_modified.eq(object.last_modified),
+                ));
+                self.next_idx += 1;
+                if self.batch.len() >= 1000 {
+                    self.flush(conn).await?;
+                }
+            }
+            token = page.next;
+            if token.is_none() {
+                break;
+            }
+        }
+        self.sources_listed += 1;
+        if let Some(baseline) = baseline {
+            self.resolve_deleted(conn, source, baseline, &seen).await?;
+        }
+        Ok(())
+    }
+
+    /// Objects scanned before, under this source, that the full listing no longer shows: their
+    /// findings are resolved and they are forgotten.
+    async fn resolve_deleted(
+        &mut self,
+        conn: &mut AsyncPgConnection,
+        source: &Source,
+        baseline: &Baseline,
+        seen: &HashSet<String>,
+    ) -> Result<(), ScanError> {
+        let prefix = source.prefix.as_deref().unwrap_or("");
+        let gone: Vec<&String> = baseline
+            .keys()
+            .filter(|(b, k)| *b == source.bucket && k.starts_with(prefix) && !seen.contains(k))
+            .map(|(_, k)| k)
+            .collect();
+        for keys in gone.chunks(500) {
+            diesel::update(
+                findings::table
+                    .filter(findings::tenant_id.eq(self.tenant.as_str()))
+                    .filter(findings::connector_id.eq(source.connector.as_uuid()))
+                    .filter(findings::bucket.eq(&source.bucket))
+                    .filter(findings::object_key.eq_any(keys))
+                    .filter(findings::status.eq("open")),
+            )
+            .set((
+                findings::status.eq("resolved"),
+                findings::resolved_at.eq(diesel::dsl::now),
+            ))
+            .execute(conn)
+            .await?;
+            diesel::delete(
+                scanned_objects::table
+                    .filter(scanned_objects::tenant_id.eq(self.tenant.as_str()))
+                    .filter(scanned_objects::connector_id.eq(source.connector.as_uuid()))
+                    .filter(scanned_objects::bucket.eq(&source.bucket))
+                    .filter(scanned_objects::object_key.eq_any(keys)),
+            )
+            .execute(conn)
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self, conn: &mut AsyncPgConnection) -> Result<(), ScanError> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.batch);
+        diesel::insert_into(scan_resources::table)
+            .values(batch)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_resource_once_and_never_straddle_connectors() {
+        assert_eq!(plan_chunks(&[], 0, 4), vec![]);
+        assert_eq!(plan_chunks(&[0], 0, 4), vec![]);
+        assert_eq!(
+            plan_chunks(&[0], 10, 4),
+            vec![(0, 2), (3, 5), (6, 8), (9, 9)]
+        );
+        // Two connectors: 0..5 and 5..10; with 2 workers a chunk holds 5.
+        assert_eq!(plan_chunks(&[0, 5], 10, 2), vec![(0, 4), (5, 9)]);
+        // A boundary mid-chunk cuts it; an empty connector adds nothing.
+        assert_eq!(
+            plan_chunks(&[0, 3, 3, 7], 10, 2),
+            vec![(0, 2), (3, 6), (7, 9)]
+        );
+        // Never more than MAX_CHUNK, and a multiple of the workers in number.
+        let big = plan_chunks(&[0], 2500, 1);
+        assert_eq!(big, vec![(0, 833), (834, 1667), (1668, 2499)]);
+        let even = plan_chunks(&[0], 10_000, 4);
+        assert_eq!(even.len(), 12);
+        assert!(even.iter().all(|(a, b)| b - a < 834));
+        assert_eq!(even.last(), Some(&(9174, 9999)));
+    }
+
+    #[test]
+    fn file_types_match_the_extension_and_the_one_under_gz() {
+        let types = vec!["csv".to_owned(), "txt".to_owned()];
+        assert!(has_file_type("a/b/people.csv", &types));
+        assert!(has_file_type("people.CSV.gz", &types));
+        assert!(!has_file_type("people.json", &types));
+        assert!(!has_file_type("csv", &types));
+        assert!(!has_file_type("dir.csv/readme", &types));
+        assert!(has_file_type("anything", &[]));
+        assert!(has_file_type("x.gz", &["gz".to_owned()]));
+    }
+}

@@ -1,0 +1,236 @@
+//! The lease protocol: claiming a chunk, holding it with heartbeats, and the fence every write
+//! checks.
+//!
+//! Fencing: every claim bumps the chunk's `fence`. Every write a worker makes locks the chunk
+//! row and checks, in the same transaction, that the fence is still the one it claimed with and
+//! that the scan is still running. A worker paused past its lease (whose chunk another worker
+//! has since claimed) therefore writes nothing, and a resource already recorded is never
+//! recorded again, so no count is doubled.
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Integer, Nullable, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use db::schema::scan_resources;
+use ids::{ConnectorId, ScanId, TenantId};
+
+use crate::error::ScanError;
+
+/// A chunk whose lease expired this many times is given up: its remaining resources fail with
+/// `worker_lost`.
+pub const MAX_ATTEMPTS: i32 = 3;
+
+/// A chunk a worker holds.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub tenant: TenantId,
+    pub scan: ScanId,
+    pub chunk_no: i32,
+    pub fence: i64,
+    pub start: i32,
+    pub end: i32,
+}
+
+#[derive(QueryableByName)]
+struct ClaimRow {
+    #[diesel(sql_type = Text)]
+    tenant_id: String,
+    #[diesel(sql_type = SqlUuid)]
+    scan_id: Uuid,
+    #[diesel(sql_type = Integer)]
+    chunk_no: i32,
+    #[diesel(sql_type = BigInt)]
+    fence: i64,
+    #[diesel(sql_type = Integer)]
+    start_index: i32,
+    #[diesel(sql_type = Integer)]
+    end_index: i32,
+}
+
+/// Claims the next chunk that is pending, or whose holder's lease expired, of a running scan
+/// (of `only`, when given), respecting each scan's worker count. Concurrent claimers skip each
+/// other's rows (SKIP LOCKED), so each chunk goes to one worker.
+pub async fn claim(
+    conn: &mut AsyncPgConnection,
+    worker_id: &str,
+    only: Option<(&TenantId, ScanId)>,
+    lease_seconds: i64,
+) -> Result<Option<Claim>, ScanError> {
+    let (tenant, scan) = match only {
+        Some((t, s)) => (Some(t.as_str().to_owned()), Some(s.as_uuid())),
+        None => (None, None),
+    };
+    let rows: Vec<ClaimRow> = diesel::sql_query(
+        "UPDATE scan_chunks c
+            SET status = 'running', worker_id = $1,
+                lease_until = now() + make_interval(secs => $2),
+                fence = c.fence + 1, attempts = c.attempts + 1,
+                started_at = coalesce(c.started_at, now())
+           FROM (SELECT k.tenant_id, k.scan_id, k.chunk_no
+                   FROM scan_chunks k
+                   JOIN scans s ON s.tenant_id = k.tenant_id AND s.scan_id = k.scan_id
+                  WHERE s.status = 'running'
+                    AND (k.status = 'pending'
+                         OR (k.status = 'running' AND k.lease_until < now()
+                             AND k.attempts < $5))
+                    AND ($3::text IS NULL OR (k.tenant_id = $3 AND k.scan_id = $4))
+                    AND (SELECT count(*) FROM scan_chunks r
+                          WHERE r.tenant_id = k.tenant_id AND r.scan_id = k.scan_id
+                            AND r.status = 'running' AND r.lease_until >= now())
+                        < s.max_workers
+                  ORDER BY s.created_at, k.chunk_no
+                  LIMIT 1
+                  FOR UPDATE OF k SKIP LOCKED) pick
+          WHERE c.tenant_id = pick.tenant_id AND c.scan_id = pick.scan_id
+            AND c.chunk_no = pick.chunk_no
+      RETURNING c.tenant_id, c.scan_id, c.chunk_no, c.fence, c.start_index, c.end_index",
+    )
+    .bind::<Text, _>(worker_id)
+    .bind::<BigInt, _>(lease_seconds)
+    .bind::<Nullable<Text>, _>(tenant)
+    .bind::<Nullable<SqlUuid>, _>(scan)
+    .bind::<Integer, _>(MAX_ATTEMPTS)
+    .load(conn)
+    .await?;
+    let Some(row) = rows.into_iter().next() else {
+        return Ok(None);
+    };
+    Ok(Some(Claim {
+        tenant: row.tenant_id.parse().map_err(|_| ScanError::CorruptRow)?,
+        scan: ScanId::from_uuid(row.scan_id),
+        chunk_no: row.chunk_no,
+        fence: row.fence,
+        start: row.start_index,
+        end: row.end_index,
+    }))
+}
+
+/// Whether the worker still holds its chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    Yes,
+    /// The lease went to another worker, or the scan stopped running (cancelled, timed out):
+    /// stop now, write nothing more.
+    Lost,
+}
+
+/// Locks the claimed chunk and checks the fence and the scan's state. The scan row is
+/// share-locked for the rest of the transaction, so a cancel, timeout or connector delete
+/// (which update it) happens wholly before or wholly after a worker's write.
+pub(crate) async fn check_fence(
+    conn: &mut AsyncPgConnection,
+    claim: &Claim,
+) -> Result<Held, ScanError> {
+    #[derive(QueryableByName)]
+    struct Fence {
+        #[diesel(sql_type = BigInt)]
+        fence: i64,
+        #[diesel(sql_type = Text)]
+        chunk: String,
+        #[diesel(sql_type = Text)]
+        scan: String,
+    }
+    let rows: Vec<Fence> = diesel::sql_query(
+        "SELECT c.fence, c.status AS chunk, s.status AS scan
+           FROM scan_chunks c
+           JOIN scans s ON s.tenant_id = c.tenant_id AND s.scan_id = c.scan_id
+          WHERE c.tenant_id = $1 AND c.scan_id = $2 AND c.chunk_no = $3
+            FOR UPDATE OF c FOR SHARE OF s",
+    )
+    .bind::<Text, _>(claim.tenant.as_str())
+    .bind::<SqlUuid, _>(claim.scan.as_uuid())
+    .bind::<Integer, _>(claim.chunk_no)
+    .load(conn)
+    .await?;
+    Ok(match rows.into_iter().next() {
+        Some(f) if f.fence == claim.fence && f.chunk == "running" && f.scan == "running" => {
+            Held::Yes
+        }
+        _ => Held::Lost,
+    })
+}
+
+/// Extends the lease; tells the worker whether to go on.
+pub async fn heartbeat(
+    conn: &mut AsyncPgConnection,
+    claim: &Claim,
+    lease_seconds: i64,
+) -> Result<Held, ScanError> {
+    let updated: usize = diesel::sql_query(
+        "UPDATE scan_chunks c SET lease_until = now() + make_interval(secs => $5)
+           FROM scans s
+          WHERE c.tenant_id = $1 AND c.scan_id = $2 AND c.chunk_no = $3 AND c.fence = $4
+            AND c.status = 'running'
+            AND s.tenant_id = c.tenant_id AND s.scan_id = c.scan_id AND s.status = 'running'",
+    )
+    .bind::<Text, _>(claim.tenant.as_str())
+    .bind::<SqlUuid, _>(claim.scan.as_uuid())
+    .bind::<Integer, _>(claim.chunk_no)
+    .bind::<BigInt, _>(claim.fence)
+    .bind::<BigInt, _>(lease_seconds)
+    .execute(conn)
+    .await?;
+    Ok(if updated == 1 { Held::Yes } else { Held::Lost })
+}
+
+/// One enumerated object.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    pub idx: i32,
+    pub connector_id: ConnectorId,
+    pub bucket: String,
+    pub object_key: String,
+    pub size: i64,
+    pub etag: Option<String>,
+    pub last_modified: OffsetDateTime,
+}
+
+/// The chunk's resources not yet recorded (all of them on a first claim; the rest after a
+/// worker was lost mid-chunk).
+pub async fn pending(
+    conn: &mut AsyncPgConnection,
+    claim: &Claim,
+) -> Result<Vec<Resource>, ScanError> {
+    type Found = (
+        i32,
+        Uuid,
+        String,
+        String,
+        i64,
+        Option<String>,
+        OffsetDateTime,
+    );
+    let rows: Vec<Found> = scan_resources::table
+        .filter(scan_resources::tenant_id.eq(claim.tenant.as_str()))
+        .filter(scan_resources::scan_id.eq(claim.scan.as_uuid()))
+        .filter(scan_resources::idx.between(claim.start, claim.end))
+        .filter(scan_resources::state.eq("pending"))
+        .order(scan_resources::idx)
+        .select((
+            scan_resources::idx,
+            scan_resources::connector_id,
+            scan_resources::bucket,
+            scan_resources::object_key,
+            scan_resources::size,
+            scan_resources::etag,
+            scan_resources::last_modified,
+        ))
+        .load(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(idx, connector, bucket, object_key, size, etag, last_modified)| Resource {
+                idx,
+                connector_id: ConnectorId::from_uuid(connector),
+                bucket,
+                object_key,
+                size,
+                etag,
+                last_modified,
+            },
+        )
+        .collect())
+}

@@ -1,0 +1,367 @@
+//! Recording what a worker found: each batch of resources' outcomes, their findings, what the
+//! scan now knows of each object, the chunk's counts, and the outbox event, in one transaction
+//! under the chunk's fence.
+
+use std::collections::HashSet;
+
+use diesel::QueryableByName;
+use diesel::sql_types::{
+    Array, BigInt, Bytea, Float, Integer, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use ids::{ConnectorId, FindingId};
+
+use crate::error::ScanError;
+use crate::lease::{Claim, Held, Resource, check_fence};
+use crate::model::Reasons;
+use crate::outbox::{self, Event, RecordedObject};
+use crate::rows::chunk_reasons;
+
+/// A finding ready to store: never the value.
+#[derive(Debug, Clone)]
+pub struct NewFinding {
+    pub pii_type: String,
+    pub category: String,
+    pub confidence: f32,
+    pub location: serde_json::Value,
+    pub preview: String,
+    pub fingerprint: Vec<u8>,
+}
+
+/// What became of one resource.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Scanned(Vec<NewFinding>),
+    /// Excluded by policy: binary content, unsupported format, size limit.
+    Skipped(String),
+    /// Errored: network, permission, parse, ...
+    Failed(String),
+}
+
+/// A batch's findings, column by column.
+#[derive(Default)]
+struct NewFindings<'a> {
+    ids: Vec<Uuid>,
+    buckets: Vec<&'a str>,
+    keys: Vec<&'a str>,
+    types: Vec<&'a str>,
+    categories: Vec<&'a str>,
+    confidences: Vec<f32>,
+    locations: Vec<&'a serde_json::Value>,
+    previews: Vec<&'a str>,
+    fingerprints: Vec<&'a [u8]>,
+}
+
+impl<'a> NewFindings<'a> {
+    fn push(&mut self, resource: &'a Resource, f: &'a NewFinding) {
+        self.ids.push(FindingId::new().as_uuid());
+        self.buckets.push(&resource.bucket);
+        self.keys.push(&resource.object_key);
+        self.types.push(&f.pii_type);
+        self.categories.push(&f.category);
+        self.confidences.push(f.confidence);
+        self.locations.push(&f.location);
+        self.previews.push(&f.preview);
+        self.fingerprints.push(&f.fingerprint);
+    }
+}
+
+#[derive(QueryableByName)]
+struct Recorded {
+    #[diesel(sql_type = Integer)]
+    idx: i32,
+}
+
+#[derive(QueryableByName)]
+struct Fresh {
+    #[diesel(sql_type = Text)]
+    bucket: String,
+    #[diesel(sql_type = Text)]
+    object_key: String,
+}
+
+/// What a batch says of its objects, as the arrays the statements below take.
+struct Objects<'a> {
+    buckets: Vec<&'a str>,
+    keys: Vec<&'a str>,
+    sizes: Vec<i64>,
+    etags: Vec<Option<&'a str>>,
+    modified: Vec<OffsetDateTime>,
+}
+
+impl<'a> Objects<'a> {
+    fn of(resources: &[&'a Resource]) -> Self {
+        Self {
+            buckets: resources.iter().map(|r| r.bucket.as_str()).collect(),
+            keys: resources.iter().map(|r| r.object_key.as_str()).collect(),
+            sizes: resources.iter().map(|r| r.size).collect(),
+            etags: resources.iter().map(|r| r.etag.as_deref()).collect(),
+            modified: resources.iter().map(|r| r.last_modified).collect(),
+        }
+    }
+
+    /// `sql` with the tenant, connector and scan as $1..$3 and the arrays as $4..$8.
+    fn bind(
+        &'a self,
+        sql: &'static str,
+        claim: &'a Claim,
+        connector: ConnectorId,
+    ) -> diesel::query_builder::BoxedSqlQuery<'a, diesel::pg::Pg, diesel::query_builder::SqlQuery>
+    {
+        diesel::sql_query(sql)
+            .into_boxed()
+            .bind::<Text, _>(claim.tenant.as_str())
+            .bind::<SqlUuid, _>(claim.scan.as_uuid())
+            .bind::<SqlUuid, _>(connector.as_uuid())
+            .bind::<Array<Text>, _>(&self.buckets)
+            .bind::<Array<Text>, _>(&self.keys)
+            .bind::<Array<BigInt>, _>(&self.sizes)
+            .bind::<Array<Nullable<Text>>, _>(&self.etags)
+            .bind::<Array<Timestamptz>, _>(&self.modified)
+    }
+}
+
+/// Records what the scan saw of these objects and returns the ones a scan had seen before:
+/// only those can hold findings to supersede. A first scan of a bucket therefore never looks
+/// for old findings, and never depends on how Postgres plans that search.
+async fn remember<'a>(
+    conn: &mut AsyncPgConnection,
+    claim: &Claim,
+    connector: ConnectorId,
+    seen: &[&'a Resource],
+) -> Result<Vec<&'a Resource>, ScanError> {
+    if seen.is_empty() {
+        return Ok(Vec::new());
+    }
+    let objects = Objects::of(seen);
+    let fresh: Vec<Fresh> = objects
+        .bind(
+            "INSERT INTO scanned_objects (tenant_id, scan_id, connector_id, bucket, object_key,
+                                          size, etag, last_modified)
+             SELECT $1, $2, $3, o.* FROM unnest($4::text[], $5::text[], $6::int8[],
+                    $7::text[], $8::timestamptz[]) AS o
+             ON CONFLICT (tenant_id, connector_id, bucket, object_key) DO NOTHING
+             RETURNING bucket, object_key",
+            claim,
+            connector,
+        )
+        .load(conn)
+        .await?;
+    let fresh: HashSet<(&str, &str)> = fresh
+        .iter()
+        .map(|f| (f.bucket.as_str(), f.object_key.as_str()))
+        .collect();
+    let known: Vec<&Resource> = seen
+        .iter()
+        .copied()
+        .filter(|r| !fresh.contains(&(r.bucket.as_str(), r.object_key.as_str())))
+        .collect();
+    if known.is_empty() {
+        return Ok(known);
+    }
+    Objects::of(&known)
+        .bind(
+            "UPDATE scanned_objects s
+                SET scan_id = $2, size = o.size, etag = o.etag, last_modified = o.last_modified
+               FROM unnest($4::text[], $5::text[], $6::int8[], $7::text[], $8::timestamptz[])
+                    AS o(bucket, object_key, size, etag, last_modified)
+              WHERE s.tenant_id = $1 AND s.connector_id = $3
+                AND s.bucket = o.bucket AND s.object_key = o.object_key",
+            claim,
+            connector,
+        )
+        .execute(conn)
+        .await?;
+    Ok(known)
+}
+
+/// Records resources' outcomes under the chunk's fence, with their findings, in one
+/// transaction: a handful of statements for the whole batch, whatever its size. Resources no
+/// longer pending (recorded by an earlier holder of the chunk) are left as they are, and only
+/// the ones recorded now are counted. A chunk holds one connector's resources.
+pub async fn record(
+    conn: &mut AsyncPgConnection,
+    claim: &Claim,
+    batch: Vec<(Resource, Outcome)>,
+    lease_seconds: i64,
+) -> Result<Held, ScanError> {
+    if batch.is_empty() {
+        return Ok(Held::Yes);
+    }
+    let claim = claim.clone();
+    conn.transaction::<_, ScanError, _>(async |conn| {
+        if check_fence(conn, &claim).await? == Held::Lost {
+            return Ok(Held::Lost);
+        }
+        let tenant = claim.tenant.as_str();
+        let mut idx = Vec::with_capacity(batch.len());
+        let mut states = Vec::with_capacity(batch.len());
+        let mut reasons: Vec<Option<String>> = Vec::with_capacity(batch.len());
+        let mut counts = Vec::with_capacity(batch.len());
+        for (resource, outcome) in &batch {
+            let (state, reason, found) = match outcome {
+                Outcome::Scanned(f) => ("scanned", None, f.len() as i32),
+                Outcome::Skipped(r) => ("skipped", Some(r.clone()), 0),
+                Outcome::Failed(r) => ("failed", Some(r.clone()), 0),
+            };
+            idx.push(resource.idx);
+            states.push(state);
+            reasons.push(reason);
+            counts.push(found);
+        }
+        // The range keeps the plan to the batch's own rows even before the table has
+        // statistics: a join alone may be planned as a walk over every resource of the scan.
+        let lowest = idx.iter().copied().min().unwrap_or_default();
+        let highest = idx.iter().copied().max().unwrap_or_default();
+        let recorded: Vec<Recorded> = diesel::sql_query(
+            "UPDATE scan_resources r
+                SET state = v.state, reason = v.reason, findings = v.findings
+               FROM unnest($3::int[], $4::text[], $5::text[], $6::int[])
+                    AS v(idx, state, reason, findings)
+              WHERE r.tenant_id = $1 AND r.scan_id = $2 AND r.idx BETWEEN $7 AND $8
+                AND r.idx = v.idx AND r.state = 'pending'
+          RETURNING r.idx",
+        )
+        .bind::<Text, _>(tenant)
+        .bind::<SqlUuid, _>(claim.scan.as_uuid())
+        .bind::<Array<Integer>, _>(&idx)
+        .bind::<Array<Text>, _>(&states)
+        .bind::<Array<Nullable<Text>>, _>(&reasons)
+        .bind::<Array<Integer>, _>(&counts)
+        .bind::<Integer, _>(lowest)
+        .bind::<Integer, _>(highest)
+        .load(conn)
+        .await?;
+        let recorded: HashSet<i32> = recorded.into_iter().map(|r| r.idx).collect();
+        let batch: Vec<(Resource, Outcome)> = batch
+            .into_iter()
+            .filter(|(r, _)| recorded.contains(&r.idx))
+            .collect();
+        let Some(connector) = batch.iter().map(|(r, _)| r.connector_id).next() else {
+            return Ok(Held::Yes);
+        };
+        let seen: Vec<&Resource> = batch
+            .iter()
+            .filter(|(_, o)| matches!(o, Outcome::Scanned(_) | Outcome::Skipped(_)))
+            .map(|(r, _)| r)
+            .collect();
+        let known = remember(conn, &claim, connector, &seen).await?;
+        if !known.is_empty() {
+            // What these objects held before is superseded by what was found now.
+            let buckets: Vec<&str> = known.iter().map(|r| r.bucket.as_str()).collect();
+            let keys: Vec<&str> = known.iter().map(|r| r.object_key.as_str()).collect();
+            diesel::sql_query(
+                "UPDATE findings f SET status = 'resolved', resolved_at = now()
+                   FROM unnest($4::text[], $5::text[]) AS o(bucket, object_key)
+                  WHERE f.tenant_id = $1 AND f.connector_id = $2 AND f.status = 'open'
+                    AND f.bucket = o.bucket AND f.object_key = o.object_key
+                    AND f.scan_id <> $3",
+            )
+            .bind::<Text, _>(tenant)
+            .bind::<SqlUuid, _>(connector.as_uuid())
+            .bind::<SqlUuid, _>(claim.scan.as_uuid())
+            .bind::<Array<Text>, _>(&buckets)
+            .bind::<Array<Text>, _>(&keys)
+            .execute(conn)
+            .await?;
+        }
+        // Findings go in as arrays: one short statement whatever their number, instead of a
+        // VALUES list Postgres would parse afresh for every batch.
+        let mut new = NewFindings::default();
+        for (resource, outcome) in &batch {
+            if let Outcome::Scanned(found) = outcome {
+                for f in found {
+                    new.push(resource, f);
+                }
+            }
+        }
+        let found = new.ids.len() as i32;
+        if found > 0 {
+            diesel::sql_query(
+                "INSERT INTO findings (tenant_id, scan_id, connector_id, finding_id, bucket,
+                                       object_key, pii_type, category, confidence, location,
+                                       preview, fingerprint)
+                 SELECT $1, $2, $3, f.* FROM unnest($4::uuid[], $5::text[], $6::text[],
+                        $7::text[], $8::text[], $9::real[], $10::jsonb[], $11::text[],
+                        $12::bytea[]) AS f",
+            )
+            .bind::<Text, _>(tenant)
+            .bind::<SqlUuid, _>(claim.scan.as_uuid())
+            .bind::<SqlUuid, _>(connector.as_uuid())
+            .bind::<Array<SqlUuid>, _>(&new.ids)
+            .bind::<Array<Text>, _>(&new.buckets)
+            .bind::<Array<Text>, _>(&new.keys)
+            .bind::<Array<Text>, _>(&new.types)
+            .bind::<Array<Text>, _>(&new.categories)
+            .bind::<Array<Float>, _>(&new.confidences)
+            .bind::<Array<Jsonb>, _>(&new.locations)
+            .bind::<Array<Text>, _>(&new.previews)
+            .bind::<Array<Bytea>, _>(&new.fingerprints)
+            .execute(conn)
+            .await?;
+        }
+        // The chunk's counts move with its resources, so progress never groups resources.
+        let mut scanned = 0;
+        let mut reasons = Reasons::default();
+        for (_, outcome) in &batch {
+            match outcome {
+                Outcome::Scanned(_) => scanned += 1,
+                Outcome::Skipped(r) => *reasons.skipped.entry(r.clone()).or_default() += 1,
+                Outcome::Failed(r) => *reasons.failed.entry(r.clone()).or_default() += 1,
+            }
+        }
+        let reasons = if reasons.is_empty() {
+            None
+        } else {
+            Some(chunk_reasons(conn, &claim.tenant, claim.scan, claim.chunk_no, &reasons).await?)
+        };
+        // What changed, for whoever acts on it, in the same transaction as the change.
+        let objects = batch
+            .iter()
+            .map(|(r, o)| RecordedObject {
+                bucket: r.bucket.clone(),
+                object_key: r.object_key.clone(),
+                state: match o {
+                    Outcome::Scanned(_) => "scanned",
+                    Outcome::Skipped(_) => "skipped",
+                    Outcome::Failed(_) => "failed",
+                }
+                .to_owned(),
+                findings: match o {
+                    Outcome::Scanned(f) => f.len() as i32,
+                    _ => 0,
+                },
+            })
+            .collect();
+        outbox::write(
+            conn,
+            &claim.tenant,
+            claim.scan,
+            &Event::ObjectsRecorded { connector, objects },
+        )
+        .await?;
+        diesel::sql_query(
+            "UPDATE scan_chunks SET files_processed = files_processed + $4,
+                        files_scanned = files_scanned + $5,
+                        reasons = coalesce($6, reasons),
+                        findings_count = findings_count + $7,
+                        lease_until = now() + make_interval(secs => $8)
+                  WHERE tenant_id = $1 AND scan_id = $2 AND chunk_no = $3",
+        )
+        .bind::<Text, _>(tenant)
+        .bind::<SqlUuid, _>(claim.scan.as_uuid())
+        .bind::<Integer, _>(claim.chunk_no)
+        .bind::<Integer, _>(batch.len() as i32)
+        .bind::<Integer, _>(scanned)
+        .bind::<Nullable<Jsonb>, _>(reasons)
+        .bind::<Integer, _>(found)
+        .bind::<BigInt, _>(lease_seconds)
+        .execute(conn)
+        .await?;
+        Ok(Held::Yes)
+    })
+    .await
+}

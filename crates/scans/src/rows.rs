@@ -1,0 +1,171 @@
+//! The rows every part of the protocol reads: a scan's own row, its connectors, and its counts
+//! as its chunks keep them. Nothing here depends on another module of the crate but the error
+//! and the model.
+
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use db::schema::{scan_chunks, scan_connectors, scan_resources, scans};
+use ids::{ConnectorId, ScanId, TenantId};
+
+use crate::error::ScanError;
+use crate::model::{Counts, Reasons, Status};
+use crate::options::Options;
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = scans, check_for_backend(diesel::pg::Pg))]
+pub(crate) struct Row {
+    pub tenant_id: String,
+    pub scan_id: Uuid,
+    pub status: String,
+    pub kind: String,
+    pub origin: String,
+    pub options: serde_json::Value,
+    pub enumeration_status: String,
+    pub sources_total: i32,
+    pub sources_listed: i32,
+    pub status_reason: Option<String>,
+    pub created_at: OffsetDateTime,
+    pub started_at: Option<OffsetDateTime>,
+    pub completed_at: Option<OffsetDateTime>,
+}
+
+impl Row {
+    pub(crate) fn id(&self) -> ScanId {
+        ScanId::from_uuid(self.scan_id)
+    }
+
+    pub(crate) fn options(&self) -> Result<Options, ScanError> {
+        serde_json::from_value(self.options.clone()).map_err(|_| ScanError::CorruptRow)
+    }
+
+    pub(crate) fn status(&self) -> Result<Status, ScanError> {
+        Status::parse(&self.status).ok_or(ScanError::CorruptRow)
+    }
+}
+
+/// The scan's row.
+pub(crate) async fn row(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: ScanId,
+) -> Result<Row, ScanError> {
+    scans::table
+        .filter(scans::tenant_id.eq(tenant.as_str()))
+        .filter(scans::scan_id.eq(id.as_uuid()))
+        .select(Row::as_select())
+        .first(conn)
+        .await
+        .optional()?
+        .ok_or(ScanError::NotFound)
+}
+
+/// The scan's row, locked until the transaction ends.
+pub(crate) async fn lock(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: ScanId,
+) -> Result<Option<Row>, ScanError> {
+    Ok(scans::table
+        .filter(scans::tenant_id.eq(tenant.as_str()))
+        .filter(scans::scan_id.eq(id.as_uuid()))
+        .select(Row::as_select())
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?)
+}
+
+/// The scan's connectors, in the order the request named them.
+pub(crate) async fn connector_ids(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: ScanId,
+) -> Result<Vec<ConnectorId>, ScanError> {
+    let ids: Vec<Uuid> = scan_connectors::table
+        .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
+        .filter(scan_connectors::scan_id.eq(scan.as_uuid()))
+        .order(scan_connectors::position)
+        .select(scan_connectors::connector_id)
+        .load(conn)
+        .await?;
+    Ok(ids.into_iter().map(ConnectorId::from_uuid).collect())
+}
+
+/// A scan's resource counts by state, and by reason for those skipped or failed: sums over
+/// its chunks, which keep their resources' counts (a few rows, however many resources). Before
+/// its chunks exist (while it is enumerated) every resource is pending, and only those are
+/// counted.
+pub(crate) async fn tally(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: ScanId,
+) -> Result<(Counts, Reasons), ScanError> {
+    let chunks: Vec<(i32, i32, i32, i32, serde_json::Value)> = scan_chunks::table
+        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+        .filter(scan_chunks::scan_id.eq(scan.as_uuid()))
+        .select((
+            scan_chunks::start_index,
+            scan_chunks::end_index,
+            scan_chunks::files_scanned,
+            scan_chunks::findings_count,
+            scan_chunks::reasons,
+        ))
+        .load(conn)
+        .await?;
+    let mut counts = Counts::default();
+    let mut reasons = Reasons::default();
+    if chunks.is_empty() {
+        counts.enumerated = scan_resources::table
+            .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+            .filter(scan_resources::scan_id.eq(scan.as_uuid()))
+            .count()
+            .get_result(conn)
+            .await?;
+        return Ok((counts, reasons));
+    }
+    for (start, end, scanned, findings, chunk_reasons) in chunks {
+        counts.enumerated += i64::from(end - start + 1);
+        counts.scanned += i64::from(scanned);
+        counts.findings += i64::from(findings);
+        let chunk_reasons: Reasons =
+            serde_json::from_value(chunk_reasons).map_err(|_| ScanError::CorruptRow)?;
+        reasons.add(&chunk_reasons);
+    }
+    counts.skipped = reasons.skipped.values().sum();
+    counts.failed = reasons.failed.values().sum();
+    Ok((counts, reasons))
+}
+
+/// A scan's resource counts, by state.
+pub(crate) async fn counts(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: ScanId,
+) -> Result<Counts, ScanError> {
+    Ok(tally(conn, tenant, scan).await?.0)
+}
+
+/// The chunk's reason counts with `more` added, to write back in the same transaction: the
+/// row stays locked from this read to that write.
+pub(crate) async fn chunk_reasons(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: ScanId,
+    chunk_no: i32,
+    more: &Reasons,
+) -> Result<serde_json::Value, ScanError> {
+    let stored: serde_json::Value = scan_chunks::table
+        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+        .filter(scan_chunks::scan_id.eq(scan.as_uuid()))
+        .filter(scan_chunks::chunk_no.eq(chunk_no))
+        .select(scan_chunks::reasons)
+        .for_update()
+        .first(conn)
+        .await?;
+    let mut reasons: Reasons = serde_json::from_value(stored).map_err(|_| ScanError::CorruptRow)?;
+    reasons.add(more);
+    serde_json::to_value(&reasons).map_err(|_| ScanError::CorruptRow)
+}
