@@ -15,7 +15,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use db::schema::{detokenization_audit, grants};
-use ids::{Principal, TenantId};
+use ids::{Principal, TenantId, TokenPolicyId};
 use keys::KeyRing;
 use paging::{CursorKey, Keyset, Limit, Order, Page, Position};
 use vault::VaultError;
@@ -243,7 +243,8 @@ pub async fn issue(
     }
     let policy_ids: HashSet<Uuid> = entries.iter().map(|e| e.policy_id).collect();
     for policy_id in policy_ids {
-        let stored = vault::policies::get(conn, tenant, &policy_id.to_string()).await?;
+        let stored =
+            vault::policies::get(conn, tenant, TokenPolicyId::from_uuid(policy_id)).await?;
         let policy = &stored.policy;
         if !policy.allowed_roles.iter().any(|r| caller.has_role(r)) {
             return Err(GrantError::RoleNotAllowed);
@@ -496,7 +497,7 @@ pub async fn detokenize(
                         let allowed = match allowed_by_policy.get(&entry.policy_id) {
                             Some(a) => *a,
                             None => {
-                                let a = match vault::policies::get(conn, tenant, &entry.policy_id.to_string()).await {
+                                let a = match vault::policies::get(conn, tenant, TokenPolicyId::from_uuid(entry.policy_id)).await {
                                     Ok(stored) => stored.policy.allowed_roles.iter().any(|r| caller.has_role(r)),
                                     Err(VaultError::PolicyNotFound) => false,
                                     Err(e) => return Err(GrantError::from(e)),

@@ -174,7 +174,7 @@ pub struct Revoked {
 pub async fn revoke(
     conn: &mut AsyncPgConnection,
     caller: &Principal,
-    token_id: &str,
+    token_id: TokenId,
     reason: &str,
 ) -> Result<Revoked, VaultError> {
     let reason = reason.trim();
@@ -183,7 +183,7 @@ pub async fn revoke(
             "reason must be 1 to 1000 characters",
         ));
     }
-    let token_id = Uuid::parse_str(token_id).map_err(|_| VaultError::TokenNotFound)?;
+    let token_id = token_id.as_uuid();
     let tenant = &caller.tenant_id;
     let policy_id: Uuid = vault_entries::table
         .filter(vault_entries::tenant_id.eq(tenant.as_str()))
@@ -194,7 +194,7 @@ pub async fn revoke(
         .optional()?
         .ok_or(VaultError::TokenNotFound)?;
     if !caller.is(Role::Admin) {
-        let allowed = match policies::get(conn, tenant, &policy_id.to_string()).await {
+        let allowed = match policies::get(conn, tenant, TokenPolicyId::from_uuid(policy_id)).await {
             Ok(stored) => stored
                 .policy
                 .allowed_roles

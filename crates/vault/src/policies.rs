@@ -229,7 +229,7 @@ struct Row {
 /// A policy as tokenization uses it.
 #[derive(Debug, Clone)]
 pub struct StoredPolicy {
-    pub policy_id: Uuid,
+    pub policy_id: TokenPolicyId,
     pub version: i32,
     pub policy: Policy,
 }
@@ -250,12 +250,6 @@ fn view(row: Row) -> Result<PolicyRecord, VaultError> {
         created_at: row.created_at,
         updated_at: row.updated_at,
     })
-}
-
-/// Parses a policy id from a path or body. Anything that is not one of ours is simply not
-/// found, like another tenant's policy.
-pub fn parse_id(raw: &str) -> Result<Uuid, VaultError> {
-    Uuid::parse_str(raw).map_err(|_| VaultError::PolicyNotFound)
 }
 
 pub async fn create(
@@ -317,10 +311,9 @@ pub async fn update(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     actor: &UserId,
-    policy_id: &str,
+    policy_id: TokenPolicyId,
     input: &Definition,
 ) -> Result<PolicyRecord, VaultError> {
-    let policy_id = parse_id(policy_id)?;
     let policy = validate(input).map_err(VaultError::Invalid)?;
     let definition = stored(&policy);
     let row = conn
@@ -328,7 +321,7 @@ pub async fn update(
             let row: Option<Row> = diesel::update(
                 tokenization_policies::table
                     .filter(tokenization_policies::tenant_id.eq(tenant.as_str()))
-                    .filter(tokenization_policies::policy_id.eq(policy_id)),
+                    .filter(tokenization_policies::policy_id.eq(policy_id.as_uuid())),
             )
             .set((
                 tokenization_policies::version.eq(tokenization_policies::version + 1),
@@ -346,7 +339,7 @@ pub async fn update(
                 conn,
                 tenant,
                 actor,
-                policy_id,
+                policy_id.as_uuid(),
                 row.version,
                 &policy.name,
                 &definition,
@@ -362,12 +355,11 @@ pub async fn update(
 pub async fn get(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    policy_id: &str,
+    id: TokenPolicyId,
 ) -> Result<StoredPolicy, VaultError> {
-    let id = parse_id(policy_id)?;
     let row: Row = tokenization_policies::table
         .filter(tokenization_policies::tenant_id.eq(tenant.as_str()))
-        .filter(tokenization_policies::policy_id.eq(id))
+        .filter(tokenization_policies::policy_id.eq(id.as_uuid()))
         .select(Row::as_select())
         .first(conn)
         .await
@@ -377,7 +369,7 @@ pub async fn get(
         serde_json::from_value(row.definition).map_err(|_| VaultError::CorruptPolicy)?;
     let policy = validate(&input).map_err(|_| VaultError::CorruptPolicy)?;
     Ok(StoredPolicy {
-        policy_id: row.policy_id,
+        policy_id: TokenPolicyId::from_uuid(row.policy_id),
         version: row.version,
         policy,
     })

@@ -366,7 +366,7 @@ async fn rotated_keys_encrypt_new_entries_and_rewrap_moves_old_ones() {
     // New writes use version 2 (here through a key ring that loads the keys afresh, as every
     // replica does within 30 seconds); the version-1 entries are left as they were.
     let request = vault::tokenize::Request {
-        policy_id: policy.clone(),
+        policy_id: policy.parse().unwrap(),
         items: vec![vault::tokenize::Item {
             value: "bob@example.com".into(),
             pii_type: "email".into(),

@@ -100,12 +100,14 @@ pub async fn update(
     }: Admitted<op::Policies, (web::Path<String>, Body<PolicyInput>)>,
 ) -> Result<HttpResponse, ApiError> {
     let Admin(caller) = caller;
+    let id = ids::TokenPolicyId::parse(&id)
+        .ok_or_else(|| errors::vault(vault::VaultError::PolicyNotFound))?;
     let definition = wire::definition(body.0);
     let policy = vault::policies::update(
         &mut conn,
         &caller.tenant_id,
         &caller.user_id,
-        &id,
+        id,
         &definition,
     )
     .await

@@ -68,7 +68,8 @@ pub async fn revoke(
         ..
     }: Admitted<op::Revoke, (web::Path<String>, Body<RevokeRequest>)>,
 ) -> Result<HttpResponse, ApiError> {
-    let revoked = vault::entries::revoke(&mut conn, &caller.0, &token_id, &body.reason)
+    let token_id = wire::or_nil(ids::TokenId::parse(&token_id));
+    let revoked = vault::entries::revoke(&mut conn, &caller.0, token_id, &body.reason)
         .await
         .map_err(errors::vault)?;
     Ok(HttpResponse::Ok().json(wire::revoked(revoked)))

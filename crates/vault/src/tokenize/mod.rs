@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use diesel::QueryableByName;
 use diesel::sql_types::{Bytea, Int4, Text};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
-use ids::{TenantId, TokenId};
+use ids::{TenantId, TokenId, TokenPolicyId};
 use keys::KeyRing;
 use ring::rand::SystemRandom;
 use tokenize_core::{ItemCode, Mode};
@@ -78,7 +78,8 @@ pub struct Item {
 /// A tokenize call.
 #[derive(Debug, Clone)]
 pub struct Request {
-    pub policy_id: String,
+    /// An id that names no policy of the tenant (the nil id included) is POLICY_NOT_FOUND.
+    pub policy_id: TokenPolicyId,
     pub items: Vec<Item>,
     pub batch_mode: BatchMode,
     pub idempotency_key: Option<String>,
@@ -329,7 +330,7 @@ async fn run(
 ) -> Result<Outcome, VaultError> {
     let dry_run = request.run == Run::DryRun;
     let batch_mode = request.batch_mode;
-    let stored = policies::get(conn, tenant, &request.policy_id).await?;
+    let stored = policies::get(conn, tenant, request.policy_id).await?;
     let keys = keyring.tenant(conn, tenant).await?;
     let rng = SystemRandom::new();
 

@@ -345,7 +345,7 @@ impl Rows {
         };
         let query = diesel::sql_query(sql)
             .bind::<Text, _>(tenant.as_str())
-            .bind::<SqlUuid, _>(stored.policy_id)
+            .bind::<SqlUuid, _>(stored.policy_id.as_uuid())
             .bind::<Int4, _>(stored.version)
             .bind::<Int4, _>(key_version)
             .bind::<Nullable<Int8>, _>(ttl)
