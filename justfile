@@ -2,7 +2,7 @@
 
 # Start the whole system (Postgres, migrations, both services).
 up:
-    cargo run --release -p dpsctl -- up
+    cargo run --release -p devstack
 
 # Run every test (starts its own throwaway Postgres).
 test:

@@ -1,5 +1,6 @@
-//! The local development environment `dpsctl up` builds: a Postgres cluster, a signing key with
-//! its JWKS, and a master key, all under `target/dev/` so that they persist across runs.
+//! The local development environment the dev stack (`devstack`) and `dpsctl` share: a Postgres
+//! cluster, a signing key with its JWKS, and a master key, all under `target/dev/` so that they
+//! persist across runs.
 
 use std::fs;
 use std::io::Write as _;
@@ -117,9 +118,9 @@ impl Drop for DevDatabase {
         if let Some(cluster) = self.started.take() {
             match cluster.stop() {
                 Ok(()) => eprintln!(
-                    "dpsctl: stopped the dev Postgres cluster (its data is kept for the next run)"
+                    "stopped the dev Postgres cluster (its data is kept for the next run)"
                 ),
-                Err(e) => eprintln!("dpsctl: could not stop the dev Postgres cluster: {e}"),
+                Err(e) => eprintln!("could not stop the dev Postgres cluster: {e}"),
             }
         }
     }

@@ -2,14 +2,12 @@
 #![expect(clippy::print_stdout, reason = "a command-line tool reports on stdout")]
 
 mod detect;
-mod dev;
-mod up;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use dpsctl::{connect, dev};
 use ids::TenantId;
 
 #[derive(Debug, Parser)]
@@ -25,9 +23,6 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Start the whole system locally: Postgres (unless DATABASE_URL is set), migrations and
-    /// both services. Ctrl-C stops everything.
-    Up,
     /// Apply pending migrations to DATABASE_URL (or the dev cluster).
     Migrate,
     /// Mint an access token signed by the dev identity key (trusted only where configured).
@@ -136,7 +131,7 @@ enum ApiKeyCommand {
     Revoke { id: uuid::Uuid },
 }
 
-#[actix_web::main]
+#[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     boot::init_tracing(boot::LogFormat::from_env(&boot::Env::process()).unwrap_or_default());
@@ -151,7 +146,6 @@ async fn main() -> ExitCode {
 
 async fn run(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Up => up::up().await,
         Command::Migrate => {
             let database = dev::database().await?;
             let applied = db::migrate(&database.url).await?;
@@ -283,13 +277,6 @@ async fn quota(command: QuotaCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-async fn connect(url: &str) -> anyhow::Result<db::AsyncPgConnection> {
-    use diesel_async::AsyncConnection as _;
-    db::AsyncPgConnection::establish(url)
-        .await
-        .context("connecting to the database")
 }
 
 async fn api_key(command: ApiKeyCommand) -> anyhow::Result<()> {

@@ -16,7 +16,7 @@ pub enum MintError {
 
 /// Signs access tokens with an Ed25519 key: the development identity provider.
 ///
-/// Security: the services trust only the JWKS their configuration names. `dpsctl up` points a
+/// Security: the services trust only the JWKS their configuration names. The dev stack points a
 /// local deployment at this key's JWKS; nothing else ever does.
 pub struct TokenMinter {
     signer: EddsaJwsSigner,

@@ -1,17 +1,36 @@
-//! `dpsctl up`: the whole system on one machine, in one command.
+//! `devstack`: the whole system on one machine, in one command: the dev Postgres cluster
+//! (unless `DATABASE_URL` is set), migrations, a dev API key and admin token, and both services
+//! in this one process, through the same `configure` functions as their own binaries. Ctrl-C
+//! stops everything.
+//!
+//! It is a binary of its own because it links the services, and with them actix-web, which the
+//! operator CLI (`dpsctl`) and `scan-worker` do not.
+#![expect(clippy::print_stdout, reason = "a command-line tool reports on stdout")]
 
 use std::collections::HashMap;
+use std::process::ExitCode;
 use std::time::Duration;
 
+use dpsctl::dev;
 use ids::TenantId;
 
-use crate::dev;
-
 const DEV_USER: &str = "dev-admin";
-const DEV_KEY_NAME: &str = "dpsctl up";
+const DEV_KEY_NAME: &str = "devstack";
 const DEV_TOKEN_TTL: Duration = Duration::from_secs(12 * 3600);
 
-pub async fn up() -> anyhow::Result<()> {
+#[actix_web::main]
+async fn main() -> ExitCode {
+    boot::init_tracing(boot::LogFormat::from_env(&boot::Env::process()).unwrap_or_default());
+    match up().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("devstack: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn up() -> anyhow::Result<()> {
     let database = dev::database().await?;
     let url = database.url.clone();
     db::migrate(&url).await?;
@@ -19,7 +38,7 @@ pub async fn up() -> anyhow::Result<()> {
     let master_key_file = dev::dev_master_key_file()?;
 
     let tenant: TenantId = dev::DEV_TENANT.parse()?;
-    let mut conn = crate::connect(&url).await?;
+    let mut conn = dpsctl::connect(&url).await?;
     // One live dev key at a time: the previous run's keys are revoked, not left to pile up.
     for old in auth::api_keys::list(&mut conn, Some(&tenant)).await? {
         if old.name == DEV_KEY_NAME && old.revoked_at.is_none() {
@@ -36,7 +55,7 @@ pub async fn up() -> anyhow::Result<()> {
         DEV_TOKEN_TTL,
     )?;
 
-    // Both services read the same variables as when run on their own; `dpsctl up` only fills in
+    // Both services read the same variables as when run on their own; the dev stack only fills in
     // the local database and the dev identity where the environment does not say otherwise.
     let mut defaults: HashMap<&str, String> = HashMap::new();
     defaults.insert("DATABASE_URL", url.clone());
