@@ -761,3 +761,96 @@ async fn a_scan_past_its_timeout_ends_partial_and_its_workers_stop() {
     assert_eq!(body["data"]["workers"]["active"], 0, "{body}");
     assert!(body["data"]["progress"]["findings_count"].as_i64().unwrap() >= processed);
 }
+
+#[tokio::test]
+async fn deleting_a_connector_removes_its_share_of_a_parallel_scan() {
+    let moto = emulators::moto(&[]);
+    let app = app_on(&moto, "2").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    // Two buckets: "kept" holds 3 objects with an SSN each, "gone" holds 5.
+    for (bucket, count) in [("kept", 3), ("gone", 5)] {
+        let store = seed::s3_bucket(&moto.url(), bucket).await;
+        let body = format!("ssn {SSN}\n");
+        let keys: Vec<String> = (0..count).map(|i| format!("{bucket}/{i}.txt")).collect();
+        let objects: Vec<(&str, &[u8])> =
+            keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
+        seed::put_all(store.as_ref(), &objects).await;
+    }
+    let kept = connector(&admin, "Kept", "kept").await;
+    let gone = connector(&admin, "Gone", "gone").await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/scans/parallel",
+            Some(json!({"connectors": [kept, gone], "type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let shared = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let done = finished(&admin, &shared).await;
+    assert_eq!(done["progress"]["files_total"], 8, "{done}");
+    assert_eq!(done["progress"]["findings_count"], 8, "{done}");
+    // A scan of the deleted connector alone goes with it.
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{gone}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let alone = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    finished(&admin, &alone).await;
+
+    let (status, body) = admin
+        .send(Method::DELETE, &format!("/connectors/{gone}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    // The shared scan now counts only what remains: files, findings, workers and connectors.
+    let (status, body) = admin
+        .send(Method::GET, &format!("/scans/{shared}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let scan = &body["data"];
+    assert_eq!(scan["progress"]["files_total"], 3, "{scan}");
+    assert_eq!(scan["progress"]["files_processed"], 3, "{scan}");
+    assert_eq!(scan["progress"]["findings_count"], 3, "{scan}");
+    assert_eq!(scan["coverage"]["total_enumerated"], 3, "{scan}");
+    assert_eq!(scan["connectors"], json!([kept]), "{scan}");
+    let (_, body) = admin
+        .send(Method::GET, &format!("/scans/{shared}/workers"), None)
+        .await;
+    let covered: i64 = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["chunk"]["file_count"].as_i64().unwrap())
+        .sum();
+    assert_eq!(covered, 3, "{body}");
+    assert_eq!(
+        scan["workers"]["total"],
+        body["data"].as_array().unwrap().len()
+    );
+    let (status, _) = admin
+        .send(Method::GET, &format!("/scans/{alone}"), None)
+        .await;
+    assert_eq!(status, 404);
+    // The remaining connector is untouched.
+    let (_, body) = admin
+        .send(Method::GET, &format!("/connectors/{kept}"), None)
+        .await;
+    assert_eq!(body["data"]["findings_count"], 3, "{body}");
+    assert_eq!(
+        body["data"]["scan_history"][0]["files_processed"], 3,
+        "{body}"
+    );
+    // Deleting it again, or a connector of another tenant, is not found.
+    let (status, _) = admin
+        .send(Method::DELETE, &format!("/connectors/{gone}"), None)
+        .await;
+    assert_eq!(status, 404);
+}
