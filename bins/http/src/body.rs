@@ -9,8 +9,8 @@ use actix_web::{FromRequest, HttpRequest, web};
 use futures_core::Stream as _;
 use serde::de::DeserializeOwned;
 
-use crate::ApiError;
-use crate::extract::{sanitize_serde_message, serde_json_error};
+use crate::error::ApiError;
+use crate::reject::{sanitize_serde_message, serde_json_error};
 
 /// A JSON request body that must be an object, deserialized into `T`.
 ///
@@ -70,7 +70,7 @@ fn read(
     payload: &mut Payload,
 ) -> impl Future<Output = Result<web::BytesMut, ApiError>> + use<> {
     let limit = req
-        .app_data::<web::Data<crate::ServiceState>>()
+        .app_data::<web::Data<crate::service::ServiceState>>()
         .map_or(2 * 1024 * 1024, |s| s.max_body_bytes);
     let declared = req
         .headers()

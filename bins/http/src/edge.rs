@@ -12,8 +12,8 @@ use actix_web::{FromRequest, HttpMessage as _, HttpRequest, HttpResponse, web};
 use api_types::{EnvelopeError, ErrorBody, ErrorDetail, ErrorEnvelope, Metadata};
 use serde_json::{Value, json};
 
-use crate::EdgeSettings;
 use crate::error::{ApiError, Area, Code};
+use crate::ratelimit::{AnonymousBudget, RateLimitHeaders, rate_limited};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 const SDK_VERSION: HeaderName = HeaderName::from_static("x-service-sdk-version");
@@ -21,15 +21,16 @@ const RATE_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
 const RATE_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
 const RATE_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
 
-/// The rate limit a request was counted against. A handler that checks a limit puts this in
-/// the request's extensions; the edge writes it as `X-RateLimit-Limit`, `-Remaining` and
-/// `-Reset` on whatever response follows, error or not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimitHeaders {
-    pub limit: u32,
-    pub remaining: u32,
-    /// Unix seconds.
-    pub reset: i64,
+/// What the [`edge`](edge()) middleware needs to know about the service it fronts. Registered as app
+/// data by each binary's `configure`.
+#[derive(Debug, Clone)]
+pub struct EdgeSettings {
+    pub area: Area,
+    /// SDK major versions accepted in `X-Service-SDK-Version`.
+    pub supported_sdk_majors: Vec<u64>,
+    /// Where every response carries rate-limit headers (Area A): the budget of requests whose
+    /// caller is not known. `None` where responses carry none (Area B).
+    pub anonymous: Option<std::sync::Arc<AnonymousBudget>>,
 }
 
 /// The id of the current request: the caller's `X-Request-Id` when it is sane, else a new UUID.
@@ -212,7 +213,7 @@ pub async fn edge(
 /// for the headers. Past the budget, the answer becomes 429 RATE_LIMIT_EXCEEDED.
 fn count_anonymous(
     response: ServiceResponse<BoxBody>,
-    budget: &crate::AnonymousBudget,
+    budget: &AnonymousBudget,
 ) -> ServiceResponse<BoxBody> {
     if response
         .request()
@@ -230,18 +231,6 @@ fn count_anonymous(
     }
     let (req, _) = response.into_parts();
     ServiceResponse::from_err(rate_limited(decision.retry_after), req)
-}
-
-/// 429 RATE_LIMIT_EXCEEDED, retryable after `retry_after` seconds (also sent as Retry-After).
-pub fn rate_limited(retry_after: u64) -> ApiError {
-    let mut error = ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        Code::RateLimited,
-        "the rate limit for this operation is exceeded; retry after the window resets",
-    );
-    error.retryable = true;
-    error.retry_after_seconds = Some(retry_after);
-    error
 }
 
 /// Writes the area's error body for any error response: a handler's or extractor's

@@ -1,34 +1,24 @@
 #![doc = include_str!("../README.md")]
 
-mod anonymous;
 mod body;
 mod edge;
 mod error;
 mod extract;
+mod ratelimit;
+mod reject;
 mod routes;
 mod service;
 
-pub use anonymous::{AnonymousBudget, AnonymousDecision};
 pub use body::{Body, Document};
-pub use edge::{RateLimitHeaders, RequestId, edge, rate_limited};
+pub use edge::{EdgeSettings, RequestId, edge};
 pub use error::{ApiError, Area, Code};
-pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped, body_configs};
+pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped};
+pub use ratelimit::{AnonymousBudget, AnonymousDecision, RateLimitHeaders, rate_limited};
+pub use reject::body_configs;
 pub use routes::{RouteTable, Routes, not_found, on};
 pub use service::{
     CommonConfig, ServiceSpec, ServiceState, bind, configure, http_server, route_table, run, start,
 };
-
-/// What the [`edge`] middleware needs to know about the service it fronts. Registered as app
-/// data by each binary's `configure`.
-#[derive(Debug, Clone)]
-pub struct EdgeSettings {
-    pub area: Area,
-    /// SDK major versions accepted in `X-Service-SDK-Version`.
-    pub supported_sdk_majors: Vec<u64>,
-    /// Where every response carries rate-limit headers (Area A): the budget of requests whose
-    /// caller is not known. `None` where responses carry none (Area B).
-    pub anonymous: Option<std::sync::Arc<AnonymousBudget>>,
-}
 
 /// Declares the `bearer` security scheme (an access token, `Authorization: Bearer <JWT>`) that
 /// protected paths of both OpenAPI documents name.

@@ -138,11 +138,11 @@ impl ServiceState {
     }
 
     /// A pooled connection, or 503 when the database does not answer in time.
-    pub async fn conn(&self) -> Result<db::PooledConnection, crate::ApiError> {
+    pub async fn conn(&self) -> Result<db::PooledConnection, crate::error::ApiError> {
         self.pool
             .get()
             .await
-            .map_err(|_| crate::ApiError::unavailable("the database is not answering"))
+            .map_err(|_| crate::error::ApiError::unavailable("the database is not answering"))
     }
 
     /// Checks every component the service needs and returns the status to answer with.
@@ -200,9 +200,9 @@ pub trait ServiceSpec: 'static {
     /// The service's name, as logs and `application_name` show it.
     const NAME: &'static str;
     /// The API area, which decides the error shape.
-    const AREA: crate::Area;
+    const AREA: crate::error::Area;
     /// Every route of the service: the one list both the server and the OpenAPI test read.
-    fn register(routes: &mut crate::Routes<'_>);
+    fn register(routes: &mut crate::routes::Routes<'_>);
 
     /// Starts the service's background tasks on the current runtime, once the state is ready
     /// and before the server is built. None by default.
@@ -210,20 +210,20 @@ pub trait ServiceSpec: 'static {
 
     /// The budget of requests without a known caller, for a service whose every response
     /// carries rate-limit headers. None by default.
-    fn anonymous_budget(_extra: &Self::Extra) -> Option<Arc<crate::AnonymousBudget>> {
+    fn anonymous_budget(_extra: &Self::Extra) -> Option<Arc<crate::ratelimit::AnonymousBudget>> {
         None
     }
 }
 
 /// The routes `S` registers, for tests.
-pub fn route_table<S: ServiceSpec>() -> crate::RouteTable {
-    let mut routes = crate::Routes::recording();
+pub fn route_table<S: ServiceSpec>() -> crate::routes::RouteTable {
+    let mut routes = crate::routes::Routes::recording();
     S::register(&mut routes);
     routes.into_table()
 }
 
 /// Adds app data and routes: extractor configs that turn bad input into
-/// [`ApiError`](crate::ApiError)s, the edge settings, the verifier, the pool, the state, the
+/// [`ApiError`](crate::error::ApiError)s, the edge settings, the verifier, the pool, the state, the
 /// service's routes and the JSON 404 for unknown paths. The binaries and the tests both build
 /// their app through this.
 pub fn configure<S: ServiceSpec>(
@@ -233,12 +233,12 @@ pub fn configure<S: ServiceSpec>(
     use actix_web::web;
     let extra = web::Data::new(extra);
     move |cfg| {
-        let (json, query, path, payload) = crate::body_configs(state.max_body_bytes);
+        let (json, query, path, payload) = crate::reject::body_configs(state.max_body_bytes);
         cfg.app_data(json)
             .app_data(query)
             .app_data(path)
             .app_data(payload)
-            .app_data(web::Data::new(crate::EdgeSettings {
+            .app_data(web::Data::new(crate::edge::EdgeSettings {
                 area: S::AREA,
                 supported_sdk_majors: state.supported_sdk_majors.clone(),
                 anonymous: S::anonymous_budget(&extra),
@@ -247,8 +247,8 @@ pub fn configure<S: ServiceSpec>(
             .app_data(web::Data::new(state.pool.clone()))
             .app_data(web::Data::new(state.clone()))
             .app_data(extra.clone())
-            .default_service(web::to(crate::not_found));
-        S::register(&mut crate::Routes::new(cfg));
+            .default_service(web::to(crate::routes::not_found));
+        S::register(&mut crate::routes::Routes::new(cfg));
     }
 }
 
@@ -264,7 +264,7 @@ pub fn http_server<S: ServiceSpec>(
     let configure = configure::<S>(state, extra);
     Ok(actix_web::HttpServer::new(move || {
         actix_web::App::new()
-            .wrap(from_fn(crate::edge))
+            .wrap(from_fn(crate::edge::edge))
             .configure(configure.clone())
     })
     .workers(workers.max(1))

@@ -7,7 +7,7 @@ use josekit::jws::alg::eddsa::{EddsaJwsSigner, EddsaJwsVerifier};
 use josekit::jws::{EdDSA, JwsVerifier};
 use ring::signature::{Ed25519KeyPair, KeyPair as _};
 
-use crate::GrantError;
+use crate::error::GrantError;
 
 /// RFC 8410 PKCS#8 v1 prefix of an Ed25519 private key (the 32-byte seed follows).
 const PKCS8_PREFIX: [u8; 16] = [

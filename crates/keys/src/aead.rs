@@ -4,7 +4,7 @@ use ring::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use ring::hkdf;
 use ring::rand::{SecureRandom as _, SystemRandom};
 
-use crate::KeyError;
+use crate::error::KeyError;
 
 /// Bytes of an AES-GCM nonce, which every sealed value starts with.
 pub const NONCE_LEN: usize = 12;

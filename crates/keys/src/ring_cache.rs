@@ -19,7 +19,8 @@ use db::schema::tenant_keys;
 use ids::TenantId;
 
 use crate::aead::{DataKey, SealedSecret, hkdf32, secret_aad};
-use crate::{KeyError, MasterKey};
+use crate::error::KeyError;
+use crate::master::MasterKey;
 
 /// How long a replica trusts its cached view of a tenant's keys. After a rotation, other
 /// replicas write with the new version within this time; reads never depend on it, because a

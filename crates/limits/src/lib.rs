@@ -1,21 +1,15 @@
 #![doc = include_str!("../README.md")]
 
+mod error;
 pub mod kill;
+mod period;
 mod quota;
 mod rate;
 mod usage;
 
+pub use error::LimitsError;
 pub use kill::{KillSwitchState, KillSwitches, set_kill_switch};
+pub use period::{first_id_at, month_start, quota_resets_in};
 pub use quota::{lock_monthly_quota, monthly_quota, set_monthly_quota, tokens_created_this_month};
 pub use rate::{Decision, Endpoint, RateLimits, check};
-pub use usage::{
-    Quota, TokenCounts, Usage, first_id_at, month_start, quota_resets_in, record_tokenize, usage,
-};
-
-#[derive(Debug, thiserror::Error)]
-pub enum LimitsError {
-    #[error("{0}")]
-    Config(String),
-    #[error(transparent)]
-    Database(#[from] diesel::result::Error),
-}
+pub use usage::{Quota, TokenCounts, Usage, record_tokenize, usage};

@@ -6,6 +6,8 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use db::schema::tenant_quotas;
 use ids::TenantId;
 
+use crate::period::{first_id_at, month_start};
+
 /// The tenant's monthly token quota, `None` when unlimited.
 pub async fn monthly_quota(
     conn: &mut AsyncPgConnection,
@@ -68,10 +70,10 @@ pub async fn tokens_created_this_month(
     tenant: &TenantId,
 ) -> Result<i64, diesel::result::Error> {
     use db::schema::vault_entries;
-    let start = crate::month_start(time::OffsetDateTime::now_utc());
+    let start = month_start(time::OffsetDateTime::now_utc());
     vault_entries::table
         .filter(vault_entries::tenant_id.eq(tenant.as_str()))
-        .filter(vault_entries::token_id.ge(crate::first_id_at(start)))
+        .filter(vault_entries::token_id.ge(first_id_at(start)))
         .count()
         .get_result(conn)
         .await

@@ -8,7 +8,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use ids::TenantId;
 
-use crate::LimitsError;
+use crate::error::LimitsError;
 
 /// The rate-limited operations of the Tokenization API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -3,9 +3,12 @@
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Date, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use time::{Date as Day, OffsetDateTime};
+use time::OffsetDateTime;
 
 use ids::TenantId;
+
+use crate::period::{first_id_at, month_start, next_month};
+use crate::quota::monthly_quota;
 
 /// The tenant's usage of one calendar month (UTC).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,39 +41,6 @@ pub struct Quota {
     pub limit: Option<i64>,
     pub used: i64,
     pub remaining: Option<i64>,
-}
-
-/// Seconds from `now` until the quota period (the calendar month, UTC) ends and the quota is
-/// whole again: a 429 QUOTA_EXCEEDED's Retry-After.
-pub fn quota_resets_in(now: OffsetDateTime) -> u64 {
-    let end = next_month(month_start(now));
-    u64::try_from((end - now).whole_seconds())
-        .unwrap_or(0)
-        .max(1)
-}
-
-/// The first instant of the current month, UTC.
-pub fn month_start(now: OffsetDateTime) -> OffsetDateTime {
-    now.replace_day(1)
-        .unwrap_or(now)
-        .replace_time(time::Time::MIDNIGHT)
-}
-
-fn next_month(start: OffsetDateTime) -> OffsetDateTime {
-    let (year, month) = match start.month() {
-        time::Month::December => (start.year() + 1, time::Month::January),
-        m => (start.year(), m.next()),
-    };
-    Day::from_calendar_date(year, month, 1)
-        .map(|d| d.midnight().assume_utc())
-        .unwrap_or(start)
-}
-
-/// The smallest UUIDv7 of `at`'s millisecond. Token ids are UUIDv7, so "created since `at`"
-/// is a range of the primary key `(tenant_id, token_id)`.
-pub fn first_id_at(at: OffsetDateTime) -> uuid::Uuid {
-    let millis = u64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
-    uuid::Builder::from_unix_timestamp_millis(millis, &[0; 10]).into_uuid()
 }
 
 /// Counts one tokenize request of `items` items (after it wrote something).
@@ -148,7 +118,7 @@ pub async fn usage(
     .bind::<diesel::sql_types::Uuid, _>(first_id_at(start))
     .get_result(conn)
     .await?;
-    let limit = crate::monthly_quota(conn, tenant).await?;
+    let limit = monthly_quota(conn, tenant).await?;
     Ok(Usage {
         period_start: start,
         period_end: next_month(start),
@@ -170,23 +140,4 @@ pub async fn usage(
             remaining: limit.map(|l| (l - counts.created).max(0)),
         },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_quota_resets_at_the_start_of_the_next_month_utc() {
-        let now = time::macros::datetime!(2026-11-30 23:59:00 UTC);
-        assert_eq!(quota_resets_in(now), 60);
-        let now = time::macros::datetime!(2026-12-31 00:00:00 UTC);
-        assert_eq!(quota_resets_in(now), 24 * 3600);
-        assert_eq!(
-            next_month(month_start(
-                time::macros::datetime!(2026-12-15 10:00:00 UTC)
-            )),
-            time::macros::datetime!(2027-01-01 00:00:00 UTC)
-        );
-    }
 }

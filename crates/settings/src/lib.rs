@@ -3,6 +3,7 @@
 mod model;
 mod store;
 
+pub use model::events;
 pub use model::{
     Cosigning, CosigningMode, CosigningUpdate, LkgRetention, LkgRetentionChange, RemediationPolicy,
     SafetyClass,
@@ -30,13 +31,6 @@ pub const ENFORCEABLE_SAFETY_CLASSES: [SafetyClass; 3] = [
 
 /// The longest co-signing endpoint URL accepted.
 const MAX_ENDPOINT_URL_LEN: usize = 2048;
-
-/// Audit event names, as the audit table stores them.
-pub mod events {
-    pub const LKG_RETENTION_CHANGED: &str = "lkg_retention_changed";
-    pub const REMEDIATION_POLICY_CHANGED: &str = "remediation_policy_changed";
-    pub const COSIGNING_CHANGED: &str = "cosigning_changed";
-}
 
 /// Why a settings change was refused. None of the messages repeats a submitted value.
 #[derive(Debug, thiserror::Error)]

@@ -2,6 +2,13 @@
 
 use time::OffsetDateTime;
 
+/// Audit event names, as the audit table stores them.
+pub mod events {
+    pub const LKG_RETENTION_CHANGED: &str = "lkg_retention_changed";
+    pub const REMEDIATION_POLICY_CHANGED: &str = "remediation_policy_changed";
+    pub const COSIGNING_CHANGED: &str = "cosigning_changed";
+}
+
 /// An action's safety class (`ActionSafetyClass`). Remediation actions declare one, and the
 /// tenant's remediation policy can deny whole classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

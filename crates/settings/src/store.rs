@@ -142,7 +142,7 @@ pub(crate) async fn lkg_changes(
 ) -> QueryResult<Vec<LkgRetentionChange>> {
     let rows: Vec<(OffsetDateTime, String, Value)> = settings_audit::table
         .filter(settings_audit::tenant_id.eq(tenant.as_str()))
-        .filter(settings_audit::event.eq(crate::events::LKG_RETENTION_CHANGED))
+        .filter(settings_audit::event.eq(crate::model::events::LKG_RETENTION_CHANGED))
         .order(settings_audit::seq.desc())
         .limit(CHANGE_LOG_LIMIT)
         .select((

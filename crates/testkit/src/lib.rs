@@ -12,7 +12,7 @@ pub mod emulators;
 pub mod identity;
 mod process;
 pub mod seed;
-pub use process::{ServiceProcess, leaks, service_env};
+pub use process::{ServiceProcess, leaks};
 
 /// Issuer and audience of the tokens [`minter`] signs.
 pub const TEST_ISSUER: &str = "dps-test";
@@ -202,4 +202,24 @@ mod tests {
         );
         assert_eq!(with_database("postgres://h", "b"), "postgres://h/b");
     }
+}
+
+/// The environment a service binary needs against `db`: the test identity provider and a
+/// master key, migrations off (the template is migrated), one worker.
+pub fn service_env(
+    db: &TestDatabase,
+    master_key: &str,
+) -> std::collections::HashMap<String, String> {
+    std::collections::HashMap::from([
+        ("DATABASE_URL".to_owned(), db.url.clone()),
+        (
+            "DPS_AUTH_JWKS".to_owned(),
+            jwks_file().to_string_lossy().into_owned(),
+        ),
+        ("DPS_AUTH_ISSUER".to_owned(), TEST_ISSUER.to_owned()),
+        ("DPS_AUTH_AUDIENCE".to_owned(), TEST_AUDIENCE.to_owned()),
+        ("DPS_MASTER_KEY".to_owned(), master_key.to_owned()),
+        ("DPS_MIGRATE_ON_START".to_owned(), "false".to_owned()),
+        ("HTTP_WORKERS".to_owned(), "1".to_owned()),
+    ])
 }

@@ -85,26 +85,6 @@ impl ServiceProcess {
     }
 }
 
-/// The environment a service binary needs against `db`: the test identity provider and a
-/// master key, migrations off (the template is migrated), one worker.
-pub fn service_env(db: &crate::TestDatabase, master_key: &str) -> HashMap<String, String> {
-    HashMap::from([
-        ("DATABASE_URL".to_owned(), db.url.clone()),
-        (
-            "DPS_AUTH_JWKS".to_owned(),
-            crate::jwks_file().to_string_lossy().into_owned(),
-        ),
-        ("DPS_AUTH_ISSUER".to_owned(), crate::TEST_ISSUER.to_owned()),
-        (
-            "DPS_AUTH_AUDIENCE".to_owned(),
-            crate::TEST_AUDIENCE.to_owned(),
-        ),
-        ("DPS_MASTER_KEY".to_owned(), master_key.to_owned()),
-        ("DPS_MIGRATE_ON_START".to_owned(), "false".to_owned()),
-        ("HTTP_WORKERS".to_owned(), "1".to_owned()),
-    ])
-}
-
 /// Every secret in `secrets` (at least 8 characters each) that appears in any of `lines`.
 pub fn leaks<'a>(lines: &[String], secrets: &[&'a str]) -> Vec<(&'a str, String)> {
     let mut found = Vec::new();

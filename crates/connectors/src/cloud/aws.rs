@@ -14,8 +14,9 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use super::access::{AccessError, Blobs, EnvError, Failure, path_var, retry_config};
 use super::cache::Cached;
-use super::{AccessError, Blobs, EnvError, Failure, path_var, retry_config, xml};
+use super::xml;
 use crate::config::Config;
 
 /// Lifetime asked for the assumed role's credentials (STS allows 900 to 3600 by default).
@@ -582,7 +583,7 @@ impl Access {
 }
 
 #[async_trait::async_trait]
-impl super::Access for Access {
+impl super::access::Access for Access {
     async fn list_buckets(&self) -> Result<Vec<String>, AccessError> {
         let credential = self.role.credential().await?;
         let url = match &self.s3_endpoint {

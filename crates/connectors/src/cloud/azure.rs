@@ -9,8 +9,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use super::access::{AccessError, Blobs, Failure, retry_config};
 use super::cache::Cached;
-use super::{AccessError, Blobs, Failure, retry_config, xml};
+use super::xml;
 use crate::config::Config;
 
 const AUTHORITY: &str = "https://login.microsoftonline.com";
@@ -177,7 +178,7 @@ impl Access {
 }
 
 #[async_trait::async_trait]
-impl super::Access for Access {
+impl super::access::Access for Access {
     async fn list_buckets(&self) -> Result<Vec<String>, AccessError> {
         let what = "Azure container list";
         let credential = self.credentials.credential().await?;

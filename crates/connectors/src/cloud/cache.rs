@@ -6,7 +6,7 @@ use std::sync::Arc;
 use time::{Duration, OffsetDateTime};
 use tokio::sync::Mutex;
 
-use super::AccessError;
+use super::access::AccessError;
 
 /// Refresh this long before expiry, so no request goes out with a credential about to lapse.
 const REFRESH_MARGIN: Duration = Duration::minutes(5);

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use super::access::{AccessError, Blobs, EnvError, Failure, path_var, retry_config};
 use super::cache::Cached;
-use super::{AccessError, Blobs, EnvError, Failure, path_var, retry_config};
 use crate::config::Config;
 
 const STS_URL: &str = "https://sts.googleapis.com/v1/token";
@@ -372,7 +372,7 @@ impl Access {
 }
 
 #[async_trait::async_trait]
-impl super::Access for Access {
+impl super::access::Access for Access {
     async fn list_buckets(&self) -> Result<Vec<String>, AccessError> {
         let token = self.credentials.credential().await?;
         let base = self.storage_url.as_deref().unwrap_or(STORAGE);

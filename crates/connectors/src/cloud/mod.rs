@@ -10,6 +10,7 @@
 //! docs/configuration.md), read once into a [`CloudEnv`]. No cloud metadata endpoint is ever
 //! called unless one is configured.
 
+mod access;
 mod aws;
 mod azure;
 mod cache;
@@ -17,20 +18,20 @@ mod gcp;
 mod xml;
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use object_store::list::PaginatedListOptions;
 use object_store::path::Path as ObjectPath;
-use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
-use serde::Serialize;
+use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore};
 use time::OffsetDateTime;
 
 use crate::config::{Config, Provider};
+use access::Access;
 
+pub use access::{AccessError, Blobs, EnvError, Failure};
 pub use aws::AwsEnv;
 pub use azure::AzureEnv;
 pub use gcp::GcpEnv;
@@ -40,146 +41,6 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Objects listed per page when enumerating.
 pub const PAGE_SIZE: usize = 1000;
-
-/// Why an access to cloud storage failed. The categories are what scans count failures by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Failure {
-    /// The platform's own identity, or the exchange for the customer's credentials, failed.
-    Identity,
-    /// The storage refused the credentials or the action (401, 403).
-    Permission,
-    /// The bucket or object does not exist.
-    NotFound,
-    /// The service could not be reached, or timed out.
-    Network,
-    /// The service answered something this client cannot use.
-    Provider,
-}
-
-impl Failure {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Failure::Identity => "identity",
-            Failure::Permission => "permission",
-            Failure::NotFound => "not_found",
-            Failure::Network => "network",
-            Failure::Provider => "provider",
-        }
-    }
-}
-
-/// A failed access, explained. The message carries the provider's own explanation where there
-/// is one, and never a credential.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
-pub struct AccessError {
-    pub failure: Failure,
-    pub message: String,
-}
-
-impl AccessError {
-    pub(crate) fn new(failure: Failure, message: impl Into<String>) -> Self {
-        let mut message: String = message.into();
-        if message.len() > MAX_MESSAGE {
-            let mut cut = MAX_MESSAGE;
-            while !message.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            message.truncate(cut);
-            message.push('…');
-        }
-        AccessError { failure, message }
-    }
-
-    /// A failed HTTP exchange with an identity service (`what` names it).
-    pub(crate) fn identity_http(what: &str, e: &reqwest::Error) -> Self {
-        let failure = if e.is_connect() || e.is_timeout() {
-            Failure::Network
-        } else {
-            Failure::Identity
-        };
-        // reqwest's Display names the URL, which holds no secret in these exchanges.
-        AccessError::new(failure, format!("{what}: {e}"))
-    }
-
-    /// The same failure, its message prefixed with what was being done.
-    pub(crate) fn context(self, what: &str) -> Self {
-        AccessError::new(self.failure, format!("{what}: {}", self.message))
-    }
-
-    /// Maps a storage error, classifying it by what went wrong.
-    pub(crate) fn storage(e: object_store::Error) -> Self {
-        use object_store::Error as E;
-        // A credential exchange that failed inside the store keeps its own classification.
-        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
-        while let Some(err) = cause {
-            if let Some(access) = err.downcast_ref::<AccessError>() {
-                return access.clone();
-            }
-            cause = err.source();
-        }
-        let text = e.to_string();
-        // List errors arrive wrapped as Generic, with the HTTP status only in the text.
-        let status = http_status(&text);
-        let failure = match (&e, status) {
-            (E::PermissionDenied { .. } | E::Unauthenticated { .. }, _) | (_, Some(401 | 403)) => {
-                Failure::Permission
-            }
-            (E::NotFound { .. }, _) | (_, Some(404)) => Failure::NotFound,
-            _ if is_network(&e) => Failure::Network,
-            _ => Failure::Provider,
-        };
-        AccessError::new(failure, explain(&text, status))
-    }
-}
-
-const MAX_MESSAGE: usize = 600;
-
-/// The status in object_store's "status code: 404 Not Found" text.
-fn http_status(text: &str) -> Option<u16> {
-    let at = text.find("status code: ")? + "status code: ".len();
-    text.get(at..at + 3)?.parse().ok()
-}
-
-/// A storage error in one line: the provider's own code and message when its body has them
-/// (`404 NoSuchBucket: The specified bucket does not exist`), else object_store's text.
-fn explain(text: &str, status: Option<u16>) -> String {
-    let coded = xml::coded_error(text).or_else(|| {
-        let json = &text[text.find('{')?..];
-        let v: serde_json::Value = serde_json::from_str(json).ok()?;
-        v.pointer("/error/message")?.as_str().map(str::to_owned)
-    });
-    match (status, coded) {
-        (Some(status), Some(coded)) => format!("{status} {coded}"),
-        (None, Some(coded)) => coded,
-        (_, None) => text.to_owned(),
-    }
-}
-
-/// Whether a connection could not be made or timed out, anywhere in the error's causes.
-fn is_network(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = next {
-        if let Some(r) = err.downcast_ref::<reqwest::Error>()
-            && (r.is_connect() || r.is_timeout())
-        {
-            return true;
-        }
-        if let Some(io) = err.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionRefused
-                    | std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::TimedOut
-            )
-        {
-            return true;
-        }
-        next = err.source();
-    }
-    false
-}
 
 /// Where the cloud services live and how the platform proves who it is: read once from the
 /// environment at start-up, or built directly (tests).
@@ -201,23 +62,6 @@ impl fmt::Debug for CloudEnv {
             .field("azure", &self.azure)
             .field("extra_roots", &self.extra_roots_pem.is_some())
             .finish()
-    }
-}
-
-/// A configuration problem found while reading the environment.
-#[derive(Debug, thiserror::Error)]
-#[error("{variable}: {problem}")]
-pub struct EnvError {
-    pub variable: &'static str,
-    pub problem: String,
-}
-
-impl EnvError {
-    pub(crate) fn new(variable: &'static str, problem: impl Into<String>) -> Self {
-        EnvError {
-            variable,
-            problem: problem.into(),
-        }
     }
 }
 
@@ -332,19 +176,6 @@ impl Cloud {
         })
     }
 }
-
-/// What each provider supplies: its bucket listing and a store per bucket.
-#[async_trait::async_trait]
-trait Access: Send + Sync + fmt::Debug {
-    /// Every bucket (Azure container) the credentials can list.
-    async fn list_buckets(&self) -> Result<Vec<String>, AccessError>;
-    /// A store for one bucket.
-    fn store(&self, bucket: &str, options: ClientOptions) -> Result<Arc<dyn Blobs>, AccessError>;
-}
-
-/// A store that can list page by page from a raw prefix and read.
-pub trait Blobs: ObjectStore + PaginatedListStore {}
-impl<T: ObjectStore + PaginatedListStore> Blobs for T {}
 
 /// One connector's storage.
 #[derive(Debug, Clone)]
@@ -565,18 +396,4 @@ impl Bucket {
 /// A listed key as a store path (keys come from listings, which already parsed them).
 fn object_path(key: &str) -> Result<ObjectPath, AccessError> {
     ObjectPath::parse(key).map_err(|e| AccessError::new(Failure::Provider, e.to_string()))
-}
-
-/// Retries for storage requests: a few quick ones, never the library's three-minute default.
-fn retry_config() -> RetryConfig {
-    RetryConfig {
-        max_retries: 3,
-        retry_timeout: Duration::from_secs(15),
-        ..Default::default()
-    }
-}
-
-/// Where a file named by an environment variable lives.
-fn path_var(var: &impl Fn(&str) -> Option<String>, name: &str) -> Option<PathBuf> {
-    var(name).map(PathBuf::from)
 }

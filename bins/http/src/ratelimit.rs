@@ -1,4 +1,5 @@
-//! The budget of requests whose caller is not known: no credential, a bad one, an unknown route,
+//! The numbers behind the `X-RateLimit-*` headers, the 429 of a limit, and the budget of
+//! requests whose caller is not known: no credential, a bad one, an unknown route,
 //! an SDK version refused at the edge. Area A's limits rule 1 puts `X-RateLimit-*` headers on
 //! every response; where no user or API key can be counted, the client's address is.
 //!
@@ -11,7 +12,32 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
 
-use crate::RateLimitHeaders;
+use actix_web::http::StatusCode;
+
+use crate::error::{ApiError, Code};
+
+/// The rate limit a request was counted against. A handler that checks a limit puts this in
+/// the request's extensions; the edge writes it as `X-RateLimit-Limit`, `-Remaining` and
+/// `-Reset` on whatever response follows, error or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitHeaders {
+    pub limit: u32,
+    pub remaining: u32,
+    /// Unix seconds.
+    pub reset: i64,
+}
+
+/// 429 RATE_LIMIT_EXCEEDED, retryable after `retry_after` seconds (also sent as Retry-After).
+pub fn rate_limited(retry_after: u64) -> ApiError {
+    let mut error = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        Code::RateLimited,
+        "the rate limit for this operation is exceeded; retry after the window resets",
+    );
+    error.retryable = true;
+    error.retry_after_seconds = Some(retry_after);
+    error
+}
 
 /// Addresses remembered at most; past it, windows that ended are dropped first.
 const MAX_ADDRESSES: usize = 100_000;
