@@ -189,7 +189,10 @@ pub async fn record(
     lease_seconds: i64,
 ) -> Result<Held, ScanError> {
     if batch.is_empty() {
-        return Ok(Held::Yes);
+        // Nothing to write, but the caller still learns whether it holds the chunk.
+        return Ok(conn
+            .transaction::<_, ScanError, _>(async |conn| check_fence(conn, claim).await)
+            .await?);
     }
     let claim = claim.clone();
     conn.transaction::<_, ScanError, _>(async |conn| {

@@ -96,7 +96,6 @@ pub async fn create(
         tier,
         origin,
     } = *request;
-    let parallel = origin == Origin::Parallel;
     let mut errors = Vec::new();
     let kind = match kind.map(Kind::parse) {
         Some(Some(k)) => Some(k),
@@ -108,11 +107,18 @@ pub async fn create(
             None
         }
     };
-    if parallel && (connector_ids.is_empty() || connector_ids.len() > MAX_CONNECTORS) {
-        errors.push(FieldError {
+    match origin {
+        Origin::Parallel if connector_ids.is_empty() || connector_ids.len() > MAX_CONNECTORS => {
+            errors.push(FieldError {
+                field: "connectors".into(),
+                message: format!("must name 1 to {MAX_CONNECTORS} connectors"),
+            });
+        }
+        Origin::Connector if connector_ids.len() != 1 => errors.push(FieldError {
             field: "connectors".into(),
-            message: format!("must name 1 to {MAX_CONNECTORS} connectors"),
-        });
+            message: "a scan of one connector names exactly one".into(),
+        }),
+        _ => {}
     }
     let options = match options::validate(options, tier) {
         Ok(o) => Some(o),

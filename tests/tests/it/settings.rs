@@ -1,4 +1,5 @@
-//! Tenant settings over HTTP (admin only, the caller's tenant), and the remediation gate.
+//! Tenant settings over HTTP (admin only, the caller's tenant). The remediation gate has no
+//! HTTP surface: crates/settings/tests covers it through the Rust API.
 
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
@@ -468,62 +469,4 @@ async fn bodies_that_are_not_json_or_too_large_are_refused_in_the_envelope() {
 
     let (_, body) = admin.get("/settings/lkg-retention").await;
     assert_eq!(body["data"]["retention_hours"], 72);
-}
-
-#[tokio::test]
-async fn the_remediation_gate_enforces_denied_classes_and_fails_open() {
-    use diesel_async::AsyncConnection as _;
-    use settings::Gate;
-    use settings::SafetyClass;
-
-    let db = testkit::database().await;
-    let mut conn = db::AsyncPgConnection::establish(&db.url).await.unwrap();
-    let acme: ids::TenantId = "acme".parse().unwrap();
-    let globex: ids::TenantId = "globex".parse().unwrap();
-    let alice: ids::UserId = "alice".parse().unwrap();
-
-    // Nothing denied yet.
-    assert_eq!(
-        settings::remediation_gate(&mut conn, &acme, SafetyClass::Destructive).await,
-        Gate::Allowed
-    );
-
-    settings::set_remediation_policy(
-        &mut conn,
-        &acme,
-        &alice,
-        &json!({ "denied_safety_classes": ["destructive", "infrastructure"] }),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        settings::remediation_gate(&mut conn, &acme, SafetyClass::Destructive).await,
-        Gate::Denied
-    );
-    assert_eq!(
-        settings::remediation_gate(&mut conn, &acme, SafetyClass::Reversible).await,
-        Gate::Allowed
-    );
-    // Denied but not enforceable yet: accepted, not gated.
-    assert_eq!(
-        settings::remediation_gate(&mut conn, &acme, SafetyClass::Infrastructure).await,
-        Gate::Allowed
-    );
-    // Another tenant's policy does not apply.
-    assert_eq!(
-        settings::remediation_gate(&mut conn, &globex, SafetyClass::Destructive).await,
-        Gate::Allowed
-    );
-
-    // An unreadable policy (here: the session's transaction is aborted) lets the action proceed.
-    diesel::sql_query("BEGIN").execute(&mut conn).await.unwrap();
-    assert!(
-        diesel::sql_query("SELECT 1/0")
-            .execute(&mut conn)
-            .await
-            .is_err()
-    );
-    let gate = settings::remediation_gate(&mut conn, &acme, SafetyClass::Destructive).await;
-    assert_eq!(gate, Gate::AllowedPolicyUnreadable);
-    assert!(gate.permits());
 }
