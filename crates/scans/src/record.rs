@@ -190,9 +190,9 @@ pub async fn record(
 ) -> Result<Held, ScanError> {
     if batch.is_empty() {
         // Nothing to write, but the caller still learns whether it holds the chunk.
-        return Ok(conn
+        return conn
             .transaction::<_, ScanError, _>(async |conn| check_fence(conn, claim).await)
-            .await?);
+            .await;
     }
     let claim = claim.clone();
     conn.transaction::<_, ScanError, _>(async |conn| {
