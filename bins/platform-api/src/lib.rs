@@ -101,7 +101,7 @@ impl utoipa::Modify for BearerAuth {
 #[derive(Debug, Clone)]
 pub struct Extra {
     /// Whether the operator provisioned the co-signing client certificate.
-    pub cosigning_provisioned: bool,
+    pub cosigning_certificate: settings::PlatformCertificate,
     /// Tenant data keys, which seal connector secrets.
     pub keyring: std::sync::Arc<keys::KeyRing>,
     /// Signs and checks list cursors.
@@ -132,7 +132,11 @@ impl Extra {
             scan_wake: scans::coordinator::Wake::default(),
             scan_worker_image: config.scan_worker_image.clone(),
             coordinator_url: config.coordinator_url.clone(),
-            cosigning_provisioned: config.cosigning_client.is_some(),
+            cosigning_certificate: if config.cosigning_client.is_some() {
+                settings::PlatformCertificate::Provisioned
+            } else {
+                settings::PlatformCertificate::Missing
+            },
             cursors: std::sync::Arc::new(paging::CursorKey::new(&master.derive(b"cursor"))),
             keyring: std::sync::Arc::new(keys::KeyRing::new(master)),
             cloud,

@@ -5,8 +5,8 @@ mod store;
 
 pub use model::events;
 pub use model::{
-    Cosigning, CosigningMode, CosigningUpdate, LkgRetention, LkgRetentionChange, RemediationPolicy,
-    SafetyClass,
+    Cosigning, CosigningMode, CosigningUpdate, LkgRetention, LkgRetentionChange,
+    PlatformCertificate, RemediationPolicy, SafetyClass,
 };
 
 use diesel_async::{AsyncConnection as _, AsyncPgConnection};
@@ -185,15 +185,15 @@ pub async fn remediation_gate(
     }
 }
 
-/// The tenant's co-signing decision. `provisioned` says whether the platform holds its client
+/// The tenant's co-signing decision. `certificate` says whether the platform holds its client
 /// certificate (a deployment setting, not a tenant one).
 pub async fn cosigning(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    provisioned: bool,
+    certificate: PlatformCertificate,
 ) -> Result<Cosigning, SettingsError> {
     let row = store::find(conn, tenant).await?;
-    Ok(cosigning_view(tenant, row.as_ref(), provisioned))
+    Ok(cosigning_view(tenant, row.as_ref(), certificate))
 }
 
 /// Sets the co-signing decision. `optional` and `required` need an `https` endpoint and a
@@ -203,7 +203,7 @@ pub async fn set_cosigning(
     tenant: &TenantId,
     actor: &UserId,
     update: &CosigningUpdate,
-    provisioned: bool,
+    certificate: PlatformCertificate,
 ) -> Result<Cosigning, SettingsError> {
     let endpoint = update
         .endpoint_url
@@ -211,7 +211,7 @@ pub async fn set_cosigning(
         .map(validate_endpoint)
         .transpose()?;
     if update.mode != CosigningMode::Disabled {
-        if !provisioned {
+        if certificate == PlatformCertificate::Missing {
             return Err(SettingsError::ProvisioningIncomplete);
         }
         if endpoint.is_none() {
@@ -242,7 +242,7 @@ pub async fn set_cosigning(
         Ok::<_, SettingsError>(())
     })
     .await?;
-    cosigning(conn, tenant, provisioned).await
+    cosigning(conn, tenant, certificate).await
 }
 
 fn lkg_view(row: Option<&store::Row>, change_log: Vec<LkgRetentionChange>) -> LkgRetention {
@@ -288,14 +288,18 @@ fn remediation_view(tenant: &TenantId, row: Option<&store::Row>) -> RemediationP
     }
 }
 
-fn cosigning_view(tenant: &TenantId, row: Option<&store::Row>, provisioned: bool) -> Cosigning {
+fn cosigning_view(
+    tenant: &TenantId,
+    row: Option<&store::Row>,
+    certificate: PlatformCertificate,
+) -> Cosigning {
     Cosigning {
         tenant_id: tenant.to_string(),
         mode: row
             .and_then(|r| r.cosigning_mode.parse().ok())
             .unwrap_or(CosigningMode::Disabled),
         endpoint_url: row.and_then(|r| r.cosigning_endpoint_url.clone()),
-        platform_provisioned: provisioned,
+        platform_provisioned: certificate == PlatformCertificate::Provisioned,
         updated_at: row.and_then(|r| r.cosigning_updated_at),
         updated_by: row.and_then(|r| r.cosigning_updated_by.clone()),
     }

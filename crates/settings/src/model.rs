@@ -122,6 +122,14 @@ pub struct RemediationPolicy {
     pub updated_by: Option<String>,
 }
 
+/// Whether the platform holds the client certificate it presents to co-signing services: a
+/// deployment fact the caller passes in, not a tenant setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlatformCertificate {
+    Provisioned,
+    Missing,
+}
+
 /// A change of the co-signing decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CosigningUpdate {

@@ -15,8 +15,8 @@ use diesel_async::{
 use ids::{TenantId, UserId};
 use serde_json::{Value, json};
 use settings::{
-    CosigningMode, CosigningUpdate, ENFORCEABLE_SAFETY_CLASSES, Gate, SafetyClass, SettingsError,
-    events,
+    CosigningMode, CosigningUpdate, ENFORCEABLE_SAFETY_CLASSES, Gate, PlatformCertificate,
+    SafetyClass, SettingsError, events,
 };
 
 const ENDPOINT: &str = "https://cosign.acme.example/v1/sign";
@@ -116,14 +116,20 @@ async fn a_tenant_that_never_changed_anything_reads_the_documented_defaults_and_
     assert_eq!(policy.updated_at, None);
     assert_eq!(policy.updated_by, None);
 
-    for provisioned in [false, true] {
-        let cosigning = settings::cosigning(&mut conn, &acme, provisioned)
+    for certificate in [
+        PlatformCertificate::Missing,
+        PlatformCertificate::Provisioned,
+    ] {
+        let cosigning = settings::cosigning(&mut conn, &acme, certificate)
             .await
             .unwrap();
         assert_eq!(cosigning.tenant_id, "acme");
         assert_eq!(cosigning.mode, CosigningMode::Disabled);
         assert_eq!(cosigning.endpoint_url, None);
-        assert_eq!(cosigning.platform_provisioned, provisioned);
+        assert_eq!(
+            cosigning.platform_provisioned,
+            certificate == PlatformCertificate::Provisioned
+        );
         assert_eq!(cosigning.updated_at, None);
         assert_eq!(cosigning.updated_by, None);
     }
@@ -496,7 +502,7 @@ async fn cosigning_cannot_be_optional_or_required_until_the_platform_is_provisio
             &acme,
             &alice,
             &cosign(mode, Some(ENDPOINT)),
-            false,
+            PlatformCertificate::Missing,
         )
         .await;
         assert!(
@@ -513,7 +519,7 @@ async fn cosigning_cannot_be_optional_or_required_until_the_platform_is_provisio
         &acme,
         &alice,
         &cosign(CosigningMode::Disabled, None),
-        false,
+        PlatformCertificate::Missing,
     )
     .await
     .unwrap();
@@ -551,7 +557,14 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
             "must use https",
         ),
     ] {
-        let result = settings::set_cosigning(&mut conn, &acme, &alice, &update, true).await;
+        let result = settings::set_cosigning(
+            &mut conn,
+            &acme,
+            &alice,
+            &update,
+            PlatformCertificate::Provisioned,
+        )
+        .await;
         match result {
             Err(SettingsError::InvalidEndpoint(message)) => {
                 assert!(message.starts_with(why), "{update:?}: {message}");
@@ -567,7 +580,7 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
         &acme,
         &alice,
         &cosign(CosigningMode::Required, Some(ENDPOINT)),
-        true,
+        PlatformCertificate::Provisioned,
     )
     .await
     .unwrap();
@@ -593,7 +606,7 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
         &acme,
         &bob,
         &cosign(CosigningMode::Required, Some(ENDPOINT)),
-        true,
+        PlatformCertificate::Provisioned,
     )
     .await
     .unwrap();
@@ -606,9 +619,15 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
         cosign(CosigningMode::Optional, Some(other)),
         cosign(CosigningMode::Disabled, None),
     ] {
-        settings::set_cosigning(&mut conn, &acme, &bob, &update, true)
-            .await
-            .unwrap();
+        settings::set_cosigning(
+            &mut conn,
+            &acme,
+            &bob,
+            &update,
+            PlatformCertificate::Provisioned,
+        )
+        .await
+        .unwrap();
     }
     let entries = audit_of(&mut conn, "acme", events::COSIGNING_CHANGED).await;
     let details: Vec<&Value> = entries.iter().map(|e| &e.details).collect();
@@ -622,7 +641,9 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
     );
     assert!(entries[1..].iter().all(|e| e.actor == "bob"));
 
-    let cosigning = settings::cosigning(&mut conn, &acme, false).await.unwrap();
+    let cosigning = settings::cosigning(&mut conn, &acme, PlatformCertificate::Missing)
+        .await
+        .unwrap();
     assert_eq!(cosigning.mode, CosigningMode::Disabled);
     assert_eq!(cosigning.endpoint_url, None);
     assert!(!cosigning.platform_provisioned);
@@ -842,7 +863,7 @@ async fn a_change_whose_audit_entry_cannot_be_written_is_not_applied() {
         &acme,
         &alice,
         &cosign(CosigningMode::Required, Some(ENDPOINT)),
-        true,
+        PlatformCertificate::Provisioned,
     )
     .await;
     assert!(
@@ -864,7 +885,7 @@ async fn a_change_whose_audit_entry_cannot_be_written_is_not_applied() {
         Gate::Allowed
     );
     assert_eq!(
-        settings::cosigning(&mut conn, &acme, true)
+        settings::cosigning(&mut conn, &acme, PlatformCertificate::Provisioned)
             .await
             .unwrap()
             .mode,
@@ -894,7 +915,7 @@ async fn settings_belong_to_their_tenant_only() {
         &acme,
         &alice,
         &cosign(CosigningMode::Optional, Some(ENDPOINT)),
-        true,
+        PlatformCertificate::Provisioned,
     )
     .await
     .unwrap();
@@ -909,7 +930,9 @@ async fn settings_belong_to_their_tenant_only() {
     assert_eq!(policy.tenant_id, "globex");
     assert!(policy.denied_safety_classes.is_empty());
     assert_eq!(policy.updated_by, None);
-    let cosigning = settings::cosigning(&mut conn, &globex, true).await.unwrap();
+    let cosigning = settings::cosigning(&mut conn, &globex, PlatformCertificate::Provisioned)
+        .await
+        .unwrap();
     assert_eq!(cosigning.tenant_id, "globex");
     assert_eq!(cosigning.mode, CosigningMode::Disabled);
     assert_eq!(cosigning.endpoint_url, None);

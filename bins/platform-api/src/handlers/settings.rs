@@ -136,7 +136,7 @@ pub async fn get_cosigning(
     extra: web::Data<Extra>,
 ) -> Result<Enveloped<Cosigning>, ApiError> {
     let mut conn = state.conn().await?;
-    let view = settings::cosigning(&mut conn, &caller.tenant_id, extra.cosigning_provisioned)
+    let view = settings::cosigning(&mut conn, &caller.tenant_id, extra.cosigning_certificate)
         .await
         .map_err(errors::settings)?;
     Ok(Enveloped::ok(wire::cosigning(view)))
@@ -169,7 +169,7 @@ pub async fn put_cosigning(
         &caller.tenant_id,
         &caller.user_id,
         &wire::cosigning_update(&body),
-        extra.cosigning_provisioned,
+        extra.cosigning_certificate,
     )
     .await
     .map_err(errors::settings)?;
