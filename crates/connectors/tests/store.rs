@@ -207,3 +207,108 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
         Err(ConnectorError::NotFound)
     ));
 }
+
+/// A connector of the bucket `bucket` in moto.
+fn moto_bucket(bucket: &str) -> Value {
+    json!({
+        "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+        "external_id": "tenant-acme-7731",
+        "region": "us-east-1",
+        "buckets": [bucket],
+    })
+}
+
+#[tokio::test]
+async fn the_connection_test_lists_and_reads_for_real_and_records_the_outcome() {
+    use futures::StreamExt as _;
+    let db = testkit::database().await;
+    let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
+    let moto = testkit::emulators::moto(&[]);
+    let bucket = testkit::seed::s3_bucket(&moto.url(), "hr-exports").await;
+    testkit::seed::put_all(
+        bucket.as_ref(),
+        &[
+            ("2024/a.csv", b"name\nAnn\n"),
+            ("2024/b.csv", b"name\nBo\n"),
+        ],
+    )
+    .await;
+    let cloud = testkit::seed::moto_cloud(&moto.url());
+    let (master, _) = keys::MasterKey::generate().unwrap();
+    let keyring = keys::KeyRing::new(Arc::new(master));
+    let acme: ids::TenantId = "acme".parse().unwrap();
+
+    let good = store::create(
+        &mut conn,
+        &keyring,
+        &acme,
+        &new("HR", "aws", &moto_bucket("hr-exports")),
+    )
+    .await
+    .unwrap();
+    let outcome = connectors::test_connection(&mut conn, &cloud, &keyring, &acme, good.id)
+        .await
+        .unwrap();
+    assert!(outcome.connected, "{outcome:?}");
+    assert_eq!(outcome.buckets_accessible, ["hr-exports"]);
+    assert!(outcome.sample_objects >= 1, "{outcome:?}");
+    assert!(outcome.error.is_none());
+    let stored = store::get(&mut conn, &acme, good.id).await.unwrap();
+    assert_eq!(stored.status, Status::Active);
+    assert_eq!(stored.status_message, None);
+
+    // The storage the scans read through: pages of listings, and reads conditional on the ETag.
+    let keys = keyring.tenant(&mut conn, &acme).await.unwrap();
+    let config = store::config(&mut conn, &keys, &acme, good.id)
+        .await
+        .unwrap();
+    let storage = cloud.open(good.id, &config).unwrap();
+    assert_eq!(storage.buckets().await.unwrap(), ["hr-exports"]);
+    let hr = storage.bucket("hr-exports").unwrap();
+    let page = hr.list_page(Some("2024/"), None, 1).await.unwrap();
+    assert_eq!(page.objects.len(), 1);
+    let next = page.next.clone().expect("a second page");
+    let rest = hr.list_page(Some("2024/"), Some(next), 1).await.unwrap();
+    assert_eq!(rest.objects.len(), 1);
+    let first = &page.objects[0];
+    let mut body = hr.read(&first.key, first.etag.as_deref()).await.unwrap();
+    let mut bytes = Vec::new();
+    while let Some(piece) = body.next().await {
+        bytes.extend_from_slice(&piece.unwrap());
+    }
+    assert_eq!(bytes, b"name\nAnn\n");
+    // A read conditional on an ETag the object no longer has is refused, not served stale.
+    testkit::seed::put_all(bucket.as_ref(), &[("2024/a.csv", b"name\nAnn\nCy\n")]).await;
+    assert!(hr.read(&first.key, first.etag.as_deref()).await.is_err());
+
+    // A bucket that does not exist: the test says why, and the connector is in error.
+    let bad = store::create(
+        &mut conn,
+        &keyring,
+        &acme,
+        &new("Missing", "aws", &moto_bucket("no-such-bucket")),
+    )
+    .await
+    .unwrap();
+    let outcome = connectors::test_connection(&mut conn, &cloud, &keyring, &acme, bad.id)
+        .await
+        .unwrap();
+    assert!(!outcome.connected);
+    let error = outcome.error.expect("a failure");
+    assert_eq!(error.failure, connectors::Failure::NotFound, "{error:?}");
+    let stored = store::get(&mut conn, &acme, bad.id).await.unwrap();
+    assert_eq!(stored.status, Status::Error);
+    assert!(
+        stored
+            .status_message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("not_found")),
+        "{stored:?}"
+    );
+    // Another tenant cannot test it.
+    let globex: ids::TenantId = "globex".parse().unwrap();
+    assert!(matches!(
+        connectors::test_connection(&mut conn, &cloud, &keyring, &globex, bad.id).await,
+        Err(ConnectorError::NotFound)
+    ));
+}
