@@ -98,3 +98,60 @@ async fn another_master_key_or_tenant_cannot_unwrap_a_tenants_keys() {
         Err(keys::KeyError::Crypto)
     ));
 }
+
+/// Secrets that are not vault values (a connector's client secret) are sealed under the
+/// tenant's data key, bound to their purpose and record, and still open after a key rotation,
+/// for a key ring that loads the tenant's keys afresh.
+#[tokio::test]
+async fn sealed_secrets_hold_no_plaintext_are_bound_to_their_record_and_survive_rotation() {
+    let mut conn = connect().await;
+    let master = master();
+    let acme: TenantId = "acme".parse().unwrap();
+    let keys = KeyRing::new(master.clone())
+        .tenant(&mut conn, &acme)
+        .await
+        .unwrap();
+    let secret = keys
+        .seal_secret("connector.client_secret", b"connector-1", b"s3cr3t")
+        .unwrap();
+    assert_eq!(secret.key_version, 1);
+    assert!(
+        !secret.sealed.windows(6).any(|w| w == b"s3cr3t"),
+        "sealed, not stored"
+    );
+    assert_eq!(
+        keys.open_secret("connector.client_secret", b"connector-1", &secret)
+            .unwrap(),
+        b"s3cr3t"
+    );
+    // Moved to another record or another use, it does not open.
+    assert!(
+        keys.open_secret("connector.client_secret", b"connector-2", &secret)
+            .is_err()
+    );
+    assert!(
+        keys.open_secret("webhook.secret", b"connector-1", &secret)
+            .is_err()
+    );
+    // A new key version seals new secrets; the old one still opens.
+    assert_eq!(add_version(&mut conn, &master, &acme).await.unwrap(), 2);
+    let rotated = KeyRing::new(master).tenant(&mut conn, &acme).await.unwrap();
+    let newer = rotated
+        .seal_secret("connector.client_secret", b"connector-1", b"s3cr3t")
+        .unwrap();
+    assert_eq!((secret.key_version, newer.key_version), (1, 2));
+    assert_ne!(newer.sealed, secret.sealed);
+    for sealed in [&secret, &newer] {
+        assert_eq!(
+            rotated
+                .open_secret("connector.client_secret", b"connector-1", sealed)
+                .unwrap(),
+            b"s3cr3t"
+        );
+    }
+    // A view from before the rotation cannot open what the new version sealed.
+    assert!(
+        keys.open_secret("connector.client_secret", b"connector-1", &newer)
+            .is_err()
+    );
+}

@@ -1,0 +1,373 @@
+//! The entry list (never values), its filters and cursors, and revocation.
+
+use diesel::sql_types::Uuid as SqlUuid;
+use diesel_async::RunQueryDsl as _;
+use ids::TokenId;
+use paging::Limit;
+use vault::VaultError;
+use vault::entries::{self, ListRequest, Status};
+use vault::tokenize::{BatchMode, ItemOutcome, Request, Run};
+
+use crate::{Vault, acme, all_modes, codes, globex, item, principal, request, written};
+
+fn all(limit: i64) -> ListRequest<'static> {
+    ListRequest {
+        limit: Limit::parse(Some(limit), 50).unwrap(),
+        cursor: None,
+        pii_type: None,
+        status: None,
+    }
+}
+
+async fn expire(v: &mut Vault, id: TokenId) {
+    diesel::sql_query(
+        "UPDATE vault_entries SET expires_at = now() - interval '1 second' WHERE token_id = $1",
+    )
+    .bind::<SqlUuid, _>(id.as_uuid())
+    .execute(&mut v.conn)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn the_list_filters_by_type_and_status_and_holds_no_value() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let result = v
+        .done(&request(
+            policy,
+            vec![
+                item("123-45-6789", "us_ssn"),
+                item("ann@example.com", "email"),
+                item("bob@example.com", "email"),
+                item("046 454 286", "ca_sin"),
+            ],
+        ))
+        .await;
+    let ids: Vec<TokenId> = (0..4).map(|i| written(&result, i).1).collect();
+
+    let page = entries::list(&mut v.conn, &v.cursors, &acme(), all(50))
+        .await
+        .unwrap();
+    assert_eq!(
+        page.items.iter().map(|e| e.token_id).collect::<Vec<_>>(),
+        ids,
+        "oldest first, in item order"
+    );
+    assert!(!page.pagination.has_more);
+    let first = &page.items[0];
+    assert_eq!(first.token, written(&result, 0).0);
+    assert_eq!(
+        (first.pii_type.as_str(), first.mode.as_str()),
+        ("us_ssn", "deterministic")
+    );
+    assert_eq!(first.status, Status::Active);
+    assert_eq!((first.policy_id, first.policy_version), (policy, 1));
+    assert_eq!((first.expires_at, first.revoked_at), (None, None));
+    let text = format!("{page:?}");
+    for value in ["123-45-6789", "123456789", "ann@example.com", "046 454 286"] {
+        assert!(!text.contains(value), "{value} is listed");
+    }
+
+    let emails = entries::list(
+        &mut v.conn,
+        &v.cursors,
+        &acme(),
+        ListRequest {
+            pii_type: Some("email"),
+            ..all(50)
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        emails.items.iter().map(|e| e.token_id).collect::<Vec<_>>(),
+        [ids[1], ids[2]]
+    );
+
+    // Revoke one, expire another.
+    entries::revoke(
+        &mut v.conn,
+        &principal("acme", "alice", &["admin"]),
+        ids[1],
+        "customer asked",
+    )
+    .await
+    .unwrap();
+    expire(&mut v, ids[2]).await;
+    for (status, expected) in [
+        ("active", vec![ids[0], ids[3]]),
+        ("revoked", vec![ids[1]]),
+        ("expired", vec![ids[2]]),
+    ] {
+        let page = entries::list(
+            &mut v.conn,
+            &v.cursors,
+            &acme(),
+            ListRequest {
+                status: Some(status),
+                ..all(50)
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            page.items.iter().map(|e| e.token_id).collect::<Vec<_>>(),
+            expected,
+            "{status}"
+        );
+        assert!(page.items.iter().all(|e| e.status.as_str() == status));
+    }
+    // Both filters at once.
+    let revoked_emails = entries::list(
+        &mut v.conn,
+        &v.cursors,
+        &acme(),
+        ListRequest {
+            pii_type: Some("email"),
+            status: Some("revoked"),
+            ..all(50)
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(revoked_emails.items.len(), 1);
+    assert!(revoked_emails.items[0].revoked_at.is_some());
+
+    for bad in [
+        ListRequest {
+            status: Some("gone"),
+            ..all(50)
+        },
+        ListRequest {
+            pii_type: Some("us_zip"),
+            ..all(50)
+        },
+    ] {
+        let outcome = entries::list(&mut v.conn, &v.cursors, &acme(), bad).await;
+        assert!(
+            matches!(outcome, Err(VaultError::InvalidRequest(_))),
+            "{outcome:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_policy_ttl_gives_entries_an_expiry() {
+    let mut v = Vault::new().await;
+    let mut definition = all_modes();
+    definition.token_ttl_seconds = Some(3600);
+    let policy = v.policy(&acme(), &definition).await;
+    v.done(&request(policy, vec![item("123-45-6789", "us_ssn")]))
+        .await;
+    let page = entries::list(&mut v.conn, &v.cursors, &acme(), all(50))
+        .await
+        .unwrap();
+    let entry = &page.items[0];
+    let ttl = entry.expires_at.unwrap() - entry.created_at;
+    assert_eq!(ttl.whole_seconds(), 3600);
+    assert_eq!(entry.status, Status::Active);
+}
+
+#[tokio::test]
+async fn list_pages_follow_a_cursor_that_another_tenant_or_list_cannot_use() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let items = (0..5)
+        .map(|n| item(&format!("user{n}@example.com"), "email"))
+        .collect();
+    let result = v.done(&request(policy, items)).await;
+    let ids: Vec<TokenId> = (0..5).map(|i| written(&result, i).1).collect();
+
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut sizes = Vec::new();
+    loop {
+        let page = entries::list(
+            &mut v.conn,
+            &v.cursors,
+            &acme(),
+            ListRequest {
+                cursor: cursor.as_deref(),
+                ..all(2)
+            },
+        )
+        .await
+        .unwrap();
+        sizes.push(page.items.len());
+        seen.extend(page.items.iter().map(|e| e.token_id));
+        match page.pagination.next_cursor {
+            Some(next) => {
+                assert!(page.pagination.has_more);
+                cursor = Some(next);
+            }
+            None => {
+                assert!(!page.pagination.has_more);
+                break;
+            }
+        }
+    }
+    assert_eq!(sizes, [2, 2, 1]);
+    assert_eq!(seen, ids);
+
+    let first = entries::list(&mut v.conn, &v.cursors, &acme(), all(2))
+        .await
+        .unwrap();
+    let cursor = first.pagination.next_cursor.unwrap();
+    // Another tenant sees nothing, and cannot resume this tenant's list.
+    let theirs = entries::list(&mut v.conn, &v.cursors, &globex(), all(2))
+        .await
+        .unwrap();
+    assert!(theirs.items.is_empty());
+    let with = |cursor| ListRequest {
+        cursor: Some(cursor),
+        ..all(2)
+    };
+    let outcome = entries::list(&mut v.conn, &v.cursors, &globex(), with(&cursor)).await;
+    assert!(matches!(outcome, Err(VaultError::BadCursor)), "{outcome:?}");
+    // A changed cursor, or one signed with another key, is refused too.
+    let mut tampered = cursor.clone().into_bytes();
+    tampered[5] = if tampered[5] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let outcome = entries::list(&mut v.conn, &v.cursors, &acme(), with(&tampered)).await;
+    assert!(matches!(outcome, Err(VaultError::BadCursor)), "{outcome:?}");
+    let other_key = paging::CursorKey::new(&[7u8; 32]);
+    let outcome = entries::list(&mut v.conn, &other_key, &acme(), with(&cursor)).await;
+    assert!(matches!(outcome, Err(VaultError::BadCursor)), "{outcome:?}");
+    // A cursor of the policy list does not resume the vault list.
+    for n in 0..2 {
+        let definition = vault::policies::Definition {
+            name: format!("p{n}"),
+            ..all_modes()
+        };
+        v.policy(&acme(), &definition).await;
+    }
+    let policies = vault::policies::list(&mut v.conn, &v.cursors, &acme(), all(1).limit, None)
+        .await
+        .unwrap();
+    let policy_cursor = policies.pagination.next_cursor.unwrap();
+    let outcome = entries::list(&mut v.conn, &v.cursors, &acme(), with(&policy_cursor)).await;
+    assert!(matches!(outcome, Err(VaultError::BadCursor)), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn revocation_needs_a_reason_and_an_allowed_role_and_keeps_the_first_time() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let result = v
+        .done(&request(policy, vec![item("123-45-6789", "us_ssn")]))
+        .await;
+    let (_, id, _) = written(&result, 0);
+    let admin = principal("acme", "alice", &["admin"]);
+
+    for reason in ["", "   ", &"x".repeat(1001)] {
+        let outcome = entries::revoke(&mut v.conn, &admin, id, reason).await;
+        assert!(
+            matches!(outcome, Err(VaultError::InvalidRequest(_))),
+            "{outcome:?}"
+        );
+    }
+    let analyst = principal("acme", "rita", &["analyst"]);
+    let outcome = entries::revoke(&mut v.conn, &analyst, id, "x").await;
+    assert!(
+        matches!(outcome, Err(VaultError::Forbidden(_))),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        v.count("SELECT count(*) AS n FROM vault_entries WHERE revoked_at IS NOT NULL")
+            .await,
+        0
+    );
+
+    // A role the policy allows to detokenize may revoke.
+    let support = principal("acme", "sam", &["support"]);
+    let first = entries::revoke(&mut v.conn, &support, id, "subject erasure request")
+        .await
+        .unwrap();
+    assert_eq!(first.token_id, id);
+    let again = entries::revoke(&mut v.conn, &admin, id, "again")
+        .await
+        .unwrap();
+    assert_eq!(again.revoked_at, first.revoked_at);
+    let who = v
+        .count(
+            "SELECT count(*) AS n FROM vault_entries WHERE revoked_by = 'sam' \
+             AND revoke_reason = 'subject erasure request'",
+        )
+        .await;
+    assert_eq!(who, 1, "the first actor and reason are kept");
+
+    // Unknown ids and other tenants' callers find nothing.
+    for (caller, token_id) in [
+        (&admin, TokenId::new()),
+        (&principal("globex", "gina", &["admin"]), id),
+    ] {
+        let outcome = entries::revoke(&mut v.conn, caller, token_id, "x").await;
+        assert!(
+            matches!(outcome, Err(VaultError::TokenNotFound)),
+            "{outcome:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_revoked_values_token_is_not_issued_again() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let result = v
+        .done(&request(
+            policy,
+            vec![item("123-45-6789", "us_ssn"), item("046 454 286", "ca_sin")],
+        ))
+        .await;
+    let admin = principal("acme", "alice", &["admin"]);
+    for i in 0..2 {
+        entries::revoke(&mut v.conn, &admin, written(&result, i).1, "erasure")
+            .await
+            .unwrap();
+    }
+    // The deterministic value written differently is the same value.
+    let again = request(
+        policy,
+        vec![
+            item("123 45 6789", "us_ssn"),
+            item("046 454 286", "ca_sin"),
+            item("234-56-7890", "us_ssn"),
+        ],
+    );
+    let best = v.done(&again).await;
+    assert_eq!(
+        codes(&best),
+        ["TOKEN_REVOKED", "TOKEN_REVOKED", "TOKENIZED"]
+    );
+    assert_eq!(v.entries().await, 3);
+    let dry = v
+        .done(&Request {
+            run: Run::DryRun,
+            ..again.clone()
+        })
+        .await;
+    assert_eq!(codes(&dry), ["TOKEN_REVOKED", "TOKEN_REVOKED", "TOKENIZED"]);
+
+    // ALL_OR_NOTHING: the revoked value rolls back the new one.
+    let whole = Request {
+        batch_mode: BatchMode::AllOrNothing,
+        ..request(
+            policy,
+            vec![item("345-67-8901", "us_ssn"), item("123-45-6789", "us_ssn")],
+        )
+    };
+    let outcome = v.tokenize(&acme(), &whole).await.unwrap();
+    let vault::tokenize::Outcome::Rejected { first, result } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(first.code, "TOKEN_REVOKED");
+    assert_eq!(codes(&result), ["SKIPPED", "TOKEN_REVOKED"]);
+    assert!(
+        !result
+            .results
+            .iter()
+            .any(|r| matches!(r.outcome, ItemOutcome::Tokenized { .. }))
+    );
+    assert_eq!(v.entries().await, 3, "nothing of the batch was written");
+}

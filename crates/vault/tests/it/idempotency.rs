@@ -1,0 +1,264 @@
+//! Idempotency keys: a replay is the first response byte for byte; the same key with another
+//! request is refused; a batch that was not written releases its key.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use diesel_async::AsyncPgConnection;
+use vault::VaultError;
+use vault::tokenize::{BatchMode, Outcome, Request, Run, Tokenized};
+
+use crate::{Vault, acme, all_modes, body, codes, globex, item, request};
+
+fn keyed(request: Request, key: &str) -> Request {
+    Request {
+        idempotency_key: Some(key.to_owned()),
+        ..request
+    }
+}
+
+#[tokio::test]
+async fn an_idempotency_key_replays_the_stored_body_and_refuses_another_request() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let first_request = keyed(
+        request(
+            policy,
+            vec![
+                item("ann@example.com", "email"),
+                item("123-45-6789", "us_ssn"),
+            ],
+        ),
+        "order-7781",
+    );
+    let calls = AtomicUsize::new(0);
+    let respond = |r: &Tokenized| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        body(r)
+    };
+    let outcome =
+        vault::tokenize::tokenize(&mut v.conn, &v.keyring, &acme(), &first_request, &respond)
+            .await
+            .unwrap();
+    let Outcome::Done { result, body: sent } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(codes(&result), ["TOKENIZED", "TOKENIZED"]);
+    assert_eq!(sent, body(&result));
+
+    // The retry gets the stored bytes (with the first call's trace id); nothing runs again.
+    let outcome =
+        vault::tokenize::tokenize(&mut v.conn, &v.keyring, &acme(), &first_request, &respond)
+            .await
+            .unwrap();
+    let Outcome::Replayed { body: replayed } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(replayed, sent);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(v.entries().await, 2, "the randomized item was written once");
+    let usage = limits::usage(&mut v.conn, &acme()).await.unwrap();
+    assert_eq!(usage.tokenize_requests, 1, "a replay is not metered again");
+
+    // The same key with anything else changed is refused, and writes nothing.
+    let mut other_value = first_request.clone();
+    other_value.items[0] = item("bob@example.com", "email");
+    let other_mode = Request {
+        batch_mode: BatchMode::AllOrNothing,
+        ..first_request.clone()
+    };
+    let other_policy = Request {
+        policy_id: v.policy(&acme(), &all_modes()).await,
+        ..first_request.clone()
+    };
+    let mut other_type = first_request.clone();
+    other_type.items[1].mode = Some("format_preserving".into());
+    for changed in [other_value, other_mode, other_policy, other_type] {
+        let outcome = v.tokenize(&acme(), &changed).await;
+        assert!(
+            matches!(outcome, Err(VaultError::IdempotencyKeyReused)),
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(v.entries().await, 2);
+
+    // Keys belong to their tenant.
+    let theirs = v.policy(&globex(), &all_modes()).await;
+    let outcome = v
+        .tokenize(
+            &globex(),
+            &Request {
+                policy_id: theirs,
+                ..first_request.clone()
+            },
+        )
+        .await;
+    assert!(matches!(outcome, Ok(Outcome::Done { .. })), "{outcome:?}");
+    assert_eq!(v.entries().await, 4);
+}
+
+#[tokio::test]
+async fn a_batch_that_was_not_written_releases_its_idempotency_key() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+
+    // Rejected: the fixed batch may reuse the key.
+    let bad = keyed(
+        Request {
+            batch_mode: BatchMode::AllOrNothing,
+            ..request(
+                policy,
+                vec![item("123-45-6789", "us_ssn"), item("000-00-0000", "us_ssn")],
+            )
+        },
+        "fix-and-retry",
+    );
+    let outcome = v.tokenize(&acme(), &bad).await.unwrap();
+    assert!(matches!(outcome, Outcome::Rejected { .. }), "{outcome:?}");
+    assert_eq!(
+        v.count("SELECT count(*) AS n FROM idempotency_keys").await,
+        0
+    );
+    let mut fixed = bad.clone();
+    fixed.items[1] = item("234-56-7890", "us_ssn");
+    assert_eq!(codes(&v.done(&fixed).await), ["TOKENIZED", "TOKENIZED"]);
+    assert_eq!(v.entries().await, 2);
+
+    // Refused for the quota: once the quota is lifted, the same request runs.
+    limits::set_monthly_quota(&mut v.conn, &acme(), Some(2))
+        .await
+        .unwrap();
+    let over = keyed(
+        request(policy, vec![item("345-67-8901", "us_ssn")]),
+        "after-quota",
+    );
+    let outcome = v.tokenize(&acme(), &over).await;
+    assert!(
+        matches!(outcome, Err(VaultError::QuotaExceeded)),
+        "{outcome:?}"
+    );
+    limits::set_monthly_quota(&mut v.conn, &acme(), None)
+        .await
+        .unwrap();
+    assert_eq!(codes(&v.done(&over).await), ["TOKENIZED"]);
+    assert_eq!(v.entries().await, 3);
+    assert_eq!(
+        v.count("SELECT count(*) AS n FROM idempotency_keys").await,
+        2
+    );
+}
+
+#[tokio::test]
+async fn a_dry_run_neither_claims_nor_replays_an_idempotency_key() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let written = keyed(
+        request(policy, vec![item("ann@example.com", "email")]),
+        "k-1",
+    );
+    let dry = Request {
+        run: Run::DryRun,
+        ..keyed(
+            request(policy, vec![item("bob@example.com", "email")]),
+            "k-1",
+        )
+    };
+    v.done(&dry).await;
+    assert_eq!(
+        v.count("SELECT count(*) AS n FROM idempotency_keys").await,
+        0
+    );
+    let first = v.done(&written).await;
+    // A dry run with the key of a written request is previewed, not replayed nor refused.
+    let again = Request {
+        run: Run::DryRun,
+        ..written.clone()
+    };
+    let outcome = v.tokenize(&acme(), &again).await.unwrap();
+    let Outcome::Done { result, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_ne!(result.trace_id, first.trace_id);
+    assert_eq!(v.entries().await, 1);
+}
+
+#[tokio::test]
+async fn an_idempotency_key_is_forgotten_after_24_hours() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let first = keyed(
+        request(policy, vec![item("ann@example.com", "email")]),
+        "daily",
+    );
+    v.done(&first).await;
+    let mut other = first.clone();
+    other.items[0] = item("bob@example.com", "email");
+    assert!(matches!(
+        v.tokenize(&acme(), &other).await,
+        Err(VaultError::IdempotencyKeyReused)
+    ));
+    use diesel_async::RunQueryDsl as _;
+    diesel::sql_query(
+        "UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 minute'",
+    )
+    .execute(&mut v.conn)
+    .await
+    .unwrap();
+    assert_eq!(codes(&v.done(&other).await), ["TOKENIZED"]);
+    // The key now holds the new request: the old one is the one refused.
+    assert!(matches!(
+        v.tokenize(&acme(), &first).await,
+        Err(VaultError::IdempotencyKeyReused)
+    ));
+    assert_eq!(v.entries().await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_calls_with_one_idempotency_key_write_once_and_answer_one_body() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let batch = Arc::new(keyed(
+        request(
+            policy,
+            vec![
+                item("ann@example.com", "email"),
+                item("bob@example.com", "email"),
+                item("cy@example.com", "email"),
+            ],
+        ),
+        "batch-42",
+    ));
+    let mut conns: Vec<AsyncPgConnection> = Vec::new();
+    for _ in 0..8 {
+        conns.push(v.connect().await);
+    }
+    let start = Arc::new(tokio::sync::Barrier::new(conns.len()));
+    let mut tasks = tokio::task::JoinSet::new();
+    for mut conn in conns {
+        let (keyring, batch, start) = (v.keyring.clone(), batch.clone(), start.clone());
+        tasks.spawn(async move {
+            start.wait().await;
+            vault::tokenize::tokenize(&mut conn, &keyring, &acme(), &batch, &body)
+                .await
+                .unwrap()
+        });
+    }
+    let mut done = 0;
+    let mut bodies = BTreeSet::new();
+    while let Some(outcome) = tasks.join_next().await {
+        match outcome.unwrap() {
+            Outcome::Done { body, .. } => {
+                done += 1;
+                bodies.insert(body);
+            }
+            Outcome::Replayed { body } => {
+                bodies.insert(body);
+            }
+            rejected @ Outcome::Rejected { .. } => panic!("{rejected:?}"),
+        }
+    }
+    assert_eq!(done, 1, "one call ran, the others replayed it");
+    assert_eq!(bodies.len(), 1, "every call answered the same bytes");
+    assert_eq!(v.entries().await, 3);
+}
