@@ -425,10 +425,9 @@ pub async fn detokenize(
             };
             let entries = vault::entries::sealed(conn, tenant, &ids).await?;
             let newest = entries.iter().map(|e| e.key_version).max().unwrap_or(1);
-            let tenant_keys = keyring
-                .tenant_at_least(conn, tenant, newest)
-                .await
-                .map_err(VaultError::from)?;
+            // Loaded on the first value revealed: a call that reveals nothing (unknown ids,
+            // revoked or expired tokens) must not make a tenant without keys create some.
+            let mut tenant_keys = None;
             let by_id: HashMap<Uuid, &vault::entries::Sealed> =
                 entries.iter().map(|e| (e.token_id, e)).collect();
             let mut allowed_by_policy: BTreeMap<Uuid, bool> = BTreeMap::new();
@@ -463,7 +462,18 @@ pub async fn detokenize(
                             }
                         };
                         if allowed {
-                            let revealed = vault::entries::reveal(&tenant_keys, tenant, entry)?;
+                            let keys = match &tenant_keys {
+                                Some(keys) => std::sync::Arc::clone(keys),
+                                None => {
+                                    let keys = keyring
+                                        .tenant_at_least(conn, tenant, newest)
+                                        .await
+                                        .map_err(VaultError::from)?;
+                                    tenant_keys = Some(std::sync::Arc::clone(&keys));
+                                    keys
+                                }
+                            };
+                            let revealed = vault::entries::reveal(&keys, tenant, entry)?;
                             result.status = TokenStatus::Granted;
                             result.value = Some(revealed.value);
                             result.currency = revealed.currency;

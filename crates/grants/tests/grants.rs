@@ -852,3 +852,22 @@ async fn every_attempt_granted_or_denied_is_audited_without_a_value() {
         assert!(!dump.contains(value), "{value} is in the dump");
     }
 }
+
+#[tokio::test]
+async fn a_detokenization_that_reveals_nothing_creates_no_keys_for_its_tenant() {
+    let mut s = Setup::new().await;
+    // globex never tokenized anything: it has no key versions.
+    let stranger = caller("globex", "gil", &["support"]);
+    let unknown = vec![uuid::Uuid::now_v7().to_string()];
+    let grant = s
+        .issue(&stranger, &grant_request(&unknown, Some("case 7")))
+        .await
+        .unwrap();
+    let result = s.detokenize(&stranger, &unknown, &grant).await.unwrap();
+    assert_eq!(statuses(&result), [TokenStatus::NotFound]);
+    assert_eq!(
+        s.count("SELECT count(*) AS n FROM tenant_keys WHERE tenant_id = 'globex'")
+            .await,
+        0
+    );
+}

@@ -137,7 +137,8 @@ struct Counted {
 }
 
 /// Counts one request of `subject` (a user or an API key) in `tenant` against `endpoint`'s
-/// limits. The request is counted even when it goes over, as fixed windows do.
+/// limits. The request is counted even when it goes over, as fixed windows do. The empty
+/// subject is the tenant's own counter, so a subject must not be empty.
 pub async fn check(
     conn: &mut AsyncPgConnection,
     limits: &RateLimits,
@@ -145,6 +146,11 @@ pub async fn check(
     subject: &str,
     endpoint: Endpoint,
 ) -> Result<Decision, LimitsError> {
+    if subject.is_empty() {
+        return Err(LimitsError::Config(
+            "a rate-limit subject must not be empty".into(),
+        ));
+    }
     let (per_user, per_tenant) = limits.of(endpoint);
     let rows: Vec<Counted> = diesel::sql_query(
         "INSERT INTO rate_limit_counters AS c (tenant_id, endpoint, subject, window_start, count) \

@@ -541,3 +541,21 @@ async fn usage_reports_the_tenants_own_counts_of_this_month_and_its_quota() {
     let usage = limits::usage(&mut conn, &acme()).await.unwrap();
     assert_eq!(usage.quota.remaining, Some(0));
 }
+
+#[tokio::test]
+async fn an_empty_subject_is_refused_rather_than_counted_as_the_tenant() {
+    let db = testkit::database().await;
+    let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
+    let acme: TenantId = "acme".parse().unwrap();
+    let rates = RateLimits::default();
+    let refused = limits::check(&mut conn, &rates, &acme, "", Endpoint::VaultList).await;
+    assert!(
+        matches!(refused, Err(limits::LimitsError::Config(_))),
+        "{refused:?}"
+    );
+    // The tenant's budget was not touched.
+    let counted = limits::check(&mut conn, &rates, &acme, "user:ann", Endpoint::VaultList)
+        .await
+        .unwrap();
+    assert_eq!(counted.remaining, 59);
+}

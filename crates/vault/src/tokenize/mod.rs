@@ -419,10 +419,14 @@ async fn run(
     };
     let success_count = result.success_count();
     if !dry_run && success_count > 0 {
-        // Metering must not fail a tokenization that is already committed.
-        if let Err(e) =
-            limits::record_tokenize(conn, tenant, i64::try_from(success_count).unwrap_or(0)).await
-        {
+        // Metering must not fail a tokenization. Without an idempotency key the batch is
+        // committed already; with one, this runs inside the key's transaction, and a failed
+        // statement would abort it: the savepoint keeps a metering failure to itself.
+        let items = i64::try_from(success_count).unwrap_or(0);
+        let metered = conn
+            .transaction(async |conn| limits::record_tokenize(conn, tenant, items).await)
+            .await;
+        if let Err(e) = metered {
             tracing::warn!(error = %e, "cannot record tokenize usage");
         }
     }

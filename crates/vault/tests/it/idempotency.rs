@@ -262,3 +262,38 @@ async fn concurrent_calls_with_one_idempotency_key_write_once_and_answer_one_bod
     assert_eq!(bodies.len(), 1, "every call answered the same bytes");
     assert_eq!(v.entries().await, 3);
 }
+
+#[tokio::test]
+async fn a_metering_failure_fails_no_tokenization_with_or_without_a_key() {
+    use diesel_async::SimpleAsyncConnection as _;
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    // Usage metering refuses every row from now on.
+    v.conn
+        .batch_execute("ALTER TABLE usage_counters ADD CONSTRAINT refuse CHECK (metric = 'nope')")
+        .await
+        .unwrap();
+    for key in [None, Some("order-9")] {
+        let request = Request {
+            idempotency_key: key.map(str::to_owned),
+            ..request(policy, vec![item("ann@example.com", "email")])
+        };
+        let outcome = vault::tokenize::tokenize(&mut v.conn, &v.keyring, &acme(), &request, &body)
+            .await
+            .unwrap_or_else(|e| panic!("key {key:?}: {e}"));
+        assert!(
+            matches!(outcome, Outcome::Done { .. }),
+            "key {key:?}: {outcome:?}"
+        );
+    }
+    assert_eq!(v.entries().await, 2, "both batches were written");
+    // The key was kept: the same request replays.
+    let request = Request {
+        idempotency_key: Some("order-9".into()),
+        ..request(policy, vec![item("ann@example.com", "email")])
+    };
+    let outcome = vault::tokenize::tokenize(&mut v.conn, &v.keyring, &acme(), &request, &body)
+        .await
+        .unwrap();
+    assert!(matches!(outcome, Outcome::Replayed { .. }), "{outcome:?}");
+}
