@@ -182,7 +182,12 @@ async fn run(command: Command) -> anyhow::Result<()> {
             db::migrate(&database.url).await?;
             let mut conn = connect(&database.url).await?;
             let on = matches!(state, Switch::On);
-            limits::set_kill_switch(&mut conn, tenant.as_ref(), on, "dpsctl").await?;
+            let switch = if on {
+                limits::Switch::On
+            } else {
+                limits::Switch::Off
+            };
+            limits::set_kill_switch(&mut conn, tenant.as_ref(), switch, "dpsctl").await?;
             let scope = tenant.map_or_else(|| "all tenants".to_owned(), |t| format!("tenant {t}"));
             println!(
                 "kill switch {} for {scope}; every replica follows within a second",

@@ -78,14 +78,23 @@ impl KillSwitches {
     }
 }
 
+/// A kill switch's position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Switch {
+    /// Tokenize, grant and detokenize are refused.
+    On,
+    Off,
+}
+
 /// Turns a switch on or off: `tenant` `None` is the global switch.
 pub async fn set_kill_switch(
     conn: &mut AsyncPgConnection,
     tenant: Option<&TenantId>,
-    active: bool,
+    switch: Switch,
     actor: &str,
 ) -> Result<(), diesel::result::Error> {
     let id = tenant.map_or(GLOBAL, TenantId::as_str);
+    let active = switch == Switch::On;
     diesel::insert_into(kill_switches::table)
         .values((
             kill_switches::tenant_id.eq(id),

@@ -212,9 +212,14 @@ async fn a_kill_switch_is_seen_by_every_replica_within_the_cache_ttl() {
     let before = Instant::now();
     assert!(!replica.is_on(&mut conn, &acme()).await.unwrap());
 
-    limits::set_kill_switch(&mut conn, Some(&acme()), true, "ops@example.com")
-        .await
-        .unwrap();
+    limits::set_kill_switch(
+        &mut conn,
+        Some(&acme()),
+        limits::Switch::On,
+        "ops@example.com",
+    )
+    .await
+    .unwrap();
     // A replica that reads now sees it at once...
     let fresh = KillSwitches::default();
     assert!(fresh.is_on(&mut other, &acme()).await.unwrap());
@@ -236,7 +241,7 @@ async fn a_kill_switch_is_seen_by_every_replica_within_the_cache_ttl() {
     );
 
     // The global switch stops every tenant.
-    limits::set_kill_switch(&mut conn, None, true, "ops@example.com")
+    limits::set_kill_switch(&mut conn, None, limits::Switch::On, "ops@example.com")
         .await
         .unwrap();
     tokio::time::sleep(limits::kill::CACHE_TTL + Duration::from_millis(50)).await;
@@ -244,12 +249,17 @@ async fn a_kill_switch_is_seen_by_every_replica_within_the_cache_ttl() {
     assert!(replica.state(&mut conn).await.unwrap().global);
 
     // Turned off, both are forgotten within the TTL.
-    limits::set_kill_switch(&mut conn, None, false, "ops@example.com")
+    limits::set_kill_switch(&mut conn, None, limits::Switch::Off, "ops@example.com")
         .await
         .unwrap();
-    limits::set_kill_switch(&mut conn, Some(&acme()), false, "ops@example.com")
-        .await
-        .unwrap();
+    limits::set_kill_switch(
+        &mut conn,
+        Some(&acme()),
+        limits::Switch::Off,
+        "ops@example.com",
+    )
+    .await
+    .unwrap();
     tokio::time::sleep(limits::kill::CACHE_TTL + Duration::from_millis(50)).await;
     assert!(!replica.is_on(&mut conn, &acme()).await.unwrap());
     assert!(!replica.is_on(&mut conn, &globex()).await.unwrap());

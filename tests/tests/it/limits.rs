@@ -246,7 +246,7 @@ async fn the_kill_switch_stops_tokenize_grant_and_detokenize_within_a_second() {
     let mut conn = t.app.conn().await;
     let acme: ids::TenantId = "acme".parse().unwrap();
 
-    limits::set_kill_switch(&mut conn, Some(&acme), true, "test")
+    limits::set_kill_switch(&mut conn, Some(&acme), limits::Switch::On, "test")
         .await
         .unwrap();
     tokio::time::sleep(limits::kill::CACHE_TTL + Duration::from_millis(100)).await;
@@ -301,7 +301,7 @@ async fn the_kill_switch_stops_tokenize_grant_and_detokenize_within_a_second() {
     );
 
     // The global switch stops everyone; turning both off restores service.
-    limits::set_kill_switch(&mut conn, None, true, "test")
+    limits::set_kill_switch(&mut conn, None, limits::Switch::On, "test")
         .await
         .unwrap();
     tokio::time::sleep(limits::kill::CACHE_TTL + Duration::from_millis(100)).await;
@@ -328,10 +328,10 @@ async fn the_kill_switch_stops_tokenize_grant_and_detokenize_within_a_second() {
         .unwrap();
     assert_eq!(health["kill_switch"]["global"], true);
 
-    limits::set_kill_switch(&mut conn, None, false, "test")
+    limits::set_kill_switch(&mut conn, None, limits::Switch::Off, "test")
         .await
         .unwrap();
-    limits::set_kill_switch(&mut conn, Some(&acme), false, "test")
+    limits::set_kill_switch(&mut conn, Some(&acme), limits::Switch::Off, "test")
         .await
         .unwrap();
     tokio::time::sleep(limits::kill::CACHE_TTL + Duration::from_millis(100)).await;
@@ -554,7 +554,7 @@ async fn every_area_a_response_carries_rate_limit_headers_errors_included() {
 
     let mut conn = t.app.conn().await;
     let acme: ids::TenantId = "acme".parse().unwrap();
-    limits::set_kill_switch(&mut conn, Some(&acme), true, "test")
+    limits::set_kill_switch(&mut conn, Some(&acme), limits::Switch::On, "test")
         .await
         .unwrap();
     tokio::time::sleep(limits::kill::CACHE_TTL + Duration::from_millis(100)).await;
