@@ -186,24 +186,6 @@ pub fn pg_dump(db: &TestDatabase) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn database_names_are_swapped_in_urls() {
-        assert_eq!(
-            with_database("postgres://u:p@h:5/a", "b"),
-            "postgres://u:p@h:5/b"
-        );
-        assert_eq!(
-            with_database("postgres://u:p@h:5/a?sslmode=disable", "b"),
-            "postgres://u:p@h:5/b?sslmode=disable"
-        );
-        assert_eq!(with_database("postgres://h", "b"), "postgres://h/b");
-    }
-}
-
 /// The environment a service binary needs against `db`: the test identity provider and a
 /// master key, migrations off (the template is migrated), one worker.
 pub fn service_env(
@@ -222,4 +204,22 @@ pub fn service_env(
         ("DPS_MIGRATE_ON_START".to_owned(), "false".to_owned()),
         ("HTTP_WORKERS".to_owned(), "1".to_owned()),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_names_are_swapped_in_urls() {
+        assert_eq!(
+            with_database("postgres://u:p@h:5/a", "b"),
+            "postgres://u:p@h:5/b"
+        );
+        assert_eq!(
+            with_database("postgres://u:p@h:5/a?sslmode=disable", "b"),
+            "postgres://u:p@h:5/b?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://h", "b"), "postgres://h/b");
+    }
 }
