@@ -5,12 +5,6 @@ use api_types::tokens as wire;
 use vault::VaultError;
 use vault::tokenize::{ItemOutcome, Tokenized};
 
-/// An id from a path or body. One that cannot be ours becomes the nil id, which names no
-/// record, so it is answered as not found at the same step as an unknown id would be.
-pub fn or_nil<T: From<uuid::Uuid>>(parsed: Option<T>) -> T {
-    parsed.unwrap_or_else(|| T::from(uuid::Uuid::nil()))
-}
-
 /// A page's pagination as the list responses show it.
 pub fn pagination(p: paging::Pagination) -> api_types::Pagination {
     api_types::Pagination {
@@ -25,7 +19,7 @@ pub fn tokenize_request(
     dry_run: bool,
 ) -> Result<vault::tokenize::Request, VaultError> {
     Ok(vault::tokenize::Request {
-        policy_id: or_nil(ids::TokenPolicyId::parse(&body.policy_id)),
+        policy_id: ids::TokenPolicyId::parse_or_nil(&body.policy_id),
         items: body
             .items
             .into_iter()

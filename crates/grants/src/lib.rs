@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use db::schema::{detokenization_audit, grants};
-use ids::{Principal, TenantId, TokenPolicyId};
+use ids::{Principal, TenantId, TokenId, TokenPolicyId};
 use keys::KeyRing;
 use paging::{CursorKey, Keyset, Limit, Order, Page, Position};
 use vault::VaultError;
@@ -155,7 +155,7 @@ fn parse_ids(raw: &[String], field: &'static str) -> Result<Vec<Uuid>, GrantErro
     // caller still gets a NOT_FOUND for it rather than a refusal that tells ids apart.
     Ok(raw
         .iter()
-        .map(|id| Uuid::parse_str(id).unwrap_or(Uuid::nil()))
+        .map(|id| TokenId::parse_or_nil(id).as_uuid())
         .collect())
 }
 
@@ -573,7 +573,7 @@ pub async fn audit(
         query = query.filter(detokenization_audit::user_id.eq(user.to_owned()));
     }
     if let Some(token_id) = filter.token_id {
-        let id = Uuid::parse_str(token_id).unwrap_or(Uuid::nil());
+        let id = TokenId::parse_or_nil(token_id).as_uuid();
         query = query.filter(
             diesel::dsl::sql::<diesel::sql_types::Bool>("")
                 .bind::<diesel::sql_types::Uuid, _>(id)

@@ -36,6 +36,14 @@ macro_rules! record_id {
             pub fn parse(raw: &str) -> Option<Self> {
                 Uuid::parse_str(raw.trim()).ok().map(Self)
             }
+
+            /// Like [`parse`](Self::parse), but what cannot be an id becomes the nil id, which
+            /// names no record: the request is then answered "not found" at the same step, and
+            /// with the same answer, as an unknown id would be, so an answer never tells a
+            /// malformed id from another tenant's.
+            pub fn parse_or_nil(raw: &str) -> Self {
+                Self::parse(raw).unwrap_or(Self(Uuid::nil()))
+            }
         }
 
         impl Default for $name {
@@ -109,6 +117,8 @@ mod tests {
         let scan = ScanId::new();
         assert_eq!(ScanId::parse(&scan.to_string()), Some(scan));
         assert_eq!(ScanId::parse("not-a-uuid"), None);
+        assert_eq!(ScanId::parse_or_nil("not-a-uuid").as_uuid(), Uuid::nil());
+        assert_eq!(ScanId::parse_or_nil(&scan.to_string()), scan);
         let connector = ConnectorId::from_uuid(scan.as_uuid());
         assert_eq!(connector.as_uuid(), scan.as_uuid());
         assert!(ScanId::new() > scan, "new ids sort after older ones");

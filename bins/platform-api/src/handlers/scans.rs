@@ -174,10 +174,7 @@ pub async fn list(
         ),
     };
     // An id that is not a UUID matches no scan.
-    let connector = query
-        .connector
-        .as_deref()
-        .map(|c| ConnectorId::parse(c).unwrap_or(ConnectorId::from_uuid(uuid::Uuid::nil())));
+    let connector = query.connector.as_deref().map(ConnectorId::parse_or_nil);
     let mut conn = state.conn().await?;
     let page = store::list(
         &mut conn,

@@ -68,7 +68,7 @@ pub async fn revoke(
         ..
     }: Admitted<op::Revoke, (web::Path<String>, Body<RevokeRequest>)>,
 ) -> Result<HttpResponse, ApiError> {
-    let token_id = wire::or_nil(ids::TokenId::parse(&token_id));
+    let token_id = ids::TokenId::parse_or_nil(&token_id);
     let revoked = vault::entries::revoke(&mut conn, &caller.0, token_id, &body.reason)
         .await
         .map_err(errors::vault)?;
