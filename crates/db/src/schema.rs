@@ -14,6 +14,47 @@ diesel::table! {
 }
 
 diesel::table! {
+    audit_checkpoints (tenant_id, seq) {
+        tenant_id -> Text,
+        seq -> Int8,
+        hash -> Bytea,
+        signed_at -> Timestamptz,
+        key_id -> Text,
+        signature -> Bytea,
+    }
+}
+
+diesel::table! {
+    audit_heads (tenant_id) {
+        tenant_id -> Text,
+        seq -> Int8,
+        hash -> Bytea,
+        recorded_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    audit_log (tenant_id, seq) {
+        tenant_id -> Text,
+        seq -> Int8,
+        entry_id -> Uuid,
+        recorded_at -> Timestamptz,
+        kind -> Text,
+        actor -> Text,
+        policy_id -> Nullable<Uuid>,
+        policy_version -> Nullable<Int4>,
+        action_type -> Nullable<Text>,
+        connector_id -> Nullable<Uuid>,
+        resource -> Nullable<Text>,
+        simulated -> Bool,
+        outcome -> Nullable<Text>,
+        details -> Jsonb,
+        prev_hash -> Bytea,
+        hash -> Bytea,
+    }
+}
+
+diesel::table! {
     classifiers (tenant_id, classifier_id) {
         tenant_id -> Text,
         classifier_id -> Uuid,
@@ -74,6 +115,38 @@ diesel::table! {
         status -> Text,
         created_at -> Timestamptz,
         resolved_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    governance_policies (tenant_id, policy_id) {
+        tenant_id -> Text,
+        policy_id -> Uuid,
+        name -> Text,
+        description -> Nullable<Text>,
+        mode -> Text,
+        tags -> Array<Nullable<Text>>,
+        version -> Int4,
+        document -> Jsonb,
+        source -> Text,
+        source_syntax -> Text,
+        conditions_count -> Int4,
+        actions_count -> Int4,
+        findings_matched -> Int8,
+        last_triggered -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    governance_policy_versions (tenant_id, policy_id, version) {
+        tenant_id -> Text,
+        policy_id -> Uuid,
+        version -> Int4,
+        document -> Jsonb,
+        created_at -> Timestamptz,
+        created_by -> Text,
     }
 }
 
@@ -223,18 +296,6 @@ diesel::table! {
 }
 
 diesel::table! {
-    settings_audit (id) {
-        id -> Uuid,
-        seq -> Int8,
-        tenant_id -> Text,
-        event -> Text,
-        actor -> Text,
-        occurred_at -> Timestamptz,
-        details -> Jsonb,
-    }
-}
-
-diesel::table! {
     tenant_keys (tenant_id, version) {
         tenant_id -> Text,
         version -> Int4,
@@ -324,10 +385,15 @@ diesel::table! {
 
 diesel::allow_tables_to_appear_in_same_query!(
     api_keys,
+    audit_checkpoints,
+    audit_heads,
+    audit_log,
     classifiers,
     connectors,
     detokenization_audit,
     findings,
+    governance_policies,
+    governance_policy_versions,
     grants,
     idempotency_keys,
     kill_switches,
@@ -339,7 +405,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     scan_resources,
     scanned_objects,
     scans,
-    settings_audit,
     tenant_keys,
     tenant_quotas,
     tenant_settings,

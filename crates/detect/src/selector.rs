@@ -30,6 +30,15 @@ impl Selector {
         Category::parse(code).map(Selector::Category)
     }
 
+    /// The code as a condition writes it: the inverse of [`parse`](Self::parse).
+    pub fn code(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            Selector::Type(t) => t.as_str().into(),
+            Selector::Category(c) => c.as_str().into(),
+            Selector::Custom(name) => format!("custom:{name}").into(),
+        }
+    }
+
     pub fn matches(&self, finding: &Finding) -> bool {
         match (self, &finding.pii_type) {
             (Selector::Type(t), FindingType::Pii(found)) => t == found,

@@ -49,6 +49,14 @@ impl Position {
         }
     }
 
+    /// The position of a row ordered by a number alone (an audit log's `seq`).
+    pub fn seq(n: i64) -> Self {
+        Self {
+            micros: n,
+            id: Uuid::nil(),
+        }
+    }
+
     /// The time part, as the database compares it (microseconds).
     pub fn time(&self) -> Result<OffsetDateTime, BadCursor> {
         OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.micros) * 1_000)

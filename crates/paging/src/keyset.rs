@@ -167,6 +167,12 @@ impl<'a> Keyset<'a> {
         ))
     }
 
+    /// Where a list ordered by a number alone (see [`Position::seq`]) resumes: rows after this
+    /// number. `None` on a first page.
+    pub fn after_seq(&self) -> Option<i64> {
+        self.after.map(|p| p.micros)
+    }
+
     /// Cuts the page from rows read with [`Keyset::fetch`], and signs the cursor of the last
     /// row kept when more follow.
     pub fn page<T>(&self, mut rows: Vec<T>, position: impl Fn(&T) -> Position) -> Page<T> {

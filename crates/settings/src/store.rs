@@ -1,4 +1,4 @@
-//! Queries over `tenant_settings` and `settings_audit`. Each takes a connection; the functions
+//! Queries over `tenant_settings`, and the settings' entries in the audit log. Each takes a connection; the functions
 //! in the crate root own the transactions.
 
 use crate::model::{CosigningMode, LkgRetentionChange, SafetyClass};
@@ -7,9 +7,8 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{TenantId, UserId};
 use serde_json::Value;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
-use db::schema::{settings_audit, tenant_settings};
+use db::schema::tenant_settings;
 
 /// How many changes of the rollback window its `change_log` shows.
 const CHANGE_LOG_LIMIT: i64 = 100;
@@ -114,25 +113,17 @@ pub(crate) async fn set_cosigning(
         .map(drop)
 }
 
-/// Appends an audit entry. `details` holds setting values only, never personal data.
+/// Appends an audit entry to the tenant's audit log, in the caller's transaction. `details`
+/// holds setting values only, never personal data.
 pub(crate) async fn audit(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     actor: &UserId,
-    event: &str,
+    event: &'static str,
     details: Value,
 ) -> QueryResult<()> {
-    diesel::insert_into(settings_audit::table)
-        .values((
-            settings_audit::id.eq(Uuid::now_v7()),
-            settings_audit::tenant_id.eq(tenant.as_str()),
-            settings_audit::event.eq(event),
-            settings_audit::actor.eq(actor.as_str()),
-            settings_audit::details.eq(details),
-        ))
-        .execute(conn)
-        .await
-        .map(drop)
+    let entry = audit::NewEntry::new(event, audit::Actor::User(actor.clone())).details(details);
+    audit::append(conn, tenant, &[entry]).await.map(drop)
 }
 
 /// The most recent changes of the rollback window, newest first.
@@ -140,32 +131,27 @@ pub(crate) async fn lkg_changes(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
 ) -> QueryResult<Vec<LkgRetentionChange>> {
-    let rows: Vec<(OffsetDateTime, String, Value)> = settings_audit::table
-        .filter(settings_audit::tenant_id.eq(tenant.as_str()))
-        .filter(settings_audit::event.eq(crate::model::events::LKG_RETENTION_CHANGED))
-        .order(settings_audit::seq.desc())
-        .limit(CHANGE_LOG_LIMIT)
-        .select((
-            settings_audit::occurred_at,
-            settings_audit::actor,
-            settings_audit::details,
-        ))
-        .load(conn)
-        .await?;
+    let entries = audit::latest(
+        conn,
+        tenant,
+        crate::model::events::LKG_RETENTION_CHANGED,
+        CHANGE_LOG_LIMIT,
+    )
+    .await?;
     let hours = |details: &Value, key: &str| {
         details
             .get(key)
             .and_then(Value::as_u64)
             .and_then(|h| u32::try_from(h).ok())
     };
-    Ok(rows
+    Ok(entries
         .into_iter()
-        .filter_map(|(changed_at, changed_by, details)| {
+        .filter_map(|entry| {
             Some(LkgRetentionChange {
-                from_hours: hours(&details, "from_hours")?,
-                to_hours: hours(&details, "to_hours")?,
-                changed_at,
-                changed_by,
+                from_hours: hours(&entry.details, "from_hours")?,
+                to_hours: hours(&entry.details, "to_hours")?,
+                changed_at: entry.recorded_at,
+                changed_by: entry.actor,
             })
         })
         .collect())

@@ -1,5 +1,5 @@
 //! Tenant settings against a real Postgres: the rollback window, the remediation policy,
-//! co-signing, their audit entries in `settings_audit`, and the remediation gate, including
+//! co-signing, their entries in the tenant's audit log, and the remediation gate, including
 //! how it fails open when the policy cannot be read.
 #![allow(
     clippy::unwrap_used,
@@ -35,7 +35,7 @@ fn user(name: &str) -> UserId {
     name.parse().unwrap()
 }
 
-/// One row of `settings_audit`.
+/// One entry of the audit log.
 #[derive(Debug, QueryableByName)]
 struct Audit {
     #[diesel(sql_type = Text)]
@@ -50,10 +50,12 @@ struct Audit {
 
 /// Every audit entry of every tenant, oldest first.
 async fn audit(conn: &mut AsyncPgConnection) -> Vec<Audit> {
-    diesel::sql_query("SELECT tenant_id, event, actor, details FROM settings_audit ORDER BY seq")
-        .load(conn)
-        .await
-        .unwrap()
+    diesel::sql_query(
+        "SELECT tenant_id, kind AS event, actor, details FROM audit_log ORDER BY recorded_at, seq",
+    )
+    .load(conn)
+    .await
+    .unwrap()
 }
 
 /// The tenant's audit entries of one event, oldest first.
@@ -839,12 +841,10 @@ async fn a_change_whose_audit_entry_cannot_be_written_is_not_applied() {
     let alice = user("alice");
 
     // Every new audit row now violates a constraint.
-    diesel::sql_query(
-        "ALTER TABLE settings_audit ADD CONSTRAINT no_more_audit CHECK (false) NOT VALID",
-    )
-    .execute(&mut conn)
-    .await
-    .unwrap();
+    diesel::sql_query("ALTER TABLE audit_log ADD CONSTRAINT no_more_audit CHECK (false) NOT VALID")
+        .execute(&mut conn)
+        .await
+        .unwrap();
     let lkg = settings::set_lkg_retention(&mut conn, &acme, &alice, 168).await;
     assert!(matches!(lkg, Err(SettingsError::Database(_))), "{lkg:?}");
     let policy = settings::set_remediation_policy(

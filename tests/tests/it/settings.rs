@@ -62,15 +62,13 @@ struct Count {
 
 async fn audit_count(app: &TestApp, tenant: &str, event: &str) -> i64 {
     let mut conn = app.conn().await;
-    diesel::sql_query(
-        "SELECT count(*) AS n FROM settings_audit WHERE tenant_id = $1 AND event = $2",
-    )
-    .bind::<Text, _>(tenant)
-    .bind::<Text, _>(event)
-    .get_result::<Count>(&mut conn)
-    .await
-    .unwrap()
-    .n
+    diesel::sql_query("SELECT count(*) AS n FROM audit_log WHERE tenant_id = $1 AND kind = $2")
+        .bind::<Text, _>(tenant)
+        .bind::<Text, _>(event)
+        .get_result::<Count>(&mut conn)
+        .await
+        .unwrap()
+        .n
 }
 
 #[tokio::test]

@@ -1,0 +1,257 @@
+//! An entry, its canonical JSON and its hash.
+
+use std::fmt::Write as _;
+
+use ids::{ConnectorId, PolicyId, TenantId, UserId};
+use ring::digest::{Context, SHA256};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::FormatItem;
+use time::macros::format_description;
+use uuid::Uuid;
+
+/// The hash before a tenant's first entry.
+pub const GENESIS: [u8; 32] = [0; 32];
+
+/// Who caused an entry: a user, or the service itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    User(UserId),
+    System,
+}
+
+impl Actor {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Actor::User(user) => user.as_str(),
+            Actor::System => "system",
+        }
+    }
+}
+
+/// An entry to append. `details` holds counts, ids and setting values: never a value found in
+/// customer data, nor a preview of one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEntry {
+    /// `policy_created`, `policy_evaluated`, `action_planned`, `lkg_retention_changed`, ...
+    pub kind: &'static str,
+    pub actor: Actor,
+    pub policy: Option<(PolicyId, i32)>,
+    /// alert, tokenize, mask or quarantine.
+    pub action_type: Option<&'static str>,
+    pub connector_id: Option<ConnectorId>,
+    /// Where the affected object is (`bucket/key`), never what it holds.
+    pub resource: Option<String>,
+    pub simulated: bool,
+    pub outcome: Option<&'static str>,
+    pub details: Value,
+}
+
+impl NewEntry {
+    /// An entry of `kind` by `actor`, with nothing else set.
+    pub fn new(kind: &'static str, actor: Actor) -> Self {
+        NewEntry {
+            kind,
+            actor,
+            policy: None,
+            action_type: None,
+            connector_id: None,
+            resource: None,
+            simulated: false,
+            outcome: None,
+            details: Value::Object(serde_json::Map::new()),
+        }
+    }
+
+    pub fn policy(mut self, id: PolicyId, version: i32) -> Self {
+        self.policy = Some((id, version));
+        self
+    }
+
+    pub fn action(mut self, action_type: &'static str) -> Self {
+        self.action_type = Some(action_type);
+        self
+    }
+
+    pub fn connector(mut self, id: ConnectorId) -> Self {
+        self.connector_id = Some(id);
+        self
+    }
+
+    pub fn resource(mut self, resource: impl Into<String>) -> Self {
+        self.resource = Some(resource.into());
+        self
+    }
+
+    pub fn simulated(mut self, simulated: bool) -> Self {
+        self.simulated = simulated;
+        self
+    }
+
+    pub fn outcome(mut self, outcome: &'static str) -> Self {
+        self.outcome = Some(outcome);
+        self
+    }
+
+    pub fn details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+}
+
+/// A stored entry, as the list returns it and the verifier reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub tenant_id: TenantId,
+    pub seq: i64,
+    pub entry_id: Uuid,
+    pub recorded_at: OffsetDateTime,
+    pub kind: String,
+    pub actor: String,
+    pub policy_id: Option<Uuid>,
+    pub policy_version: Option<i32>,
+    pub action_type: Option<String>,
+    pub connector_id: Option<Uuid>,
+    pub resource: Option<String>,
+    pub simulated: bool,
+    pub outcome: Option<String>,
+    pub details: Value,
+    pub prev_hash: Vec<u8>,
+    pub hash: Vec<u8>,
+}
+
+const TIMESTAMP: &[FormatItem<'static>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z");
+
+/// A time as entries carry it: UTC, to the microsecond, as Postgres keeps it.
+pub fn timestamp(at: OffsetDateTime) -> String {
+    at.to_offset(time::UtcOffset::UTC)
+        .format(TIMESTAMP)
+        .unwrap_or_default()
+}
+
+/// A time cut to the microsecond, so that what is hashed is what is stored.
+pub fn to_micros(at: OffsetDateTime) -> OffsetDateTime {
+    at.replace_nanosecond(at.nanosecond() / 1_000 * 1_000)
+        .unwrap_or(at)
+}
+
+impl Entry {
+    /// The entry as canonical JSON: every field but the hashes, keys sorted, no spaces. This
+    /// is what the hash covers; the tenant and seq are in it, so an entry cannot be moved to
+    /// another tenant or place.
+    pub fn canonical(&self) -> String {
+        let value = json!({
+            "tenant_id": self.tenant_id.as_str(),
+            "seq": self.seq,
+            "entry_id": self.entry_id.to_string(),
+            "timestamp": timestamp(self.recorded_at),
+            "type": self.kind,
+            "actor": self.actor,
+            "policy_id": self.policy_id.map(|id| id.to_string()),
+            "policy_version": self.policy_version,
+            "action_type": self.action_type,
+            "connector_id": self.connector_id.map(|id| id.to_string()),
+            "resource": self.resource,
+            "simulated": self.simulated,
+            "outcome": self.outcome,
+            "details": self.details,
+        });
+        let mut out = String::with_capacity(512);
+        write_canonical(&value, &mut out);
+        out
+    }
+
+    /// `SHA-256(prev_hash || canonical JSON)`.
+    pub fn compute_hash(&self, prev_hash: &[u8]) -> [u8; 32] {
+        let mut ctx = Context::new(&SHA256);
+        ctx.update(prev_hash);
+        ctx.update(self.canonical().as_bytes());
+        let mut out = [0u8; 32];
+        out.copy_from_slice(ctx.finish().as_ref());
+        out
+    }
+}
+
+/// JSON with object keys sorted by their bytes and no white space: the same value always
+/// gives the same text, whatever order its keys were written or stored in.
+pub fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(key, out);
+                out.push(':');
+                if let Some(v) = map.get(key) {
+                    write_canonical(v, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::String(s) => write_string(s, out),
+        // null, booleans and numbers print one way already.
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let a: Value =
+            serde_json::from_str(r#"{"b":1,"a":{"z":[1,{"y":2,"x":"\n"}],"c":null}}"#).unwrap();
+        let mut out = String::new();
+        write_canonical(&a, &mut out);
+        assert_eq!(out, r#"{"a":{"c":null,"z":[1,{"x":"\n","y":2}]},"b":1}"#);
+    }
+
+    #[test]
+    fn timestamps_are_utc_microseconds() {
+        let at = time::macros::datetime!(2026-11-23 10:00:00.123456789 +02:00);
+        assert_eq!(timestamp(to_micros(at)), "2026-11-23T08:00:00.123456Z");
+    }
+}

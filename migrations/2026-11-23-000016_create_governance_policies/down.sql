@@ -1,0 +1,2 @@
+DROP TABLE governance_policy_versions;
+DROP TABLE governance_policies;
