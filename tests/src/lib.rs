@@ -49,6 +49,8 @@ pub fn default_env(db: &TestDatabase) -> HashMap<String, String> {
         ("DPS_MASTER_KEY".to_owned(), master_key),
         ("BIND_ADDR".to_owned(), "127.0.0.1:0".to_owned()),
         ("HTTP_WORKERS".to_owned(), "1".to_owned()),
+        // Webhooks in tests go to servers on loopback.
+        ("DPS_ALLOW_PRIVATE_NETWORKS".to_owned(), "true".to_owned()),
     ])
 }
 

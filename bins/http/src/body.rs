@@ -185,3 +185,45 @@ impl<T: DeserializeOwned + 'static> FromRequest for Document<T> {
         })
     }
 }
+
+/// How a [`RawDocument`] is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocumentSyntax {
+    Json,
+    Yaml,
+}
+
+/// A request body in JSON or YAML, kept as bytes for a domain reader that checks documents
+/// itself (governance policies: size, depth, duplicate keys, anchors). Only the content type
+/// and the service's body limit are checked here.
+#[derive(Debug)]
+pub struct RawDocument {
+    pub bytes: web::Bytes,
+    pub syntax: DocumentSyntax,
+}
+
+impl FromRequest for RawDocument {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let syntax = syntax(req);
+        let body = read(req, payload);
+        Box::pin(async move {
+            let syntax = match syntax {
+                Some(Syntax::Json) => DocumentSyntax::Json,
+                Some(Syntax::Yaml) => DocumentSyntax::Yaml,
+                None => {
+                    return Err(ApiError::invalid(
+                        "the request body must be YAML (Content-Type: application/yaml) or JSON \
+                         (Content-Type: application/json)",
+                    ));
+                }
+            };
+            Ok(RawDocument {
+                bytes: body.await?.freeze(),
+                syntax,
+            })
+        })
+    }
+}

@@ -22,6 +22,7 @@
 //! | `DPS_SCAN_WORKER_IMAGE` | `dps/scan-worker:<version>` | Image named in deployment configs. |
 //! | `DPS_COORDINATOR_URL` | the request's origin | URL named in deployment configs. |
 //! | cloud variables | | See docs/configuration.md, "Cloud access". |
+//! | `DPS_ALLOW_PRIVATE_NETWORKS` | false | `true` lets alert webhooks use http and loopback or private addresses: tests and development only. |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
 
@@ -48,6 +49,8 @@ pub struct Config {
     /// `DPS_COORDINATOR_URL`: this service's URL as workers elsewhere reach it; without it,
     /// deployment configs name the origin of the request (the gateway's, behind one).
     pub coordinator_url: Option<String>,
+    /// `DPS_ALLOW_PRIVATE_NETWORKS`: the rules for URLs called on a tenant's behalf.
+    pub egress: egress::Egress,
 }
 
 /// Where the platform's co-signing client certificate and key live. Only the paths are kept:
@@ -134,6 +137,7 @@ impl Config {
                 })?,
             },
             scan_workers: env.parsed("DPS_SCAN_WORKERS", 4usize)?,
+            egress: egress::Egress::from_env(&env)?,
             scan_worker_image: env
                 .get("DPS_SCAN_WORKER_IMAGE")
                 .map(|v| v.trim().to_owned())

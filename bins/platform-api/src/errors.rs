@@ -143,3 +143,69 @@ pub fn platform(error: platform::PlatformError) -> ApiError {
         platform::PlatformError::Scan(e) => scans(e),
     }
 }
+
+pub fn policies(error: governance::policies::PolicyError) -> ApiError {
+    use governance::policies::PolicyError;
+    match error {
+        PolicyError::NotFound => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("POLICY_NOT_FOUND"),
+            "no governance policy with this id in the tenant",
+        ),
+        PolicyError::DuplicateName => ApiError::new(
+            StatusCode::CONFLICT,
+            Code::Conflict,
+            "the tenant already has a governance policy with this name",
+        )
+        .with_details(json!({ "field": "/metadata/name" })),
+        PolicyError::Invalid(fields) => ApiError::invalid(format!(
+            "the policy document is invalid: {} problem{}",
+            fields.len(),
+            if fields.len() == 1 { "" } else { "s" }
+        ))
+        .with_details(json!({ "fields": fields })),
+        PolicyError::BadCursor => {
+            ApiError::invalid("the cursor is not one this service issued for this list")
+                .with_details(json!({ "field": "cursor" }))
+        }
+        PolicyError::CorruptRow => ApiError::internal("a stored governance policy is unreadable"),
+        PolicyError::Database(e) => ApiError::database(e),
+    }
+}
+
+pub fn channels(error: governance::channels::ChannelError) -> ApiError {
+    use governance::channels::ChannelError;
+    match error {
+        ChannelError::NotFound => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("CHANNEL_NOT_FOUND"),
+            "no alert channel with this name in the tenant",
+        ),
+        ChannelError::DuplicateName => ApiError::new(
+            StatusCode::CONFLICT,
+            Code::Conflict,
+            "the tenant already has an alert channel with this name",
+        )
+        .with_details(json!({ "field": "/name" })),
+        ChannelError::Invalid(fields) => {
+            ApiError::invalid("the channel is invalid").with_details(json!({ "fields": fields }))
+        }
+        ChannelError::InUse(policies) => ApiError::new(
+            StatusCode::CONFLICT,
+            Code::Conflict,
+            "policies still send alerts to this channel; change or delete them first",
+        )
+        .with_details(json!({ "policies": policies })),
+        ChannelError::TooMany => ApiError::invalid(format!(
+            "a tenant has at most {} alert channels; delete one first",
+            governance::channels::MAX_PER_TENANT
+        ))
+        .with_details(json!({ "limit": governance::channels::MAX_PER_TENANT })),
+        ChannelError::BadCursor => {
+            ApiError::invalid("the cursor is not one this service issued for this list")
+                .with_details(json!({ "field": "cursor" }))
+        }
+        ChannelError::Crypto => ApiError::internal("channel secrets could not be sealed or opened"),
+        ChannelError::Database(e) => ApiError::database(e),
+    }
+}

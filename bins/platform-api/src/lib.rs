@@ -41,6 +41,14 @@ pub use config::{Config, CosigningClient};
         handlers::classifiers::get,
         handlers::classifiers::update,
         handlers::classifiers::delete,
+        handlers::policies::list,
+        handlers::policies::create,
+        handlers::policies::get,
+        handlers::policies::update,
+        handlers::policies::delete,
+        handlers::channels::list,
+        handlers::channels::create,
+        handlers::channels::delete,
     ),
     components(schemas(
         api_types::ErrorEnvelope,
@@ -83,6 +91,15 @@ pub use config::{Config, CosigningClient};
         api_types::classifiers::ClassifierRequest,
         api_types::classifiers::Classifier,
         api_types::classifiers::ClassifierDeleted,
+        api_types::governance::GovernancePolicy,
+        api_types::governance::GovernancePolicyDetail,
+        api_types::governance::GovernancePolicyCreated,
+        api_types::governance::GovernancePolicyDeleted,
+        api_types::governance::PolicyDocument,
+        api_types::governance::ChannelRequest,
+        api_types::governance::Channel,
+        api_types::governance::ChannelCreated,
+        api_types::governance::ChannelDeleted,
     )),
     modifiers(&BearerAuth)
 )]
@@ -119,6 +136,8 @@ pub struct Extra {
     /// The image and URL deployment configs name.
     pub scan_worker_image: String,
     pub coordinator_url: Option<String>,
+    /// The rules for URLs called on a tenant's behalf (alert webhooks).
+    pub egress: egress::Egress,
 }
 
 impl Extra {
@@ -132,6 +151,7 @@ impl Extra {
             scan_wake: scans::coordinator::Wake::default(),
             scan_worker_image: config.scan_worker_image.clone(),
             coordinator_url: config.coordinator_url.clone(),
+            egress: config.egress,
             cosigning_certificate: if config.cosigning_client.is_some() {
                 settings::PlatformCertificate::Provisioned
             } else {
@@ -248,6 +268,32 @@ impl ServiceSpec for PlatformApi {
             .resource(
                 "/api/v1/scans/{id}/deployment-config",
                 [on(Method::GET, handlers::scans::deployment_config)],
+            )
+            .resource(
+                "/api/v1/governance/policies",
+                [
+                    on(Method::GET, handlers::policies::list),
+                    on(Method::POST, handlers::policies::create),
+                ],
+            )
+            .resource(
+                "/api/v1/governance/policies/{id}",
+                [
+                    on(Method::GET, handlers::policies::get),
+                    on(Method::PUT, handlers::policies::update),
+                    on(Method::DELETE, handlers::policies::delete),
+                ],
+            )
+            .resource(
+                "/api/v1/governance/channels",
+                [
+                    on(Method::GET, handlers::channels::list),
+                    on(Method::POST, handlers::channels::create),
+                ],
+            )
+            .resource(
+                "/api/v1/governance/channels/{name}",
+                [on(Method::DELETE, handlers::channels::delete)],
             )
             .resource(
                 "/api/v1/classifiers",

@@ -318,3 +318,68 @@ pub fn deployment_config(
         enumeration_status: d.enumeration_status.as_str().into(),
     }
 }
+
+pub fn document_syntax(s: dps_http::DocumentSyntax) -> governance::document::Syntax {
+    match s {
+        dps_http::DocumentSyntax::Json => governance::document::Syntax::Json,
+        dps_http::DocumentSyntax::Yaml => governance::document::Syntax::Yaml,
+    }
+}
+
+pub fn governance_policy(
+    p: governance::policies::PolicySummary,
+) -> api_types::governance::GovernancePolicy {
+    api_types::governance::GovernancePolicy {
+        id: p.id.to_string(),
+        name: p.name,
+        description: p.description.unwrap_or_default(),
+        mode: p.mode.as_str().to_owned(),
+        tags: p.tags,
+        conditions_count: i64::from(p.conditions_count),
+        actions_count: i64::from(p.actions_count),
+        last_triggered: p.last_triggered,
+        findings_matched: p.findings_matched,
+        version: i64::from(p.version),
+        created_at: p.created_at,
+        updated_at: p.updated_at,
+    }
+}
+
+pub fn governance_policy_detail(
+    p: governance::policies::Policy,
+) -> api_types::governance::GovernancePolicyDetail {
+    api_types::governance::GovernancePolicyDetail {
+        document: p.document.to_value(),
+        policy: governance_policy(p.summary),
+    }
+}
+
+pub fn governance_policy_created(
+    p: governance::policies::PolicySummary,
+) -> api_types::governance::GovernancePolicyCreated {
+    api_types::governance::GovernancePolicyCreated {
+        id: p.id.to_string(),
+        name: p.name,
+        mode: p.mode.as_str().to_owned(),
+        version: i64::from(p.version),
+        created_at: p.created_at,
+    }
+}
+
+pub fn channel(c: governance::channels::Channel) -> api_types::governance::Channel {
+    api_types::governance::Channel {
+        name: c.name,
+        kind: c.kind.to_owned(),
+        url: c.url,
+        created_at: c.created_at,
+    }
+}
+
+pub fn channel_created(
+    c: governance::channels::CreatedChannel,
+) -> api_types::governance::ChannelCreated {
+    api_types::governance::ChannelCreated {
+        channel: channel(c.channel),
+        secret: c.secret,
+    }
+}

@@ -283,6 +283,24 @@ pub async fn get(
     view(row.ok_or(ConnectorError::NotFound)?)
 }
 
+/// Which of `ids` are connectors of the tenant (a policy's scope names them).
+pub async fn existing(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    ids: &[ConnectorId],
+) -> QueryResult<std::collections::BTreeSet<ConnectorId>> {
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let found: Vec<Uuid> = connectors::table
+        .filter(connectors::tenant_id.eq(tenant.as_str()))
+        .filter(connectors::connector_id.eq_any(ids.iter().map(ConnectorId::as_uuid)))
+        .select(connectors::connector_id)
+        .load(conn)
+        .await?;
+    Ok(found.into_iter().map(ConnectorId::from_uuid).collect())
+}
+
 /// Provider, public configuration, and the sealed secrets with their key version.
 type SecretRow = (String, Value, Option<i32>, Option<Vec<u8>>);
 

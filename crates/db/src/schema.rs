@@ -119,6 +119,19 @@ diesel::table! {
 }
 
 diesel::table! {
+    governance_channels (tenant_id, name) {
+        tenant_id -> Text,
+        name -> Text,
+        channel_id -> Uuid,
+        kind -> Text,
+        host -> Text,
+        key_version -> Int4,
+        sealed -> Bytea,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     governance_policies (tenant_id, policy_id) {
         tenant_id -> Text,
         policy_id -> Uuid,
@@ -392,6 +405,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     connectors,
     detokenization_audit,
     findings,
+    governance_channels,
     governance_policies,
     governance_policy_versions,
     grants,

@@ -349,6 +349,24 @@ pub(crate) async fn snapshot(
 }
 
 /// The classifiers a scan runs with: the copy made when it was created.
+/// Which of `names` are classifiers of the tenant (a policy's conditions name them).
+pub async fn existing_names(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    names: &[String],
+) -> QueryResult<std::collections::BTreeSet<String>> {
+    if names.is_empty() {
+        return Ok(Default::default());
+    }
+    let found: Vec<String> = classifiers::table
+        .filter(classifiers::tenant_id.eq(tenant.as_str()))
+        .filter(classifiers::name.eq_any(names))
+        .select(classifiers::name)
+        .load(conn)
+        .await?;
+    Ok(found.into_iter().collect())
+}
+
 pub async fn for_scan(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,

@@ -13,6 +13,7 @@ mod connectors;
 mod detokenize;
 mod edge;
 mod emulators;
+mod governance;
 mod health;
 mod limits;
 mod migrations;

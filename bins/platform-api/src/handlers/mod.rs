@@ -1,7 +1,9 @@
+pub mod channels;
 pub mod classifiers;
 pub mod connectors;
 pub mod health;
 pub mod openapi;
+pub mod policies;
 pub mod scans;
 pub mod settings;
 

@@ -451,9 +451,9 @@ impl Walk {
     }
 
     fn channel_name(&mut self, v: &Value, at: &Pointer) -> Option<String> {
-        let name = self.text(v, at, 1, crate::channels::MAX_NAME_CHARS)?;
-        if !crate::channels::valid_name(&name) {
-            self.problem(at, crate::channels::NAME_RULE);
+        let name = self.text(v, at, 1, crate::channel_name::MAX_NAME_CHARS)?;
+        if !crate::channel_name::valid_name(&name) {
+            self.problem(at, crate::channel_name::NAME_RULE);
             return None;
         }
         Some(name)

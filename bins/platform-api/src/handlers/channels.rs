@@ -1,0 +1,121 @@
+//! Alert channels (not in the spec): where policies' alerts are delivered. Admins only: a
+//! channel's URL may carry a token.
+
+use actix_web::web;
+use api_types::governance::{
+    Channel, ChannelCreated, ChannelDeleted, ChannelQuery, ChannelRequest,
+};
+use dps_http::{AdminCaller, ApiError, Body, Enveloped, ServiceState};
+use governance::channels::{self as store, NewChannel};
+
+use crate::{Extra, errors, wire};
+
+/// Lists the tenant's channels, oldest first, without their secrets.
+#[utoipa::path(
+    get,
+    path = "/api/v1/governance/channels",
+    tag = "governance",
+    security(("bearer" = [])),
+    params(
+        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page of channels", body = [Channel]),
+        (status = 400, description = "VALIDATION_FAILED: a limit outside 1-100 or a foreign cursor", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn list(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    query: web::Query<ChannelQuery>,
+) -> Result<Enveloped<Vec<Channel>>, ApiError> {
+    let limit = super::page_limit(query.limit)?;
+    let mut conn = state.conn().await?;
+    let page = store::list(
+        &mut conn,
+        &extra.keyring,
+        &extra.cursors,
+        &caller.tenant_id,
+        limit,
+        query.cursor.as_deref(),
+    )
+    .await
+    .map_err(errors::channels)?;
+    Ok(Enveloped::page(
+        page.items.into_iter().map(wire::channel).collect(),
+        wire::pagination(page.pagination),
+    ))
+}
+
+/// Creates a webhook channel and returns its signing secret, this once.
+#[utoipa::path(
+    post,
+    path = "/api/v1/governance/channels",
+    tag = "governance",
+    security(("bearer" = [])),
+    request_body = ChannelRequest,
+    responses(
+        (status = 201, description = "The channel and its secret, shown once", body = ChannelCreated),
+        (status = 400, description = "VALIDATION_FAILED naming each invalid field, or the tenant's 50 channels reached", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 409, description = "CONFLICT: the tenant has a channel with this name", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn create(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    body: Body<ChannelRequest>,
+) -> Result<Enveloped<ChannelCreated>, ApiError> {
+    let mut conn = state.conn().await?;
+    let created = store::create(
+        &mut conn,
+        &extra.keyring,
+        &extra.egress,
+        &caller.tenant_id,
+        &caller.user_id,
+        NewChannel {
+            name: &body.name,
+            kind: &body.kind,
+            url: &body.url,
+        },
+    )
+    .await
+    .map_err(errors::channels)?;
+    Ok(Enveloped::created(wire::channel_created(created)))
+}
+
+/// Deletes a channel no policy sends alerts to.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/governance/channels/{name}",
+    tag = "governance",
+    security(("bearer" = [])),
+    params(("name" = String, Path, description = "Channel name")),
+    responses(
+        (status = 200, description = "The channel was deleted", body = ChannelDeleted),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 404, description = "CHANNEL_NOT_FOUND", body = api_types::ErrorEnvelope),
+        (status = 409, description = "CONFLICT: policies still alert this channel (details.policies names them)", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn delete(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    name: web::Path<String>,
+) -> Result<Enveloped<ChannelDeleted>, ApiError> {
+    let mut conn = state.conn().await?;
+    store::delete(&mut conn, &caller.tenant_id, &caller.user_id, &name)
+        .await
+        .map_err(errors::channels)?;
+    Ok(Enveloped::ok(ChannelDeleted {
+        name: name.into_inner(),
+        deleted: true,
+    }))
+}

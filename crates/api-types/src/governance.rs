@@ -1,0 +1,147 @@
+//! Governance: policies (YAML or JSON documents) and alert channels.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+/// A governance policy, as GET /governance/policies lists it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GovernancePolicy {
+    pub id: String,
+    pub name: String,
+    /// Empty when the document has none.
+    pub description: String,
+    /// enforced or dry-run.
+    pub mode: String,
+    pub tags: Vec<String>,
+    pub conditions_count: i64,
+    pub actions_count: i64,
+    /// When a finding last matched the policy; null until one does.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_triggered: Option<OffsetDateTime>,
+    /// Findings that matched the policy, counted once per evaluation of a scan's batch.
+    pub findings_matched: i64,
+    /// 1 on creation; each PUT adds one.
+    pub version: i64,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: OffsetDateTime,
+}
+
+/// GET /governance/policies/:id and the answer to PUT: the policy and its document.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GovernancePolicyDetail {
+    #[serde(flatten)]
+    pub policy: GovernancePolicy,
+    /// The stored document as canonical JSON, every default written out.
+    #[schema(value_type = Object)]
+    pub document: serde_json::Value,
+}
+
+/// The answer to POST /governance/policies.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GovernancePolicyCreated {
+    pub id: String,
+    pub name: String,
+    pub mode: String,
+    pub version: i64,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+/// The answer to DELETE /governance/policies/:id.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GovernancePolicyDeleted {
+    pub id: String,
+    pub deleted: bool,
+}
+
+/// GET /governance/policies query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GovernancePolicyQuery {
+    /// enforced or dry-run.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Policies carrying this tag.
+    #[serde(default)]
+    pub tag: Option<String>,
+    /// 1 to 100, default 20.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// The policy document, for the OpenAPI description of request bodies. See docs/governance.md.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyDocument {
+    /// governance.dps/v1
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    /// Policy
+    pub kind: String,
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
+    #[schema(value_type = Object)]
+    pub spec: serde_json::Value,
+}
+
+/// POST /governance/channels.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelRequest {
+    /// 1 to 64 lower-case letters, digits, - or _, unique in the tenant.
+    pub name: String,
+    /// webhook.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// https; no loopback, private, link-local or metadata address.
+    pub url: String,
+}
+
+/// An alert channel, without its secret.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Channel {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub url: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+/// The answer to POST /governance/channels: the channel and its signing secret, shown once.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ChannelCreated {
+    #[serde(flatten)]
+    pub channel: Channel,
+    /// Signs every delivery: `X-DPS-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret,
+    /// "<t>.<body>")>`. It is not shown again.
+    pub secret: String,
+}
+
+/// The answer to DELETE /governance/channels/:name.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ChannelDeleted {
+    pub name: String,
+    pub deleted: bool,
+}
+
+/// GET /governance/channels query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelQuery {
+    /// 1 to 100, default 20.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}

@@ -1,0 +1,281 @@
+#![doc = include_str!("../README.md")]
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use boot::{ConfigError, Env};
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use url::Url;
+
+/// The variable that lifts the address rules, for tests and development.
+pub const ALLOW_PRIVATE_NETWORKS: &str = "DPS_ALLOW_PRIVATE_NETWORKS";
+
+/// The longest URL accepted.
+pub const MAX_URL_LEN: usize = 2048;
+
+/// Why a URL or an address is refused. Messages name the rule, never the URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EgressError {
+    #[error("must be an absolute URL of at most 2048 characters")]
+    NotAUrl,
+    #[error("must use https")]
+    NotHttps,
+    #[error("must name a host")]
+    NoHost,
+    #[error("must not carry credentials or a fragment")]
+    Credentials,
+    #[error("must not point at a {0} address")]
+    Forbidden(&'static str),
+}
+
+/// The outbound rules of this deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Egress {
+    /// Loopback, private and `http` targets are allowed (tests, development).
+    pub allow_private: bool,
+}
+
+impl Egress {
+    /// Reads `DPS_ALLOW_PRIVATE_NETWORKS` (`true` or `false`, default `false`).
+    pub fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let allow_private = match env.get(ALLOW_PRIVATE_NETWORKS).as_deref().map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                return Err(ConfigError::new(
+                    ALLOW_PRIVATE_NETWORKS,
+                    "must be true or false",
+                ));
+            }
+        };
+        Ok(Egress { allow_private })
+    }
+
+    /// Checks a URL before it is stored or called.
+    pub fn check_url(&self, raw: &str) -> Result<Url, EgressError> {
+        if raw.len() > MAX_URL_LEN {
+            return Err(EgressError::NotAUrl);
+        }
+        let url = Url::parse(raw).map_err(|_| EgressError::NotAUrl)?;
+        match url.scheme() {
+            "https" => {}
+            "http" if self.allow_private => {}
+            _ => return Err(EgressError::NotHttps),
+        }
+        if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
+            return Err(EgressError::Credentials);
+        }
+        let literal = match url.host() {
+            None => return Err(EgressError::NoHost),
+            Some(url::Host::Domain("")) => return Err(EgressError::NoHost),
+            Some(url::Host::Domain(_)) => None,
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+        };
+        if let Some(ip) = literal {
+            self.check_ip(ip)?;
+        }
+        Ok(url)
+    }
+
+    /// Checks one address.
+    pub fn check_ip(&self, ip: IpAddr) -> Result<(), EgressError> {
+        if self.allow_private {
+            return Ok(());
+        }
+        match forbidden(ip) {
+            Some(kind) => Err(EgressError::Forbidden(kind)),
+            None => Ok(()),
+        }
+    }
+
+    /// An HTTP client for customer-given URLs: every resolved address is checked before a
+    /// connection is made, no redirect is followed and no proxy is used.
+    pub fn client(&self, timeout: Duration) -> reqwest::Result<reqwest::Client> {
+        reqwest::Client::builder()
+            .dns_resolver(Arc::new(Guard { egress: *self }))
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .build()
+    }
+}
+
+/// The kind of address `ip` is, when the service must not call it.
+pub fn forbidden(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => forbidden_v4(v4),
+        IpAddr::V6(v6) => {
+            // An IPv4 address written as IPv6 is judged as IPv4.
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return forbidden_v4(v4);
+            }
+            forbidden_v6(v6)
+        }
+    }
+}
+
+fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, ..] = ip.octets();
+    if ip.is_loopback() {
+        Some("loopback")
+    } else if ip.is_private() {
+        Some("private")
+    } else if ip.is_link_local() {
+        // 169.254.0.0/16 holds the cloud metadata endpoint, 169.254.169.254.
+        Some("link-local or metadata")
+    } else if ip.is_unspecified() || a == 0 {
+        Some("unspecified")
+    } else if a == 100 && (64..128).contains(&b) {
+        Some("shared (carrier-grade NAT)")
+    } else if ip.is_multicast() || ip.is_broadcast() || a >= 240 {
+        Some("multicast or reserved")
+    } else if a == 198 && (b == 18 || b == 19) {
+        Some("benchmarking")
+    } else if a == 192 && b == 0 && ip.octets()[2] == 0 {
+        Some("protocol assignment")
+    } else {
+        None
+    }
+}
+
+fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    let first = ip.segments()[0];
+    if ip.is_loopback() {
+        Some("loopback")
+    } else if ip.is_unspecified() {
+        Some("unspecified")
+    } else if (first & 0xfe00) == 0xfc00 {
+        // Unique local, which also holds AWS's IPv6 metadata address fd00:ec2::254.
+        Some("private")
+    } else if (first & 0xffc0) == 0xfe80 {
+        Some("link-local or metadata")
+    } else if ip.is_multicast() {
+        Some("multicast or reserved")
+    } else if let Some(v4) = ip.to_ipv4() {
+        // IPv4-compatible (::a.b.c.d) and NAT64 forms carry an IPv4 address too.
+        forbidden_v4(v4)
+    } else if first == 0x0064 && ip.segments()[1] == 0xff9b {
+        let [.., c, d] = ip.segments();
+        let [a, b] = c.to_be_bytes();
+        let [e, f] = d.to_be_bytes();
+        forbidden_v4(Ipv4Addr::new(a, b, e, f))
+    } else {
+        None
+    }
+}
+
+/// Resolves with the system resolver and refuses the name when any address it gives is
+/// forbidden, so a name cannot mix a public and a private answer.
+struct Guard {
+    egress: Egress,
+}
+
+impl Resolve for Guard {
+    fn resolve(&self, name: Name) -> Resolving {
+        let egress = self.egress;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            for addr in &addrs {
+                egress.check_ip(addr.ip())?;
+            }
+            let addrs: Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STRICT: Egress = Egress {
+        allow_private: false,
+    };
+
+    #[test]
+    fn private_and_metadata_addresses_are_refused() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00:ec2::254",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "224.0.0.1",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+            assert!(forbidden(ip).is_some(), "{ip}");
+        }
+        for ip in ["8.8.8.8", "2606:4700::1111", "93.184.216.34"] {
+            let ip: IpAddr = ip.parse().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+            assert_eq!(forbidden(ip), None, "{ip}");
+        }
+    }
+
+    #[test]
+    fn urls_must_be_https_with_a_public_host() {
+        assert!(STRICT.check_url("https://hooks.example.com/x").is_ok());
+        assert_eq!(
+            STRICT.check_url("http://hooks.example.com/x"),
+            Err(EgressError::NotHttps)
+        );
+        assert_eq!(
+            STRICT.check_url("https://169.254.169.254/latest"),
+            Err(EgressError::Forbidden("link-local or metadata"))
+        );
+        assert_eq!(
+            STRICT.check_url("https://[::1]:8443/"),
+            Err(EgressError::Forbidden("loopback"))
+        );
+        assert_eq!(
+            STRICT.check_url("https://user:pw@hooks.example.com/"),
+            Err(EgressError::Credentials)
+        );
+        assert_eq!(
+            STRICT.check_url("hooks.example.com"),
+            Err(EgressError::NotAUrl)
+        );
+        let open = Egress {
+            allow_private: true,
+        };
+        assert!(open.check_url("http://127.0.0.1:9000/hook").is_ok());
+        assert_eq!(
+            open.check_url("ftp://127.0.0.1/"),
+            Err(EgressError::NotHttps)
+        );
+    }
+
+    #[test]
+    fn the_setting_is_true_or_false() {
+        let lookup = |v: &str| (v == ALLOW_PRIVATE_NETWORKS).then(|| "true".to_owned());
+        assert!(Egress::from_env(&Env::new(&lookup)).is_ok_and(|e| e.allow_private));
+        let lookup = |v: &str| (v == ALLOW_PRIVATE_NETWORKS).then(|| "yes".to_owned());
+        assert!(Egress::from_env(&Env::new(&lookup)).is_err());
+        let none = |_: &str| None;
+        assert!(Egress::from_env(&Env::new(&none)).is_ok_and(|e| !e.allow_private));
+    }
+
+    #[tokio::test]
+    async fn a_name_resolving_to_loopback_is_refused_at_connection_time() {
+        boot::install_tls_provider();
+        let client = STRICT.client(Duration::from_secs(5));
+        let Ok(client) = client else {
+            panic!("client");
+        };
+        let sent = client.get("https://localhost:1/").send().await;
+        let error = sent.err().map(|e| format!("{e:?}")).unwrap_or_default();
+        assert!(error.contains("loopback"), "{error}");
+    }
+}

@@ -1,0 +1,169 @@
+use governance::channels::{self, ChannelError, NewChannel};
+use governance::document::Syntax;
+use paging::Limit;
+
+use crate::{Env, acme, admin, globex};
+
+const URL: &str = "https://hooks.example.com/services/T0/B0/tok3n";
+
+#[tokio::test]
+async fn a_channel_keeps_its_url_and_secret_sealed_and_shows_the_secret_once() {
+    let mut env = Env::new().await;
+    let secret = env.channel(&acme(), "security").await;
+    assert!(
+        secret.starts_with("whsec_") && secret.len() == 70,
+        "{secret}"
+    );
+    let page = channels::list(
+        &mut env.conn,
+        &env.keyring,
+        &env.cursors,
+        &acme(),
+        Limit::parse(None, 20).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].url, URL);
+    assert_eq!(page.items[0].name, "security");
+    // Neither the URL's token nor the secret is in any table.
+    let dump = testkit::pg_dump(&env._db);
+    assert!(
+        !dump.contains("tok3n"),
+        "the webhook URL is stored in clear"
+    );
+    assert!(
+        !dump.contains(&secret[6..]),
+        "the secret is stored in clear"
+    );
+    assert!(
+        dump.contains("hooks.example.com"),
+        "the host is kept for the audit"
+    );
+    // Another tenant sees nothing.
+    let theirs = channels::list(
+        &mut env.conn,
+        &env.keyring,
+        &env.cursors,
+        &globex(),
+        Limit::parse(None, 20).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(theirs.items.is_empty());
+}
+
+#[tokio::test]
+async fn a_bad_channel_names_every_problem() {
+    let mut env = Env::new().await;
+    let strict = egress::Egress::default();
+    let outcome = channels::create(
+        &mut env.conn,
+        &env.keyring,
+        &strict,
+        &acme(),
+        &admin(),
+        NewChannel {
+            name: "Bad Name",
+            kind: "email",
+            url: "https://169.254.169.254/latest",
+        },
+    )
+    .await;
+    let Err(ChannelError::Invalid(problems)) = outcome else {
+        panic!("{outcome:?}");
+    };
+    let fields: Vec<&str> = problems.iter().map(|p| p.pointer.as_str()).collect();
+    assert_eq!(fields, ["/name", "/type", "/url"]);
+    for url in [
+        "http://hooks.example.com/x",
+        "https://127.0.0.1/x",
+        "https://10.0.0.8/x",
+    ] {
+        let outcome = channels::create(
+            &mut env.conn,
+            &env.keyring,
+            &strict,
+            &acme(),
+            &admin(),
+            NewChannel {
+                name: "ok",
+                kind: "webhook",
+                url,
+            },
+        )
+        .await;
+        assert!(matches!(outcome, Err(ChannelError::Invalid(_))), "{url}");
+    }
+    env.channel(&acme(), "ok").await;
+    let again = channels::create(
+        &mut env.conn,
+        &env.keyring,
+        &env.egress,
+        &acme(),
+        &admin(),
+        NewChannel {
+            name: "ok",
+            kind: "webhook",
+            url: URL,
+        },
+    )
+    .await;
+    assert!(
+        matches!(again, Err(ChannelError::DuplicateName)),
+        "{again:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_channel_that_policies_alert_cannot_be_deleted() {
+    let mut env = Env::new().await;
+    env.channel(&acme(), "security").await;
+    let body = "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: alerts }
+spec:
+  mode: enforced
+  conditions: [{ category: email, min_confidence: 0.9 }]
+  actions: [{ type: alert, config: { channels: [security], severity: medium } }]
+";
+    let policy = governance::policies::create(
+        &mut env.conn,
+        &acme(),
+        &admin(),
+        body.as_bytes(),
+        Syntax::Yaml,
+    )
+    .await
+    .unwrap();
+    let outcome = channels::delete(&mut env.conn, &acme(), &admin(), "security").await;
+    let Err(ChannelError::InUse(names)) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(names, ["alerts"]);
+    assert!(matches!(
+        channels::delete(&mut env.conn, &globex(), &admin(), "security").await,
+        Err(ChannelError::NotFound)
+    ));
+    governance::policies::delete(&mut env.conn, &acme(), &admin(), policy.summary.id)
+        .await
+        .unwrap();
+    channels::delete(&mut env.conn, &acme(), &admin(), "security")
+        .await
+        .unwrap();
+    assert!(matches!(
+        channels::delete(&mut env.conn, &acme(), &admin(), "security").await,
+        Err(ChannelError::NotFound)
+    ));
+    assert_eq!(
+        env.audit_kinds(&acme()).await,
+        [
+            "channel_created",
+            "policy_created",
+            "policy_deleted",
+            "channel_deleted"
+        ]
+    );
+}

@@ -1,0 +1,443 @@
+//! Governance over HTTP: policies in YAML and JSON (create, read as JSON or YAML, replace,
+//! delete), every validation answer, roles, tenant isolation, and alert channels.
+
+use integration_tests::{Service, TestApp};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::{Client, area_b_error};
+
+const YAML: &str = "application/yaml";
+
+fn document(name: &str, mode: &str) -> String {
+    format!(
+        "apiVersion: governance.dps/v1
+kind: Policy
+metadata:
+  name: {name}
+  description: SSNs must not sit in exports
+  tags: [pci, exports]
+spec:
+  mode: {mode}
+  conditions:
+    - category: us_ssn
+      min_confidence: 0.8
+  actions:
+    - type: mask
+      config: {{ keep_last: 4 }}
+"
+    )
+}
+
+fn fields(body: &Value) -> Vec<String> {
+    body["error"]["details"]["fields"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no fields in {body}"))
+        .iter()
+        .map(|f| f["field"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn policies_are_created_read_replaced_and_deleted_over_http() {
+    let app = TestApp::spawn(Service::Platform).await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let yaml = document("ssn-in-exports", "dry-run");
+    let (status, body) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, &yaml)
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let created = &body["data"];
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["name"], "ssn-in-exports");
+    assert_eq!(created["mode"], "dry-run");
+    assert_eq!(created["version"], 1);
+    assert!(created["created_at"].is_string());
+    assert_eq!(
+        created.as_object().unwrap().len(),
+        5,
+        "exactly id, name, mode, version, created_at: {body}"
+    );
+
+    // application/x-yaml and JSON are accepted too.
+    let (status, body) = admin
+        .send_raw(
+            Method::POST,
+            "/governance/policies",
+            "application/x-yaml",
+            &document("second", "enforced"),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let json_doc = json!({
+        "apiVersion": "governance.dps/v1", "kind": "Policy",
+        "metadata": {"name": "third"},
+        "spec": {"mode": "enforced",
+                 "conditions": [{"category": "contact", "min_confidence": 0.5}],
+                 "actions": [{"type": "mask"}]}
+    });
+    let (status, body) = admin
+        .send(Method::POST, "/governance/policies", Some(json_doc))
+        .await;
+    assert_eq!(status, 201, "{body}");
+
+    // Any user of the tenant reads: the list and one policy with its document.
+    let analyst = Client {
+        app: &app,
+        token: app.token("acme", "bo", &["analyst"]),
+    };
+    let (status, body) = analyst
+        .send(Method::GET, "/governance/policies?limit=2", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let first = &body["data"][0];
+    assert_eq!(first["id"], id.as_str());
+    assert_eq!(first["description"], "SSNs must not sit in exports");
+    assert_eq!(first["tags"], json!(["pci", "exports"]));
+    assert_eq!(first["conditions_count"], 1);
+    assert_eq!(first["actions_count"], 1);
+    assert_eq!(first["findings_matched"], 0);
+    assert_eq!(first["last_triggered"], Value::Null);
+    assert_eq!(body["pagination"]["has_more"], true);
+    let (status, body) = analyst
+        .send(Method::GET, "/governance/policies?mode=enforced", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"].as_array().unwrap().len(), 2);
+    let (_, body) = analyst
+        .send(Method::GET, "/governance/policies?tag=pci", None)
+        .await;
+    assert_eq!(body["data"].as_array().unwrap().len(), 2);
+
+    let (status, body) = analyst
+        .send(Method::GET, &format!("/governance/policies/{id}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["version"], 1);
+    assert_eq!(
+        body["data"]["document"]["spec"]["actions"][0]["config"],
+        json!({"keep_last": 4, "char": "*"}),
+        "the stored document has its defaults written out"
+    );
+    let response = app
+        .http
+        .get(app.url(&format!("/governance/policies/{id}")))
+        .bearer_auth(&analyst.token)
+        .header("accept", "application/yaml")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/yaml")
+    );
+    assert_eq!(response.text().await.unwrap(), yaml);
+
+    // PUT replaces the whole document and bumps the version.
+    let (status, body) = admin
+        .send_raw(
+            Method::PUT,
+            &format!("/governance/policies/{id}"),
+            YAML,
+            &document("ssn-in-exports", "enforced"),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["version"], 2);
+    assert_eq!(body["data"]["mode"], "enforced");
+    assert_eq!(body["data"]["id"], id.as_str());
+
+    // Analysts cannot write.
+    for (method, path) in [
+        (Method::POST, "/governance/policies".to_owned()),
+        (Method::PUT, format!("/governance/policies/{id}")),
+        (Method::DELETE, format!("/governance/policies/{id}")),
+    ] {
+        let (status, body) = analyst.send_raw(method, &path, YAML, &yaml).await;
+        assert_eq!(status, 403, "{path}: {body}");
+    }
+
+    let (status, body) = admin
+        .send(Method::DELETE, &format!("/governance/policies/{id}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"], json!({"id": id, "deleted": true}));
+    let (status, body) = analyst
+        .send(Method::GET, &format!("/governance/policies/{id}"), None)
+        .await;
+    assert_eq!(status, 404, "{body}");
+    area_b_error(&body, "POLICY_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn a_bad_document_gets_every_problem_by_pointer_and_never_its_values() {
+    let app = TestApp::spawn(Service::Platform).await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let bad = "apiVersion: governance.dps/v9
+kind: Policy
+metadata:
+  name: bad
+  owner: 123-45-6789
+spec:
+  mode: sometimes
+  conditions:
+    - category: us_ssn
+      min_confidence: 1.7
+  actions:
+    - type: alert
+      config: { channels: [nowhere], severity: urgent-123-45-6789 }
+    - type: mask
+      config: { keep_last: 9, char: '**' }
+";
+    let (status, body) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, bad)
+        .await;
+    assert_eq!(status, 400, "{body}");
+    area_b_error(&body, "VALIDATION_FAILED");
+    assert_eq!(
+        fields(&body),
+        [
+            "/apiVersion",
+            "/metadata/owner",
+            "/spec/mode",
+            "/spec/conditions/0/min_confidence",
+            "/spec/actions/0/config/severity",
+            "/spec/actions/1/config/keep_last",
+            "/spec/actions/1/config/char",
+        ]
+    );
+    assert!(
+        !body.to_string().contains("6789"),
+        "a value was echoed: {body}"
+    );
+
+    // Anchors and aliases, duplicate keys, too deep, too large, not a document.
+    let cases: [(&str, String); 5] = [
+        (
+            "anchors",
+            document("a", "enforced").replace("min_confidence: 0.8", "min_confidence: &c 0.8"),
+        ),
+        (
+            "duplicates",
+            document("d", "enforced").replace("kind: Policy\n", "kind: Policy\nkind: Policy\n"),
+        ),
+        (
+            "deep",
+            format!(
+                "apiVersion: x\nkind: {}1{}\n",
+                "[".repeat(40),
+                "]".repeat(40)
+            ),
+        ),
+        (
+            "large",
+            format!("{}#{}\n", document("l", "enforced"), "x".repeat(70_000)),
+        ),
+        (
+            "two documents",
+            format!(
+                "{}---\n{}",
+                document("a", "enforced"),
+                document("b", "enforced")
+            ),
+        ),
+    ];
+    for (case, text) in cases {
+        let (status, body) = admin
+            .send_raw(Method::POST, "/governance/policies", YAML, &text)
+            .await;
+        assert_eq!(status, 400, "{case}: {body}");
+        area_b_error(&body, "VALIDATION_FAILED");
+    }
+    // The semantic layer: a channel that does not exist.
+    let (status, body) = admin
+        .send_raw(
+            Method::POST,
+            "/governance/policies",
+            YAML,
+            &document("s", "enforced").replace(
+                "    - type: mask\n      config: { keep_last: 4 }\n",
+                "    - type: alert\n      config: { channels: [nowhere], severity: low }\n",
+            ),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(fields(&body), ["/spec/actions/0/config/channels/0"]);
+    // An unknown content type, and nothing was stored.
+    let (status, _) = admin
+        .send_raw(Method::POST, "/governance/policies", "text/plain", "x")
+        .await;
+    assert_eq!(status, 400);
+    let (_, body) = admin.send(Method::GET, "/governance/policies", None).await;
+    assert_eq!(body["data"], json!([]));
+
+    // A duplicate name is a conflict.
+    let text = document("dup", "enforced");
+    let (status, _) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, &text)
+        .await;
+    assert_eq!(status, 201);
+    let (status, body) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, &text)
+        .await;
+    assert_eq!(status, 409, "{body}");
+    area_b_error(&body, "CONFLICT");
+
+    // Unknown query values and parameters.
+    for query in ["mode=sometimes", "colour=red", "limit=0", "cursor=forged"] {
+        let (status, body) = admin
+            .send(Method::GET, &format!("/governance/policies?{query}"), None)
+            .await;
+        assert_eq!(status, 400, "{query}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn another_tenants_policies_and_channels_are_not_found() {
+    let app = TestApp::spawn(Service::Platform).await;
+    let acme = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let globex = Client {
+        app: &app,
+        token: app.token("globex", "gus", &["admin"]),
+    };
+    let (status, body) = acme
+        .send_raw(
+            Method::POST,
+            "/governance/policies",
+            YAML,
+            &document("mine", "enforced"),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/governance/policies/{id}");
+    let (status, _) = globex.send(Method::GET, &path, None).await;
+    assert_eq!(status, 404);
+    let (status, _) = globex
+        .send_raw(Method::PUT, &path, YAML, &document("mine", "enforced"))
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = globex.send(Method::DELETE, &path, None).await;
+    assert_eq!(status, 404);
+    let (status, _) = globex
+        .send(Method::GET, "/governance/policies/not-a-uuid", None)
+        .await;
+    assert_eq!(status, 404);
+    let (_, body) = globex.send(Method::GET, "/governance/policies", None).await;
+    assert_eq!(body["data"], json!([]));
+
+    let (status, body) = acme
+        .send(
+            Method::POST,
+            "/governance/channels",
+            Some(json!({"name": "security", "type": "webhook", "url": "https://hooks.example.com/t/abc"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (_, body) = globex.send(Method::GET, "/governance/channels", None).await;
+    assert_eq!(body["data"], json!([]));
+    let (status, _) = globex
+        .send(Method::DELETE, "/governance/channels/security", None)
+        .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn channels_show_their_secret_once_and_refuse_unsafe_urls() {
+    let app = TestApp::spawn_with(Service::Platform, |env| {
+        env.insert("DPS_ALLOW_PRIVATE_NETWORKS".into(), "false".into());
+    })
+    .await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/channels",
+            Some(json!({"name": "security", "type": "webhook", "url": "https://hooks.example.com/t/abc"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let secret = body["data"]["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("whsec_"));
+    assert_eq!(body["data"]["type"], "webhook");
+    let (status, body) = admin.send(Method::GET, "/governance/channels", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"][0]["url"], "https://hooks.example.com/t/abc");
+    assert!(body["data"][0].get("secret").is_none());
+    assert!(!body.to_string().contains(&secret));
+
+    for (url, why) in [
+        ("http://hooks.example.com/x", "https"),
+        ("https://127.0.0.1/x", "loopback"),
+        ("https://169.254.169.254/latest/meta-data", "metadata"),
+        ("https://[fd00:ec2::254]/", "private"),
+    ] {
+        let (status, body) = admin
+            .send(
+                Method::POST,
+                "/governance/channels",
+                Some(json!({"name": "x", "type": "webhook", "url": url})),
+            )
+            .await;
+        assert_eq!(status, 400, "{url}: {body}");
+        assert_eq!(fields(&body), ["/url"], "{url}");
+        assert!(body.to_string().contains(why), "{url}: {body}");
+    }
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/channels",
+            Some(json!({"name": "x", "type": "webhook", "url": "https://a.example/", "extra": 1})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+
+    // Analysts manage no channels.
+    let analyst = Client {
+        app: &app,
+        token: app.token("acme", "bo", &["analyst"]),
+    };
+    let (status, _) = analyst
+        .send(Method::GET, "/governance/channels", None)
+        .await;
+    assert_eq!(status, 403);
+
+    // A channel in use cannot go; once unused, it can.
+    let policy = document("alerts", "enforced").replace(
+        "    - type: mask\n      config: { keep_last: 4 }\n",
+        "    - type: alert\n      config: { channels: [security], severity: high }\n",
+    );
+    let (status, body) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, &policy)
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = admin
+        .send(Method::DELETE, "/governance/channels/security", None)
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["details"]["policies"], json!(["alerts"]));
+    admin
+        .send(Method::DELETE, &format!("/governance/policies/{id}"), None)
+        .await;
+    let (status, body) = admin
+        .send(Method::DELETE, "/governance/channels/security", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"], json!({"name": "security", "deleted": true}));
+}
