@@ -209,3 +209,13 @@ pub fn channels(error: governance::channels::ChannelError) -> ApiError {
         ChannelError::Database(e) => ApiError::database(e),
     }
 }
+
+pub fn audit(error: audit::ListError) -> ApiError {
+    match error {
+        audit::ListError::BadCursor => {
+            ApiError::invalid("the cursor is not one this service issued for this list")
+                .with_details(json!({ "field": "cursor" }))
+        }
+        audit::ListError::Database(e) => ApiError::database(e),
+    }
+}

@@ -46,6 +46,7 @@ pub use config::{Config, CosigningClient};
         handlers::policies::get,
         handlers::policies::update,
         handlers::policies::delete,
+        handlers::audit::list,
         handlers::channels::list,
         handlers::channels::create,
         handlers::channels::delete,
@@ -100,6 +101,7 @@ pub use config::{Config, CosigningClient};
         api_types::governance::Channel,
         api_types::governance::ChannelCreated,
         api_types::governance::ChannelDeleted,
+        api_types::governance::AuditEntry,
     )),
     modifiers(&BearerAuth)
 )]
@@ -138,6 +140,8 @@ pub struct Extra {
     pub coordinator_url: Option<String>,
     /// The rules for URLs called on a tenant's behalf (alert webhooks).
     pub egress: egress::Egress,
+    /// Signs the audit log's checkpoints.
+    pub audit_key: std::sync::Arc<audit::CheckpointKey>,
 }
 
 impl Extra {
@@ -152,6 +156,7 @@ impl Extra {
             scan_worker_image: config.scan_worker_image.clone(),
             coordinator_url: config.coordinator_url.clone(),
             egress: config.egress,
+            audit_key: std::sync::Arc::new(audit::CheckpointKey::from_master(&master)),
             cosigning_certificate: if config.cosigning_client.is_some() {
                 settings::PlatformCertificate::Provisioned
             } else {
@@ -193,6 +198,10 @@ impl ServiceSpec for PlatformApi {
             wake: extra.scan_wake.clone(),
         }
         .spawn();
+        audit::Checkpointer {
+            key: extra.audit_key.clone(),
+        }
+        .spawn(state.pool.clone());
     }
 
     fn register(routes: &mut Routes<'_>) {
@@ -283,6 +292,10 @@ impl ServiceSpec for PlatformApi {
                     on(Method::PUT, handlers::policies::update),
                     on(Method::DELETE, handlers::policies::delete),
                 ],
+            )
+            .resource(
+                "/api/v1/governance/audit-log",
+                [on(Method::GET, handlers::audit::list)],
             )
             .resource(
                 "/api/v1/governance/channels",

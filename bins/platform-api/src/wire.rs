@@ -383,3 +383,23 @@ pub fn channel_created(
         secret: c.secret,
     }
 }
+
+pub fn audit_entry(e: audit::Entry) -> api_types::governance::AuditEntry {
+    api_types::governance::AuditEntry {
+        seq: e.seq,
+        entry_id: e.entry_id.to_string(),
+        timestamp: e.recorded_at,
+        kind: e.kind,
+        actor: e.actor,
+        policy_id: e.policy_id.map(|id| id.to_string()),
+        policy_version: e.policy_version.map(i64::from),
+        action_type: e.action_type,
+        connector_id: e.connector_id.map(|id| id.to_string()),
+        resource: e.resource,
+        simulated: e.simulated,
+        outcome: e.outcome,
+        details: e.details,
+        prev_hash: audit::hex(&e.prev_hash),
+        hash: audit::hex(&e.hash),
+    }
+}

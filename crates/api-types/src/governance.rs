@@ -145,3 +145,57 @@ pub struct ChannelQuery {
     #[serde(default)]
     pub cursor: Option<String>,
 }
+
+/// One entry of the governance audit log.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AuditEntry {
+    /// 1, 2, ... within the tenant's log, without gaps.
+    pub seq: i64,
+    pub entry_id: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub timestamp: OffsetDateTime,
+    /// policy_created, policy_updated, policy_deleted, policy_evaluated, action_planned,
+    /// action_executed, action_simulated, action_blocked, action_failed, drift_acknowledged,
+    /// reconciliation_started, reconciliation_ended, channel_created, channel_deleted,
+    /// lkg_retention_changed, remediation_policy_changed, cosigning_changed.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// A user id, or `system`.
+    pub actor: String,
+    pub policy_id: Option<String>,
+    pub policy_version: Option<i64>,
+    /// alert, tokenize, mask or quarantine.
+    pub action_type: Option<String>,
+    pub connector_id: Option<String>,
+    /// Where the affected object is (`bucket/key`); never what it holds.
+    pub resource: Option<String>,
+    pub simulated: bool,
+    pub outcome: Option<String>,
+    #[schema(value_type = Object)]
+    pub details: serde_json::Value,
+    /// Hex SHA-256 of the previous entry (64 zeros for the first).
+    pub prev_hash: String,
+    /// Hex SHA-256 over prev_hash and the entry's canonical JSON (docs/governance.md).
+    pub hash: String,
+}
+
+/// GET /governance/audit-log query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// ISO 8601 date or date-time: entries at or after it.
+    #[serde(default)]
+    pub since: Option<String>,
+    /// A policy id.
+    #[serde(default)]
+    pub policy: Option<String>,
+    /// alert, tokenize, mask or quarantine.
+    #[serde(default)]
+    pub action_type: Option<String>,
+    /// 1 to 100, default 50.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}

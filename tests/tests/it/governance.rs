@@ -441,3 +441,122 @@ async fn channels_show_their_secret_once_and_refuse_unsafe_urls() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"], json!({"name": "security", "deleted": true}));
 }
+
+#[tokio::test]
+async fn the_audit_log_lists_policy_channel_and_settings_changes_in_a_chain() {
+    let app = TestApp::spawn(Service::Platform).await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let (status, body) = admin
+        .send_raw(
+            Method::POST,
+            "/governance/policies",
+            YAML,
+            &document("p", "enforced"),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    admin
+        .send(
+            Method::PUT,
+            "/settings/lkg-retention",
+            Some(json!({"retention_hours": 168})),
+        )
+        .await;
+    admin
+        .send(
+            Method::POST,
+            "/governance/channels",
+            Some(json!({"name": "ops", "type": "webhook", "url": "https://hooks.example.com/x"})),
+        )
+        .await;
+    // Another tenant's entries never show.
+    let other = Client {
+        app: &app,
+        token: app.token("globex", "gus", &["admin"]),
+    };
+    other
+        .send_raw(
+            Method::POST,
+            "/governance/policies",
+            YAML,
+            &document("q", "enforced"),
+        )
+        .await;
+
+    let analyst = Client {
+        app: &app,
+        token: app.token("acme", "bo", &["analyst"]),
+    };
+    let (status, body) = analyst
+        .send(Method::GET, "/governance/audit-log", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let entries = body["data"].as_array().unwrap();
+    let types: Vec<&str> = entries
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["policy_created", "lkg_retention_changed", "channel_created"]
+    );
+    assert_eq!(entries[0]["seq"], 1);
+    assert_eq!(entries[0]["actor"], "ann");
+    assert_eq!(entries[0]["policy_id"], id.as_str());
+    assert_eq!(entries[0]["policy_version"], 1);
+    assert_eq!(entries[0]["prev_hash"], "0".repeat(64));
+    assert_eq!(entries[1]["prev_hash"], entries[0]["hash"]);
+    assert_eq!(entries[2]["details"]["host"], "hooks.example.com");
+    assert!(
+        !body.to_string().contains("hooks.example.com/x"),
+        "a channel URL was recorded"
+    );
+
+    let (_, body) = analyst
+        .send(
+            Method::GET,
+            &format!("/governance/audit-log?policy={id}&since=2020-01-01"),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"].as_array().unwrap().len(), 1, "{body}");
+    let (_, body) = analyst
+        .send(
+            Method::GET,
+            "/governance/audit-log?since=2999-01-01T00:00:00",
+            None,
+        )
+        .await;
+    assert_eq!(body["data"], json!([]));
+    let (_, body) = analyst
+        .send(Method::GET, "/governance/audit-log?limit=2", None)
+        .await;
+    assert_eq!(body["pagination"]["has_more"], true);
+    let cursor = body["pagination"]["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, body) = analyst
+        .send(
+            Method::GET,
+            &format!("/governance/audit-log?cursor={cursor}"),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"][0]["seq"], 3);
+    for query in [
+        "action_type=delete",
+        "since=yesterday",
+        "limit=101",
+        "policy_id=x",
+    ] {
+        let (status, body) = analyst
+            .send(Method::GET, &format!("/governance/audit-log?{query}"), None)
+            .await;
+        assert_eq!(status, 400, "{query}: {body}");
+    }
+}

@@ -8,8 +8,6 @@ use api_types::scans::{
 use dps_http::{AdminCaller, ApiError, Body, Caller, Enveloped, ServiceState};
 use ids::{ConnectorId, ScanId};
 use scans::store::{self, NewScan, Origin};
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use crate::{Extra, errors, wire};
 
@@ -166,13 +164,7 @@ pub async fn list(
             )
         })?),
     };
-    let since = match query.since.as_deref() {
-        None => None,
-        Some(s) => Some(
-            OffsetDateTime::parse(s, &Rfc3339)
-                .map_err(|_| field("since", "since must be an ISO 8601 timestamp with a zone"))?,
-        ),
-    };
+    let since = query.since.as_deref().map(super::since).transpose()?;
     // An id that is not a UUID matches no scan.
     let connector = query.connector.as_deref().map(ConnectorId::parse_or_nil);
     let mut conn = state.conn().await?;

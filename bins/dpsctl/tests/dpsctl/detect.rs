@@ -1,5 +1,4 @@
 //! `dpsctl detect` as operators run it: the real binary on real files and standard input.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test")]
 
 use std::io::Write;
 use std::path::PathBuf;

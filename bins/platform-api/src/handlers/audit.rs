@@ -1,0 +1,75 @@
+//! The governance audit log: any user of the tenant reads it.
+
+use actix_web::web;
+use api_types::governance::{AuditEntry, AuditQuery};
+use dps_http::{ApiError, Caller, Enveloped, ServiceState};
+use governance::document::ActionType;
+use ids::PolicyId;
+
+use crate::{Extra, errors, wire};
+
+/// The tenant's audit log, oldest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/governance/audit-log",
+    tag = "governance",
+    security(("bearer" = [])),
+    params(
+        ("since" = Option<String>, Query, description = "ISO 8601 date or date-time: entries at or after it"),
+        ("policy" = Option<String>, Query, description = "A policy id"),
+        ("action_type" = Option<String>, Query, description = "alert, tokenize, mask or quarantine"),
+        ("limit" = Option<i64>, Query, description = "1 to 100, default 50"),
+        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page of entries, in seq order", body = [AuditEntry]),
+        (status = 400, description = "VALIDATION_FAILED: an unknown action_type or parameter, a bad since, a limit outside 1-100 or a foreign cursor", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn list(
+    Caller(caller): Caller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    query: web::Query<AuditQuery>,
+) -> Result<Enveloped<Vec<AuditEntry>>, ApiError> {
+    let limit = paging::Limit::parse(query.limit, audit::DEFAULT_LIMIT).map_err(|e| {
+        ApiError::invalid(e.to_string()).with_details(serde_json::json!({ "field": "limit" }))
+    })?;
+    let since = query.since.as_deref().map(super::since).transpose()?;
+    let action_type = match query.action_type.as_deref() {
+        None => None,
+        Some(a) => Some(
+            ActionType::parse(a)
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "action_type must be one of alert, tokenize, mask, quarantine",
+                    )
+                    .with_details(serde_json::json!({ "field": "action_type" }))
+                })?
+                .as_str()
+                .to_owned(),
+        ),
+    };
+    // An id that is not a UUID matches no entry.
+    let policy = query.policy.as_deref().map(PolicyId::parse_or_nil);
+    let mut conn = state.conn().await?;
+    let page = audit::list(
+        &mut conn,
+        &extra.cursors,
+        &caller.tenant_id,
+        &audit::Filter {
+            since,
+            policy,
+            action_type,
+        },
+        limit,
+        query.cursor.as_deref(),
+    )
+    .await
+    .map_err(errors::audit)?;
+    Ok(Enveloped::page(
+        page.items.into_iter().map(wire::audit_entry).collect(),
+        wire::pagination(page.pagination),
+    ))
+}
