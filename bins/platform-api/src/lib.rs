@@ -202,6 +202,8 @@ impl ServiceSpec for PlatformApi {
             key: extra.audit_key.clone(),
         }
         .spawn(state.pool.clone());
+        governance::evaluate::spawn(state.pool.clone());
+        governance::delivery::spawn(state.pool.clone(), extra.keyring.clone(), extra.egress);
     }
 
     fn register(routes: &mut Routes<'_>) {

@@ -119,6 +119,25 @@ diesel::table! {
 }
 
 diesel::table! {
+    governance_actions (tenant_id, action_id) {
+        tenant_id -> Text,
+        action_id -> Uuid,
+        policy_id -> Uuid,
+        policy_version -> Int4,
+        action_type -> Text,
+        connector_id -> Uuid,
+        bucket -> Text,
+        object_key -> Text,
+        etag -> Text,
+        simulated -> Bool,
+        outcome -> Text,
+        finding_ids -> Array<Nullable<Uuid>>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     governance_channels (tenant_id, name) {
         tenant_id -> Text,
         name -> Text,
@@ -128,6 +147,31 @@ diesel::table! {
         key_version -> Int4,
         sealed -> Bytea,
         created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    governance_consumers (consumer) {
+        consumer -> Text,
+        txid -> Int8,
+        event_id -> Int8,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    governance_deliveries (tenant_id, delivery_id) {
+        tenant_id -> Text,
+        delivery_id -> Uuid,
+        channel -> Text,
+        action_id -> Uuid,
+        payload -> Jsonb,
+        attempts -> Int4,
+        next_attempt_at -> Timestamptz,
+        status -> Text,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamptz,
+        delivered_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -204,6 +248,26 @@ diesel::table! {
         subject -> Text,
         window_start -> Timestamptz,
         count -> Int4,
+    }
+}
+
+diesel::table! {
+    remediation_requests (tenant_id, request_id) {
+        tenant_id -> Text,
+        request_id -> Uuid,
+        action_id -> Uuid,
+        policy_id -> Uuid,
+        policy_version -> Int4,
+        action_type -> Text,
+        connector_id -> Uuid,
+        bucket -> Text,
+        object_key -> Text,
+        etag -> Text,
+        finding_ids -> Array<Nullable<Uuid>>,
+        gate -> Text,
+        status -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
     }
 }
 
@@ -405,13 +469,17 @@ diesel::allow_tables_to_appear_in_same_query!(
     connectors,
     detokenization_audit,
     findings,
+    governance_actions,
     governance_channels,
+    governance_consumers,
+    governance_deliveries,
     governance_policies,
     governance_policy_versions,
     grants,
     idempotency_keys,
     kill_switches,
     rate_limit_counters,
+    remediation_requests,
     scan_chunks,
     scan_classifiers,
     scan_connectors,

@@ -2,6 +2,8 @@
 
 mod channel_name;
 pub mod channels;
+pub mod delivery;
 pub mod document;
+pub mod evaluate;
 pub mod policies;
 pub mod risk;

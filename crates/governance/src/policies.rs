@@ -468,3 +468,72 @@ pub async fn list(
         .page(rows, |r| Position::id(r.policy_id))
         .try_map(summary)
 }
+
+/// A policy as evaluation uses it: its current version and document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Active {
+    pub id: PolicyId,
+    pub version: i32,
+    pub document: PolicyDocument,
+}
+
+impl Active {
+    /// Whether the policy looks at `connector`: an empty scope looks at all of them.
+    pub fn covers(&self, connector: ids::ConnectorId) -> bool {
+        let scope = &self.document.spec.scope.connectors;
+        scope.is_empty() || scope.contains(&connector)
+    }
+}
+
+/// The tenant's policies, each at its current version, oldest first. A stored document that
+/// no longer reads is skipped and logged: one bad row must not stop every other policy.
+pub async fn active(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<Vec<Active>, DieselError> {
+    let rows: Vec<(Uuid, i32, Value)> = governance_policies::table
+        .filter(governance_policies::tenant_id.eq(tenant.as_str()))
+        .select((
+            governance_policies::policy_id,
+            governance_policies::version,
+            governance_policies::document,
+        ))
+        .order(governance_policies::policy_id)
+        .load(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, version, canonical)| match document::from_value(&canonical) {
+            Ok(document) => Some(Active {
+                id: PolicyId::from_uuid(id),
+                version,
+                document,
+            }),
+            Err(_) => {
+                tracing::error!(tenant = %tenant, policy = %id, "a stored policy is unreadable; it is not evaluated");
+                None
+            }
+        })
+        .collect())
+}
+
+/// Adds a batch's matches to a policy's counters.
+pub(crate) async fn count_matches(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: PolicyId,
+    findings: i64,
+    at: OffsetDateTime,
+) -> Result<(), DieselError> {
+    diesel::update(governance_policies::table)
+        .filter(governance_policies::tenant_id.eq(tenant.as_str()))
+        .filter(governance_policies::policy_id.eq(id.as_uuid()))
+        .set((
+            governance_policies::findings_matched
+                .eq(governance_policies::findings_matched + findings),
+            governance_policies::last_triggered.eq(at),
+        ))
+        .execute(conn)
+        .await
+        .map(drop)
+}

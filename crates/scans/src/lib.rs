@@ -18,6 +18,7 @@ pub mod record;
 pub mod classifiers;
 pub mod connector;
 pub mod coordinator;
+pub mod findings;
 pub mod store;
 pub mod worker;
 

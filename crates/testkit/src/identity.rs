@@ -77,6 +77,14 @@ impl Drop for FakeIdentity {
     }
 }
 
+/// A loopback HTTP/1.1 server answering every request with `handler` and recording it: a
+/// webhook receiver, or a peer whose answers a test scripts.
+pub fn http_server(
+    handler: impl Fn(&Seen) -> (u16, Value) + Send + Sync + 'static,
+) -> FakeIdentity {
+    FakeIdentity::serve(Box::new(handler))
+}
+
 fn read_request(stream: &TcpStream) -> Option<Seen> {
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let mut reader = BufReader::new(stream);

@@ -560,3 +560,188 @@ async fn the_audit_log_lists_policy_channel_and_settings_changes_in_a_chain() {
         assert_eq!(status, 400, "{query}: {body}");
     }
 }
+
+/// Polls until `check` holds for the audit log, or fails after 30 s.
+async fn audit_until(
+    client: &Client<'_>,
+    query: &str,
+    check: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (status, body) = client
+            .send(
+                Method::GET,
+                &format!("/governance/audit-log?limit=100&{query}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let entries = body["data"].as_array().unwrap().clone();
+        if check(&entries) {
+            return entries;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "audit log never got there: {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_scan_is_evaluated_against_policies_which_alert_simulate_and_plan() {
+    use testkit::{emulators, seed};
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "hr-exports").await;
+    seed::put_all(
+        bucket.as_ref(),
+        &[
+            (
+                "people.csv",
+                b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n".as_slice(),
+            ),
+            ("contacts.txt", b"write to ann.lee@example.com".as_slice()),
+            ("notes.txt", b"nothing to see here".as_slice()),
+        ],
+    )
+    .await;
+    let receiver = testkit::identity::http_server(|_| (200, Value::Null));
+    let app = crate::scans::app_on(&moto, "1").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let connector = crate::scans::connector(&admin, "HR", "hr-exports").await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/channels",
+            Some(json!({"name": "security", "type": "webhook", "url": format!("{}/hook", receiver.url())})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let enforced = format!(
+        "apiVersion: governance.dps/v1
+kind: Policy
+metadata: {{ name: ssn-enforced }}
+spec:
+  mode: enforced
+  scope: {{ connectors: [{connector}] }}
+  conditions: [{{ category: us_ssn, min_confidence: 0.5 }}]
+  actions:
+    - {{ type: alert, config: {{ channels: [security], severity: critical }} }}
+    - {{ type: mask, config: {{ keep_last: 4 }} }}
+"
+    );
+    let (status, body) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, &enforced)
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let enforced_id = body["data"]["id"].as_str().unwrap().to_owned();
+    let dry = "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: contact-dry }
+spec:
+  mode: dry-run
+  conditions: [{ category: contact, min_confidence: 0.5 }]
+  actions: [{ type: quarantine, config: { destination: { bucket: quarantine } } }]
+";
+    let (status, body) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, dry)
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let dry_id = body["data"]["id"].as_str().unwrap().to_owned();
+
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let done = crate::scans::finished(&admin, &scan).await;
+    assert_eq!(done["status"], "completed", "{done}");
+
+    // The enforced policy planned a mask of people.csv and queued an alert, delivered to the
+    // receiver; the dry-run policy simulated a quarantine of contacts.txt.
+    let entries = audit_until(&admin, "", |entries| {
+        entries.iter().any(|e| e["type"] == "action_executed")
+            && entries.iter().any(|e| e["type"] == "action_simulated")
+    })
+    .await;
+    let of = |kind: &str, policy: &str| -> Vec<&Value> {
+        entries
+            .iter()
+            .filter(|e| e["type"] == kind && e["policy_id"] == policy)
+            .collect()
+    };
+    let evaluated = of("policy_evaluated", &enforced_id);
+    assert!(!evaluated.is_empty());
+    assert_eq!(evaluated[0]["details"]["scan_id"], scan.as_str());
+    let planned = of("action_planned", &enforced_id);
+    let kinds: Vec<&str> = planned
+        .iter()
+        .map(|e| e["action_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["alert", "mask"], "{planned:?}");
+    assert_eq!(planned[1]["resource"], "hr-exports/people.csv");
+    assert_eq!(planned[1]["details"]["gate"], "allowed");
+    assert_eq!(planned[1]["simulated"], false);
+    let simulated = of("action_simulated", &dry_id);
+    assert_eq!(simulated.len(), 1, "{entries:?}");
+    assert_eq!(simulated[0]["resource"], "hr-exports/contacts.txt");
+    assert_eq!(simulated[0]["simulated"], true);
+    // No value or preview anywhere in the log.
+    let text = serde_json::to_string(&entries).unwrap();
+    assert!(
+        !text.contains("219-09") && !text.contains("ann.lee"),
+        "{text}"
+    );
+
+    let requests = receiver.requests();
+    assert_eq!(requests.len(), 1, "one matched object, one channel");
+    let payload: Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(payload["resource"], "hr-exports/people.csv");
+    assert_eq!(payload["counts"]["findings"], 2);
+    assert!(!requests[0].body.contains("219-09"));
+
+    // The policies count what they matched.
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            &format!("/governance/policies/{enforced_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"]["findings_matched"], 2, "{body}");
+    assert!(body["data"]["last_triggered"].is_string());
+    let (_, body) = admin
+        .send(Method::GET, &format!("/governance/policies/{dry_id}"), None)
+        .await;
+    assert_eq!(body["data"]["findings_matched"], 1, "{body}");
+
+    // A second full scan of unchanged objects evaluates again but repeats no action.
+    let (_, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    let second = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    crate::scans::finished(&admin, &second).await;
+    let entries = audit_until(&admin, &format!("policy={enforced_id}"), |entries| {
+        entries
+            .iter()
+            .any(|e| e["type"] == "policy_evaluated" && e["details"]["scan_id"] == second.as_str())
+    })
+    .await;
+    let planned: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["type"] == "action_planned")
+        .collect();
+    assert_eq!(planned.len(), 2, "nothing is planned twice: {entries:?}");
+}

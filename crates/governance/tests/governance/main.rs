@@ -7,6 +7,8 @@
 )]
 
 mod channels;
+mod delivery;
+mod evaluate;
 mod policies;
 
 use std::collections::BTreeMap;
@@ -41,6 +43,11 @@ impl Env {
                 allow_private: true,
             },
         }
+    }
+
+    /// Another connection to the same database.
+    pub async fn connect(&self) -> AsyncPgConnection {
+        AsyncPgConnection::establish(&self._db.url).await.unwrap()
     }
 
     pub async fn connector(&mut self, tenant: &TenantId, name: &str) -> ConnectorId {

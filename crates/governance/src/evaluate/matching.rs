@@ -1,0 +1,166 @@
+//! Which findings a policy matches: pure, so it is tested without a database.
+
+use std::collections::BTreeMap;
+
+use detect::Selector;
+use uuid::Uuid;
+
+use crate::document::{Condition, PolicyDocument};
+
+/// A finding as evaluation reads it: where, what type, how sure. Never the value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub id: Uuid,
+    pub bucket: String,
+    pub object_key: String,
+    /// The object's ETag when it was scanned; empty when the provider gave none.
+    pub etag: String,
+    /// `us_ssn`, or `custom:<name>`.
+    pub pii_type: String,
+    pub category: String,
+    pub confidence: f32,
+}
+
+/// Whether a finding meets one condition: its type, category or custom classifier is the
+/// condition's, and its confidence is at least the condition's minimum.
+pub fn meets(condition: &Condition, finding: &Finding) -> bool {
+    let named = match &condition.category {
+        Selector::Type(t) => finding.pii_type == t.as_str(),
+        Selector::Category(c) => finding.category == c.as_str(),
+        Selector::Custom(name) => finding
+            .pii_type
+            .strip_prefix("custom:")
+            .is_some_and(|n| n == name),
+    };
+    // Confidences are stored as f32; compare in f32 so that 0.8 meets min_confidence 0.8.
+    named && finding.confidence >= condition.min_confidence as f32
+}
+
+/// Whether a finding matches a policy: it meets any of its conditions.
+pub fn matches(document: &PolicyDocument, finding: &Finding) -> bool {
+    document.spec.conditions.iter().any(|c| meets(c, finding))
+}
+
+/// One object version and the findings of it a policy matched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectMatch<'a> {
+    pub bucket: &'a str,
+    pub object_key: &'a str,
+    pub etag: &'a str,
+    pub findings: Vec<&'a Finding>,
+}
+
+impl ObjectMatch<'_> {
+    /// `bucket/key`, as audit entries and alerts name the object.
+    pub fn resource(&self) -> String {
+        format!("{}/{}", self.bucket, self.object_key)
+    }
+
+    /// The matched findings' types, sorted, each once.
+    pub fn pii_types(&self) -> Vec<&str> {
+        let mut types: Vec<&str> = self.findings.iter().map(|f| f.pii_type.as_str()).collect();
+        types.sort_unstable();
+        types.dedup();
+        types
+    }
+
+    /// Matched findings per type.
+    pub fn counts(&self) -> BTreeMap<&str, usize> {
+        let mut counts = BTreeMap::new();
+        for f in &self.findings {
+            *counts.entry(f.pii_type.as_str()).or_default() += 1;
+        }
+        counts
+    }
+
+    pub fn finding_ids(&self) -> Vec<Uuid> {
+        self.findings.iter().map(|f| f.id).collect()
+    }
+}
+
+/// The objects with findings the policy matches, in (bucket, key) order.
+pub fn by_object<'a>(document: &PolicyDocument, findings: &'a [Finding]) -> Vec<ObjectMatch<'a>> {
+    let mut objects: BTreeMap<(&str, &str, &str), Vec<&Finding>> = BTreeMap::new();
+    for f in findings.iter().filter(|f| matches(document, f)) {
+        objects
+            .entry((f.bucket.as_str(), f.object_key.as_str(), f.etag.as_str()))
+            .or_default()
+            .push(f);
+    }
+    objects
+        .into_iter()
+        .map(|((bucket, object_key, etag), findings)| ObjectMatch {
+            bucket,
+            object_key,
+            etag,
+            findings,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::document::{API_VERSION, from_value};
+
+    fn finding(key: &str, pii_type: &str, category: &str, confidence: f32) -> Finding {
+        Finding {
+            id: Uuid::now_v7(),
+            bucket: "b".into(),
+            object_key: key.into(),
+            etag: "e1".into(),
+            pii_type: pii_type.into(),
+            category: category.into(),
+            confidence,
+        }
+    }
+
+    fn policy(conditions: serde_json::Value) -> PolicyDocument {
+        from_value(&json!({
+            "apiVersion": API_VERSION, "kind": "Policy", "metadata": {"name": "p"},
+            "spec": {"mode": "enforced", "conditions": conditions, "actions": [{"type": "mask"}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_finding_matches_any_condition_at_or_above_its_confidence() {
+        let p = policy(json!([
+            {"category": "us_ssn", "min_confidence": 0.8},
+            {"category": "contact", "min_confidence": 0.5},
+            {"category": "custom:badge", "min_confidence": 0.0}
+        ]));
+        assert!(matches(&p, &finding("a", "us_ssn", "government_id", 0.8)));
+        assert!(!matches(&p, &finding("a", "us_ssn", "government_id", 0.79)));
+        assert!(matches(&p, &finding("a", "email", "contact", 0.5)));
+        assert!(matches(&p, &finding("a", "custom:badge", "personal", 0.1)));
+        assert!(!matches(
+            &p,
+            &finding("a", "custom:badger", "personal", 0.9)
+        ));
+        assert!(!matches(&p, &finding("a", "ca_sin", "government_id", 1.0)));
+        // A category names custom classifiers of that category too.
+        let q = policy(json!([{"category": "personal", "min_confidence": 0.5}]));
+        assert!(matches(&q, &finding("a", "custom:badge", "personal", 0.9)));
+    }
+
+    #[test]
+    fn matches_are_grouped_by_object_with_their_counts() {
+        let p = policy(json!([{"category": "government_id", "min_confidence": 0.5}]));
+        let findings = vec![
+            finding("x.csv", "us_ssn", "government_id", 0.9),
+            finding("a.csv", "us_ssn", "government_id", 0.9),
+            finding("x.csv", "ca_sin", "government_id", 0.9),
+            finding("x.csv", "us_ssn", "government_id", 0.9),
+            finding("y.csv", "email", "contact", 0.9),
+        ];
+        let objects = by_object(&p, &findings);
+        let keys: Vec<&str> = objects.iter().map(|o| o.object_key).collect();
+        assert_eq!(keys, ["a.csv", "x.csv"]);
+        assert_eq!(objects[1].pii_types(), ["ca_sin", "us_ssn"]);
+        assert_eq!(objects[1].counts()["us_ssn"], 2);
+        assert_eq!(objects[1].resource(), "b/x.csv");
+    }
+}

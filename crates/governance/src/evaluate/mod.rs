@@ -1,0 +1,180 @@
+//! Policy evaluation: every batch of findings a scan records is evaluated against the tenant's
+//! policies in scope, read from the scans outbox.
+//!
+//! [`Evaluator::run_once`] takes the consumer's row lock (so one replica consumes at a time),
+//! reads events after its position, evaluates each and moves the position, all in one
+//! transaction: an event's effects and the position that says it was read commit together.
+//! The ledger of actions makes a re-read harmless anyway.
+
+pub mod matching;
+pub mod plan;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use ids::TenantId;
+use scans::outbox::{self, Delivered, Event, Position};
+
+use db::schema::governance_consumers;
+
+pub use matching::Finding;
+pub use plan::{Batch, Gates, Origin, Tally, apply};
+
+use crate::policies::{Active, active};
+
+/// This consumer's name in `governance_consumers`.
+pub const CONSUMER: &str = "governance-evaluation";
+
+/// Events read per transaction.
+const EVENTS_PER_RUN: i64 = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvaluateError {
+    #[error("database error")]
+    Database(#[from] diesel::result::Error),
+    #[error("the scans outbox could not be read: {0}")]
+    Outbox(#[from] scans::ScanError),
+}
+
+impl From<scans::findings::OpenFinding> for Finding {
+    fn from(f: scans::findings::OpenFinding) -> Self {
+        Finding {
+            id: f.finding_id,
+            bucket: f.bucket,
+            object_key: f.object_key,
+            etag: f.etag,
+            pii_type: f.pii_type,
+            category: f.category,
+            confidence: f.confidence,
+        }
+    }
+}
+
+/// Policies and gates per tenant, read once per run.
+#[derive(Default)]
+struct Tenants(HashMap<TenantId, (Vec<Active>, Gates)>);
+
+/// Evaluates up to one run of events; returns how many were read (0 when there were none, or
+/// another replica holds the consumer). `gates_conn` reads the remediation gate outside the
+/// transaction, so that a failed read cannot abort it (the gate fails open).
+pub async fn run_once(
+    conn: &mut AsyncPgConnection,
+    gates_conn: &mut AsyncPgConnection,
+) -> Result<usize, EvaluateError> {
+    diesel::insert_into(governance_consumers::table)
+        .values(governance_consumers::consumer.eq(CONSUMER))
+        .on_conflict_do_nothing()
+        .execute(conn)
+        .await?;
+    conn.transaction(async |conn| {
+        let Some((txid, event_id)): Option<(i64, i64)> = governance_consumers::table
+            .find(CONSUMER)
+            .select((governance_consumers::txid, governance_consumers::event_id))
+            .for_update()
+            .skip_locked()
+            .first(conn)
+            .await
+            .optional()?
+        else {
+            return Ok(0);
+        };
+        let events = outbox::read(conn, Position { txid, event_id }, EVENTS_PER_RUN).await?;
+        let Some(last) = events.last().map(|e| e.position) else {
+            return Ok(0);
+        };
+        let mut tenants = Tenants::default();
+        for event in &events {
+            evaluate_event(conn, gates_conn, &mut tenants, event).await?;
+        }
+        diesel::update(governance_consumers::table.find(CONSUMER))
+            .set((
+                governance_consumers::txid.eq(last.txid),
+                governance_consumers::event_id.eq(last.event_id),
+                governance_consumers::updated_at.eq(diesel::dsl::now),
+            ))
+            .execute(conn)
+            .await?;
+        Ok(events.len())
+    })
+    .await
+}
+
+/// Evaluates until the process ends: at once while events keep coming, else every half second.
+pub fn spawn(pool: db::Pool) {
+    drop(tokio::spawn(async move {
+        loop {
+            let read = match (pool.get().await, pool.get().await) {
+                (Ok(mut conn), Ok(mut gates)) => {
+                    run_once(&mut conn, &mut gates).await.unwrap_or_else(|e| {
+                        tracing::warn!(error = %e, "policy evaluation failed; retrying");
+                        0
+                    })
+                }
+                _ => {
+                    tracing::warn!("policy evaluation has no connection; retrying");
+                    0
+                }
+            };
+            if read == 0 {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }));
+}
+
+async fn evaluate_event(
+    conn: &mut AsyncPgConnection,
+    gates_conn: &mut AsyncPgConnection,
+    tenants: &mut Tenants,
+    delivered: &Delivered,
+) -> Result<(), EvaluateError> {
+    let Event::ObjectsRecorded { connector, objects } = &delivered.event else {
+        return Ok(());
+    };
+    if !tenants.0.contains_key(&delivered.tenant) {
+        let policies = active(conn, &delivered.tenant).await?;
+        let gates = Gates::read(gates_conn, &delivered.tenant, &policies).await;
+        tenants
+            .0
+            .insert(delivered.tenant.clone(), (policies, gates));
+    }
+    let Some((policies, gates)) = tenants.0.get(&delivered.tenant) else {
+        return Ok(());
+    };
+    if !policies.iter().any(|p| p.covers(*connector)) {
+        return Ok(());
+    }
+    let with_findings: Vec<(String, String)> = objects
+        .iter()
+        .filter(|o| o.findings > 0)
+        .map(|o| (o.bucket.clone(), o.object_key.clone()))
+        .collect();
+    let findings: Vec<Finding> = scans::findings::open_in_batch(
+        conn,
+        &delivered.tenant,
+        delivered.scan,
+        *connector,
+        &with_findings,
+    )
+    .await?
+    .into_iter()
+    .map(Finding::from)
+    .collect();
+    apply(
+        conn,
+        &Batch {
+            tenant: &delivered.tenant,
+            connector: *connector,
+            origin: Origin::Scan(delivered.scan),
+            objects: objects.len(),
+            findings: &findings,
+            enforce: true,
+        },
+        policies,
+        gates,
+    )
+    .await?;
+    Ok(())
+}

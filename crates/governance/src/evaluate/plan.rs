@@ -1,0 +1,414 @@
+//! What a batch of findings makes each policy do, written in the caller's transaction:
+//!
+//! - a `policy_evaluated` audit entry per policy with the batch's counts, and the policy's
+//!   `findings_matched` and `last_triggered`;
+//! - for a dry-run policy, each action it would take, as `action_simulated`;
+//! - for an enforced policy, each alert as a delivery in the outbox (`action_planned`,
+//!   queued), and each tokenize, mask or quarantine as a remediation request
+//!   (`action_planned`) or, when the tenant denies its safety class, `action_blocked`.
+//!
+//! The ledger `governance_actions` holds one row per (object version, policy version,
+//! action, simulated): what is in it is never done again, so a batch read twice, or findings
+//! evaluated again by a reconciliation, do nothing twice.
+
+use std::collections::{BTreeMap, HashMap};
+
+use diesel::prelude::*;
+use diesel::result::Error as DieselError;
+use diesel::sql_types::{Array, Bool, Integer, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use ids::{ConnectorId, ScanId, TenantId};
+use serde_json::{Value, json};
+use settings::{Gate, SafetyClass};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use db::schema::{governance_deliveries, remediation_requests};
+
+use super::matching::{Finding, ObjectMatch, by_object};
+use crate::document::{Action, ActionType, Mode};
+use crate::policies::{Active, count_matches};
+
+/// The safety class of each action type.
+pub fn safety_class(action: ActionType) -> SafetyClass {
+    match action {
+        ActionType::Alert => SafetyClass::ReadOnly,
+        ActionType::Tokenize | ActionType::Quarantine => SafetyClass::Reversible,
+        ActionType::Mask => SafetyClass::Destructive,
+    }
+}
+
+/// What the safety-class gate said for each action type, read before the transaction (a failed
+/// read must not abort it: the gate fails open).
+#[derive(Debug, Clone, Default)]
+pub struct Gates(HashMap<ActionType, Gate>);
+
+impl Gates {
+    pub async fn read(
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        policies: &[Active],
+    ) -> Self {
+        let mut gates = HashMap::new();
+        for policy in policies
+            .iter()
+            .filter(|p| p.document.spec.mode == Mode::Enforced)
+        {
+            for action in &policy.document.spec.actions {
+                let kind = action.action_type();
+                if kind.changes_objects() && !gates.contains_key(&kind) {
+                    gates.insert(
+                        kind,
+                        settings::remediation_gate(conn, tenant, safety_class(kind)).await,
+                    );
+                }
+            }
+        }
+        Gates(gates)
+    }
+
+    fn of(&self, kind: ActionType) -> Gate {
+        self.0.get(&kind).copied().unwrap_or(Gate::Allowed)
+    }
+}
+
+/// Where a batch comes from, as its audit entries say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Scan(ScanId),
+    Reconciliation(Uuid),
+}
+
+/// A batch of one connector's findings to evaluate.
+#[derive(Debug, Clone)]
+pub struct Batch<'a> {
+    pub tenant: &'a TenantId,
+    pub connector: ConnectorId,
+    pub origin: Origin,
+    /// Objects the batch covers, matched or not.
+    pub objects: usize,
+    pub findings: &'a [Finding],
+    /// Run the actions of enforced policies (a dry-run reconciliation only simulates).
+    pub enforce: bool,
+}
+
+/// What evaluating a batch did, summed over its policies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub findings_evaluated: u64,
+    pub findings_matched: u64,
+    pub planned: u64,
+    pub simulated: u64,
+    pub blocked: u64,
+    /// Already in the ledger: not done again.
+    pub repeated: u64,
+}
+
+impl Tally {
+    pub fn add(&mut self, other: Tally) {
+        self.findings_evaluated += other.findings_evaluated;
+        self.findings_matched += other.findings_matched;
+        self.planned += other.planned;
+        self.simulated += other.simulated;
+        self.blocked += other.blocked;
+        self.repeated += other.repeated;
+    }
+}
+
+/// One ledger row to claim.
+struct Claim<'a> {
+    id: Uuid,
+    object: &'a ObjectMatch<'a>,
+    outcome: &'static str,
+}
+
+#[derive(QueryableByName)]
+struct Claimed {
+    #[diesel(sql_type = SqlUuid)]
+    action_id: Uuid,
+}
+
+/// Writes ledger rows for the claims and returns the ids of those that were new.
+#[allow(clippy::too_many_arguments, reason = "one row's columns")]
+async fn claim(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+    policy: &Active,
+    kind: ActionType,
+    simulated: bool,
+    claims: &[Claim<'_>],
+    now: OffsetDateTime,
+) -> Result<Vec<Uuid>, DieselError> {
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = claims.iter().map(|c| c.id).collect();
+    let buckets: Vec<&str> = claims.iter().map(|c| c.object.bucket).collect();
+    let keys: Vec<&str> = claims.iter().map(|c| c.object.object_key).collect();
+    let etags: Vec<&str> = claims.iter().map(|c| c.object.etag).collect();
+    let outcomes: Vec<&str> = claims.iter().map(|c| c.outcome).collect();
+    // Finding ids travel as one text array of comma-joined ids per row (arrays of arrays
+    // cannot be ragged).
+    let findings: Vec<String> = claims
+        .iter()
+        .map(|c| {
+            c.object
+                .finding_ids()
+                .iter()
+                .map(Uuid::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let rows: Vec<Claimed> = diesel::sql_query(
+        "INSERT INTO governance_actions (tenant_id, action_id, policy_id, policy_version,
+                action_type, connector_id, bucket, object_key, etag, simulated, outcome,
+                finding_ids, created_at, updated_at)
+         SELECT $1, a.id, $2, $3, $4, $5, a.bucket, a.object_key, a.etag, $6, a.outcome,
+                string_to_array(a.findings, ',')::uuid[], $12, $12
+           FROM unnest($7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[], $13::text[])
+                AS a(id, bucket, object_key, etag, outcome, findings)
+         ON CONFLICT DO NOTHING
+         RETURNING action_id",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(policy.id.as_uuid())
+    .bind::<Integer, _>(policy.version)
+    .bind::<Text, _>(kind.as_str())
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<Bool, _>(simulated)
+    .bind::<Array<SqlUuid>, _>(&ids)
+    .bind::<Array<Text>, _>(&buckets)
+    .bind::<Array<Text>, _>(&keys)
+    .bind::<Array<Text>, _>(&etags)
+    .bind::<Array<Text>, _>(&outcomes)
+    .bind::<diesel::sql_types::Timestamptz, _>(now)
+    .bind::<Array<Text>, _>(&findings)
+    .load(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| r.action_id).collect())
+}
+
+/// The alert payload: the policy, the severity, where, which types and how many. Never a
+/// value or a preview.
+fn alert_payload(
+    delivery: Uuid,
+    batch: &Batch<'_>,
+    policy: &Active,
+    severity: &str,
+    object: &ObjectMatch<'_>,
+    now: OffsetDateTime,
+) -> Value {
+    let (tenant, connector, origin) = (batch.tenant, batch.connector, batch.origin);
+    let counts: BTreeMap<&str, usize> = object.counts();
+    let mut payload = json!({
+        "type": "governance.alert",
+        "delivery_id": delivery.to_string(),
+        "tenant_id": tenant.as_str(),
+        "policy": {
+            "id": policy.id.to_string(),
+            "name": policy.document.metadata.name,
+            "version": policy.version,
+        },
+        "severity": severity,
+        "connector_id": connector.to_string(),
+        "resource": object.resource(),
+        "pii_types": object.pii_types(),
+        "counts": { "findings": object.findings.len(), "by_pii_type": counts },
+        "created_at": audit::timestamp(now),
+    });
+    match origin {
+        Origin::Scan(scan) => payload["scan_id"] = json!(scan.to_string()),
+        Origin::Reconciliation(id) => payload["reconciliation_id"] = json!(id.to_string()),
+    }
+    payload
+}
+
+fn origin_details(origin: Origin) -> (&'static str, String) {
+    match origin {
+        Origin::Scan(scan) => ("scan_id", scan.to_string()),
+        Origin::Reconciliation(id) => ("reconciliation_id", id.to_string()),
+    }
+}
+
+/// Evaluates the batch against `policies` (those of the tenant; the ones whose scope leaves
+/// the connector out are skipped) and writes everything it decided. Call it in a transaction.
+pub async fn apply(
+    conn: &mut AsyncPgConnection,
+    batch: &Batch<'_>,
+    policies: &[Active],
+    gates: &Gates,
+) -> Result<Tally, DieselError> {
+    let now = OffsetDateTime::now_utc();
+    let mut entries: Vec<audit::NewEntry> = Vec::new();
+    let mut total = Tally::default();
+    let (origin_key, origin_id) = origin_details(batch.origin);
+    for policy in policies.iter().filter(|p| p.covers(batch.connector)) {
+        let objects = by_object(&policy.document, batch.findings);
+        let matched: usize = objects.iter().map(|o| o.findings.len()).sum();
+        let simulate = policy.document.spec.mode == Mode::DryRun || !batch.enforce;
+        let mut tally = Tally {
+            findings_evaluated: batch.findings.len() as u64,
+            findings_matched: matched as u64,
+            ..Tally::default()
+        };
+        let mut by_action: BTreeMap<&str, u64> = BTreeMap::new();
+        let first_entry = entries.len();
+        for action in &policy.document.spec.actions {
+            let kind = action.action_type();
+            let gate = gates.of(kind);
+            let outcome = if simulate {
+                "simulated"
+            } else if kind == ActionType::Alert {
+                "queued"
+            } else if !gate.permits() {
+                "blocked"
+            } else {
+                "planned"
+            };
+            let claims: Vec<Claim<'_>> = objects
+                .iter()
+                .map(|object| Claim {
+                    id: Uuid::now_v7(),
+                    object,
+                    outcome,
+                })
+                .collect();
+            let new = claim(
+                conn,
+                batch.tenant,
+                batch.connector,
+                policy,
+                kind,
+                simulate,
+                &claims,
+                now,
+            )
+            .await?;
+            tally.repeated += (claims.len() - new.len()) as u64;
+            let fresh: Vec<&Claim<'_>> = claims.iter().filter(|c| new.contains(&c.id)).collect();
+            *by_action.entry(kind.as_str()).or_default() += fresh.len() as u64;
+            for c in &fresh {
+                let entry_kind = match outcome {
+                    "simulated" => {
+                        tally.simulated += 1;
+                        "action_simulated"
+                    }
+                    "blocked" => {
+                        tally.blocked += 1;
+                        "action_blocked"
+                    }
+                    _ => {
+                        tally.planned += 1;
+                        "action_planned"
+                    }
+                };
+                let mut details = json!({
+                    origin_key: origin_id,
+                    "action_id": c.id.to_string(),
+                    "findings": c.object.findings.len(),
+                    "pii_types": c.object.pii_types(),
+                });
+                match (action, outcome) {
+                    (Action::Alert(alert), "queued") => {
+                        details["channels"] = json!(alert.channels);
+                        details["severity"] = json!(alert.severity.as_str());
+                        for channel in &alert.channels {
+                            let delivery = Uuid::now_v7();
+                            let payload = alert_payload(
+                                delivery,
+                                batch,
+                                policy,
+                                alert.severity.as_str(),
+                                c.object,
+                                now,
+                            );
+                            diesel::insert_into(governance_deliveries::table)
+                                .values((
+                                    governance_deliveries::tenant_id.eq(batch.tenant.as_str()),
+                                    governance_deliveries::delivery_id.eq(delivery),
+                                    governance_deliveries::channel.eq(channel),
+                                    governance_deliveries::action_id.eq(c.id),
+                                    governance_deliveries::payload.eq(payload),
+                                    governance_deliveries::next_attempt_at.eq(now),
+                                    governance_deliveries::created_at.eq(now),
+                                ))
+                                .execute(conn)
+                                .await?;
+                        }
+                    }
+                    (_, "planned") => {
+                        let request = Uuid::now_v7();
+                        let gate_said = if gate == Gate::AllowedPolicyUnreadable {
+                            "gate_unavailable"
+                        } else {
+                            "allowed"
+                        };
+                        diesel::insert_into(remediation_requests::table)
+                            .values((
+                                remediation_requests::tenant_id.eq(batch.tenant.as_str()),
+                                remediation_requests::request_id.eq(request),
+                                remediation_requests::action_id.eq(c.id),
+                                remediation_requests::policy_id.eq(policy.id.as_uuid()),
+                                remediation_requests::policy_version.eq(policy.version),
+                                remediation_requests::action_type.eq(kind.as_str()),
+                                remediation_requests::connector_id.eq(batch.connector.as_uuid()),
+                                remediation_requests::bucket.eq(c.object.bucket),
+                                remediation_requests::object_key.eq(c.object.object_key),
+                                remediation_requests::etag.eq(c.object.etag),
+                                remediation_requests::finding_ids.eq(c.object.finding_ids()),
+                                remediation_requests::gate.eq(gate_said),
+                                remediation_requests::created_at.eq(now),
+                                remediation_requests::updated_at.eq(now),
+                            ))
+                            .execute(conn)
+                            .await?;
+                        details["request_id"] = json!(request.to_string());
+                        details["gate"] = json!(gate_said);
+                        details["safety_class"] = json!(safety_class(kind).as_str());
+                    }
+                    (_, "blocked") => {
+                        details["safety_class"] = json!(safety_class(kind).as_str());
+                        details["gate"] = json!("denied");
+                    }
+                    _ => {}
+                }
+                entries.push(
+                    audit::NewEntry::new(entry_kind, audit::Actor::System)
+                        .policy(policy.id, policy.version)
+                        .action(kind.as_str())
+                        .connector(batch.connector)
+                        .resource(c.object.resource())
+                        .simulated(simulate)
+                        .outcome(outcome)
+                        .details(details),
+                );
+            }
+        }
+        if matched > 0 {
+            count_matches(conn, batch.tenant, policy.id, matched as i64, now).await?;
+        }
+        let mut evaluated = audit::NewEntry::new("policy_evaluated", audit::Actor::System)
+            .policy(policy.id, policy.version)
+            .connector(batch.connector)
+            .simulated(simulate)
+            .outcome("success")
+            .details(json!({
+                origin_key: origin_id,
+                "mode": policy.document.spec.mode.as_str(),
+                "objects_evaluated": batch.objects,
+                "objects_matched": objects.len(),
+                "findings_evaluated": batch.findings.len(),
+                "findings_matched": matched,
+                "actions": by_action,
+                "repeated": tally.repeated,
+            }));
+        // The evaluation entry goes before the actions it led to.
+        evaluated.simulated = simulate;
+        entries.insert(first_entry, evaluated);
+        total.add(tally);
+    }
+    audit::append(conn, batch.tenant, &entries).await?;
+    Ok(total)
+}

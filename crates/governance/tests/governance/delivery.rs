@@ -1,0 +1,192 @@
+use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
+use governance::channels::NewChannel;
+use governance::document::Syntax;
+use governance::evaluate::{self, Batch, Finding, Gates, Origin};
+use governance::{channels, delivery, policies};
+use ids::{ConnectorId, ScanId};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::{Env, acme, admin};
+
+/// An enforced alert policy to channel `hooks` at `url`, and one evaluated batch that matched
+/// one object: one delivery queued. Returns the channel's secret.
+async fn queued(env: &mut Env, url: &str) -> String {
+    let secret = channels::create(
+        &mut env.conn,
+        &env.keyring,
+        &env.egress,
+        &acme(),
+        &admin(),
+        NewChannel {
+            name: "hooks",
+            kind: "webhook",
+            url,
+        },
+    )
+    .await
+    .unwrap()
+    .secret;
+    let text = "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-alert }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
+  actions: [{ type: alert, config: { channels: [hooks], severity: high } }]
+";
+    policies::create(
+        &mut env.conn,
+        &acme(),
+        &admin(),
+        text.as_bytes(),
+        Syntax::Yaml,
+    )
+    .await
+    .unwrap();
+    let findings = vec![Finding {
+        id: Uuid::now_v7(),
+        bucket: "exports".into(),
+        object_key: "people.csv".into(),
+        etag: "e1".into(),
+        pii_type: "us_ssn".into(),
+        category: "government_id".into(),
+        confidence: 0.9,
+    }];
+    let tenant = acme();
+    let active = policies::active(&mut env.conn, &tenant).await.unwrap();
+    let batch = Batch {
+        tenant: &tenant,
+        connector: ConnectorId::new(),
+        origin: Origin::Scan(ScanId::new()),
+        objects: 1,
+        findings: &findings,
+        enforce: true,
+    };
+    let gates = Gates::default();
+    env.conn
+        .transaction(async |conn| evaluate::apply(conn, &batch, &active, &gates).await)
+        .await
+        .unwrap();
+    secret
+}
+
+fn client() -> reqwest::Client {
+    boot::install_tls_provider();
+    egress::Egress {
+        allow_private: true,
+    }
+    .client(std::time::Duration::from_secs(5))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn an_alert_is_posted_signed_with_a_stable_delivery_id_and_no_values() {
+    let mut env = Env::new().await;
+    let server = testkit::identity::http_server(|_| (204, Value::Null));
+    let secret = queued(&mut env, &format!("{}/hook?token=t0k", server.url())).await;
+    let sent = delivery::run_once(&mut env.conn, &env.keyring, &client())
+        .await
+        .unwrap();
+    assert_eq!(sent, 1);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    assert_eq!(request.method, "POST");
+    assert_eq!(request.path, "/hook?token=t0k");
+    let signature = &request.headers["x-dps-signature"];
+    let t: i64 = signature
+        .strip_prefix("t=")
+        .and_then(|s| s.split(',').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap();
+    assert_eq!(
+        signature,
+        &delivery::signature(&secret, t, request.body.as_bytes()),
+        "the signature is HMAC-SHA256(secret, \"<t>.<body>\")"
+    );
+    let payload: Value = serde_json::from_str(&request.body).unwrap();
+    assert_eq!(request.headers["x-dps-delivery-id"], payload["delivery_id"]);
+    assert_eq!(payload["policy"]["name"], "ssn-alert");
+    assert_eq!(payload["severity"], "high");
+    assert_eq!(payload["resource"], "exports/people.csv");
+    assert_eq!(payload["pii_types"], serde_json::json!(["us_ssn"]));
+    assert_eq!(payload["counts"]["findings"], 1);
+    assert!(payload.get("preview").is_none() && !request.body.contains("value"));
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries WHERE status = 'delivered'")
+            .await,
+        1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_executed' AND action_type = 'alert'").await,
+        1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_actions WHERE outcome = 'executed'")
+            .await,
+        1
+    );
+    // Nothing more to send.
+    assert_eq!(
+        delivery::run_once(&mut env.conn, &env.keyring, &client())
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_refused_delivery_is_retried_with_the_same_id_and_given_up_after_a_day() {
+    let mut env = Env::new().await;
+    let server = testkit::identity::http_server(|_| (503, Value::Null));
+    queued(&mut env, &format!("{}/hook", server.url())).await;
+    let client = client();
+    delivery::run_once(&mut env.conn, &env.keyring, &client)
+        .await
+        .unwrap();
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries WHERE status = 'pending' AND attempts = 1 AND next_attempt_at > now() + interval '25 seconds' AND last_error LIKE '%503%'").await,
+        1,
+        "the next attempt waits 30 s"
+    );
+    // Not due yet: nothing is sent.
+    assert_eq!(
+        delivery::run_once(&mut env.conn, &env.keyring, &client)
+            .await
+            .unwrap(),
+        0
+    );
+    diesel::sql_query("UPDATE governance_deliveries SET next_attempt_at = now()")
+        .execute(&mut env.conn)
+        .await
+        .unwrap();
+    delivery::run_once(&mut env.conn, &env.keyring, &client)
+        .await
+        .unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].headers["x-dps-delivery-id"], requests[1].headers["x-dps-delivery-id"],
+        "a retry carries the same delivery id"
+    );
+    // Queued more than a day ago: the next refusal is the last.
+    diesel::sql_query(
+        "UPDATE governance_deliveries SET next_attempt_at = now(), created_at = now() - interval '25 hours'",
+    )
+    .execute(&mut env.conn)
+    .await
+    .unwrap();
+    delivery::run_once(&mut env.conn, &env.keyring, &client)
+        .await
+        .unwrap();
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries WHERE status = 'failed' AND attempts = 3").await,
+        1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_failed'")
+            .await,
+        1
+    );
+}

@@ -1,0 +1,264 @@
+use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
+use governance::document::Syntax;
+use governance::evaluate::{self, Batch, Finding, Gates, Origin};
+use governance::policies;
+use ids::{ConnectorId, ScanId, TenantId};
+use uuid::Uuid;
+
+use crate::{Env, acme, admin};
+
+fn finding(key: &str, pii_type: &str, category: &str, confidence: f32) -> Finding {
+    Finding {
+        id: Uuid::now_v7(),
+        bucket: "exports".into(),
+        object_key: key.into(),
+        etag: format!("etag-{key}"),
+        pii_type: pii_type.into(),
+        category: category.into(),
+        confidence,
+    }
+}
+
+fn findings() -> Vec<Finding> {
+    vec![
+        finding("a.csv", "us_ssn", "government_id", 0.95),
+        finding("a.csv", "us_ssn", "government_id", 0.95),
+        finding("b.csv", "us_ssn", "government_id", 0.9),
+        finding("c.csv", "us_ssn", "government_id", 0.3),
+        finding("d.csv", "email", "contact", 0.99),
+    ]
+}
+
+fn policy(name: &str, mode: &str, actions: &str) -> String {
+    format!(
+        "apiVersion: governance.dps/v1
+kind: Policy
+metadata: {{ name: {name} }}
+spec:
+  mode: {mode}
+  conditions: [{{ category: us_ssn, min_confidence: 0.8 }}]
+  actions: {actions}
+"
+    )
+}
+
+async fn create(env: &mut Env, tenant: &TenantId, text: &str) -> policies::Policy {
+    policies::create(
+        &mut env.conn,
+        tenant,
+        &admin(),
+        text.as_bytes(),
+        Syntax::Yaml,
+    )
+    .await
+    .unwrap()
+}
+
+async fn run(env: &mut Env, connector: ConnectorId, findings: &[Finding]) -> evaluate::Tally {
+    let tenant = acme();
+    let active = policies::active(&mut env.conn, &tenant).await.unwrap();
+    let mut gates_conn = env.connect().await;
+    let gates = Gates::read(&mut gates_conn, &tenant, &active).await;
+    let batch = Batch {
+        tenant: &tenant,
+        connector,
+        origin: Origin::Scan(ScanId::new()),
+        objects: 4,
+        findings,
+        enforce: true,
+    };
+    env.conn
+        .transaction(async |conn| evaluate::apply(conn, &batch, &active, &gates).await)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_dry_run_policy_records_what_it_would_do_once_and_changes_nothing() {
+    let mut env = Env::new().await;
+    let connector = ConnectorId::new();
+    env.channel(&acme(), "security").await;
+    let created = create(
+        &mut env,
+        &acme(),
+        &policy(
+            "dry",
+            "dry-run",
+            "[{ type: alert, config: { channels: [security], severity: high } }, { type: mask }]",
+        ),
+    )
+    .await;
+    let found = findings();
+    let tally = run(&mut env, connector, &found).await;
+    assert_eq!(
+        tally.findings_matched, 3,
+        "a.csv twice and b.csv; c.csv is below 0.8"
+    );
+    assert_eq!((tally.simulated, tally.planned, tally.blocked), (4, 0, 0));
+    let kinds = env.audit_kinds(&acme()).await;
+    assert_eq!(
+        kinds[2..],
+        [
+            "policy_evaluated",
+            "action_simulated",
+            "action_simulated",
+            "action_simulated",
+            "action_simulated"
+        ]
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries")
+            .await,
+        0
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_requests")
+            .await,
+        0
+    );
+    assert_eq!(
+        env.count(
+            "SELECT count(*) AS n FROM audit_log WHERE kind = 'action_simulated' AND simulated"
+        )
+        .await,
+        4
+    );
+
+    // The same batch again: evaluated again, but nothing is done twice.
+    let again = run(&mut env, connector, &found).await;
+    assert_eq!((again.simulated, again.repeated), (0, 4));
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_simulated'")
+            .await,
+        4
+    );
+    let policy = policies::get(&mut env.conn, &acme(), created.summary.id)
+        .await
+        .unwrap();
+    assert_eq!(policy.summary.findings_matched, 6);
+    assert!(policy.summary.last_triggered.is_some());
+}
+
+#[tokio::test]
+async fn an_enforced_policy_queues_alerts_and_plans_remediation() {
+    let mut env = Env::new().await;
+    let connector = ConnectorId::new();
+    env.channel(&acme(), "security").await;
+    env.channel(&acme(), "ops").await;
+    create(
+        &mut env,
+        &acme(),
+        &policy(
+            "enforced",
+            "enforced",
+            "[{ type: alert, config: { channels: [security, ops], severity: critical } }, { type: mask, config: { keep_last: 4 } }]",
+        ),
+    )
+    .await;
+    let found = findings();
+    let tally = run(&mut env, connector, &found).await;
+    assert_eq!((tally.planned, tally.simulated), (4, 0));
+    // One delivery per object and channel; one request per object.
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries")
+            .await,
+        4
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_requests WHERE status = 'pending' AND gate = 'allowed' AND action_type = 'mask'").await,
+        2
+    );
+    assert_eq!(
+        env.count(
+            "SELECT count(*) AS n FROM remediation_requests WHERE cardinality(finding_ids) = 2"
+        )
+        .await,
+        1,
+        "a.csv's request names both of its findings"
+    );
+    // The alert payload names types and counts, never a value or a preview.
+    let payload = env
+        .count("SELECT count(*) AS n FROM governance_deliveries WHERE payload->'counts'->>'findings' = '2' AND payload->>'resource' = 'exports/a.csv' AND payload->>'severity' = 'critical'")
+        .await;
+    assert_eq!(payload, 2);
+    // A scope that leaves the connector out is not evaluated.
+    let other = run(&mut env, ConnectorId::new(), &found).await;
+    assert_eq!(other.repeated, 0);
+}
+
+#[tokio::test]
+async fn a_denied_safety_class_blocks_and_an_unreadable_gate_fails_open() {
+    let mut env = Env::new().await;
+    let connector = ConnectorId::new();
+    create(
+        &mut env,
+        &acme(),
+        &policy("mask", "enforced", "[{ type: mask }]"),
+    )
+    .await;
+    settings::set_remediation_policy(
+        &mut env.conn,
+        &acme(),
+        &admin(),
+        &serde_json::json!({ "denied_safety_classes": ["destructive"] }),
+    )
+    .await
+    .unwrap();
+    let found = findings();
+    let tally = run(&mut env, connector, &found).await;
+    assert_eq!((tally.blocked, tally.planned), (2, 0));
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_requests")
+            .await,
+        0
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_blocked' AND details->>'gate' = 'denied'").await,
+        2
+    );
+
+    // The policy cannot be read: the gate fails open, and the request says so. (New object
+    // versions, so that the ledger does not hold them yet.)
+    diesel::sql_query("ALTER TABLE tenant_settings RENAME TO tenant_settings_away")
+        .execute(&mut env.conn)
+        .await
+        .unwrap();
+    let changed: Vec<Finding> = found
+        .iter()
+        .map(|f| Finding {
+            etag: format!("{}-v2", f.etag),
+            ..f.clone()
+        })
+        .collect();
+    let active = policies::active(&mut env.conn, &acme()).await.unwrap();
+    let mut gates_conn = env.connect().await;
+    let gates = Gates::read(&mut gates_conn, &acme(), &active).await;
+    diesel::sql_query("ALTER TABLE tenant_settings_away RENAME TO tenant_settings")
+        .execute(&mut env.conn)
+        .await
+        .unwrap();
+    let tenant = acme();
+    let batch = Batch {
+        tenant: &tenant,
+        connector,
+        origin: Origin::Scan(ScanId::new()),
+        objects: 4,
+        findings: &changed,
+        enforce: true,
+    };
+    let tally = env
+        .conn
+        .transaction(async |conn| evaluate::apply(conn, &batch, &active, &gates).await)
+        .await
+        .unwrap();
+    assert_eq!(tally.planned, 2);
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_requests WHERE gate = 'gate_unavailable'")
+            .await,
+        2
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_planned' AND details->>'gate' = 'gate_unavailable'").await,
+        2
+    );
+}
