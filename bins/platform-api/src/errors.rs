@@ -77,6 +77,11 @@ pub fn scans(error: scans::ScanError) -> ApiError {
             Code::Named("SCAN_NOT_FOUND"),
             "no scan with this id in the tenant",
         ),
+        ScanError::FindingNotFound => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("FINDING_NOT_FOUND"),
+            "no finding with this id in the tenant",
+        ),
         ScanError::ConnectorNotFound(id) => ApiError::new(
             StatusCode::NOT_FOUND,
             Code::Named("CONNECTOR_NOT_FOUND"),
@@ -141,6 +146,7 @@ pub fn platform(error: platform::PlatformError) -> ApiError {
     match error {
         platform::PlatformError::Connector(e) => connectors(e),
         platform::PlatformError::Scan(e) => scans(e),
+        platform::PlatformError::Governance(e) => ApiError::database(e),
     }
 }
 

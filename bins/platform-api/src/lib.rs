@@ -47,6 +47,8 @@ pub use config::{Config, CosigningClient};
         handlers::policies::update,
         handlers::policies::delete,
         handlers::audit::list,
+        handlers::findings::list,
+        handlers::findings::get,
         handlers::channels::list,
         handlers::channels::create,
         handlers::channels::delete,
@@ -102,6 +104,7 @@ pub use config::{Config, CosigningClient};
         api_types::governance::ChannelCreated,
         api_types::governance::ChannelDeleted,
         api_types::governance::AuditEntry,
+        api_types::governance::Finding,
     )),
     modifiers(&BearerAuth)
 )]
@@ -294,6 +297,14 @@ impl ServiceSpec for PlatformApi {
                     on(Method::PUT, handlers::policies::update),
                     on(Method::DELETE, handlers::policies::delete),
                 ],
+            )
+            .resource(
+                "/api/v1/findings",
+                [on(Method::GET, handlers::findings::list)],
+            )
+            .resource(
+                "/api/v1/findings/{id}",
+                [on(Method::GET, handlers::findings::get)],
             )
             .resource(
                 "/api/v1/governance/audit-log",

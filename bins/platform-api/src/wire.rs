@@ -403,3 +403,24 @@ pub fn audit_entry(e: audit::Entry) -> api_types::governance::AuditEntry {
         hash: audit::hex(&e.hash),
     }
 }
+
+pub fn finding(v: platform::findings::FindingView) -> api_types::governance::Finding {
+    let f = v.finding;
+    api_types::governance::Finding {
+        id: f.finding_id.to_string(),
+        connector_id: f.connector_id.to_string(),
+        scan_id: f.scan_id.to_string(),
+        resource: format!("{}/{}", f.bucket, f.object_key),
+        pii_type: f.pii_type,
+        category: f.category,
+        // Stored as f32; printed with the digits it was stored with.
+        confidence: f64::from(f.confidence * 1000.0).round() / 1000.0,
+        location: f.location,
+        preview: f.preview,
+        status: f.status,
+        matched_policies: v.matched_policies,
+        remediation_status: v.remediation_status.as_str().to_owned(),
+        created_at: f.created_at,
+        resolved_at: f.resolved_at,
+    }
+}

@@ -199,3 +199,65 @@ pub struct AuditQuery {
     #[serde(default)]
     pub cursor: Option<String>,
 }
+
+/// A finding: one detected value in one object, stored without the value.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Finding {
+    pub id: String,
+    pub connector_id: String,
+    pub scan_id: String,
+    /// `bucket/key` of the object.
+    pub resource: String,
+    pub pii_type: String,
+    pub category: String,
+    pub confidence: f64,
+    /// Where in the object: line and column, CSV row and column, or JSON path.
+    #[schema(value_type = Object)]
+    pub location: serde_json::Value,
+    /// The value masked, such as `***-**-6789`.
+    pub preview: String,
+    /// open, or resolved (a later scan no longer found it).
+    pub status: String,
+    /// Names of the policies whose scope and conditions it meets now.
+    pub matched_policies: Vec<String>,
+    /// none, pending, completed, failed or dry_run.
+    pub remediation_status: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub resolved_at: Option<OffsetDateTime>,
+}
+
+/// GET /findings query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindingQuery {
+    /// A connector id.
+    #[serde(default)]
+    pub connector: Option<String>,
+    /// A scan id.
+    #[serde(default)]
+    pub scan: Option<String>,
+    /// A pii type code, or custom:<name>.
+    #[serde(default)]
+    pub pii_type: Option<String>,
+    /// government_id, contact, personal, financial or legal_medical.
+    #[serde(default)]
+    pub category: Option<String>,
+    /// open or resolved.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// 0 to 1.
+    #[serde(default)]
+    pub min_confidence: Option<f64>,
+    /// Findings in objects whose `bucket/key` starts with this.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// 1 to 100, default 20.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}

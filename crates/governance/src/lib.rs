@@ -5,5 +5,6 @@ pub mod channels;
 pub mod delivery;
 pub mod document;
 pub mod evaluate;
+pub mod findings;
 pub mod policies;
 pub mod risk;

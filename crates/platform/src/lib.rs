@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod connectors;
+pub mod findings;
 
 /// Why a cross-owner operation failed: the failing owner's own error.
 #[derive(Debug, thiserror::Error)]
@@ -9,6 +10,9 @@ pub enum PlatformError {
     Connector(#[from] ::connectors::ConnectorError),
     #[error(transparent)]
     Scan(#[from] scans::ScanError),
+    /// Governance's part of a view could not be read.
+    #[error("database error")]
+    Governance(#[source] diesel::result::Error),
 }
 
 /// A failure of the transaction itself (begin, commit) rather than of an owner's statement.

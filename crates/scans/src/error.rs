@@ -7,6 +7,8 @@ use paging::BadCursor;
 pub enum ScanError {
     #[error("scan not found")]
     NotFound,
+    #[error("finding not found")]
+    FindingNotFound,
     /// A connector named in the request is not the tenant's.
     #[error("connector not found")]
     ConnectorNotFound(String),

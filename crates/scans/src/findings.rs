@@ -71,3 +71,183 @@ pub async fn open_in_batch(
     .load(conn)
     .await?)
 }
+
+/// A finding as the findings list shows it.
+#[derive(Debug, Clone, PartialEq, diesel::Queryable, diesel::Selectable)]
+#[diesel(table_name = db::schema::findings, check_for_backend(diesel::pg::Pg))]
+pub struct StoredFinding {
+    pub finding_id: Uuid,
+    pub scan_id: Uuid,
+    pub connector_id: Uuid,
+    pub bucket: String,
+    pub object_key: String,
+    pub pii_type: String,
+    pub category: String,
+    pub confidence: f32,
+    /// Where in the object: line and column, CSV row and column, or JSON path.
+    pub location: serde_json::Value,
+    /// The value masked (`***-**-6789`): never the value.
+    pub preview: String,
+    /// open or resolved.
+    pub status: String,
+    pub created_at: time::OffsetDateTime,
+    pub resolved_at: Option<time::OffsetDateTime>,
+}
+
+/// Filters of the findings list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    pub connector: Option<ConnectorId>,
+    pub scan: Option<ScanId>,
+    pub pii_type: Option<String>,
+    pub category: Option<String>,
+    /// open or resolved.
+    pub status: Option<String>,
+    pub min_confidence: Option<f32>,
+    /// Findings in objects whose `bucket/key` starts with this.
+    pub resource_prefix: Option<String>,
+}
+
+/// The cursor list name.
+const LIST: &str = "findings";
+
+/// Escapes `%`, `_` and `\` for a LIKE pattern.
+fn like_prefix(prefix: &str) -> String {
+    let mut out = String::with_capacity(prefix.len() + 1);
+    for c in prefix.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// One page of the tenant's findings, oldest first.
+pub async fn list(
+    conn: &mut AsyncPgConnection,
+    cursors: &paging::CursorKey,
+    tenant: &TenantId,
+    filter: &Filter,
+    limit: paging::Limit,
+    cursor: Option<&str>,
+) -> Result<paging::Page<StoredFinding>, ScanError> {
+    use db::schema::findings::dsl as f;
+    use diesel::TextExpressionMethods as _;
+    use diesel::expression_methods::EscapeExpressionMethods as _;
+    use diesel::{ExpressionMethods as _, QueryDsl as _, SelectableHelper as _};
+    let keyset = paging::Keyset::new(
+        cursors,
+        tenant,
+        LIST,
+        limit,
+        cursor,
+        paging::Order::Ascending,
+    )
+    .map_err(|_| ScanError::BadCursor)?;
+    let mut query = f::findings
+        .filter(f::tenant_id.eq(tenant.as_str()))
+        .select(StoredFinding::as_select())
+        .order(f::finding_id)
+        .limit(keyset.fetch())
+        .into_boxed();
+    if let Some(connector) = filter.connector {
+        query = query.filter(f::connector_id.eq(connector.as_uuid()));
+    }
+    if let Some(scan) = filter.scan {
+        query = query.filter(f::scan_id.eq(scan.as_uuid()));
+    }
+    if let Some(pii_type) = &filter.pii_type {
+        query = query.filter(f::pii_type.eq(pii_type.clone()));
+    }
+    if let Some(category) = &filter.category {
+        query = query.filter(f::category.eq(category.clone()));
+    }
+    if let Some(status) = &filter.status {
+        query = query.filter(f::status.eq(status.clone()));
+    }
+    if let Some(min) = filter.min_confidence {
+        query = query.filter(f::confidence.ge(min));
+    }
+    if let Some(prefix) = &filter.resource_prefix {
+        // `bucket/key` starts with the prefix: the bucket part must match whole when the
+        // prefix goes past it.
+        match prefix.split_once('/') {
+            Some((bucket, key)) => {
+                query = query
+                    .filter(f::bucket.eq(bucket.to_owned()))
+                    .filter(f::object_key.like(like_prefix(key)).escape('\\'));
+            }
+            None => query = query.filter(f::bucket.like(like_prefix(prefix)).escape('\\')),
+        }
+    }
+    if let Some(after) = keyset.after_id::<f::finding_id, _>() {
+        query = query.filter(after);
+    }
+    let rows: Vec<StoredFinding> = query.load(conn).await?;
+    Ok(keyset.page(rows, |r| paging::Position::id(r.finding_id)))
+}
+
+/// One finding of the tenant.
+pub async fn get(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: FindingId,
+) -> Result<StoredFinding, ScanError> {
+    use db::schema::findings::dsl as f;
+    use diesel::SelectableHelper as _;
+    use diesel::{ExpressionMethods as _, OptionalExtension as _, QueryDsl as _};
+    f::findings
+        .filter(f::tenant_id.eq(tenant.as_str()))
+        .filter(f::finding_id.eq(id.as_uuid()))
+        .select(StoredFinding::as_select())
+        .first(conn)
+        .await
+        .optional()?
+        .ok_or(ScanError::FindingNotFound)
+}
+
+#[derive(QueryableByName)]
+struct EtagRow {
+    #[diesel(sql_type = SqlUuid)]
+    connector_id: Uuid,
+    #[diesel(sql_type = Text)]
+    bucket: String,
+    #[diesel(sql_type = Text)]
+    object_key: String,
+    #[diesel(sql_type = Text)]
+    etag: String,
+}
+
+/// The ETag each object had when last scanned (empty when the provider gave none), for the
+/// objects of these findings.
+pub async fn etags(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    findings: &[StoredFinding],
+) -> Result<std::collections::HashMap<(Uuid, String, String), String>, ScanError> {
+    if findings.is_empty() {
+        return Ok(Default::default());
+    }
+    let connectors: Vec<Uuid> = findings.iter().map(|f| f.connector_id).collect();
+    let buckets: Vec<&str> = findings.iter().map(|f| f.bucket.as_str()).collect();
+    let keys: Vec<&str> = findings.iter().map(|f| f.object_key.as_str()).collect();
+    let rows: Vec<EtagRow> = diesel::sql_query(
+        "SELECT DISTINCT o.connector_id, o.bucket, o.object_key, coalesce(o.etag, '') AS etag
+           FROM unnest($2::uuid[], $3::text[], $4::text[]) AS b(connector_id, bucket, object_key)
+           JOIN scanned_objects o
+             ON o.tenant_id = $1 AND o.connector_id = b.connector_id AND o.bucket = b.bucket
+            AND o.object_key = b.object_key",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<SqlUuid>, _>(&connectors)
+    .bind::<Array<Text>, _>(&buckets)
+    .bind::<Array<Text>, _>(&keys)
+    .load(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| ((r.connector_id, r.bucket, r.object_key), r.etag))
+        .collect())
+}

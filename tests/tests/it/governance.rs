@@ -723,6 +723,69 @@ spec:
         .await;
     assert_eq!(body["data"]["findings_matched"], 1, "{body}");
 
+    // Findings carry the policies they match and where their remediation stands.
+    let (status, body) = admin
+        .send(
+            Method::GET,
+            &format!("/findings?connector={connector}&pii_type=us_ssn"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let ssns = body["data"].as_array().unwrap();
+    assert_eq!(ssns.len(), 2, "{body}");
+    assert_eq!(ssns[0]["resource"], "hr-exports/people.csv");
+    assert_eq!(ssns[0]["matched_policies"], json!(["ssn-enforced"]));
+    assert_eq!(ssns[0]["remediation_status"], "pending");
+    assert_eq!(ssns[0]["status"], "open");
+    assert!(
+        !ssns[0]["preview"].as_str().unwrap().contains("219-09"),
+        "{body}"
+    );
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            "/findings?category=contact&resource=hr-exports/contacts",
+            None,
+        )
+        .await;
+    let contacts = body["data"].as_array().unwrap();
+    assert_eq!(contacts.len(), 1, "{body}");
+    assert_eq!(contacts[0]["matched_policies"], json!(["contact-dry"]));
+    assert_eq!(contacts[0]["remediation_status"], "dry_run");
+    let finding = contacts[0]["id"].as_str().unwrap().to_owned();
+    let (status, body) = admin
+        .send(Method::GET, &format!("/findings/{finding}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["pii_type"], "email");
+    let (_, body) = admin
+        .send(Method::GET, "/findings?resource=hr-exports/zzz", None)
+        .await;
+    assert_eq!(body["data"], json!([]));
+    let other = Client {
+        app: &app,
+        token: app.token("globex", "gus", &["analyst"]),
+    };
+    let (status, _) = other
+        .send(Method::GET, &format!("/findings/{finding}"), None)
+        .await;
+    assert_eq!(status, 404);
+    let (_, body) = other.send(Method::GET, "/findings", None).await;
+    assert_eq!(body["data"], json!([]));
+    for query in [
+        "min_confidence=2",
+        "status=closed",
+        "category=secret",
+        "pii_type=ssn",
+        "colour=red",
+    ] {
+        let (status, body) = admin
+            .send(Method::GET, &format!("/findings?{query}"), None)
+            .await;
+        assert_eq!(status, 400, "{query}: {body}");
+    }
+
     // A second full scan of unchanged objects evaluates again but repeats no action.
     let (_, body) = admin
         .send(
@@ -744,4 +807,12 @@ spec:
         .filter(|e| e["type"] == "action_planned")
         .collect();
     assert_eq!(planned.len(), 2, "nothing is planned twice: {entries:?}");
+    // The rescan's findings are new rows of the same object version: still pending.
+    let (_, body) = admin
+        .send(Method::GET, "/findings?pii_type=us_ssn&status=open", None)
+        .await;
+    let open = body["data"].as_array().unwrap();
+    assert_eq!(open.len(), 2, "{body}");
+    assert_eq!(open[0]["scan_id"], second.as_str());
+    assert_eq!(open[0]["remediation_status"], "pending", "{body}");
 }

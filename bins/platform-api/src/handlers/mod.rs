@@ -2,6 +2,7 @@ pub mod audit;
 pub mod channels;
 pub mod classifiers;
 pub mod connectors;
+pub mod findings;
 pub mod health;
 pub mod openapi;
 pub mod policies;

@@ -1,0 +1,1 @@
+DROP INDEX remediation_requests_object_idx;
