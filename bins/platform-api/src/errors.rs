@@ -225,3 +225,33 @@ pub fn audit(error: audit::ListError) -> ApiError {
         audit::ListError::Database(e) => ApiError::database(e),
     }
 }
+
+pub fn drift(error: governance::drift::DriftError) -> ApiError {
+    use governance::drift::DriftError;
+    match error {
+        DriftError::NotFound => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("DRIFT_EVENT_NOT_FOUND"),
+            "no drift event with this id in the tenant",
+        ),
+        DriftError::InvalidNote => ApiError::invalid(error.to_string())
+            .with_details(json!({ "fields": [{ "field": "/note", "reason": "must be at most 1000 characters without NUL" }] })),
+        DriftError::BadCursor => {
+            ApiError::invalid("the cursor is not one this service issued for this list")
+                .with_details(json!({ "field": "cursor" }))
+        }
+        DriftError::CorruptRow => ApiError::internal("a stored drift event is unreadable"),
+        DriftError::Database(e) => ApiError::database(e),
+    }
+}
+
+pub fn risk(error: governance::risk::RiskError) -> ApiError {
+    use governance::risk::RiskError;
+    match error {
+        RiskError::BadCursor => {
+            ApiError::invalid("the cursor is not one this service issued for this list")
+                .with_details(json!({ "field": "cursor" }))
+        }
+        RiskError::Database(e) => ApiError::database(e),
+    }
+}

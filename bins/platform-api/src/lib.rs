@@ -47,6 +47,10 @@ pub use config::{Config, CosigningClient};
         handlers::policies::update,
         handlers::policies::delete,
         handlers::audit::list,
+        handlers::drift::list,
+        handlers::drift::acknowledge,
+        handlers::drift::summary,
+        handlers::risk::list,
         handlers::findings::list,
         handlers::findings::get,
         handlers::channels::list,
@@ -105,6 +109,14 @@ pub use config::{Config, CosigningClient};
         api_types::governance::ChannelDeleted,
         api_types::governance::AuditEntry,
         api_types::governance::Finding,
+        api_types::governance::DriftState,
+        api_types::governance::DriftEvent,
+        api_types::governance::Acknowledge,
+        api_types::governance::RiskFactors,
+        api_types::governance::RiskScore,
+        api_types::governance::SeverityCounts,
+        api_types::governance::ModeCounts,
+        api_types::governance::Summary,
     )),
     modifiers(&BearerAuth)
 )]
@@ -305,6 +317,22 @@ impl ServiceSpec for PlatformApi {
             .resource(
                 "/api/v1/findings/{id}",
                 [on(Method::GET, handlers::findings::get)],
+            )
+            .resource(
+                "/api/v1/governance/drift-events",
+                [on(Method::GET, handlers::drift::list)],
+            )
+            .resource(
+                "/api/v1/governance/drift-events/{id}/acknowledge",
+                [on(Method::POST, handlers::drift::acknowledge)],
+            )
+            .resource(
+                "/api/v1/governance/summary",
+                [on(Method::GET, handlers::drift::summary)],
+            )
+            .resource(
+                "/api/v1/governance/risk-scores",
+                [on(Method::GET, handlers::risk::list)],
             )
             .resource(
                 "/api/v1/governance/audit-log",

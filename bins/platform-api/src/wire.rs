@@ -424,3 +424,71 @@ pub fn finding(v: platform::findings::FindingView) -> api_types::governance::Fin
         resolved_at: f.resolved_at,
     }
 }
+
+fn drift_state(v: &serde_json::Value) -> api_types::governance::DriftState {
+    api_types::governance::DriftState {
+        findings_count: v["findings_count"].as_i64().unwrap_or(0),
+        risk_score: v["risk_score"].as_i64().unwrap_or(0),
+    }
+}
+
+pub fn drift_event(e: governance::drift::DriftEvent) -> api_types::governance::DriftEvent {
+    api_types::governance::DriftEvent {
+        event_id: e.event_id.to_string(),
+        kind: e.kind.as_str().to_owned(),
+        severity: e.severity.as_str().to_owned(),
+        timestamp: e.timestamp,
+        connector_id: e.connector_id.to_string(),
+        resource: e.resource,
+        description: e.description,
+        previous_state: drift_state(&e.previous_state),
+        current_state: drift_state(&e.current_state),
+        policies_triggered: e.policies_triggered,
+        remediation_status: e.remediation_status,
+        status: e.status,
+        acknowledged_at: e.acknowledged_at,
+        acknowledged_by: e.acknowledged_by,
+        note: e.note,
+    }
+}
+
+pub fn risk_score(s: governance::risk::RiskScore) -> api_types::governance::RiskScore {
+    api_types::governance::RiskScore {
+        entity_id: s.entity_id,
+        entity_type: s.entity_type.as_str().to_owned(),
+        connector_id: s.connector_id.map(|c| c.to_string()),
+        risk_score: i64::from(s.risk_score),
+        severity: s.severity.as_str().to_owned(),
+        factors: api_types::governance::RiskFactors {
+            sensitivity: round3(s.factors.sensitivity),
+            volume: round3(s.factors.volume),
+            exposure: round3(s.factors.exposure),
+            policy_coverage: round3(s.factors.policy_coverage),
+        },
+        computed_at: s.computed_at,
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+pub fn summary(s: governance::summary::Summary) -> api_types::governance::Summary {
+    use governance::document::{Mode, Severity};
+    let drift = |severity| s.open_drift_events.get(&severity).copied().unwrap_or(0);
+    let mode = |m| s.policies_by_mode.get(&m).copied().unwrap_or(0);
+    api_types::governance::Summary {
+        open_drift_events: api_types::governance::SeverityCounts {
+            critical: drift(Severity::Critical),
+            high: drift(Severity::High),
+            medium: drift(Severity::Medium),
+            low: drift(Severity::Low),
+        },
+        findings_by_category: s.findings_by_category.clone(),
+        policies_by_mode: api_types::governance::ModeCounts {
+            enforced: mode(Mode::Enforced),
+            dry_run: mode(Mode::DryRun),
+        },
+        risk: risk_score(s.risk),
+    }
+}

@@ -261,3 +261,152 @@ pub struct FindingQuery {
     #[serde(default)]
     pub cursor: Option<String>,
 }
+
+/// `previous_state` and `current_state` of a drift event.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct DriftState {
+    pub findings_count: i64,
+    pub risk_score: i64,
+}
+
+/// A drift event.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct DriftEvent {
+    pub event_id: String,
+    /// data_drift, config_drift or exposure_drift.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// critical, high, medium or low.
+    pub severity: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub timestamp: OffsetDateTime,
+    pub connector_id: String,
+    /// `bucket/key` of an object, or the bucket.
+    pub resource: String,
+    pub description: String,
+    pub previous_state: DriftState,
+    pub current_state: DriftState,
+    /// Names of the policies matching the resource's findings.
+    pub policies_triggered: Vec<String>,
+    /// none, pending, completed, failed or dry_run.
+    pub remediation_status: String,
+    /// open or acknowledged.
+    pub status: String,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub acknowledged_at: Option<OffsetDateTime>,
+    pub acknowledged_by: Option<String>,
+    pub note: Option<String>,
+}
+
+/// GET /governance/drift-events query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DriftQuery {
+    /// ISO 8601 date or date-time: events at or after it.
+    #[serde(default)]
+    pub since: Option<String>,
+    /// critical, high, medium or low.
+    #[serde(default)]
+    pub severity: Option<String>,
+    /// data_drift, config_drift or exposure_drift.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    /// A connector id.
+    #[serde(default)]
+    pub connector: Option<String>,
+    /// 1 to 100, default 20.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// POST /governance/drift-events/:id/acknowledge.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Acknowledge {
+    /// At most 1000 characters.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// The factors of a risk score, each between 0 and 1.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RiskFactors {
+    pub sensitivity: f64,
+    pub volume: f64,
+    pub exposure: f64,
+    pub policy_coverage: f64,
+}
+
+/// A risk score.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RiskScore {
+    /// A finding id, `bucket/key` for a file, a connector id, or the tenant for the workspace.
+    pub entity_id: String,
+    /// finding, file, connector or workspace.
+    pub entity_type: String,
+    /// The connector of a finding, file or connector; absent for the workspace.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub connector_id: Option<String>,
+    /// 0 to 100.
+    pub risk_score: i64,
+    /// critical (80+), high (60+), medium (30+) or low.
+    pub severity: String,
+    pub factors: RiskFactors,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub computed_at: OffsetDateTime,
+}
+
+/// GET /governance/risk-scores query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RiskQuery {
+    /// finding, file, connector (default) or workspace.
+    #[serde(default)]
+    pub level: Option<String>,
+    /// A connector id.
+    #[serde(default)]
+    pub connector: Option<String>,
+    /// 0 to 100.
+    #[serde(default)]
+    pub min_score: Option<i64>,
+    /// 1 to 100, default 20.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// Open drift events by severity.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SeverityCounts {
+    pub critical: i64,
+    pub high: i64,
+    pub medium: i64,
+    pub low: i64,
+}
+
+/// Policies by mode.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ModeCounts {
+    pub enforced: i64,
+    #[serde(rename = "dry-run")]
+    pub dry_run: i64,
+}
+
+/// GET /governance/summary.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Summary {
+    /// Open drift events (acknowledged ones excluded), by severity.
+    pub open_drift_events: SeverityCounts,
+    /// The workspace risk score.
+    pub risk: RiskScore,
+    /// Open findings by category.
+    #[schema(value_type = Object)]
+    pub findings_by_category: std::collections::BTreeMap<String, i64>,
+    pub policies_by_mode: ModeCounts,
+}

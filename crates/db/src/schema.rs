@@ -138,6 +138,28 @@ diesel::table! {
 }
 
 diesel::table! {
+    governance_buckets (tenant_id, connector_id, bucket) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        bucket -> Text,
+        accessible -> Bool,
+        public -> Nullable<Bool>,
+        encryption -> Nullable<Text>,
+        versioning -> Nullable<Text>,
+        checked_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    governance_category_counts (tenant_id, connector_id, category) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        category -> Text,
+        findings -> Int8,
+    }
+}
+
+diesel::table! {
     governance_channels (tenant_id, name) {
         tenant_id -> Text,
         name -> Text,
@@ -147,6 +169,17 @@ diesel::table! {
         key_version -> Int4,
         sealed -> Bytea,
         created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    governance_connector_risk (tenant_id, connector_id) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        findings_count -> Int8,
+        covered_count -> Int8,
+        exposure_weight -> Float8,
+        computed_at -> Timestamptz,
     }
 }
 
@@ -172,6 +205,62 @@ diesel::table! {
         last_error -> Nullable<Text>,
         created_at -> Timestamptz,
         delivered_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    governance_drift_events (tenant_id, event_id) {
+        tenant_id -> Text,
+        event_id -> Uuid,
+        kind -> Text,
+        severity -> Text,
+        occurred_at -> Timestamptz,
+        connector_id -> Uuid,
+        resource -> Text,
+        description -> Text,
+        previous_state -> Jsonb,
+        current_state -> Jsonb,
+        policies_triggered -> Array<Nullable<Text>>,
+        remediation_status -> Text,
+        status -> Text,
+        acknowledged_at -> Nullable<Timestamptz>,
+        acknowledged_by -> Nullable<Text>,
+        note -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    governance_finding_risk (tenant_id, finding_id) {
+        tenant_id -> Text,
+        finding_id -> Uuid,
+        connector_id -> Uuid,
+        bucket -> Text,
+        object_key -> Text,
+        category -> Text,
+        sensitivity -> Float4,
+        exposure -> Float4,
+        covered -> Bool,
+        risk_score -> Int2,
+        computed_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    governance_objects (tenant_id, connector_id, bucket, object_key) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        bucket -> Text,
+        object_key -> Text,
+        object_id -> Uuid,
+        etag -> Text,
+        findings_count -> Int4,
+        covered_count -> Int4,
+        sensitivity -> Float4,
+        volume -> Float4,
+        exposure -> Float4,
+        coverage -> Float4,
+        risk_score -> Int2,
+        computed_at -> Timestamptz,
     }
 }
 
@@ -470,9 +559,15 @@ diesel::allow_tables_to_appear_in_same_query!(
     detokenization_audit,
     findings,
     governance_actions,
+    governance_buckets,
+    governance_category_counts,
     governance_channels,
+    governance_connector_risk,
     governance_consumers,
     governance_deliveries,
+    governance_drift_events,
+    governance_finding_risk,
+    governance_objects,
     governance_policies,
     governance_policy_versions,
     grants,

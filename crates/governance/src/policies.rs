@@ -537,3 +537,20 @@ pub(crate) async fn count_matches(
         .await
         .map(drop)
 }
+
+/// The tenant's policies per mode.
+pub async fn count_by_mode(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<std::collections::HashMap<Mode, i64>, DieselError> {
+    let rows: Vec<(String, i64)> = governance_policies::table
+        .filter(governance_policies::tenant_id.eq(tenant.as_str()))
+        .group_by(governance_policies::mode)
+        .select((governance_policies::mode, diesel::dsl::count_star()))
+        .load(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(m, n)| Mode::parse(&m).map(|m| (m, n)))
+        .collect())
+}

@@ -167,6 +167,12 @@ impl<'a> Keyset<'a> {
         ))
     }
 
+    /// Where the list resumes, as the cursor said; `None` on a first page. For lists ordered
+    /// by something the other helpers do not cover (a score, then an id).
+    pub fn position(&self) -> Option<Position> {
+        self.after
+    }
+
     /// Where a list ordered by a number alone (see [`Position::seq`]) resumes: rows after this
     /// number. `None` on a first page.
     pub fn after_seq(&self) -> Option<i64> {

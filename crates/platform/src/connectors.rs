@@ -26,14 +26,28 @@ pub struct ConnectorView {
     pub history: Option<Vec<HistoryEntry>>,
 }
 
-fn view(connector: Connector, activity: Activity) -> ConnectorView {
+fn view(connector: Connector, activity: Activity, risk_score: i32) -> ConnectorView {
     ConnectorView {
         connector,
         last_scan: activity.last_scan,
         findings_count: activity.open_findings_count(),
-        risk_score: governance::risk::connector_score(&activity.open_findings),
+        risk_score,
         history: None,
     }
+}
+
+/// Governance's connector scores; a connector it has not scored yet is 0.
+async fn scores(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    ids: &[ConnectorId],
+) -> Result<std::collections::HashMap<ConnectorId, i32>, PlatformError> {
+    Ok(governance::risk::connectors(conn, tenant, ids)
+        .await
+        .map_err(PlatformError::Governance)?
+        .into_iter()
+        .map(|(id, s)| (id, i32::from(s.risk_score)))
+        .collect())
 }
 
 /// One page of the tenant's connectors, oldest first.
@@ -48,9 +62,11 @@ pub async fn list(
     let page = store::list(conn, cursors, tenant, filter, limit, cursor).await?;
     let ids: Vec<ConnectorId> = page.items.iter().map(|c| c.id).collect();
     let mut activity = scans::connector::activity(conn, tenant, &ids).await?;
+    let scores = scores(conn, tenant, &ids).await?;
     Ok(page.map(|c| {
         let a = activity.remove(&c.id).unwrap_or_default();
-        view(c, a)
+        let score = scores.get(&c.id).copied().unwrap_or(0);
+        view(c, a, score)
     }))
 }
 
@@ -66,9 +82,10 @@ pub async fn get(
         .remove(&id)
         .unwrap_or_default();
     let history = scans::connector::history(conn, tenant, id, HISTORY).await?;
+    let score = scores(conn, tenant, &[id]).await?.remove(&id).unwrap_or(0);
     Ok(ConnectorView {
         history: Some(history),
-        ..view(connector, activity)
+        ..view(connector, activity, score)
     })
 }
 
@@ -83,6 +100,12 @@ pub async fn delete(
         // Not found before anything else is touched.
         store::get(conn, tenant, id).await?;
         scans::connector::forget_connector(conn, tenant, id).await?;
+        governance::risk::forget_connector(conn, tenant, id)
+            .await
+            .map_err(PlatformError::Governance)?;
+        governance::drift::forget_connector(conn, tenant, id)
+            .await
+            .map_err(PlatformError::Governance)?;
         store::delete(conn, tenant, id).await?;
         Ok(())
     })

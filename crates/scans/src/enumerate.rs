@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use diesel::prelude::*;
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use keys::KeyRing;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -123,11 +123,10 @@ pub async fn enumerate(
         } else {
             options.file_types.clone()
         };
-        let baseline = if kind == Kind::Incremental {
-            Some(baseline(conn, tenant, connector).await?)
-        } else {
-            None
-        };
+        // What was scanned before: an incremental scan skips what did not change, and any
+        // complete listing resolves the findings of objects that are gone.
+        let baseline = baseline(conn, tenant, connector).await?;
+        let incremental = kind == Kind::Incremental;
         for bucket_name in buckets {
             let bucket = match storage.bucket(&bucket_name) {
                 Ok(b) => b,
@@ -143,7 +142,7 @@ pub async fn enumerate(
                     prefix: prefix.clone(),
                 };
                 enumerator
-                    .list(conn, &bucket, &source, &types, baseline.as_ref())
+                    .list(conn, &bucket, &source, &types, &baseline, incremental)
                     .await?;
             }
         }
@@ -298,7 +297,8 @@ impl Enumerator<'_> {
         bucket: &connectors::cloud::Bucket,
         source: &Source,
         types: &[String],
-        baseline: Option<&Baseline>,
+        baseline: &Baseline,
+        incremental: bool,
     ) -> Result<(), ScanError> {
         self.sources_total += 1;
         let mut token = None;
@@ -325,14 +325,15 @@ impl Enumerator<'_> {
                 if !has_file_type(&object.key, types) {
                     continue;
                 }
-                if baseline.is_some() {
+                if !baseline.is_empty() {
                     seen.insert(object.key.clone());
                 }
-                let unchanged = baseline
-                    .and_then(|b| b.get(&(source.bucket.clone(), object.key.clone())))
-                    .is_some_and(|(size, etag)| {
-                        *size == object.size as i64 && *etag == object.etag
-                    });
+                let unchanged = incremental
+                    && baseline
+                        .get(&(source.bucket.clone(), object.key.clone()))
+                        .is_some_and(|(size, etag)| {
+                            *size == object.size as i64 && *etag == object.etag
+                        });
                 if unchanged || self.full() {
                     continue;
                 }
@@ -358,7 +359,7 @@ impl Enumerator<'_> {
             }
         }
         self.sources_listed += 1;
-        if let Some(baseline) = baseline {
+        if !baseline.is_empty() {
             self.resolve_deleted(conn, source, baseline, &seen).await?;
         }
         Ok(())
@@ -379,29 +380,55 @@ impl Enumerator<'_> {
             .filter(|(b, k)| *b == source.bucket && k.starts_with(prefix) && !seen.contains(k))
             .map(|(_, k)| k)
             .collect();
+        let tenant = self.tenant;
+        let scan = self.scan;
         for keys in gone.chunks(500) {
-            diesel::update(
-                findings::table
-                    .filter(findings::tenant_id.eq(self.tenant.as_str()))
-                    .filter(findings::connector_id.eq(source.connector.as_uuid()))
-                    .filter(findings::bucket.eq(&source.bucket))
-                    .filter(findings::object_key.eq_any(keys))
-                    .filter(findings::status.eq("open")),
-            )
-            .set((
-                findings::status.eq("resolved"),
-                findings::resolved_at.eq(diesel::dsl::now),
-            ))
-            .execute(conn)
-            .await?;
-            diesel::delete(
-                scanned_objects::table
-                    .filter(scanned_objects::tenant_id.eq(self.tenant.as_str()))
-                    .filter(scanned_objects::connector_id.eq(source.connector.as_uuid()))
-                    .filter(scanned_objects::bucket.eq(&source.bucket))
-                    .filter(scanned_objects::object_key.eq_any(keys)),
-            )
-            .execute(conn)
+            // The objects' findings are resolved and an outbox event says so, together:
+            // governance then sees their findings go, as when a scan finds none.
+            conn.transaction(async |conn| {
+                diesel::update(
+                    findings::table
+                        .filter(findings::tenant_id.eq(tenant.as_str()))
+                        .filter(findings::connector_id.eq(source.connector.as_uuid()))
+                        .filter(findings::bucket.eq(&source.bucket))
+                        .filter(findings::object_key.eq_any(keys))
+                        .filter(findings::status.eq("open")),
+                )
+                .set((
+                    findings::status.eq("resolved"),
+                    findings::resolved_at.eq(diesel::dsl::now),
+                ))
+                .execute(conn)
+                .await?;
+                diesel::delete(
+                    scanned_objects::table
+                        .filter(scanned_objects::tenant_id.eq(tenant.as_str()))
+                        .filter(scanned_objects::connector_id.eq(source.connector.as_uuid()))
+                        .filter(scanned_objects::bucket.eq(&source.bucket))
+                        .filter(scanned_objects::object_key.eq_any(keys)),
+                )
+                .execute(conn)
+                .await?;
+                let objects = keys
+                    .iter()
+                    .map(|key| crate::outbox::RecordedObject {
+                        bucket: source.bucket.clone(),
+                        object_key: (*key).clone(),
+                        state: "deleted".to_owned(),
+                        findings: 0,
+                    })
+                    .collect();
+                crate::outbox::write(
+                    conn,
+                    tenant,
+                    scan,
+                    &crate::outbox::Event::ObjectsRecorded {
+                        connector: source.connector,
+                        objects,
+                    },
+                )
+                .await
+            })
             .await?;
         }
         Ok(())

@@ -28,7 +28,8 @@ pub const RETENTION_DAYS: i32 = 7;
 pub struct RecordedObject {
     pub bucket: String,
     pub object_key: String,
-    /// scanned, skipped or failed.
+    /// scanned, skipped or failed; or deleted, when a full listing no longer shows an object
+    /// scanned before (its findings were resolved).
     pub state: String,
     /// Findings stored for it now; they replace the ones it held before.
     pub findings: i32,

@@ -816,3 +816,338 @@ spec:
     assert_eq!(open[0]["scan_id"], second.as_str());
     assert_eq!(open[0]["remediation_status"], "pending", "{body}");
 }
+
+#[tokio::test]
+async fn scans_keep_risk_scores_and_drift_events_current() {
+    use object_store::ObjectStoreExt as _;
+    use testkit::{emulators, seed};
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "finance").await;
+    seed::put_all(
+        bucket.as_ref(),
+        &[
+            (
+                "people.csv",
+                b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n".as_slice(),
+            ),
+            ("contacts.txt", b"write to ann.lee@example.com".as_slice()),
+            ("notes.txt", b"nothing to see here".as_slice()),
+        ],
+    )
+    .await;
+    let app = crate::scans::app_on(&moto, "1").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let connector = crate::scans::connector(&admin, "Finance", "finance").await;
+    let scan = async |admin: &Client<'_>| {
+        let (status, body) = admin
+            .send(
+                Method::POST,
+                &format!("/connectors/{connector}/scan"),
+                Some(json!({"type": "full"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let id = body["data"]["scan_id"].as_str().unwrap().to_owned();
+        crate::scans::finished(admin, &id).await;
+        id
+    };
+    scan(&admin).await;
+    // Evaluation runs after the scan: wait for its drift events.
+    let events = {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let (_, body) = admin
+                .send(Method::GET, "/governance/drift-events", None)
+                .await;
+            let events = body["data"].as_array().unwrap().clone();
+            if events.len() == 2 {
+                break events;
+            }
+            assert!(std::time::Instant::now() < deadline, "{body}");
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    };
+    let people = events
+        .iter()
+        .find(|e| e["resource"] == "finance/people.csv")
+        .unwrap();
+    assert_eq!(people["type"], "data_drift");
+    assert_eq!(people["status"], "open");
+    assert_eq!(people["connector_id"], connector.as_str());
+    assert_eq!(
+        people["previous_state"],
+        json!({"findings_count": 0, "risk_score": 0})
+    );
+    assert_eq!(people["current_state"]["findings_count"], 2);
+    let people_score = people["current_state"]["risk_score"].as_i64().unwrap();
+    assert!(people_score > 0);
+    assert_eq!(people["remediation_status"], "none");
+
+    // Risk at each level, highest first; the never-checked bucket is not scored as safe.
+    let (_, body) = admin
+        .send(Method::GET, "/governance/risk-scores?level=finding", None)
+        .await;
+    let findings = body["data"].as_array().unwrap();
+    assert_eq!(findings.len(), 3, "{body}");
+    assert!(findings[0]["risk_score"].as_i64() >= findings[2]["risk_score"].as_i64());
+    assert_eq!(findings[0]["entity_type"], "finding");
+    assert_eq!(findings[0]["factors"]["exposure"], 0.6);
+    let (status, _) = admin
+        .send(
+            Method::GET,
+            &format!("/findings/{}", findings[0]["entity_id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "a finding-level entity_id is a finding id");
+    let (_, body) = admin
+        .send(Method::GET, "/governance/risk-scores?level=file", None)
+        .await;
+    let files = body["data"].as_array().unwrap();
+    assert_eq!(files.len(), 2, "{body}");
+    assert_eq!(files[0]["entity_id"], "finance/people.csv");
+    assert_eq!(files[0]["risk_score"], people_score);
+    let (_, body) = admin
+        .send(Method::GET, "/governance/risk-scores", None)
+        .await;
+    let connectors = body["data"].as_array().unwrap();
+    assert_eq!(connectors.len(), 1, "{body}");
+    assert_eq!(connectors[0]["entity_type"], "connector");
+    let connector_score = connectors[0]["risk_score"].clone();
+    let (_, body) = admin
+        .send(Method::GET, &format!("/connectors/{connector}"), None)
+        .await;
+    assert_eq!(
+        body["data"]["risk_score"], connector_score,
+        "GET /connectors shows governance's score"
+    );
+    let (_, body) = admin
+        .send(Method::GET, "/governance/risk-scores?level=workspace", None)
+        .await;
+    assert_eq!(body["data"].as_array().unwrap().len(), 1);
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            "/governance/risk-scores?level=file&min_score=100",
+            None,
+        )
+        .await;
+    assert_eq!(body["data"], json!([]));
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            "/governance/risk-scores?level=finding&limit=2",
+            None,
+        )
+        .await;
+    let cursor = body["pagination"]["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            &format!("/governance/risk-scores?level=finding&limit=2&cursor={cursor}"),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"].as_array().unwrap().len(), 1, "{body}");
+    for query in [
+        "level=bucket",
+        "min_score=101",
+        "min_score=-1",
+        "cursor=x",
+        "sort=asc",
+    ] {
+        let (status, body) = admin
+            .send(
+                Method::GET,
+                &format!("/governance/risk-scores?{query}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 400, "{query}: {body}");
+    }
+
+    // One SSN goes, contacts.txt goes: the second scan drifts both.
+    bucket
+        .put(
+            &object_store::path::Path::from("people.csv"),
+            b"name,ssn\nAnn Lee,219-09-9999\n".to_vec().into(),
+        )
+        .await
+        .unwrap();
+    bucket
+        .delete(&object_store::path::Path::from("contacts.txt"))
+        .await
+        .unwrap();
+    scan(&admin).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let events = loop {
+        let (_, body) = admin
+            .send(Method::GET, "/governance/drift-events", None)
+            .await;
+        let events = body["data"].as_array().unwrap().clone();
+        if events.len() == 4 {
+            break events;
+        }
+        assert!(std::time::Instant::now() < deadline, "{body}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let gone = events
+        .iter()
+        .find(|e| {
+            e["resource"] == "finance/contacts.txt" && e["current_state"]["findings_count"] == 0
+        })
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(gone["severity"], "low");
+    let fewer = events
+        .iter()
+        .find(|e| {
+            e["resource"] == "finance/people.csv" && e["previous_state"]["findings_count"] == 2
+        })
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(fewer["current_state"]["findings_count"], 1);
+    assert!(
+        events[0]["timestamp"].as_str() >= events[3]["timestamp"].as_str(),
+        "newest first"
+    );
+    let (_, body) = admin
+        .send(Method::GET, "/governance/risk-scores?level=finding", None)
+        .await;
+    assert_eq!(
+        body["data"].as_array().unwrap().len(),
+        1,
+        "only the open finding is scored: {body}"
+    );
+
+    // Acknowledging: 200 with who and when; again: unchanged; it stays in the timeline.
+    let id = fewer["event_id"].as_str().unwrap();
+    let analyst = Client {
+        app: &app,
+        token: app.token("acme", "bo", &["analyst"]),
+    };
+    let path = format!("/governance/drift-events/{id}/acknowledge");
+    let (status, body) = analyst
+        .send(
+            Method::POST,
+            &path,
+            Some(json!({"note": "expected: test data removed"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "acknowledged");
+    assert_eq!(body["data"]["acknowledged_by"], "bo");
+    assert_eq!(body["data"]["note"], "expected: test data removed");
+    let first = body["data"].clone();
+    let (status, body) = analyst
+        .send(Method::POST, &path, Some(json!({"note": "again"})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"], first,
+        "a second acknowledgement changes nothing"
+    );
+    let (_, body) = admin
+        .send(Method::GET, "/governance/drift-events", None)
+        .await;
+    assert_eq!(body["data"].as_array().unwrap().len(), 4);
+    let (status, _) = analyst
+        .send(Method::POST, &path, Some(json!({"note": "x".repeat(1001)})))
+        .await;
+    assert_eq!(status, 400);
+    let (status, _) = analyst
+        .send(
+            Method::POST,
+            "/governance/drift-events/not-an-id/acknowledge",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 404);
+    let globex = Client {
+        app: &app,
+        token: app.token("globex", "gus", &["admin"]),
+    };
+    let (status, _) = globex.send(Method::POST, &path, Some(json!({}))).await;
+    assert_eq!(status, 404);
+    let (_, body) = globex
+        .send(Method::GET, "/governance/drift-events", None)
+        .await;
+    assert_eq!(body["data"], json!([]));
+    let entries = audit_until(&admin, "", |e| {
+        e.iter().any(|e| e["type"] == "drift_acknowledged")
+    })
+    .await;
+    assert_eq!(
+        entries
+            .iter()
+            .filter(|e| e["type"] == "drift_acknowledged")
+            .count(),
+        1
+    );
+
+    // Filters.
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            "/governance/drift-events?severity=low&type=data_drift",
+            None,
+        )
+        .await;
+    assert!(
+        body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["severity"] == "low")
+    );
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            "/governance/drift-events?since=2999-01-01",
+            None,
+        )
+        .await;
+    assert_eq!(body["data"], json!([]));
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            &format!("/governance/drift-events?connector={}", uuid::Uuid::nil()),
+            None,
+        )
+        .await;
+    assert_eq!(body["data"], json!([]));
+    for query in ["severity=urgent", "type=drift", "since=soon", "limit=0"] {
+        let (status, body) = admin
+            .send(
+                Method::GET,
+                &format!("/governance/drift-events?{query}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 400, "{query}: {body}");
+    }
+
+    // The summary: open events by severity (the acknowledged one left out), the workspace
+    // score, open findings by category.
+    let (status, body) = admin.send(Method::GET, "/governance/summary", None).await;
+    assert_eq!(status, 200, "{body}");
+    let open = &body["data"]["open_drift_events"];
+    let total: i64 = ["critical", "high", "medium", "low"]
+        .iter()
+        .map(|s| open[s].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 3, "{body}");
+    assert_eq!(
+        body["data"]["findings_by_category"],
+        json!({"government_id": 1})
+    );
+    assert_eq!(body["data"]["risk"]["entity_type"], "workspace");
+    assert_eq!(
+        body["data"]["policies_by_mode"],
+        json!({"enforced": 0, "dry-run": 0})
+    );
+}

@@ -2,10 +2,12 @@ pub mod audit;
 pub mod channels;
 pub mod classifiers;
 pub mod connectors;
+pub mod drift;
 pub mod findings;
 pub mod health;
 pub mod openapi;
 pub mod policies;
+pub mod risk;
 pub mod scans;
 pub mod settings;
 

@@ -22,6 +22,7 @@ use db::schema::governance_consumers;
 pub use matching::Finding;
 pub use plan::{Batch, Gates, Origin, Tally, apply};
 
+use crate::drift::Decisions;
 use crate::policies::{Active, active};
 
 /// This consumer's name in `governance_consumers`.
@@ -143,9 +144,6 @@ async fn evaluate_event(
     let Some((policies, gates)) = tenants.0.get(&delivered.tenant) else {
         return Ok(());
     };
-    if !policies.iter().any(|p| p.covers(*connector)) {
-        return Ok(());
-    }
     let with_findings: Vec<(String, String)> = objects
         .iter()
         .filter(|o| o.findings > 0)
@@ -162,19 +160,38 @@ async fn evaluate_event(
     .into_iter()
     .map(Finding::from)
     .collect();
-    apply(
-        conn,
-        &Batch {
+    let decisions = if policies.iter().any(|p| p.covers(*connector)) {
+        let batch = Batch {
             tenant: &delivered.tenant,
             connector: *connector,
             origin: Origin::Scan(delivered.scan),
             objects: objects.len(),
             findings: &findings,
             enforce: true,
-        },
+        };
+        plan::apply_with_decisions(conn, &batch, policies, gates)
+            .await?
+            .1
+    } else {
+        Decisions::new()
+    };
+    // Risk and drift follow every scanned object, with or without policies; a deleted object
+    // has no findings left.
+    let scanned: Vec<(&str, &str)> = objects
+        .iter()
+        .filter(|o| o.state == "scanned" || o.state == "deleted")
+        .map(|o| (o.bucket.as_str(), o.object_key.as_str()))
+        .collect();
+    let changes = crate::risk::state::record_batch(
+        conn,
+        &delivered.tenant,
+        *connector,
+        &scanned,
+        &findings,
         policies,
-        gates,
     )
     .await?;
+    let events = crate::drift::data_drift(*connector, &changes, &decisions);
+    crate::drift::record(conn, &delivered.tenant, &events).await?;
     Ok(())
 }

@@ -27,6 +27,8 @@ use db::schema::{governance_deliveries, remediation_requests};
 
 use super::matching::{Finding, ObjectMatch, by_object};
 use crate::document::{Action, ActionType, Mode};
+use crate::drift::Decisions;
+use crate::findings::RemediationStatus;
 use crate::policies::{Active, count_matches};
 
 /// The safety class of each action type.
@@ -240,12 +242,32 @@ pub async fn apply(
     policies: &[Active],
     gates: &Gates,
 ) -> Result<Tally, DieselError> {
+    apply_with_decisions(conn, batch, policies, gates)
+        .await
+        .map(|(tally, _)| tally)
+}
+
+/// Like [`apply`], and also says, per object, which policies matched it and what remediation
+/// follows (for drift events).
+pub async fn apply_with_decisions(
+    conn: &mut AsyncPgConnection,
+    batch: &Batch<'_>,
+    policies: &[Active],
+    gates: &Gates,
+) -> Result<(Tally, Decisions), DieselError> {
+    let mut decisions = Decisions::new();
     let now = OffsetDateTime::now_utc();
     let mut entries: Vec<audit::NewEntry> = Vec::new();
     let mut total = Tally::default();
     let (origin_key, origin_id) = origin_details(batch.origin);
     for policy in policies.iter().filter(|p| p.covers(batch.connector)) {
         let objects = by_object(&policy.document, batch.findings);
+        for object in &objects {
+            let decision = decisions
+                .entry((object.bucket.to_owned(), object.object_key.to_owned()))
+                .or_insert_with(|| (Vec::new(), RemediationStatus::None));
+            decision.0.push(policy.document.metadata.name.clone());
+        }
         let matched: usize = objects.iter().map(|o| o.findings.len()).sum();
         let simulate = policy.document.spec.mode == Mode::DryRun || !batch.enforce;
         let mut tally = Tally {
@@ -267,6 +289,19 @@ pub async fn apply(
             } else {
                 "planned"
             };
+            for object in &objects {
+                if let Some(decision) =
+                    decisions.get_mut(&(object.bucket.to_owned(), object.object_key.to_owned()))
+                {
+                    match outcome {
+                        "planned" => decision.1 = RemediationStatus::Pending,
+                        "simulated" if decision.1 == RemediationStatus::None => {
+                            decision.1 = RemediationStatus::DryRun;
+                        }
+                        _ => {}
+                    }
+                }
+            }
             let claims: Vec<Claim<'_>> = objects
                 .iter()
                 .map(|object| Claim {
@@ -410,5 +445,5 @@ pub async fn apply(
         total.add(tally);
     }
     audit::append(conn, batch.tenant, &entries).await?;
-    Ok(total)
+    Ok((total, decisions))
 }

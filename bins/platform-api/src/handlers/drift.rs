@@ -1,0 +1,133 @@
+//! Drift events and the governance summary: any user of the tenant reads them and acknowledges
+//! events.
+
+use actix_web::web;
+use api_types::governance::{Acknowledge, DriftEvent, DriftQuery, Summary};
+use dps_http::{ApiError, Body, Caller, Enveloped, ServiceState};
+use governance::document::Severity;
+use governance::drift::{self, Filter, Kind};
+use ids::ConnectorId;
+
+use crate::{Extra, errors, wire};
+
+/// The tenant's drift events, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/governance/drift-events",
+    tag = "governance",
+    security(("bearer" = [])),
+    params(
+        ("since" = Option<String>, Query, description = "ISO 8601 date or date-time: events at or after it"),
+        ("severity" = Option<String>, Query, description = "critical, high, medium or low"),
+        ("type" = Option<String>, Query, description = "data_drift, config_drift or exposure_drift"),
+        ("connector" = Option<String>, Query, description = "A connector id"),
+        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page of drift events, newest first", body = [DriftEvent]),
+        (status = 400, description = "VALIDATION_FAILED: an unknown filter value or parameter, a bad since, a limit outside 1-100 or a foreign cursor", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn list(
+    Caller(caller): Caller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    query: web::Query<DriftQuery>,
+) -> Result<Enveloped<Vec<DriftEvent>>, ApiError> {
+    let limit = super::page_limit(query.limit)?;
+    let since = query.since.as_deref().map(super::since).transpose()?;
+    let severity = match query.severity.as_deref() {
+        None => None,
+        Some(s) => Some(Severity::parse(s).ok_or_else(|| {
+            ApiError::invalid("severity must be one of critical, high, medium, low")
+                .with_details(serde_json::json!({ "field": "severity" }))
+        })?),
+    };
+    let kind = match query.kind.as_deref() {
+        None => None,
+        Some(k) => Some(Kind::parse(k).ok_or_else(|| {
+            ApiError::invalid("type must be one of data_drift, config_drift, exposure_drift")
+                .with_details(serde_json::json!({ "field": "type" }))
+        })?),
+    };
+    let connector = query.connector.as_deref().map(ConnectorId::parse_or_nil);
+    let mut conn = state.conn().await?;
+    let page = drift::list(
+        &mut conn,
+        &extra.cursors,
+        &caller.tenant_id,
+        &Filter {
+            since,
+            severity,
+            kind,
+            connector,
+        },
+        limit,
+        query.cursor.as_deref(),
+    )
+    .await
+    .map_err(errors::drift)?;
+    Ok(Enveloped::page(
+        page.items.into_iter().map(wire::drift_event).collect(),
+        wire::pagination(page.pagination),
+    ))
+}
+
+/// Acknowledges a drift event. It stays in the timeline; acknowledging it again changes nothing.
+#[utoipa::path(
+    post,
+    path = "/api/v1/governance/drift-events/{id}/acknowledge",
+    tag = "governance",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Drift event id")),
+    request_body = Acknowledge,
+    responses(
+        (status = 200, description = "The event, acknowledged", body = DriftEvent),
+        (status = 400, description = "VALIDATION_FAILED: a note over 1000 characters or an unknown field", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 404, description = "DRIFT_EVENT_NOT_FOUND", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn acknowledge(
+    Caller(caller): Caller,
+    state: web::Data<ServiceState>,
+    id: web::Path<String>,
+    body: Body<Acknowledge>,
+) -> Result<Enveloped<DriftEvent>, ApiError> {
+    let id = uuid::Uuid::parse_str(id.trim()).unwrap_or(uuid::Uuid::nil());
+    let mut conn = state.conn().await?;
+    let event = drift::acknowledge(
+        &mut conn,
+        &caller.tenant_id,
+        &caller.user_id,
+        id,
+        body.note.as_deref(),
+    )
+    .await
+    .map_err(errors::drift)?;
+    Ok(Enveloped::ok(wire::drift_event(event)))
+}
+
+/// The tenant's governance at a glance.
+#[utoipa::path(
+    get,
+    path = "/api/v1/governance/summary",
+    tag = "governance",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Open drift events by severity, the workspace risk score, open findings by category and policies by mode", body = Summary),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn summary(
+    Caller(caller): Caller,
+    state: web::Data<ServiceState>,
+) -> Result<Enveloped<Summary>, ApiError> {
+    let mut conn = state.conn().await?;
+    let summary = governance::summary::summary(&mut conn, &caller.tenant_id)
+        .await
+        .map_err(ApiError::database)?;
+    Ok(Enveloped::ok(wire::summary(summary)))
+}

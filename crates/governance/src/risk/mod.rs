@@ -1,0 +1,9 @@
+//! Risk scores at four levels (finding, file, connector, workspace): the model ([`model`]),
+//! how each recorded batch keeps them current ([`state`]), and how they are read ([`read`]).
+
+pub mod model;
+pub mod read;
+pub mod state;
+
+pub use model::Factors;
+pub use read::{Level, Query, RiskError, RiskScore, connectors, forget_connector, list, workspace};
