@@ -51,6 +51,9 @@ pub struct Config {
     pub coordinator_url: Option<String>,
     /// `DPS_ALLOW_PRIVATE_NETWORKS`: the rules for URLs called on a tenant's behalf.
     pub egress: egress::Egress,
+    /// `DPS_RECONCILE_MAX_ACTIONS`: object-changing actions an enforced reconciliation may
+    /// newly plan when its request sets no limit (default 1000, at most 1,000,000).
+    pub reconcile_max_actions: u32,
 }
 
 /// Where the platform's co-signing client certificate and key live. Only the paths are kept:
@@ -138,6 +141,19 @@ impl Config {
             },
             scan_workers: env.parsed("DPS_SCAN_WORKERS", 4usize)?,
             egress: egress::Egress::from_env(&env)?,
+            reconcile_max_actions: {
+                let max = env.parsed(
+                    "DPS_RECONCILE_MAX_ACTIONS",
+                    governance::reconcile::DEFAULT_MAX_ACTIONS,
+                )?;
+                if max > governance::reconcile::MAX_MAX_ACTIONS {
+                    return Err(ConfigError {
+                        variable: "DPS_RECONCILE_MAX_ACTIONS",
+                        problem: "must be at most 1000000".into(),
+                    });
+                }
+                max
+            },
             scan_worker_image: env
                 .get("DPS_SCAN_WORKER_IMAGE")
                 .map(|v| v.trim().to_owned())

@@ -255,3 +255,28 @@ pub fn risk(error: governance::risk::RiskError) -> ApiError {
         RiskError::Database(e) => ApiError::database(e),
     }
 }
+
+pub fn reconcile(error: governance::reconcile::ReconcileError) -> ApiError {
+    use governance::reconcile::ReconcileError;
+    match error {
+        ReconcileError::Invalid(fields) => ApiError::invalid(format!(
+            "the reconcile request is invalid: {} problem{}",
+            fields.len(),
+            if fields.len() == 1 { "" } else { "s" }
+        ))
+        .with_details(json!({ "fields": fields })),
+        ReconcileError::Busy(running) => ApiError::new(
+            StatusCode::CONFLICT,
+            Code::Conflict,
+            "a reconciliation is already queued or running for this tenant; wait for it to end",
+        )
+        .with_details(json!({ "reconciliation_id": running.to_string() })),
+        ReconcileError::NotFound => ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::Named("RECONCILIATION_NOT_FOUND"),
+            "no reconciliation with this id in the tenant",
+        ),
+        ReconcileError::CorruptRow => ApiError::internal("a stored reconciliation is unreadable"),
+        ReconcileError::Database(e) => ApiError::database(e),
+    }
+}

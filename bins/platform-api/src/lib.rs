@@ -51,6 +51,8 @@ pub use config::{Config, CosigningClient};
         handlers::drift::acknowledge,
         handlers::drift::summary,
         handlers::risk::list,
+        handlers::reconcile::request,
+        handlers::reconcile::get,
         handlers::findings::list,
         handlers::findings::get,
         handlers::channels::list,
@@ -117,6 +119,12 @@ pub use config::{Config, CosigningClient};
         api_types::governance::SeverityCounts,
         api_types::governance::ModeCounts,
         api_types::governance::Summary,
+        api_types::governance::ReconcileScope,
+        api_types::governance::ReconcileLimits,
+        api_types::governance::ReconcileRequest,
+        api_types::governance::ReconcileQueued,
+        api_types::governance::ReconcilePlanItem,
+        api_types::governance::Reconciliation,
     )),
     modifiers(&BearerAuth)
 )]
@@ -157,6 +165,9 @@ pub struct Extra {
     pub egress: egress::Egress,
     /// Signs the audit log's checkpoints.
     pub audit_key: std::sync::Arc<audit::CheckpointKey>,
+    /// `DPS_RECONCILE_MAX_ACTIONS`: a reconciliation's blast-radius limit when its request
+    /// sets none.
+    pub reconcile_max_actions: u32,
 }
 
 impl Extra {
@@ -172,6 +183,7 @@ impl Extra {
             coordinator_url: config.coordinator_url.clone(),
             egress: config.egress,
             audit_key: std::sync::Arc::new(audit::CheckpointKey::from_master(&master)),
+            reconcile_max_actions: config.reconcile_max_actions,
             cosigning_certificate: if config.cosigning_client.is_some() {
                 settings::PlatformCertificate::Provisioned
             } else {
@@ -218,6 +230,7 @@ impl ServiceSpec for PlatformApi {
         }
         .spawn(state.pool.clone());
         governance::evaluate::spawn(state.pool.clone());
+        governance::reconcile::run::spawn(state.pool.clone());
         governance::delivery::spawn(state.pool.clone(), extra.keyring.clone(), extra.egress);
     }
 
@@ -333,6 +346,14 @@ impl ServiceSpec for PlatformApi {
             .resource(
                 "/api/v1/governance/risk-scores",
                 [on(Method::GET, handlers::risk::list)],
+            )
+            .resource(
+                "/api/v1/governance/reconcile",
+                [on(Method::POST, handlers::reconcile::request)],
+            )
+            .resource(
+                "/api/v1/governance/reconciliations/{id}",
+                [on(Method::GET, handlers::reconcile::get)],
             )
             .resource(
                 "/api/v1/governance/audit-log",

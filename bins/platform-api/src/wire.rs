@@ -492,3 +492,63 @@ pub fn summary(s: governance::summary::Summary) -> api_types::governance::Summar
         risk: risk_score(s.risk),
     }
 }
+
+fn reconcile_scope(s: &governance::reconcile::Scope) -> api_types::governance::ReconcileScope {
+    api_types::governance::ReconcileScope {
+        connectors: s.connectors.iter().map(ToString::to_string).collect(),
+        policies: s.policies.iter().map(ToString::to_string).collect(),
+    }
+}
+
+pub fn reconcile_queued(
+    r: governance::reconcile::Reconciliation,
+) -> api_types::governance::ReconcileQueued {
+    api_types::governance::ReconcileQueued {
+        reconciliation_id: r.id.to_string(),
+        status: r.status.as_str().to_owned(),
+        mode: r.mode.as_str().to_owned(),
+        scope: reconcile_scope(&r.scope),
+        created_at: r.created_at,
+    }
+}
+
+pub fn reconciliation(
+    r: governance::reconcile::Reconciliation,
+) -> api_types::governance::Reconciliation {
+    let c = r.counts;
+    api_types::governance::Reconciliation {
+        reconciliation_id: r.id.to_string(),
+        status: r.status.as_str().to_owned(),
+        mode: r.mode.as_str().to_owned(),
+        scope: reconcile_scope(&r.scope),
+        max_actions: r.max_actions,
+        findings_evaluated: c.findings_evaluated,
+        findings_matched: c.findings_matched,
+        actions_planned: c.actions_planned,
+        actions_executed: c.actions_executed,
+        actions_simulated: c.actions_simulated,
+        actions_blocked: c.actions_blocked,
+        actions_failed: c.actions_failed,
+        actions_repeated: c.actions_repeated,
+        changes_planned: c.changes_planned,
+        plan: r
+            .plan
+            .into_iter()
+            .map(|i| api_types::governance::ReconcilePlanItem {
+                policy_id: i.policy_id,
+                policy_name: i.policy_name,
+                policy_version: i.policy_version,
+                action_type: i.action_type,
+                outcome: i.outcome,
+                objects: i.objects,
+                findings: i.findings,
+                repeated: i.repeated,
+            })
+            .collect(),
+        requested_by: r.requested_by,
+        error: r.error,
+        created_at: r.created_at,
+        started_at: r.started_at,
+        ended_at: r.ended_at,
+    }
+}

@@ -410,3 +410,109 @@ pub struct Summary {
     pub findings_by_category: std::collections::BTreeMap<String, i64>,
     pub policies_by_mode: ModeCounts,
 }
+
+/// The scope of a reconciliation: empty lists (or none) mean all of the tenant's.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReconcileScope {
+    /// Connector ids; at most 100.
+    #[serde(default)]
+    pub connectors: Vec<String>,
+    /// Governance policy ids; at most 100.
+    #[serde(default)]
+    pub policies: Vec<String>,
+}
+
+/// Limits of a reconciliation.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReconcileLimits {
+    /// Object-changing actions an enforced reconciliation may newly plan (0 to 1,000,000);
+    /// more, and it executes nothing. Default: `DPS_RECONCILE_MAX_ACTIONS`, else 1000.
+    #[serde(default)]
+    pub max_actions: Option<i64>,
+}
+
+/// POST /governance/reconcile.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReconcileRequest {
+    #[serde(default)]
+    pub scope: Option<ReconcileScope>,
+    /// dry-run or enforced. Required: whether anything changes is never guessed.
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub limits: Option<ReconcileLimits>,
+}
+
+/// The 202 answer to POST /governance/reconcile.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ReconcileQueued {
+    pub reconciliation_id: String,
+    /// queued.
+    pub status: String,
+    pub mode: String,
+    pub scope: ReconcileScope,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+/// One line of a reconciliation's plan: what one action of one policy does.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ReconcilePlanItem {
+    pub policy_id: String,
+    pub policy_name: String,
+    pub policy_version: i32,
+    /// alert, tokenize, mask or quarantine.
+    pub action_type: String,
+    /// What an enforced run does: simulated (a dry-run policy), queued (an alert), planned,
+    /// or blocked (the tenant's remediation policy denies the action's safety class).
+    pub outcome: String,
+    /// Objects the policy matches.
+    pub objects: u64,
+    /// Findings the policy matches.
+    pub findings: u64,
+    /// Objects for which this action was already taken at this policy version.
+    pub repeated: u64,
+}
+
+/// GET /governance/reconciliations/:id.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Reconciliation {
+    pub reconciliation_id: String,
+    /// queued, running, completed, blocked_by_limit or failed.
+    pub status: String,
+    pub mode: String,
+    pub scope: ReconcileScope,
+    pub max_actions: u32,
+    /// Open findings in scope.
+    pub findings_evaluated: u64,
+    /// Of those, findings some policy in scope matches.
+    pub findings_matched: u64,
+    /// Actions queued (alerts) or planned (remediation requests).
+    pub actions_planned: u64,
+    /// Alerts delivered and remediations done, so far.
+    pub actions_executed: u64,
+    pub actions_simulated: u64,
+    pub actions_blocked: u64,
+    pub actions_failed: u64,
+    /// Matched, but already taken for this object version and policy version.
+    pub actions_repeated: u64,
+    /// Object-changing actions the plan newly takes: what max_actions is checked against.
+    pub changes_planned: u64,
+    pub plan: Vec<ReconcilePlanItem>,
+    pub requested_by: String,
+    /// Why it failed; never a value.
+    pub error: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub started_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub ended_at: Option<OffsetDateTime>,
+}

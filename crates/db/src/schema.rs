@@ -134,6 +134,7 @@ diesel::table! {
         finding_ids -> Array<Nullable<Uuid>>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        reconciliation_id -> Nullable<Uuid>,
     }
 }
 
@@ -293,6 +294,25 @@ diesel::table! {
         document -> Jsonb,
         created_at -> Timestamptz,
         created_by -> Text,
+    }
+}
+
+diesel::table! {
+    governance_reconciliations (tenant_id, reconciliation_id) {
+        tenant_id -> Text,
+        reconciliation_id -> Uuid,
+        mode -> Text,
+        scope -> Jsonb,
+        max_actions -> Int4,
+        status -> Text,
+        requested_by -> Text,
+        counts -> Jsonb,
+        plan -> Jsonb,
+        error -> Nullable<Text>,
+        created_at -> Timestamptz,
+        started_at -> Nullable<Timestamptz>,
+        ended_at -> Nullable<Timestamptz>,
+        lease_until -> Nullable<Timestamptz>,
     }
 }
 
@@ -570,6 +590,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     governance_objects,
     governance_policies,
     governance_policy_versions,
+    governance_reconciliations,
     grants,
     idempotency_keys,
     kill_switches,

@@ -8,5 +8,6 @@ pub mod drift;
 pub mod evaluate;
 pub mod findings;
 pub mod policies;
+pub mod reconcile;
 pub mod risk;
 pub mod summary;

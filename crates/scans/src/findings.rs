@@ -72,6 +72,44 @@ pub async fn open_in_batch(
     .await?)
 }
 
+/// The open findings of the next `objects` objects of one connector with open findings, in
+/// (bucket, key) order after `after`: a reconciliation walks every open finding this way.
+pub async fn open_after(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+    after: Option<(&str, &str)>,
+    objects: i64,
+) -> Result<Vec<OpenFinding>, ScanError> {
+    let (bucket, key) = after.unwrap_or(("", ""));
+    Ok(diesel::sql_query(
+        "WITH o AS (
+             SELECT DISTINCT bucket, object_key
+               FROM findings
+              WHERE tenant_id = $1 AND connector_id = $2 AND status = 'open'
+                AND (bucket, object_key) > ($3, $4)
+              ORDER BY bucket, object_key
+              LIMIT $5)
+         SELECT f.finding_id, f.bucket, f.object_key, coalesce(s.etag, '') AS etag,
+                f.pii_type, f.category, f.confidence
+           FROM o
+           JOIN findings f
+             ON f.tenant_id = $1 AND f.connector_id = $2 AND f.bucket = o.bucket
+            AND f.object_key = o.object_key AND f.status = 'open'
+           LEFT JOIN scanned_objects s
+             ON s.tenant_id = $1 AND s.connector_id = $2 AND s.bucket = f.bucket
+            AND s.object_key = f.object_key
+          ORDER BY f.bucket, f.object_key, f.finding_id",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<Text, _>(bucket)
+    .bind::<Text, _>(key)
+    .bind::<diesel::sql_types::BigInt, _>(objects)
+    .load(conn)
+    .await?)
+}
+
 /// A finding as the findings list shows it.
 #[derive(Debug, Clone, PartialEq, diesel::Queryable, diesel::Selectable)]
 #[diesel(table_name = db::schema::findings, check_for_backend(diesel::pg::Pg))]

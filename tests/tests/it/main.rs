@@ -19,6 +19,7 @@ mod limits;
 mod migrations;
 mod openapi;
 mod pool;
+mod reconcile;
 mod scans;
 mod settings;
 mod tokenize;

@@ -7,6 +7,7 @@ pub mod findings;
 pub mod health;
 pub mod openapi;
 pub mod policies;
+pub mod reconcile;
 pub mod risk;
 pub mod scans;
 pub mod settings;

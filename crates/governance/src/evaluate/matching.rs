@@ -21,19 +21,22 @@ pub struct Finding {
     pub confidence: f32,
 }
 
-/// Whether a finding meets one condition: its type, category or custom classifier is the
-/// condition's, and its confidence is at least the condition's minimum.
+/// Whether a condition names a finding of this type and category: its type, its category or
+/// its custom classifier is the condition's.
+pub fn names(condition: &Condition, pii_type: &str, category: &str) -> bool {
+    match &condition.category {
+        Selector::Type(t) => pii_type == t.as_str(),
+        Selector::Category(c) => category == c.as_str(),
+        Selector::Custom(name) => pii_type.strip_prefix("custom:").is_some_and(|n| n == name),
+    }
+}
+
+/// Whether a finding meets one condition: the condition names it, and its confidence is at
+/// least the condition's minimum.
 pub fn meets(condition: &Condition, finding: &Finding) -> bool {
-    let named = match &condition.category {
-        Selector::Type(t) => finding.pii_type == t.as_str(),
-        Selector::Category(c) => finding.category == c.as_str(),
-        Selector::Custom(name) => finding
-            .pii_type
-            .strip_prefix("custom:")
-            .is_some_and(|n| n == name),
-    };
     // Confidences are stored as f32; compare in f32 so that 0.8 meets min_confidence 0.8.
-    named && finding.confidence >= condition.min_confidence as f32
+    names(condition, &finding.pii_type, &finding.category)
+        && finding.confidence >= condition.min_confidence as f32
 }
 
 /// Whether a finding matches a policy: it meets any of its conditions.

@@ -69,7 +69,7 @@ impl Gates {
         Gates(gates)
     }
 
-    fn of(&self, kind: ActionType) -> Gate {
+    pub(crate) fn of(&self, kind: ActionType) -> Gate {
         self.0.get(&kind).copied().unwrap_or(Gate::Allowed)
     }
 }
@@ -141,6 +141,7 @@ async fn claim(
     simulated: bool,
     claims: &[Claim<'_>],
     now: OffsetDateTime,
+    reconciliation: Option<Uuid>,
 ) -> Result<Vec<Uuid>, DieselError> {
     if claims.is_empty() {
         return Ok(Vec::new());
@@ -166,9 +167,9 @@ async fn claim(
     let rows: Vec<Claimed> = diesel::sql_query(
         "INSERT INTO governance_actions (tenant_id, action_id, policy_id, policy_version,
                 action_type, connector_id, bucket, object_key, etag, simulated, outcome,
-                finding_ids, created_at, updated_at)
+                finding_ids, created_at, updated_at, reconciliation_id)
          SELECT $1, a.id, $2, $3, $4, $5, a.bucket, a.object_key, a.etag, $6, a.outcome,
-                string_to_array(a.findings, ',')::uuid[], $12, $12
+                string_to_array(a.findings, ',')::uuid[], $12, $12, $14
            FROM unnest($7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[], $13::text[])
                 AS a(id, bucket, object_key, etag, outcome, findings)
          ON CONFLICT DO NOTHING
@@ -187,6 +188,7 @@ async fn claim(
     .bind::<Array<Text>, _>(&outcomes)
     .bind::<diesel::sql_types::Timestamptz, _>(now)
     .bind::<Array<Text>, _>(&findings)
+    .bind::<diesel::sql_types::Nullable<SqlUuid>, _>(reconciliation)
     .load(conn)
     .await?;
     Ok(rows.into_iter().map(|r| r.action_id).collect())
@@ -319,6 +321,10 @@ pub async fn apply_with_decisions(
                 simulate,
                 &claims,
                 now,
+                match batch.origin {
+                    Origin::Reconciliation(id) => Some(id),
+                    Origin::Scan(_) => None,
+                },
             )
             .await?;
             tally.repeated += (claims.len() - new.len()) as u64;

@@ -1,0 +1,322 @@
+//! Running queued reconciliations: a background task in platform-api takes the oldest one
+//! (or one whose runner stopped renewing its lease), plans it, and runs or blocks it.
+
+use std::time::Duration;
+
+use diesel::QueryableByName;
+use diesel::prelude::*;
+use diesel::result::Error as DieselError;
+use diesel::sql_types::{Integer, Jsonb, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use ids::{ConnectorId, TenantId};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use db::schema::{connectors as connector_rows, governance_reconciliations};
+
+use super::preview::{self, Plan};
+use super::{Counts, Mode, Scope, Status};
+use crate::evaluate::{Batch, Finding, Gates, Origin, apply};
+use crate::policies::{Active, active};
+
+/// Objects evaluated per transaction when an enforced reconciliation runs.
+const OBJECTS_PER_STEP: i64 = 500;
+/// How long a runner holds a reconciliation without renewing.
+const LEASE: &str = "2 minutes";
+
+#[derive(QueryableByName)]
+struct Claimed {
+    #[diesel(sql_type = Text)]
+    tenant_id: String,
+    #[diesel(sql_type = SqlUuid)]
+    reconciliation_id: Uuid,
+    #[diesel(sql_type = Text)]
+    mode: String,
+    #[diesel(sql_type = Jsonb)]
+    scope: Value,
+    #[diesel(sql_type = Integer)]
+    max_actions: i32,
+}
+
+/// A reconciliation this runner holds.
+struct Job {
+    tenant: TenantId,
+    id: Uuid,
+    mode: Mode,
+    scope: Scope,
+    max_actions: u64,
+}
+
+/// Takes and runs one reconciliation; returns whether there was one. `gates_conn` reads the
+/// remediation gate apart from the run's transactions (the gate fails open).
+pub async fn run_once(
+    conn: &mut AsyncPgConnection,
+    gates_conn: &mut AsyncPgConnection,
+) -> Result<bool, DieselError> {
+    let claimed: Option<Claimed> = diesel::sql_query(format!(
+        "UPDATE governance_reconciliations r
+            SET status = 'running', started_at = coalesce(r.started_at, now()),
+                lease_until = now() + interval '{LEASE}'
+          WHERE (r.tenant_id, r.reconciliation_id) = (
+                SELECT tenant_id, reconciliation_id FROM governance_reconciliations
+                 WHERE status = 'queued' OR (status = 'running' AND lease_until < now())
+                 ORDER BY created_at
+                 LIMIT 1
+                   FOR UPDATE SKIP LOCKED)
+         RETURNING r.tenant_id, r.reconciliation_id, r.mode, r.scope, r.max_actions"
+    ))
+    .get_result(conn)
+    .await
+    .optional()?;
+    let Some(claimed) = claimed else {
+        return Ok(false);
+    };
+    let job = Job {
+        tenant: claimed
+            .tenant_id
+            .parse::<TenantId>()
+            .map_err(|e| DieselError::DeserializationError(Box::new(e)))?,
+        id: claimed.reconciliation_id,
+        mode: Mode::parse(&claimed.mode).unwrap_or(Mode::DryRun),
+        scope: Scope::from_value(&claimed.scope).unwrap_or_default(),
+        max_actions: u64::try_from(claimed.max_actions).unwrap_or(0),
+    };
+    match run(conn, gates_conn, &job).await {
+        Ok(()) => {}
+        Err(e) => {
+            tracing::error!(tenant = %job.tenant, reconciliation = %job.id, error = %e, "a reconciliation failed");
+            let counts = current_counts(conn, &job).await.unwrap_or_default();
+            finish(conn, &job, Status::Failed, counts, Some("database error")).await?;
+        }
+    }
+    Ok(true)
+}
+
+async fn run(
+    conn: &mut AsyncPgConnection,
+    gates_conn: &mut AsyncPgConnection,
+    job: &Job,
+) -> Result<(), DieselError> {
+    let policies: Vec<Active> = active(conn, &job.tenant)
+        .await?
+        .into_iter()
+        .filter(|p| job.scope.policies.is_empty() || job.scope.policies.contains(&p.id))
+        .collect();
+    let gates = Gates::read(gates_conn, &job.tenant, &policies).await;
+    let plan: Plan = conn
+        .transaction(async |conn| {
+            // The plan groups per object: give its hash tables room rather than disk.
+            diesel::sql_query("SET LOCAL work_mem = '256MB'")
+                .execute(conn)
+                .await?;
+            preview::plan(conn, &job.tenant, &job.scope.connectors, &policies, &gates).await
+        })
+        .await?;
+    let mut counts = plan.dry_run_counts();
+    if job.mode == Mode::DryRun {
+        save_plan(conn, job, &plan, &counts).await?;
+        return finish(conn, job, Status::Completed, counts, None).await;
+    }
+    // Enforced: nothing is simulated unless a dry-run policy simulates it while running.
+    counts.actions_simulated = 0;
+    counts.actions_repeated = 0;
+    save_plan(conn, job, &plan, &counts).await?;
+    if counts.changes_planned > job.max_actions {
+        return finish(conn, job, Status::BlockedByLimit, counts, None).await;
+    }
+    let connectors = in_scope(conn, job).await?;
+    for connector in connectors {
+        if !policies.iter().any(|p| p.covers(connector)) {
+            continue;
+        }
+        let mut after: Option<(String, String)> = None;
+        loop {
+            let findings: Vec<Finding> = scans::findings::open_after(
+                conn,
+                &job.tenant,
+                connector,
+                after.as_ref().map(|(b, k)| (b.as_str(), k.as_str())),
+                OBJECTS_PER_STEP,
+            )
+            .await
+            .map_err(|e| match e {
+                scans::ScanError::Database(e) => e,
+                other => DieselError::QueryBuilderError(Box::new(other)),
+            })?
+            .into_iter()
+            .map(Finding::from)
+            .collect();
+            let Some(last) = findings.last() else {
+                break;
+            };
+            after = Some((last.bucket.clone(), last.object_key.clone()));
+            let mut objects: Vec<(&str, &str)> = findings
+                .iter()
+                .map(|f| (f.bucket.as_str(), f.object_key.as_str()))
+                .collect();
+            objects.dedup();
+            let batch = Batch {
+                tenant: &job.tenant,
+                connector,
+                origin: Origin::Reconciliation(job.id),
+                objects: objects.len(),
+                findings: &findings,
+                enforce: true,
+            };
+            conn.transaction(async |conn| {
+                let tally = apply(conn, &batch, &policies, &gates).await?;
+                counts.actions_planned += tally.planned;
+                counts.actions_simulated += tally.simulated;
+                counts.actions_blocked += tally.blocked;
+                counts.actions_repeated += tally.repeated;
+                progress(conn, job, &counts).await
+            })
+            .await?;
+        }
+    }
+    finish(conn, job, Status::Completed, counts, None).await
+}
+
+/// The tenant's connectors the reconciliation covers.
+async fn in_scope(
+    conn: &mut AsyncPgConnection,
+    job: &Job,
+) -> Result<Vec<ConnectorId>, DieselError> {
+    if !job.scope.connectors.is_empty() {
+        return Ok(job.scope.connectors.clone());
+    }
+    let ids: Vec<Uuid> = connector_rows::table
+        .filter(connector_rows::tenant_id.eq(job.tenant.as_str()))
+        .select(connector_rows::connector_id)
+        .order(connector_rows::connector_id)
+        .load(conn)
+        .await?;
+    Ok(ids.into_iter().map(ConnectorId::from_uuid).collect())
+}
+
+async fn save_plan(
+    conn: &mut AsyncPgConnection,
+    job: &Job,
+    plan: &Plan,
+    counts: &Counts,
+) -> Result<(), DieselError> {
+    diesel::update(governance_reconciliations::table)
+        .filter(governance_reconciliations::tenant_id.eq(job.tenant.as_str()))
+        .filter(governance_reconciliations::reconciliation_id.eq(job.id))
+        .set((
+            governance_reconciliations::plan.eq(json!(plan.items)),
+            governance_reconciliations::counts.eq(json!(counts)),
+        ))
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// Saves the counts so far and renews the lease.
+async fn progress(
+    conn: &mut AsyncPgConnection,
+    job: &Job,
+    counts: &Counts,
+) -> Result<(), DieselError> {
+    diesel::sql_query(format!(
+        "UPDATE governance_reconciliations
+            SET counts = $3, lease_until = now() + interval '{LEASE}'
+          WHERE tenant_id = $1 AND reconciliation_id = $2"
+    ))
+    .bind::<Text, _>(job.tenant.as_str())
+    .bind::<SqlUuid, _>(job.id)
+    .bind::<Jsonb, _>(json!(counts))
+    .execute(conn)
+    .await
+    .map(drop)
+}
+
+async fn current_counts(conn: &mut AsyncPgConnection, job: &Job) -> Result<Counts, DieselError> {
+    let value: Value = governance_reconciliations::table
+        .filter(governance_reconciliations::tenant_id.eq(job.tenant.as_str()))
+        .filter(governance_reconciliations::reconciliation_id.eq(job.id))
+        .select(governance_reconciliations::counts)
+        .first(conn)
+        .await?;
+    Ok(serde_json::from_value(value).unwrap_or_default())
+}
+
+/// Ends the reconciliation and audits how it ended, in one transaction.
+async fn finish(
+    conn: &mut AsyncPgConnection,
+    job: &Job,
+    status: Status,
+    counts: Counts,
+    error: Option<&str>,
+) -> Result<(), DieselError> {
+    let now = OffsetDateTime::now_utc();
+    conn.transaction(async |conn| {
+        diesel::update(governance_reconciliations::table)
+            .filter(governance_reconciliations::tenant_id.eq(job.tenant.as_str()))
+            .filter(governance_reconciliations::reconciliation_id.eq(job.id))
+            .set((
+                governance_reconciliations::status.eq(status.as_str()),
+                governance_reconciliations::counts.eq(json!(counts)),
+                governance_reconciliations::error.eq(error),
+                governance_reconciliations::ended_at.eq(now),
+                governance_reconciliations::lease_until.eq(None::<OffsetDateTime>),
+            ))
+            .execute(conn)
+            .await?;
+        let mut details = json!({
+            "reconciliation_id": job.id.to_string(),
+            "mode": job.mode.as_str(),
+            "status": status.as_str(),
+            "counts": counts,
+            "max_actions": job.max_actions,
+        });
+        if status == Status::BlockedByLimit {
+            details["reason"] = json!(format!(
+                "the plan would newly take {} object-changing actions, over the limit of {}; nothing was executed",
+                counts.changes_planned, job.max_actions
+            ));
+        }
+        audit::append(
+            conn,
+            &job.tenant,
+            &[
+                audit::NewEntry::new("reconciliation_ended", audit::Actor::System)
+                    .simulated(job.mode == Mode::DryRun)
+                    .outcome(match status {
+                        Status::BlockedByLimit => "blocked_by_limit",
+                        Status::Failed => "failed",
+                        _ => "success",
+                    })
+                    .details(details),
+            ],
+        )
+        .await
+        .map(drop)
+    })
+    .await
+}
+
+/// Runs reconciliations until the process ends: one after another while any is queued, else
+/// a look every second.
+pub fn spawn(pool: db::Pool) {
+    drop(tokio::spawn(async move {
+        loop {
+            let ran = match (pool.get().await, pool.get().await) {
+                (Ok(mut conn), Ok(mut gates)) => {
+                    run_once(&mut conn, &mut gates).await.unwrap_or_else(|e| {
+                        tracing::warn!(error = %e, "reconciliation runner failed; retrying");
+                        false
+                    })
+                }
+                _ => {
+                    tracing::warn!("reconciliation runner has no connection; retrying");
+                    false
+                }
+            };
+            if !ran {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }));
+}

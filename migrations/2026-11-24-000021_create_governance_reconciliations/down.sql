@@ -1,0 +1,3 @@
+DROP INDEX governance_actions_reconciliation_idx;
+ALTER TABLE governance_actions DROP COLUMN reconciliation_id;
+DROP TABLE governance_reconciliations;

@@ -1,0 +1,422 @@
+//! Reconciliation over HTTP: a dry-run preview that changes nothing, the blast-radius breaker,
+//! an enforced run that acts on findings scanned before the policies existed and never acts
+//! twice, one reconciliation per tenant, validation, roles and tenant isolation.
+
+use std::time::{Duration, Instant};
+
+use diesel_async::RunQueryDsl;
+use reqwest::Method;
+use serde_json::{Value, json};
+use testkit::{emulators, seed};
+
+use crate::{Client, area_b_error};
+
+const YAML: &str = "application/yaml";
+
+/// Polls a reconciliation until it ends; returns its last state.
+async fn ended(client: &Client<'_>, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = client
+            .send(
+                Method::GET,
+                &format!("/governance/reconciliations/{id}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let state = body["data"]["status"].as_str().unwrap().to_owned();
+        if !["queued", "running"].contains(&state.as_str()) {
+            return body["data"].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "reconciliation still {state}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn reconcile(client: &Client<'_>, body: Value) -> String {
+    let (status, answer) = client
+        .send(Method::POST, "/governance/reconcile", Some(body.clone()))
+        .await;
+    assert_eq!(status, 202, "{body}: {answer}");
+    assert_eq!(answer["data"]["status"], "queued", "{answer}");
+    answer["data"]["reconciliation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn item<'a>(plan: &'a Value, policy: &str, action: &str) -> &'a Value {
+    plan.as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["policy_name"] == policy && i["action_type"] == action)
+        .unwrap_or_else(|| panic!("no {policy}/{action} in {plan}"))
+}
+
+#[tokio::test]
+async fn reconciliation_previews_blocks_over_its_limit_and_acts_once_on_earlier_findings() {
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "archive").await;
+    seed::put_all(
+        bucket.as_ref(),
+        &[
+            (
+                "people.csv",
+                b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n".as_slice(),
+            ),
+            ("a.txt", b"ssn 219-09-9999".as_slice()),
+            ("b.txt", b"ssn 078-05-1120".as_slice()),
+            ("contacts.txt", b"write to ann.lee@example.com".as_slice()),
+            ("notes.txt", b"nothing to see here".as_slice()),
+        ],
+    )
+    .await;
+    let receiver = testkit::identity::http_server(|_| (200, Value::Null));
+    let app = crate::scans::app_on(&moto, "1").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let connector = crate::scans::connector(&admin, "Archive", "archive").await;
+
+    // The findings are scanned before any policy exists: nothing acts on them then.
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        crate::scans::finished(&admin, &scan).await["status"],
+        "completed"
+    );
+    let (_, body) = admin
+        .send(Method::GET, "/findings?status=open&limit=100", None)
+        .await;
+    let open = body["data"].as_array().unwrap().len() as u64;
+    let (_, body) = admin
+        .send(Method::GET, "/findings?pii_type=us_ssn&limit=100", None)
+        .await;
+    let ssns = body["data"].as_array().unwrap().len() as u64;
+    assert_eq!(ssns, 4, "{body}");
+
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/channels",
+            Some(json!({"name": "security", "type": "webhook", "url": format!("{}/hook", receiver.url())})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let enforced = "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
+  actions:
+    - { type: alert, config: { channels: [security], severity: high } }
+    - { type: mask, config: { keep_last: 4 } }
+";
+    let (status, body) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, enforced)
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let dry = "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: contact-dry }
+spec:
+  mode: dry-run
+  conditions: [{ category: contact, min_confidence: 0.5 }]
+  actions: [{ type: quarantine, config: { destination: { bucket: quarantine } } }]
+";
+    let (status, body) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, dry)
+        .await;
+    assert_eq!(status, 201, "{body}");
+
+    // A dry run previews: the plan and its counts, and nothing else anywhere.
+    let id = reconcile(&admin, json!({"mode": "dry-run"})).await;
+    let done = ended(&admin, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["mode"], "dry-run");
+    assert_eq!(done["findings_evaluated"], open, "{done}");
+    assert_eq!(done["findings_matched"], ssns + 1, "{done}");
+    assert_eq!(done["actions_simulated"], 3 + 3 + 1, "{done}");
+    assert_eq!(done["changes_planned"], 3, "{done}");
+    assert_eq!(done["actions_planned"], 0, "{done}");
+    let mask = item(&done["plan"], "ssn-mask", "mask");
+    assert_eq!(
+        (
+            &mask["outcome"],
+            &mask["objects"],
+            &mask["findings"],
+            &mask["repeated"]
+        ),
+        (&json!("planned"), &json!(3), &json!(4), &json!(0)),
+        "{done}"
+    );
+    assert_eq!(
+        item(&done["plan"], "ssn-mask", "alert")["outcome"],
+        "queued"
+    );
+    let quarantine = item(&done["plan"], "contact-dry", "quarantine");
+    assert_eq!(quarantine["outcome"], "simulated");
+    assert_eq!(quarantine["objects"], 1);
+    let (_, body) = admin
+        .send(Method::GET, "/findings?pii_type=us_ssn", None)
+        .await;
+    assert_eq!(body["data"][0]["remediation_status"], "none", "{body}");
+
+    // Over its limit, an enforced run executes nothing and says why.
+    let id = reconcile(
+        &admin,
+        json!({"mode": "enforced", "limits": {"max_actions": 2}}),
+    )
+    .await;
+    let blocked = ended(&admin, &id).await;
+    assert_eq!(blocked["status"], "blocked_by_limit", "{blocked}");
+    assert_eq!(blocked["max_actions"], 2);
+    assert_eq!(blocked["changes_planned"], 3);
+    assert_eq!(blocked["actions_planned"], 0);
+    let (_, body) = admin
+        .send(Method::GET, "/governance/audit-log?limit=100", None)
+        .await;
+    let entries = body["data"].as_array().unwrap();
+    let end = entries
+        .iter()
+        .find(|e| {
+            e["type"] == "reconciliation_ended" && e["details"]["reconciliation_id"] == id.as_str()
+        })
+        .unwrap_or_else(|| panic!("no end entry in {body}"));
+    assert_eq!(end["outcome"], "blocked_by_limit");
+    assert!(
+        !entries.iter().any(|e| e["type"] == "action_planned"),
+        "{body}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(receiver.requests().is_empty());
+
+    // Enforced within the limit: the earlier findings are acted on, each object once.
+    let id = reconcile(&admin, json!({"mode": "enforced"})).await;
+    let enforced_run = ended(&admin, &id).await;
+    assert_eq!(enforced_run["status"], "completed", "{enforced_run}");
+    assert_eq!(enforced_run["max_actions"], 1000);
+    assert_eq!(enforced_run["actions_planned"], 3 + 3, "{enforced_run}");
+    assert_eq!(enforced_run["actions_simulated"], 1, "{enforced_run}");
+    assert_eq!(enforced_run["actions_repeated"], 0, "{enforced_run}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while receiver.requests().len() < 3 {
+        assert!(Instant::now() < deadline, "alerts not delivered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let payload: Value = serde_json::from_str(&receiver.requests()[0].body).unwrap();
+    assert_eq!(payload["reconciliation_id"], id.as_str(), "{payload}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin
+            .send(
+                Method::GET,
+                &format!("/governance/reconciliations/{id}"),
+                None,
+            )
+            .await;
+        if body["data"]["actions_executed"] == 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, body) = admin
+        .send(Method::GET, "/findings?pii_type=us_ssn", None)
+        .await;
+    assert_eq!(body["data"][0]["remediation_status"], "pending", "{body}");
+
+    // Again: everything is already done at these policy versions.
+    let id = reconcile(&admin, json!({"mode": "enforced"})).await;
+    let again = ended(&admin, &id).await;
+    assert_eq!(again["status"], "completed", "{again}");
+    assert_eq!(again["actions_planned"], 0, "{again}");
+    assert_eq!(again["actions_simulated"], 0, "{again}");
+    assert_eq!(again["actions_repeated"], 3 + 3 + 1, "{again}");
+    assert_eq!(again["changes_planned"], 0, "{again}");
+    assert_eq!(item(&again["plan"], "ssn-mask", "mask")["repeated"], 3);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.requests().len(), 3, "no alert twice");
+
+    // Start and end are audited, the start by its requester.
+    let (_, body) = admin
+        .send(Method::GET, "/governance/audit-log?limit=100", None)
+        .await;
+    let entries = body["data"].as_array().unwrap();
+    let started: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["type"] == "reconciliation_started")
+        .collect();
+    assert_eq!(started.len(), 4, "{body}");
+    assert_eq!(started[0]["actor"], "ann");
+    assert_eq!(
+        entries
+            .iter()
+            .filter(|e| e["type"] == "reconciliation_ended")
+            .count(),
+        4
+    );
+    let text = body.to_string();
+    assert!(!text.contains("219-09") && !text.contains("ann.lee"));
+}
+
+#[tokio::test]
+async fn one_reconciliation_per_tenant_and_every_bad_request_named() {
+    let moto = emulators::moto(&[]);
+    let app = crate::scans::app_on(&moto, "0").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    seed::s3_bucket(&moto.url(), "one").await;
+    let connector = crate::scans::connector(&admin, "One", "one").await;
+
+    // While one is running (held on a lock of the findings it reads), another is refused.
+    let mut holder = app.conn().await;
+    diesel::sql_query("BEGIN")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    diesel::sql_query("LOCK TABLE findings IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let first = reconcile(
+        &admin,
+        json!({"mode": "dry-run", "scope": {"connectors": [connector]}}),
+    )
+    .await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/reconcile",
+            Some(json!({"mode": "dry-run"})),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    let error = area_b_error(&body, "CONFLICT");
+    assert_eq!(error["details"]["reconciliation_id"], first.as_str());
+    // Another tenant is not held up, and cannot see the first.
+    let other = Client {
+        app: &app,
+        token: app.token("globex", "gus", &["admin"]),
+    };
+    let (status, body) = other
+        .send(
+            Method::GET,
+            &format!("/governance/reconciliations/{first}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+    area_b_error(&body, "RECONCILIATION_NOT_FOUND");
+    diesel::sql_query("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let done = ended(&admin, &first).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["scope"]["connectors"], json!([connector]));
+    assert_eq!(done["findings_evaluated"], 0);
+    // Once it ended, the next is accepted.
+    let next = reconcile(&admin, json!({"mode": "dry-run"})).await;
+    ended(&admin, &next).await;
+
+    // Every problem at once, by pointer; nothing queued.
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/reconcile",
+            Some(json!({
+                "mode": "sometimes",
+                "scope": {"connectors": ["not-an-id"], "policies": []},
+                "limits": {"max_actions": -1},
+            })),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let error = area_b_error(&body, "VALIDATION_FAILED");
+    let fields: Vec<&str> = error["details"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["/mode", "/scope/connectors/0", "/limits/max_actions"],
+        "{body}"
+    );
+    let (status, body) = admin
+        .send(Method::POST, "/governance/reconcile", Some(json!({})))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    // Connectors and policies of another tenant are not found, by pointer.
+    let foreign = uuid::Uuid::now_v7().to_string();
+    let (status, body) = other
+        .send(
+            Method::POST,
+            "/governance/reconcile",
+            Some(json!({"mode": "enforced", "scope": {"connectors": [connector], "policies": [foreign]}})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let fields = &area_b_error(&body, "VALIDATION_FAILED")["details"]["fields"];
+    assert_eq!(fields[0]["field"], "/scope/connectors/0", "{body}");
+    assert_eq!(fields[1]["field"], "/scope/policies/0", "{body}");
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/reconcile",
+            Some(json!({"mode": "dry-run", "colour": "red"})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/reconcile",
+            Some(json!({"mode": "enforced", "limits": {"max_actions": 1_000_001}})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+
+    // Analysts read reconciliations but do not start them.
+    let analyst = Client {
+        app: &app,
+        token: app.token("acme", "al", &["analyst"]),
+    };
+    let (status, _) = analyst
+        .send(
+            Method::POST,
+            "/governance/reconcile",
+            Some(json!({"mode": "dry-run"})),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, body) = analyst
+        .send(
+            Method::GET,
+            &format!("/governance/reconciliations/{next}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = analyst
+        .send(Method::GET, "/governance/reconciliations/nope", None)
+        .await;
+    assert_eq!(status, 404);
+}
