@@ -5,7 +5,7 @@ pub mod config;
 pub mod probe;
 pub mod store;
 
-pub use cloud::{AccessError, Cloud, CloudEnv, Failure, Storage};
+pub use cloud::{AccessError, Cloud, CloudEnv, Failure, Posture, Storage};
 pub use config::{Config, FieldError, Provider, validate};
 pub use probe::{TestOutcome, test_connection};
 pub use store::{Connector, ConnectorError, Filter, NewConnector, Status};

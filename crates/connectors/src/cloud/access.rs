@@ -1,6 +1,7 @@
 //! What every provider module shares: how an access failed ([`Failure`], [`AccessError`]), a bad
-//! environment ([`EnvError`]), the [`Access`] each provider supplies, and the storage settings
-//! they all use. The provider modules and the cache build on this one; `cloud` builds on them.
+//! environment ([`EnvError`]), the [`Access`] each provider supplies, what it says about a
+//! bucket ([`Posture`]), and the storage settings they all use. The provider modules and the
+//! cache build on this one; `cloud` builds on them.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -170,11 +171,36 @@ impl EnvError {
     }
 }
 
-/// What each provider supplies: its bucket listing and a store per bucket.
+/// What a provider says about one bucket's (Azure container's) exposure and configuration, for
+/// detecting exposure drift and configuration drift. Every `None` means the provider does not
+/// say: the call is not permitted to the connector's identity, not implemented (emulators), or
+/// the setting is not readable with data-plane credentials. `None` is never a guess: it must not
+/// be read as "private" or "off". See docs/governance.md, "Bucket posture".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Posture {
+    /// Whether anyone, without credentials of the customer's, may read the bucket's objects.
+    pub public: Option<bool>,
+    /// Why it is public, one stable code per source that makes it so (`acl_all_users`,
+    /// `policy_is_public`, `container_access_blob`, `iam_allUsers`, ...); empty when not public.
+    pub public_reasons: Vec<String>,
+    /// How objects are encrypted at rest by default: `AES256`, `aws:kms`, `none` (S3);
+    /// `google-managed`, `customer-managed` (GCS); `microsoft-managed`,
+    /// `encryption_scope:<name>` (Azure).
+    pub encryption: Option<String>,
+    /// Object versioning: `enabled`, `suspended` (S3 only) or `disabled`.
+    pub versioning: Option<String>,
+}
+
+/// What each provider supplies: its bucket listing, a store per bucket, and each bucket's
+/// posture.
 #[async_trait::async_trait]
 pub(crate) trait Access: Send + Sync + fmt::Debug {
     /// Every bucket (Azure container) the credentials can list.
     async fn list_buckets(&self) -> Result<Vec<String>, AccessError>;
+    /// What the provider says about one bucket's exposure and configuration. A setting the
+    /// provider withholds is `None`; a bucket that does not exist, or credentials that are
+    /// refused outright, fail the whole call like a listing would.
+    async fn posture(&self, bucket: &str) -> Result<Posture, AccessError>;
     /// A store for one bucket.
     fn store(&self, bucket: &str, options: ClientOptions) -> Result<Arc<dyn Blobs>, AccessError>;
 }
@@ -190,6 +216,18 @@ pub(crate) fn retry_config() -> RetryConfig {
         retry_timeout: Duration::from_secs(15),
         ..Default::default()
     }
+}
+
+/// `base` with `segments` appended to its path, each percent-encoded as one segment (a bucket
+/// name never changes the path's shape).
+pub(crate) fn url_with_segments(base: &str, segments: &[&str]) -> Result<url::Url, AccessError> {
+    let mut url = url::Url::parse(base)
+        .map_err(|e| AccessError::new(Failure::Provider, format!("bad endpoint {base}: {e}")))?;
+    url.path_segments_mut()
+        .map_err(|()| AccessError::new(Failure::Provider, format!("bad endpoint {base}")))?
+        .pop_if_empty()
+        .extend(segments);
+    Ok(url)
 }
 
 /// Where a file named by an environment variable lives.

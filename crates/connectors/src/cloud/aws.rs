@@ -1,21 +1,25 @@
 //! AWS: the platform's own identity from the standard chain, STS AssumeRole into the customer's
 //! role with its external id, and S3 through object_store with the temporary credentials.
 //!
-//! STS and ListBuckets are signed with object_store's SigV4 signer; there is no AWS SDK.
+//! STS, ListBuckets and a bucket's configuration (`aws_posture`) are signed with object_store's
+//! SigV4 signer (`sigv4`); there is no AWS SDK.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use object_store::aws::{AmazonS3Builder, AwsAuthorizer, AwsCredential};
-use object_store::client::HttpRequestBody;
+use object_store::aws::{AmazonS3Builder, AwsCredential};
 use object_store::{ClientOptions, CredentialProvider};
 use serde::Deserialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::access::{AccessError, Blobs, EnvError, Failure, path_var, retry_config};
+use super::access::{
+    AccessError, Blobs, EnvError, Failure, Posture, path_var, retry_config, url_with_segments,
+};
+use super::aws_posture;
 use super::cache::Cached;
+use super::sigv4::send_signed;
 use super::xml;
 use crate::config::Config;
 
@@ -513,37 +517,6 @@ fn form_encode(pairs: &[(&str, &str)]) -> String {
         .finish()
 }
 
-/// Sends a SigV4-signed request for `(service, region)`.
-async fn send_signed(
-    http: &reqwest::Client,
-    credential: &AwsCredential,
-    (service, region): (&str, &str),
-    method: http::Method,
-    url: &str,
-    body: Vec<u8>,
-) -> Result<reqwest::Response, AccessError> {
-    let mut request = http::Request::builder()
-        .method(method.clone())
-        .uri(url)
-        .header(
-            http::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded; charset=utf-8",
-        )
-        .body(HttpRequestBody::from(body.clone()))
-        .map_err(|e| AccessError::new(Failure::Provider, format!("bad endpoint: {e}")))?;
-    AwsAuthorizer::new(credential, service, region)
-        .try_authorize(&mut request, None)
-        .map_err(AccessError::storage)?;
-    let mut outgoing = http.request(method, url).body(body);
-    for (name, value) in request.headers() {
-        outgoing = outgoing.header(name, value);
-    }
-    outgoing
-        .send()
-        .await
-        .map_err(|e| AccessError::identity_http(service, &e))
-}
-
 /// One AWS connector's access.
 #[derive(Debug)]
 pub(crate) struct Access {
@@ -580,16 +553,21 @@ impl Access {
                 .map(|e| e.trim_end_matches('/').to_owned()),
         }
     }
+
+    /// The S3 endpoint, without a trailing `/`: the override, else the region's.
+    fn s3_url(&self) -> String {
+        match &self.s3_endpoint {
+            Some(endpoint) => endpoint.clone(),
+            None => format!("https://s3.{}.amazonaws.com", self.region),
+        }
+    }
 }
 
 #[async_trait::async_trait]
 impl super::access::Access for Access {
     async fn list_buckets(&self) -> Result<Vec<String>, AccessError> {
         let credential = self.role.credential().await?;
-        let url = match &self.s3_endpoint {
-            Some(endpoint) => format!("{endpoint}/"),
-            None => format!("https://s3.{}.amazonaws.com/", self.region),
-        };
+        let url = format!("{}/", self.s3_url());
         let response = send_signed(
             &self.role.http,
             &credential,
@@ -614,6 +592,19 @@ impl super::access::Access for Access {
             return Err(AccessError::new(failure, format!("S3 ListBuckets: {why}")));
         }
         Ok(xml::all(&body, "Name"))
+    }
+
+    async fn posture(&self, bucket: &str) -> Result<Posture, AccessError> {
+        let credential = self.role.credential().await?;
+        // Path-style, as object_store addresses the bucket when it lists and reads.
+        let bucket_url = url_with_segments(&self.s3_url(), &[bucket])?;
+        let s3 = aws_posture::S3 {
+            http: &self.role.http,
+            credential: &credential,
+            region: &self.region,
+            bucket_url,
+        };
+        s3.posture().await
     }
 
     fn store(&self, bucket: &str, options: ClientOptions) -> Result<Arc<dyn Blobs>, AccessError> {

@@ -1,5 +1,6 @@
 //! Azure: the OAuth 2.0 client-credentials grant at Microsoft Entra ID for the connector's
-//! tenant, client id and secret, then Blob storage in its account through object_store.
+//! tenant, client id and secret, then Blob storage in its account through object_store, and a
+//! container's posture from its properties.
 
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::access::{AccessError, Blobs, Failure, retry_config};
+use super::access::{AccessError, Blobs, Failure, Posture, retry_config, url_with_segments};
 use super::cache::Cached;
 use super::xml;
 use crate::config::Config;
@@ -208,13 +209,7 @@ impl super::access::Access for Access {
                 .await
                 .map_err(|e| AccessError::identity_http(what, &e))?;
             if !status.is_success() {
-                let failure = match status.as_u16() {
-                    401 | 403 => Failure::Permission,
-                    404 => Failure::NotFound,
-                    _ => Failure::Provider,
-                };
-                let why = xml::coded_error(&body).unwrap_or_else(|| status.to_string());
-                return Err(AccessError::new(failure, format!("{what}: {why}")));
+                return Err(refused(what, status, &body));
             }
             names.extend(xml::all(&body, "Name"));
             marker = xml::first(&body, "NextMarker").filter(|m| !m.is_empty());
@@ -222,6 +217,57 @@ impl super::access::Access for Access {
                 return Ok(names);
             }
         }
+    }
+
+    /// Get Container Properties. Versioning is a setting of the account's Blob service, which
+    /// only the management plane (Azure Resource Manager) reads, so it stays unknown.
+    async fn posture(&self, container: &str) -> Result<Posture, AccessError> {
+        let what = "Azure container properties";
+        let credential = self.credentials.credential().await?;
+        let AzureCredential::BearerToken(token) = credential.as_ref() else {
+            return Err(AccessError::new(Failure::Identity, "no bearer token"));
+        };
+        let mut url = url_with_segments(&self.account_url, &[container])?;
+        url.set_query(Some("restype=container"));
+        let response = self
+            .credentials
+            .http
+            .get(url)
+            .bearer_auth(token)
+            .header("x-ms-version", API_VERSION)
+            .send()
+            .await
+            .map_err(|e| AccessError::identity_http(what, &e))?;
+        let status = response.status();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (public_access, scope) = (
+            header("x-ms-blob-public-access"),
+            header("x-ms-default-encryption-scope"),
+        );
+        let body = response
+            .text()
+            .await
+            .map_err(|e| AccessError::identity_http(what, &e))?;
+        if status.is_success() {
+            return Ok(container_posture(
+                public_access.as_deref(),
+                scope.as_deref(),
+            ));
+        }
+        // The identity's role lacks the read (RBAC speaking, not a refused token): nothing is
+        // known, and nothing failed.
+        if status == reqwest::StatusCode::FORBIDDEN
+            && xml::first(&body, "Code").as_deref() == Some("AuthorizationPermissionMismatch")
+        {
+            return Ok(Posture::default());
+        }
+        Err(refused(what, status, &body))
     }
 
     fn store(&self, bucket: &str, options: ClientOptions) -> Result<Arc<dyn Blobs>, AccessError> {
@@ -235,5 +281,67 @@ impl super::access::Access for Access {
             .build()
             .map_err(AccessError::storage)?;
         Ok(Arc::new(store))
+    }
+}
+
+/// A refused Blob request, classified, with Azure's own explanation.
+fn refused(what: &str, status: reqwest::StatusCode, body: &str) -> AccessError {
+    let failure = match status.as_u16() {
+        401 | 403 => Failure::Permission,
+        404 => Failure::NotFound,
+        _ => Failure::Provider,
+    };
+    let why = xml::coded_error(body).unwrap_or_else(|| status.to_string());
+    AccessError::new(failure, format!("{what}: {why}"))
+}
+
+/// A container's posture from its properties' headers. Without `x-ms-blob-public-access` the
+/// container is private; `blob` lets anyone read blobs by name, `container` also lets anyone list
+/// them. (An account that disallows public access overrides both, and is a management-plane
+/// setting this cannot read.) Azure Storage always encrypts at rest: with the account's key
+/// unless the container defaults to another encryption scope.
+fn container_posture(public_access: Option<&str>, encryption_scope: Option<&str>) -> Posture {
+    let (public, reason) = match public_access {
+        None => (Some(false), None),
+        Some("blob") => (Some(true), Some("container_access_blob")),
+        Some("container") => (Some(true), Some("container_access_container")),
+        Some(_) => (None, None),
+    };
+    let encryption = match encryption_scope {
+        None | Some("$account-encryption-key") => "microsoft-managed".to_owned(),
+        Some(scope) => format!("encryption_scope:{scope}"),
+    };
+    Posture {
+        public,
+        public_reasons: reason.into_iter().map(str::to_owned).collect(),
+        encryption: Some(encryption),
+        versioning: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_access_and_encryption_scope_read_from_the_headers() {
+        let private = container_posture(None, Some("$account-encryption-key"));
+        assert_eq!(
+            private,
+            Posture {
+                public: Some(false),
+                public_reasons: Vec::new(),
+                encryption: Some("microsoft-managed".into()),
+                versioning: None,
+            }
+        );
+        let listed = container_posture(Some("container"), Some("finance-cmk"));
+        assert_eq!(listed.public, Some(true));
+        assert_eq!(listed.public_reasons, ["container_access_container"]);
+        assert_eq!(
+            listed.encryption.as_deref(),
+            Some("encryption_scope:finance-cmk")
+        );
+        assert_eq!(container_posture(Some("other"), None).public, None);
     }
 }

@@ -1,7 +1,8 @@
 //! GCP: workload identity federation. The platform's own identity (a subject token named by an
 //! `external_account` credentials file) is exchanged at Google STS for the connector's
 //! workload identity provider, the federated token impersonates the connector's service
-//! account, and that account's token reads GCS through object_store.
+//! account, and that account's token reads GCS through object_store, and each bucket's
+//! posture from its metadata and IAM policy.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -14,7 +15,9 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::access::{AccessError, Blobs, EnvError, Failure, path_var, retry_config};
+use super::access::{
+    AccessError, Blobs, EnvError, Failure, Posture, path_var, retry_config, url_with_segments,
+};
 use super::cache::Cached;
 use crate::config::Config;
 
@@ -412,6 +415,32 @@ impl super::access::Access for Access {
         }
     }
 
+    /// The bucket's metadata (encryption, versioning, public access prevention) and its IAM
+    /// policy (who may read), read at once.
+    async fn posture(&self, bucket: &str) -> Result<Posture, AccessError> {
+        let token = self.credentials.credential().await?;
+        let base = self.storage_url.as_deref().unwrap_or(STORAGE);
+        let metadata = url_with_segments(base, &["storage", "v1", "b", bucket])?;
+        let iam = url_with_segments(base, &["storage", "v1", "b", bucket, "iam"])?;
+        let read = |url: url::Url, what: &'static str, optional: bool| {
+            let request = self.http.get(url).bearer_auth(&token.bearer);
+            async move {
+                let response = request
+                    .send()
+                    .await
+                    .map_err(|e| AccessError::identity_http(what, &e))?;
+                storage_answer(response, what, optional).await
+            }
+        };
+        // A missing bucket fails the metadata read. A 404 from the IAM read then means the
+        // service has no such call (fake-gcs-server), so it only leaves the policy unknown.
+        let (metadata, iam) = futures::try_join!(
+            read(metadata, "GCS bucket metadata", false),
+            read(iam, "GCS bucket IAM policy", true)
+        )?;
+        Ok(bucket_posture(metadata.as_ref(), iam.as_ref()))
+    }
+
     fn store(&self, bucket: &str, options: ClientOptions) -> Result<Arc<dyn Blobs>, AccessError> {
         // An explicit signing credential, so the builder never falls back to the metadata
         // server (signed URLs are not used).
@@ -433,9 +462,134 @@ impl super::access::Access for Access {
     }
 }
 
+/// A GCS JSON answer, or `None` when the identity may not read it (403, which is also how
+/// Google answers a token whose scope does not cover the call) or the service does not
+/// implement it (405, 501, and 404 when `optional`: the caller knows the bucket exists).
+async fn storage_answer(
+    response: reqwest::Response,
+    what: &str,
+    optional: bool,
+) -> Result<Option<Value>, AccessError> {
+    let status = response.status().as_u16();
+    let body = response
+        .text()
+        .await
+        .map_err(|e| AccessError::identity_http(what, &e))?;
+    let failure = match status {
+        200..=299 => {
+            return serde_json::from_str(&body).map(Some).map_err(|_| {
+                AccessError::new(Failure::Provider, format!("{what}: unreadable JSON"))
+            });
+        }
+        403 | 405 | 501 => return Ok(None),
+        404 if optional => return Ok(None),
+        401 => Failure::Permission,
+        404 => Failure::NotFound,
+        _ => Failure::Provider,
+    };
+    let why = google_error(&body).unwrap_or_else(|| status.to_string());
+    Err(AccessError::new(failure, format!("{what}: {why}")))
+}
+
+/// A bucket's posture from its metadata and IAM policy, either unknown when withheld. Anyone may
+/// read the bucket when a binding names `allUsers` or `allAuthenticatedUsers` (whatever the
+/// role: the bindings of a bucket with fine-grained access include its ACL as legacy roles),
+/// unless public access prevention is enforced, which overrides every such binding.
+fn bucket_posture(metadata: Option<&Value>, iam: Option<&Value>) -> Posture {
+    let enforced = metadata
+        .and_then(|m| m.pointer("/iamConfiguration/publicAccessPrevention"))
+        .and_then(Value::as_str)
+        == Some("enforced");
+    let public_reasons: Vec<String> = match iam {
+        Some(policy) if !enforced => {
+            let members = policy
+                .get("bindings")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b.get("members").and_then(Value::as_array))
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>();
+            ["allUsers", "allAuthenticatedUsers"]
+                .into_iter()
+                .filter(|m| members.contains(m))
+                .map(|m| format!("iam_{m}"))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let public = if enforced {
+        Some(false)
+    } else {
+        iam.map(|_| !public_reasons.is_empty())
+    };
+    let encryption = metadata.map(|m| {
+        let kms = m
+            .pointer("/encryption/defaultKmsKeyName")
+            .and_then(Value::as_str)
+            .is_some_and(|k| !k.is_empty());
+        if kms {
+            "customer-managed"
+        } else {
+            "google-managed"
+        }
+    });
+    let versioning = metadata.map(|m| {
+        let enabled = m
+            .pointer("/versioning/enabled")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if enabled { "enabled" } else { "disabled" }
+    });
+    Posture {
+        public,
+        public_reasons,
+        encryption: encryption.map(str::to_owned),
+        versioning: versioning.map(str::to_owned),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bucket_posture_reads_metadata_and_public_bindings() {
+        let metadata = json!({
+            "name": "hr",
+            "versioning": {"enabled": true},
+            "encryption": {"defaultKmsKeyName": "projects/p/locations/us/keyRings/r/cryptoKeys/k"},
+        });
+        let iam = json!({"bindings": [
+            {"role": "roles/storage.legacyBucketOwner", "members": ["projectOwner:p"]},
+            {"role": "roles/storage.objectViewer", "members": ["allUsers", "user:a@b.c"]},
+            {"role": "roles/storage.legacyBucketReader", "members": ["allAuthenticatedUsers"]},
+        ]});
+        assert_eq!(
+            bucket_posture(Some(&metadata), Some(&iam)),
+            Posture {
+                public: Some(true),
+                public_reasons: vec!["iam_allUsers".into(), "iam_allAuthenticatedUsers".into()],
+                encryption: Some("customer-managed".into()),
+                versioning: Some("enabled".into()),
+            }
+        );
+        let plain = json!({"name": "hr"});
+        let private = bucket_posture(Some(&plain), Some(&json!({"bindings": []})));
+        assert_eq!(private.public, Some(false));
+        assert_eq!(private.encryption.as_deref(), Some("google-managed"));
+        assert_eq!(private.versioning.as_deref(), Some("disabled"));
+        // Public access prevention overrides the bindings, even unread ones.
+        let enforced = json!({"iamConfiguration": {"publicAccessPrevention": "enforced"}});
+        let prevented = bucket_posture(Some(&enforced), Some(&iam));
+        assert_eq!(
+            (prevented.public, prevented.public_reasons.len()),
+            (Some(false), 0)
+        );
+        assert_eq!(bucket_posture(Some(&enforced), None).public, Some(false));
+        assert_eq!(bucket_posture(None, None), Posture::default());
+    }
 
     #[test]
     fn explains_google_errors() {

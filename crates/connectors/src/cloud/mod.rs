@@ -12,9 +12,11 @@
 
 mod access;
 mod aws;
+mod aws_posture;
 mod azure;
 mod cache;
 mod gcp;
+mod sigv4;
 mod xml;
 
 use std::fmt;
@@ -31,7 +33,7 @@ use time::OffsetDateTime;
 use crate::config::{Config, Provider};
 use access::Access;
 
-pub use access::{AccessError, Blobs, EnvError, Failure};
+pub use access::{AccessError, Blobs, EnvError, Failure, Posture};
 pub use aws::AwsEnv;
 pub use azure::AzureEnv;
 pub use gcp::GcpEnv;
@@ -224,6 +226,14 @@ impl Storage {
         } else {
             Ok(self.configured_buckets.clone())
         }
+    }
+
+    /// What the provider says about one bucket's exposure (who may read it) and configuration
+    /// (encryption at rest, versioning), for drift detection. A setting the provider withholds
+    /// from the connector's identity is `None`; a bucket that does not exist, or credentials
+    /// that are refused, fail like a listing. Each call asks the provider afresh.
+    pub async fn posture(&self, bucket: &str) -> Result<Posture, AccessError> {
+        self.access.posture(bucket).await
     }
 
     /// A handle on one bucket.

@@ -1,5 +1,5 @@
-//! Just enough XML reading for the AWS query APIs' small answers (STS, ListBuckets): the text
-//! of named elements.
+//! Just enough XML reading for the small answers of AWS (STS, ListBuckets, a bucket's
+//! configuration) and Azure (errors, container lists): the text of named elements.
 
 /// The text of the first `<tag>` element, unescaped.
 pub(crate) fn first(body: &str, tag: &str) -> Option<String> {

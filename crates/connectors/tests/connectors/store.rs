@@ -1,10 +1,5 @@
 //! Connectors in Postgres: validation, secrets sealed at rest, names unique per tenant, tenant
 //! isolation, filters and cursor pages, deletion.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test code: a panic is how a test reports failure"
-)]
 
 use std::sync::Arc;
 
