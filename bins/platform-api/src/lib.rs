@@ -231,6 +231,11 @@ impl ServiceSpec for PlatformApi {
         .spawn(state.pool.clone());
         governance::evaluate::spawn(state.pool.clone());
         governance::reconcile::run::spawn(state.pool.clone());
+        governance::posture::spawn(
+            state.pool.clone(),
+            extra.cloud.clone(),
+            extra.keyring.clone(),
+        );
         governance::delivery::spawn(state.pool.clone(), extra.keyring.clone(), extra.egress);
     }
 

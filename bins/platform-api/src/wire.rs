@@ -426,9 +426,14 @@ pub fn finding(v: platform::findings::FindingView) -> api_types::governance::Fin
 }
 
 fn drift_state(v: &serde_json::Value) -> api_types::governance::DriftState {
+    let text = |key: &str| v.get(key).map(|x| x.as_str().map(str::to_owned));
     api_types::governance::DriftState {
         findings_count: v["findings_count"].as_i64().unwrap_or(0),
         risk_score: v["risk_score"].as_i64().unwrap_or(0),
+        accessible: v.get("accessible").and_then(serde_json::Value::as_bool),
+        public: v.get("public").map(serde_json::Value::as_bool),
+        encryption: text("encryption"),
+        versioning: text("versioning"),
     }
 }
 

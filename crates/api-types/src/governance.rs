@@ -267,6 +267,18 @@ pub struct FindingQuery {
 pub struct DriftState {
     pub findings_count: i64,
     pub risk_score: i64,
+    /// Bucket events only: whether the connector could reach the bucket.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub accessible: Option<bool>,
+    /// Bucket events only: readable by anyone (null: the provider does not say).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub public: Option<Option<bool>>,
+    /// Bucket events only: default encryption (null: unknown).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub encryption: Option<Option<String>>,
+    /// Bucket events only: versioning (null: unknown).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub versioning: Option<Option<String>>,
 }
 
 /// A drift event.

@@ -298,6 +298,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    governance_posture_checks (tenant_id, connector_id) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        requested_at -> Timestamptz,
+        lease_until -> Nullable<Timestamptz>,
+        attempts -> Int4,
+    }
+}
+
+diesel::table! {
     governance_reconciliations (tenant_id, reconciliation_id) {
         tenant_id -> Text,
         reconciliation_id -> Uuid,
@@ -590,6 +600,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     governance_objects,
     governance_policies,
     governance_policy_versions,
+    governance_posture_checks,
     governance_reconciliations,
     grants,
     idempotency_keys,

@@ -8,6 +8,7 @@ pub mod drift;
 pub mod evaluate;
 pub mod findings;
 pub mod policies;
+pub mod posture;
 pub mod reconcile;
 pub mod risk;
 pub mod summary;

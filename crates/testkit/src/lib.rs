@@ -61,7 +61,7 @@ fn unique_suffix() -> String {
     format!("{}_{}", std::process::id(), nanos)
 }
 
-fn start_server() -> Result<Server, String> {
+fn start_server(durability: Durability) -> Result<Server, String> {
     let (base_url, cluster) = match std::env::var("DATABASE_URL")
         .ok()
         .filter(|u| !u.trim().is_empty())
@@ -71,7 +71,7 @@ fn start_server() -> Result<Server, String> {
         None => {
             let root = std::env::temp_dir().join(format!("dps-test-pg-{}", unique_suffix()));
             let mut cluster =
-                Cluster::open_or_init(&root, Durability::Disposable).map_err(|e| e.to_string())?;
+                Cluster::open_or_init(&root, durability).map_err(|e| e.to_string())?;
             cluster
                 .remove_when_process_exits(std::process::id())
                 .map_err(|e| e.to_string())?;
@@ -101,11 +101,22 @@ fn start_server() -> Result<Server, String> {
     })
 }
 
+/// Makes every database of this process live on a cluster with production durability (fsync
+/// and synchronous commit on), for benchmarks that write. Call it before the first
+/// [`database`]; afterwards it changes nothing. `DATABASE_URL`, when set, still wins.
+pub fn use_durable_cluster() {
+    server_with(Durability::Durable);
+}
+
 fn server() -> &'static Server {
+    server_with(Durability::Disposable)
+}
+
+fn server_with(durability: Durability) -> &'static Server {
     let result = SERVER.get_or_init(|| {
         // Started on a plain thread: the migration harness runs its own runtime, which must not
         // be nested in the test's.
-        std::thread::spawn(start_server)
+        std::thread::spawn(move || start_server(durability))
             .join()
             .unwrap_or_else(|_| Err("the test database set-up panicked".into()))
     });

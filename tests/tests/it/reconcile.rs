@@ -1,6 +1,7 @@
 //! Reconciliation over HTTP: a dry-run preview that changes nothing, the blast-radius breaker,
 //! an enforced run that acts on findings scanned before the policies existed and never acts
-//! twice, one reconciliation per tenant, validation, roles and tenant isolation.
+//! twice, one reconciliation per tenant, validation, roles and tenant isolation; and the bucket
+//! posture checks after each scan, whose exposure drift moves risk.
 
 use std::time::{Duration, Instant};
 
@@ -106,6 +107,18 @@ async fn reconciliation_previews_blocks_over_its_limit_and_acts_once_on_earlier_
         .await;
     let ssns = body["data"].as_array().unwrap().len() as u64;
     assert_eq!(ssns, 4, "{body}");
+    // The evaluation, which follows the scan, has seen every object before any policy exists.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin
+            .send(Method::GET, "/governance/risk-scores?level=file", None)
+            .await;
+        if body["data"].as_array().unwrap().len() == 4 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     let (status, body) = admin
         .send(
@@ -419,4 +432,171 @@ async fn one_reconciliation_per_tenant_and_every_bad_request_named() {
         .send(Method::GET, "/governance/reconciliations/nope", None)
         .await;
     assert_eq!(status, 404);
+}
+
+/// Changes one configuration of a moto bucket as its owner would (moto checks no signature).
+async fn s3_put(endpoint: &str, bucket: &str, sub: &str, headers: &[(&str, &str)], body: &str) {
+    let mut request = reqwest::Client::new()
+        .put(format!("{endpoint}/{bucket}?{sub}"))
+        .header("content-type", "application/xml")
+        .header("content-length", body.len())
+        .body(body.to_owned());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    assert!(
+        response.status().is_success(),
+        "?{sub}: {}",
+        response.status()
+    );
+}
+
+async fn drift_until(client: &Client<'_>, query: &str, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = client
+            .send(
+                Method::GET,
+                &format!("/governance/drift-events?limit=100&{query}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let events = body["data"].as_array().unwrap().clone();
+        if events.len() >= n {
+            return events;
+        }
+        assert!(Instant::now() < deadline, "{query}: {body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn full_scan(admin: &Client<'_>, connector: &str) {
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        crate::scans::finished(admin, &id).await["status"],
+        "completed"
+    );
+}
+
+/// The file's risk score, once the evaluation has recorded it.
+async fn file_score(admin: &Client<'_>) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin
+            .send(Method::GET, "/governance/risk-scores?level=file", None)
+            .await;
+        if body["data"][0]["entity_id"] == "payroll/people.csv" {
+            return body["data"][0].clone();
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_bucket_made_public_is_critical_exposure_drift_and_raises_its_risk() {
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "payroll").await;
+    seed::put_all(
+        bucket.as_ref(),
+        &[("people.csv", b"name,ssn\nAnn Lee,219-09-9999\n".as_slice())],
+    )
+    .await;
+    let app = crate::scans::app_on(&moto, "1").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let connector = crate::scans::connector(&admin, "Payroll", "payroll").await;
+    // The first check is the baseline: a private bucket makes no event, and its exposure is
+    // known (0.2) instead of unknown (0.6).
+    full_scan(&admin, &connector).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let private = loop {
+        let score = file_score(&admin).await;
+        if score["factors"]["exposure"] == 0.2 {
+            break score;
+        }
+        assert!(Instant::now() < deadline, "exposure never checked: {score}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            "/governance/drift-events?type=exposure_drift",
+            None,
+        )
+        .await;
+    assert_eq!(body["data"], json!([]), "{body}");
+
+    // Made public by an ACL, with versioning turned on: the next scan's check sees both.
+    s3_put(
+        &moto.url(),
+        "payroll",
+        "acl",
+        &[("x-amz-acl", "public-read")],
+        "",
+    )
+    .await;
+    s3_put(
+        &moto.url(),
+        "payroll",
+        "versioning",
+        &[],
+        "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Status>Enabled</Status></VersioningConfiguration>",
+    )
+    .await;
+    full_scan(&admin, &connector).await;
+    let exposure = drift_until(&admin, "type=exposure_drift", 1).await;
+    let event = &exposure[0];
+    assert_eq!(event["severity"], "critical", "{event}");
+    assert_eq!(event["resource"], "payroll");
+    assert_eq!(event["connector_id"], connector.as_str());
+    assert_eq!(event["previous_state"]["public"], false, "{event}");
+    assert_eq!(event["current_state"]["public"], true, "{event}");
+    assert_eq!(event["current_state"]["findings_count"], 1, "{event}");
+    let config = drift_until(&admin, "type=config_drift", 1).await;
+    assert_eq!(config[0]["severity"], "low", "{config:?}");
+    assert_eq!(config[0]["current_state"]["versioning"], "enabled");
+    let public = file_score(&admin).await;
+    assert_eq!(public["factors"]["exposure"], 1.0, "{public}");
+    assert!(
+        public["risk_score"].as_i64().unwrap() > private["risk_score"].as_i64().unwrap(),
+        "{private} then {public}"
+    );
+    let (_, body) = admin.send(Method::GET, "/governance/summary", None).await;
+    assert_eq!(body["data"]["open_drift_events"]["critical"], 1, "{body}");
+
+    // Private again: low exposure drift, and the score falls back.
+    s3_put(
+        &moto.url(),
+        "payroll",
+        "acl",
+        &[("x-amz-acl", "private")],
+        "",
+    )
+    .await;
+    full_scan(&admin, &connector).await;
+    let exposure = drift_until(&admin, "type=exposure_drift", 2).await;
+    assert_eq!(exposure[0]["severity"], "low", "{exposure:?}");
+    assert_eq!(exposure[0]["current_state"]["public"], false);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let score = file_score(&admin).await;
+        if score["risk_score"] == private["risk_score"] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{score}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -131,8 +131,13 @@ async fn evaluate_event(
     tenants: &mut Tenants,
     delivered: &Delivered,
 ) -> Result<(), EvaluateError> {
-    let Event::ObjectsRecorded { connector, objects } = &delivered.event else {
-        return Ok(());
+    let (connector, objects) = match &delivered.event {
+        Event::ObjectsRecorded { connector, objects } => (connector, objects),
+        Event::ScanEnded { connectors, .. } => {
+            // Each connector's buckets are checked for exposure and configuration drift.
+            crate::posture::queue(conn, &delivered.tenant, connectors).await?;
+            return Ok(());
+        }
     };
     if !tenants.0.contains_key(&delivered.tenant) {
         let policies = active(conn, &delivered.tenant).await?;

@@ -1,6 +1,7 @@
 //! Risk scores at four levels (finding, file, connector, workspace): the model ([`model`]),
 //! how each recorded batch keeps them current ([`state`]), and how they are read ([`read`]).
 
+pub mod exposure;
 pub mod model;
 pub mod read;
 pub mod state;
