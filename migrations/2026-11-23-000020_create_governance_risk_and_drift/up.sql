@@ -117,3 +117,10 @@ CREATE INDEX governance_drift_time_idx ON governance_drift_events
     (tenant_id, occurred_at DESC, event_id DESC);
 CREATE INDEX governance_drift_open_idx ON governance_drift_events (tenant_id, severity)
     WHERE status = 'open';
+-- The list's filters, each still newest first.
+CREATE INDEX governance_drift_kind_idx ON governance_drift_events
+    (tenant_id, kind, occurred_at DESC, event_id DESC);
+CREATE INDEX governance_drift_severity_idx ON governance_drift_events
+    (tenant_id, severity, occurred_at DESC, event_id DESC);
+CREATE INDEX governance_drift_connector_idx ON governance_drift_events
+    (tenant_id, connector_id, occurred_at DESC, event_id DESC);

@@ -3,7 +3,8 @@
 //!
 //! `cargo bench -p integration-tests --bench scan_moto` (`-- --quick` for 1,000 objects).
 //! `BENCH_OBJECTS` (default 10,000), `BENCH_OBJECT_KB` (default 100) and `BENCH_WORKERS`
-//! (default 4) change the run; `BENCH_RAW_READERS` (default: the workers) the raw readers. It starts moto, a throwaway Postgres cluster and platform-api
+//! (default 4) change the run; `BENCH_RAW_READERS` (default: the workers) the raw readers;
+//! `BENCH_POLICIES` (0 to 3, default 0) turns on that many governance policies first. It starts moto, a Postgres cluster with production durability and platform-api
 //! in-process, fills a bucket, then:
 //! 1. **raw:** lists the bucket and reads every object to the end through
 //!    `connectors::Cloud` (the connector's AssumeRole, object_store over reqwest), with as
@@ -32,6 +33,38 @@ use serde_json::json;
 use testkit::{emulators, seed};
 
 const BUCKET: &str = "bench-exports";
+
+/// The policies `BENCH_POLICIES` turns on, in order: an enforced alert and mask of SSNs (one
+/// alert and one remediation request per object), a dry-run quarantine of contact data (one
+/// simulated action per object), an enforced alert on phone numbers.
+const POLICIES: [&str; 3] = [
+    "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
+  actions:
+    - { type: alert, config: { channels: [security], severity: high } }
+    - { type: mask, config: { keep_last: 4 } }
+",
+    "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: contact }
+spec:
+  mode: dry-run
+  conditions: [{ category: contact, min_confidence: 0.5 }]
+  actions: [{ type: quarantine, config: { destination: { bucket: quarantine } } }]
+",
+    "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: phones }
+spec:
+  mode: enforced
+  conditions: [{ category: phone, min_confidence: 0.8 }]
+  actions: [{ type: alert, config: { channels: [security], severity: low } }]
+",
+];
 
 /// About `kb` KiB of application log text with a handful of personal data values, as a bucket
 /// of exports holds: mostly prose and numbers, an email and a phone number now and then, and
@@ -141,8 +174,11 @@ async fn main() {
     let objects = setting("BENCH_OBJECTS", if quick { 1000 } else { 10_000 });
     let kb = setting("BENCH_OBJECT_KB", 100);
     let workers = setting("BENCH_WORKERS", 4);
+    let policies = setting("BENCH_POLICIES", 0).min(POLICIES.len());
     let readers = setting("BENCH_RAW_READERS", workers);
 
+    // Writes land on a Postgres with production durability (fsync, synchronous commit).
+    testkit::use_durable_cluster();
     let moto = emulators::moto(&[]);
     let moto_url = moto.url();
     let store = seed::s3_bucket(&moto_url, BUCKET).await;
@@ -175,7 +211,8 @@ async fn main() {
             env.insert(name.into(), value);
         }
         env.insert("DPS_SCAN_WORKERS".into(), workers.to_string());
-        env.insert("DATABASE_POOL_SIZE".into(), (workers + 4).to_string());
+        // Scan workers, plus governance's tasks (evaluation, deliveries, posture checks).
+        env.insert("DATABASE_POOL_SIZE".into(), (workers + 8).to_string());
         env.insert("HTTP_WORKERS".into(), "1".into());
         env.insert("RUST_LOG".into(), "warn".into());
     })
@@ -201,6 +238,34 @@ async fn main() {
     .await;
     assert_eq!(status, 201, "{body}");
     let connector = body["data"]["id"].as_str().unwrap().to_owned();
+    let receiver = testkit::identity::http_server(|_| (200, serde_json::Value::Null));
+    if policies > 0 {
+        let (status, body) = send(
+            reqwest::Method::POST,
+            "/governance/channels",
+            Some(json!({"name": "security", "type": "webhook", "url": format!("{}/hook", receiver.url())})),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        for document in POLICIES.iter().take(policies) {
+            let response = app
+                .http
+                .post(app.url("/governance/policies"))
+                .bearer_auth(&token)
+                .header("content-type", "application/yaml")
+                .body(*document)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                response.status().as_u16(),
+                201,
+                "{}",
+                response.text().await.unwrap()
+            );
+        }
+        println!("{policies} governance policies active");
+    }
 
     let cpu_before = Cpu::now();
     let started = Instant::now();
@@ -213,7 +278,12 @@ async fn main() {
     assert_eq!(status, 201, "{body}");
     let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
     let done = loop {
-        let (_, body) = send(reqwest::Method::GET, &format!("/scans/{scan}"), None).await;
+        let (code, body) = send(reqwest::Method::GET, &format!("/scans/{scan}"), None).await;
+        if code != 200 {
+            println!("GET /scans/:id answered {code}: {body}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
         let status = body["data"]["status"].as_str().unwrap_or("").to_owned();
         if status != "queued" && status != "running" {
             break body["data"].clone();
@@ -222,6 +292,24 @@ async fn main() {
     };
     let scan_time = started.elapsed();
     let cpu = Cpu::now().minus(&cpu_before);
+    // Governance follows the scan through its outbox: when has it recorded every finding?
+    let caught_up = loop {
+        let (_, body) = send(reqwest::Method::GET, "/governance/summary", None).await;
+        let recorded: i64 = body["data"]["findings_by_category"]
+            .as_object()
+            .map(|m| m.values().filter_map(serde_json::Value::as_i64).sum())
+            .unwrap_or(0);
+        if recorded >= done["progress"]["findings_count"].as_i64().unwrap_or(0) {
+            break started.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    println!(
+        "governance caught up {:.2} s after the scan began ({:.2} s after it completed); {} alerts delivered so far",
+        caught_up.as_secs_f64(),
+        (caught_up - scan_time).as_secs_f64(),
+        receiver.requests().len()
+    );
     assert_eq!(done["status"], "completed", "{done}");
     println!(
         "timeline: created {} started {} elapsed {}",

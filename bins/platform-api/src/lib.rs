@@ -231,6 +231,7 @@ impl ServiceSpec for PlatformApi {
         .spawn(state.pool.clone());
         governance::evaluate::spawn(state.pool.clone());
         governance::reconcile::run::spawn(state.pool.clone());
+        governance::risk::coverage::spawn(state.pool.clone());
         governance::posture::spawn(
             state.pool.clone(),
             extra.cloud.clone(),

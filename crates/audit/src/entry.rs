@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 
 use ids::{ConnectorId, PolicyId, TenantId, UserId};
 use ring::digest::{Context, SHA256};
-use serde_json::{Value, json};
+use serde_json::Value;
+#[cfg(test)]
+use serde_json::json;
 use time::OffsetDateTime;
 use time::format_description::FormatItem;
 use time::macros::format_description;
@@ -130,6 +132,22 @@ pub fn timestamp(at: OffsetDateTime) -> String {
         .unwrap_or_default()
 }
 
+/// [`timestamp`], written by hand into `out` (the verifier formats a million of them).
+fn write_timestamp(at: OffsetDateTime, out: &mut String) {
+    let at = at.to_offset(time::UtcOffset::UTC);
+    let _ = write!(
+        out,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.microsecond()
+    );
+}
+
 /// A time cut to the microsecond, so that what is hashed is what is stored.
 pub fn to_micros(at: OffsetDateTime) -> OffsetDateTime {
     at.replace_nanosecond(at.nanosecond() / 1_000 * 1_000)
@@ -141,6 +159,92 @@ impl Entry {
     /// is what the hash covers; the tenant and seq are in it, so an entry cannot be moved to
     /// another tenant or place.
     pub fn canonical(&self) -> String {
+        let mut out = String::with_capacity(512);
+        self.write_canonical_into(&mut out);
+        out
+    }
+
+    /// Writes [`Entry::canonical`] into `out`, field by field in the keys' sorted order: the
+    /// same text as building the JSON object and writing it canonically, without building it
+    /// (the verifier does this a million times).
+    fn write_canonical_into(&self, out: &mut String) {
+        fn key(out: &mut String, name: &str) {
+            out.push('"');
+            out.push_str(name);
+            out.push_str("\":");
+        }
+        fn text(out: &mut String, value: Option<&str>) {
+            match value {
+                Some(v) => write_string(v, out),
+                None => out.push_str("null"),
+            }
+        }
+        fn uuid(out: &mut String, value: Option<Uuid>) {
+            match value {
+                Some(id) => {
+                    out.push('"');
+                    out.push_str(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()));
+                    out.push('"');
+                }
+                None => out.push_str("null"),
+            }
+        }
+        out.push('{');
+        key(out, "action_type");
+        text(out, self.action_type.as_deref());
+        out.push(',');
+        key(out, "actor");
+        write_string(&self.actor, out);
+        out.push(',');
+        key(out, "connector_id");
+        uuid(out, self.connector_id);
+        out.push(',');
+        key(out, "details");
+        write_canonical(&self.details, out);
+        out.push(',');
+        key(out, "entry_id");
+        uuid(out, Some(self.entry_id));
+        out.push(',');
+        key(out, "outcome");
+        text(out, self.outcome.as_deref());
+        out.push(',');
+        key(out, "policy_id");
+        uuid(out, self.policy_id);
+        out.push(',');
+        key(out, "policy_version");
+        match self.policy_version {
+            Some(v) => {
+                let _ = write!(out, "{v}");
+            }
+            None => out.push_str("null"),
+        }
+        out.push(',');
+        key(out, "resource");
+        text(out, self.resource.as_deref());
+        out.push(',');
+        key(out, "seq");
+        let _ = write!(out, "{}", self.seq);
+        out.push(',');
+        key(out, "simulated");
+        out.push_str(if self.simulated { "true" } else { "false" });
+        out.push(',');
+        key(out, "tenant_id");
+        write_string(self.tenant_id.as_str(), out);
+        out.push(',');
+        key(out, "timestamp");
+        out.push('"');
+        write_timestamp(self.recorded_at, out);
+        out.push('"');
+        out.push(',');
+        key(out, "type");
+        write_string(&self.kind, out);
+        out.push('}');
+    }
+
+    /// The canonical JSON built the plain way, as a JSON object written canonically: what
+    /// [`Entry::canonical`] must always equal.
+    #[cfg(test)]
+    fn canonical_by_value(&self) -> String {
         let value = json!({
             "tenant_id": self.tenant_id.as_str(),
             "seq": self.seq,
@@ -166,7 +270,9 @@ impl Entry {
     pub fn compute_hash(&self, prev_hash: &[u8]) -> [u8; 32] {
         let mut ctx = Context::new(&SHA256);
         ctx.update(prev_hash);
-        ctx.update(self.canonical().as_bytes());
+        let mut text = String::with_capacity(512);
+        self.write_canonical_into(&mut text);
+        ctx.update(text.as_bytes());
         let mut out = [0u8; 32];
         out.copy_from_slice(ctx.finish().as_ref());
         out
@@ -247,6 +353,43 @@ mod tests {
         let mut out = String::new();
         write_canonical(&a, &mut out);
         assert_eq!(out, r#"{"a":{"c":null,"z":[1,{"x":"\n","y":2}]},"b":1}"#);
+    }
+
+    #[test]
+    fn the_canonical_text_written_field_by_field_is_the_canonical_json_object() {
+        let full = Entry {
+            tenant_id: "acme".parse().unwrap(),
+            seq: 42,
+            entry_id: Uuid::now_v7(),
+            recorded_at: time::macros::datetime!(2026-01-02 03:04:05.000007 UTC),
+            kind: "action_planned".into(),
+            actor: "ann \"the\" admin\n".into(),
+            policy_id: Some(Uuid::now_v7()),
+            policy_version: Some(3),
+            action_type: Some("mask".into()),
+            connector_id: Some(Uuid::now_v7()),
+            resource: Some("bucket/k\u{1}ey \\ é".into()),
+            simulated: true,
+            outcome: Some("planned".into()),
+            details: json!({"z": [1, {"b": null, "a": 2.5}], "a": "x"}),
+            prev_hash: Vec::new(),
+            hash: Vec::new(),
+        };
+        let sparse = Entry {
+            policy_id: None,
+            policy_version: None,
+            action_type: None,
+            connector_id: None,
+            resource: None,
+            outcome: None,
+            simulated: false,
+            details: Value::Null,
+            recorded_at: time::macros::datetime!(2026-11-23 10:00:00 +02:00),
+            ..full.clone()
+        };
+        for entry in [full, sparse] {
+            assert_eq!(entry.canonical(), entry.canonical_by_value());
+        }
     }
 
     #[test]

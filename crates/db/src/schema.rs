@@ -194,6 +194,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    governance_coverage_refresh (tenant_id) {
+        tenant_id -> Text,
+        requested_at -> Timestamptz,
+        lease_until -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     governance_deliveries (tenant_id, delivery_id) {
         tenant_id -> Text,
         delivery_id -> Uuid,
@@ -594,6 +602,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     governance_channels,
     governance_connector_risk,
     governance_consumers,
+    governance_coverage_refresh,
     governance_deliveries,
     governance_drift_events,
     governance_finding_risk,

@@ -271,6 +271,7 @@ pub async fn create(
             ],
         )
         .await?;
+        crate::risk::coverage_queue::request(conn, tenant).await?;
         Ok::<_, PolicyError>(())
     })
     .await?;
@@ -359,6 +360,7 @@ pub async fn update(
             ],
         )
         .await?;
+        crate::risk::coverage_queue::request(conn, tenant).await?;
         Ok::<_, PolicyError>(())
     })
     .await?;
@@ -393,6 +395,7 @@ pub async fn delete(
             ],
         )
         .await?;
+        crate::risk::coverage_queue::request(conn, tenant).await?;
         Ok(())
     })
     .await

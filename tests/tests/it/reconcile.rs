@@ -1,7 +1,8 @@
 //! Reconciliation over HTTP: a dry-run preview that changes nothing, the blast-radius breaker,
 //! an enforced run that acts on findings scanned before the policies existed and never acts
 //! twice, one reconciliation per tenant, validation, roles and tenant isolation; and the bucket
-//! posture checks after each scan, whose exposure drift moves risk.
+//! posture checks after each scan, whose exposure drift moves risk; and policy coverage,
+//! recomputed when policies change.
 
 use std::time::{Duration, Instant};
 
@@ -576,6 +577,24 @@ async fn a_bucket_made_public_is_critical_exposure_drift_and_raises_its_risk() {
     );
     let (_, body) = admin.send(Method::GET, "/governance/summary", None).await;
     assert_eq!(body["data"]["open_drift_events"]["critical"], 1, "{body}");
+    // Another tenant sees none of it.
+    let globex = Client {
+        app: &app,
+        token: app.token("globex", "gus", &["admin"]),
+    };
+    for path in [
+        "/governance/risk-scores?level=file",
+        "/governance/risk-scores?level=finding",
+        "/governance/risk-scores",
+        "/governance/drift-events",
+    ] {
+        let (status, body) = globex.send(Method::GET, path, None).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["data"], json!([]), "{path}: {body}");
+    }
+    let (_, body) = globex.send(Method::GET, "/governance/summary", None).await;
+    assert_eq!(body["data"]["open_drift_events"]["critical"], 0, "{body}");
+    assert_eq!(body["data"]["risk"]["risk_score"], 0, "{body}");
 
     // Private again: low exposure drift, and the score falls back.
     s3_put(
@@ -599,4 +618,93 @@ async fn a_bucket_made_public_is_critical_exposure_drift_and_raises_its_risk() {
         assert!(Instant::now() < deadline, "{score}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+#[tokio::test]
+async fn a_policy_change_moves_coverage_and_risk_without_a_rescan() {
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "payroll").await;
+    seed::put_all(
+        bucket.as_ref(),
+        &[("people.csv", b"name,ssn\nAnn Lee,219-09-9999\n".as_slice())],
+    )
+    .await;
+    let app = crate::scans::app_on(&moto, "1").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let connector = crate::scans::connector(&admin, "Payroll", "payroll").await;
+    full_scan(&admin, &connector).await;
+    // Once the bucket's posture is known, the score moves only with coverage.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let before = loop {
+        let score = file_score(&admin).await;
+        if score["factors"]["exposure"] == 0.2 {
+            break score;
+        }
+        assert!(Instant::now() < deadline, "{score}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(before["factors"]["policy_coverage"], 0.0, "{before}");
+
+    let enforced = "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: enforced
+  conditions: [{ category: government_id, min_confidence: 0.5 }]
+  actions: [{ type: mask, config: { keep_last: 4 } }]
+";
+    let (status, body) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, enforced)
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+    let covered = |want: f64| {
+        let admin = &admin;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let score = file_score(admin).await;
+                let (_, body) = admin
+                    .send(Method::GET, "/governance/risk-scores?level=finding", None)
+                    .await;
+                if score["factors"]["policy_coverage"] == want
+                    && body["data"][0]["factors"]["policy_coverage"] == want
+                {
+                    return score;
+                }
+                assert!(Instant::now() < deadline, "{score} {body}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let after = covered(1.0).await;
+    assert!(
+        after["risk_score"].as_i64().unwrap() < before["risk_score"].as_i64().unwrap(),
+        "{before} then {after}"
+    );
+    // A dry-run policy covers nothing; deleting the enforced one uncovers.
+    let (status, _) = admin
+        .send(Method::DELETE, &format!("/governance/policies/{id}"), None)
+        .await;
+    assert_eq!(status, 200);
+    let back = covered(0.0).await;
+    assert_eq!(back["risk_score"], before["risk_score"], "{back}");
+    let (status, body) = admin
+        .send_raw(
+            Method::POST,
+            "/governance/policies",
+            YAML,
+            &enforced.replace("enforced", "dry-run"),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(covered(0.0).await["risk_score"], before["risk_score"]);
+    let (_, body) = admin
+        .send(Method::GET, "/governance/risk-scores", None)
+        .await;
+    assert_eq!(body["data"][0]["factors"]["policy_coverage"], 0.0, "{body}");
 }

@@ -55,14 +55,62 @@ impl Plan {
     }
 }
 
+/// A (pii type, category) pair present in the open findings, and how many have it.
 #[derive(QueryableByName)]
-struct Pair {
+pub(crate) struct Pair {
     #[diesel(sql_type = Text)]
-    pii_type: String,
+    pub(crate) pii_type: String,
     #[diesel(sql_type = Text)]
-    category: String,
+    pub(crate) category: String,
     #[diesel(sql_type = BigInt)]
-    n: i64,
+    pub(crate) n: i64,
+}
+
+/// The pairs present in the tenant's open findings of `scope` (empty: every connector).
+pub(crate) async fn pairs(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scope: &[Uuid],
+) -> Result<Vec<Pair>, DieselError> {
+    diesel::sql_query(
+        "SELECT pii_type, category, count(*) AS n
+           FROM findings
+          WHERE tenant_id = $1 AND status = 'open'
+            AND (cardinality($2::uuid[]) = 0 OR connector_id = ANY($2))
+          GROUP BY pii_type, category",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<SqlUuid>, _>(scope)
+    .load(conn)
+    .await
+}
+
+/// The lowest threshold at which some policy matches a finding, per (connector, or `None` for
+/// every connector; pii type; category): "matched by any of them".
+pub(crate) fn lowest_thresholds<'a>(
+    policies: &[Active],
+    pairs: &'a [Pair],
+    scope: &[ConnectorId],
+) -> HashMap<(Option<Uuid>, &'a str, &'a str), f32> {
+    let mut any = HashMap::new();
+    for policy in policies {
+        let connectors = policy_connectors(policy, scope);
+        for pair in pairs {
+            let Some(min) = threshold(policy, &pair.pii_type, &pair.category) else {
+                continue;
+            };
+            let targets: Vec<Option<Uuid>> = match &connectors {
+                None => vec![None],
+                Some(list) => list.iter().copied().map(Some).collect(),
+            };
+            for connector in targets {
+                any.entry((connector, pair.pii_type.as_str(), pair.category.as_str()))
+                    .and_modify(|m: &mut f32| *m = m.min(min))
+                    .or_insert(min);
+            }
+        }
+    }
+    any
 }
 
 #[derive(QueryableByName)]
@@ -86,16 +134,16 @@ struct Count {
 /// Thresholds as SQL arrays: one row per (policy index, connector or NULL for all, pii type,
 /// category, minimum confidence).
 #[derive(Default)]
-struct Thresholds {
-    p: Vec<i32>,
-    connector: Vec<Option<Uuid>>,
-    pii_type: Vec<String>,
-    category: Vec<String>,
-    min: Vec<f32>,
+pub(crate) struct Thresholds {
+    pub(crate) p: Vec<i32>,
+    pub(crate) connector: Vec<Option<Uuid>>,
+    pub(crate) pii_type: Vec<String>,
+    pub(crate) category: Vec<String>,
+    pub(crate) min: Vec<f32>,
 }
 
 impl Thresholds {
-    fn push(&mut self, p: i32, connector: Option<Uuid>, pair: (&str, &str), min: f32) {
+    pub(crate) fn push(&mut self, p: i32, connector: Option<Uuid>, pair: (&str, &str), min: f32) {
         self.p.push(p);
         self.connector.push(connector);
         self.pii_type.push(pair.0.to_owned());
@@ -145,22 +193,10 @@ pub async fn plan(
     gates: &Gates,
 ) -> Result<Plan, DieselError> {
     let scope_ids: Vec<Uuid> = scope.iter().map(ConnectorId::as_uuid).collect();
-    let pairs: Vec<Pair> = diesel::sql_query(
-        "SELECT pii_type, category, count(*) AS n
-           FROM findings
-          WHERE tenant_id = $1 AND status = 'open'
-            AND (cardinality($2::uuid[]) = 0 OR connector_id = ANY($2))
-          GROUP BY pii_type, category",
-    )
-    .bind::<Text, _>(tenant.as_str())
-    .bind::<Array<SqlUuid>, _>(&scope_ids)
-    .load(conn)
-    .await?;
+    let pairs = pairs(conn, tenant, &scope_ids).await?;
     let findings_evaluated: u64 = pairs.iter().map(|p| u64::try_from(p.n).unwrap_or(0)).sum();
 
     let mut per_policy = Thresholds::default();
-    // The lowest threshold of any policy, per (connector or all, pair): "matched by some".
-    let mut any: HashMap<(Option<Uuid>, &str, &str), f32> = HashMap::new();
     for (p, policy) in policies.iter().enumerate() {
         let p = i32::try_from(p).unwrap_or(i32::MAX);
         let connectors = policy_connectors(policy, scope);
@@ -175,12 +211,10 @@ pub async fn plan(
             };
             for connector in targets {
                 per_policy.push(p, connector, key, min);
-                any.entry((connector, key.0, key.1))
-                    .and_modify(|m| *m = m.min(min))
-                    .or_insert(min);
             }
         }
     }
+    let any = lowest_thresholds(policies, &pairs, scope);
 
     let policy_ids: Vec<Uuid> = policies.iter().map(|p| p.id.as_uuid()).collect();
     let versions: Vec<i32> = policies.iter().map(|p| p.version).collect();

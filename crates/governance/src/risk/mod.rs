@@ -1,6 +1,8 @@
 //! Risk scores at four levels (finding, file, connector, workspace): the model ([`model`]),
 //! how each recorded batch keeps them current ([`state`]), and how they are read ([`read`]).
 
+pub mod coverage;
+pub mod coverage_queue;
 pub mod exposure;
 pub mod model;
 pub mod read;

@@ -1,0 +1,1 @@
+DROP TABLE governance_coverage_refresh;
