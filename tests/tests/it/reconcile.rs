@@ -504,33 +504,44 @@ async fn file_score(admin: &Client<'_>) -> Value {
     }
 }
 
-#[tokio::test]
-async fn a_bucket_made_public_is_critical_exposure_drift_and_raises_its_risk() {
-    let moto = emulators::moto(&[]);
+/// platform-api over a moto bucket `payroll` holding one file with one SSN.
+async fn payroll_app(moto: &emulators::Emulator) -> integration_tests::TestApp {
     let bucket = seed::s3_bucket(&moto.url(), "payroll").await;
     seed::put_all(
         bucket.as_ref(),
         &[("people.csv", b"name,ssn\nAnn Lee,219-09-9999\n".as_slice())],
     )
     .await;
-    let app = crate::scans::app_on(&moto, "1").await;
+    crate::scans::app_on(moto, "1").await
+}
+
+/// A connector of the payroll bucket, scanned, and the file's score once the bucket's posture
+/// (private) is known.
+async fn scanned_and_checked(admin: &Client<'_>) -> (String, Value) {
+    let connector = crate::scans::connector(admin, "Payroll", "payroll").await;
+    full_scan(admin, &connector).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let score = file_score(admin).await;
+        if score["factors"]["exposure"] == 0.2 {
+            return (connector, score);
+        }
+        assert!(Instant::now() < deadline, "exposure never checked: {score}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_bucket_made_public_is_critical_exposure_drift_and_raises_its_risk() {
+    let moto = emulators::moto(&[]);
+    let app = payroll_app(&moto).await;
     let admin = Client {
         app: &app,
         token: app.token("acme", "ann", &["admin"]),
     };
-    let connector = crate::scans::connector(&admin, "Payroll", "payroll").await;
     // The first check is the baseline: a private bucket makes no event, and its exposure is
     // known (0.2) instead of unknown (0.6).
-    full_scan(&admin, &connector).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let private = loop {
-        let score = file_score(&admin).await;
-        if score["factors"]["exposure"] == 0.2 {
-            break score;
-        }
-        assert!(Instant::now() < deadline, "exposure never checked: {score}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let (connector, private) = scanned_and_checked(&admin).await;
     let (_, body) = admin
         .send(
             Method::GET,
@@ -623,29 +634,13 @@ async fn a_bucket_made_public_is_critical_exposure_drift_and_raises_its_risk() {
 #[tokio::test]
 async fn a_policy_change_moves_coverage_and_risk_without_a_rescan() {
     let moto = emulators::moto(&[]);
-    let bucket = seed::s3_bucket(&moto.url(), "payroll").await;
-    seed::put_all(
-        bucket.as_ref(),
-        &[("people.csv", b"name,ssn\nAnn Lee,219-09-9999\n".as_slice())],
-    )
-    .await;
-    let app = crate::scans::app_on(&moto, "1").await;
+    let app = payroll_app(&moto).await;
     let admin = Client {
         app: &app,
         token: app.token("acme", "ann", &["admin"]),
     };
-    let connector = crate::scans::connector(&admin, "Payroll", "payroll").await;
-    full_scan(&admin, &connector).await;
     // Once the bucket's posture is known, the score moves only with coverage.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let before = loop {
-        let score = file_score(&admin).await;
-        if score["factors"]["exposure"] == 0.2 {
-            break score;
-        }
-        assert!(Instant::now() < deadline, "{score}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let (_, before) = scanned_and_checked(&admin).await;
     assert_eq!(before["factors"]["policy_coverage"], 0.0, "{before}");
 
     let enforced = "apiVersion: governance.dps/v1

@@ -25,4 +25,3 @@ pub async fn request(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
         .await
         .map(drop)
 }
-
