@@ -275,25 +275,16 @@ pub fn spawn(pool: db::Pool, keyring: std::sync::Arc<KeyRing>, egress: egress::E
             return;
         }
     };
-    drop(tokio::spawn(async move {
-        loop {
-            let sent = match pool.get().await {
-                Ok(mut conn) => run_once(&mut conn, &keyring, &client)
-                    .await
-                    .unwrap_or_else(|e| {
-                        tracing::warn!(error = %e, "alert delivery failed; retrying");
-                        0
-                    }),
-                Err(e) => {
-                    tracing::warn!(error = %e, "alert delivery has no connection; retrying");
-                    0
-                }
-            };
-            if sent == 0 {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+    crate::background::repeat("alert delivery", Duration::from_secs(1), move || {
+        let (pool, keyring, client) = (pool.clone(), keyring.clone(), client.clone());
+        async move {
+            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+            run_once(&mut conn, &keyring, &client)
+                .await
+                .map(|sent| sent > 0)
+                .map_err(|e| e.to_string())
         }
-    }));
+    });
 }
 
 #[cfg(test)]

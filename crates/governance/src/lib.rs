@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod background;
 mod channel_name;
 pub mod channels;
 pub mod delivery;

@@ -431,22 +431,15 @@ pub async fn run_once(
 /// Runs posture checks until the process ends: one after another while any is queued, else a
 /// look every second.
 pub fn spawn(pool: db::Pool, cloud: Cloud, keyring: Arc<KeyRing>) {
-    drop(tokio::spawn(async move {
-        loop {
-            let ran = match pool.get().await {
-                Ok(mut conn) => run_once(&mut conn, &cloud, &keyring)
-                    .await
-                    .unwrap_or_else(|e| {
-                        tracing::warn!(error = %e, "bucket posture runner failed; retrying");
-                        false
-                    }),
-                Err(_) => false,
-            };
-            if !ran {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+    crate::background::repeat("bucket posture checks", Duration::from_secs(1), move || {
+        let (pool, cloud, keyring) = (pool.clone(), cloud.clone(), keyring.clone());
+        async move {
+            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+            run_once(&mut conn, &cloud, &keyring)
+                .await
+                .map_err(|e| e.to_string())
         }
-    }));
+    });
 }
 
 #[cfg(test)]

@@ -104,25 +104,17 @@ pub async fn run_once(
 
 /// Evaluates until the process ends: at once while events keep coming, else every half second.
 pub fn spawn(pool: db::Pool) {
-    drop(tokio::spawn(async move {
-        loop {
-            let read = match (pool.get().await, pool.get().await) {
-                (Ok(mut conn), Ok(mut gates)) => {
-                    run_once(&mut conn, &mut gates).await.unwrap_or_else(|e| {
-                        tracing::warn!(error = %e, "policy evaluation failed; retrying");
-                        0
-                    })
-                }
-                _ => {
-                    tracing::warn!("policy evaluation has no connection; retrying");
-                    0
-                }
-            };
-            if read == 0 {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
+    crate::background::repeat("policy evaluation", Duration::from_millis(500), move || {
+        let pool = pool.clone();
+        async move {
+            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+            let mut gates = pool.get().await.map_err(|e| e.to_string())?;
+            run_once(&mut conn, &mut gates)
+                .await
+                .map(|read| read > 0)
+                .map_err(|e| e.to_string())
         }
-    }));
+    });
 }
 
 async fn evaluate_event(

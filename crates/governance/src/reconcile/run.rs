@@ -300,23 +300,14 @@ async fn finish(
 /// Runs reconciliations until the process ends: one after another while any is queued, else
 /// a look every second.
 pub fn spawn(pool: db::Pool) {
-    drop(tokio::spawn(async move {
-        loop {
-            let ran = match (pool.get().await, pool.get().await) {
-                (Ok(mut conn), Ok(mut gates)) => {
-                    run_once(&mut conn, &mut gates).await.unwrap_or_else(|e| {
-                        tracing::warn!(error = %e, "reconciliation runner failed; retrying");
-                        false
-                    })
-                }
-                _ => {
-                    tracing::warn!("reconciliation runner has no connection; retrying");
-                    false
-                }
-            };
-            if !ran {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+    crate::background::repeat("reconciliations", Duration::from_secs(1), move || {
+        let pool = pool.clone();
+        async move {
+            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+            let mut gates = pool.get().await.map_err(|e| e.to_string())?;
+            run_once(&mut conn, &mut gates)
+                .await
+                .map_err(|e| e.to_string())
         }
-    }));
+    });
 }

@@ -296,18 +296,11 @@ pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<bool, DieselError>
 /// Recomputes coverage until the process ends: at once while tenants are queued, else a look
 /// every second.
 pub fn spawn(pool: db::Pool) {
-    drop(tokio::spawn(async move {
-        loop {
-            let ran = match pool.get().await {
-                Ok(mut conn) => run_once(&mut conn).await.unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "policy coverage refresh failed; retrying");
-                    false
-                }),
-                Err(_) => false,
-            };
-            if !ran {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+    crate::background::repeat("policy coverage", Duration::from_secs(1), move || {
+        let pool = pool.clone();
+        async move {
+            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+            run_once(&mut conn).await.map_err(|e| e.to_string())
         }
-    }));
+    });
 }
