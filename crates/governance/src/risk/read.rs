@@ -418,7 +418,8 @@ pub async fn list(
         .map(|(_, s)| s))
 }
 
-/// Forgets a deleted connector's risk: its objects, findings and sums.
+/// Forgets a deleted connector's risk: its objects, findings and sums, and its buckets'
+/// posture with any check still queued.
 pub async fn forget_connector(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
@@ -430,6 +431,7 @@ pub async fn forget_connector(
         "governance_objects",
         "governance_connector_risk",
         "governance_buckets",
+        "governance_posture_checks",
     ] {
         diesel::sql_query(format!(
             "DELETE FROM {table} WHERE tenant_id = $1 AND connector_id = $2"
