@@ -378,6 +378,23 @@ async fn one_reconciliation_per_tenant_and_every_bad_request_named() {
         .send(Method::POST, "/governance/reconcile", Some(json!({})))
         .await;
     assert_eq!(status, 400, "{body}");
+    // Hostile values are named, never echoed, never a 500.
+    for hostile in [
+        json!({"mode": "dry-run\u{0}"}),
+        json!({"mode": "dry-run", "scope": {"connectors": ["\u{0}"]}}),
+        json!({"mode": "dry-run", "scope": {"policies": ["x".repeat(10_000)]}}),
+        json!({"mode": "dry-run", "scope": {"connectors": vec![uuid::Uuid::nil().to_string(); 101]}}),
+        json!({"mode": "dry-run", "limits": {"max_actions": 1.5}}),
+        json!({"mode": ["enforced"]}),
+        json!([]),
+    ] {
+        let (status, body) = admin
+            .send(Method::POST, "/governance/reconcile", Some(hostile.clone()))
+            .await;
+        assert_eq!(status, 400, "{hostile}: {body}");
+        area_b_error(&body, "VALIDATION_FAILED");
+        assert!(!body.to_string().contains("xxxxxxxxxx"), "{body}");
+    }
     // Connectors and policies of another tenant are not found, by pointer.
     let foreign = uuid::Uuid::now_v7().to_string();
     let (status, body) = other
