@@ -4,6 +4,16 @@
 use std::future::Future;
 use std::time::Duration;
 
+use diesel::result::Error as DieselError;
+use ids::TenantId;
+
+/// The tenant of a queued row, as a task claims it; a row with an invalid tenant is a
+/// database error, like any other unreadable row.
+pub(crate) fn tenant(raw: &str) -> Result<TenantId, DieselError> {
+    raw.parse()
+        .map_err(|e| DieselError::DeserializationError(Box::new(e)))
+}
+
 /// Spawns `step` to repeat until the process ends. `step` answers whether it found work.
 pub(crate) fn repeat<F, Fut>(task: &'static str, idle: Duration, mut step: F)
 where

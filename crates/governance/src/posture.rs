@@ -398,10 +398,7 @@ pub async fn run_once(
     let Some(claimed) = claimed else {
         return Ok(false);
     };
-    let tenant: TenantId = claimed
-        .tenant_id
-        .parse()
-        .map_err(|e| DieselError::DeserializationError(Box::new(e)))?;
+    let tenant = crate::background::tenant(&claimed.tenant_id)?;
     let connector = ConnectorId::from_uuid(claimed.connector_id);
     let done = governance_posture_checks::table
         .filter(governance_posture_checks::tenant_id.eq(tenant.as_str()))

@@ -85,6 +85,34 @@ pub(crate) async fn pairs(
     .await
 }
 
+/// A policy's thresholds over the pairs present: one per (connector, or `None` for every
+/// connector; pii type; category) it matches, with the confidence it needs.
+fn policy_thresholds<'a>(
+    policy: &Active,
+    pairs: &'a [Pair],
+    scope: &[ConnectorId],
+) -> Vec<(Option<Uuid>, &'a str, &'a str, f32)> {
+    let targets: Vec<Option<Uuid>> = match policy_connectors(policy, scope) {
+        None => vec![None],
+        Some(list) => list.into_iter().map(Some).collect(),
+    };
+    let mut out = Vec::new();
+    for pair in pairs {
+        let Some(min) = threshold(policy, &pair.pii_type, &pair.category) else {
+            continue;
+        };
+        for connector in &targets {
+            out.push((
+                *connector,
+                pair.pii_type.as_str(),
+                pair.category.as_str(),
+                min,
+            ));
+        }
+    }
+    out
+}
+
 /// The lowest threshold at which some policy matches a finding, per (connector, or `None` for
 /// every connector; pii type; category): "matched by any of them".
 pub(crate) fn lowest_thresholds<'a>(
@@ -94,20 +122,10 @@ pub(crate) fn lowest_thresholds<'a>(
 ) -> HashMap<(Option<Uuid>, &'a str, &'a str), f32> {
     let mut any = HashMap::new();
     for policy in policies {
-        let connectors = policy_connectors(policy, scope);
-        for pair in pairs {
-            let Some(min) = threshold(policy, &pair.pii_type, &pair.category) else {
-                continue;
-            };
-            let targets: Vec<Option<Uuid>> = match &connectors {
-                None => vec![None],
-                Some(list) => list.iter().copied().map(Some).collect(),
-            };
-            for connector in targets {
-                any.entry((connector, pair.pii_type.as_str(), pair.category.as_str()))
-                    .and_modify(|m: &mut f32| *m = m.min(min))
-                    .or_insert(min);
-            }
+        for (connector, pii_type, category, min) in policy_thresholds(policy, pairs, scope) {
+            any.entry((connector, pii_type, category))
+                .and_modify(|m: &mut f32| *m = m.min(min))
+                .or_insert(min);
         }
     }
     any
@@ -199,19 +217,8 @@ pub async fn plan(
     let mut per_policy = Thresholds::default();
     for (p, policy) in policies.iter().enumerate() {
         let p = i32::try_from(p).unwrap_or(i32::MAX);
-        let connectors = policy_connectors(policy, scope);
-        for pair in &pairs {
-            let key = (pair.pii_type.as_str(), pair.category.as_str());
-            let Some(min) = threshold(policy, key.0, key.1) else {
-                continue;
-            };
-            let targets: Vec<Option<Uuid>> = match &connectors {
-                None => vec![None],
-                Some(list) => list.iter().copied().map(Some).collect(),
-            };
-            for connector in targets {
-                per_policy.push(p, connector, key, min);
-            }
+        for (connector, pii_type, category, min) in policy_thresholds(policy, &pairs, scope) {
+            per_policy.push(p, connector, (pii_type, category), min);
         }
     }
     let any = lowest_thresholds(policies, &pairs, scope);

@@ -73,10 +73,7 @@ pub async fn run_once(
         return Ok(false);
     };
     let job = Job {
-        tenant: claimed
-            .tenant_id
-            .parse::<TenantId>()
-            .map_err(|e| DieselError::DeserializationError(Box::new(e)))?,
+        tenant: crate::background::tenant(&claimed.tenant_id)?,
         id: claimed.reconciliation_id,
         mode: Mode::parse(&claimed.mode).unwrap_or(Mode::DryRun),
         scope: Scope::from_value(&claimed.scope).unwrap_or_default(),

@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use db::schema::governance_coverage_refresh;
 
-use super::model::{self, FILE_SATURATION, Factors};
+use super::model::{self, Factors};
 use crate::document::Mode;
 use crate::policies::active;
 use crate::reconcile::preview::{lowest_thresholds, pairs};
@@ -123,12 +123,7 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
         let scores: Vec<i16> = chunk
             .iter()
             .map(|f| {
-                model::score(&Factors {
-                    sensitivity: f64::from(f.sensitivity),
-                    volume: model::volume(1, FILE_SATURATION),
-                    exposure: f64::from(f.exposure),
-                    policy_coverage: if f.covered { 1.0 } else { 0.0 },
-                })
+                model::finding_score(f64::from(f.sensitivity), f64::from(f.exposure), f.covered)
             })
             .collect();
         diesel::sql_query(
@@ -265,10 +260,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<bool, DieselError>
     let Some(claimed) = claimed else {
         return Ok(false);
     };
-    let tenant: TenantId = claimed
-        .tenant_id
-        .parse()
-        .map_err(|e| DieselError::DeserializationError(Box::new(e)))?;
+    let tenant = crate::background::tenant(&claimed.tenant_id)?;
     conn.transaction(async |conn| {
         let changed = refresh(conn, &tenant).await?;
         tracing::debug!(tenant = %tenant, findings = changed, "policy coverage recomputed");

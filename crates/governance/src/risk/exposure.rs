@@ -8,7 +8,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
 use uuid::Uuid;
 
-use super::model::{self, FILE_SATURATION, Factors};
+use super::model::{self, Factors};
 
 #[derive(QueryableByName)]
 struct ObjectRow {
@@ -136,14 +136,7 @@ pub async fn set_bucket_exposure(
         let ids: Vec<Uuid> = chunk.iter().map(|f| f.finding_id).collect();
         let scores: Vec<i16> = chunk
             .iter()
-            .map(|f| {
-                model::score(&Factors {
-                    sensitivity: f64::from(f.sensitivity),
-                    volume: model::volume(1, FILE_SATURATION),
-                    exposure,
-                    policy_coverage: if f.covered { 1.0 } else { 0.0 },
-                })
-            })
+            .map(|f| model::finding_score(f64::from(f.sensitivity), exposure, f.covered))
             .collect();
         diesel::sql_query(
             "UPDATE governance_finding_risk r SET exposure = $2, risk_score = n.score

@@ -88,6 +88,17 @@ pub fn exposure(public: Option<bool>) -> f64 {
     }
 }
 
+/// A finding's score: its own sensitivity, the volume of one finding in a file, its bucket's
+/// exposure, and full coverage when an enforced policy matches it, none when not.
+pub fn finding_score(sensitivity: f64, exposure: f64, covered: bool) -> i16 {
+    score(&Factors {
+        sensitivity,
+        volume: volume(1, FILE_SATURATION),
+        exposure,
+        policy_coverage: if covered { 1.0 } else { 0.0 },
+    })
+}
+
 /// The score, 0 to 100.
 pub fn score(f: &Factors) -> i16 {
     let raw = f.sensitivity.clamp(0.0, 1.0)

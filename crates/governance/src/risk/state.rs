@@ -155,12 +155,7 @@ pub async fn record_batch(
         let sensitivity = model::finding_sensitivity(&f.pii_type, &f.category, f.confidence);
         let is_covered = covered(policies, connector, f);
         let exposure = exposure_of(&f.bucket);
-        let score = model::score(&Factors {
-            sensitivity,
-            volume: model::volume(1, FILE_SATURATION),
-            exposure,
-            policy_coverage: if is_covered { 1.0 } else { 0.0 },
-        });
+        let score = model::finding_score(sensitivity, exposure, is_covered);
         finding_rows.push(f, sensitivity, exposure, is_covered, score);
         by_object
             .entry((f.bucket.as_str(), f.object_key.as_str()))
