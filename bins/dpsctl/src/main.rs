@@ -2,6 +2,7 @@
 #![expect(clippy::print_stdout, reason = "a command-line tool reports on stdout")]
 
 mod detect;
+mod receipt;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -72,6 +73,11 @@ enum Command {
     /// Scan a file (or standard input) for PII: findings on stdout, a summary on stderr.
     /// Values are never printed.
     Detect(detect::Args),
+    /// Remediation receipts: verify one offline against the platform's JWKS.
+    Receipt {
+        #[command(subcommand)]
+        command: receipt::Command,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -221,6 +227,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Quota { command } => quota(command).await,
         Command::Audit { command } => audit_command(command).await,
         Command::Detect(args) => detect::run(args),
+        Command::Receipt { command } => receipt::run(command),
         Command::PrintSchema => {
             let database = dev::database().await?;
             db::migrate(&database.url).await?;

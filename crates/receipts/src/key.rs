@@ -7,6 +7,8 @@ use ring::digest::{SHA256, digest};
 use ring::signature::{ED25519, UnparsedPublicKey};
 use serde_json::{Value, json};
 
+use crate::error::VerifyError;
+
 /// An Ed25519 public key: the platform's, from a JWKS, or a tenant co-signer's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PublicKey([u8; 32]);
@@ -81,6 +83,19 @@ impl PublicKey {
         URL_SAFE_NO_PAD.encode(digest(&SHA256, members.as_bytes()))
     }
 
+    /// The Ed25519 key of `jwks` (`{"keys":[…]}`) whose `kid` is `kid`, if there is one. Keys
+    /// of other types, and keys that are not well-formed Ed25519 verification JWKs, are passed
+    /// over: a JWKS may serve other keys. `Err` only when `jwks` is not a JWKS at all.
+    pub fn find_in_jwks(jwks: &Value, kid: &str) -> Result<Option<Self>, VerifyError> {
+        let keys = jwks.get("keys").and_then(Value::as_array).ok_or_else(|| {
+            VerifyError::MalformedJwks("it must be an object with a \"keys\" array".into())
+        })?;
+        Ok(keys
+            .iter()
+            .filter(|jwk| jwk.get("kid").and_then(Value::as_str) == Some(kid))
+            .find_map(|jwk| PublicKey::from_jwk(jwk).ok()))
+    }
+
     /// The key as a JWK for a JWKS, with `kid` set to its thumbprint.
     pub fn to_jwk(&self) -> Value {
         json!({
@@ -92,20 +107,6 @@ impl PublicKey {
             "use": "sig",
         })
     }
-}
-
-/// The Ed25519 key of `jwks` (`{"keys":[…]}`) whose `kid` is `kid`. Keys of other types, and
-/// keys that are not well-formed Ed25519 JWKs, are passed over: a JWKS may serve other keys.
-/// `Err` only when `jwks` is not a JWKS at all.
-pub(crate) fn find(jwks: &Value, kid: &str) -> Result<Option<PublicKey>, &'static str> {
-    let keys = jwks
-        .get("keys")
-        .and_then(Value::as_array)
-        .ok_or("a JWKS is an object with a \"keys\" array")?;
-    Ok(keys
-        .iter()
-        .filter(|jwk| jwk.get("kid").and_then(Value::as_str) == Some(kid))
-        .find_map(|jwk| PublicKey::from_jwk(jwk).ok()))
 }
 
 #[cfg(test)]

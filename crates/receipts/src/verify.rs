@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::canonical::canonical;
 use crate::document::{SignedReceipt, SignerRole};
 use crate::error::VerifyError;
-use crate::key::{self, PublicKey};
+use crate::key::PublicKey;
 
 /// A receipt whose platform signature verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +31,7 @@ pub fn verify(document: &Value, jwks: &Value) -> Result<Verified, VerifyError> {
     let platform = document
         .signature(SignerRole::Platform)
         .ok_or(VerifyError::NoPlatformSignature)?;
-    let key = key::find(jwks, &platform.kid)
-        .map_err(|e| VerifyError::MalformedJwks(e.to_owned()))?
+    let key = PublicKey::find_in_jwks(jwks, &platform.kid)?
         .ok_or_else(|| VerifyError::UnknownKid(platform.kid.clone()))?;
     let message =
         canonical(&document.receipt).map_err(|e| VerifyError::Malformed(e.to_string()))?;

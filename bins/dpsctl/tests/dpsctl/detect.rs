@@ -1,13 +1,13 @@
 //! `dpsctl detect` as operators run it: the real binary on real files and standard input.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::Value;
+
+use crate::file;
 
 const CSV: &str = "name,ssn,phone\nAnn,123456789,+1 (202) 555-0187\nBo,078-05-1120,n/a\n";
 
@@ -22,32 +22,6 @@ fn dpsctl(args: &[&str], stdin: &[u8]) -> Output {
         .unwrap();
     child.stdin.take().unwrap().write_all(stdin).unwrap();
     child.wait_with_output().unwrap()
-}
-
-/// A file in a directory of its own, removed when the guard drops.
-struct TempFile {
-    dir: PathBuf,
-    path: String,
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn file(name: &str, bytes: &[u8]) -> TempFile {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "dpsctl-detect-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    let path = path.to_string_lossy().into_owned();
-    TempFile { dir, path }
 }
 
 fn json_lines(output: &Output) -> Vec<Value> {
