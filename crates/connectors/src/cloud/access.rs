@@ -1,7 +1,8 @@
 //! What every provider module shares: how an access failed ([`Failure`], [`AccessError`]), a bad
 //! environment ([`EnvError`]), the [`Access`] each provider supplies, what it says about a
-//! bucket ([`Posture`]), and the storage settings they all use. The provider modules and the
-//! cache build on this one; `cloud` builds on them.
+//! bucket ([`Posture`]), how it writes ([`Writes`]) and spells an ETag ([`EtagForm`]), and the
+//! storage settings they all use. The provider modules and the cache build on this one; `cloud`
+//! builds on them.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -9,7 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use object_store::list::PaginatedListStore;
-use object_store::{ClientOptions, ObjectStore, RetryConfig};
+use object_store::path::Path as ObjectPath;
+use object_store::{
+    Attribute, AttributeValue, Attributes, ClientOptions, ObjectStore, PutMode, PutOptions,
+    PutPayload, RetryConfig, UpdateVersion,
+};
 use serde::Serialize;
 
 use super::xml;
@@ -28,6 +33,11 @@ pub enum Failure {
     Network,
     /// The service answered something this client cannot use.
     Provider,
+    /// A write's precondition failed: the object no longer has the ETag the write was
+    /// conditional on (HTTP 412, Azure's `ConditionNotMet`, a GCS generation mismatch), or is
+    /// gone, or something already exists where a create-only write was asked. Nothing was
+    /// written; the caller reads the object again before deciding anything.
+    Changed,
 }
 
 impl Failure {
@@ -38,6 +48,7 @@ impl Failure {
             Failure::NotFound => "not_found",
             Failure::Network => "network",
             Failure::Provider => "provider",
+            Failure::Changed => "object_changed",
         }
     }
 }
@@ -76,6 +87,17 @@ impl AccessError {
         AccessError::new(failure, format!("{what}: {e}"))
     }
 
+    /// A failed HTTP exchange with a storage service (`what` names the call).
+    pub(crate) fn http(what: &str, e: &reqwest::Error) -> Self {
+        let failure = if e.is_connect() || e.is_timeout() {
+            Failure::Network
+        } else {
+            Failure::Provider
+        };
+        // reqwest's Display names the URL: a bucket and a key, never a credential.
+        AccessError::new(failure, format!("{what}: {e}"))
+    }
+
     /// The same failure, its message prefixed with what was being done.
     pub(crate) fn context(self, what: &str) -> Self {
         AccessError::new(self.failure, format!("{what}: {}", self.message))
@@ -104,6 +126,47 @@ impl AccessError {
             _ => Failure::Provider,
         };
         AccessError::new(failure, explain(&text, status))
+    }
+
+    /// Maps a storage error of a conditional write or read: a failed precondition, something
+    /// already there for a create-only write, and (`conditional`) a missing object all mean the
+    /// object is not the one the caller named.
+    pub(crate) fn conditional(e: object_store::Error, conditional: bool) -> Self {
+        use object_store::Error as E;
+        let why = || {
+            let text = e.to_string();
+            explain(&text, http_status(&text))
+        };
+        match &e {
+            E::Precondition { .. } | E::AlreadyExists { .. } | E::NotModified { .. } => {
+                AccessError::new(Failure::Changed, why())
+            }
+            E::NotFound { .. } if conditional => {
+                AccessError::new(Failure::Changed, format!("the object is gone: {}", why()))
+            }
+            _ => AccessError::storage(e),
+        }
+    }
+
+    /// A write the service refused with `status` and `body` (its error document), for a raw
+    /// request. `conditional`: the request named an ETag or generation, so a missing object
+    /// means it changed; `missing_bucket` says whether the body's error code names a missing
+    /// bucket or container, which stays `NotFound` either way.
+    pub(crate) fn refused_write(
+        what: &str,
+        status: u16,
+        why: String,
+        conditional: bool,
+        missing_bucket: bool,
+    ) -> Self {
+        let failure = match status {
+            412 => Failure::Changed,
+            404 if conditional && !missing_bucket => Failure::Changed,
+            401 | 403 => Failure::Permission,
+            404 => Failure::NotFound,
+            _ => Failure::Provider,
+        };
+        AccessError::new(failure, format!("{what}: {status} {why}"))
     }
 }
 
@@ -203,6 +266,137 @@ pub(crate) trait Access: Send + Sync + fmt::Debug {
     async fn posture(&self, bucket: &str) -> Result<Posture, AccessError>;
     /// A store for one bucket.
     fn store(&self, bucket: &str, options: ClientOptions) -> Result<Arc<dyn Blobs>, AccessError>;
+    /// The writes to one bucket, given the store [`Access::store`] made for it.
+    fn writes(&self, bucket: &str, store: Arc<dyn Blobs>) -> Result<Arc<dyn Writes>, AccessError>;
+    /// How the provider's listing spells an ETag.
+    fn etag_form(&self) -> EtagForm;
+}
+
+/// How a provider's listing spells an ETag. Every ETag this crate hands out (listed, read, head,
+/// written or copied) is spelled so, so one from a listing can be compared with one from a write
+/// as plain text, and stored and matched later (governance keys remediation on it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EtagForm {
+    /// In double quotes, as HTTP headers carry it: S3 lists `"9b2cf535f27731c974343645a3985328"`,
+    /// the GCS XML API lists the same (fake-gcs-server lists it bare; it is quoted here).
+    Quoted,
+    /// Without quotes: Azure's List Blobs gives `0x8DC...` while its headers say `"0x8DC..."`.
+    Bare,
+}
+
+impl EtagForm {
+    /// `etag`, however it came quoted, spelled this way.
+    pub(crate) fn spell(self, etag: &str) -> String {
+        match self {
+            EtagForm::Quoted => quoted(etag),
+            EtagForm::Bare => bare(etag).to_owned(),
+        }
+    }
+}
+
+/// The ETag without surrounding double quotes.
+pub(crate) fn bare(etag: &str) -> &str {
+    let etag = etag.trim();
+    etag.strip_prefix('"')
+        .and_then(|e| e.strip_suffix('"'))
+        .unwrap_or(etag)
+}
+
+/// The ETag in double quotes, as `If-Match` and its relatives take it.
+pub(crate) fn quoted(etag: &str) -> String {
+    format!("\"{}\"", bare(etag))
+}
+
+/// Whether two ETags name the same version, however each is quoted.
+pub(crate) fn same_etag(a: &str, b: &str) -> bool {
+    bare(a) == bare(b)
+}
+
+/// What a write to one bucket is conditional on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Put<'a> {
+    /// Nothing: whatever is there is replaced.
+    Overwrite,
+    /// That nothing exists at the key.
+    Create,
+    /// That the object exists with this ETag.
+    Update(&'a str),
+}
+
+/// The writes each provider makes to one bucket, conditional where asked. Every ETag taken and
+/// returned is the provider's own text; the caller spells it ([`EtagForm`]).
+#[async_trait::async_trait]
+pub(crate) trait Writes: Send + Sync + fmt::Debug {
+    /// Writes `bytes` at `key`; returns the new object's ETag. A failed condition is
+    /// [`Failure::Changed`] and writes nothing.
+    async fn put(
+        &self,
+        key: &str,
+        bytes: bytes::Bytes,
+        mode: Put<'_>,
+    ) -> Result<String, AccessError>;
+    /// Deletes `key`. With `etag`, only while the object has it (a missing object is then
+    /// [`Failure::Changed`]); without, a missing object is already deleted.
+    async fn delete(&self, key: &str, etag: Option<&str>) -> Result<(), AccessError>;
+    /// Copies `key` of this bucket, only while it has `etag`, over whatever is at `to_key` of
+    /// `to_bucket` (the same connector's, perhaps this one); returns the copy's ETag.
+    async fn copy(
+        &self,
+        key: &str,
+        etag: &str,
+        to_bucket: &str,
+        to_key: &str,
+    ) -> Result<String, AccessError>;
+}
+
+/// The content type every write gives its object. The writes carry bytes, not their type, and a
+/// service left to choose picks its own default (moto even stores an empty object when a PUT
+/// has none), so the type is said, and is the same everywhere.
+pub(crate) const CONTENT_TYPE: &str = "application/octet-stream";
+
+/// A put through object_store, which makes it conditional itself for S3 and Azure: `If-Match`
+/// for [`Put::Update`] (S3's by its default `S3ConditionalPut::ETagMatch`) and
+/// `If-None-Match: *` for [`Put::Create`]. Returns the service's ETag for the new object.
+///
+/// A retried request whose first attempt was written but not answered finds its own write and
+/// fails as [`Failure::Changed`]; the caller reads again, as after any change.
+pub(crate) async fn put_through(
+    store: &dyn Blobs,
+    key: &str,
+    bytes: bytes::Bytes,
+    mode: Put<'_>,
+) -> Result<String, AccessError> {
+    let path = object_path(key)?;
+    let conditional = matches!(mode, Put::Update(_));
+    let mode = match mode {
+        Put::Overwrite => PutMode::Overwrite,
+        Put::Create => PutMode::Create,
+        Put::Update(etag) => PutMode::Update(UpdateVersion {
+            e_tag: Some(quoted(etag)),
+            version: None,
+        }),
+    };
+    let options = PutOptions {
+        mode,
+        attributes: Attributes::from_iter([(
+            Attribute::ContentType,
+            AttributeValue::from(CONTENT_TYPE),
+        )]),
+        ..Default::default()
+    };
+    let written = store
+        .put_opts(&path, PutPayload::from_bytes(bytes), options)
+        .await
+        .map_err(|e| AccessError::conditional(e, conditional))?;
+    written
+        .e_tag
+        .ok_or_else(|| AccessError::new(Failure::Provider, "the service answered without an ETag"))
+}
+
+/// A listed key as a store path (keys come from listings, which already parsed them). Keys for
+/// hand-made requests are checked the same way, so every call refuses the same keys.
+pub(crate) fn object_path(key: &str) -> Result<ObjectPath, AccessError> {
+    ObjectPath::parse(key).map_err(|e| AccessError::new(Failure::Provider, e.to_string()))
 }
 
 /// A store that can list page by page from a raw prefix and read.

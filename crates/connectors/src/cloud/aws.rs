@@ -1,8 +1,9 @@
 //! AWS: the platform's own identity from the standard chain, STS AssumeRole into the customer's
 //! role with its external id, and S3 through object_store with the temporary credentials.
 //!
-//! STS, ListBuckets and a bucket's configuration (`aws_posture`) are signed with object_store's
-//! SigV4 signer (`sigv4`); there is no AWS SDK.
+//! STS, ListBuckets, a bucket's configuration (`aws_posture`) and the conditional writes
+//! object_store lacks (`aws_writes`) are signed with object_store's SigV4 signer (`sigv4`);
+//! there is no AWS SDK.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -15,9 +16,11 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::access::{
-    AccessError, Blobs, EnvError, Failure, Posture, path_var, retry_config, url_with_segments,
+    AccessError, Blobs, EnvError, EtagForm, Failure, Posture, Writes, path_var, retry_config,
+    url_with_segments,
 };
 use super::aws_posture;
+use super::aws_writes::S3Writes;
 use super::cache::Cached;
 use super::sigv4::send_signed;
 use super::xml;
@@ -455,19 +458,19 @@ async fn json_credentials(
 /// Credentials of the customer's role, assumed with the platform's identity and refreshed
 /// before they expire.
 #[derive(Debug)]
-struct AssumedRole {
+pub(super) struct AssumedRole {
     platform: Arc<Platform>,
     role_arn: String,
     external_id: String,
     session_name: String,
     region: String,
     sts_url: String,
-    http: reqwest::Client,
+    pub(super) http: reqwest::Client,
     cache: Cached<AwsCredential>,
 }
 
 impl AssumedRole {
-    async fn credential(&self) -> Result<Arc<AwsCredential>, AccessError> {
+    pub(super) async fn credential(&self) -> Result<Arc<AwsCredential>, AccessError> {
         self.cache.get(|| self.assume()).await
     }
 
@@ -619,6 +622,21 @@ impl super::access::Access for Access {
         }
         let store = builder.build().map_err(AccessError::storage)?;
         Ok(Arc::new(store))
+    }
+
+    fn writes(&self, bucket: &str, store: Arc<dyn Blobs>) -> Result<Arc<dyn Writes>, AccessError> {
+        Ok(Arc::new(S3Writes {
+            store,
+            role: self.role.clone(),
+            region: self.region.clone(),
+            endpoint: self.s3_url(),
+            bucket: bucket.to_owned(),
+        }))
+    }
+
+    /// S3 quotes its ETags everywhere: in listings, headers and CopyObject's answer.
+    fn etag_form(&self) -> EtagForm {
+        EtagForm::Quoted
     }
 }
 

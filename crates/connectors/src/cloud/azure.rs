@@ -1,6 +1,7 @@
 //! Azure: the OAuth 2.0 client-credentials grant at Microsoft Entra ID for the connector's
-//! tenant, client id and secret, then Blob storage in its account through object_store, and a
-//! container's posture from its properties.
+//! tenant, client id and secret, then Blob storage in its account through object_store, a
+//! container's posture from its properties, and the conditional writes object_store lacks
+//! (`azure_writes`).
 
 use std::sync::Arc;
 
@@ -10,7 +11,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::access::{AccessError, Blobs, Failure, Posture, retry_config, url_with_segments};
+use super::access::{
+    AccessError, Blobs, EtagForm, Failure, Posture, Writes, retry_config, url_with_segments,
+};
+use super::azure_writes::BlobWrites;
 use super::cache::Cached;
 use super::xml;
 use crate::config::Config;
@@ -18,7 +22,7 @@ use crate::config::Config;
 const AUTHORITY: &str = "https://login.microsoftonline.com";
 const STORAGE_SCOPE: &str = "https://storage.azure.com/.default";
 /// The Blob service REST version sent with hand-made requests.
-const API_VERSION: &str = "2023-11-03";
+pub(super) const API_VERSION: &str = "2023-11-03";
 
 /// The Azure side of the environment.
 #[derive(Debug, Clone, Default)]
@@ -41,11 +45,11 @@ impl AzureEnv {
 }
 
 /// The connector's Entra ID token, from its client secret.
-struct ClientSecret {
+pub(super) struct ClientSecret {
     token_url: String,
     client_id: String,
     secret: String,
-    http: reqwest::Client,
+    pub(super) http: reqwest::Client,
     cache: Cached<AzureCredential>,
 }
 
@@ -67,6 +71,14 @@ struct TokenAnswer {
 impl ClientSecret {
     async fn credential(&self) -> Result<Arc<AzureCredential>, AccessError> {
         self.cache.get(|| self.fetch()).await
+    }
+
+    /// The bearer token for a hand-made Blob request.
+    pub(super) async fn bearer(&self) -> Result<String, AccessError> {
+        match self.credential().await?.as_ref() {
+            AzureCredential::BearerToken(token) => Ok(token.clone()),
+            _ => Err(AccessError::new(Failure::Identity, "no bearer token")),
+        }
     }
 
     async fn fetch(&self) -> Result<(AzureCredential, Option<OffsetDateTime>), AccessError> {
@@ -281,6 +293,21 @@ impl super::access::Access for Access {
             .build()
             .map_err(AccessError::storage)?;
         Ok(Arc::new(store))
+    }
+
+    fn writes(&self, bucket: &str, store: Arc<dyn Blobs>) -> Result<Arc<dyn Writes>, AccessError> {
+        Ok(Arc::new(BlobWrites {
+            store,
+            credentials: self.credentials.clone(),
+            account_url: self.account_url.clone(),
+            container: bucket.to_owned(),
+        }))
+    }
+
+    /// List Blobs gives ETags bare (`0x8DC...`) while every header quotes them; Azurite does
+    /// the same.
+    fn etag_form(&self) -> EtagForm {
+        EtagForm::Bare
     }
 }
 

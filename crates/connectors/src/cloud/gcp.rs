@@ -2,7 +2,8 @@
 //! `external_account` credentials file) is exchanged at Google STS for the connector's
 //! workload identity provider, the federated token impersonates the connector's service
 //! account, and that account's token reads GCS through object_store, and each bucket's
-//! posture from its metadata and IAM policy.
+//! posture from its metadata and IAM policy. Writes (`gcp_writes`) use a second token of the
+//! same account with the read-write scope.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -16,15 +17,21 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::access::{
-    AccessError, Blobs, EnvError, Failure, Posture, path_var, retry_config, url_with_segments,
+    AccessError, Blobs, EnvError, EtagForm, Failure, Posture, Writes, path_var, retry_config,
+    url_with_segments,
 };
 use super::cache::Cached;
+use super::gcp_writes::GcsWrites;
 use crate::config::Config;
 
 const STS_URL: &str = "https://sts.googleapis.com/v1/token";
 const IAM_CREDENTIALS: &str = "https://iamcredentials.googleapis.com";
 const STORAGE: &str = "https://storage.googleapis.com";
+/// The scope of the token that lists and reads: all a scan needs.
 const READ_ONLY: &str = "https://www.googleapis.com/auth/devstorage.read_only";
+/// The scope of the token that writes, asked for only when a write is made, so the token every
+/// scan holds cannot change an object even where the service account may.
+const READ_WRITE: &str = "https://www.googleapis.com/auth/devstorage.read_write";
 
 /// Where the platform's subject token comes from, per the `external_account` file.
 #[derive(Debug, Clone)]
@@ -255,12 +262,13 @@ async fn answer(response: reqwest::Response, what: &str) -> Result<Value, Access
     })
 }
 
-/// The connector's service account token, through federation and impersonation.
+/// The connector's service account token for one scope, through federation and impersonation.
 #[derive(Debug)]
-struct Impersonated {
+pub(super) struct Impersonated {
     platform: Arc<Platform>,
     audience: String,
     service_account: String,
+    scope: &'static str,
     cache: Cached<GcpCredential>,
 }
 
@@ -272,7 +280,7 @@ struct AccessToken {
 }
 
 impl Impersonated {
-    async fn credential(&self) -> Result<Arc<GcpCredential>, AccessError> {
+    pub(super) async fn credential(&self) -> Result<Arc<GcpCredential>, AccessError> {
         self.cache.get(|| self.fetch()).await
     }
 
@@ -308,7 +316,7 @@ impl Impersonated {
         let response = http
             .post(&url)
             .bearer_auth(federated)
-            .json(&json!({ "scope": [READ_ONLY], "lifetime": "3600s" }))
+            .json(&json!({ "scope": [self.scope], "lifetime": "3600s" }))
             .send()
             .await
             .map_err(|e| AccessError::identity_http("GCP service account impersonation", &e))?;
@@ -347,6 +355,8 @@ impl CredentialProvider for Impersonated {
 #[derive(Debug)]
 pub(crate) struct Access {
     credentials: Arc<Impersonated>,
+    /// The same identity with write access, for writes only.
+    writer: Arc<Impersonated>,
     project: String,
     storage_url: Option<String>,
     http: reqwest::Client,
@@ -359,14 +369,16 @@ impl Access {
         http: reqwest::Client,
         config: &Config,
     ) -> Self {
-        let credentials = Impersonated {
-            platform,
+        let impersonated = |scope| Impersonated {
+            platform: platform.clone(),
             audience: format!("//iam.googleapis.com/{}", config.text("wif_provider")),
             service_account: config.text("service_account_email").to_owned(),
+            scope,
             cache: Cached::default(),
         };
         Access {
-            credentials: Arc::new(credentials),
+            credentials: Arc::new(impersonated(READ_ONLY)),
+            writer: Arc::new(impersonated(READ_WRITE)),
             project: config.text("project_id").to_owned(),
             storage_url: env.storage_url.clone(),
             http,
@@ -459,6 +471,23 @@ impl super::access::Access for Access {
         }
         let store = builder.build().map_err(AccessError::storage)?;
         Ok(Arc::new(store))
+    }
+
+    /// Writes are hand-made JSON API calls with the write token; the store, which holds the
+    /// read-only one, is not used.
+    fn writes(&self, bucket: &str, _store: Arc<dyn Blobs>) -> Result<Arc<dyn Writes>, AccessError> {
+        Ok(Arc::new(GcsWrites {
+            writer: self.writer.clone(),
+            http: self.http.clone(),
+            base: self.storage_url.as_deref().unwrap_or(STORAGE).to_owned(),
+            bucket: bucket.to_owned(),
+        }))
+    }
+
+    /// The XML API, which object_store lists and reads through, quotes its ETags in headers
+    /// and listings alike. (fake-gcs-server lists them bare; they are quoted here.)
+    fn etag_form(&self) -> EtagForm {
+        EtagForm::Quoted
     }
 }
 

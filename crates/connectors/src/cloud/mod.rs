@@ -13,10 +13,14 @@
 mod access;
 mod aws;
 mod aws_posture;
+mod aws_writes;
 mod azure;
+mod azure_writes;
 mod cache;
 mod gcp;
+mod gcp_writes;
 mod sigv4;
+mod writes;
 mod xml;
 
 use std::fmt;
@@ -26,17 +30,17 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use object_store::list::PaginatedListOptions;
-use object_store::path::Path as ObjectPath;
-use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore};
+use object_store::{ClientOptions, GetOptions, GetRange, ObjectMeta, ObjectStore};
 use time::OffsetDateTime;
 
 use crate::config::{Config, Provider};
-use access::Access;
+use access::{Access, EtagForm, Writes, object_path};
 
 pub use access::{AccessError, Blobs, EnvError, Failure, Posture};
 pub use aws::AwsEnv;
 pub use azure::AzureEnv;
 pub use gcp::GcpEnv;
+pub use writes::Whole;
 
 /// How long one HTTP request to a cloud service may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -192,6 +196,8 @@ pub struct Storage {
 pub struct Object {
     pub key: String,
     pub size: u64,
+    /// Spelled as the provider's listing spells it (S3 and GCS in double quotes, Azure
+    /// without), wherever this crate hands an ETag out: listings, heads, reads and writes.
     pub etag: Option<String>,
     pub last_modified: OffsetDateTime,
 }
@@ -238,9 +244,12 @@ impl Storage {
 
     /// A handle on one bucket.
     pub fn bucket(&self, name: &str) -> Result<Bucket, AccessError> {
+        let store = self.access.store(name, self.options.clone())?;
         Ok(Bucket {
             name: name.to_owned(),
-            store: self.access.store(name, self.options.clone())?,
+            writes: self.access.writes(name, store.clone())?,
+            store,
+            form: self.access.etag_form(),
         })
     }
 
@@ -310,6 +319,8 @@ impl Storage {
 pub struct Bucket {
     name: String,
     store: Arc<dyn Blobs>,
+    writes: Arc<dyn Writes>,
+    form: EtagForm,
 }
 
 impl Bucket {
@@ -338,22 +349,13 @@ impl Bucket {
         let mut objects = Vec::with_capacity(page.result.objects.len());
         let mut empty = 0;
         for meta in page.result.objects {
-            let key = meta.location.to_string();
             // object_store drops a folder marker's trailing `/` (`dir/` lists as `dir`, and
             // reads as 404), so it cannot be told from an empty object: neither holds data.
             if meta.size == 0 {
                 empty += 1;
                 continue;
             }
-            objects.push(Object {
-                key,
-                size: meta.size,
-                etag: meta.e_tag,
-                last_modified: OffsetDateTime::from_unix_timestamp_nanos(
-                    i128::from(meta.last_modified.timestamp_micros()) * 1000,
-                )
-                .unwrap_or(OffsetDateTime::UNIX_EPOCH),
-            });
+            objects.push(self.object(meta));
         }
         Ok(ListPage {
             objects,
@@ -391,6 +393,19 @@ impl Bucket {
         result.bytes().await.map_err(AccessError::storage)
     }
 
+    /// An object's metadata as this crate hands it out.
+    fn object(&self, meta: ObjectMeta) -> Object {
+        Object {
+            key: meta.location.to_string(),
+            size: meta.size,
+            etag: meta.e_tag.map(|e| self.form.spell(&e)),
+            last_modified: OffsetDateTime::from_unix_timestamp_nanos(
+                i128::from(meta.last_modified.timestamp_micros()) * 1000,
+            )
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH),
+        }
+    }
+
     async fn get(
         &self,
         key: &str,
@@ -401,9 +416,4 @@ impl Bucket {
             .await
             .map_err(AccessError::storage)
     }
-}
-
-/// A listed key as a store path (keys come from listings, which already parsed them).
-fn object_path(key: &str) -> Result<ObjectPath, AccessError> {
-    ObjectPath::parse(key).map_err(|e| AccessError::new(Failure::Provider, e.to_string()))
 }

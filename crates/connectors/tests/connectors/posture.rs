@@ -11,15 +11,15 @@ use object_store::client::HttpRequestBody;
 use serde_json::{Value, json};
 use testkit::{emulators, identity, seed};
 
-const ROLE: &str = "arn:aws:iam::123456789012:role/dps-scanner";
+pub(crate) const ROLE: &str = "arn:aws:iam::123456789012:role/dps-scanner";
 
-fn cloud(vars: &[(&str, String)]) -> Cloud {
+pub(crate) fn cloud(vars: &[(&str, String)]) -> Cloud {
     let vars: HashMap<&str, String> = vars.iter().cloned().collect();
     let env = CloudEnv::from_vars(|name| vars.get(name).cloned()).unwrap();
     Cloud::new(env).unwrap()
 }
 
-fn open(cloud: &Cloud, provider: Provider, config: Value) -> Storage {
+pub(crate) fn open(cloud: &Cloud, provider: Provider, config: Value) -> Storage {
     let config = connectors::validate(provider, &config).unwrap();
     cloud.open(ids::ConnectorId::new(), &config).unwrap()
 }
@@ -33,7 +33,7 @@ fn posture(public: Option<bool>, reasons: &[&str], encryption: &str, versioning:
     }
 }
 
-fn scratch(name: &str) -> std::path::PathBuf {
+pub(crate) fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("dps-{name}-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -238,9 +238,9 @@ async fn s3_reads_the_role_may_not_make_leave_their_fields_unknown() {
     );
 }
 
-const ENTRA_TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
-const ENTRA_CLIENT: &str = "0b3f2c1e-1111-2222-3333-444455556666";
-const ENTRA_SECRET: &str = "entra-client-secret-9d2b";
+pub(crate) const ENTRA_TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+pub(crate) const ENTRA_CLIENT: &str = "0b3f2c1e-1111-2222-3333-444455556666";
+pub(crate) const ENTRA_SECRET: &str = "entra-client-secret-9d2b";
 
 /// Sets a container's public access level with the account key, as its owner would (`None`
 /// makes it private).
@@ -325,9 +325,9 @@ async fn azure_posture_follows_the_container_public_access_level() {
     let _ = std::fs::remove_dir_all(certs);
 }
 
-const WIF: &str =
+pub(crate) const WIF: &str =
     "projects/123456789012/locations/global/workloadIdentityPools/dps-pool/providers/platform";
-const SUBJECT_TOKEN: &str = "platform-oidc-subject-token";
+pub(crate) const SUBJECT_TOKEN: &str = "platform-oidc-subject-token";
 
 #[tokio::test]
 async fn gcs_posture_reads_versioning_and_encryption_and_leaves_iam_unknown_on_fake_gcs() {

@@ -1,0 +1,201 @@
+//! Writes to one S3 bucket. Puts go through object_store ([`put_through`]), which sends
+//! `If-Match` and `If-None-Match: *` itself. A DeleteObject conditional on an ETag and a
+//! CopyObject conditional on its source's ETag are not in object_store, so they are signed here
+//! like every other S3 call (`sigv4`) and addressed path-style, as object_store addresses the
+//! bucket.
+//!
+//! Both conditions are the service's own, so each write is atomic with respect to the ETag: S3
+//! checks it and writes in one step. No request is retried (object_store retries its puts): a
+//! conditional request repeated after an unanswered success would find its own change.
+
+use std::sync::Arc;
+
+use super::access::{AccessError, Blobs, Failure, Put, Writes, put_through, quoted};
+use super::aws::AssumedRole;
+use super::sigv4::signed;
+use super::xml;
+
+/// One bucket, and what it takes to write to it.
+#[derive(Debug)]
+pub(super) struct S3Writes {
+    pub(super) store: Arc<dyn Blobs>,
+    pub(super) role: Arc<AssumedRole>,
+    pub(super) region: String,
+    /// The S3 endpoint, without a trailing `/`.
+    pub(super) endpoint: String,
+    pub(super) bucket: String,
+}
+
+impl S3Writes {
+    /// `{endpoint}/{bucket}/{key}`, each part encoded as SigV4 canonicalizes it for S3 (every
+    /// byte but the unreserved ones; `/` between a key's segments kept), so the path signed is
+    /// the path S3 checks.
+    fn url(&self, bucket: &str, key: &str) -> String {
+        format!("{}/{}/{}", self.endpoint, encode(bucket), encode_key(key))
+    }
+
+    /// Sends a signed, empty-bodied request; returns its status and body.
+    async fn send(
+        &self,
+        what: &str,
+        method: http::Method,
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<(u16, String), AccessError> {
+        let credential = self.role.credential().await?;
+        let response = signed(
+            &self.role.http,
+            &credential,
+            ("s3", &self.region),
+            method,
+            url,
+            headers,
+            Vec::new(),
+        )?
+        .send()
+        .await
+        .map_err(|e| AccessError::http(what, &e))?;
+        let status = response.status().as_u16();
+        let body = response
+            .text()
+            .await
+            .map_err(|e| AccessError::http(what, &e))?;
+        Ok((status, body))
+    }
+}
+
+#[async_trait::async_trait]
+impl Writes for S3Writes {
+    async fn put(
+        &self,
+        key: &str,
+        bytes: bytes::Bytes,
+        mode: Put<'_>,
+    ) -> Result<String, AccessError> {
+        put_through(self.store.as_ref(), key, bytes, mode)
+            .await
+            .map_err(|e| e.context("S3 PutObject"))
+    }
+
+    /// `DELETE` with `If-Match`. S3 answers 204 for a missing key without a condition, and
+    /// `NoSuchKey` (AWS) or 412 with one.
+    async fn delete(&self, key: &str, etag: Option<&str>) -> Result<(), AccessError> {
+        let what = "S3 DeleteObject";
+        let if_match = etag.map(quoted);
+        let mut headers = Vec::new();
+        if let Some(if_match) = &if_match {
+            headers.push(("if-match", if_match.as_str()));
+        }
+        let url = self.url(&self.bucket, key);
+        let (status, body) = self
+            .send(what, http::Method::DELETE, &url, &headers)
+            .await?;
+        if (200..300).contains(&status) {
+            return Ok(());
+        }
+        Err(refused(what, status, &body, etag.is_some()))
+    }
+
+    /// `PUT` of the destination with `x-amz-copy-source` and `x-amz-copy-source-if-match`.
+    /// The metadata (its content type among it) is copied with the object. CopyObject copies
+    /// up to 5 GB; a larger source is refused by S3 (`InvalidRequest`, a provider failure).
+    async fn copy(
+        &self,
+        key: &str,
+        etag: &str,
+        to_bucket: &str,
+        to_key: &str,
+    ) -> Result<String, AccessError> {
+        let what = "S3 CopyObject";
+        let source = format!("/{}/{}", encode(&self.bucket), encode_key(key));
+        let if_match = quoted(etag);
+        let headers = [
+            ("x-amz-copy-source", source.as_str()),
+            ("x-amz-copy-source-if-match", if_match.as_str()),
+            // moto wants a length even for an empty body, which reqwest leaves out.
+            ("content-length", "0"),
+        ];
+        let url = self.url(to_bucket, to_key);
+        let (status, body) = self.send(what, http::Method::PUT, &url, &headers).await?;
+        copied_etag(what, status, &body)
+    }
+}
+
+/// The ETag of a CopyObject's answer. S3 may answer 200 and still fail the copy, with an
+/// `<Error>` body instead of `<CopyObjectResult>`.
+fn copied_etag(what: &str, status: u16, body: &str) -> Result<String, AccessError> {
+    if !(200..300).contains(&status) {
+        return Err(refused(what, status, body, true));
+    }
+    if body.contains("<Error>") {
+        let why = xml::coded_error(body).unwrap_or_else(|| "an error".to_owned());
+        return Err(AccessError::new(
+            Failure::Provider,
+            format!("{what}: {status} {why}"),
+        ));
+    }
+    xml::first(body, "ETag")
+        .ok_or_else(|| AccessError::new(Failure::Provider, format!("{what}: answered no ETag")))
+}
+
+/// A refused write, classified. A missing bucket is `NotFound`; a missing key under a
+/// condition is a changed object.
+fn refused(what: &str, status: u16, body: &str, conditional: bool) -> AccessError {
+    let code = xml::first(body, "Code").unwrap_or_default();
+    let why = xml::coded_error(body).unwrap_or_else(|| "no explanation".to_owned());
+    AccessError::refused_write(what, status, why, conditional, code == "NoSuchBucket")
+}
+
+/// A key percent-encoded segment by segment, its `/`s kept.
+fn encode_key(key: &str) -> String {
+    key.split('/').map(encode).collect::<Vec<_>>().join("/")
+}
+
+/// Every byte but the unreserved ones (`A-Z a-z 0-9 - . _ ~`) as `%XX`: SigV4's URI encoding.
+fn encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for byte in segment.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_encoded_as_sigv4_canonicalizes_them() {
+        assert_eq!(encode_key("a b/c+d=é/x~y.z"), "a%20b/c%2Bd%3D%C3%A9/x~y.z");
+        assert_eq!(encode_key(".dps-lkg/x/a.csv"), ".dps-lkg/x/a.csv");
+    }
+
+    #[test]
+    fn a_copy_answered_200_with_an_error_body_failed() {
+        let ok = "<CopyObjectResult><ETag>&quot;abc&quot;</ETag></CopyObjectResult>";
+        assert_eq!(copied_etag("copy", 200, ok).unwrap(), "\"abc\"");
+        let failed = "<Error><Code>InternalError</Code><Message>retry</Message></Error>";
+        let e = copied_etag("copy", 200, failed).unwrap_err();
+        assert_eq!(e.failure, Failure::Provider);
+        assert!(e.message.contains("InternalError"), "{e:?}");
+        let gone = "<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>";
+        assert_eq!(
+            copied_etag("copy", 404, gone).unwrap_err().failure,
+            Failure::Changed
+        );
+        let no_bucket = "<Error><Code>NoSuchBucket</Code><Message>none</Message></Error>";
+        assert_eq!(
+            copied_etag("copy", 404, no_bucket).unwrap_err().failure,
+            Failure::NotFound
+        );
+        let stale = "<Error><Code>PreconditionFailed</Code></Error>";
+        assert_eq!(
+            copied_etag("copy", 412, stale).unwrap_err().failure,
+            Failure::Changed
+        );
+    }
+}
