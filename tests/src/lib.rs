@@ -72,7 +72,16 @@ impl TestApp {
         service: Service,
         tweak: impl FnOnce(&mut HashMap<String, String>),
     ) -> Self {
-        let db = testkit::database().await;
+        Self::spawn_on(service, testkit::database().await, tweak).await
+    }
+
+    /// Starts `service` on `db` (another app's database, to run both services over one
+    /// Postgres as deployed; give both the same `DPS_MASTER_KEY` in `tweak`).
+    pub async fn spawn_on(
+        service: Service,
+        db: TestDatabase,
+        tweak: impl FnOnce(&mut HashMap<String, String>),
+    ) -> Self {
         let mut env = default_env(&db);
         tweak(&mut env);
         let lookup = move |k: &str| env.get(k).cloned();

@@ -21,7 +21,8 @@ pub struct VerifyArgs {
     /// The signed receipt document (`{"receipt": …, "signatures": […]}`); `-` reads standard
     /// input.
     file: PathBuf,
-    /// The platform's receipt keys, as a JWKS file.
+    /// The platform's receipt keys, as a JWKS file: the answer of GET
+    /// /governance/receipt-keys as it is (the envelope's `data`), or the bare JWKS.
     #[arg(long)]
     jwks: PathBuf,
     /// The tenant co-signer's keys, as a JWKS file: the receipt must then carry a co-signature,
@@ -38,7 +39,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
 
 fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
     let document = read_json(&args.file)?;
-    let jwks = read_json(&args.jwks)?;
+    let jwks = unwrap_envelope(read_json(&args.jwks)?);
     let cosigner_jwks = args.cosigner_jwks.as_deref().map(read_json).transpose()?;
     // Named in every message: the id when the document has one, else the file.
     let name = SignedReceipt::from_value(&document).map_or_else(
@@ -57,6 +58,16 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
         verified.kid
     );
     Ok(())
+}
+
+/// The `data` of an Area B envelope (`{"status": "success", "data": …}`), or the value itself.
+fn unwrap_envelope(value: Value) -> Value {
+    match value {
+        Value::Object(mut map) if map.contains_key("status") && map.contains_key("data") => {
+            map.remove("data").unwrap_or(Value::Null)
+        }
+        other => other,
+    }
 }
 
 fn unchecked(verified: &Verified) -> String {

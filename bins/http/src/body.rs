@@ -149,6 +149,33 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
     }
 }
 
+/// A JSON body that may be left out: no bytes at all is `None`; anything else must be a JSON
+/// object of `T`, by the same rules as [`Body`] (a malformed body is a 400, never `None`).
+#[derive(Debug)]
+pub struct OptionalBody<T>(pub Option<T>);
+
+impl<T: DeserializeOwned + 'static> FromRequest for OptionalBody<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let json = syntax(req) == Some(Syntax::Json);
+        let body = read(req, payload);
+        Box::pin(async move {
+            let bytes = body.await?;
+            if bytes.is_empty() {
+                return Ok(OptionalBody(None));
+            }
+            if !json {
+                return Err(ApiError::invalid(
+                    "the request body must be JSON (Content-Type: application/json)",
+                ));
+            }
+            from_json(&bytes).map(|t| OptionalBody(Some(t)))
+        })
+    }
+}
+
 /// A request body in JSON (`application/json`) or YAML (`application/yaml`, also
 /// `application/x-yaml` and `text/yaml`), deserialized into `T` by the same rules: the policy
 /// and classifier endpoints take both.

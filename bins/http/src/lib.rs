@@ -9,7 +9,7 @@ mod reject;
 mod routes;
 mod service;
 
-pub use body::{Body, Document, DocumentSyntax, RawDocument};
+pub use body::{Body, Document, DocumentSyntax, OptionalBody, RawDocument};
 pub use edge::{EdgeSettings, RequestId, edge};
 pub use error::{ApiError, Area, Code};
 pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped};

@@ -54,6 +54,12 @@ pub struct Config {
     /// `DPS_RECONCILE_MAX_ACTIONS`: object-changing actions an enforced reconciliation may
     /// newly plan when its request sets no limit (default 1000, at most 1,000,000).
     pub reconcile_max_actions: u32,
+    /// `DPS_REMEDIATION_EXECUTOR`: whether this process executes remediation requests (default
+    /// true). With false it still plans them; another replica executes them.
+    pub remediation_executor: bool,
+    /// `DPS_REMEDIATION_CRASH_AT`: for crash-safety tests only, the remediation step after
+    /// which the process aborts (`copied`, `snapshotted`, `replaced`, `written`, `receipted`).
+    pub remediation_crash_at: Option<String>,
 }
 
 /// Where the platform's co-signing client certificate and key live. Only the paths are kept:
@@ -153,6 +159,22 @@ impl Config {
                     });
                 }
                 max
+            },
+            remediation_executor: env.parsed("DPS_REMEDIATION_EXECUTOR", true)?,
+            remediation_crash_at: match env.get("DPS_REMEDIATION_CRASH_AT") {
+                None => None,
+                Some(point) => {
+                    const POINTS: [&str; 5] =
+                        ["copied", "snapshotted", "replaced", "written", "receipted"];
+                    let point = point.trim();
+                    if !POINTS.contains(&point) {
+                        return Err(ConfigError {
+                            variable: "DPS_REMEDIATION_CRASH_AT",
+                            problem: format!("must be one of {}", POINTS.join(", ")),
+                        });
+                    }
+                    Some(point.to_owned())
+                }
             },
             scan_worker_image: env
                 .get("DPS_SCAN_WORKER_IMAGE")

@@ -280,3 +280,51 @@ pub fn reconcile(error: governance::reconcile::ReconcileError) -> ApiError {
         ReconcileError::Database(e) => ApiError::database(e),
     }
 }
+
+pub fn remediation_not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        Code::Named("REMEDIATION_NOT_FOUND"),
+        "no remediation with this id in the tenant",
+    )
+}
+
+pub fn remediation_read(error: governance::remediate::read::ReadError) -> ApiError {
+    use governance::remediate::read::ReadError;
+    match error {
+        ReadError::BadCursor => {
+            ApiError::invalid("the cursor is not one this service issued for this list")
+                .with_details(json!({ "field": "cursor" }))
+        }
+        ReadError::Database(e) => ApiError::database(e),
+    }
+}
+
+pub fn undo(error: governance::remediate::UndoError) -> ApiError {
+    use governance::remediate::UndoError;
+    let message = error.to_string();
+    let conflict = |code: &'static str| {
+        ApiError::new(StatusCode::CONFLICT, Code::Named(code), message.clone())
+    };
+    match error {
+        UndoError::NotFound => remediation_not_found(),
+        UndoError::NotUndoable(state) => {
+            conflict("remediation_not_undoable").with_details(json!({ "status": state }))
+        }
+        UndoError::AlreadyUndone => conflict("already_undone"),
+        UndoError::ObjectChanged => conflict("object_changed_since_remediation")
+            .with_details(json!({ "hint": "send {\"force\": true} to restore over the change" })),
+        UndoError::Busy => conflict("undo_in_progress"),
+        UndoError::Expired => ApiError::new(
+            StatusCode::GONE,
+            Code::Named("lkg_expired"),
+            message.clone(),
+        ),
+        UndoError::Storage(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Code::Named("storage_unavailable"),
+            message.clone(),
+        ),
+        UndoError::Database(e) => ApiError::database(e),
+    }
+}

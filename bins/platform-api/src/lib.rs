@@ -58,6 +58,10 @@ pub use config::{Config, CosigningClient};
         handlers::channels::list,
         handlers::channels::create,
         handlers::channels::delete,
+        handlers::remediations::list,
+        handlers::remediations::get,
+        handlers::remediations::undo,
+        handlers::remediations::receipt_keys,
     ),
     components(schemas(
         api_types::ErrorEnvelope,
@@ -125,6 +129,12 @@ pub use config::{Config, CosigningClient};
         api_types::governance::ReconcileQueued,
         api_types::governance::ReconcilePlanItem,
         api_types::governance::Reconciliation,
+        api_types::remediation::ObjectLocation,
+        api_types::remediation::RemediationReceipt,
+        api_types::remediation::Remediation,
+        api_types::remediation::UndoRequest,
+        api_types::remediation::ReceiptKey,
+        api_types::remediation::ReceiptKeys,
     )),
     modifiers(&BearerAuth)
 )]
@@ -168,12 +178,31 @@ pub struct Extra {
     /// `DPS_RECONCILE_MAX_ACTIONS`: a reconciliation's blast-radius limit when its request
     /// sets none.
     pub reconcile_max_actions: u32,
+    /// Executes remediation requests, undoes them and signs their receipts.
+    pub remediation: governance::remediate::Executor,
+    /// Whether this process runs the executor (undo is served either way).
+    pub remediation_executor: bool,
 }
 
 impl Extra {
     pub fn from_config(config: &Config) -> Result<Self, boot::ConfigError> {
         let master = config.common.master_key.clone();
         let cloud = connectors::Cloud::new(config.cloud.clone()).map_err(cloud_error)?;
+        let keyring = std::sync::Arc::new(keys::KeyRing::new(master.clone()));
+        let cosigning_certificate = if config.cosigning_client.is_some() {
+            settings::PlatformCertificate::Provisioned
+        } else {
+            settings::PlatformCertificate::Missing
+        };
+        let remediation = governance::remediate::Executor {
+            cloud: cloud.clone(),
+            keyring: keyring.clone(),
+            receipts: std::sync::Arc::new(governance::remediate::Receipts {
+                signer: receipts::Signer::from_master(&master),
+                certificate: cosigning_certificate,
+            }),
+            crash_at: config.remediation_crash_at.clone(),
+        };
         Ok(Self {
             scan_tier: config.scan_tier,
             scan_token_key: std::sync::Arc::new(master.derive(b"scan-worker-token")),
@@ -184,14 +213,12 @@ impl Extra {
             egress: config.egress,
             audit_key: std::sync::Arc::new(audit::CheckpointKey::from_master(&master)),
             reconcile_max_actions: config.reconcile_max_actions,
-            cosigning_certificate: if config.cosigning_client.is_some() {
-                settings::PlatformCertificate::Provisioned
-            } else {
-                settings::PlatformCertificate::Missing
-            },
+            cosigning_certificate,
             cursors: std::sync::Arc::new(paging::CursorKey::new(&master.derive(b"cursor"))),
-            keyring: std::sync::Arc::new(keys::KeyRing::new(master)),
+            keyring,
             cloud,
+            remediation,
+            remediation_executor: config.remediation_executor,
         })
     }
 }
@@ -217,7 +244,8 @@ impl ServiceSpec for PlatformApi {
             scans::coordinator::process_worker_id("platform-api"),
             extra.cloud.clone(),
             extra.keyring.clone(),
-        );
+        )
+        .with_tokens(std::sync::Arc::new(governance::remediate::VaultTokens));
         scans::Coordinator {
             pool: state.pool.clone(),
             worker,
@@ -238,6 +266,9 @@ impl ServiceSpec for PlatformApi {
             extra.keyring.clone(),
         );
         governance::delivery::spawn(state.pool.clone(), extra.keyring.clone(), extra.egress);
+        if extra.remediation_executor {
+            governance::remediate::spawn(state.pool.clone(), extra.remediation.clone());
+        }
     }
 
     fn register(routes: &mut Routes<'_>) {
@@ -360,6 +391,22 @@ impl ServiceSpec for PlatformApi {
             .resource(
                 "/api/v1/governance/reconciliations/{id}",
                 [on(Method::GET, handlers::reconcile::get)],
+            )
+            .resource(
+                "/api/v1/governance/remediations",
+                [on(Method::GET, handlers::remediations::list)],
+            )
+            .resource(
+                "/api/v1/governance/remediations/{id}",
+                [on(Method::GET, handlers::remediations::get)],
+            )
+            .resource(
+                "/api/v1/governance/remediations/{id}/undo",
+                [on(Method::POST, handlers::remediations::undo)],
+            )
+            .resource(
+                "/api/v1/governance/receipt-keys",
+                [on(Method::GET, handlers::remediations::receipt_keys)],
             )
             .resource(
                 "/api/v1/governance/audit-log",

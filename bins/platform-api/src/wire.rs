@@ -557,3 +557,56 @@ pub fn reconciliation(
         ended_at: r.ended_at,
     }
 }
+
+pub fn remediation(r: governance::remediate::Remediation) -> api_types::remediation::Remediation {
+    use api_types::remediation as api;
+    let row = r.row;
+    let class = row.kind().map_or("unknown", |k| {
+        governance::evaluate::plan::safety_class(k).as_str()
+    });
+    let location = match (&row.lkg_bucket, &row.lkg_key) {
+        (Some(bucket), Some(key)) => Some(api::ObjectLocation {
+            bucket: bucket.clone(),
+            key: key.clone(),
+        }),
+        _ => None,
+    };
+    api::Remediation {
+        remediation_id: row.request_id.to_string(),
+        status: row.status.clone(),
+        action_type: row.action_type.clone(),
+        safety_class: class.to_owned(),
+        policy_id: row.policy_id.to_string(),
+        policy_version: row.policy_version,
+        connector_id: row.connector_id.to_string(),
+        resource: row.resource(),
+        lkg_available: location.is_some() && row.lkg_deleted_at.is_none(),
+        lkg_location: location,
+        finding_ids: row.finding_ids.iter().map(uuid::Uuid::to_string).collect(),
+        gate: row.gate.clone(),
+        reason: row.reason.clone(),
+        attempts: row.attempts,
+        etag_before: row.etag.clone(),
+        etag_after: row.etag_after.clone(),
+        sha256_before: row.sha256_before.as_deref().map(audit::hex),
+        sha256_after: row.sha256_after.as_deref().map(audit::hex),
+        executed_at: row.executed_at,
+        undo_until: row.undo_until,
+        undone_at: row.undone_at,
+        undone_by: row.undone_by.clone(),
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        bucket: row.bucket,
+        object_key: row.object_key,
+        receipts: r
+            .receipts
+            .into_iter()
+            .map(|receipt| api::RemediationReceipt {
+                receipt_id: receipt.receipt_id.to_string(),
+                kind: receipt.kind,
+                cosign_status: receipt.cosign_status,
+                document: receipt.document,
+            })
+            .collect(),
+    }
+}

@@ -88,7 +88,8 @@ async fn run() -> anyhow::Result<scans::coordinator::Summary> {
         cloud,
         Arc::new(keys::KeyRing::new(Arc::new(master))),
     )
-    .with_lease_seconds(lease_seconds);
+    .with_lease_seconds(lease_seconds)
+    .with_tokens(Arc::new(governance::remediate::VaultTokens));
     tracing::info!(
         %scan,
         worker = %worker.id,

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 pub mod classifiers;
 pub mod connectors;
 pub mod governance;
+pub mod remediation;
 pub mod scans;
 pub mod settings;
 pub mod tokens;

@@ -115,6 +115,7 @@ diesel::table! {
         status -> Text,
         created_at -> Timestamptz,
         resolved_at -> Nullable<Timestamptz>,
+        tokenized -> Bool,
     }
 }
 
@@ -379,6 +380,20 @@ diesel::table! {
 }
 
 diesel::table! {
+    remediation_receipts (tenant_id, receipt_id) {
+        tenant_id -> Text,
+        receipt_id -> Uuid,
+        request_id -> Uuid,
+        kind -> Text,
+        document -> Jsonb,
+        cosign_status -> Text,
+        cosign_attempts -> Int4,
+        cosign_next_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     remediation_requests (tenant_id, request_id) {
         tenant_id -> Text,
         request_id -> Uuid,
@@ -395,6 +410,26 @@ diesel::table! {
         status -> Text,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        next_attempt_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    remediation_runs (tenant_id, request_id) {
+        tenant_id -> Text,
+        request_id -> Uuid,
+        attempts -> Int4,
+        reason -> Nullable<Text>,
+        lkg_bucket -> Nullable<Text>,
+        lkg_key -> Nullable<Text>,
+        sha256_before -> Nullable<Bytea>,
+        etag_after -> Nullable<Text>,
+        sha256_after -> Nullable<Bytea>,
+        executed_at -> Nullable<Timestamptz>,
+        undo_until -> Nullable<Timestamptz>,
+        undone_at -> Nullable<Timestamptz>,
+        undone_by -> Nullable<Text>,
+        lkg_deleted_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -615,7 +650,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     idempotency_keys,
     kill_switches,
     rate_limit_counters,
+    remediation_receipts,
     remediation_requests,
+    remediation_runs,
     scan_chunks,
     scan_classifiers,
     scan_connectors,

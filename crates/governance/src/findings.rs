@@ -24,6 +24,8 @@ pub enum RemediationStatus {
     Failed,
     /// Only dry-run policies acted on it: simulated.
     DryRun,
+    /// Its remediation was undone; it is not applied again until the policy changes.
+    Undone,
 }
 
 impl RemediationStatus {
@@ -34,13 +36,15 @@ impl RemediationStatus {
             RemediationStatus::Completed => "completed",
             RemediationStatus::Failed => "failed",
             RemediationStatus::DryRun => "dry_run",
+            RemediationStatus::Undone => "undone",
         }
     }
 
     fn of_request(status: &str) -> Self {
         match status {
-            "completed" => RemediationStatus::Completed,
+            "receipted" => RemediationStatus::Completed,
             "failed" | "blocked" => RemediationStatus::Failed,
+            "undone" => RemediationStatus::Undone,
             _ => RemediationStatus::Pending,
         }
     }
@@ -133,20 +137,25 @@ pub async fn annotate(
                 .filter(|p| p.covers(*connector) && matches(&p.document, f))
                 .map(|p| p.document.metadata.name.clone())
                 .collect(),
-            remediation_status: match states.get(&(
-                connector.as_uuid(),
-                f.bucket.as_str(),
-                f.object_key.as_str(),
-                f.etag.as_str(),
-            )) {
-                Some(ObjectState {
-                    request: Some(status),
-                    ..
-                }) => RemediationStatus::of_request(status),
-                Some(ObjectState {
-                    simulated: true, ..
-                }) => RemediationStatus::DryRun,
-                _ => RemediationStatus::None,
+            // A token written by remediation is the remediation, done.
+            remediation_status: if f.tokenized {
+                RemediationStatus::Completed
+            } else {
+                match states.get(&(
+                    connector.as_uuid(),
+                    f.bucket.as_str(),
+                    f.object_key.as_str(),
+                    f.etag.as_str(),
+                )) {
+                    Some(ObjectState {
+                        request: Some(status),
+                        ..
+                    }) => RemediationStatus::of_request(status),
+                    Some(ObjectState {
+                        simulated: true, ..
+                    }) => RemediationStatus::DryRun,
+                    _ => RemediationStatus::None,
+                }
             },
         })
         .collect())

@@ -11,5 +11,6 @@ pub mod findings;
 pub mod policies;
 pub mod posture;
 pub mod reconcile;
+pub mod remediate;
 pub mod risk;
 pub mod summary;

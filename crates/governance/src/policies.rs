@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use db::schema::{governance_channels, governance_policies, governance_policy_versions};
 
-use crate::document::{self, Context, Mode, PolicyDocument, Problem, Syntax};
+use crate::document::{self, Action, ActionType, Context, Mode, PolicyDocument, Problem, Syntax};
 
 /// The cursor list name.
 const LIST: &str = "governance-policies";
@@ -518,6 +518,33 @@ pub async fn active(
             }
         })
         .collect())
+}
+
+/// The action of `kind` in a policy's document at `version` (kept after the policy changed or
+/// was deleted), or None when there is no such version or action.
+pub(crate) async fn action_at(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: PolicyId,
+    version: i32,
+    kind: ActionType,
+) -> Result<Option<Action>, DieselError> {
+    let stored: Option<Value> = governance_policy_versions::table
+        .filter(governance_policy_versions::tenant_id.eq(tenant.as_str()))
+        .filter(governance_policy_versions::policy_id.eq(id.as_uuid()))
+        .filter(governance_policy_versions::version.eq(version))
+        .select(governance_policy_versions::document)
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(stored
+        .and_then(|canonical| document::from_value(&canonical).ok())
+        .and_then(|doc| {
+            doc.spec
+                .actions
+                .into_iter()
+                .find(|a| a.action_type() == kind)
+        }))
 }
 
 /// Adds a batch's matches to a policy's counters.

@@ -27,6 +27,7 @@ fn for_governance(f: &StoredFinding, etag: String) -> (ConnectorId, governance::
             pii_type: f.pii_type.clone(),
             category: f.category.clone(),
             confidence: f.confidence,
+            tokenized: f.tokenized,
         },
     )
 }

@@ -40,6 +40,14 @@ pub fn has_file_type(key: &str, types: &[String]) -> bool {
     is(last) || (last == Some("gz") && name.matches('.').count() >= 2 && is(before))
 }
 
+/// Whether `key` is one the platform wrote for remediation: a last-known-good snapshot
+/// (`.dps-lkg/`) or a quarantined object (`.dps-quarantine/`), anywhere in the key. Scans never
+/// report them: they hold what remediation took out of sight.
+pub fn is_remediation_copy(key: &str) -> bool {
+    key.split('/')
+        .any(|segment| segment == ".dps-lkg" || segment == ".dps-quarantine")
+}
+
 /// One listing source.
 struct Source {
     connector: ConnectorId,
@@ -322,7 +330,7 @@ impl Enumerator<'_> {
                 }
             };
             for object in page.objects {
-                if !has_file_type(&object.key, types) {
+                if !has_file_type(&object.key, types) || is_remediation_copy(&object.key) {
                     continue;
                 }
                 if !baseline.is_empty() {
@@ -473,6 +481,16 @@ mod tests {
         assert_eq!(even.len(), 12);
         assert!(even.iter().all(|(a, b)| b - a < 834));
         assert_eq!(even.last(), Some(&(9174, 9999)));
+    }
+
+    #[test]
+    fn remediation_copies_are_never_scanned() {
+        assert!(is_remediation_copy(".dps-lkg/0190/people.csv"));
+        assert!(is_remediation_copy(
+            "held/.dps-quarantine/0190/b/people.csv"
+        ));
+        assert!(!is_remediation_copy("reports/.dps-lkg-notes.csv"));
+        assert!(!is_remediation_copy("people.csv"));
     }
 
     #[test]

@@ -7,6 +7,8 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 
 use ids::{ConnectorId, FindingId, ScanId, TenantId};
+use keys::TenantKeys;
+use tokenize_core::{NormalizeOptions, normalize};
 
 use crate::error::ScanError;
 
@@ -28,12 +30,42 @@ pub struct OpenFinding {
     pub category: String,
     #[diesel(sql_type = Float4)]
     pub confidence: f32,
+    /// The value is a token the tenant's vault issued: remediated, never acted on again.
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub tokenized: bool,
 }
 
 impl OpenFinding {
     pub fn id(&self) -> FindingId {
         FindingId::from_uuid(self.finding_id)
     }
+}
+
+/// A finding's keyed fingerprint: a MAC of its type and its value's canonical form, under the
+/// tenant's fingerprint key. The scan stores it in place of the value; remediation finds the
+/// values of a request's findings again by recomputing it over a fresh detection. Needs the
+/// finding's value ([`detect::Options::with_values`]); without one it fingerprints nothing.
+pub fn fingerprint(keys: &TenantKeys, finding: &detect::Finding) -> Vec<u8> {
+    let raw = finding.value.as_deref().unwrap_or_default();
+    // Detection hands over the canonical form it computed (phone numbers); others are cheap.
+    let canonical = finding
+        .normalized
+        .clone()
+        .or_else(|| {
+            finding
+                .pii_type
+                .pii()
+                .and_then(|t| normalize(t, raw, &NormalizeOptions::default()).ok())
+                .map(|n| n.value.expose().to_owned())
+        })
+        .unwrap_or_else(|| raw.trim().to_owned());
+    keys.fingerprint
+        .mac(&[
+            b"dps-finding-v1",
+            finding.pii_type.as_str().as_bytes(),
+            canonical.as_bytes(),
+        ])
+        .to_vec()
 }
 
 /// The open findings `scan` stored for the given objects of one connector (a recorded batch).
@@ -52,7 +84,7 @@ pub async fn open_in_batch(
     let keys: Vec<&str> = objects.iter().map(|(_, k)| k.as_str()).collect();
     Ok(diesel::sql_query(
         "SELECT f.finding_id, f.bucket, f.object_key, coalesce(o.etag, '') AS etag,
-                f.pii_type, f.category, f.confidence
+                f.pii_type, f.category, f.confidence, f.tokenized
            FROM unnest($4::text[], $5::text[]) AS b(bucket, object_key)
            JOIN findings f
              ON f.tenant_id = $1 AND f.connector_id = $2 AND f.bucket = b.bucket
@@ -68,6 +100,36 @@ pub async fn open_in_batch(
     .bind::<SqlUuid, _>(scan.as_uuid())
     .bind::<Array<Text>, _>(&buckets)
     .bind::<Array<Text>, _>(&keys)
+    .load(conn)
+    .await?)
+}
+
+/// What remediation needs to find some findings' values again: each finding's scan (whose
+/// classifiers detected it), type and fingerprint. Findings of other tenants are not returned.
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub struct Fingerprinted {
+    #[diesel(sql_type = SqlUuid)]
+    pub finding_id: Uuid,
+    #[diesel(sql_type = SqlUuid)]
+    pub scan_id: Uuid,
+    #[diesel(sql_type = Text)]
+    pub pii_type: String,
+    #[diesel(sql_type = diesel::sql_types::Bytea)]
+    pub fingerprint: Vec<u8>,
+}
+
+pub async fn fingerprinted(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    ids: &[Uuid],
+) -> Result<Vec<Fingerprinted>, ScanError> {
+    Ok(diesel::sql_query(
+        "SELECT finding_id, scan_id, pii_type, fingerprint FROM findings
+          WHERE tenant_id = $1 AND finding_id = ANY($2)
+          ORDER BY finding_id",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<SqlUuid>, _>(ids)
     .load(conn)
     .await?)
 }
@@ -91,7 +153,7 @@ pub async fn open_after(
               ORDER BY bucket, object_key
               LIMIT $5)
          SELECT f.finding_id, f.bucket, f.object_key, coalesce(s.etag, '') AS etag,
-                f.pii_type, f.category, f.confidence
+                f.pii_type, f.category, f.confidence, f.tokenized
            FROM o
            JOIN findings f
              ON f.tenant_id = $1 AND f.connector_id = $2 AND f.bucket = o.bucket
@@ -130,6 +192,8 @@ pub struct StoredFinding {
     pub status: String,
     pub created_at: time::OffsetDateTime,
     pub resolved_at: Option<time::OffsetDateTime>,
+    /// The value is a token the tenant's vault issued (see [`crate::tokens`]).
+    pub tokenized: bool,
 }
 
 /// Filters of the findings list.

@@ -20,6 +20,7 @@ pub mod connector;
 pub mod coordinator;
 pub mod findings;
 pub mod store;
+pub mod tokens;
 pub mod worker;
 
 pub use coordinator::Coordinator;

@@ -3,6 +3,7 @@
 //! under the chunk's fence.
 
 use std::collections::HashSet;
+use std::fmt;
 
 use diesel::QueryableByName;
 use diesel::sql_types::{
@@ -20,7 +21,7 @@ use crate::model::Reasons;
 use crate::outbox::{self, Event, RecordedObject};
 use crate::rows::chunk_reasons;
 
-/// A finding ready to store: never the value.
+/// A finding ready to store: never the value (the candidate is dropped before writing).
 #[derive(Debug, Clone)]
 pub struct NewFinding {
     pub pii_type: String,
@@ -29,6 +30,20 @@ pub struct NewFinding {
     pub location: serde_json::Value,
     pub preview: String,
     pub fingerprint: Vec<u8>,
+    /// The value, until the lookup of issued tokens (see [`crate::tokens`]).
+    pub candidate: Option<Candidate>,
+    /// The value is a token the tenant's vault issued.
+    pub tokenized: bool,
+}
+
+/// A value found by detection, kept only until the token lookup. Never shown.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Candidate(pub(crate) String);
+
+impl fmt::Debug for Candidate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Candidate(<redacted>)")
+    }
 }
 
 /// What became of one resource.
@@ -53,6 +68,7 @@ struct NewFindings<'a> {
     locations: Vec<&'a serde_json::Value>,
     previews: Vec<&'a str>,
     fingerprints: Vec<&'a [u8]>,
+    tokenized: Vec<bool>,
 }
 
 impl<'a> NewFindings<'a> {
@@ -66,6 +82,7 @@ impl<'a> NewFindings<'a> {
         self.locations.push(&f.location);
         self.previews.push(&f.preview);
         self.fingerprints.push(&f.fingerprint);
+        self.tokenized.push(f.tokenized);
     }
 }
 
@@ -286,10 +303,10 @@ pub async fn record(
             diesel::sql_query(
                 "INSERT INTO findings (tenant_id, scan_id, connector_id, finding_id, bucket,
                                        object_key, pii_type, category, confidence, location,
-                                       preview, fingerprint)
+                                       preview, fingerprint, tokenized)
                  SELECT $1, $2, $3, f.* FROM unnest($4::uuid[], $5::text[], $6::text[],
                         $7::text[], $8::text[], $9::real[], $10::jsonb[], $11::text[],
-                        $12::bytea[]) AS f",
+                        $12::bytea[], $13::bool[]) AS f",
             )
             .bind::<Text, _>(tenant)
             .bind::<SqlUuid, _>(claim.scan.as_uuid())
@@ -303,6 +320,7 @@ pub async fn record(
             .bind::<Array<Jsonb>, _>(&new.locations)
             .bind::<Array<Text>, _>(&new.previews)
             .bind::<Array<Bytea>, _>(&new.fingerprints)
+            .bind::<Array<diesel::sql_types::Bool>, _>(&new.tokenized)
             .execute(conn)
             .await?;
         }

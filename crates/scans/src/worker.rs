@@ -16,13 +16,14 @@ use connectors::cloud::{AccessError, Bucket, Cloud, Failure};
 use detect::{Detector, Finding, Hint, Location};
 use ids::{ConnectorId, ScanId, TenantId};
 use keys::{KeyRing, TenantKeys};
-use tokenize_core::{NormalizeOptions, PiiType, normalize};
+use tokenize_core::PiiType;
 
 use crate::error::ScanError;
 use crate::lease::{self, Claim, Held, Resource};
 use crate::lifecycle;
-use crate::record::{self, NewFinding, Outcome};
+use crate::record::{self, Candidate, NewFinding, Outcome};
 use crate::rows;
+use crate::tokens::{IssuedTokens, recognize};
 
 /// How long a claim holds without a heartbeat, by default.
 pub const LEASE_SECONDS: i64 = 30;
@@ -64,6 +65,9 @@ pub struct Worker {
     plain: Arc<Detector>,
     /// Detectors with a scan's classifiers, most recent last.
     compiled: Arc<Mutex<Compiled>>,
+    /// Tells the tenant's own tokens from PII (see [`crate::tokens`]); without it, nothing is
+    /// recognized as a token.
+    tokens: Option<Arc<dyn IssuedTokens>>,
 }
 
 /// Compiled detectors by scan.
@@ -95,7 +99,14 @@ impl Worker {
             lease_seconds: LEASE_SECONDS,
             plain: Arc::new(Detector::new()),
             compiled: Arc::default(),
+            tokens: None,
         }
+    }
+
+    /// Recognizes the tenant's issued tokens among findings with `tokens`.
+    pub fn with_tokens(mut self, tokens: Arc<dyn IssuedTokens>) -> Self {
+        self.tokens = Some(tokens);
+        self
     }
 
     pub fn with_lease_seconds(mut self, seconds: i64) -> Self {
@@ -180,13 +191,15 @@ impl Worker {
                 || unwritten_findings >= BATCH_FINDINGS
                 || flushed.elapsed() >= BATCH_AGE
             {
-                let batch = std::mem::take(&mut unwritten);
+                let mut batch = std::mem::take(&mut unwritten);
                 (unwritten_findings, flushed) = (0, Instant::now());
+                recognize(conn, self.tokens.as_deref(), &claim.tenant, &mut batch).await?;
                 if record::record(conn, claim, batch, self.lease_seconds).await? == Held::Lost {
                     return Ok(Stop::Lost);
                 }
             }
         }
+        recognize(conn, self.tokens.as_deref(), &claim.tenant, &mut unwritten).await?;
         if record::record(conn, claim, unwritten, self.lease_seconds).await? == Held::Lost {
             return Ok(Stop::Lost);
         }
@@ -449,31 +462,21 @@ fn extension(key: &str) -> Option<String> {
 /// A finding as stored: the value becomes a masked preview and a keyed fingerprint, then is
 /// dropped.
 fn stored(finding: Finding, keys: &TenantKeys) -> NewFinding {
+    let fingerprint = crate::findings::fingerprint(keys, &finding);
     let raw = finding.value.unwrap_or_default();
-    let pii = finding.pii_type.pii();
-    // Detection hands over the canonical form it computed (phone numbers); others are cheap.
-    let canonical = finding
-        .normalized
-        .or_else(|| {
-            pii.and_then(|t| normalize(t, &raw, &NormalizeOptions::default()).ok())
-                .map(|n| n.value.expose().to_owned())
-        })
-        .unwrap_or_else(|| raw.trim().to_owned());
-    let fingerprint = keys
-        .fingerprint
-        .mac(&[
-            b"dps-finding-v1",
-            finding.pii_type.as_str().as_bytes(),
-            canonical.as_bytes(),
-        ])
-        .to_vec();
     NewFinding {
         pii_type: finding.pii_type.as_str().to_owned(),
         category: finding.category.as_str().to_owned(),
         confidence: finding.confidence,
         location: location(&finding.location),
-        preview: mask(pii, &raw),
+        preview: mask(finding.pii_type.pii(), &raw),
         fingerprint,
+        // Custom classifiers' findings are never tokens: the vault issues PII types only.
+        candidate: finding
+            .pii_type
+            .pii()
+            .map(|_| Candidate(raw.trim().to_owned())),
+        tokenized: false,
     }
 }
 

@@ -281,3 +281,44 @@ pub fn reveal(
     )?;
     crate::value::decode(plain)
 }
+
+#[derive(diesel::QueryableByName)]
+struct Ordinal {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    i: i64,
+}
+
+/// Which of `candidates` (PII type, text) are tokens this tenant's vault issued, revoked or
+/// not, by exact lookup on `(tenant_id, pii_type, token)`: one answer per candidate, in order.
+/// Remediation writes tokens into customers' objects; a later scan must know them for what
+/// they are.
+pub async fn issued(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    candidates: &[(&str, &str)],
+) -> Result<Vec<bool>, diesel::result::Error> {
+    use diesel::sql_types::{Array, Text};
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let types: Vec<&str> = candidates.iter().map(|(t, _)| *t).collect();
+    let texts: Vec<&str> = candidates.iter().map(|(_, v)| *v).collect();
+    let found: Vec<Ordinal> = diesel::sql_query(
+        "SELECT c.i FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS c(pii_type, token, i)
+          WHERE EXISTS (SELECT 1 FROM vault_entries v
+                         WHERE v.tenant_id = $1 AND v.pii_type = c.pii_type
+                           AND v.token = c.token)",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<Text>, _>(&types)
+    .bind::<Array<Text>, _>(&texts)
+    .load(conn)
+    .await?;
+    let mut answers = vec![false; candidates.len()];
+    for Ordinal { i } in found {
+        if let Some(slot) = usize::try_from(i - 1).ok().and_then(|i| answers.get_mut(i)) {
+            *slot = true;
+        }
+    }
+    Ok(answers)
+}

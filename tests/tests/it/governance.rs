@@ -607,7 +607,11 @@ async fn a_scan_is_evaluated_against_policies_which_alert_simulate_and_plan() {
     )
     .await;
     let receiver = testkit::identity::http_server(|_| (200, Value::Null));
-    let app = crate::scans::app_on(&moto, "1").await;
+    // Planning is what is tested here: no executor changes the objects under the rescan.
+    let app = crate::scans::app_with(&moto, "1", |env| {
+        env.insert("DPS_REMEDIATION_EXECUTOR".into(), "false".into());
+    })
+    .await;
     let admin = Client {
         app: &app,
         token: app.token("acme", "ann", &["admin"]),

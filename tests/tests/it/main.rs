@@ -20,6 +20,7 @@ mod migrations;
 mod openapi;
 mod pool;
 mod reconcile;
+mod remediation;
 mod scans;
 mod settings;
 mod tokenize;

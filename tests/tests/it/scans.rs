@@ -19,7 +19,7 @@ pub(crate) async fn app_on(moto: &emulators::Emulator, workers: &str) -> TestApp
     app_with(moto, workers, |_| {}).await
 }
 
-async fn app_with(
+pub(crate) async fn app_with(
     moto: &emulators::Emulator,
     workers: &str,
     tweak: impl FnOnce(&mut std::collections::HashMap<String, String>),

@@ -133,6 +133,11 @@ fn standard_input_other_keys_and_broken_documents() {
         .to_string();
     let jwks = file("jwks.json", signer.jwks().to_string().as_bytes());
     let output = dpsctl(&["-", "--jwks", &jwks.path], document.as_bytes());
+    assert!(output.status.success(), "{}", stderr(&output));
+    // The answer of GET /governance/receipt-keys, envelope and all, is a JWKS file too.
+    let envelope = serde_json::json!({"status": "success", "data": signer.jwks(), "metadata": {}});
+    let served = file("served.json", envelope.to_string().as_bytes());
+    let output = dpsctl(&["-", "--jwks", &served.path], document.as_bytes());
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains(": valid, signed by "));
 

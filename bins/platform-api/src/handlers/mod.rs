@@ -8,6 +8,7 @@ pub mod health;
 pub mod openapi;
 pub mod policies;
 pub mod reconcile;
+pub mod remediations;
 pub mod risk;
 pub mod scans;
 pub mod settings;

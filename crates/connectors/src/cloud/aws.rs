@@ -20,7 +20,7 @@ use super::access::{
     url_with_segments,
 };
 use super::aws_posture;
-use super::aws_writes::S3Writes;
+use super::aws_writes::{S3Credentials, S3Writes};
 use super::cache::Cached;
 use super::sigv4::send_signed;
 use super::xml;
@@ -467,6 +467,17 @@ pub(super) struct AssumedRole {
     sts_url: String,
     pub(super) http: reqwest::Client,
     cache: Cached<AwsCredential>,
+}
+
+#[async_trait::async_trait]
+impl S3Credentials for AssumedRole {
+    async fn credential(&self) -> Result<Arc<AwsCredential>, AccessError> {
+        AssumedRole::credential(self).await
+    }
+
+    fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
 }
 
 impl AssumedRole {

@@ -11,15 +11,22 @@
 use std::sync::Arc;
 
 use super::access::{AccessError, Blobs, Failure, Put, Writes, put_through, quoted};
-use super::aws::AssumedRole;
 use super::sigv4::signed;
 use super::xml;
+
+/// Where the hand-made requests get their credentials and client: the connector's assumed
+/// role (`aws`), behind a trait so that this module does not depend back on that one.
+#[async_trait::async_trait]
+pub(super) trait S3Credentials: Send + Sync + std::fmt::Debug {
+    async fn credential(&self) -> Result<Arc<object_store::aws::AwsCredential>, AccessError>;
+    fn http(&self) -> &reqwest::Client;
+}
 
 /// One bucket, and what it takes to write to it.
 #[derive(Debug)]
 pub(super) struct S3Writes {
     pub(super) store: Arc<dyn Blobs>,
-    pub(super) role: Arc<AssumedRole>,
+    pub(super) role: Arc<dyn S3Credentials>,
     pub(super) region: String,
     /// The S3 endpoint, without a trailing `/`.
     pub(super) endpoint: String,
@@ -44,7 +51,7 @@ impl S3Writes {
     ) -> Result<(u16, String), AccessError> {
         let credential = self.role.credential().await?;
         let response = signed(
-            &self.role.http,
+            self.role.http(),
             &credential,
             ("s3", &self.region),
             method,

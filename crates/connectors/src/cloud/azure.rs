@@ -14,15 +14,13 @@ use time::OffsetDateTime;
 use super::access::{
     AccessError, Blobs, EtagForm, Failure, Posture, Writes, retry_config, url_with_segments,
 };
-use super::azure_writes::BlobWrites;
+use super::azure_writes::{API_VERSION, BearerSource, BlobWrites};
 use super::cache::Cached;
 use super::xml;
 use crate::config::Config;
 
 const AUTHORITY: &str = "https://login.microsoftonline.com";
 const STORAGE_SCOPE: &str = "https://storage.azure.com/.default";
-/// The Blob service REST version sent with hand-made requests.
-pub(super) const API_VERSION: &str = "2023-11-03";
 
 /// The Azure side of the environment.
 #[derive(Debug, Clone, Default)]
@@ -68,17 +66,24 @@ struct TokenAnswer {
     expires_in: i64,
 }
 
-impl ClientSecret {
-    async fn credential(&self) -> Result<Arc<AzureCredential>, AccessError> {
-        self.cache.get(|| self.fetch()).await
-    }
-
+#[async_trait::async_trait]
+impl BearerSource for ClientSecret {
     /// The bearer token for a hand-made Blob request.
-    pub(super) async fn bearer(&self) -> Result<String, AccessError> {
+    async fn bearer(&self) -> Result<String, AccessError> {
         match self.credential().await?.as_ref() {
             AzureCredential::BearerToken(token) => Ok(token.clone()),
             _ => Err(AccessError::new(Failure::Identity, "no bearer token")),
         }
+    }
+
+    fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+}
+
+impl ClientSecret {
+    async fn credential(&self) -> Result<Arc<AzureCredential>, AccessError> {
+        self.cache.get(|| self.fetch()).await
     }
 
     async fn fetch(&self) -> Result<(AzureCredential, Option<OffsetDateTime>), AccessError> {

@@ -13,18 +13,28 @@ use std::time::{Duration, Instant};
 use super::access::{
     AccessError, Blobs, Failure, Put, Writes, put_through, quoted, url_with_segments,
 };
-use super::azure::{API_VERSION, ClientSecret};
 use super::xml;
 
 /// How long a Copy Blob that Azure answers `pending` is waited for. Within one account a copy
 /// is usually done before Azure answers (always on Azurite); a large blob may take longer.
 const COPY_WAIT: Duration = Duration::from_secs(30);
 
+/// The Blob service version every request names.
+pub(super) const API_VERSION: &str = "2023-11-03";
+
+/// Where the hand-made requests get their bearer token and client: the connector's Entra ID
+/// client credentials (`azure`), behind a trait so that this module does not depend back on it.
+#[async_trait::async_trait]
+pub(super) trait BearerSource: Send + Sync + std::fmt::Debug {
+    async fn bearer(&self) -> Result<String, AccessError>;
+    fn http(&self) -> &reqwest::Client;
+}
+
 /// One container, and what it takes to write to it.
 #[derive(Debug)]
 pub(super) struct BlobWrites {
     pub(super) store: Arc<dyn Blobs>,
-    pub(super) credentials: Arc<ClientSecret>,
+    pub(super) credentials: Arc<dyn BearerSource>,
     /// The account's Blob endpoint.
     pub(super) account_url: String,
     pub(super) container: String,
@@ -55,7 +65,7 @@ impl BlobWrites {
         let token = self.credentials.bearer().await?;
         let mut request = self
             .credentials
-            .http
+            .http()
             .request(method, url)
             .bearer_auth(token)
             .header("x-ms-version", API_VERSION);

@@ -21,7 +21,7 @@ use super::access::{
     url_with_segments,
 };
 use super::cache::Cached;
-use super::gcp_writes::GcsWrites;
+use super::gcp_writes::{GcsToken, GcsWrites};
 use crate::config::Config;
 
 const STS_URL: &str = "https://sts.googleapis.com/v1/token";
@@ -334,6 +334,13 @@ impl Impersonated {
             },
             expires,
         ))
+    }
+}
+
+#[async_trait::async_trait]
+impl GcsToken for Impersonated {
+    async fn credential(&self) -> Result<Arc<GcpCredential>, AccessError> {
+        Impersonated::credential(self).await
     }
 }
 

@@ -19,16 +19,22 @@ use serde_json::{Value, json};
 use super::access::{
     AccessError, CONTENT_TYPE, Failure, Put, Writes, same_etag, url_with_segments,
 };
-use super::gcp::Impersonated;
 
 /// The most rewrite calls one copy makes. GCS finishes a copy within one bucket's location and
 /// storage class in one call; across them it copies a slice per call, and says to call again.
 const MAX_REWRITE_CALLS: usize = 64;
 
+/// Where the writes get their token: the connector's identity with write scope (`gcp`),
+/// behind a trait so that this module does not depend back on that one.
+#[async_trait::async_trait]
+pub(super) trait GcsToken: Send + Sync + std::fmt::Debug {
+    async fn credential(&self) -> Result<Arc<object_store::gcp::GcpCredential>, AccessError>;
+}
+
 /// One bucket, and what it takes to write to it.
 #[derive(Debug)]
 pub(super) struct GcsWrites {
-    pub(super) writer: Arc<Impersonated>,
+    pub(super) writer: Arc<dyn GcsToken>,
     pub(super) http: reqwest::Client,
     /// The storage endpoint, without a trailing `/`.
     pub(super) base: String,

@@ -19,6 +19,9 @@ pub struct Finding {
     pub pii_type: String,
     pub category: String,
     pub confidence: f32,
+    /// The value is a token the tenant's vault issued (a remediated object scanned again): no
+    /// policy acts on it, and risk counts it as covered.
+    pub tokenized: bool,
 }
 
 /// Whether a condition names a finding of this type and category: its type, its category or
@@ -81,10 +84,14 @@ impl ObjectMatch<'_> {
     }
 }
 
-/// The objects with findings the policy matches, in (bucket, key) order.
+/// The objects with findings the policy matches, in (bucket, key) order. Tokens are never
+/// acted on again.
 pub fn by_object<'a>(document: &PolicyDocument, findings: &'a [Finding]) -> Vec<ObjectMatch<'a>> {
     let mut objects: BTreeMap<(&str, &str, &str), Vec<&Finding>> = BTreeMap::new();
-    for f in findings.iter().filter(|f| matches(document, f)) {
+    for f in findings
+        .iter()
+        .filter(|f| !f.tokenized && matches(document, f))
+    {
         objects
             .entry((f.bucket.as_str(), f.object_key.as_str(), f.etag.as_str()))
             .or_default()
@@ -117,6 +124,7 @@ mod tests {
             pii_type: pii_type.into(),
             category: category.into(),
             confidence,
+            tokenized: false,
         }
     }
 
@@ -162,6 +170,14 @@ mod tests {
         let objects = by_object(&p, &findings);
         let keys: Vec<&str> = objects.iter().map(|o| o.object_key).collect();
         assert_eq!(keys, ["a.csv", "x.csv"]);
+        // A token in an object is never acted on again.
+        let mut tokens = findings.clone();
+        tokens[1].tokenized = true;
+        let keys: Vec<&str> = by_object(&p, &tokens)
+            .iter()
+            .map(|o| o.object_key)
+            .collect();
+        assert_eq!(keys, ["x.csv"]);
         assert_eq!(objects[1].pii_types(), ["ca_sin", "us_ssn"]);
         assert_eq!(objects[1].counts()["us_ssn"], 2);
         assert_eq!(objects[1].resource(), "b/x.csv");

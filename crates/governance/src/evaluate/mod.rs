@@ -49,6 +49,7 @@ impl From<scans::findings::OpenFinding> for Finding {
             pii_type: f.pii_type,
             category: f.category,
             confidence: f.confidence,
+            tokenized: f.tokenized,
         }
     }
 }

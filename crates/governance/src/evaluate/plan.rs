@@ -172,6 +172,12 @@ async fn claim(
                 string_to_array(a.findings, ',')::uuid[], $12, $12, $14
            FROM unnest($7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[], $13::text[])
                 AS a(id, bucket, object_key, etag, outcome, findings)
+          -- An undone remediation is not applied again until the policy version changes.
+          WHERE $6 OR NOT EXISTS (
+                SELECT 1 FROM remediation_requests r
+                 WHERE r.tenant_id = $1 AND r.connector_id = $5 AND r.bucket = a.bucket
+                   AND r.object_key = a.object_key AND r.policy_id = $2
+                   AND r.policy_version = $3 AND r.action_type = $4 AND r.status = 'undone')
          ON CONFLICT DO NOTHING
          RETURNING action_id",
     )

@@ -75,7 +75,7 @@ pub(crate) async fn pairs(
     diesel::sql_query(
         "SELECT pii_type, category, count(*) AS n
            FROM findings
-          WHERE tenant_id = $1 AND status = 'open'
+          WHERE tenant_id = $1 AND status = 'open' AND NOT tokenized
             AND (cardinality($2::uuid[]) = 0 OR connector_id = ANY($2))
           GROUP BY pii_type, category",
     )
@@ -246,7 +246,7 @@ pub async fn plan(
                  SELECT c.p, f.connector_id, f.bucket, f.object_key, count(*) AS n
                    FROM findings f
                    JOIN c ON f.pii_type = c.pii_type AND f.category = c.category
-                  WHERE f.tenant_id = $1 AND f.status = 'open'
+                  WHERE f.tenant_id = $1 AND f.status = 'open' AND NOT f.tokenized
                     AND (cardinality($2::uuid[]) = 0 OR f.connector_id = ANY($2))
                     AND (c.connector_id IS NULL OR c.connector_id = f.connector_id)
                     AND f.confidence >= c.min
@@ -300,7 +300,7 @@ pub async fn plan(
                LEFT JOIN everywhere e ON e.pii_type = f.pii_type AND e.category = f.category
                LEFT JOIN here h ON h.connector_id = f.connector_id
                 AND h.pii_type = f.pii_type AND h.category = f.category
-              WHERE f.tenant_id = $1 AND f.status = 'open'
+              WHERE f.tenant_id = $1 AND f.status = 'open' AND NOT f.tokenized
                 AND (cardinality($2::uuid[]) = 0 OR f.connector_id = ANY($2))
                 AND f.confidence >= least(e.min, h.min)",
         )

@@ -75,9 +75,11 @@ type Scored<'a> = (&'a Finding, f64, bool);
 
 /// Whether an enforced policy in scope matches the finding.
 fn covered(policies: &[Active], connector: ConnectorId, f: &Finding) -> bool {
-    policies.iter().any(|p| {
-        p.document.spec.mode == Mode::Enforced && p.covers(connector) && matches(&p.document, f)
-    })
+    // A token in an object is remediated already: covered, whatever the policies say.
+    f.tokenized
+        || policies.iter().any(|p| {
+            p.document.spec.mode == Mode::Enforced && p.covers(connector) && matches(&p.document, f)
+        })
 }
 
 /// The exposure of each bucket, from its last check; unknown when never checked.

@@ -52,6 +52,7 @@ spec:
         pii_type: "us_ssn".into(),
         category: "government_id".into(),
         confidence: 0.9,
+        tokenized: false,
     }];
     let tenant = acme();
     let active = policies::active(&mut env.conn, &tenant).await.unwrap();

@@ -16,6 +16,7 @@ fn finding(key: &str, pii_type: &str, category: &str, confidence: f32) -> Findin
         pii_type: pii_type.into(),
         category: category.into(),
         confidence,
+        tokenized: false,
     }
 }
 
@@ -165,7 +166,7 @@ async fn an_enforced_policy_queues_alerts_and_plans_remediation() {
         4
     );
     assert_eq!(
-        env.count("SELECT count(*) AS n FROM remediation_requests WHERE status = 'pending' AND gate = 'allowed' AND action_type = 'mask'").await,
+        env.count("SELECT count(*) AS n FROM remediation_requests WHERE status = 'planned' AND gate = 'allowed' AND action_type = 'mask'").await,
         2
     );
     assert_eq!(

@@ -10,6 +10,7 @@ mod channels;
 mod delivery;
 mod evaluate;
 mod policies;
+mod remediate;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

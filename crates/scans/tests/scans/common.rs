@@ -34,6 +34,8 @@ pub fn finding(pii_type: &str, category: &str) -> NewFinding {
         location: json!({ "line": 1 }),
         preview: "***-**-9999".into(),
         fingerprint: vec![1, 2, 3, 4],
+        candidate: None,
+        tokenized: false,
     }
 }
 

@@ -1,0 +1,180 @@
+//! Remediations: admins list them, read one with its receipts, and undo one within the
+//! rollback window; any user of the tenant reads the receipt-signing keys.
+
+use actix_web::web;
+use api_types::remediation::{ReceiptKeys, Remediation, RemediationQuery, UndoRequest};
+use dps_http::{AdminCaller, ApiError, Caller, Enveloped, OptionalBody, ServiceState};
+use governance::document::ActionType;
+use governance::remediate::{self, Filter, State};
+use ids::{ConnectorId, PolicyId};
+use serde_json::json;
+
+use crate::{Extra, errors, wire};
+
+/// The tenant's remediations, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/governance/remediations",
+    tag = "governance",
+    security(("bearer" = [])),
+    params(
+        ("policy" = Option<String>, Query, description = "A governance policy id"),
+        ("connector" = Option<String>, Query, description = "A connector id"),
+        ("status" = Option<String>, Query, description = "planned, snapshotted, written, receipted, blocked, failed or undone"),
+        ("action_type" = Option<String>, Query, description = "tokenize, mask or quarantine"),
+        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page of remediations, newest first", body = [Remediation]),
+        (status = 400, description = "VALIDATION_FAILED: an unknown filter value or parameter, a limit outside 1-100 or a foreign cursor", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn list(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    query: web::Query<RemediationQuery>,
+) -> Result<Enveloped<Vec<Remediation>>, ApiError> {
+    let limit = super::page_limit(query.limit)?;
+    let status = match query.status.as_deref() {
+        None => None,
+        Some(s) => Some(State::parse(s).ok_or_else(|| {
+            ApiError::invalid(
+                "status must be one of planned, snapshotted, written, receipted, blocked, failed, undone",
+            )
+            .with_details(json!({ "field": "status" }))
+        })?),
+    };
+    let action_type = match query.action_type.as_deref() {
+        None => None,
+        Some(a) => Some(
+            ActionType::parse(a)
+                .filter(|t| t.changes_objects())
+                .ok_or_else(|| {
+                    ApiError::invalid("action_type must be one of tokenize, mask, quarantine")
+                        .with_details(json!({ "field": "action_type" }))
+                })?,
+        ),
+    };
+    let filter = Filter {
+        policy: query.policy.as_deref().map(PolicyId::parse_or_nil),
+        connector: query.connector.as_deref().map(ConnectorId::parse_or_nil),
+        status,
+        action_type,
+    };
+    let mut conn = state.conn().await?;
+    let page = remediate::read::list(
+        &mut conn,
+        &extra.cursors,
+        &caller.tenant_id,
+        &filter,
+        limit,
+        query.cursor.as_deref(),
+    )
+    .await
+    .map_err(errors::remediation_read)?;
+    Ok(Enveloped::page(
+        page.items.into_iter().map(wire::remediation).collect(),
+        wire::pagination(page.pagination),
+    ))
+}
+
+/// One remediation: the request, its state and its receipts.
+#[utoipa::path(
+    get,
+    path = "/api/v1/governance/remediations/{id}",
+    tag = "governance",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Remediation id")),
+    responses(
+        (status = 200, description = "The remediation", body = Remediation),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 404, description = "REMEDIATION_NOT_FOUND", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn get(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    id: web::Path<String>,
+) -> Result<Enveloped<Remediation>, ApiError> {
+    let id = uuid::Uuid::parse_str(id.trim()).unwrap_or(uuid::Uuid::nil());
+    let mut conn = state.conn().await?;
+    let found = remediate::read::get(&mut conn, &caller.tenant_id, id)
+        .await
+        .map_err(ApiError::database)?
+        .ok_or_else(errors::remediation_not_found)?;
+    Ok(Enveloped::ok(wire::remediation(found)))
+}
+
+/// Undoes a remediation within the tenant's rollback window: the snapshot is restored (a
+/// quarantined object moves back), conditional on the object being as the remediation left it
+/// unless `force` is set.
+#[utoipa::path(
+    post,
+    path = "/api/v1/governance/remediations/{id}/undo",
+    tag = "governance",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Remediation id")),
+    request_body = UndoRequest,
+    responses(
+        (status = 200, description = "The remediation, undone", body = Remediation),
+        (status = 400, description = "VALIDATION_FAILED: an unknown field or a force that is not a boolean", body = api_types::ErrorEnvelope),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 404, description = "REMEDIATION_NOT_FOUND", body = api_types::ErrorEnvelope),
+        (status = 409, description = "object_changed_since_remediation (unless force), remediation_not_undoable, already_undone or undo_in_progress", body = api_types::ErrorEnvelope),
+        (status = 410, description = "lkg_expired: the rollback window has passed", body = api_types::ErrorEnvelope),
+        (status = 503, description = "storage_unavailable: the storage could not be reached; retry", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn undo(
+    AdminCaller(caller): AdminCaller,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    id: web::Path<String>,
+    body: OptionalBody<UndoRequest>,
+) -> Result<Enveloped<Remediation>, ApiError> {
+    let id = uuid::Uuid::parse_str(id.trim()).unwrap_or(uuid::Uuid::nil());
+    let force = body.0.is_some_and(|b| b.force);
+    let mut conn = state.conn().await?;
+    remediate::undo(
+        &mut conn,
+        &extra.remediation,
+        &caller.tenant_id,
+        id,
+        &caller.user_id,
+        force,
+    )
+    .await
+    .map_err(errors::undo)?;
+    let found = remediate::read::get(&mut conn, &caller.tenant_id, id)
+        .await
+        .map_err(ApiError::database)?
+        .ok_or_else(errors::remediation_not_found)?;
+    Ok(Enveloped::ok(wire::remediation(found)))
+}
+
+/// The public keys that check remediation receipts, as a JWKS (RFC 7517, Ed25519 per RFC 8037).
+#[utoipa::path(
+    get,
+    path = "/api/v1/governance/receipt-keys",
+    tag = "governance",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The receipt-signing public keys", body = ReceiptKeys),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn receipt_keys(
+    Caller(_caller): Caller,
+    extra: web::Data<Extra>,
+) -> Result<Enveloped<ReceiptKeys>, ApiError> {
+    let jwks = extra.remediation.receipts.jwks();
+    let keys: ReceiptKeys = serde_json::from_value(jwks)
+        .map_err(|_| ApiError::internal("the receipt keys could not be shown"))?;
+    Ok(Enveloped::ok(keys))
+}

@@ -1,0 +1,529 @@
+//! Running one remediation request through its states against the customer's storage.
+//!
+//! - **planned**: the gate is read again (a class denied since the request was planned ends it
+//!   `blocked`); the object is read at the ETag the scan saw; for tokenize and mask the new
+//!   content is computed (detection with values, in memory; tokens from the vault); the object
+//!   is copied, server-side and conditional on that ETag, to its last-known-good (LKG) location
+//!   (quarantine: to its destination, which is its LKG). → **snapshotted**.
+//! - **snapshotted**: the object is replaced, conditional on the same ETag (quarantine: deleted,
+//!   conditional on it). A process killed after the write but before recording it finds, on
+//!   resuming, that the object already holds exactly what it would write (or is gone), and
+//!   records that; it never writes twice. → **written**, with `undo_until`.
+//! - **written**: the signed receipt, the ledger's `executed`, the audit entry. → **receipted**.
+//!
+//! A concurrent change is never overwritten: the request fails `object_changed` and the next
+//! scan of the changed object plans again.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use connectors::cloud::{Bucket, Cloud, Failure, Storage};
+use detect::Detector;
+use diesel::result::Error as DieselError;
+use diesel_async::AsyncPgConnection;
+use ids::TenantId;
+use keys::{KeyRing, TenantKeys};
+use serde_json::json;
+use settings::Gate;
+use time::{Duration, OffsetDateTime};
+
+use super::content::{self, Span};
+use super::receipt::{self, Receipts};
+use super::stop::Stop;
+use super::store::{self, Ending, Row, State};
+use crate::document::{Action, ActionType};
+use crate::evaluate::plan::safety_class;
+
+/// The largest object remediation rewrites, read whole into memory.
+pub const MAX_OBJECT_BYTES: u64 = 64 << 20;
+
+/// What the executor needs besides a connection.
+#[derive(Clone)]
+pub struct Executor {
+    pub cloud: Cloud,
+    pub keyring: Arc<KeyRing>,
+    pub receipts: Arc<Receipts>,
+    /// Test builds only: abort the process at this point, to prove that a kill at any step
+    /// leaves nothing half done (`DPS_REMEDIATION_CRASH_AT`).
+    pub crash_at: Option<String>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("crash_at", &self.crash_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Executor {
+    fn crash_point(&self, point: &str) {
+        if self.crash_at.as_deref() == Some(point) {
+            tracing::error!(point, "DPS_REMEDIATION_CRASH_AT: aborting on purpose");
+            std::process::abort();
+        }
+    }
+}
+
+/// Takes one due request and runs it as far as it goes; returns whether there was one.
+pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<bool, DieselError> {
+    let Some(row) = store::take(conn).await? else {
+        return Ok(false);
+    };
+    if row.attempts > store::MAX_ATTEMPTS {
+        let reason = format!(
+            "attempts_exhausted: {}",
+            row.reason.as_deref().unwrap_or("unknown")
+        );
+        fail(conn, &row, &reason).await?;
+        return Ok(true);
+    }
+    match advance(conn, exec, row.clone()).await {
+        Ok(()) => {}
+        Err(Stop::Fail(reason)) => {
+            let current = store::one(conn, &row.tenant()?, row.request_id).await?;
+            match current {
+                // The object holds the new content: only the receipt is missing, and it is
+                // retried, never failed.
+                Some(current) if current.state() == State::Written => {
+                    store::retry_later(conn, &current, &reason).await?;
+                }
+                Some(current) => {
+                    discard_snapshot(conn, exec, &current).await;
+                    fail(conn, &current, &reason).await?;
+                }
+                None => {}
+            }
+        }
+        Err(Stop::Retry(reason)) => {
+            tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, attempt = row.attempts, %reason, "a remediation step failed; it is retried");
+            store::retry_later(conn, &row, &reason).await?;
+        }
+        Err(Stop::Database(e)) => return Err(e),
+    }
+    Ok(true)
+}
+
+/// Runs the request from the state it is in to `receipted`, `blocked` or a stop.
+async fn advance(conn: &mut AsyncPgConnection, exec: &Executor, row: Row) -> Result<(), Stop> {
+    let tenant = row.tenant()?;
+    let kind = row
+        .kind()
+        .ok_or_else(|| Stop::Fail("corrupt_request".into()))?;
+    let action = crate::policies::action_at(conn, &tenant, row.policy(), row.policy_version, kind)
+        .await?
+        .ok_or_else(|| Stop::Fail("policy_version_missing".into()))?;
+    let mut row = row;
+    // The new content, when this run computed it (a resumed run computes it again from the
+    // snapshot; the vault replays the same tokens).
+    let mut rewritten: Option<Rewrite> = None;
+    if row.state() == State::Planned {
+        let gate = settings::remediation_gate(conn, &tenant, safety_class(kind)).await;
+        if !gate.permits() {
+            block(conn, exec, &row).await?;
+            return Ok(());
+        }
+        if gate == Gate::AllowedPolicyUnreadable {
+            store::gate_unavailable(conn, &row).await?;
+        }
+        let storage = open_storage(conn, exec, &tenant, &row).await?;
+        rewritten = snapshot(conn, exec, &storage, &row, &action).await?;
+        exec.crash_point("snapshotted");
+        row = reload(conn, &tenant, &row).await?;
+    }
+    if row.state() == State::Snapshotted {
+        let storage = open_storage(conn, exec, &tenant, &row).await?;
+        write(conn, exec, &storage, &row, &action, rewritten).await?;
+        exec.crash_point("written");
+        row = reload(conn, &tenant, &row).await?;
+    }
+    if row.state() == State::Written {
+        let receipt = exec.receipts.executed(conn, &tenant, &row).await?;
+        let entry = receipt::entry("action_executed", &row, "executed", &receipt);
+        store::end(
+            conn,
+            &row,
+            Ending {
+                from: State::Written,
+                to: State::Receipted,
+                outcome: Some("executed"),
+                reason: None,
+                entry,
+                receipt: Some(receipt),
+            },
+        )
+        .await?;
+        exec.crash_point("receipted");
+    }
+    Ok(())
+}
+
+async fn reload(conn: &mut AsyncPgConnection, tenant: &TenantId, row: &Row) -> Result<Row, Stop> {
+    store::one(conn, tenant, row.request_id)
+        .await?
+        .ok_or_else(|| Stop::Fail("request_vanished".into()))
+}
+
+/// The connector's storage, opened with its current credentials.
+pub(crate) async fn open_storage(
+    conn: &mut AsyncPgConnection,
+    exec: &Executor,
+    tenant: &TenantId,
+    row: &Row,
+) -> Result<Storage, Stop> {
+    let keys = exec
+        .keyring
+        .tenant(conn, tenant)
+        .await
+        .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))?;
+    let config = match connectors::store::config(conn, &keys, tenant, row.connector()).await {
+        Ok(config) => config,
+        Err(connectors::ConnectorError::NotFound) => {
+            return Err(Stop::Fail("connector_deleted".into()));
+        }
+        Err(e) => return Err(Stop::Retry(e.to_string())),
+    };
+    exec.cloud
+        .open(row.connector(), &config)
+        .map_err(|e| Stop::Retry(e.message))
+}
+
+fn bucket(storage: &Storage, name: &str) -> Result<Bucket, Stop> {
+    storage.bucket(name).map_err(Stop::storage)
+}
+
+/// Where the snapshot of `row`'s object goes: the same bucket under `.dps-lkg/`, named by the
+/// request, so no two snapshots share a key.
+pub(crate) fn lkg_location(row: &Row) -> (String, String) {
+    (
+        row.bucket.clone(),
+        format!(".dps-lkg/{}/{}", row.request_id, row.object_key),
+    )
+}
+
+/// Where a quarantined object goes: the destination's bucket and prefix, under a
+/// `.dps-quarantine/` segment that scans skip, named by the request and the source bucket.
+pub(crate) fn quarantine_location(
+    row: &Row,
+    destination: &crate::document::Destination,
+) -> (String, String) {
+    let prefix = destination.prefix.as_deref().unwrap_or("");
+    (
+        destination.bucket.clone(),
+        format!(
+            "{prefix}.dps-quarantine/{}/{}/{}",
+            row.request_id, row.bucket, row.object_key
+        ),
+    )
+}
+
+pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .to_vec()
+}
+
+/// An object's content before and after.
+struct Rewrite {
+    before: Bytes,
+    after: Vec<u8>,
+}
+
+/// planned → snapshotted. Returns the new content it computed, if any.
+async fn snapshot(
+    conn: &mut AsyncPgConnection,
+    exec: &Executor,
+    storage: &Storage,
+    row: &Row,
+    action: &Action,
+) -> Result<Option<Rewrite>, Stop> {
+    let source = bucket(storage, &row.bucket)?;
+    let whole = source
+        .read_whole(&row.object_key, Some(&row.etag), MAX_OBJECT_BYTES)
+        .await
+        .map_err(Stop::storage)?;
+    let before = sha256(&whole.bytes);
+    let (lkg, rewrite) = match action {
+        Action::Quarantine(config) => (quarantine_location(row, &config.destination), None),
+        Action::Tokenize(_) | Action::Mask(_) => {
+            // Computed first: an object that cannot be rewritten gets no snapshot.
+            let after = rewrite(conn, exec, row, action, &whole.bytes).await?;
+            (
+                lkg_location(row),
+                Some(Rewrite {
+                    before: whole.bytes,
+                    after,
+                }),
+            )
+        }
+        Action::Alert(_) => return Err(Stop::Fail("not_a_remediation".into())),
+    };
+    storage
+        .copy_if_match(&row.bucket, &row.object_key, &row.etag, &lkg.0, &lkg.1)
+        .await
+        .map_err(Stop::storage)?;
+    exec.crash_point("copied");
+    if !store::snapshotted(conn, row, (&lkg.0, &lkg.1), &before).await? {
+        return Err(Stop::Retry(
+            "the request moved on under another taker".into(),
+        ));
+    }
+    Ok(rewrite)
+}
+
+/// snapshotted → written.
+async fn write(
+    conn: &mut AsyncPgConnection,
+    exec: &Executor,
+    storage: &Storage,
+    row: &Row,
+    action: &Action,
+    rewritten: Option<Rewrite>,
+) -> Result<(), Stop> {
+    let tenant = row.tenant()?;
+    let source = bucket(storage, &row.bucket)?;
+    let (etag_after, sha_after) = match action {
+        Action::Quarantine(_) => {
+            match source.delete_if_match(&row.object_key, &row.etag).await {
+                Ok(()) => {}
+                Err(e) if e.failure == Failure::Changed => {
+                    // Gone already: this request deleted it before a crash, or someone did; the
+                    // copy at the destination holds the bytes either way.
+                    if source
+                        .head(&row.object_key)
+                        .await
+                        .map_err(Stop::storage)?
+                        .is_some()
+                    {
+                        return Err(Stop::Fail("object_changed".into()));
+                    }
+                }
+                Err(e) => return Err(Stop::storage(e)),
+            }
+            (None, None)
+        }
+        _ => {
+            let rewrite = match rewritten {
+                Some(rewrite) => rewrite,
+                None => {
+                    let (lkg_bucket, lkg_key) = snapshot_of(row)?;
+                    let snapshot = bucket(storage, &lkg_bucket)?
+                        .read_whole(&lkg_key, None, MAX_OBJECT_BYTES)
+                        .await
+                        .map_err(Stop::storage)?;
+                    if Some(sha256(&snapshot.bytes)) != row.sha256_before {
+                        return Err(Stop::Fail("snapshot_mismatch".into()));
+                    }
+                    let after = rewrite(conn, exec, row, action, &snapshot.bytes).await?;
+                    Rewrite {
+                        before: snapshot.bytes,
+                        after,
+                    }
+                }
+            };
+            let sha_after = sha256(&rewrite.after);
+            drop(rewrite.before);
+            match source
+                .put_if_match(&row.object_key, Bytes::from(rewrite.after), &row.etag)
+                .await
+            {
+                Ok(etag) => (Some(etag), Some(sha_after)),
+                Err(e) if e.failure == Failure::Changed => {
+                    // Our own write, before a crash, if the object holds exactly what it would.
+                    let current = source
+                        .read_whole(&row.object_key, None, MAX_OBJECT_BYTES)
+                        .await
+                        .map_err(|e| match e.failure {
+                            Failure::NotFound => Stop::Fail("object_changed".into()),
+                            _ => Stop::storage(e),
+                        })?;
+                    if sha256(&current.bytes) != sha_after {
+                        return Err(Stop::Fail("object_changed".into()));
+                    }
+                    (Some(current.etag), Some(sha_after))
+                }
+                Err(e) => return Err(Stop::storage(e)),
+            }
+        }
+    };
+    exec.crash_point("replaced");
+    let hours = settings::lkg_retention(conn, &tenant)
+        .await
+        .map(|r| r.retention_hours)
+        .unwrap_or(settings::LKG_RETENTION_DEFAULT_HOURS);
+    let undo_until = OffsetDateTime::now_utc() + Duration::hours(i64::from(hours));
+    if !store::written(
+        conn,
+        row,
+        etag_after.as_deref(),
+        sha_after.as_deref(),
+        undo_until,
+    )
+    .await?
+    {
+        return Err(Stop::Retry(
+            "the request moved on under another taker".into(),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn snapshot_of(row: &Row) -> Result<(String, String), Stop> {
+    match (&row.lkg_bucket, &row.lkg_key) {
+        (Some(b), Some(k)) => Ok((b.clone(), k.clone())),
+        _ => Err(Stop::Fail("snapshot_missing".into())),
+    }
+}
+
+/// The object's bytes with the request's values replaced: by tokens from the vault, or masked.
+async fn rewrite(
+    conn: &mut AsyncPgConnection,
+    exec: &Executor,
+    row: &Row,
+    action: &Action,
+    bytes: &[u8],
+) -> Result<Vec<u8>, Stop> {
+    let tenant = row.tenant()?;
+    let keys = exec
+        .keyring
+        .tenant(conn, &tenant)
+        .await
+        .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))?;
+    let spans = find_values(conn, &keys, &tenant, row, bytes).await?;
+    if spans.is_empty() {
+        return Err(Stop::Fail("values_not_found".into()));
+    }
+    match action {
+        Action::Mask(mask) => Ok(content::rewrite(bytes, &spans, |s| {
+            content::mask(&s.value, usize::from(mask.keep_last), mask.char)
+        })),
+        Action::Tokenize(config) => {
+            let tokens = super::tokens::issue(
+                conn,
+                &exec.keyring,
+                &tenant,
+                config.tokenization_policy_id,
+                row.request_id,
+                &spans,
+            )
+            .await?;
+            Ok(content::rewrite(bytes, &spans, |s| {
+                tokens
+                    .get(&(s.pii_type.clone(), s.value.clone()))
+                    .cloned()
+                    .unwrap_or_else(|| s.value.clone())
+            }))
+        }
+        _ => Err(Stop::Fail("not_a_rewrite".into())),
+    }
+}
+
+/// The request's findings' values in `bytes`, found again by their fingerprints with the
+/// classifiers of the scans that found them.
+async fn find_values(
+    conn: &mut AsyncPgConnection,
+    keys: &TenantKeys,
+    tenant: &TenantId,
+    row: &Row,
+    bytes: &[u8],
+) -> Result<Vec<Span>, Stop> {
+    let findings = scans::findings::fingerprinted(conn, tenant, &row.finding_ids)
+        .await
+        .map_err(|e| Stop::Retry(e.to_string()))?;
+    let wanted: HashSet<(String, Vec<u8>)> = findings
+        .iter()
+        .map(|f| (f.pii_type.clone(), f.fingerprint.clone()))
+        .collect();
+    let mut scans_seen: BTreeMap<uuid::Uuid, ()> = BTreeMap::new();
+    let mut specs = Vec::new();
+    for f in &findings {
+        if scans_seen.insert(f.scan_id, ()).is_none() {
+            specs.extend(
+                scans::classifiers::for_scan(conn, tenant, ids::ScanId::from_uuid(f.scan_id))
+                    .await
+                    .map_err(|e| Stop::Retry(e.to_string()))?,
+            );
+        }
+    }
+    let detector = if specs.is_empty() {
+        Detector::new()
+    } else {
+        specs.dedup_by(|a, b| a.name == b.name);
+        let classifiers = detect::Classifiers::compile(&specs)
+            .map_err(|_| Stop::Fail("classifiers_unreadable".into()))?;
+        Detector::with_classifiers(classifiers)
+    };
+    let file_name = row.object_key.rsplit('/').next().unwrap_or(&row.object_key);
+    content::find(&detector, file_name, bytes, keys, &wanted)
+        .map_err(|u| Stop::Fail(u.reason().into()))
+}
+
+/// planned → blocked: the tenant denies the action's class now.
+async fn block(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row) -> Result<(), Stop> {
+    let tenant = row.tenant()?;
+    let receipt = exec.receipts.blocked(conn, &tenant, row).await?;
+    let mut entry = receipt::entry("action_blocked", row, "blocked", &receipt);
+    entry.details["gate"] = json!("denied");
+    store::end(
+        conn,
+        row,
+        Ending {
+            from: State::Planned,
+            to: State::Blocked,
+            outcome: Some("blocked"),
+            reason: Some("safety_class_denied"),
+            entry,
+            receipt: Some(receipt),
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Ends a request `failed`, from whichever running state it is in.
+async fn fail(conn: &mut AsyncPgConnection, row: &Row, reason: &str) -> Result<(), DieselError> {
+    let kind = row.kind().map_or("tokenize", ActionType::as_str);
+    let entry = audit::NewEntry::new("action_failed", audit::Actor::System)
+        .policy(row.policy(), row.policy_version)
+        .action(kind)
+        .connector(row.connector())
+        .resource(row.resource())
+        .outcome("failed")
+        .details(json!({
+            "request_id": row.request_id.to_string(),
+            "action_id": row.action_id.to_string(),
+            "reason": reason,
+        }));
+    store::end(
+        conn,
+        row,
+        Ending {
+            from: row.state(),
+            to: State::Failed,
+            outcome: Some("failed"),
+            reason: Some(reason),
+            entry,
+            receipt: None,
+        },
+    )
+    .await
+    .map(drop)
+}
+
+/// A failed request's snapshot is of no use: deleted at once (a failure to delete is left to
+/// the expiry sweeper, which finds no `undo_until` and so takes it at once).
+async fn discard_snapshot(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row) {
+    let Ok((lkg_bucket, lkg_key)) = snapshot_of(row) else {
+        return;
+    };
+    let Ok(tenant) = row.tenant() else { return };
+    let Ok(storage) = open_storage(conn, exec, &tenant, row).await else {
+        return;
+    };
+    if let Ok(bucket) = storage.bucket(&lkg_bucket)
+        && bucket.delete(&lkg_key).await.is_ok()
+    {
+        let _ = store::snapshot_deleted(conn, row).await;
+    }
+}

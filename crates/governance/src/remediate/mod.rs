@@ -1,0 +1,51 @@
+//! Remediation: the tokenize, mask and quarantine requests that evaluation plans, executed
+//! against the customer's storage, each change snapshotted first, signed in a receipt and
+//! reversible within the tenant's rollback window. See docs/governance.md, "Remediation".
+//!
+//! The modules, bottom to top: `content` (finding values again and rewriting only them),
+//! `stop` (why a step stopped), `store` (the state machine's rows), `receipt` (signed receipts), `tokens` (the vault),
+//! `execute` (the steps), `undo`, `sweep` (expired snapshots) and `read` (the API's view).
+
+pub mod content;
+pub mod execute;
+mod issued;
+pub mod read;
+pub mod receipt;
+pub mod stop;
+pub mod store;
+pub mod sweep;
+mod tokens;
+pub mod undo;
+
+use std::time::Duration;
+
+pub use execute::{Executor, MAX_OBJECT_BYTES};
+pub use issued::VaultTokens;
+pub use read::{Filter, Receipt, Remediation};
+pub use receipt::Receipts;
+pub use store::{Row, State};
+pub use undo::{UndoError, undo};
+
+/// Runs the executor and the snapshot sweeper until the process ends.
+pub fn spawn(pool: db::Pool, exec: Executor) {
+    let (p, e) = (pool.clone(), exec.clone());
+    crate::background::repeat("remediation", Duration::from_millis(500), move || {
+        let (pool, exec) = (p.clone(), e.clone());
+        async move {
+            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+            execute::run_once(&mut conn, &exec)
+                .await
+                .map_err(|e| e.to_string())
+        }
+    });
+    crate::background::repeat("snapshot expiry", Duration::from_secs(60), move || {
+        let (pool, exec) = (pool.clone(), exec.clone());
+        async move {
+            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+            sweep::run_once(&mut conn, &exec)
+                .await
+                .map(|n| n > 0)
+                .map_err(|e| e.to_string())
+        }
+    });
+}

@@ -1,0 +1,163 @@
+//! Receipts: what a remediation did, signed by the platform (Ed25519, RFC 8785 canonical JSON;
+//! see the receipts crate), one per executed, blocked or undone request. A receipt names the
+//! object, its ETag and SHA-256 before and after, the findings, the snapshot and the undo
+//! window: never a value.
+
+use diesel_async::AsyncPgConnection;
+use ids::TenantId;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::stop::Stop;
+use super::store::{Row, StoredReceipt};
+use crate::evaluate::plan::safety_class;
+
+/// Signs receipts and says how each tenant wants them co-signed.
+#[derive(Debug)]
+pub struct Receipts {
+    pub signer: receipts::Signer,
+    /// Whether the platform holds its co-signing client certificate.
+    pub certificate: settings::PlatformCertificate,
+}
+
+fn hex(bytes: Option<&[u8]>) -> Value {
+    bytes.map_or(Value::Null, |b| Value::String(audit::hex(b)))
+}
+
+fn time(at: Option<OffsetDateTime>) -> Value {
+    at.map_or(Value::Null, |t| Value::String(audit::timestamp(t)))
+}
+
+/// The receipt's fields for `row` (everything but what the kind adds).
+fn body(kind: &str, id: Uuid, row: &Row, now: OffsetDateTime) -> Value {
+    let class = row.kind().map_or("unknown", |k| safety_class(k).as_str());
+    let mut findings: Vec<String> = row.finding_ids.iter().map(Uuid::to_string).collect();
+    findings.sort();
+    json!({
+        "version": 1,
+        "receipt_id": id.to_string(),
+        "kind": kind,
+        "request_id": row.request_id.to_string(),
+        "tenant_id": row.tenant_id,
+        "policy_id": row.policy_id.to_string(),
+        "policy_version": row.policy_version,
+        "action": row.action_type,
+        "safety_class": class,
+        "connector_id": row.connector_id.to_string(),
+        "resource": {"bucket": row.bucket, "key": row.object_key},
+        "etag_before": row.etag,
+        "sha256_before": hex(row.sha256_before.as_deref()),
+        "etag_after": row.etag_after,
+        "sha256_after": hex(row.sha256_after.as_deref()),
+        "finding_ids": findings,
+        "lkg_location": match (&row.lkg_bucket, &row.lkg_key) {
+            (Some(bucket), Some(key)) => json!({"bucket": bucket, "key": key}),
+            _ => Value::Null,
+        },
+        "executed_at": time(row.executed_at),
+        "undo_until": time(row.undo_until),
+        "issued_at": audit::timestamp(now),
+    })
+}
+
+impl Receipts {
+    /// The public keys receipts are checked with, as a JWKS.
+    pub fn jwks(&self) -> Value {
+        self.signer.jwks()
+    }
+
+    async fn make(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        kind: &'static str,
+        receipt: Value,
+        id: Uuid,
+    ) -> Result<StoredReceipt, Stop> {
+        let document = self
+            .signer
+            .sign_receipt(receipt)
+            .map_err(|e| Stop::Retry(format!("the receipt could not be signed: {e}")))?
+            .to_value();
+        let mode = settings::cosigning(conn, tenant, self.certificate)
+            .await
+            .map(|c| c.mode)
+            .unwrap_or(settings::CosigningMode::Disabled);
+        Ok(StoredReceipt {
+            id,
+            kind,
+            document,
+            cosign_status: match mode {
+                settings::CosigningMode::Disabled => "not_required",
+                _ => "pending",
+            },
+        })
+    }
+
+    pub(crate) async fn executed(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        row: &Row,
+    ) -> Result<StoredReceipt, Stop> {
+        let id = Uuid::now_v7();
+        let receipt = body("executed", id, row, OffsetDateTime::now_utc());
+        self.make(conn, tenant, "executed", receipt, id).await
+    }
+
+    pub(crate) async fn blocked(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        row: &Row,
+    ) -> Result<StoredReceipt, Stop> {
+        let id = Uuid::now_v7();
+        let mut receipt = body("blocked", id, row, OffsetDateTime::now_utc());
+        receipt["reason"] = json!("safety_class_denied");
+        self.make(conn, tenant, "blocked", receipt, id).await
+    }
+
+    pub(crate) async fn undone(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        row: &Row,
+        by: &str,
+        restored_etag: &str,
+        forced: bool,
+    ) -> Result<StoredReceipt, Stop> {
+        let id = Uuid::now_v7();
+        let now = OffsetDateTime::now_utc();
+        let mut receipt = body("undone", id, row, now);
+        receipt["undone_by"] = json!(by);
+        receipt["undone_at"] = json!(audit::timestamp(now));
+        receipt["etag_restored"] = json!(restored_etag);
+        receipt["forced"] = json!(forced);
+        self.make(conn, tenant, "undone", receipt, id).await
+    }
+}
+
+/// The audit entry that goes with a receipt.
+pub(crate) fn entry(
+    kind: &'static str,
+    row: &Row,
+    outcome: &'static str,
+    receipt: &StoredReceipt,
+) -> audit::NewEntry {
+    let action = row.kind().map_or("tokenize", |k| k.as_str());
+    let class = row.kind().map_or("unknown", |k| safety_class(k).as_str());
+    audit::NewEntry::new(kind, audit::Actor::System)
+        .policy(row.policy(), row.policy_version)
+        .action(action)
+        .connector(row.connector())
+        .resource(row.resource())
+        .outcome(outcome)
+        .details(json!({
+            "request_id": row.request_id.to_string(),
+            "action_id": row.action_id.to_string(),
+            "receipt_id": receipt.id.to_string(),
+            "safety_class": class,
+            "gate": row.gate,
+        }))
+}

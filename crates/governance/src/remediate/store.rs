@@ -1,0 +1,453 @@
+//! The remediation state machine's rows: taking a due request, and each transition with the
+//! ledger, the audit entry and the receipt that go with it, in one transaction each.
+//!
+//! ```text
+//! planned -> snapshotted -> written -> receipted -> undone
+//! planned -> blocked
+//! planned | snapshotted -> failed
+//! ```
+//!
+//! A request is taken with a lease (`next_attempt_at` pushed five minutes ahead, under `FOR
+//! UPDATE SKIP LOCKED`), so two replicas never run the same step, and a process killed mid-step
+//! leaves a request another takes again when the lease ends.
+
+use diesel::prelude::*;
+use diesel::result::Error as DieselError;
+use diesel::sql_types::{Array, Bytea, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
+use ids::{ConnectorId, PolicyId, TenantId};
+use serde_json::Value;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::document::ActionType;
+
+/// How long a taken request is the taker's alone.
+pub(crate) const LEASE_SECONDS: i32 = 300;
+/// Attempts after which a request that keeps failing for transient reasons fails for good.
+pub(crate) const MAX_ATTEMPTS: i32 = 8;
+
+/// Where a request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Planned,
+    Snapshotted,
+    Written,
+    Receipted,
+    Blocked,
+    Failed,
+    Undone,
+}
+
+impl State {
+    pub const ALL: [State; 7] = [
+        State::Planned,
+        State::Snapshotted,
+        State::Written,
+        State::Receipted,
+        State::Blocked,
+        State::Failed,
+        State::Undone,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Planned => "planned",
+            State::Snapshotted => "snapshotted",
+            State::Written => "written",
+            State::Receipted => "receipted",
+            State::Blocked => "blocked",
+            State::Failed => "failed",
+            State::Undone => "undone",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        State::ALL.into_iter().find(|s| s.as_str() == raw)
+    }
+}
+
+/// A request with what its execution recorded so far.
+#[derive(Debug, Clone, QueryableByName)]
+pub struct Row {
+    #[diesel(sql_type = Text)]
+    pub tenant_id: String,
+    #[diesel(sql_type = SqlUuid)]
+    pub request_id: Uuid,
+    #[diesel(sql_type = SqlUuid)]
+    pub action_id: Uuid,
+    #[diesel(sql_type = SqlUuid)]
+    pub policy_id: Uuid,
+    #[diesel(sql_type = Integer)]
+    pub policy_version: i32,
+    #[diesel(sql_type = Text)]
+    pub action_type: String,
+    #[diesel(sql_type = SqlUuid)]
+    pub connector_id: Uuid,
+    #[diesel(sql_type = Text)]
+    pub bucket: String,
+    #[diesel(sql_type = Text)]
+    pub object_key: String,
+    #[diesel(sql_type = Text)]
+    pub etag: String,
+    #[diesel(sql_type = Array<SqlUuid>)]
+    pub finding_ids: Vec<Uuid>,
+    #[diesel(sql_type = Text)]
+    pub gate: String,
+    #[diesel(sql_type = Text)]
+    pub status: String,
+    #[diesel(sql_type = Timestamptz)]
+    pub created_at: OffsetDateTime,
+    #[diesel(sql_type = Timestamptz)]
+    pub updated_at: OffsetDateTime,
+    #[diesel(sql_type = Integer)]
+    pub attempts: i32,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub reason: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub lkg_bucket: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub lkg_key: Option<String>,
+    #[diesel(sql_type = Nullable<Bytea>)]
+    pub sha256_before: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub etag_after: Option<String>,
+    #[diesel(sql_type = Nullable<Bytea>)]
+    pub sha256_after: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub executed_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub undo_until: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub undone_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub undone_by: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub lkg_deleted_at: Option<OffsetDateTime>,
+}
+
+impl Row {
+    pub fn tenant(&self) -> Result<TenantId, DieselError> {
+        crate::background::tenant(&self.tenant_id)
+    }
+
+    pub fn state(&self) -> State {
+        State::parse(&self.status).unwrap_or(State::Failed)
+    }
+
+    pub fn kind(&self) -> Option<ActionType> {
+        ActionType::parse(&self.action_type)
+    }
+
+    pub fn connector(&self) -> ConnectorId {
+        ConnectorId::from_uuid(self.connector_id)
+    }
+
+    pub fn policy(&self) -> PolicyId {
+        PolicyId::from_uuid(self.policy_id)
+    }
+
+    /// `bucket/key`, as audit entries name the object.
+    pub fn resource(&self) -> String {
+        format!("{}/{}", self.bucket, self.object_key)
+    }
+}
+
+/// The columns of [`Row`], over `remediation_requests r LEFT JOIN remediation_runs u`.
+pub(crate) const COLUMNS: &str = "r.tenant_id, r.request_id, r.action_id, r.policy_id,
+    r.policy_version, r.action_type, r.connector_id, r.bucket, r.object_key, r.etag,
+    r.finding_ids, r.gate, r.status, r.created_at, r.updated_at,
+    coalesce(u.attempts, 0) AS attempts, u.reason, u.lkg_bucket, u.lkg_key, u.sha256_before,
+    u.etag_after, u.sha256_after, u.executed_at, u.undo_until, u.undone_at, u.undone_by,
+    u.lkg_deleted_at";
+
+/// Takes the request due first, of any tenant, and counts the attempt.
+pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Row>, DieselError> {
+    conn.transaction(async |conn| {
+        #[derive(QueryableByName)]
+        struct Taken {
+            #[diesel(sql_type = Text)]
+            tenant_id: String,
+            #[diesel(sql_type = SqlUuid)]
+            request_id: Uuid,
+        }
+        let taken: Option<Taken> = diesel::sql_query(
+            "UPDATE remediation_requests r
+                SET next_attempt_at = now() + make_interval(secs => $1)
+              WHERE (r.tenant_id, r.request_id) = (
+                    SELECT tenant_id, request_id FROM remediation_requests
+                     WHERE status IN ('planned', 'snapshotted', 'written')
+                       AND next_attempt_at <= now()
+                     ORDER BY next_attempt_at
+                     LIMIT 1
+                       FOR UPDATE SKIP LOCKED)
+             RETURNING r.tenant_id, r.request_id",
+        )
+        .bind::<Integer, _>(LEASE_SECONDS)
+        .get_result(conn)
+        .await
+        .optional()?;
+        let Some(taken) = taken else {
+            return Ok(None);
+        };
+        diesel::sql_query(
+            "INSERT INTO remediation_runs (tenant_id, request_id, attempts) VALUES ($1, $2, 1)
+             ON CONFLICT (tenant_id, request_id)
+             DO UPDATE SET attempts = remediation_runs.attempts + 1",
+        )
+        .bind::<Text, _>(&taken.tenant_id)
+        .bind::<SqlUuid, _>(taken.request_id)
+        .execute(conn)
+        .await?;
+        let tenant = crate::background::tenant(&taken.tenant_id)?;
+        one(conn, &tenant, taken.request_id).await
+    })
+    .await
+}
+
+/// One request of the tenant, with its run.
+pub async fn one(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    request: Uuid,
+) -> Result<Option<Row>, DieselError> {
+    diesel::sql_query(format!(
+        "SELECT {COLUMNS} FROM remediation_requests r
+           LEFT JOIN remediation_runs u
+             ON u.tenant_id = r.tenant_id AND u.request_id = r.request_id
+          WHERE r.tenant_id = $1 AND r.request_id = $2"
+    ))
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(request)
+    .get_result(conn)
+    .await
+    .optional()
+}
+
+/// Moves a request to `state`, guarded by the state it must be in; false when it was not
+/// (another taker moved it: a lease that ran out).
+async fn transition(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+    from: State,
+    to: State,
+) -> Result<bool, DieselError> {
+    let moved = diesel::sql_query(
+        "UPDATE remediation_requests SET status = $4, updated_at = now()
+          WHERE tenant_id = $1 AND request_id = $2 AND status = $3",
+    )
+    .bind::<Text, _>(&row.tenant_id)
+    .bind::<SqlUuid, _>(row.request_id)
+    .bind::<Text, _>(from.as_str())
+    .bind::<Text, _>(to.as_str())
+    .execute(conn)
+    .await?;
+    Ok(moved == 1)
+}
+
+/// planned → snapshotted: the object's bytes are safe at the last-known-good location.
+pub(crate) async fn snapshotted(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+    lkg: (&str, &str),
+    sha256_before: &[u8],
+) -> Result<bool, DieselError> {
+    conn.transaction(async |conn| {
+        if !transition(conn, row, State::Planned, State::Snapshotted).await? {
+            return Ok(false);
+        }
+        diesel::sql_query(
+            "UPDATE remediation_runs SET lkg_bucket = $3, lkg_key = $4, sha256_before = $5,
+                    reason = NULL
+              WHERE tenant_id = $1 AND request_id = $2",
+        )
+        .bind::<Text, _>(&row.tenant_id)
+        .bind::<SqlUuid, _>(row.request_id)
+        .bind::<Text, _>(lkg.0)
+        .bind::<Text, _>(lkg.1)
+        .bind::<Bytea, _>(sha256_before)
+        .execute(conn)
+        .await?;
+        Ok(true)
+    })
+    .await
+}
+
+/// snapshotted → written: the object holds the remediated content (or is quarantined).
+pub(crate) async fn written(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+    etag_after: Option<&str>,
+    sha256_after: Option<&[u8]>,
+    undo_until: OffsetDateTime,
+) -> Result<bool, DieselError> {
+    conn.transaction(async |conn| {
+        if !transition(conn, row, State::Snapshotted, State::Written).await? {
+            return Ok(false);
+        }
+        diesel::sql_query(
+            "UPDATE remediation_runs SET etag_after = $3, sha256_after = $4, executed_at = now(),
+                    undo_until = $5, reason = NULL
+              WHERE tenant_id = $1 AND request_id = $2",
+        )
+        .bind::<Text, _>(&row.tenant_id)
+        .bind::<SqlUuid, _>(row.request_id)
+        .bind::<Nullable<Text>, _>(etag_after)
+        .bind::<Nullable<Bytea>, _>(sha256_after)
+        .bind::<Timestamptz, _>(undo_until)
+        .execute(conn)
+        .await?;
+        Ok(true)
+    })
+    .await
+}
+
+/// What ends a request's execution: its state, the ledger outcome, the audit entry and, for
+/// executed and blocked requests, the signed receipt.
+pub(crate) struct Ending<'a> {
+    pub from: State,
+    pub to: State,
+    /// The ledger's new outcome, if it changes.
+    pub outcome: Option<&'static str>,
+    pub reason: Option<&'a str>,
+    pub entry: audit::NewEntry,
+    pub receipt: Option<StoredReceipt>,
+}
+
+/// A signed receipt to store with its request's transition.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredReceipt {
+    pub id: Uuid,
+    pub kind: &'static str,
+    pub document: Value,
+    pub cosign_status: &'static str,
+}
+
+/// Ends a request; false when it was not in `from` any more (nothing is written then).
+pub(crate) async fn end(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+    ending: Ending<'_>,
+) -> Result<bool, DieselError> {
+    let tenant = row.tenant()?;
+    conn.transaction(async |conn| {
+        if !transition(conn, row, ending.from, ending.to).await? {
+            return Ok(false);
+        }
+        if let Some(reason) = ending.reason {
+            diesel::sql_query(
+                "UPDATE remediation_runs SET reason = $3 WHERE tenant_id = $1 AND request_id = $2",
+            )
+            .bind::<Text, _>(&row.tenant_id)
+            .bind::<SqlUuid, _>(row.request_id)
+            .bind::<Text, _>(reason)
+            .execute(conn)
+            .await?;
+        }
+        if let Some(outcome) = ending.outcome {
+            diesel::sql_query(
+                "UPDATE governance_actions SET outcome = $3, updated_at = now()
+                  WHERE tenant_id = $1 AND action_id = $2",
+            )
+            .bind::<Text, _>(tenant.as_str())
+            .bind::<SqlUuid, _>(row.action_id)
+            .bind::<Text, _>(outcome)
+            .execute(conn)
+            .await?;
+        }
+        if ending.to == State::Undone {
+            diesel::sql_query(
+                "UPDATE remediation_runs SET undone_at = now(), undone_by = $3
+                  WHERE tenant_id = $1 AND request_id = $2",
+            )
+            .bind::<Text, _>(&row.tenant_id)
+            .bind::<SqlUuid, _>(row.request_id)
+            .bind::<Text, _>(ending.entry.actor.as_str())
+            .execute(conn)
+            .await?;
+        }
+        if let Some(receipt) = &ending.receipt {
+            insert_receipt(conn, row, receipt).await?;
+        }
+        audit::append(conn, &tenant, std::slice::from_ref(&ending.entry)).await?;
+        Ok(true)
+    })
+    .await
+}
+
+pub(crate) async fn insert_receipt(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+    receipt: &StoredReceipt,
+) -> Result<(), DieselError> {
+    diesel::sql_query(
+        "INSERT INTO remediation_receipts (tenant_id, receipt_id, request_id, kind, document,
+                cosign_status, cosign_next_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $6 = 'pending' THEN now() END, now())",
+    )
+    .bind::<Text, _>(&row.tenant_id)
+    .bind::<SqlUuid, _>(receipt.id)
+    .bind::<SqlUuid, _>(row.request_id)
+    .bind::<Text, _>(receipt.kind)
+    .bind::<diesel::sql_types::Jsonb, _>(&receipt.document)
+    .bind::<Text, _>(receipt.cosign_status)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Gives a request back after a transient failure: it is due again after a backoff that grows
+/// with its attempts (30 s, 1 min, 2 min, ... at most 30 min).
+pub(crate) async fn retry_later(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+    reason: &str,
+) -> Result<(), DieselError> {
+    let backoff = 30_i32.saturating_mul(1 << row.attempts.clamp(1, 7).saturating_sub(1));
+    diesel::sql_query(
+        "WITH r AS (
+            UPDATE remediation_requests SET next_attempt_at = now() + make_interval(secs => $3)
+             WHERE tenant_id = $1 AND request_id = $2
+         )
+         UPDATE remediation_runs SET reason = $4 WHERE tenant_id = $1 AND request_id = $2",
+    )
+    .bind::<Text, _>(&row.tenant_id)
+    .bind::<SqlUuid, _>(row.request_id)
+    .bind::<Integer, _>(backoff.min(1800))
+    .bind::<Text, _>(reason)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Records that the gate could not read the tenant's policy and let the action proceed.
+pub(crate) async fn gate_unavailable(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+) -> Result<(), DieselError> {
+    diesel::sql_query(
+        "UPDATE remediation_requests SET gate = 'gate_unavailable'
+          WHERE tenant_id = $1 AND request_id = $2",
+    )
+    .bind::<Text, _>(&row.tenant_id)
+    .bind::<SqlUuid, _>(row.request_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Records that a request's snapshot is deleted.
+pub(crate) async fn snapshot_deleted(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+) -> Result<(), DieselError> {
+    diesel::sql_query(
+        "UPDATE remediation_runs SET lkg_deleted_at = now()
+          WHERE tenant_id = $1 AND request_id = $2",
+    )
+    .bind::<Text, _>(&row.tenant_id)
+    .bind::<SqlUuid, _>(row.request_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! One-click undo within the tenant's rollback window: the snapshot goes back where the
+//! remediation wrote (a quarantined object goes back where it was), conditional on what is
+//! there now, and the request ends `undone`, with a receipt and a `remediation_undone` entry.
+//!
+//! The request's row stays locked while the storage is written, so two undos of one request
+//! cannot both restore it. An undone remediation is not planned again for the same policy
+//! version (see `evaluate::plan`).
+
+use connectors::cloud::{Failure, Storage};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection};
+use ids::{TenantId, UserId};
+use serde_json::json;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::execute::{Executor, MAX_OBJECT_BYTES, snapshot_of};
+use super::receipt;
+use super::stop::Stop;
+use super::store::{self, Ending, Row, State};
+use crate::document::ActionType;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    #[error("no such remediation")]
+    NotFound,
+    /// Only a receipted remediation can be undone; the state says why this one cannot.
+    #[error("the remediation is {0}, not executed")]
+    NotUndoable(&'static str),
+    #[error("the remediation was undone already")]
+    AlreadyUndone,
+    #[error("the rollback window of this remediation has passed; its snapshot is gone")]
+    Expired,
+    #[error("the object changed since the remediation wrote it")]
+    ObjectChanged,
+    #[error("another undo of this remediation is running")]
+    Busy,
+    #[error("the storage could not be reached: {0}")]
+    Storage(String),
+    #[error("database error")]
+    Database(#[from] diesel::result::Error),
+}
+
+impl From<Stop> for UndoError {
+    fn from(stop: Stop) -> Self {
+        match stop {
+            Stop::Database(e) => UndoError::Database(e),
+            Stop::Fail(reason) | Stop::Retry(reason) => UndoError::Storage(reason),
+        }
+    }
+}
+
+/// Undoes a remediation. `force` restores even over a change made since the remediation.
+pub async fn undo(
+    conn: &mut AsyncPgConnection,
+    exec: &Executor,
+    tenant: &TenantId,
+    id: Uuid,
+    actor: &UserId,
+    force: bool,
+) -> Result<Row, UndoError> {
+    let undone = conn
+        .transaction(async |conn| {
+            lock(conn, tenant, id).await?;
+            let row = store::one(conn, tenant, id)
+                .await?
+                .ok_or(UndoError::NotFound)?;
+            match row.state() {
+                State::Receipted => {}
+                State::Undone => return Err(UndoError::AlreadyUndone),
+                other => return Err(UndoError::NotUndoable(other.as_str())),
+            }
+            let now = OffsetDateTime::now_utc();
+            if row.lkg_deleted_at.is_some() || row.undo_until.is_none_or(|until| now >= until) {
+                return Err(UndoError::Expired);
+            }
+            let storage = super::execute::open_storage(conn, exec, tenant, &row).await?;
+            let restored = restore(&storage, &row, force).await?;
+            let receipt = exec
+                .receipts
+                .undone(conn, tenant, &row, actor.as_str(), &restored, force)
+                .await?;
+            let mut entry = receipt::entry("remediation_undone", &row, "undone", &receipt);
+            entry.actor = audit::Actor::User(actor.clone());
+            entry.details["forced"] = json!(force);
+            store::end(
+                conn,
+                &row,
+                Ending {
+                    from: State::Receipted,
+                    to: State::Undone,
+                    outcome: None,
+                    reason: None,
+                    entry,
+                    receipt: Some(receipt),
+                },
+            )
+            .await?;
+            Ok::<_, UndoError>(row)
+        })
+        .await?;
+    // The snapshot of a tokenize or mask is spent; a quarantined object's copy was moved back.
+    if let Ok((bucket, key)) = snapshot_of(&undone)
+        && let Ok(storage) = super::execute::open_storage(conn, exec, tenant, &undone).await
+        && let Ok(bucket) = storage.bucket(&bucket)
+        && bucket.delete(&key).await.is_ok()
+    {
+        store::snapshot_deleted(conn, &undone).await?;
+    }
+    store::one(conn, tenant, id)
+        .await?
+        .ok_or(UndoError::NotFound)
+}
+
+/// Takes the request's row for this transaction, or says another holds it.
+async fn lock(conn: &mut AsyncPgConnection, tenant: &TenantId, id: Uuid) -> Result<(), UndoError> {
+    use diesel::sql_types::{Text, Uuid as SqlUuid};
+    use diesel_async::RunQueryDsl;
+    let locked = diesel::sql_query(
+        "SELECT 1 FROM remediation_requests WHERE tenant_id = $1 AND request_id = $2
+            FOR UPDATE NOWAIT",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(id)
+    .execute(conn)
+    .await;
+    match locked {
+        Ok(0) => Err(UndoError::NotFound),
+        Ok(_) => Ok(()),
+        // 55P03 lock_not_available: another undo holds it.
+        Err(diesel::result::Error::DatabaseError(_, info))
+            if info.message().contains("could not obtain lock") =>
+        {
+            Err(UndoError::Busy)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Puts the snapshot back; returns the restored object's ETag.
+async fn restore(storage: &Storage, row: &Row, force: bool) -> Result<String, UndoError> {
+    let storage_error = |e: connectors::cloud::AccessError| match e.failure {
+        Failure::Changed => UndoError::ObjectChanged,
+        _ => UndoError::Storage(format!("{}: {}", e.failure.as_str(), e.message)),
+    };
+    let (lkg_bucket, lkg_key) = snapshot_of(row)?;
+    let target = storage.bucket(&row.bucket).map_err(storage_error)?;
+    let current = target.head(&row.object_key).await.map_err(storage_error)?;
+    let unchanged = match row.kind() {
+        // Quarantine left nothing at the key.
+        Some(ActionType::Quarantine) => current.is_none(),
+        _ => current
+            .as_ref()
+            .is_some_and(|c| same_etag(c.etag.as_deref(), row.etag_after.as_deref())),
+    };
+    if !unchanged && !force {
+        return Err(UndoError::ObjectChanged);
+    }
+    let snapshot = storage
+        .bucket(&lkg_bucket)
+        .map_err(storage_error)?
+        .read_whole(&lkg_key, None, MAX_OBJECT_BYTES)
+        .await
+        .map_err(|e| match e.failure {
+            Failure::NotFound => UndoError::Expired,
+            _ => storage_error(e),
+        })?;
+    let bytes = snapshot.bytes;
+    let restored = match current.and_then(|c| c.etag) {
+        Some(etag) => target.put_if_match(&row.object_key, bytes, &etag).await,
+        None => target.put_if_absent(&row.object_key, bytes).await,
+    }
+    .map_err(storage_error)?;
+    Ok(restored)
+}
+
+/// ETags compared as providers give them, with or without their quotes.
+fn same_etag(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.trim_matches('"') == b.trim_matches('"'),
+        _ => false,
+    }
+}

@@ -1,0 +1,176 @@
+//! The remediation executor's gate, without storage: a class the tenant denies after a request
+//! was planned ends it `blocked`, with a signed receipt, the ledger's outcome and one audit
+//! entry; and nothing reaches the storage. (Execution on real objects is tested over HTTP
+//! against moto, in tests/tests/it/remediation.rs.)
+
+use std::sync::Arc;
+
+use diesel::QueryableByName;
+use diesel::sql_types::{Jsonb, Text};
+use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
+use governance::document::Syntax;
+use governance::evaluate::{self, Batch, Finding, Gates, Origin};
+use governance::policies;
+use governance::remediate::{self, Executor, Receipts};
+use ids::ScanId;
+use uuid::Uuid;
+
+use crate::{Env, acme, admin};
+
+fn executor(env: &Env) -> Executor {
+    let (master, _) = keys::MasterKey::generate().unwrap();
+    Executor {
+        cloud: connectors::Cloud::new(connectors::CloudEnv::default()).unwrap(),
+        keyring: env.keyring.clone(),
+        receipts: Arc::new(Receipts {
+            signer: receipts::Signer::from_master(&master),
+            certificate: settings::PlatformCertificate::Missing,
+        }),
+        crash_at: None,
+    }
+}
+
+#[derive(QueryableByName)]
+struct Receipt {
+    #[diesel(sql_type = Text)]
+    kind: String,
+    #[diesel(sql_type = Jsonb)]
+    document: serde_json::Value,
+}
+
+#[tokio::test]
+async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
+    let mut env = Env::new().await;
+    let connector = env.connector(&acme(), "exports").await;
+    policies::create(
+        &mut env.conn,
+        &acme(),
+        &admin(),
+        b"apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.8 }]
+  actions: [{ type: mask, config: { keep_last: 4 } }]
+",
+        Syntax::Yaml,
+    )
+    .await
+    .unwrap();
+    let findings = vec![Finding {
+        id: Uuid::now_v7(),
+        bucket: "exports".into(),
+        object_key: "people.csv".into(),
+        etag: "\"e1\"".into(),
+        pii_type: "us_ssn".into(),
+        category: "government_id".into(),
+        confidence: 0.95,
+        tokenized: false,
+    }];
+    let tenant = acme();
+    let active = policies::active(&mut env.conn, &tenant).await.unwrap();
+    let mut gates_conn = env.connect().await;
+    let gates = Gates::read(&mut gates_conn, &tenant, &active).await;
+    let batch = Batch {
+        tenant: &tenant,
+        connector,
+        origin: Origin::Scan(ScanId::new()),
+        objects: 1,
+        findings: &findings,
+        enforce: true,
+    };
+    let tally = env
+        .conn
+        .transaction(async |conn| evaluate::apply(conn, &batch, &active, &gates).await)
+        .await
+        .unwrap();
+    assert_eq!(tally.planned, 1);
+
+    // The tenant denies destructive actions before the executor gets to the request.
+    settings::set_remediation_policy(
+        &mut env.conn,
+        &tenant,
+        &admin(),
+        &serde_json::json!({"denied_safety_classes": ["destructive"]}),
+    )
+    .await
+    .unwrap();
+    let exec = executor(&env);
+    assert!(
+        remediate::execute::run_once(&mut env.conn, &exec)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !remediate::execute::run_once(&mut env.conn, &exec)
+            .await
+            .unwrap()
+    );
+
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_requests WHERE status = 'blocked'")
+            .await,
+        1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_actions WHERE outcome = 'blocked' AND action_type = 'mask'")
+            .await,
+        1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_runs WHERE reason = 'safety_class_denied' AND lkg_key IS NULL")
+            .await,
+        1
+    );
+    let kinds = env.audit_kinds(&tenant).await;
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("action_blocked"),
+        "{kinds:?}"
+    );
+    let receipts: Vec<Receipt> =
+        diesel::sql_query("SELECT kind, document FROM remediation_receipts")
+            .load(&mut env.conn)
+            .await
+            .unwrap();
+    assert_eq!(receipts.len(), 1);
+    assert_eq!(receipts[0].kind, "blocked");
+    let verified = receipts::verify(&receipts[0].document, &exec.receipts.jwks()).unwrap();
+    assert_eq!(verified.kid, exec.receipts.signer.kid());
+    let receipt = &receipts[0].document["receipt"];
+    assert_eq!(receipt["action"], "mask");
+    assert_eq!(receipt["safety_class"], "destructive");
+    assert_eq!(receipt["reason"], "safety_class_denied");
+    assert_eq!(receipt["resource"]["key"], "people.csv");
+    assert_eq!(receipt["etag_before"], "\"e1\"");
+
+    // The list shows it, with its receipt; a page of one has a cursor to the next.
+    let page = remediate::read::list(
+        &mut env.conn,
+        &env.cursors,
+        &tenant,
+        &remediate::Filter {
+            status: Some(remediate::State::Blocked),
+            ..Default::default()
+        },
+        paging::Limit::parse(Some(1), 20).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].receipts.len(), 1);
+    assert!(!page.pagination.has_more);
+    let none = remediate::read::list(
+        &mut env.conn,
+        &env.cursors,
+        &crate::globex(),
+        &remediate::Filter::default(),
+        paging::Limit::parse(None, 20).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(none.items.is_empty(), "another tenant sees nothing");
+}

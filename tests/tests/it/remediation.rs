@@ -1,0 +1,620 @@
+//! Remediation on real objects in moto (S3): tokenize, mask and quarantine, each snapshotted
+//! first, signed in a receipt that verifies offline, and undone byte for byte; a concurrent
+//! writer is never overwritten; a denied safety class blocks; tokens written into objects
+//! go back to their values through tokens-api.
+
+use std::time::{Duration, Instant};
+
+use diesel::QueryableByName;
+use diesel::sql_types::Text;
+use diesel_async::RunQueryDsl as _;
+use integration_tests::{Service, TestApp, TestDatabase};
+use object_store::ObjectStoreExt as _;
+use object_store::path::Path as ObjectPath;
+use reqwest::Method;
+use serde_json::{Value, json};
+use testkit::{emulators, seed};
+
+use crate::Client;
+use crate::tokenize::Tokens;
+
+const YAML: &str = "application/yaml";
+const PEOPLE: &[u8] = b"name,ssn,email\nAnn Lee,219-09-9999,ann.lee@example.com\nBo Chan,078-05-1120,bo@example.com\n";
+
+/// A platform-api on moto and a tokens-api on the same database and master key, as deployed.
+struct Stack {
+    platform: TestApp,
+    tokens: Tokens,
+    moto: emulators::Emulator,
+}
+
+impl Stack {
+    async fn new(tweak: impl FnOnce(&mut std::collections::HashMap<String, String>)) -> Self {
+        let moto = emulators::moto(&[]);
+        let master = {
+            use base64::Engine as _;
+            let mut key = [0u8; 32];
+            key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+            key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+            base64::engine::general_purpose::STANDARD.encode(key)
+        };
+        let moto_url = moto.url();
+        let m = master.clone();
+        let platform = TestApp::spawn_with(Service::Platform, |env| {
+            for (name, value) in seed::moto_platform_env(&moto_url) {
+                env.insert(name.into(), value);
+            }
+            env.insert("DPS_SCAN_WORKERS".into(), "1".into());
+            env.insert("DPS_MASTER_KEY".into(), m);
+            tweak(env);
+        })
+        .await;
+        let db = TestDatabase {
+            name: platform.db.name.clone(),
+            url: platform.db.url.clone(),
+        };
+        let app = TestApp::spawn_on(Service::Tokens, db, |env| {
+            env.insert("DPS_MASTER_KEY".into(), master);
+        })
+        .await;
+        let admin = app.token("acme", "alice", &["admin"]);
+        let api_key = crate::tokenize::api_key(&app, "acme").await;
+        Stack {
+            platform,
+            tokens: Tokens {
+                app,
+                admin,
+                api_key,
+            },
+            moto,
+        }
+    }
+
+    fn admin(&self) -> Client<'_> {
+        Client {
+            app: &self.platform,
+            token: self.platform.token("acme", "ann", &["admin"]),
+        }
+    }
+}
+
+async fn policy(admin: &Client<'_>, yaml: &str) -> String {
+    let (status, body) = admin
+        .send_raw(Method::POST, "/governance/policies", YAML, yaml)
+        .await;
+    assert_eq!(status, 201, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+async fn scan(admin: &Client<'_>, connector: &str) {
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        crate::scans::finished(admin, &id).await["status"],
+        "completed"
+    );
+}
+
+/// Waits until `n` remediations have ended (receipted, blocked, failed or undone).
+async fn ended(admin: &Client<'_>, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = admin
+            .send(Method::GET, "/governance/remediations?limit=100", None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let all = body["data"].as_array().unwrap().clone();
+        let done = all
+            .iter()
+            .filter(|r| {
+                ["receipted", "blocked", "failed", "undone"]
+                    .contains(&r["status"].as_str().unwrap_or(""))
+            })
+            .count();
+        if all.len() >= n && done == all.len() {
+            return all;
+        }
+        assert!(Instant::now() < deadline, "remediations not done: {body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn read(bucket: &dyn object_store::ObjectStore, key: &str) -> Option<Vec<u8>> {
+    match bucket.get(&ObjectPath::from(key)).await {
+        Ok(got) => Some(got.bytes().await.unwrap().to_vec()),
+        Err(object_store::Error::NotFound { .. }) => None,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The receipt verifies offline against the served keys, and names no value.
+async fn verify_receipt(admin: &Client<'_>, remediation: &Value, kind: &str) {
+    let receipt = remediation["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} receipt: {remediation}"));
+    let (status, keys) = admin
+        .send(Method::GET, "/governance/receipt-keys", None)
+        .await;
+    assert_eq!(status, 200, "{keys}");
+    receipts::verify(&receipt["document"], &keys["data"])
+        .unwrap_or_else(|e| panic!("receipt does not verify: {e}: {receipt}"));
+    let mut tampered = receipt["document"].clone();
+    tampered["receipt"]["resource"]["key"] = json!("other.csv");
+    assert!(receipts::verify(&tampered, &keys["data"]).is_err());
+    let text = receipt.to_string();
+    for value in ["219-09-9999", "078-05-1120", "ann.lee@example.com"] {
+        assert!(!text.contains(value), "{text}");
+    }
+}
+
+#[derive(QueryableByName)]
+struct TokenId {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    token_id: uuid::Uuid,
+}
+
+#[tokio::test]
+async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte() {
+    let stack = Stack::new(|_| {}).await;
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(
+        bucket.as_ref(),
+        &[
+            ("people.csv", PEOPLE),
+            ("notes.txt", b"nothing to see".as_slice()),
+        ],
+    )
+    .await;
+    let token_policy = stack
+        .tokens
+        .policy(json!({
+            "name": "ssn-fpe",
+            "type_rules": { "us_ssn": { "mode": "format_preserving" } },
+            "allowed_roles": ["support"],
+            "allowed_purposes": ["fraud_review"],
+        }))
+        .await;
+    let admin = stack.admin();
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    policy(
+        &admin,
+        &format!(
+            "apiVersion: governance.dps/v1
+kind: Policy
+metadata: {{ name: ssn-tokenize }}
+spec:
+  mode: enforced
+  conditions: [{{ category: us_ssn, min_confidence: 0.5 }}]
+  actions: [{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}]
+"
+        ),
+    )
+    .await;
+    scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    assert_eq!(done.len(), 1, "{done:?}");
+    let r = &done[0];
+    assert_eq!(r["status"], "receipted", "{r}");
+    assert_eq!(r["action_type"], "tokenize");
+    assert_eq!(r["safety_class"], "reversible");
+    assert_eq!(r["gate"], "allowed");
+    assert!(r["undo_until"].is_string(), "{r}");
+
+    // Only the SSNs changed, each into a token of the same shape; every other byte is as it was.
+    let after = read(bucket.as_ref(), "people.csv").await.unwrap();
+    let text = String::from_utf8(after.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "name,ssn,email");
+    let mut tokens = Vec::new();
+    for (line, (name, ssn, email)) in lines[1..].iter().zip([
+        ("Ann Lee", "219-09-9999", "ann.lee@example.com"),
+        ("Bo Chan", "078-05-1120", "bo@example.com"),
+    ]) {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells[0], name);
+        assert_eq!(cells[2], email);
+        assert_ne!(cells[1], ssn);
+        assert_eq!(cells[1].len(), ssn.len(), "{line}");
+        assert_eq!(&cells[1][3..4], "-");
+        assert_eq!(&cells[1][6..7], "-");
+        tokens.push(cells[1].to_owned());
+    }
+    assert_eq!(after.len(), PEOPLE.len());
+    assert_eq!(r["sha256_after"], json!(audit::hex(&sha256(&after))));
+    assert_eq!(r["sha256_before"], json!(audit::hex(&sha256(PEOPLE))));
+    // The snapshot holds the original bytes.
+    let lkg = r["lkg_location"]["key"].as_str().unwrap();
+    assert!(lkg.starts_with(".dps-lkg/"), "{r}");
+    assert_eq!(read(bucket.as_ref(), lkg).await.unwrap(), PEOPLE);
+    assert_eq!(
+        read(bucket.as_ref(), "notes.txt").await.unwrap(),
+        b"nothing to see"
+    );
+    verify_receipt(&admin, r, "executed").await;
+
+    // The tokens go back to the values through tokens-api: grant, then detokenize.
+    let mut conn = stack.platform.conn().await;
+    let mut ids = Vec::new();
+    for token in &tokens {
+        let found: TokenId =
+            diesel::sql_query("SELECT token_id FROM vault_entries WHERE token = $1")
+                .bind::<Text, _>(token)
+                .get_result(&mut conn)
+                .await
+                .unwrap();
+        ids.push(found.token_id.to_string());
+    }
+    let support = stack.tokens.app.token("acme", "sam", &["support"]);
+    let grant = stack
+        .tokens
+        .app
+        .http
+        .post(stack.tokens.app.url("/grant"))
+        .bearer_auth(&support)
+        .json(&json!({"token_ids": ids, "purpose": "fraud_review"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(grant.status(), 200);
+    let grant: Value = grant.json().await.unwrap();
+    let revealed: Value = stack
+        .tokens
+        .app
+        .http
+        .post(stack.tokens.app.url("/detokenize"))
+        .bearer_auth(&support)
+        .json(&json!({"tokens": ids, "grant_jwt": grant["grant_jwt"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let values: Vec<&str> = revealed["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ["219099999", "078051120"], "{revealed}");
+
+    // The ledger and the audit log say it was executed, once.
+    let (_, log) = admin
+        .send(Method::GET, "/governance/audit-log?limit=100", None)
+        .await;
+    let executed = log["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "action_executed")
+        .count();
+    assert_eq!(executed, 1, "{log}");
+
+    // Tokens are not new PII: a rescan finds the tokens, knows them from the vault, reports
+    // them remediated and plans nothing.
+    scan(&admin, &connector).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let ssns = loop {
+        let (_, body) = admin
+            .send(Method::GET, "/findings?pii_type=us_ssn&status=open", None)
+            .await;
+        let ssns = body["data"].as_array().unwrap().clone();
+        if ssns.len() == 2 && ssns.iter().all(|f| f["remediation_status"] == "completed") {
+            break ssns;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(ssns.iter().all(|f| f["matched_policies"] == json!(["ssn-tokenize"])));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (_, all) = admin
+        .send(Method::GET, "/governance/remediations", None)
+        .await;
+    assert_eq!(all["data"].as_array().unwrap().len(), 1, "{all}");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), after);
+
+    // Undo restores the original bytes, once.
+    let id = r["remediation_id"].as_str().unwrap();
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/governance/remediations/{id}/undo"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "undone");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), PEOPLE);
+    verify_receipt(&admin, &body["data"], "undone").await;
+    assert_eq!(
+        read(bucket.as_ref(), lkg).await,
+        None,
+        "the spent snapshot goes"
+    );
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/governance/remediations/{id}/undo"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    crate::area_b_error(&body, "already_undone");
+
+    // A rescan of the restored object does not tokenize it again under the same policy version.
+    scan(&admin, &connector).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (_, all) = admin
+        .send(Method::GET, "/governance/remediations", None)
+        .await;
+    assert_eq!(all["data"].as_array().unwrap().len(), 1, "{all}");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), PEOPLE);
+}
+
+fn sha256(bytes: &[u8]) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .to_vec()
+}
+
+#[tokio::test]
+async fn mask_keeps_the_shape_quarantine_moves_and_undo_brings_it_back() {
+    let stack = Stack::new(|_| {}).await;
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    let held = seed::s3_bucket(&stack.moto.url(), "held-away").await;
+    seed::put_all(
+        bucket.as_ref(),
+        &[
+            ("people.csv", PEOPLE),
+            (
+                "contacts.txt",
+                b"write to ann.lee@example.com today".as_slice(),
+            ),
+        ],
+    )
+    .await;
+    let admin = stack.admin();
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    policy(
+        &admin,
+        "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
+  actions: [{ type: mask, config: { keep_last: 4, char: '#' } }]
+",
+    )
+    .await;
+    policy(
+        &admin,
+        "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: contacts-away }
+spec:
+  mode: enforced
+  conditions: [{ category: contact, min_confidence: 0.5 }]
+  actions: [{ type: quarantine, config: { destination: { bucket: held-away, prefix: 'q/' } } }]
+",
+    )
+    .await;
+    scan(&admin, &connector).await;
+    let done = ended(&admin, 3).await;
+    let by = |action: &str, key: &str| {
+        done.iter()
+            .find(|r| r["action_type"] == action && r["object_key"] == key)
+            .unwrap_or_else(|| panic!("no {action} of {key}: {done:?}"))
+            .clone()
+    };
+    let masked = by("mask", "people.csv");
+    assert_eq!(masked["status"], "receipted", "{masked}");
+    assert_eq!(masked["safety_class"], "destructive");
+    let quarantined_csv = by("quarantine", "people.csv");
+    let quarantined_txt = by("quarantine", "contacts.txt");
+    // The CSV is masked and quarantined in some order: whichever ran second found the object
+    // changed (or gone) and failed without touching it.
+    let csv_outcomes = [
+        masked["status"].as_str().unwrap(),
+        quarantined_csv["status"].as_str().unwrap(),
+    ];
+    assert!(csv_outcomes.contains(&"receipted"), "{csv_outcomes:?}");
+    assert_eq!(quarantined_txt["status"], "receipted", "{quarantined_txt}");
+    assert_eq!(read(bucket.as_ref(), "contacts.txt").await, None);
+    let dest = quarantined_txt["lkg_location"]["key"].as_str().unwrap();
+    assert_eq!(quarantined_txt["lkg_location"]["bucket"], "held-away");
+    assert!(dest.starts_with("q/.dps-quarantine/"), "{dest}");
+    assert_eq!(
+        read(held.as_ref(), dest).await.unwrap(),
+        b"write to ann.lee@example.com today"
+    );
+    verify_receipt(&admin, &quarantined_txt, "executed").await;
+
+    // Undo moves the quarantined object back, byte for byte.
+    let id = quarantined_txt["remediation_id"].as_str().unwrap();
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/governance/remediations/{id}/undo"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        read(bucket.as_ref(), "contacts.txt").await.unwrap(),
+        b"write to ann.lee@example.com today"
+    );
+    assert_eq!(read(held.as_ref(), dest).await, None);
+}
+
+#[tokio::test]
+async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_object() {
+    let stack = Stack::new(|_| {}).await;
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
+    let admin = stack.admin();
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    // Scanned before the policy, so nothing runs yet.
+    scan(&admin, &connector).await;
+    // Someone changes the object after the scan: the plan is for a version that is gone.
+    let changed = b"name,ssn\nZed,123-45-6789\n";
+    bucket
+        .put(&ObjectPath::from("people.csv"), changed.to_vec().into())
+        .await
+        .unwrap();
+    policy(
+        &admin,
+        "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
+  actions: [{ type: mask, config: { keep_last: 4 } }]
+",
+    )
+    .await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/reconcile",
+            Some(json!({"mode": "enforced"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "failed", "{done:?}");
+    assert_eq!(done[0]["reason"], "object_changed", "{done:?}");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), changed);
+    assert_eq!(done[0]["lkg_available"], false, "{done:?}");
+
+    // The next scan plans again for the new version, which is masked.
+    scan(&admin, &connector).await;
+    let done = ended(&admin, 2).await;
+    let masked = done.iter().find(|r| r["status"] == "receipted").unwrap();
+    assert_eq!(
+        read(bucket.as_ref(), "people.csv").await.unwrap(),
+        b"name,ssn\nZed,***-**-6789\n"
+    );
+    // A change after the remediation makes undo refuse, unless forced.
+    bucket
+        .put(
+            &ObjectPath::from("people.csv"),
+            b"edited later".to_vec().into(),
+        )
+        .await
+        .unwrap();
+    let id = masked["remediation_id"].as_str().unwrap();
+    let path = format!("/governance/remediations/{id}/undo");
+    let (status, body) = admin.send(Method::POST, &path, None).await;
+    assert_eq!(status, 409, "{body}");
+    crate::area_b_error(&body, "object_changed_since_remediation");
+    assert_eq!(
+        read(bucket.as_ref(), "people.csv").await.unwrap(),
+        b"edited later"
+    );
+    let (status, body) = admin
+        .send(Method::POST, &path, Some(json!({"force": true})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), changed);
+    let (status, body) = admin
+        .send(Method::POST, &path, Some(json!({"force": "yes"})))
+        .await;
+    assert_eq!(status, 400, "{body}");
+}
+
+#[tokio::test]
+async fn a_gate_that_cannot_be_read_fails_open_and_says_so_and_only_admins_see_remediations() {
+    let stack = Stack::new(|_| {}).await;
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
+    let admin = stack.admin();
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    policy(
+        &admin,
+        "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
+  actions: [{ type: mask, config: { keep_last: 4 } }]
+",
+    )
+    .await;
+    // The tenant's remediation policy becomes unreadable: the gate fails open, as the spec
+    // says, and every record of the action says the gate was unavailable.
+    let mut conn = stack.platform.conn().await;
+    diesel::sql_query("ALTER TABLE tenant_settings RENAME TO tenant_settings_away")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    let r = &done[0];
+    assert_eq!(r["status"], "receipted", "{r}");
+    assert_eq!(r["gate"], "gate_unavailable", "{r}");
+    assert_eq!(
+        read(bucket.as_ref(), "people.csv").await.unwrap(),
+        b"name,ssn,email\nAnn Lee,***-**-9999,ann.lee@example.com\nBo Chan,***-**-1120,bo@example.com\n"
+    );
+    let (_, log) = admin
+        .send(Method::GET, "/governance/audit-log?limit=100", None)
+        .await;
+    let executed: Vec<&Value> = log["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e.to_string().contains("action_executed"))
+        .collect();
+    assert_eq!(executed.len(), 1, "{log}");
+    assert!(
+        executed[0].to_string().contains("gate_unavailable"),
+        "{log}"
+    );
+    diesel::sql_query("ALTER TABLE tenant_settings_away RENAME TO tenant_settings")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+
+    let analyst = Client {
+        app: &stack.platform,
+        token: stack.platform.token("acme", "al", &["analyst"]),
+    };
+    let (status, _) = analyst
+        .send(Method::GET, "/governance/remediations", None)
+        .await;
+    assert_eq!(status, 403);
+    let id = r["remediation_id"].as_str().unwrap();
+    let other = Client {
+        app: &stack.platform,
+        token: stack.platform.token("globex", "gil", &["admin"]),
+    };
+    let (status, body) = other
+        .send(Method::GET, &format!("/governance/remediations/{id}"), None)
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = other
+        .send(
+            Method::POST,
+            &format!("/governance/remediations/{id}/undo"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = admin
+        .send(Method::GET, "/governance/remediations?status=done", None)
+        .await;
+    assert_eq!(status, 400, "{body}");
+}
