@@ -353,3 +353,100 @@ pub async fn etags(
         .map(|r| ((r.connector_id, r.bucket, r.object_key), r.etag))
         .collect())
 }
+
+/// What a remediation did to the values of some findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remediated {
+    /// Each value became a token of the tenant's vault.
+    Tokenized,
+    /// The values are gone from the object (masked, or the object quarantined).
+    Resolved,
+    /// An undo put the values back.
+    Restored,
+}
+
+/// Records what a remediation did to `ids` (findings of one object), so that the findings list
+/// and risk follow at once rather than at the next scan. Returns how many findings changed.
+///
+/// An undo (`Restored`) puts values back: the object's open findings are no longer tokens, and
+/// the request's findings that the remediation resolved are open again, unless a later scan of
+/// the object has recorded newer findings since (those then describe the object).
+pub async fn remediated(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    object: (ConnectorId, &str, &str),
+    ids: &[Uuid],
+    change: Remediated,
+) -> Result<usize, ScanError> {
+    let (connector, bucket, key) = object;
+    let run = |sql: &'static str| {
+        diesel::sql_query(sql)
+            .bind::<Text, _>(tenant.as_str())
+            .bind::<Array<SqlUuid>, _>(ids)
+            .bind::<SqlUuid, _>(connector.as_uuid())
+            .bind::<Text, _>(bucket)
+            .bind::<Text, _>(key)
+    };
+    Ok(match change {
+        Remediated::Tokenized => {
+            run("UPDATE findings SET tokenized = true
+                  WHERE tenant_id = $1 AND finding_id = ANY($2) AND status = 'open'
+                    AND connector_id = $3 AND bucket = $4 AND object_key = $5")
+            .execute(conn)
+            .await?
+        }
+        Remediated::Resolved => {
+            run(
+                "UPDATE findings SET status = 'resolved', resolved_at = now()
+                  WHERE tenant_id = $1 AND finding_id = ANY($2) AND status = 'open'
+                    AND connector_id = $3 AND bucket = $4 AND object_key = $5",
+            )
+            .execute(conn)
+            .await?
+        }
+        Remediated::Restored => {
+            run("WITH detokenized AS (
+                     UPDATE findings SET tokenized = false
+                      WHERE tenant_id = $1 AND connector_id = $3 AND bucket = $4
+                        AND object_key = $5 AND status = 'open' AND tokenized
+                     RETURNING finding_id)
+                 UPDATE findings f SET status = 'open', resolved_at = NULL
+                  WHERE f.tenant_id = $1 AND f.finding_id = ANY($2) AND f.status = 'resolved'
+                    AND f.connector_id = $3 AND f.bucket = $4 AND f.object_key = $5
+                    AND NOT EXISTS (
+                        SELECT 1 FROM findings g
+                         WHERE g.tenant_id = $1 AND g.connector_id = $3 AND g.bucket = $4
+                           AND g.object_key = $5 AND g.scan_id <> f.scan_id
+                           AND g.created_at > f.created_at)")
+            .execute(conn)
+            .await?
+        }
+    })
+}
+
+/// The open findings of one object, with the ETag it had when last scanned.
+pub async fn open_in_object(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+    bucket: &str,
+    object_key: &str,
+) -> Result<Vec<OpenFinding>, ScanError> {
+    Ok(diesel::sql_query(
+        "SELECT f.finding_id, f.bucket, f.object_key, coalesce(o.etag, '') AS etag,
+                f.pii_type, f.category, f.confidence, f.tokenized
+           FROM findings f
+           LEFT JOIN scanned_objects o
+             ON o.tenant_id = $1 AND o.connector_id = $2 AND o.bucket = f.bucket
+            AND o.object_key = f.object_key
+          WHERE f.tenant_id = $1 AND f.connector_id = $2 AND f.bucket = $3
+            AND f.object_key = $4 AND f.status = 'open'
+          ORDER BY f.finding_id",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<Text, _>(bucket)
+    .bind::<Text, _>(object_key)
+    .load(conn)
+    .await?)
+}

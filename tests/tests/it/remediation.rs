@@ -315,7 +315,10 @@ spec:
         assert!(Instant::now() < deadline, "{body}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert!(ssns.iter().all(|f| f["matched_policies"] == json!(["ssn-tokenize"])));
+    assert!(
+        ssns.iter()
+            .all(|f| f["matched_policies"] == json!(["ssn-tokenize"]))
+    );
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (_, all) = admin
         .send(Method::GET, "/governance/remediations", None)
@@ -439,6 +442,38 @@ spec:
         b"write to ann.lee@example.com today"
     );
     verify_receipt(&admin, &quarantined_txt, "executed").await;
+    // The findings and the risk follow at once: the email left with its object.
+    let findings_of = |status: &'static str| {
+        let admin = &admin;
+        async move {
+            let (_, body) = admin
+                .send(
+                    Method::GET,
+                    &format!("/findings?resource=people-data/contacts.txt&status={status}"),
+                    None,
+                )
+                .await;
+            body["data"].as_array().unwrap().len()
+        }
+    };
+    assert_eq!(
+        (findings_of("open").await, findings_of("resolved").await),
+        (0, 1)
+    );
+    let (_, risk) = admin
+        .send(Method::GET, "/governance/risk-scores?level=file", None)
+        .await;
+    assert!(
+        risk["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(
+                |r| !r["entity_id"].as_str().unwrap().ends_with("contacts.txt")
+                    || r["risk_score"] == 0
+            ),
+        "{risk}"
+    );
 
     // Undo moves the quarantined object back, byte for byte.
     let id = quarantined_txt["remediation_id"].as_str().unwrap();
@@ -455,6 +490,10 @@ spec:
         b"write to ann.lee@example.com today"
     );
     assert_eq!(read(held.as_ref(), dest).await, None);
+    assert_eq!(
+        (findings_of("open").await, findings_of("resolved").await),
+        (1, 0)
+    );
 }
 
 #[tokio::test]

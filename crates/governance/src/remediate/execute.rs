@@ -24,12 +24,14 @@ use diesel::result::Error as DieselError;
 use diesel_async::AsyncPgConnection;
 use ids::TenantId;
 use keys::{KeyRing, TenantKeys};
+use scans::findings::Remediated;
 use serde_json::json;
 use settings::Gate;
 use time::{Duration, OffsetDateTime};
 
 use super::content::{self, Span};
 use super::receipt::{self, Receipts};
+use super::rescore::Changed;
 use super::stop::Stop;
 use super::store::{self, Ending, Row, State};
 use crate::document::{Action, ActionType};
@@ -151,6 +153,16 @@ async fn advance(conn: &mut AsyncPgConnection, exec: &Executor, row: Row) -> Res
                 reason: None,
                 entry,
                 receipt: Some(receipt),
+                changed: Some(Changed {
+                    connector: row.connector(),
+                    bucket: &row.bucket,
+                    object_key: &row.object_key,
+                    findings: &row.finding_ids,
+                    change: match kind {
+                        ActionType::Tokenize => Remediated::Tokenized,
+                        _ => Remediated::Resolved,
+                    },
+                }),
             },
         )
         .await?;
@@ -475,6 +487,7 @@ async fn block(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row) -> Resu
             reason: Some("safety_class_denied"),
             entry,
             receipt: Some(receipt),
+            changed: None,
         },
     )
     .await?;
@@ -505,6 +518,7 @@ async fn fail(conn: &mut AsyncPgConnection, row: &Row, reason: &str) -> Result<(
             reason: Some(reason),
             entry,
             receipt: None,
+            changed: None,
         },
     )
     .await

@@ -3,7 +3,7 @@
 //! reversible within the tenant's rollback window. See docs/governance.md, "Remediation".
 //!
 //! The modules, bottom to top: `content` (finding values again and rewriting only them),
-//! `stop` (why a step stopped), `store` (the state machine's rows), `receipt` (signed receipts), `tokens` (the vault),
+//! `stop` (why a step stopped), `store` (the state machine's rows), `receipt` (signed receipts), `rescore` (findings and risk after a change), `tokens` (the vault),
 //! `execute` (the steps), `undo`, `sweep` (expired snapshots) and `read` (the API's view).
 
 pub mod content;
@@ -11,6 +11,7 @@ pub mod execute;
 mod issued;
 pub mod read;
 pub mod receipt;
+mod rescore;
 pub mod stop;
 pub mod store;
 pub mod sweep;

@@ -312,6 +312,8 @@ pub(crate) struct Ending<'a> {
     pub reason: Option<&'a str>,
     pub entry: audit::NewEntry,
     pub receipt: Option<StoredReceipt>,
+    /// What the object's findings and risk become.
+    pub changed: Option<super::rescore::Changed<'a>>,
 }
 
 /// A signed receipt to store with its request's transition.
@@ -368,6 +370,9 @@ pub(crate) async fn end(
         }
         if let Some(receipt) = &ending.receipt {
             insert_receipt(conn, row, receipt).await?;
+        }
+        if let Some(changed) = &ending.changed {
+            super::rescore::apply(conn, &tenant, changed).await?;
         }
         audit::append(conn, &tenant, std::slice::from_ref(&ending.entry)).await?;
         Ok(true)

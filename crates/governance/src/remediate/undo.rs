@@ -9,12 +9,14 @@
 use connectors::cloud::{Failure, Storage};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection};
 use ids::{TenantId, UserId};
+use scans::findings::Remediated;
 use serde_json::json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::execute::{Executor, MAX_OBJECT_BYTES, snapshot_of};
 use super::receipt;
+use super::rescore::Changed;
 use super::stop::Stop;
 use super::store::{self, Ending, Row, State};
 use crate::document::ActionType;
@@ -92,6 +94,13 @@ pub async fn undo(
                     reason: None,
                     entry,
                     receipt: Some(receipt),
+                    changed: Some(Changed {
+                        connector: row.connector(),
+                        bucket: &row.bucket,
+                        object_key: &row.object_key,
+                        findings: &row.finding_ids,
+                        change: Remediated::Restored,
+                    }),
                 },
             )
             .await?;
