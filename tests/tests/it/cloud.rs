@@ -16,11 +16,11 @@ use crate::Client;
 const WIF: &str =
     "projects/123456789012/locations/global/workloadIdentityPools/dps-pool/providers/platform";
 const SUBJECT_TOKEN: &str = "platform-oidc-subject-token";
-const ENTRA_TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
-const ENTRA_CLIENT: &str = "0b3f2c1e-1111-2222-3333-444455556666";
-const ENTRA_SECRET: &str = "entra-client-secret-9d2b";
+pub(crate) const ENTRA_TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+pub(crate) const ENTRA_CLIENT: &str = "0b3f2c1e-1111-2222-3333-444455556666";
+pub(crate) const ENTRA_SECRET: &str = "entra-client-secret-9d2b";
 
-fn scratch(name: &str) -> std::path::PathBuf {
+pub(crate) fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("dps-{name}-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     dir

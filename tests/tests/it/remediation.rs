@@ -22,14 +22,16 @@ const YAML: &str = "application/yaml";
 const PEOPLE: &[u8] = b"name,ssn,email\nAnn Lee,219-09-9999,ann.lee@example.com\nBo Chan,078-05-1120,bo@example.com\n";
 
 /// A platform-api on moto and a tokens-api on the same database and master key, as deployed.
-struct Stack {
-    platform: TestApp,
-    tokens: Tokens,
-    moto: emulators::Emulator,
+pub(crate) struct Stack {
+    pub(crate) platform: TestApp,
+    pub(crate) tokens: Tokens,
+    pub(crate) moto: emulators::Emulator,
 }
 
 impl Stack {
-    async fn new(tweak: impl FnOnce(&mut std::collections::HashMap<String, String>)) -> Self {
+    pub(crate) async fn new(
+        tweak: impl FnOnce(&mut std::collections::HashMap<String, String>),
+    ) -> Self {
         let moto = emulators::moto(&[]);
         let master = {
             use base64::Engine as _;
@@ -70,7 +72,7 @@ impl Stack {
         }
     }
 
-    fn admin(&self) -> Client<'_> {
+    pub(crate) fn admin(&self) -> Client<'_> {
         Client {
             app: &self.platform,
             token: self.platform.token("acme", "ann", &["admin"]),
@@ -78,7 +80,7 @@ impl Stack {
     }
 }
 
-async fn policy(admin: &Client<'_>, yaml: &str) -> String {
+pub(crate) async fn policy(admin: &Client<'_>, yaml: &str) -> String {
     let (status, body) = admin
         .send_raw(Method::POST, "/governance/policies", YAML, yaml)
         .await;
@@ -86,7 +88,7 @@ async fn policy(admin: &Client<'_>, yaml: &str) -> String {
     body["data"]["id"].as_str().unwrap().to_owned()
 }
 
-async fn scan(admin: &Client<'_>, connector: &str) {
+pub(crate) async fn scan(admin: &Client<'_>, connector: &str) {
     let (status, body) = admin
         .send(
             Method::POST,
@@ -103,7 +105,7 @@ async fn scan(admin: &Client<'_>, connector: &str) {
 }
 
 /// Waits until `n` remediations have ended (receipted, blocked, failed or undone).
-async fn ended(admin: &Client<'_>, n: usize) -> Vec<Value> {
+pub(crate) async fn ended(admin: &Client<'_>, n: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (status, body) = admin
@@ -126,7 +128,7 @@ async fn ended(admin: &Client<'_>, n: usize) -> Vec<Value> {
     }
 }
 
-async fn read(bucket: &dyn object_store::ObjectStore, key: &str) -> Option<Vec<u8>> {
+pub(crate) async fn read(bucket: &dyn object_store::ObjectStore, key: &str) -> Option<Vec<u8>> {
     match bucket.get(&ObjectPath::from(key)).await {
         Ok(got) => Some(got.bytes().await.unwrap().to_vec()),
         Err(object_store::Error::NotFound { .. }) => None,
@@ -135,7 +137,7 @@ async fn read(bucket: &dyn object_store::ObjectStore, key: &str) -> Option<Vec<u
 }
 
 /// The receipt verifies offline against the served keys, and names no value.
-async fn verify_receipt(admin: &Client<'_>, remediation: &Value, kind: &str) {
+pub(crate) async fn verify_receipt(admin: &Client<'_>, remediation: &Value, kind: &str) {
     let receipt = remediation["receipts"]
         .as_array()
         .unwrap()
@@ -175,15 +177,7 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
         ],
     )
     .await;
-    let token_policy = stack
-        .tokens
-        .policy(json!({
-            "name": "ssn-fpe",
-            "type_rules": { "us_ssn": { "mode": "format_preserving" } },
-            "allowed_roles": ["support"],
-            "allowed_purposes": ["fraud_review"],
-        }))
-        .await;
+    let token_policy = ssn_token_policy(&stack).await;
     let admin = stack.admin();
     let connector = crate::scans::connector(&admin, "HR", "people-data").await;
     policy(
@@ -200,9 +194,22 @@ spec:
         ),
     )
     .await;
+    // A dry-run policy on the same object simulates and changes nothing.
+    policy(
+        &admin,
+        "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: contacts-dry }
+spec:
+  mode: dry-run
+  conditions: [{ category: contact, min_confidence: 0.5 }]
+  actions: [{ type: quarantine, config: { destination: { bucket: people-data, prefix: 'q/' } } }]
+",
+    )
+    .await;
     scan(&admin, &connector).await;
     let done = ended(&admin, 1).await;
-    assert_eq!(done.len(), 1, "{done:?}");
+    assert_eq!(done.len(), 1, "the dry run plans nothing: {done:?}");
     let r = &done[0];
     assert_eq!(r["status"], "receipted", "{r}");
     assert_eq!(r["action_type"], "tokenize");
@@ -243,50 +250,10 @@ spec:
     verify_receipt(&admin, r, "executed").await;
 
     // The tokens go back to the values through tokens-api: grant, then detokenize.
-    let mut conn = stack.platform.conn().await;
-    let mut ids = Vec::new();
-    for token in &tokens {
-        let found: TokenId =
-            diesel::sql_query("SELECT token_id FROM vault_entries WHERE token = $1")
-                .bind::<Text, _>(token)
-                .get_result(&mut conn)
-                .await
-                .unwrap();
-        ids.push(found.token_id.to_string());
-    }
-    let support = stack.tokens.app.token("acme", "sam", &["support"]);
-    let grant = stack
-        .tokens
-        .app
-        .http
-        .post(stack.tokens.app.url("/grant"))
-        .bearer_auth(&support)
-        .json(&json!({"token_ids": ids, "purpose": "fraud_review"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(grant.status(), 200);
-    let grant: Value = grant.json().await.unwrap();
-    let revealed: Value = stack
-        .tokens
-        .app
-        .http
-        .post(stack.tokens.app.url("/detokenize"))
-        .bearer_auth(&support)
-        .json(&json!({"tokens": ids, "grant_jwt": grant["grant_jwt"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let values: Vec<&str> = revealed["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["value"].as_str().unwrap())
-        .collect();
-    assert_eq!(values, ["219099999", "078051120"], "{revealed}");
+    assert_eq!(
+        detokenized(&stack, &tokens).await,
+        ["219099999", "078051120"]
+    );
 
     // The ledger and the audit log say it was executed, once.
     let (_, log) = admin
@@ -364,7 +331,65 @@ spec:
     assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), PEOPLE);
 }
 
-fn sha256(bytes: &[u8]) -> Vec<u8> {
+/// The values of `tokens`, through tokens-api as a support user would get them: the token ids
+/// (from the vault's entries), a grant, then detokenize.
+pub(crate) async fn detokenized(stack: &Stack, tokens: &[String]) -> Vec<String> {
+    let mut conn = stack.platform.conn().await;
+    let mut ids = Vec::new();
+    for token in tokens {
+        let found: TokenId =
+            diesel::sql_query("SELECT token_id FROM vault_entries WHERE token = $1")
+                .bind::<Text, _>(token)
+                .get_result(&mut conn)
+                .await
+                .unwrap();
+        ids.push(found.token_id.to_string());
+    }
+    let app = &stack.tokens.app;
+    let support = app.token("acme", "sam", &["support"]);
+    let grant = app
+        .http
+        .post(app.url("/grant"))
+        .bearer_auth(&support)
+        .json(&json!({"token_ids": ids, "purpose": "fraud_review"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(grant.status(), 200);
+    let grant: Value = grant.json().await.unwrap();
+    let revealed: Value = app
+        .http
+        .post(app.url("/detokenize"))
+        .bearer_auth(&support)
+        .json(&json!({"tokens": ids, "grant_jwt": grant["grant_jwt"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    revealed["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["value"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A format-preserving tokenization policy for SSNs, on tokens-api; returns its id.
+pub(crate) async fn ssn_token_policy(stack: &Stack) -> String {
+    stack
+        .tokens
+        .policy(json!({
+            "name": "ssn-fpe",
+            "type_rules": { "us_ssn": { "mode": "format_preserving" } },
+            "allowed_roles": ["support"],
+            "allowed_purposes": ["fraud_review"],
+        }))
+        .await
+}
+
+pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
     ring::digest::digest(&ring::digest::SHA256, bytes)
         .as_ref()
         .to_vec()
