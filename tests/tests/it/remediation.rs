@@ -329,6 +329,20 @@ spec:
         .await;
     assert_eq!(all["data"].as_array().unwrap().len(), 1, "{all}");
     assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), PEOPLE);
+
+    // No value reached any table: not the receipts, the audit log, the idempotency answers the
+    // vault kept for the remediation's tokens, nor the runs. (The vault holds them sealed.)
+    let dump = testkit::pg_dump(&stack.platform.db);
+    assert!(dump.contains("remediation_receipts"), "the dump covers the tables");
+    for value in [
+        "219-09-9999",
+        "219099999",
+        "078-05-1120",
+        "078051120",
+        "ann.lee@example.com",
+    ] {
+        assert!(!dump.contains(value), "{value} is in the database");
+    }
 }
 
 /// The values of `tokens`, through tokens-api as a support user would get them: the token ids
