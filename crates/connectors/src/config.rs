@@ -47,7 +47,7 @@ impl Provider {
 }
 
 /// Optional fields every provider accepts.
-const OPTIONAL: &[&str] = &["buckets", "prefixes", "file_types"];
+const OPTIONAL: &[&str] = &["buckets", "prefixes", "file_types", "lkg_location"];
 
 /// Limits on the optional lists.
 const MAX_BUCKETS: usize = 100;
@@ -96,6 +96,15 @@ impl Config {
 
     pub fn file_types(&self) -> Vec<String> {
         strings(self.public.get("file_types"))
+    }
+
+    /// The bucket (Azure container) where remediation keeps its last-known-good snapshots;
+    /// `None` keeps each snapshot in its object's own bucket.
+    pub fn lkg_location(&self) -> Option<String> {
+        self.public
+            .get("lkg_location")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
     }
 
     /// A required text field (validated, so present).
@@ -155,7 +164,12 @@ pub fn validate(provider: Provider, config: &Value) -> Result<Config, Vec<FieldE
             ));
             continue;
         }
-        if let Err(message) = check_list(provider, field, value) {
+        let checked = if field == "lkg_location" {
+            check_lkg_location(provider, value)
+        } else {
+            check_list(provider, field, value)
+        };
+        if let Err(message) = checked {
             errors.push(error(field, message));
         }
     }
@@ -244,6 +258,19 @@ fn check(field: &str, s: &str) -> Result<(), &'static str> {
         "storage_account" => "must be 3 to 24 lower-case letters or digits",
         _ => "is invalid",
     })
+}
+
+/// `lkg_location`: one bucket (Azure container) name, valid for the provider.
+fn check_lkg_location(provider: Provider, value: &Value) -> Result<(), String> {
+    let valid = |b: &str| match provider {
+        Provider::Azure => is_azure_container(b),
+        Provider::Aws | Provider::Gcp => is_bucket_name(b),
+    };
+    match value.as_str() {
+        Some(bucket) if valid(bucket) => Ok(()),
+        Some(_) => Err("is not a valid bucket or container name".into()),
+        None => Err("must be a bucket or container name (a string)".into()),
+    }
 }
 
 fn check_list(provider: Provider, field: &str, value: &Value) -> Result<(), String> {
@@ -445,6 +472,7 @@ mod tests {
         .unwrap();
         assert!(aws.secrets.is_empty());
         assert_eq!(aws.buckets(), ["hr-exports"]);
+        assert_eq!(aws.lkg_location(), None);
         assert_eq!(aws.text("region"), "us-east-1");
         let gcp = validate(
             Provider::Gcp,
@@ -476,6 +504,29 @@ mod tests {
         .unwrap_err();
         for e in errors {
             assert!(!e.message.contains(secret), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn an_lkg_location_is_one_valid_bucket_name() {
+        let aws = |lkg: Value| {
+            validate(
+                Provider::Aws,
+                &json!({"role_arn": "arn:aws:iam::123456789012:role/scanner", "external_id": "ext-1",
+                        "region": "us-east-1", "lkg_location": lkg}),
+            )
+        };
+        assert_eq!(
+            aws(json!("dps-snapshots"))
+                .unwrap()
+                .lkg_location()
+                .as_deref(),
+            Some("dps-snapshots")
+        );
+        for bad in [json!("Bad_Bucket"), json!(["dps-snapshots"]), json!(3)] {
+            let errors = aws(bad).unwrap_err();
+            assert_eq!(errors.len(), 1, "{errors:?}");
+            assert_eq!(errors[0].field, "config.lkg_location");
         }
     }
 }

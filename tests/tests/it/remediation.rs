@@ -19,6 +19,7 @@ use crate::Client;
 use crate::tokenize::Tokens;
 
 const YAML: &str = "application/yaml";
+const SSNS: &[u8] = b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n";
 const PEOPLE: &[u8] = b"name,ssn,email\nAnn Lee,219-09-9999,ann.lee@example.com\nBo Chan,078-05-1120,bo@example.com\n";
 
 /// A platform-api on moto and a tokens-api on the same database and master key, as deployed.
@@ -333,7 +334,10 @@ spec:
     // No value reached any table: not the receipts, the audit log, the idempotency answers the
     // vault kept for the remediation's tokens, nor the runs. (The vault holds them sealed.)
     let dump = testkit::pg_dump(&stack.platform.db);
-    assert!(dump.contains("remediation_receipts"), "the dump covers the tables");
+    assert!(
+        dump.contains("remediation_receipts"),
+        "the dump covers the tables"
+    );
     for value in [
         "219-09-9999",
         "219099999",
@@ -417,7 +421,7 @@ async fn mask_keeps_the_shape_quarantine_moves_and_undo_brings_it_back() {
     seed::put_all(
         bucket.as_ref(),
         &[
-            ("people.csv", PEOPLE),
+            ("people.csv", SSNS),
             (
                 "contacts.txt",
                 b"write to ann.lee@example.com today".as_slice(),
@@ -425,8 +429,24 @@ async fn mask_keeps_the_shape_quarantine_moves_and_undo_brings_it_back() {
         ],
     )
     .await;
+    let snapshots = seed::s3_bucket(&stack.moto.url(), "lkg-snapshots").await;
     let admin = stack.admin();
-    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    // Snapshots go to a bucket of their own.
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(json!({"name": "HR", "provider": "aws", "config": {
+                "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+                "external_id": "tenant-acme-7731",
+                "region": "us-east-1",
+                "buckets": ["people-data"],
+                "lkg_location": "lkg-snapshots",
+            }})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let connector = body["data"]["id"].as_str().unwrap().to_owned();
     policy(
         &admin,
         "apiVersion: governance.dps/v1
@@ -452,7 +472,7 @@ spec:
     )
     .await;
     scan(&admin, &connector).await;
-    let done = ended(&admin, 3).await;
+    let done = ended(&admin, 2).await;
     let by = |action: &str, key: &str| {
         done.iter()
             .find(|r| r["action_type"] == action && r["object_key"] == key)
@@ -460,17 +480,22 @@ spec:
             .clone()
     };
     let masked = by("mask", "people.csv");
+    let quarantined_txt = by("quarantine", "contacts.txt");
     assert_eq!(masked["status"], "receipted", "{masked}");
     assert_eq!(masked["safety_class"], "destructive");
-    let quarantined_csv = by("quarantine", "people.csv");
-    let quarantined_txt = by("quarantine", "contacts.txt");
-    // The CSV is masked and quarantined in some order: whichever ran second found the object
-    // changed (or gone) and failed without touching it.
-    let csv_outcomes = [
-        masked["status"].as_str().unwrap(),
-        quarantined_csv["status"].as_str().unwrap(),
-    ];
-    assert!(csv_outcomes.contains(&"receipted"), "{csv_outcomes:?}");
+    assert_eq!(
+        read(bucket.as_ref(), "people.csv").await.unwrap(),
+        b"name,ssn\nAnn Lee,###-##-9999\nBo Chan,###-##-1120\n"
+    );
+    // The snapshot went to the connector's lkg_location bucket.
+    assert_eq!(
+        masked["lkg_location"]["bucket"], "lkg-snapshots",
+        "{masked}"
+    );
+    let key = masked["lkg_location"]["key"].as_str().unwrap();
+    assert!(key.starts_with(".dps-lkg/") && key.ends_with("/people-data/people.csv"));
+    assert_eq!(read(snapshots.as_ref(), key).await.unwrap(), SSNS);
+    verify_receipt(&admin, &masked, "executed").await;
     assert_eq!(quarantined_txt["status"], "receipted", "{quarantined_txt}");
     assert_eq!(read(bucket.as_ref(), "contacts.txt").await, None);
     let dest = quarantined_txt["lkg_location"]["key"].as_str().unwrap();

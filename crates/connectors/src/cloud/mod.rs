@@ -179,6 +179,7 @@ impl Cloud {
             access,
             options: shared.options.clone(),
             configured_buckets: config.buckets(),
+            lkg_bucket: config.lkg_location(),
         })
     }
 }
@@ -189,6 +190,7 @@ pub struct Storage {
     access: Arc<dyn Access>,
     options: ClientOptions,
     configured_buckets: Vec<String>,
+    lkg_bucket: Option<String>,
 }
 
 /// One object, as listed.
@@ -223,6 +225,12 @@ pub struct Probe {
 }
 
 impl Storage {
+    /// Where remediation keeps last-known-good snapshots, when the connector names a bucket
+    /// for them (`lkg_location`); else each snapshot stays in its object's bucket.
+    pub fn lkg_bucket(&self) -> Option<&str> {
+        self.lkg_bucket.as_deref()
+    }
+
     /// The buckets a scan covers: the configured ones, or every one the credentials can list.
     pub async fn buckets(&self) -> Result<Vec<String>, AccessError> {
         if self.configured_buckets.is_empty() {

@@ -205,13 +205,23 @@ fn bucket(storage: &Storage, name: &str) -> Result<Bucket, Stop> {
     storage.bucket(name).map_err(Stop::storage)
 }
 
-/// Where the snapshot of `row`'s object goes: the same bucket under `.dps-lkg/`, named by the
-/// request, so no two snapshots share a key.
-pub(crate) fn lkg_location(row: &Row) -> (String, String) {
-    (
-        row.bucket.clone(),
-        format!(".dps-lkg/{}/{}", row.request_id, row.object_key),
-    )
+/// Where the snapshot of `row`'s object goes: under `.dps-lkg/`, named by the request (so no two
+/// snapshots share a key), in the connector's `lkg_location` bucket if it names one (then with
+/// the source bucket in the key), else in the object's own bucket.
+pub(crate) fn lkg_location(storage: &Storage, row: &Row) -> (String, String) {
+    match storage.lkg_bucket() {
+        Some(bucket) => (
+            bucket.to_owned(),
+            format!(
+                ".dps-lkg/{}/{}/{}",
+                row.request_id, row.bucket, row.object_key
+            ),
+        ),
+        None => (
+            row.bucket.clone(),
+            format!(".dps-lkg/{}/{}", row.request_id, row.object_key),
+        ),
+    }
 }
 
 /// Where a quarantined object goes: the destination's bucket and prefix, under a
@@ -262,7 +272,7 @@ async fn snapshot(
             // Computed first: an object that cannot be rewritten gets no snapshot.
             let after = rewrite(conn, exec, row, action, &whole.bytes).await?;
             (
-                lkg_location(row),
+                lkg_location(storage, row),
                 Some(Rewrite {
                     before: whole.bytes,
                     after,
