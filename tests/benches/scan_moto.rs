@@ -215,6 +215,8 @@ async fn main() {
         env.insert("DATABASE_POOL_SIZE".into(), (workers + 8).to_string());
         env.insert("HTTP_WORKERS".into(), "1".into());
         env.insert("RUST_LOG".into(), "warn".into());
+        // The scan alone is measured: no executor changes objects under it.
+        env.insert("DPS_REMEDIATION_EXECUTOR".into(), "false".into());
     })
     .await;
     let token = app.token("acme", "ann", &["admin"]);

@@ -32,6 +32,8 @@ pub fn default_env(db: &TestDatabase) -> HashMap<String, String> {
     HashMap::from([
         ("DATABASE_URL".to_owned(), db.url.clone()),
         ("DATABASE_POOL_SIZE".to_owned(), "4".to_owned()),
+        // Two remediation tasks leave the small pool room for requests.
+        ("DPS_REMEDIATION_TASKS".to_owned(), "2".to_owned()),
         ("DATABASE_WAIT_TIMEOUT_MS".to_owned(), "2000".to_owned()),
         ("DPS_MIGRATE_ON_START".to_owned(), "false".to_owned()),
         (

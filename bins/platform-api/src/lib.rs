@@ -180,8 +180,10 @@ pub struct Extra {
     pub reconcile_max_actions: u32,
     /// Executes remediation requests, undoes them and signs their receipts.
     pub remediation: governance::remediate::Executor,
-    /// Whether this process runs the executor (undo is served either way).
+    /// Whether this process runs the executor (undo is served either way), and with how many
+    /// tasks.
     pub remediation_executor: bool,
+    pub remediation_tasks: usize,
 }
 
 impl Extra {
@@ -219,6 +221,7 @@ impl Extra {
             cloud,
             remediation,
             remediation_executor: config.remediation_executor,
+            remediation_tasks: config.remediation_tasks,
         })
     }
 }
@@ -267,7 +270,11 @@ impl ServiceSpec for PlatformApi {
         );
         governance::delivery::spawn(state.pool.clone(), extra.keyring.clone(), extra.egress);
         if extra.remediation_executor {
-            governance::remediate::spawn(state.pool.clone(), extra.remediation.clone());
+            governance::remediate::spawn(
+                state.pool.clone(),
+                extra.remediation.clone(),
+                extra.remediation_tasks,
+            );
         }
     }
 

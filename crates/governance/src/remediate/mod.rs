@@ -27,18 +27,21 @@ pub use receipt::Receipts;
 pub use store::{Row, State};
 pub use undo::{UndoError, undo};
 
-/// Runs the executor and the snapshot sweeper until the process ends.
-pub fn spawn(pool: db::Pool, exec: Executor) {
-    let (p, e) = (pool.clone(), exec.clone());
-    crate::background::repeat("remediation", Duration::from_millis(500), move || {
-        let (pool, exec) = (p.clone(), e.clone());
-        async move {
-            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-            execute::run_once(&mut conn, &exec)
-                .await
-                .map_err(|e| e.to_string())
-        }
-    });
+/// Runs `tasks` executor loops (each takes one due request at a time, under its lease) and the
+/// snapshot sweeper until the process ends.
+pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
+    for _ in 0..tasks.max(1) {
+        let (p, e) = (pool.clone(), exec.clone());
+        crate::background::repeat("remediation", Duration::from_millis(500), move || {
+            let (pool, exec) = (p.clone(), e.clone());
+            async move {
+                let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+                execute::run_once(&mut conn, &exec)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        });
+    }
     crate::background::repeat("snapshot expiry", Duration::from_secs(60), move || {
         let (pool, exec) = (pool.clone(), exec.clone());
         async move {
