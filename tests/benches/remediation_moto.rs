@@ -258,6 +258,7 @@ spec:
             certificate: settings::PlatformCertificate::Missing,
         }),
         crash_at: None,
+        storages: Default::default(),
     };
     let url = app.db.url.clone();
     let started = Instant::now();

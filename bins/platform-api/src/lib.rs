@@ -204,6 +204,7 @@ impl Extra {
                 certificate: cosigning_certificate,
             }),
             crash_at: config.remediation_crash_at.clone(),
+            storages: Default::default(),
         };
         Ok(Self {
             scan_tier: config.scan_tier,

@@ -14,15 +14,16 @@
 //! A concurrent change is never overwritten: the request fails `object_changed` and the next
 //! scan of the changed object plans again.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use connectors::cloud::{Bucket, Cloud, Failure, Storage};
 use detect::Detector;
 use diesel::result::Error as DieselError;
 use diesel_async::AsyncPgConnection;
-use ids::TenantId;
+use ids::{ConnectorId, TenantId};
 use keys::{KeyRing, TenantKeys};
 use scans::findings::Remediated;
 use serde_json::json;
@@ -49,6 +50,50 @@ pub struct Executor {
     /// Test builds only: abort the process at this point, to prove that a kill at any step
     /// leaves nothing half done (`DPS_REMEDIATION_CRASH_AT`).
     pub crash_at: Option<String>,
+    /// Each connector's opened storage, kept briefly (see [`Storages`]).
+    pub storages: Storages,
+}
+
+/// Connectors' storages as the executor opened them, kept for a minute: opening one reads and
+/// unseals the connector's configuration, and its first call trades the platform's identity for
+/// the customer's credentials (an STS AssumeRole, a token exchange), which would otherwise
+/// happen for every request and step. A minute bounds how long a changed connector is seen as
+/// it was.
+#[derive(Clone, Default)]
+pub struct Storages(Arc<std::sync::Mutex<Opened>>);
+
+/// Each opened storage and when it was opened.
+type Opened = HashMap<(TenantId, ConnectorId), (Storage, Instant)>;
+
+impl std::fmt::Debug for Storages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let open = self.0.lock().map(|m| m.len()).unwrap_or(0);
+        f.debug_struct("Storages").field("open", &open).finish()
+    }
+}
+
+/// How long an opened storage is reused.
+const STORAGE_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Storages {
+    fn get(&self, key: &(TenantId, ConnectorId)) -> Option<Storage> {
+        let mut map = self.0.lock().ok()?;
+        match map.get(key) {
+            Some((storage, at)) if at.elapsed() < STORAGE_TTL => Some(storage.clone()),
+            Some(_) => {
+                map.remove(key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn put(&self, key: (TenantId, ConnectorId), storage: &Storage) {
+        if let Ok(mut map) = self.0.lock() {
+            map.retain(|_, (_, at)| at.elapsed() < STORAGE_TTL);
+            map.insert(key, (storage.clone(), Instant::now()));
+        }
+    }
 }
 
 impl std::fmt::Debug for Executor {
@@ -184,6 +229,10 @@ pub(crate) async fn open_storage(
     tenant: &TenantId,
     row: &Row,
 ) -> Result<Storage, Stop> {
+    let key = (tenant.clone(), row.connector());
+    if let Some(storage) = exec.storages.get(&key) {
+        return Ok(storage);
+    }
     let keys = exec
         .keyring
         .tenant(conn, tenant)
@@ -196,9 +245,12 @@ pub(crate) async fn open_storage(
         }
         Err(e) => return Err(Stop::Retry(e.to_string())),
     };
-    exec.cloud
+    let storage = exec
+        .cloud
         .open(row.connector(), &config)
-        .map_err(|e| Stop::Retry(e.message))
+        .map_err(|e| Stop::Retry(e.message))?;
+    exec.storages.put(key, &storage);
+    Ok(storage)
 }
 
 fn bucket(storage: &Storage, name: &str) -> Result<Bucket, Stop> {

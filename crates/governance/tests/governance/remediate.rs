@@ -27,6 +27,7 @@ fn executor(env: &Env) -> Executor {
             certificate: settings::PlatformCertificate::Missing,
         }),
         crash_at: None,
+        storages: Default::default(),
     }
 }
 
