@@ -90,7 +90,10 @@ async fn raw(moto_url: &str, keys: &[String], clients: usize) -> Duration {
                 let next = queue.lock().unwrap().pop();
                 let Some(key) = next else { return };
                 let whole = bucket.read_whole(&key, None, 64 << 20).await.unwrap();
-                bucket.put(&key, whole.bytes).await.unwrap();
+                bucket
+                    .put(&key, whole.bytes, whole.content_type.as_deref())
+                    .await
+                    .unwrap();
             }
         });
     }

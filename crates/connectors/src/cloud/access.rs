@@ -334,6 +334,7 @@ pub(crate) trait Writes: Send + Sync + fmt::Debug {
         key: &str,
         bytes: bytes::Bytes,
         mode: Put<'_>,
+        content_type: Option<&str>,
     ) -> Result<String, AccessError>;
     /// Deletes `key`. With `etag`, only while the object has it (a missing object is then
     /// [`Failure::Changed`]); without, a missing object is already deleted.
@@ -365,6 +366,7 @@ pub(crate) async fn put_through(
     key: &str,
     bytes: bytes::Bytes,
     mode: Put<'_>,
+    content_type: Option<&str>,
 ) -> Result<String, AccessError> {
     let path = object_path(key)?;
     let conditional = matches!(mode, Put::Update(_));
@@ -380,7 +382,7 @@ pub(crate) async fn put_through(
         mode,
         attributes: Attributes::from_iter([(
             Attribute::ContentType,
-            AttributeValue::from(CONTENT_TYPE),
+            AttributeValue::from(content_type.unwrap_or(CONTENT_TYPE).to_owned()),
         )]),
         ..Default::default()
     };

@@ -78,8 +78,9 @@ impl Writes for S3Writes {
         key: &str,
         bytes: bytes::Bytes,
         mode: Put<'_>,
+        content_type: Option<&str>,
     ) -> Result<String, AccessError> {
-        put_through(self.store.as_ref(), key, bytes, mode)
+        put_through(self.store.as_ref(), key, bytes, mode, content_type)
             .await
             .map_err(|e| e.context("S3 PutObject"))
     }

@@ -148,8 +148,9 @@ impl Writes for BlobWrites {
         key: &str,
         bytes: bytes::Bytes,
         mode: Put<'_>,
+        content_type: Option<&str>,
     ) -> Result<String, AccessError> {
-        put_through(self.store.as_ref(), key, bytes, mode)
+        put_through(self.store.as_ref(), key, bytes, mode, content_type)
             .await
             .map_err(|e| e.context("Azure Put Blob"))
     }

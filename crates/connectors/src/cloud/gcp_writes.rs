@@ -173,6 +173,7 @@ impl GcsWrites {
         key: &str,
         bytes: bytes::Bytes,
         if_generation: Option<&str>,
+        content_type: Option<&str>,
     ) -> Result<String, AccessError> {
         let what = "GCS upload";
         let mut url = url_with_segments(
@@ -184,8 +185,9 @@ impl GcsWrites {
             url.query_pairs_mut()
                 .append_pair("ifGenerationMatch", generation);
         }
-        let metadata = json!({ "name": key, "contentType": CONTENT_TYPE });
-        let (content_type, body) = multipart_related(&metadata, &bytes);
+        let content_type = content_type.unwrap_or(CONTENT_TYPE);
+        let metadata = json!({ "name": key, "contentType": content_type });
+        let (content_type, body) = multipart_related(&metadata, &bytes, content_type);
         let answer = self
             .send(what, reqwest::Method::POST, url, Some((content_type, body)))
             .await?;
@@ -201,13 +203,15 @@ impl Writes for GcsWrites {
         key: &str,
         bytes: bytes::Bytes,
         mode: Put<'_>,
+        content_type: Option<&str>,
     ) -> Result<String, AccessError> {
         match mode {
-            Put::Overwrite => self.upload(key, bytes, None).await,
-            Put::Create => self.upload(key, bytes, Some("0")).await,
+            Put::Overwrite => self.upload(key, bytes, None, content_type).await,
+            Put::Create => self.upload(key, bytes, Some("0"), content_type).await,
             Put::Update(etag) => {
                 let generation = self.generation_of(key, etag).await?;
-                self.upload(key, bytes, Some(&generation)).await
+                self.upload(key, bytes, Some(&generation), content_type)
+                    .await
             }
         }
     }
@@ -329,7 +333,7 @@ fn refused(what: &str, answer: &Answer, conditional: bool) -> AccessError {
 
 /// A `multipart/related` body of `metadata` (JSON) then `content`, and its content type. The
 /// boundary is random and checked against the content, so no content can end a part early.
-fn multipart_related(metadata: &Value, content: &[u8]) -> (String, Vec<u8>) {
+fn multipart_related(metadata: &Value, content: &[u8], content_type: &str) -> (String, Vec<u8>) {
     let mut boundary = format!("dps-{}", uuid::Uuid::new_v4().simple());
     while contains(content, boundary.as_bytes()) {
         boundary = format!("dps-{}", uuid::Uuid::new_v4().simple());
@@ -338,7 +342,7 @@ fn multipart_related(metadata: &Value, content: &[u8]) -> (String, Vec<u8>) {
     body.extend_from_slice(
         format!(
             "--{boundary}\r\ncontent-type: application/json; charset=UTF-8\r\n\r\n{metadata}\r\n\
-             --{boundary}\r\ncontent-type: {CONTENT_TYPE}\r\n\r\n"
+             --{boundary}\r\ncontent-type: {content_type}\r\n\r\n"
         )
         .as_bytes(),
     );
@@ -358,7 +362,7 @@ mod tests {
     #[test]
     fn a_multipart_body_holds_the_metadata_then_the_exact_content() {
         let content = b"a,b\r\n--not-a-boundary\r\n\x00\xff";
-        let (content_type, body) = multipart_related(&json!({"name": "k"}), content);
+        let (content_type, body) = multipart_related(&json!({"name": "k"}), content, CONTENT_TYPE);
         let boundary = content_type
             .strip_prefix("multipart/related; boundary=")
             .unwrap();

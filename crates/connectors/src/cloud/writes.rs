@@ -23,6 +23,8 @@ use super::{Bucket, Object, Storage};
 pub struct Whole {
     pub bytes: Bytes,
     pub etag: String,
+    /// Its `Content-Type`, when the service gave one: a rewrite keeps it.
+    pub content_type: Option<String>,
 }
 
 /// The content is the customer's, and may be exactly what remediation is about to protect:
@@ -32,6 +34,7 @@ impl std::fmt::Debug for Whole {
         f.debug_struct("Whole")
             .field("bytes", &format_args!("{} bytes", self.bytes.len()))
             .field("etag", &self.etag)
+            .field("content_type", &self.content_type)
             .finish()
     }
 }
@@ -71,6 +74,10 @@ impl Bucket {
                 format!("{key} has ETag {found}, not {etag}"),
             ));
         }
+        let content_type = result
+            .attributes
+            .get(&object_store::Attribute::ContentType)
+            .map(|v| v.to_string());
         let size = result.meta.size;
         if size > max_bytes {
             return Err(too_large(key, size, max_bytes));
@@ -92,6 +99,7 @@ impl Bucket {
         Ok(Whole {
             bytes: bytes.freeze(),
             etag: self.form.spell(&found),
+            content_type,
         })
     }
 
@@ -111,19 +119,31 @@ impl Bucket {
         key: &str,
         bytes: Bytes,
         etag: &str,
+        content_type: Option<&str>,
     ) -> Result<String, AccessError> {
-        self.put_as(key, bytes, Put::Update(etag)).await
+        self.put_as(key, bytes, Put::Update(etag), content_type)
+            .await
     }
 
     /// Creates an object only if nothing exists at `key` (`If-None-Match: *`, or GCS's
     /// `ifGenerationMatch=0`); returns its ETag. [`Failure::Changed`] when something exists.
-    pub async fn put_if_absent(&self, key: &str, bytes: Bytes) -> Result<String, AccessError> {
-        self.put_as(key, bytes, Put::Create).await
+    pub async fn put_if_absent(
+        &self,
+        key: &str,
+        bytes: Bytes,
+        content_type: Option<&str>,
+    ) -> Result<String, AccessError> {
+        self.put_as(key, bytes, Put::Create, content_type).await
     }
 
     /// Writes an object whatever is at `key`; returns its ETag.
-    pub async fn put(&self, key: &str, bytes: Bytes) -> Result<String, AccessError> {
-        self.put_as(key, bytes, Put::Overwrite).await
+    pub async fn put(
+        &self,
+        key: &str,
+        bytes: Bytes,
+        content_type: Option<&str>,
+    ) -> Result<String, AccessError> {
+        self.put_as(key, bytes, Put::Overwrite, content_type).await
     }
 
     /// Deletes an object only while its ETag is still `etag`. [`Failure::Changed`] when it
@@ -140,9 +160,21 @@ impl Bucket {
     }
 
     /// Every put: the key as object_store would address it, the ETag as the listing spells it.
-    async fn put_as(&self, key: &str, bytes: Bytes, mode: Put<'_>) -> Result<String, AccessError> {
+    /// The content type, when given, must be a plain media type (it goes into a header):
+    /// anything else is written as `application/octet-stream`.
+    async fn put_as(
+        &self,
+        key: &str,
+        bytes: Bytes,
+        mode: Put<'_>,
+        content_type: Option<&str>,
+    ) -> Result<String, AccessError> {
         let key = object_path(key)?;
-        let etag = self.writes.put(key.as_ref(), bytes, mode).await?;
+        let content_type = content_type.filter(|t| is_media_type(t));
+        let etag = self
+            .writes
+            .put(key.as_ref(), bytes, mode, content_type)
+            .await?;
         Ok(self.form.spell(&etag))
     }
 }
@@ -168,6 +200,12 @@ impl Storage {
             .await?;
         Ok(source.form.spell(&copied))
     }
+}
+
+/// A media type that is safe in a header: 1 to 255 visible ASCII characters (spaces allowed,
+/// for parameters), no control character.
+fn is_media_type(text: &str) -> bool {
+    (1..=255).contains(&text.len()) && text.bytes().all(|b| (b' '..=b'~').contains(&b))
 }
 
 fn too_large(key: &str, size: u64, max_bytes: u64) -> AccessError {

@@ -295,18 +295,18 @@ async fn gcs_writes_are_conditional_on_the_generation_that_had_the_etag() {
     let content = Bytes::from_static(b"name\r\nAnn\r\n\x00\xff");
 
     let written = bucket
-        .put_if_match("docs/a.csv", content.clone(), "md5-live")
+        .put_if_match("docs/a.csv", content.clone(), "md5-live", None)
         .await
         .unwrap();
     assert_eq!(written, "\"md5-new\"");
     // A stale ETag is refused before anything is sent to change.
     let stale = bucket
-        .put_if_match("docs/a.csv", content.clone(), "\"md5-old\"")
+        .put_if_match("docs/a.csv", content.clone(), "\"md5-old\"", None)
         .await
         .unwrap_err();
     assert_eq!(stale.failure, Failure::Changed, "{stale:?}");
     let taken = bucket
-        .put_if_absent("docs/b.csv", content.clone())
+        .put_if_absent("docs/b.csv", content.clone(), None)
         .await
         .unwrap_err();
     assert_eq!(taken.failure, Failure::Changed, "{taken:?}");

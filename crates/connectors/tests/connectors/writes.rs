@@ -107,7 +107,7 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
     // Replace with the current ETag: exactly the new bytes, and the ETag listing and head show.
     let masked = Bytes::from_static(b"name,ssn\r\nAnn,***-**-6789\r\n\x00\xff\xfe end");
     let replaced = main
-        .put_if_match(KEY, masked.clone(), &listed)
+        .put_if_match(KEY, masked.clone(), &listed, None)
         .await
         .unwrap();
     assert_ne!(replaced, listed);
@@ -120,7 +120,7 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
 
     // A stale ETag changes nothing, wherever it is used.
     changed(
-        main.put_if_match(KEY, Bytes::from_static(b"lost"), &listed)
+        main.put_if_match(KEY, Bytes::from_static(b"lost"), &listed, None)
             .await,
     );
     changed(main.read_whole(KEY, Some(&listed), MAX).await);
@@ -128,36 +128,45 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
     // A concurrent writer's change is never overwritten.
     outside.put(KEY, b"theirs").await;
     changed(
-        main.put_if_match(KEY, Bytes::from_static(b"lost"), &replaced)
+        main.put_if_match(KEY, Bytes::from_static(b"lost"), &replaced, None)
             .await,
     );
     assert_eq!(content(&main, KEY).await.as_ref(), b"theirs");
     // Nor is a missing object created by a replace.
     changed(
-        main.put_if_match("docs/none.csv", Bytes::from_static(b"x"), &replaced)
+        main.put_if_match("docs/none.csv", Bytes::from_static(b"x"), &replaced, None)
             .await,
     );
     assert_eq!(main.head("docs/none.csv").await.unwrap(), None);
 
     // Create only if absent.
-    changed(main.put_if_absent(KEY, Bytes::from_static(b"lost")).await);
+    changed(
+        main.put_if_absent(KEY, Bytes::from_static(b"lost"), None)
+            .await,
+    );
     assert_eq!(content(&main, KEY).await.as_ref(), b"theirs");
     let snapshot_key = ".dps-lkg/run-1/docs/employees.csv";
     let created = main
-        .put_if_absent(snapshot_key, Bytes::from_static(FIRST))
+        .put_if_absent(snapshot_key, Bytes::from_static(FIRST), None)
         .await
         .unwrap();
     assert_eq!(listed_etag(&main, snapshot_key).await, created);
     assert_eq!(content(&main, snapshot_key).await.as_ref(), FIRST);
     changed(
-        main.put_if_absent(snapshot_key, Bytes::from_static(b"again"))
+        main.put_if_absent(snapshot_key, Bytes::from_static(b"again"), None)
             .await,
     );
 
     // An unconditional put overwrites, and says the ETag it made.
-    let overwritten = main.put(KEY, masked.clone()).await.unwrap();
+    let overwritten = main
+        .put(KEY, masked.clone(), Some("text/csv"))
+        .await
+        .unwrap();
     assert_eq!(listed_etag(&main, KEY).await, overwritten);
     assert_eq!(content(&main, KEY).await, masked);
+    // The content type written is the one read back, so a rewrite keeps an object's type.
+    let read = main.read_whole(KEY, None, 1 << 20).await.unwrap();
+    assert_eq!(read.content_type.as_deref(), Some("text/csv"));
 
     // Copy, byte for byte, to another bucket and under a prefix of the same one.
     let quarantined = storage
@@ -165,6 +174,15 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
         .await
         .unwrap();
     assert_eq!(content(&other, "x/docs/employees.csv").await, masked);
+    let copied = other
+        .read_whole("x/docs/employees.csv", None, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(
+        copied.content_type.as_deref(),
+        Some("text/csv"),
+        "a copy keeps it"
+    );
     assert_eq!(
         listed_etag(&other, "x/docs/employees.csv").await,
         quarantined
@@ -258,7 +276,7 @@ async fn azure_writes_are_conditional_on_the_etag_read() {
     let etag = storage
         .bucket(MAIN)
         .unwrap()
-        .put("bare.txt", Bytes::from_static(b"x"))
+        .put("bare.txt", Bytes::from_static(b"x"), None)
         .await
         .unwrap();
     assert!(etag.starts_with("0x") && !etag.contains('"'), "{etag}");

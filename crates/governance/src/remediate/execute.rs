@@ -298,10 +298,11 @@ pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
         .to_vec()
 }
 
-/// An object's content before and after.
+/// An object's content before and after, and its content type (kept).
 struct Rewrite {
     before: Bytes,
     after: Vec<u8>,
+    content_type: Option<String>,
 }
 
 /// planned → snapshotted. Returns the new content it computed, if any.
@@ -328,6 +329,7 @@ async fn snapshot(
                 Some(Rewrite {
                     before: whole.bytes,
                     after,
+                    content_type: whole.content_type,
                 }),
             )
         }
@@ -393,13 +395,20 @@ async fn write(
                     Rewrite {
                         before: snapshot.bytes,
                         after,
+                        // The snapshot is a server-side copy, with the original's metadata.
+                        content_type: snapshot.content_type,
                     }
                 }
             };
             let sha_after = sha256(&rewrite.after);
             drop(rewrite.before);
             match source
-                .put_if_match(&row.object_key, Bytes::from(rewrite.after), &row.etag)
+                .put_if_match(
+                    &row.object_key,
+                    Bytes::from(rewrite.after),
+                    &row.etag,
+                    rewrite.content_type.as_deref(),
+                )
                 .await
             {
                 Ok(etag) => (Some(etag), Some(sha_after)),

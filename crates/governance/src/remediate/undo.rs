@@ -173,10 +173,18 @@ async fn restore(storage: &Storage, row: &Row, force: bool) -> Result<String, Un
             Failure::NotFound => UndoError::Expired,
             _ => storage_error(e),
         })?;
-    let bytes = snapshot.bytes;
+    let (bytes, content_type) = (snapshot.bytes, snapshot.content_type.as_deref());
     let restored = match current.and_then(|c| c.etag) {
-        Some(etag) => target.put_if_match(&row.object_key, bytes, &etag).await,
-        None => target.put_if_absent(&row.object_key, bytes).await,
+        Some(etag) => {
+            target
+                .put_if_match(&row.object_key, bytes, &etag, content_type)
+                .await
+        }
+        None => {
+            target
+                .put_if_absent(&row.object_key, bytes, content_type)
+                .await
+        }
     }
     .map_err(storage_error)?;
     Ok(restored)
