@@ -118,11 +118,15 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<b
     let Some(row) = store::take(conn).await? else {
         return Ok(false);
     };
-    if row.attempts > store::MAX_ATTEMPTS {
+    // Only a request that has changed nothing yet gives up: once snapshotted, the object may
+    // hold the new content (a write whose answer was lost), and only a definite answer from the
+    // storage ends the request; until then it is retried, every 30 minutes at most.
+    if row.attempts > store::MAX_ATTEMPTS && row.state() == State::Planned {
         let reason = format!(
             "attempts_exhausted: {}",
             row.reason.as_deref().unwrap_or("unknown")
         );
+        discard_snapshot(conn, exec, &row).await;
         fail(conn, &row, &reason).await?;
         return Ok(true);
     }
@@ -597,17 +601,47 @@ async fn fail(conn: &mut AsyncPgConnection, row: &Row, reason: &str) -> Result<(
 }
 
 /// A failed request's snapshot is of no use: deleted at once (a failure to delete is left to
-/// the expiry sweeper, which finds no `undo_until` and so takes it at once).
+/// the expiry sweeper, which takes a failed request's recorded snapshot at once). A copy made
+/// but not recorded (the process stopped between the two) is at the request's own location,
+/// which is known, and is deleted too.
 async fn discard_snapshot(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row) {
-    let Ok((lkg_bucket, lkg_key)) = snapshot_of(row) else {
-        return;
-    };
     let Ok(tenant) = row.tenant() else { return };
     let Ok(storage) = open_storage(conn, exec, &tenant, row).await else {
         return;
     };
+    let recorded = snapshot_of(row).ok();
+    let location = match &recorded {
+        Some(location) => Some(location.clone()),
+        None if row.state() == State::Planned => {
+            let action = match row.kind() {
+                Some(kind) => crate::policies::action_at(
+                    conn,
+                    &tenant,
+                    row.policy(),
+                    row.policy_version,
+                    kind,
+                )
+                .await
+                .ok()
+                .flatten(),
+                None => None,
+            };
+            match action {
+                Some(Action::Quarantine(config)) => {
+                    Some(quarantine_location(row, &config.destination))
+                }
+                Some(Action::Tokenize(_) | Action::Mask(_)) => Some(lkg_location(&storage, row)),
+                _ => None,
+            }
+        }
+        None => None,
+    };
+    let Some((lkg_bucket, lkg_key)) = location else {
+        return;
+    };
     if let Ok(bucket) = storage.bucket(&lkg_bucket)
         && bucket.delete(&lkg_key).await.is_ok()
+        && recorded.is_some()
     {
         let _ = store::snapshot_deleted(conn, row).await;
     }
