@@ -83,6 +83,40 @@ impl ServiceProcess {
         let lines = self.lines.lock().map(|l| l.clone()).unwrap_or_default();
         (status, lines)
     }
+
+    /// Waits for the process to end by itself (an abort, a crash) within `timeout`, and returns
+    /// the exit status and every log line. Panics, killing it, if it is still running then.
+    pub fn exited(mut self, timeout: Duration) -> (ExitStatus, Vec<String>) {
+        let deadline = std::time::Instant::now() + timeout;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Ok(None) => {
+                    let lines = self.lines.lock().map(|l| l.clone()).unwrap_or_default();
+                    panic!("the service did not exit within {timeout:?}: {lines:#?}");
+                }
+                Err(e) => panic!("cannot wait for the service: {e}"),
+            }
+        };
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        let lines = self.lines.lock().map(|l| l.clone()).unwrap_or_default();
+        (status, lines)
+    }
+}
+
+impl Drop for ServiceProcess {
+    /// A test that fails midway leaves no service running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 /// Every secret in `secrets` (at least 8 characters each) that appears in any of `lines`.

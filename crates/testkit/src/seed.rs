@@ -223,6 +223,55 @@ pub async fn s3_bucket(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
     Arc::new(store)
 }
 
+/// Turns versioning on for moto's `bucket`, so that every write and delete of an object leaves
+/// a version (or a delete marker) that [`s3_versions`] counts.
+pub async fn s3_versioning(endpoint: &str, bucket: &str) {
+    let credential = AwsCredential {
+        key_id: MOTO_KEY_ID.into(),
+        secret_key: MOTO_SECRET.into(),
+        token: None,
+    };
+    let body = "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+                <Status>Enabled</Status></VersioningConfiguration>";
+    let mut call = http::Request::builder()
+        .method(http::Method::PUT)
+        .uri(format!("{endpoint}/{bucket}?versioning="))
+        .body(HttpRequestBody::from(body.as_bytes().to_vec()))
+        .unwrap_or_else(|e| panic!("versioning request: {e}"));
+    AwsAuthorizer::new(&credential, "s3", "us-east-1")
+        .try_authorize(&mut call, None)
+        .unwrap_or_else(|e| panic!("sign: {e}"));
+    let (status, text) = send_text(call).await;
+    assert_eq!(status, 200, "versioning of {bucket}: {text}");
+}
+
+/// How many versions and how many delete markers moto's versioned `bucket` holds for exactly
+/// `key`: how many times it was written and deleted.
+pub async fn s3_versions(endpoint: &str, bucket: &str, key: &str) -> (usize, usize) {
+    let credential = AwsCredential {
+        key_id: MOTO_KEY_ID.into(),
+        secret_key: MOTO_SECRET.into(),
+        token: None,
+    };
+    let prefix: String = url::form_urlencoded::byte_serialize(key.as_bytes()).collect();
+    let mut call = request(
+        http::Method::GET,
+        &format!("{endpoint}/{bucket}?prefix={prefix}&versions="),
+    );
+    AwsAuthorizer::new(&credential, "s3", "us-east-1")
+        .try_authorize(&mut call, None)
+        .unwrap_or_else(|e| panic!("sign: {e}"));
+    let (status, text) = send_text(call).await;
+    assert_eq!(status, 200, "versions of {bucket}/{key}: {text}");
+    let count = |tag: &str| {
+        text.split(&format!("<{tag}>"))
+            .skip(1)
+            .filter(|entry| entry.contains(&format!("<Key>{key}</Key>")))
+            .count()
+    };
+    (count("Version"), count("DeleteMarker"))
+}
+
 /// Creates `container` in Azurite (served at `url`, HTTPS with `ca_pem`'s certificate) with the
 /// well-known account key, and returns a store that writes to it.
 pub async fn azure_container(url: &str, ca_pem: &[u8], container: &str) -> Arc<dyn ObjectStore> {
