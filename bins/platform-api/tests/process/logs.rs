@@ -1,11 +1,5 @@
-//! The real `platform-api` binary, run as operators run it: JSON logs on stderr, one line per
-//! request with its id, no credential or submitted value in any line, and a clean exit on
-//! SIGTERM.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test code: a panic is how a test reports failure"
-)]
+//! JSON logs on stderr, one line per request with its id, no credential or submitted value in
+//! any line, and a clean exit on SIGTERM.
 
 use std::time::Duration;
 

@@ -1,0 +1,563 @@
+//! Remediation survives the process being killed at every step. platform-api runs with
+//! `DPS_REMEDIATION_CRASH_AT=<point>` and aborts right after that point (`copied`,
+//! `snapshotted`, `replaced`, `written`, `receipted`), then runs again on the same database
+//! without it. Each request ends in one terminal state, `receipted`, with one receipt that
+//! verifies, one `action_executed` entry, the object written (or deleted) exactly once in a
+//! versioned bucket, one snapshot holding the original bytes, and, for tokenize, exactly one
+//! vault entry per value: the tokens in the object are those entries' tokens.
+//!
+//! Format-preserving tokens are found again by the value's fingerprint, so a second
+//! tokenization would give the same token anyway; randomized tokens are drawn afresh on each
+//! call, so only the executor's idempotency key keeps them from being issued twice. Both are run
+//! at each point where a resumed request tokenizes again.
+
+use std::collections::HashMap;
+use std::os::unix::process::ExitStatusExt as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use diesel::QueryableByName;
+use diesel::sql_types::{Text, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
+use futures::TryStreamExt as _;
+use ids::TenantId;
+use object_store::ObjectStore;
+use object_store::ObjectStoreExt as _;
+use object_store::path::Path as ObjectPath;
+use serde_json::{Value, json};
+use testkit::{ServiceProcess, emulators, seed};
+use uuid::Uuid;
+
+const PEOPLE: &str =
+    "name,ssn,email\nAnn Lee,219-09-9999,ann.lee@example.com\nBo Chan,078-05-1120,bo@example.com\n";
+/// The SSNs in [`PEOPLE`], and each in the canonical form the vault keeps.
+const SSNS: [(&str, &str); 2] = [("219-09-9999", "219099999"), ("078-05-1120", "078051120")];
+const TENANT: &str = "acme";
+const BUCKET: &str = "people-data";
+const KEY: &str = "people.csv";
+const HELD: &str = "held-away";
+const SIGABRT: i32 = 6;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    /// With the token mode of the SSN rule: `format_preserving` or `randomized`.
+    Tokenize(&'static str),
+    Quarantine,
+}
+
+/// A database, moto with a versioned bucket holding [`PEOPLE`], a connector on it, and an
+/// enforced policy whose action is `action`; platform-api runs as a process of its own.
+struct Stack {
+    db: testkit::TestDatabase,
+    conn: AsyncPgConnection,
+    master_key: String,
+    moto: emulators::Emulator,
+    bucket: Arc<dyn ObjectStore>,
+    held: Arc<dyn ObjectStore>,
+    http: reqwest::Client,
+    admin: String,
+}
+
+impl Stack {
+    async fn new() -> Self {
+        let db = testkit::database().await;
+        let conn = AsyncPgConnection::establish(&db.url).await.unwrap();
+        let mut key = [0u8; 32];
+        key[..16].copy_from_slice(Uuid::new_v4().as_bytes());
+        key[16..].copy_from_slice(Uuid::new_v4().as_bytes());
+        let moto = emulators::moto(&[]);
+        let bucket = seed::s3_bucket(&moto.url(), BUCKET).await;
+        let held = seed::s3_bucket(&moto.url(), HELD).await;
+        // Versioned, so every write and delete leaves a trace: "never written twice" is counted.
+        seed::s3_versioning(&moto.url(), BUCKET).await;
+        seed::s3_versioning(&moto.url(), HELD).await;
+        seed::put_all(bucket.as_ref(), &[(KEY, PEOPLE.as_bytes())]).await;
+        boot::install_tls_provider();
+        Stack {
+            db,
+            conn,
+            master_key: base64::engine::general_purpose::STANDARD.encode(key),
+            moto,
+            bucket,
+            held,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+            admin: testkit::minter()
+                .mint(TENANT, "ann", &["admin"], Duration::from_secs(3600))
+                .unwrap(),
+        }
+    }
+
+    /// platform-api on this stack's database and moto, aborting at `crash_at` if given.
+    fn start(&self, crash_at: Option<&str>) -> ServiceProcess {
+        let mut env: HashMap<String, String> = testkit::service_env(&self.db, &self.master_key);
+        for (name, value) in seed::moto_platform_env(&self.moto.url()) {
+            env.insert(name.into(), value);
+        }
+        env.insert("DPS_SCAN_WORKERS".into(), "1".into());
+        env.insert("DATABASE_POOL_SIZE".into(), "4".into());
+        if let Some(point) = crash_at {
+            env.insert("DPS_REMEDIATION_CRASH_AT".into(), point.into());
+        }
+        ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env)
+    }
+
+    async fn send(
+        &self,
+        service: &ServiceProcess,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<(&str, String)>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}/api/v1{path}", service.origin))
+            .bearer_auth(&self.admin);
+        if let Some((content_type, body)) = body {
+            request = request.header("Content-Type", content_type).body(body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn get(&self, service: &ServiceProcess, path: &str) -> Value {
+        let (status, body) = self.send(service, reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    /// A format-preserving tokenization policy for SSNs, made directly in the vault (tokens-api
+    /// would make the same rows).
+    async fn token_policy(&mut self, mode: &str) -> Uuid {
+        let definition = vault::policies::Definition {
+            name: "ssn-fpe".into(),
+            type_rules: [(
+                "us_ssn".to_owned(),
+                vault::policies::RuleInput {
+                    mode: mode.into(),
+                    min_confidence: None,
+                    deterministic_scope: None,
+                },
+            )]
+            .into(),
+            allowed_roles: vec!["support".into()],
+            allowed_purposes: vec!["fraud_review".into()],
+            require_reason: false,
+            failure_mode: None,
+            token_ttl_seconds: None,
+            default_region: None,
+        };
+        vault::policies::create(
+            &mut self.conn,
+            &tenant(),
+            &"alice".parse().unwrap(),
+            &definition,
+        )
+        .await
+        .unwrap()
+        .policy_id
+        .as_uuid()
+    }
+
+    /// The connector, the governance policy and a full scan, which plans one request.
+    async fn plan(&mut self, service: &ServiceProcess, action: Action) {
+        let config = json!({"name": "HR", "provider": "aws", "config": {
+            "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+            "external_id": "tenant-acme-7731",
+            "region": "us-east-1",
+            "buckets": [BUCKET],
+        }});
+        let (status, body) = self
+            .send(
+                service,
+                reqwest::Method::POST,
+                "/connectors",
+                Some(("application/json", config.to_string())),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let connector = body["data"]["id"].as_str().unwrap().to_owned();
+        let (name, action) = match action {
+            Action::Tokenize(mode) => (
+                "ssn-tokenize",
+                format!(
+                    "{{ type: tokenize, config: {{ tokenization_policy_id: {} }} }}",
+                    self.token_policy(mode).await
+                ),
+            ),
+            Action::Quarantine => (
+                "ssn-quarantine",
+                format!(
+                    "{{ type: quarantine, config: {{ destination: {{ bucket: {HELD}, prefix: 'q/' }} }} }}"
+                ),
+            ),
+        };
+        let yaml = format!(
+            "apiVersion: governance.dps/v1
+kind: Policy
+metadata: {{ name: {name} }}
+spec:
+  mode: enforced
+  conditions: [{{ category: us_ssn, min_confidence: 0.5 }}]
+  actions: [{action}]
+"
+        );
+        let (status, body) = self
+            .send(
+                service,
+                reqwest::Method::POST,
+                "/governance/policies",
+                Some(("application/yaml", yaml)),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let (status, body) = self
+            .send(
+                service,
+                reqwest::Method::POST,
+                &format!("/connectors/{connector}/scan"),
+                Some(("application/json", json!({"type": "full"}).to_string())),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+
+    /// The tenant's only remediation request and its status, from the database.
+    async fn request(&mut self) -> (Uuid, String) {
+        #[derive(QueryableByName)]
+        struct Request {
+            #[diesel(sql_type = SqlUuid)]
+            request_id: Uuid,
+            #[diesel(sql_type = Text)]
+            status: String,
+        }
+        let all: Vec<Request> = diesel::sql_query(
+            "SELECT request_id, status FROM remediation_requests WHERE tenant_id = $1",
+        )
+        .bind::<Text, _>(TENANT)
+        .load(&mut self.conn)
+        .await
+        .unwrap();
+        assert_eq!(all.len(), 1, "one request is planned");
+        (all[0].request_id, all[0].status.clone())
+    }
+
+    async fn count(&mut self, sql: &str, request: Uuid) -> i64 {
+        #[derive(QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            n: i64,
+        }
+        diesel::sql_query(sql)
+            .bind::<Text, _>(TENANT)
+            .bind::<SqlUuid, _>(request)
+            .get_result::<Count>(&mut self.conn)
+            .await
+            .unwrap()
+            .n
+    }
+
+    /// The tenant's vault entries: each token with the value it stands for.
+    async fn vault(&mut self) -> HashMap<String, String> {
+        #[derive(QueryableByName)]
+        struct Entry {
+            #[diesel(sql_type = SqlUuid)]
+            token_id: Uuid,
+            #[diesel(sql_type = Text)]
+            token: String,
+        }
+        let entries: Vec<Entry> =
+            diesel::sql_query("SELECT token_id, token FROM vault_entries WHERE tenant_id = $1")
+                .bind::<Text, _>(TENANT)
+                .load(&mut self.conn)
+                .await
+                .unwrap();
+        let master = keys::MasterKey::from_base64(&self.master_key).unwrap();
+        let keyring = keys::KeyRing::new(Arc::new(master));
+        let keys = keyring.tenant(&mut self.conn, &tenant()).await.unwrap();
+        let ids: Vec<Uuid> = entries.iter().map(|e| e.token_id).collect();
+        let sealed = vault::entries::sealed(&mut self.conn, &tenant(), &ids)
+            .await
+            .unwrap();
+        let mut values = HashMap::new();
+        for entry in &entries {
+            let sealed = sealed
+                .iter()
+                .find(|s| s.token_id == entry.token_id)
+                .unwrap();
+            let revealed = vault::entries::reveal(&keys, &tenant(), sealed).unwrap();
+            values.insert(entry.token.clone(), revealed.value.expose().to_owned());
+        }
+        values
+    }
+}
+
+fn tenant() -> TenantId {
+    TENANT.parse().unwrap()
+}
+
+async fn read(store: &dyn ObjectStore, key: &str) -> Option<Vec<u8>> {
+    match store.get(&ObjectPath::from(key)).await {
+        Ok(got) => Some(got.bytes().await.unwrap().to_vec()),
+        Err(object_store::Error::NotFound { .. }) => None,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The keys of the objects under `prefix`.
+async fn keys_under(store: &dyn ObjectStore, prefix: &str) -> Vec<String> {
+    let listed: Vec<object_store::ObjectMeta> = store
+        .list(Some(&ObjectPath::from(prefix)))
+        .try_collect()
+        .await
+        .unwrap();
+    listed.into_iter().map(|m| m.location.to_string()).collect()
+}
+
+/// The state a request is left in when the process dies right after `point`.
+fn state_after(point: &str) -> &'static str {
+    match point {
+        "copied" => "planned",
+        "snapshotted" | "replaced" => "snapshotted",
+        "written" => "written",
+        "receipted" => "receipted",
+        other => panic!("no crash point {other}"),
+    }
+}
+
+/// Plans one `action`, kills platform-api right after `point`, runs it again and checks that the
+/// request ended once, as if nothing had happened.
+async fn killed_at(action: Action, point: &str) {
+    killed_at_after(action, point, None).await;
+}
+
+/// [`killed_at`], the request's run having counted `attempts` before the restart when given.
+async fn killed_at_after(action: Action, point: &str, attempts: Option<i32>) {
+    let mut stack = Stack::new().await;
+    let doomed = stack.start(Some(point));
+    stack.plan(&doomed, action).await;
+    let (status, lines) = doomed.exited(Duration::from_secs(120));
+    assert_eq!(status.signal(), Some(SIGABRT), "{status}: {lines:#?}");
+    assert!(
+        lines.iter().any(|l| {
+            let event: Value = serde_json::from_str(l).unwrap_or_default();
+            event["point"] == point
+                && event["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("DPS_REMEDIATION_CRASH_AT"))
+        }),
+        "it aborted at {point}: {lines:#?}"
+    );
+
+    // The kill left the request in the state of its last committed step, with the storage a
+    // step ahead where the point says so.
+    let (request, status) = stack.request().await;
+    assert_eq!(status, state_after(point));
+    let original = PEOPLE.as_bytes();
+    match (action, point) {
+        (Action::Tokenize(_), "copied") => {
+            assert_eq!(read(stack.bucket.as_ref(), KEY).await.unwrap(), original);
+            assert_eq!(keys_under(stack.bucket.as_ref(), ".dps-lkg").await.len(), 1);
+        }
+        (Action::Tokenize(_), "replaced") => {
+            let now = read(stack.bucket.as_ref(), KEY).await.unwrap();
+            assert_ne!(now, original, "the object was rewritten before the kill");
+        }
+        (Action::Quarantine, "replaced") => {
+            assert_eq!(read(stack.bucket.as_ref(), KEY).await, None, "deleted");
+        }
+        _ => {}
+    }
+
+    // A killed process's lease (five minutes of `next_attempt_at`) runs out before anyone
+    // takes the request again; the test ends it at once instead of waiting.
+    diesel::sql_query(
+        "UPDATE remediation_requests SET next_attempt_at = now()
+          WHERE tenant_id = $1 AND request_id = $2",
+    )
+    .bind::<Text, _>(TENANT)
+    .bind::<SqlUuid, _>(request)
+    .execute(&mut stack.conn)
+    .await
+    .unwrap();
+    if let Some(attempts) = attempts {
+        diesel::sql_query(
+            "UPDATE remediation_runs SET attempts = $3 WHERE tenant_id = $1 AND request_id = $2",
+        )
+        .bind::<Text, _>(TENANT)
+        .bind::<SqlUuid, _>(request)
+        .bind::<diesel::sql_types::Integer, _>(attempts)
+        .execute(&mut stack.conn)
+        .await
+        .unwrap();
+    }
+
+    let service = stack.start(None);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let remediation = loop {
+        let body = stack
+            .get(&service, &format!("/governance/remediations/{request}"))
+            .await;
+        let status = body["data"]["status"].as_str().unwrap_or_default();
+        if ["receipted", "blocked", "failed", "undone"].contains(&status) {
+            break body["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "still {status}: {body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(remediation["status"], "receipted", "{remediation}");
+    assert_eq!(remediation["reason"], Value::Null, "{remediation}");
+    if point == "receipted" {
+        assert_eq!(remediation["attempts"], 1, "nothing ran again");
+    } else {
+        assert!(
+            remediation["attempts"].as_i64().unwrap() >= 2,
+            "{remediation}"
+        );
+    }
+
+    // One receipt, executed, that verifies; one audit entry saying so.
+    let receipts = remediation["receipts"].as_array().unwrap();
+    assert_eq!(receipts.len(), 1, "{remediation}");
+    assert_eq!(receipts[0]["kind"], "executed");
+    let stored = stack
+        .count(
+            "SELECT count(*) AS n FROM remediation_receipts WHERE tenant_id = $1 AND request_id = $2",
+            request,
+        )
+        .await;
+    assert_eq!(stored, 1);
+    let jwks = stack.get(&service, "/governance/receipt-keys").await;
+    receipts::verify(&receipts[0]["document"], &jwks["data"])
+        .unwrap_or_else(|e| panic!("the receipt does not verify: {e}: {remediation}"));
+    let log = stack.get(&service, "/governance/audit-log?limit=100").await;
+    let entries = log["data"].as_array().unwrap();
+    let of = |kind: &str| entries.iter().filter(|e| e["type"] == kind).count();
+    assert_eq!(of("action_executed"), 1, "{log}");
+    assert_eq!(of("action_failed"), 0, "{log}");
+
+    let lkg = remediation["lkg_location"]["key"].as_str().unwrap();
+    match action {
+        Action::Tokenize(_) => {
+            // Two vault entries, one per SSN: no token was issued twice. The object is the
+            // original with each SSN replaced by its entry's token, and nothing else changed.
+            let vault = stack.vault().await;
+            assert_eq!(vault.len(), SSNS.len(), "tokens issued twice: {vault:?}");
+            let mut expected = PEOPLE.to_owned();
+            for (ssn, canonical) in SSNS {
+                let token = vault
+                    .iter()
+                    .find(|(_, value)| value.as_str() == canonical)
+                    .map(|(token, _)| token)
+                    .unwrap_or_else(|| panic!("no token for an SSN: {vault:?}"));
+                expected = expected.replace(ssn, token);
+            }
+            assert_ne!(expected, PEOPLE);
+            let now = read(stack.bucket.as_ref(), KEY).await.unwrap();
+            assert_eq!(String::from_utf8(now).unwrap(), expected);
+            assert_eq!(
+                seed::s3_versions(&stack.moto.url(), BUCKET, KEY).await,
+                (2, 0),
+                "the object is written once: the original and the tokenized version"
+            );
+            // One snapshot, holding the original bytes.
+            assert_eq!(keys_under(stack.bucket.as_ref(), ".dps-lkg").await, [lkg]);
+            assert!(lkg.starts_with(&format!(".dps-lkg/{request}/")), "{lkg}");
+            assert_eq!(read(stack.bucket.as_ref(), lkg).await.unwrap(), original);
+        }
+        Action::Quarantine => {
+            assert!(stack.vault().await.is_empty());
+            assert_eq!(read(stack.bucket.as_ref(), KEY).await, None);
+            assert_eq!(
+                seed::s3_versions(&stack.moto.url(), BUCKET, KEY).await,
+                (1, 1),
+                "the object is deleted once: the original and one delete marker"
+            );
+            assert_eq!(remediation["lkg_location"]["bucket"], HELD);
+            assert_eq!(keys_under(stack.held.as_ref(), "q").await, [lkg]);
+            assert_eq!(read(stack.held.as_ref(), lkg).await.unwrap(), original);
+        }
+    }
+    // Nothing planned it again meanwhile.
+    assert_eq!(stack.request().await, (request, "receipted".to_owned()));
+    let (status, _) = service.stop();
+    assert!(status.success(), "{status}");
+}
+
+const FPE: Action = Action::Tokenize("format_preserving");
+const RANDOMIZED: Action = Action::Tokenize("randomized");
+
+#[tokio::test]
+async fn tokenize_killed_after_the_snapshot_copy_is_copied_again_and_ends_once() {
+    killed_at(FPE, "copied").await;
+}
+
+#[tokio::test]
+async fn randomized_tokens_killed_after_the_snapshot_copy_are_not_issued_twice() {
+    killed_at(RANDOMIZED, "copied").await;
+}
+
+#[tokio::test]
+async fn tokenize_killed_after_recording_the_snapshot_writes_once() {
+    killed_at(FPE, "snapshotted").await;
+}
+
+#[tokio::test]
+async fn randomized_tokens_killed_after_recording_the_snapshot_are_not_issued_twice() {
+    killed_at(RANDOMIZED, "snapshotted").await;
+}
+
+#[tokio::test]
+async fn tokenize_killed_after_the_write_finds_its_own_write_and_never_writes_twice() {
+    killed_at(FPE, "replaced").await;
+}
+
+#[tokio::test]
+async fn randomized_tokens_killed_after_the_write_find_their_own_write() {
+    killed_at(RANDOMIZED, "replaced").await;
+}
+
+#[tokio::test]
+async fn tokenize_killed_after_recording_the_write_signs_one_receipt() {
+    killed_at(FPE, "written").await;
+}
+
+#[tokio::test]
+async fn tokenize_killed_after_the_receipt_is_left_as_it_was() {
+    killed_at(FPE, "receipted").await;
+}
+
+#[tokio::test]
+async fn quarantine_killed_after_the_delete_finds_the_object_gone_and_ends_once() {
+    killed_at(Action::Quarantine, "replaced").await;
+}
+
+#[tokio::test]
+async fn quarantine_killed_after_the_destination_copy_is_copied_again_and_ends_once() {
+    killed_at(Action::Quarantine, "copied").await;
+}
+
+/// A request killed once its object is written has already changed the customer's data: however
+/// many attempts it has used, it is retried until it has its receipt, never failed (failing it
+/// would leave a change without a receipt, and the sweeper would delete its snapshot, the only
+/// copy of the original). Eight attempts are the executor's limit for a request that has changed
+/// nothing yet (docs/governance.md, "Crash safety").
+#[tokio::test]
+async fn a_written_request_out_of_attempts_still_gets_its_receipt() {
+    killed_at_after(FPE, "written", Some(8)).await;
+}
+
+/// The same for a request killed between its write and recording it: the object already holds
+/// the new content while the request still says `snapshotted`.
+#[tokio::test]
+async fn a_request_killed_after_its_write_out_of_attempts_still_ends_receipted() {
+    killed_at_after(FPE, "replaced", Some(8)).await;
+}
