@@ -46,8 +46,9 @@ enum Action {
     Quarantine,
 }
 
-/// A database, moto with a versioned bucket holding [`PEOPLE`], a connector on it, and an
-/// enforced policy whose action is `action`; platform-api runs as a process of its own.
+/// A database and moto with a versioned bucket holding [`PEOPLE`] (and a versioned quarantine
+/// destination); [`Stack::plan`] adds the connector and the policy. platform-api runs as a
+/// process of its own, started by [`Stack::start`].
 struct Stack {
     db: testkit::TestDatabase,
     conn: AsyncPgConnection,
