@@ -21,6 +21,7 @@ mod openapi;
 mod pool;
 mod reconcile;
 mod remediation;
+mod remediation_cosigning;
 mod scans;
 mod settings;
 mod tokenize;

@@ -19,17 +19,19 @@ use crate::Client;
 use crate::tokenize::Tokens;
 
 const YAML: &str = "application/yaml";
-const PEOPLE: &[u8] = b"name,ssn,email\nAnn Lee,219-09-9999,ann.lee@example.com\nBo Chan,078-05-1120,bo@example.com\n";
+pub(crate) const PEOPLE: &[u8] = b"name,ssn,email\nAnn Lee,219-09-9999,ann.lee@example.com\nBo Chan,078-05-1120,bo@example.com\n";
 
 /// A platform-api on moto and a tokens-api on the same database and master key, as deployed.
-struct Stack {
-    platform: TestApp,
-    tokens: Tokens,
-    moto: emulators::Emulator,
+pub(crate) struct Stack {
+    pub(crate) platform: TestApp,
+    pub(crate) tokens: Tokens,
+    pub(crate) moto: emulators::Emulator,
 }
 
 impl Stack {
-    async fn new(tweak: impl FnOnce(&mut std::collections::HashMap<String, String>)) -> Self {
+    pub(crate) async fn new(
+        tweak: impl FnOnce(&mut std::collections::HashMap<String, String>),
+    ) -> Self {
         let moto = emulators::moto(&[]);
         let master = {
             use base64::Engine as _;
@@ -70,7 +72,7 @@ impl Stack {
         }
     }
 
-    fn admin(&self) -> Client<'_> {
+    pub(crate) fn admin(&self) -> Client<'_> {
         Client {
             app: &self.platform,
             token: self.platform.token("acme", "ann", &["admin"]),
@@ -78,7 +80,7 @@ impl Stack {
     }
 }
 
-async fn policy(admin: &Client<'_>, yaml: &str) -> String {
+pub(crate) async fn policy(admin: &Client<'_>, yaml: &str) -> String {
     let (status, body) = admin
         .send_raw(Method::POST, "/governance/policies", YAML, yaml)
         .await;
@@ -86,7 +88,7 @@ async fn policy(admin: &Client<'_>, yaml: &str) -> String {
     body["data"]["id"].as_str().unwrap().to_owned()
 }
 
-async fn scan(admin: &Client<'_>, connector: &str) {
+pub(crate) async fn scan(admin: &Client<'_>, connector: &str) {
     let (status, body) = admin
         .send(
             Method::POST,
@@ -103,7 +105,7 @@ async fn scan(admin: &Client<'_>, connector: &str) {
 }
 
 /// Waits until `n` remediations have ended (receipted, blocked, failed or undone).
-async fn ended(admin: &Client<'_>, n: usize) -> Vec<Value> {
+pub(crate) async fn ended(admin: &Client<'_>, n: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (status, body) = admin
@@ -126,7 +128,7 @@ async fn ended(admin: &Client<'_>, n: usize) -> Vec<Value> {
     }
 }
 
-async fn read(bucket: &dyn object_store::ObjectStore, key: &str) -> Option<Vec<u8>> {
+pub(crate) async fn read(bucket: &dyn object_store::ObjectStore, key: &str) -> Option<Vec<u8>> {
     match bucket.get(&ObjectPath::from(key)).await {
         Ok(got) => Some(got.bytes().await.unwrap().to_vec()),
         Err(object_store::Error::NotFound { .. }) => None,
@@ -315,7 +317,10 @@ spec:
         assert!(Instant::now() < deadline, "{body}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert!(ssns.iter().all(|f| f["matched_policies"] == json!(["ssn-tokenize"])));
+    assert!(
+        ssns.iter()
+            .all(|f| f["matched_policies"] == json!(["ssn-tokenize"]))
+    );
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (_, all) = admin
         .send(Method::GET, "/governance/remediations", None)
@@ -561,6 +566,31 @@ spec:
         .await
         .unwrap();
     scan(&admin, &connector).await;
+    // The co-signing decision, in the same table, does not fail open (it could say
+    // `required`): the request waits until the tenant's settings can be read again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin
+            .send(Method::GET, "/governance/remediations", None)
+            .await;
+        let r = &body["data"][0];
+        if r["reason"] == "the co-signing setting could not be read" {
+            assert_eq!(r["status"], "planned", "{r}");
+            assert_eq!(r["gate"], "gate_unavailable", "{r}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), PEOPLE);
+    diesel::sql_query("ALTER TABLE tenant_settings_away RENAME TO tenant_settings")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    diesel::sql_query("UPDATE remediation_requests SET next_attempt_at = now()")
+        .execute(&mut conn)
+        .await
+        .unwrap();
     let done = ended(&admin, 1).await;
     let r = &done[0];
     assert_eq!(r["status"], "receipted", "{r}");
@@ -583,10 +613,6 @@ spec:
         executed[0].to_string().contains("gate_unavailable"),
         "{log}"
     );
-    diesel::sql_query("ALTER TABLE tenant_settings_away RENAME TO tenant_settings")
-        .execute(&mut conn)
-        .await
-        .unwrap();
 
     let analyst = Client {
         app: &stack.platform,
