@@ -46,21 +46,27 @@ CREATE TABLE remediation_runs (
 CREATE INDEX remediation_runs_expiry_idx ON remediation_runs (undo_until)
     WHERE lkg_deleted_at IS NULL AND lkg_key IS NOT NULL;
 
--- Signed receipts: one per executed, blocked or undone remediation. `document` is the signed
--- receipt as served and verified; it holds no value.
+-- Signed receipts: one per executed, blocked or undone remediation, and, where the tenant
+-- requires co-signing, one `planned` receipt co-signed before the action ran. `document` is the
+-- signed receipt as served and verified (with the co-signature once there is one); it holds no
+-- value.
 CREATE TABLE remediation_receipts (
     tenant_id        text        NOT NULL,
     receipt_id       uuid        NOT NULL,
     request_id       uuid        NOT NULL,
     kind             text        NOT NULL,
     document         jsonb       NOT NULL,
-    -- not_required, pending (optional co-signing not yet answered), cosigned, failed.
+    -- not_required (co-signing disabled), pending (the co-signer has not answered yet; retried
+    -- at cosign_next_at), cosigned, failed (given up after 24 hours).
     cosign_status    text        NOT NULL,
     cosign_attempts  integer     NOT NULL DEFAULT 0,
     cosign_next_at   timestamptz,
+    -- Why the last co-signing attempt failed; never holds the receipt or a certificate.
+    cosign_error     text,
     created_at       timestamptz NOT NULL,
     PRIMARY KEY (tenant_id, receipt_id),
-    CONSTRAINT remediation_receipts_kind CHECK (kind IN ('executed', 'blocked', 'undone')),
+    CONSTRAINT remediation_receipts_kind
+        CHECK (kind IN ('planned', 'executed', 'blocked', 'undone')),
     CONSTRAINT remediation_receipts_cosign
         CHECK (cosign_status IN ('not_required', 'pending', 'cosigned', 'failed'))
 );

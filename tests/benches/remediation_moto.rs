@@ -258,7 +258,14 @@ spec:
         keyring: Arc::new(keys::KeyRing::new(master_key.clone())),
         receipts: Arc::new(governance::remediate::Receipts {
             signer: receipts::Signer::from_master(&master_key),
-            certificate: settings::PlatformCertificate::Missing,
+            cosigner: governance::remediate::Cosigner::new(
+                None,
+                None,
+                egress::Egress {
+                    allow_private: true,
+                },
+            )
+            .unwrap(),
         }),
         crash_at: None,
         storages: Default::default(),

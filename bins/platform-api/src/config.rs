@@ -17,12 +17,13 @@
 //! | `MAX_BODY_BYTES` | 2097152 | Largest request body. |
 //! | `DPS_COSIGNING_CLIENT_CERT_FILE` | unset | PEM client certificate the platform presents to tenants' co-signing services. |
 //! | `DPS_COSIGNING_CLIENT_KEY_FILE` | unset | Its PEM private key. Both or neither; with neither, co-signing stays `disabled`. |
+//! | `DPS_COSIGNING_CA_FILE` | unset | PEM bundle of CA certificates trusted for co-signing services, on top of the system's. |
 //! | `DPS_SCAN_TIER` | `standard` | Scan tier: `starter`, `standard` or `enterprise`. |
 //! | `DPS_SCAN_WORKERS` | 4 | Scan worker tasks in this process. |
 //! | `DPS_SCAN_WORKER_IMAGE` | `dps/scan-worker:<version>` | Image named in deployment configs. |
 //! | `DPS_COORDINATOR_URL` | the request's origin | URL named in deployment configs. |
 //! | cloud variables | | See docs/configuration.md, "Cloud access". |
-//! | `DPS_ALLOW_PRIVATE_NETWORKS` | false | `true` lets alert webhooks use http and loopback or private addresses: tests and development only. |
+//! | `DPS_ALLOW_PRIVATE_NETWORKS` | false | `true` lets alert webhooks and co-signing services use loopback or private addresses (webhooks also http): tests and development only. |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
 
@@ -37,6 +38,9 @@ pub struct Config {
     pub common: CommonConfig,
     /// The client certificate for co-signing, when the operator has provisioned one.
     pub cosigning_client: Option<CosigningClient>,
+    /// `DPS_COSIGNING_CA_FILE`: extra roots trusted for co-signing services' certificates (a
+    /// tenant's private CA, a test CA).
+    pub cosigning_ca: Option<PathBuf>,
     /// Where the cloud services live and the platform's own cloud identities.
     pub cloud: connectors::CloudEnv,
     /// `DPS_SCAN_TIER`: the defaults and ceilings of max_files and max_workers.
@@ -72,10 +76,15 @@ pub struct CosigningClient {
     pub private_key: PathBuf,
 }
 
+/// The variables of the co-signing client.
+pub(crate) const COSIGNING_CERT: &str = "DPS_COSIGNING_CLIENT_CERT_FILE";
+pub(crate) const COSIGNING_KEY: &str = "DPS_COSIGNING_CLIENT_KEY_FILE";
+pub(crate) const COSIGNING_CA: &str = "DPS_COSIGNING_CA_FILE";
+
 impl CosigningClient {
     fn from_env(env: &Env<'_>) -> Result<Option<Self>, ConfigError> {
-        const CERT: &str = "DPS_COSIGNING_CLIENT_CERT_FILE";
-        const KEY: &str = "DPS_COSIGNING_CLIENT_KEY_FILE";
+        const CERT: &str = COSIGNING_CERT;
+        const KEY: &str = COSIGNING_KEY;
         let (certificate, private_key) = match (env.get(CERT), env.get(KEY)) {
             (None, None) => return Ok(None),
             (Some(c), Some(k)) => (PathBuf::from(c), PathBuf::from(k)),
@@ -89,6 +98,42 @@ impl CosigningClient {
             private_key,
         }))
     }
+}
+
+impl Config {
+    /// The client of tenants' co-signing services: the certificate and key are read here, once,
+    /// handed to the TLS stack and dropped; the problem reported names the variable, never the
+    /// material.
+    pub fn cosigner(&self) -> Result<governance::remediate::Cosigner, ConfigError> {
+        use governance::remediate::{Cosigner, CosignerBuildError};
+        let identity = match &self.cosigning_client {
+            None => None,
+            Some(client) => {
+                let mut pem = read(COSIGNING_CERT, &client.certificate)?;
+                pem.push(b'\n');
+                pem.extend(read(COSIGNING_KEY, &client.private_key)?);
+                Some(pem)
+            }
+        };
+        let roots = match &self.cosigning_ca {
+            None => None,
+            Some(path) => Some(read(COSIGNING_CA, path)?),
+        };
+        Cosigner::new(identity.as_deref(), roots.as_deref(), self.egress).map_err(|e| {
+            let variable = match e {
+                CosignerBuildError::Roots => COSIGNING_CA,
+                CosignerBuildError::Identity => COSIGNING_CERT,
+            };
+            ConfigError::new(variable, e.to_string())
+        })
+    }
+}
+
+fn read(variable: &'static str, path: &Path) -> Result<Vec<u8>, ConfigError> {
+    std::fs::read(path).map_err(|e| ConfigError {
+        variable,
+        problem: format!("cannot read {}: {}", path.display(), e.kind()),
+    })
 }
 
 fn missing_pair(missing: &'static str, given: &str) -> ConfigError {
@@ -135,6 +180,14 @@ impl Config {
         Ok(Self {
             common: CommonConfig::from_env(&env, Self::SERVICE, Self::DEFAULT_BIND)?,
             cosigning_client: CosigningClient::from_env(&env)?,
+            cosigning_ca: match env.get(COSIGNING_CA) {
+                None => None,
+                Some(path) => {
+                    let path = PathBuf::from(path.trim());
+                    check_pem(COSIGNING_CA, &path, "CERTIFICATE")?;
+                    Some(path)
+                }
+            },
             cloud: connectors::CloudEnv::from_vars(|k| lookup(k).filter(|v| !v.is_empty()))
                 .map_err(crate::cloud_error)?,
             scan_tier: match env.get("DPS_SCAN_TIER") {

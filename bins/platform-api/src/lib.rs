@@ -191,17 +191,14 @@ impl Extra {
         let master = config.common.master_key.clone();
         let cloud = connectors::Cloud::new(config.cloud.clone()).map_err(cloud_error)?;
         let keyring = std::sync::Arc::new(keys::KeyRing::new(master.clone()));
-        let cosigning_certificate = if config.cosigning_client.is_some() {
-            settings::PlatformCertificate::Provisioned
-        } else {
-            settings::PlatformCertificate::Missing
-        };
+        let cosigner = config.cosigner()?;
+        let cosigning_certificate = cosigner.certificate();
         let remediation = governance::remediate::Executor {
             cloud: cloud.clone(),
             keyring: keyring.clone(),
             receipts: std::sync::Arc::new(governance::remediate::Receipts {
                 signer: receipts::Signer::from_master(&master),
-                certificate: cosigning_certificate,
+                cosigner,
             }),
             crash_at: config.remediation_crash_at.clone(),
             storages: Default::default(),

@@ -17,7 +17,8 @@ pub struct ObjectLocation {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RemediationReceipt {
     pub receipt_id: String,
-    /// executed, blocked or undone.
+    /// planned (co-signed before the action, where the tenant requires co-signing), executed,
+    /// blocked or undone.
     pub kind: String,
     /// not_required, pending, cosigned or failed.
     pub cosign_status: String,

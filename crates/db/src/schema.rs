@@ -389,6 +389,7 @@ diesel::table! {
         cosign_status -> Text,
         cosign_attempts -> Int4,
         cosign_next_at -> Nullable<Timestamptz>,
+        cosign_error -> Nullable<Text>,
         created_at -> Timestamptz,
     }
 }

@@ -93,13 +93,19 @@ impl Egress {
     /// An HTTP client for customer-given URLs: every resolved address is checked before a
     /// connection is made, no redirect is followed and no proxy is used.
     pub fn client(&self, timeout: Duration) -> reqwest::Result<reqwest::Client> {
+        self.client_builder(timeout).build()
+    }
+
+    /// The builder behind [`Egress::client`], for a caller that adds to it (the co-signing
+    /// client adds its certificate and trusted roots). Whatever is added, the address check,
+    /// the refusal of redirects and the absence of a proxy stay.
+    pub fn client_builder(&self, timeout: Duration) -> reqwest::ClientBuilder {
         reqwest::Client::builder()
             .dns_resolver(Arc::new(Guard { egress: *self }))
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
-            .build()
     }
 }
 

@@ -8,6 +8,7 @@ use auth::TokenMinter;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _};
 use pgcluster::{Cluster, Durability};
 
+pub mod cosigner;
 pub mod emulators;
 pub mod identity;
 mod process;

@@ -22,6 +22,7 @@ mod pool;
 mod reconcile;
 mod remediation;
 mod remediation_azure;
+mod remediation_cosigning;
 mod scans;
 mod settings;
 mod tokenize;

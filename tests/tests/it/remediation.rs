@@ -20,7 +20,7 @@ use crate::tokenize::Tokens;
 
 const YAML: &str = "application/yaml";
 const SSNS: &[u8] = b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n";
-const PEOPLE: &[u8] = b"name,ssn,email\nAnn Lee,219-09-9999,ann.lee@example.com\nBo Chan,078-05-1120,bo@example.com\n";
+pub(crate) const PEOPLE: &[u8] = b"name,ssn,email\nAnn Lee,219-09-9999,ann.lee@example.com\nBo Chan,078-05-1120,bo@example.com\n";
 
 /// A platform-api on moto and a tokens-api on the same database and master key, as deployed.
 pub(crate) struct Stack {
@@ -664,6 +664,8 @@ spec:
         .await
         .unwrap();
     scan(&admin, &connector).await;
+    // The co-signing decision lives in the same row: the executor reads it from the audit log
+    // instead (no change ever recorded: disabled), so the remediation proceeds.
     let done = ended(&admin, 1).await;
     let r = &done[0];
     assert_eq!(r["status"], "receipted", "{r}");

@@ -334,21 +334,28 @@ async fn cosigning_cannot_be_enabled_before_the_platform_is_provisioned() {
 
 #[tokio::test]
 async fn a_provisioned_platform_accepts_cosigning_and_never_returns_its_material() {
-    let dir = std::env::temp_dir().join(format!("dps-cosign-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cert = dir.join("client.crt");
-    let key = dir.join("client.key");
-    let cert_body = "MIIBszCCAVmgAwIBAgIUQ29zaWduaW5nVGVzdENlcnRpZmljYXRlMAoGCCqGSM49";
-    std::fs::write(
-        &cert,
-        format!("-----BEGIN CERTIFICATE-----\n{cert_body}\n-----END CERTIFICATE-----\n"),
-    )
-    .unwrap();
-    std::fs::write(&key, testkit::minter().private_pem()).unwrap();
+    let pki = testkit::cosigner::Pki::new();
+    let cert_text = std::fs::read_to_string(&pki.client_cert).unwrap();
+    let cert_body = cert_text.lines().nth(1).unwrap().to_owned();
+    let dir = pki.dir.clone();
     let (cert_path, key_path) = (
-        cert.to_string_lossy().into_owned(),
-        key.to_string_lossy().into_owned(),
+        pki.client_cert.to_string_lossy().into_owned(),
+        pki.client_key.to_string_lossy().into_owned(),
     );
+
+    // A certificate with another certificate's key is no identity: the service does not start,
+    // and says which variable, not what the files hold.
+    let mut env = integration_tests::default_env(&testkit::database().await);
+    env.insert("DPS_COSIGNING_CLIENT_CERT_FILE".into(), cert_path.clone());
+    env.insert(
+        "DPS_COSIGNING_CLIENT_KEY_FILE".into(),
+        pki.server_key.to_string_lossy().into_owned(),
+    );
+    let config = platform_api::Config::from_lookup(&|k| env.get(k).cloned()).unwrap();
+    let refused = platform_api::Extra::from_config(&config).unwrap_err();
+    assert_eq!(refused.variable, "DPS_COSIGNING_CLIENT_CERT_FILE");
+    assert!(!refused.to_string().contains(&cert_body), "{refused}");
+
     let app = TestApp::spawn_with(Service::Platform, move |env| {
         env.insert("DPS_COSIGNING_CLIENT_CERT_FILE".into(), cert_path);
         env.insert("DPS_COSIGNING_CLIENT_KEY_FILE".into(), key_path);
@@ -378,7 +385,7 @@ async fn a_provisioned_platform_accepts_cosigning_and_never_returns_its_material
     let (_, body) = admin.get("/settings/cosigning").await;
     let text = body.to_string();
     assert!(
-        !text.contains("BEGIN") && !text.contains(cert_body),
+        !text.contains("BEGIN") && !text.contains(&cert_body),
         "{text}"
     );
     std::fs::remove_dir_all(dir).unwrap();

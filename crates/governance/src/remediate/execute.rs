@@ -178,6 +178,8 @@ async fn advance(conn: &mut AsyncPgConnection, exec: &Executor, row: Row) -> Res
         if gate == Gate::AllowedPolicyUnreadable {
             store::gate_unavailable(conn, &row).await?;
         }
+        // Required co-signing: nothing touches the object before the co-signer approved.
+        super::cosign::approve(conn, &exec.receipts, &row).await?;
         let storage = open_storage(conn, exec, &tenant, &row).await?;
         rewritten = snapshot(conn, exec, &storage, &row, &action).await?;
         exec.crash_point("snapshotted");

@@ -3,10 +3,15 @@
 //! reversible within the tenant's rollback window. See docs/governance.md, "Remediation".
 //!
 //! The modules, bottom to top: `content` (finding values again and rewriting only them),
-//! `stop` (why a step stopped), `store` (the state machine's rows), `receipt` (signed receipts), `rescore` (findings and risk after a change), `tokens` (the vault),
-//! `execute` (the steps), `undo`, `sweep` (expired snapshots) and `read` (the API's view).
+//! `stop` (why a step stopped), `store` (the state machine's rows), `cosigner` (the mutual-TLS
+//! client of tenants' co-signing services), `receipt` (signed receipts), `cosign` (co-signing
+//! as each tenant's setting says), `rescore` (findings and risk after a change), `tokens` (the
+//! vault), `execute` (the steps), `undo`, `sweep` (expired snapshots) and `read` (the API's
+//! view).
 
 pub mod content;
+pub mod cosign;
+pub mod cosigner;
 pub mod execute;
 mod issued;
 pub mod read;
@@ -20,6 +25,7 @@ pub mod undo;
 
 use std::time::Duration;
 
+pub use cosigner::{CosignError, Cosigner, CosignerBuildError};
 pub use execute::{Executor, MAX_OBJECT_BYTES};
 pub use issued::VaultTokens;
 pub use read::{Filter, Receipt, Remediation};
@@ -27,9 +33,20 @@ pub use receipt::Receipts;
 pub use store::{Row, State};
 pub use undo::{UndoError, undo};
 
-/// Runs `tasks` executor loops (each takes one due request at a time, under its lease) and the
-/// snapshot sweeper until the process ends.
+/// Runs `tasks` executor loops (each takes one due request at a time, under its lease), the
+/// co-signing of pending receipts and the snapshot sweeper until the process ends.
 pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
+    let (p, receipts) = (pool.clone(), exec.receipts.clone());
+    crate::background::repeat("receipt co-signing", Duration::from_secs(1), move || {
+        let (pool, receipts) = (p.clone(), receipts.clone());
+        async move {
+            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+            cosign::run_once(&mut conn, &receipts)
+                .await
+                .map(|n| n > 0)
+                .map_err(|e| e.to_string())
+        }
+    });
     for _ in 0..tasks.max(1) {
         let (p, e) = (pool.clone(), exec.clone());
         crate::background::repeat("remediation", Duration::from_millis(500), move || {

@@ -1,5 +1,6 @@
 //! Receipts: what a remediation did, signed by the platform (Ed25519, RFC 8785 canonical JSON;
-//! see the receipts crate), one per executed, blocked or undone request. A receipt names the
+//! see the receipts crate), one per executed, blocked or undone request, and one `planned`
+//! receipt before the action where the tenant requires co-signing. A receipt names the
 //! object, its ETag and SHA-256 before and after, the findings, the snapshot and the undo
 //! window: never a value.
 
@@ -9,16 +10,18 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::cosigner::Cosigner;
 use super::stop::Stop;
 use super::store::{Row, StoredReceipt};
 use crate::evaluate::plan::safety_class;
 
-/// Signs receipts and says how each tenant wants them co-signed.
+/// Signs receipts and has them co-signed as each tenant wants.
 #[derive(Debug)]
 pub struct Receipts {
     pub signer: receipts::Signer,
-    /// Whether the platform holds its co-signing client certificate.
-    pub certificate: settings::PlatformCertificate,
+    /// Sends receipts to tenants' co-signing services with the platform's client certificate
+    /// (when the deployment has one).
+    pub cosigner: Cosigner,
 }
 
 fn hex(bytes: Option<&[u8]>) -> Value {
@@ -67,6 +70,50 @@ impl Receipts {
         self.signer.jwks()
     }
 
+    /// Whether the platform holds its co-signing client certificate.
+    pub fn certificate(&self) -> settings::PlatformCertificate {
+        self.cosigner.certificate()
+    }
+
+    /// The tenant's co-signing decision. When the settings cannot be read (the same row as the
+    /// remediation policy, whose gate fails open), the decision is read from the audit log
+    /// instead: the newest `cosigning_changed` entry holds the mode and endpoint the tenant
+    /// set, and no entry means the tenant never left the default, `disabled`. Only when neither
+    /// can be read does the step stop for now: reading it as `disabled` could skip a co-signing
+    /// the tenant requires.
+    pub(crate) async fn cosigning(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+    ) -> Result<settings::Cosigning, Stop> {
+        if let Ok(found) = settings::cosigning(conn, tenant, self.certificate()).await {
+            return Ok(found);
+        }
+        let unreadable = || Stop::Retry("the co-signing setting could not be read".into());
+        let latest = audit::latest(conn, tenant, settings::events::COSIGNING_CHANGED, 1)
+            .await
+            .map_err(|_| unreadable())?;
+        let (mode, endpoint_url) = match latest.first() {
+            None => (settings::CosigningMode::Disabled, None),
+            Some(entry) => {
+                let mode = entry.details["mode"]
+                    .as_str()
+                    .and_then(|m| m.parse().ok())
+                    .ok_or_else(unreadable)?;
+                let url = entry.details["endpoint_url"].as_str().map(str::to_owned);
+                (mode, url)
+            }
+        };
+        Ok(settings::Cosigning {
+            tenant_id: tenant.as_str().to_owned(),
+            mode,
+            endpoint_url,
+            platform_provisioned: self.certificate() == settings::PlatformCertificate::Provisioned,
+            updated_at: None,
+            updated_by: None,
+        })
+    }
+
     async fn make(
         &self,
         conn: &mut AsyncPgConnection,
@@ -80,10 +127,7 @@ impl Receipts {
             .sign_receipt(receipt)
             .map_err(|e| Stop::Retry(format!("the receipt could not be signed: {e}")))?
             .to_value();
-        let mode = settings::cosigning(conn, tenant, self.certificate)
-            .await
-            .map(|c| c.mode)
-            .unwrap_or(settings::CosigningMode::Disabled);
+        let mode = self.cosigning(conn, tenant).await?.mode;
         Ok(StoredReceipt {
             id,
             kind,
@@ -93,6 +137,20 @@ impl Receipts {
                 _ => "pending",
             },
         })
+    }
+
+    /// The receipt of what a request is about to do, signed, for a co-signer to approve before
+    /// it runs (`required` co-signing): the executed receipt's fields, of kind `planned`, with
+    /// the after-state (`sha256_before`, which is read with the object, the ETag and SHA-256
+    /// after, the snapshot, `executed_at`, `undo_until`) null.
+    pub(crate) fn planned(&self, row: &Row) -> Result<(Uuid, receipts::SignedReceipt), Stop> {
+        let id = Uuid::now_v7();
+        let receipt = body("planned", id, row, OffsetDateTime::now_utc());
+        let document = self
+            .signer
+            .sign_receipt(receipt)
+            .map_err(|e| Stop::Retry(format!("the receipt could not be signed: {e}")))?;
+        Ok((id, document))
     }
 
     pub(crate) async fn executed(

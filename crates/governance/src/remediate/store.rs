@@ -387,8 +387,9 @@ pub(crate) async fn insert_receipt(
 ) -> Result<(), DieselError> {
     diesel::sql_query(
         "INSERT INTO remediation_receipts (tenant_id, receipt_id, request_id, kind, document,
-                cosign_status, cosign_next_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $6 = 'pending' THEN now() END, now())",
+                cosign_status, cosign_attempts, cosign_next_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $6 = 'cosigned' THEN 1 ELSE 0 END,
+                 CASE WHEN $6 = 'pending' THEN now() END, now())",
     )
     .bind::<Text, _>(&row.tenant_id)
     .bind::<SqlUuid, _>(receipt.id)

@@ -1,5 +1,6 @@
 //! Governance against a real Postgres: policy documents stored, replaced and deleted with their
-//! audit entries; alert channels with sealed URLs and secrets.
+//! audit entries; alert channels with sealed URLs and secrets; remediation and the co-signing of
+//! its receipts.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -7,6 +8,7 @@
 )]
 
 mod channels;
+mod cosign;
 mod delivery;
 mod evaluate;
 mod policies;

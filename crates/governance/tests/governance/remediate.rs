@@ -18,30 +18,28 @@ use uuid::Uuid;
 use crate::{Env, acme, admin};
 
 fn executor(env: &Env) -> Executor {
+    let cosigner = remediate::Cosigner::new(None, None, env.egress).unwrap();
+    executor_with(env, cosigner)
+}
+
+/// An executor whose receipts are co-signed by `cosigner`, on a storage it never reaches.
+pub fn executor_with(env: &Env, cosigner: remediate::Cosigner) -> Executor {
     let (master, _) = keys::MasterKey::generate().unwrap();
     Executor {
         cloud: connectors::Cloud::new(connectors::CloudEnv::default()).unwrap(),
         keyring: env.keyring.clone(),
         receipts: Arc::new(Receipts {
             signer: receipts::Signer::from_master(&master),
-            certificate: settings::PlatformCertificate::Missing,
+            cosigner,
         }),
         crash_at: None,
         storages: Default::default(),
     }
 }
 
-#[derive(QueryableByName)]
-struct Receipt {
-    #[diesel(sql_type = Text)]
-    kind: String,
-    #[diesel(sql_type = Jsonb)]
-    document: serde_json::Value,
-}
-
-#[tokio::test]
-async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
-    let mut env = Env::new().await;
+/// An enforced mask policy and one SSN finding in `exports/people.csv`, evaluated: one
+/// remediation request, `planned`, for acme.
+pub async fn plan_one_mask(env: &mut Env) {
     let connector = env.connector(&acme(), "exports").await;
     policies::create(
         &mut env.conn,
@@ -87,6 +85,21 @@ spec:
         .await
         .unwrap();
     assert_eq!(tally.planned, 1);
+}
+
+#[derive(QueryableByName)]
+struct Receipt {
+    #[diesel(sql_type = Text)]
+    kind: String,
+    #[diesel(sql_type = Jsonb)]
+    document: serde_json::Value,
+}
+
+#[tokio::test]
+async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
+    let mut env = Env::new().await;
+    plan_one_mask(&mut env).await;
+    let tenant = acme();
 
     // The tenant denies destructive actions before the executor gets to the request.
     settings::set_remediation_policy(
