@@ -100,6 +100,8 @@ impl Stack {
         }
         env.insert("DPS_SCAN_WORKERS".into(), "1".into());
         env.insert("DATABASE_POOL_SIZE".into(), "4".into());
+        // Every line the service can write, so that the leak check below sees them all.
+        env.insert("RUST_LOG".into(), "debug".into());
         if let Some(point) = crash_at {
             env.insert("DPS_REMEDIATION_CRASH_AT".into(), point.into());
         }
@@ -489,8 +491,17 @@ async fn killed_at_after(action: Action, point: &str, attempts: Option<i32>) {
     }
     // Nothing planned it again meanwhile.
     assert_eq!(stack.request().await, (request, "receipted".to_owned()));
-    let (status, _) = service.stop();
+    let (status, after) = service.stop();
     assert!(status.success(), "{status}");
+    // No value of the object reached a log line, debug ones included, in either process.
+    let values: Vec<&str> = SSNS
+        .iter()
+        .flat_map(|(written, canonical)| [*written, *canonical])
+        .chain(["ann.lee@example.com"])
+        .collect();
+    let all: Vec<String> = lines.into_iter().chain(after).collect();
+    let leaks = testkit::leaks(&all, &values);
+    assert!(leaks.is_empty(), "log lines leak values: {leaks:#?}");
 }
 
 const FPE: Action = Action::Tokenize("format_preserving");
