@@ -164,6 +164,7 @@ pub(crate) const COLUMNS: &str = "r.tenant_id, r.request_id, r.action_id, r.poli
 /// Takes the request due first, of any tenant, and counts the attempt.
 pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Row>, DieselError> {
     conn.transaction(async |conn| {
+        redoable(conn).await?;
         #[derive(QueryableByName)]
         struct Taken {
             #[diesel(sql_type = Text)]
@@ -203,6 +204,20 @@ pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Row>, Di
         one(conn, &tenant, taken.request_id).await
     })
     .await
+}
+
+/// Commits the current transaction without waiting for its WAL to reach disk
+/// (`synchronous_commit = off`, for this transaction only). Only for steps whose loss in a
+/// Postgres crash is redone safely: a lost lease is taken again (every transition is guarded
+/// by the state it leaves, every storage write by an ETag), and a lost `written` leaves the
+/// request `snapshotted`, whose resumption finds its own write in the object. The snapshot
+/// (before the object is written) and the receipt are committed durably; so is everything
+/// committed after a redoable step, whose WAL flush carries the earlier one with it.
+async fn redoable(conn: &mut AsyncPgConnection) -> Result<(), DieselError> {
+    diesel::sql_query("SET LOCAL synchronous_commit = off")
+        .execute(conn)
+        .await
+        .map(drop)
 }
 
 /// One request of the tenant, with its run.
@@ -282,6 +297,7 @@ pub(crate) async fn written(
     undo_until: OffsetDateTime,
 ) -> Result<bool, DieselError> {
     conn.transaction(async |conn| {
+        redoable(conn).await?;
         if !transition(conn, row, State::Snapshotted, State::Written).await? {
             return Ok(false);
         }
