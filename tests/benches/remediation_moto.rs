@@ -34,6 +34,10 @@ use integration_tests::{Service, TestApp};
 use serde_json::json;
 use testkit::{emulators, seed};
 
+#[path = "support/cpu.rs"]
+mod cpu;
+use cpu::Cpu;
+
 const BUCKET: &str = "bench-hr";
 
 /// About `kb` KiB of CSV rows, `ssns` of them with an SSN, the rest with order data.
@@ -249,7 +253,9 @@ spec:
     }
     println!("{objects} requests planned");
 
+    let cpu_raw = Cpu::now();
     let first = raw(&moto_url, &keys, tasks).await;
+    let raw_cpu = Cpu::now().minus(&cpu_raw);
     println!("raw get+put: {:.2} s", first.as_secs_f64());
 
     let master_key = Arc::new(keys::MasterKey::from_base64(&master_text).unwrap());
@@ -271,6 +277,7 @@ spec:
         storages: Default::default(),
     };
     let url = app.db.url.clone();
+    let cpu_before = Cpu::now();
     let started = Instant::now();
     let mut runners = tokio::task::JoinSet::new();
     for _ in 0..tasks {
@@ -288,6 +295,7 @@ spec:
         done.unwrap();
     }
     let remediate = started.elapsed();
+    let cpu = Cpu::now().minus(&cpu_before);
     let receipted = count(
         &mut conn,
         "SELECT count(*) AS n FROM remediation_requests WHERE status = 'receipted'",
@@ -314,5 +322,14 @@ spec:
     println!(
         "ratio       : {:.2} (target 0.5)",
         rate(remediate) / rate(raw_time)
+    );
+    let per = |seconds: f64| seconds * 1000.0 / objects as f64;
+    println!(
+        "CPU ms per object, remediation: service {:.1}, postgres {:.1}, moto {:.1}; first raw run: service {:.1}, moto {:.1}",
+        per(cpu.service),
+        per(cpu.postgres),
+        per(cpu.moto),
+        per(raw_cpu.service),
+        per(raw_cpu.moto)
     );
 }

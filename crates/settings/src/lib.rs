@@ -65,6 +65,16 @@ pub async fn lkg_retention(
     Ok(lkg_view(row.as_ref(), change_log))
 }
 
+/// The tenant's rollback window in hours, alone (no change log): what a remediation's
+/// `undo_until` is computed from.
+pub async fn retention_hours(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<u32, SettingsError> {
+    let row = store::find(conn, tenant).await?;
+    Ok(lkg_view(row.as_ref(), Vec::new()).retention_hours)
+}
+
 /// Sets the rollback window. A change of value records an `lkg_retention_changed` audit entry
 /// in the same transaction; setting the current value again records nothing.
 pub async fn set_lkg_retention(

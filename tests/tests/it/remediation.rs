@@ -89,6 +89,42 @@ pub(crate) async fn policy(admin: &Client<'_>, yaml: &str) -> String {
     body["data"]["id"].as_str().unwrap().to_owned()
 }
 
+/// A policy with one condition and one action (`{ type: …, config: … }`), made over HTTP.
+pub(crate) async fn policy_of(
+    admin: &Client<'_>,
+    name: &str,
+    mode: &str,
+    category: &str,
+    min_confidence: f64,
+    action: &str,
+) -> String {
+    policy(
+        admin,
+        &format!(
+            "apiVersion: governance.dps/v1
+kind: Policy
+metadata: {{ name: {name} }}
+spec:
+  mode: {mode}
+  conditions: [{{ category: {category}, min_confidence: {min_confidence} }}]
+  actions: [{action}]
+"
+        ),
+    )
+    .await
+}
+
+/// POST /governance/remediations/:id/undo with `body`.
+pub(crate) async fn undo(admin: &Client<'_>, id: &str, body: Option<Value>) -> (u16, Value) {
+    admin
+        .send(
+            Method::POST,
+            &format!("/governance/remediations/{id}/undo"),
+            body,
+        )
+        .await
+}
+
 pub(crate) async fn scan(admin: &Client<'_>, connector: &str) {
     let (status, body) = admin
         .send(
@@ -181,31 +217,23 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
     let token_policy = ssn_token_policy(&stack).await;
     let admin = stack.admin();
     let connector = crate::scans::connector(&admin, "HR", "people-data").await;
-    policy(
+    policy_of(
         &admin,
-        &format!(
-            "apiVersion: governance.dps/v1
-kind: Policy
-metadata: {{ name: ssn-tokenize }}
-spec:
-  mode: enforced
-  conditions: [{{ category: us_ssn, min_confidence: 0.5 }}]
-  actions: [{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}]
-"
-        ),
+        "ssn-tokenize",
+        "enforced",
+        "us_ssn",
+        0.5,
+        &format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}"),
     )
     .await;
     // A dry-run policy on the same object simulates and changes nothing.
-    policy(
+    policy_of(
         &admin,
-        "apiVersion: governance.dps/v1
-kind: Policy
-metadata: { name: contacts-dry }
-spec:
-  mode: dry-run
-  conditions: [{ category: contact, min_confidence: 0.5 }]
-  actions: [{ type: quarantine, config: { destination: { bucket: people-data, prefix: 'q/' } } }]
-",
+        "contacts-dry",
+        "dry-run",
+        "contact",
+        0.5,
+        "{ type: quarantine, config: { destination: { bucket: people-data, prefix: 'q/' } } }",
     )
     .await;
     scan(&admin, &connector).await;
@@ -296,13 +324,7 @@ spec:
 
     // Undo restores the original bytes, once.
     let id = r["remediation_id"].as_str().unwrap();
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/governance/remediations/{id}/undo"),
-            None,
-        )
-        .await;
+    let (status, body) = undo(&admin, id, None).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["status"], "undone");
     assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), PEOPLE);
@@ -312,13 +334,7 @@ spec:
         None,
         "the spent snapshot goes"
     );
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/governance/remediations/{id}/undo"),
-            Some(json!({})),
-        )
-        .await;
+    let (status, body) = undo(&admin, id, Some(json!({}))).await;
     assert_eq!(status, 409, "{body}");
     crate::area_b_error(&body, "already_undone");
 
@@ -447,28 +463,22 @@ async fn mask_keeps_the_shape_quarantine_moves_and_undo_brings_it_back() {
         .await;
     assert_eq!(status, 201, "{body}");
     let connector = body["data"]["id"].as_str().unwrap().to_owned();
-    policy(
+    policy_of(
         &admin,
-        "apiVersion: governance.dps/v1
-kind: Policy
-metadata: { name: ssn-mask }
-spec:
-  mode: enforced
-  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
-  actions: [{ type: mask, config: { keep_last: 4, char: '#' } }]
-",
+        "ssn-mask",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: mask, config: { keep_last: 4, char: '#' } }",
     )
     .await;
-    policy(
+    policy_of(
         &admin,
-        "apiVersion: governance.dps/v1
-kind: Policy
-metadata: { name: contacts-away }
-spec:
-  mode: enforced
-  conditions: [{ category: contact, min_confidence: 0.5 }]
-  actions: [{ type: quarantine, config: { destination: { bucket: held-away, prefix: 'q/' } } }]
-",
+        "contacts-away",
+        "enforced",
+        "contact",
+        0.5,
+        "{ type: quarantine, config: { destination: { bucket: held-away, prefix: 'q/' } } }",
     )
     .await;
     scan(&admin, &connector).await;
@@ -541,13 +551,7 @@ spec:
 
     // Undo moves the quarantined object back, byte for byte.
     let id = quarantined_txt["remediation_id"].as_str().unwrap();
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/governance/remediations/{id}/undo"),
-            None,
-        )
-        .await;
+    let (status, body) = undo(&admin, id, None).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         read(bucket.as_ref(), "contacts.txt").await.unwrap(),
@@ -575,16 +579,13 @@ async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_obj
         .put(&ObjectPath::from("people.csv"), changed.to_vec().into())
         .await
         .unwrap();
-    policy(
+    policy_of(
         &admin,
-        "apiVersion: governance.dps/v1
-kind: Policy
-metadata: { name: ssn-mask }
-spec:
-  mode: enforced
-  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
-  actions: [{ type: mask, config: { keep_last: 4 } }]
-",
+        "ssn-mask",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: mask, config: { keep_last: 4 } }",
     )
     .await;
     let (status, body) = admin
@@ -644,16 +645,13 @@ async fn a_gate_that_cannot_be_read_fails_open_and_says_so_and_only_admins_see_r
     seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
     let admin = stack.admin();
     let connector = crate::scans::connector(&admin, "HR", "people-data").await;
-    policy(
+    policy_of(
         &admin,
-        "apiVersion: governance.dps/v1
-kind: Policy
-metadata: { name: ssn-mask }
-spec:
-  mode: enforced
-  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
-  actions: [{ type: mask, config: { keep_last: 4 } }]
-",
+        "ssn-mask",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: mask, config: { keep_last: 4 } }",
     )
     .await;
     // The tenant's remediation policy becomes unreadable: the gate fails open, as the spec
@@ -710,13 +708,7 @@ spec:
         .send(Method::GET, &format!("/governance/remediations/{id}"), None)
         .await;
     assert_eq!(status, 404, "{body}");
-    let (status, body) = other
-        .send(
-            Method::POST,
-            &format!("/governance/remediations/{id}/undo"),
-            None,
-        )
-        .await;
+    let (status, body) = undo(&other, id, None).await;
     assert_eq!(status, 404, "{body}");
     let (status, body) = admin
         .send(Method::GET, "/governance/remediations?status=done", None)

@@ -11,7 +11,7 @@ use testkit::{emulators, identity, seed};
 
 use crate::cloud::{ENTRA_CLIENT, ENTRA_SECRET, ENTRA_TENANT, scratch};
 use crate::remediation::{
-    Stack, detokenized, ended, policy, read, scan, ssn_token_policy, verify_receipt,
+    Stack, detokenized, ended, policy_of, read, scan, ssn_token_policy, undo, verify_receipt,
 };
 
 const PEOPLE: &[u8] = b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n";
@@ -73,44 +73,25 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
         .unwrap();
 
     let token_policy = ssn_token_policy(&stack).await;
-    policy(
+    policy_of(
         &admin,
-        &format!(
-            "apiVersion: governance.dps/v1
-kind: Policy
-metadata: {{ name: ssn-tokenize }}
-spec:
-  mode: enforced
-  conditions: [{{ category: us_ssn, min_confidence: 0.5 }}]
-  actions: [{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}]
-"
-        ),
+        "ssn-tokenize",
+        "enforced",
+        "us_ssn",
+        0.5,
+        &format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}"),
     )
     .await;
-    policy(
+    policy_of(
         &admin,
-        "apiVersion: governance.dps/v1
-kind: Policy
-metadata: { name: contacts-away }
-spec:
-  mode: enforced
-  conditions: [{ category: contact, min_confidence: 0.5 }]
-  actions: [{ type: quarantine, config: { destination: { bucket: held } } }]
-",
+        "contacts-away",
+        "enforced",
+        "contact",
+        0.5,
+        "{ type: quarantine, config: { destination: { bucket: held } } }",
     )
     .await;
-    policy(
-        &admin,
-        "apiVersion: governance.dps/v1
-kind: Policy
-metadata: { name: dob-dry }
-spec:
-  mode: dry-run
-  conditions: [{ category: dob, min_confidence: 0.3 }]
-  actions: [{ type: mask }]
-",
-    )
-    .await;
+    policy_of(&admin, "dob-dry", "dry-run", "dob", 0.3, "{ type: mask }").await;
     // An enforced reconciliation acts on what the first scan found: people.csv, contacts.txt,
     // and later.csv, which changed since and must not be overwritten.
     let (status, body) = admin
@@ -188,13 +169,7 @@ spec:
     let dest = contacts["lkg_location"]["key"].as_str().unwrap();
     assert_eq!(read(held.as_ref(), dest).await.unwrap(), CONTACTS);
     let id = contacts["remediation_id"].as_str().unwrap();
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/governance/remediations/{id}/undo"),
-            None,
-        )
-        .await;
+    let (status, body) = undo(&admin, id, None).await;
     assert_eq!(status, 200, "{body}");
     verify_receipt(&admin, &body["data"], "undone").await;
     assert_eq!(
@@ -205,13 +180,7 @@ spec:
 
     // Undo of the tokenization restores the original bytes too.
     let id = people["remediation_id"].as_str().unwrap();
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/governance/remediations/{id}/undo"),
-            None,
-        )
-        .await;
+    let (status, body) = undo(&admin, id, None).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(read(exports.as_ref(), "people.csv").await.unwrap(), PEOPLE);
     let _ = std::fs::remove_dir_all(certs);

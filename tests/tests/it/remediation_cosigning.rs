@@ -12,7 +12,7 @@ use testkit::cosigner::{Answer, CosignServer, Pki, free_port};
 use testkit::seed;
 
 use crate::Client;
-use crate::remediation::{PEOPLE, Stack, ended, policy, read, scan};
+use crate::remediation::{PEOPLE, Stack, ended, policy_of, read, scan, undo};
 
 const MASKED: &[u8] = b"name,ssn,email\nAnn Lee,***-**-9999,ann.lee@example.com\nBo Chan,***-**-1120,bo@example.com\n";
 
@@ -40,16 +40,13 @@ async fn masked_people(
     let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
     seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
     let connector = crate::scans::connector(admin, "HR", "people-data").await;
-    policy(
+    policy_of(
         admin,
-        "apiVersion: governance.dps/v1
-kind: Policy
-metadata: { name: ssn-mask }
-spec:
-  mode: enforced
-  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
-  actions: [{ type: mask, config: { keep_last: 4 } }]
-",
+        "ssn-mask",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: mask, config: { keep_last: 4 } }",
     )
     .await;
     (bucket, connector)
@@ -147,13 +144,7 @@ async fn optional_cosigning_never_holds_a_remediation_back_and_cosigns_once_the_
 
     // The undo's receipt is co-signed too.
     let id = r["remediation_id"].as_str().unwrap();
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/governance/remediations/{id}/undo"),
-            None,
-        )
-        .await;
+    let (status, body) = undo(&admin, id, None).await;
     assert_eq!(status, 200, "{body}");
     let r = cosigned(&admin, "undone").await;
     verify_both(&admin, &r, "undone", &server).await;

@@ -437,9 +437,8 @@ async fn write(
         }
     };
     exec.crash_point("replaced");
-    let hours = settings::lkg_retention(conn, &tenant)
+    let hours = settings::retention_hours(conn, &tenant)
         .await
-        .map(|r| r.retention_hours)
         .unwrap_or(settings::LKG_RETENTION_DEFAULT_HOURS);
     let undo_until = OffsetDateTime::now_utc() + Duration::hours(i64::from(hours));
     if !store::written(
