@@ -180,6 +180,7 @@ impl Cloud {
             options: shared.options.clone(),
             configured_buckets: config.buckets(),
             lkg_bucket: config.lkg_location(),
+            opened: Arc::default(),
         })
     }
 }
@@ -191,6 +192,9 @@ pub struct Storage {
     options: ClientOptions,
     configured_buckets: Vec<String>,
     lkg_bucket: Option<String>,
+    /// Each bucket's handle, made once: making one builds its HTTP clients, which reads and
+    /// parses the system's root certificates.
+    opened: Arc<std::sync::Mutex<std::collections::HashMap<String, Bucket>>>,
 }
 
 /// One object, as listed.
@@ -252,13 +256,20 @@ impl Storage {
 
     /// A handle on one bucket.
     pub fn bucket(&self, name: &str) -> Result<Bucket, AccessError> {
+        if let Some(bucket) = self.opened.lock().ok().and_then(|b| b.get(name).cloned()) {
+            return Ok(bucket);
+        }
         let store = self.access.store(name, self.options.clone())?;
-        Ok(Bucket {
+        let bucket = Bucket {
             name: name.to_owned(),
             writes: self.access.writes(name, store.clone())?,
             store,
             form: self.access.etag_form(),
-        })
+        };
+        if let Ok(mut opened) = self.opened.lock() {
+            opened.insert(name.to_owned(), bucket.clone());
+        }
+        Ok(bucket)
     }
 
     /// Lists each bucket's first objects under the given prefixes and reads the start of one

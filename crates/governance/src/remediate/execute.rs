@@ -534,16 +534,21 @@ async fn find_values(
             );
         }
     }
+    // The built-in recognizers cost milliseconds to build: built once per process. A tenant's
+    // classifiers are compiled for the request (as rare as custom classifiers are).
+    static PLAIN: std::sync::OnceLock<Detector> = std::sync::OnceLock::new();
+    let compiled;
     let detector = if specs.is_empty() {
-        Detector::new()
+        PLAIN.get_or_init(Detector::new)
     } else {
         specs.dedup_by(|a, b| a.name == b.name);
         let classifiers = detect::Classifiers::compile(&specs)
             .map_err(|_| Stop::Fail("classifiers_unreadable".into()))?;
-        Detector::with_classifiers(classifiers)
+        compiled = Detector::with_classifiers(classifiers);
+        &compiled
     };
     let file_name = row.object_key.rsplit('/').next().unwrap_or(&row.object_key);
-    content::find(&detector, file_name, bytes, keys, &wanted)
+    content::find(detector, file_name, bytes, keys, &wanted)
         .map_err(|u| Stop::Fail(u.reason().into()))
 }
 
