@@ -27,6 +27,8 @@ pub(crate) struct Stack {
     pub(crate) platform: TestApp,
     pub(crate) tokens: Tokens,
     pub(crate) moto: emulators::Emulator,
+    /// Both services' `DPS_MASTER_KEY`.
+    pub(crate) master: String,
 }
 
 impl Stack {
@@ -42,7 +44,7 @@ impl Stack {
             base64::engine::general_purpose::STANDARD.encode(key)
         };
         let moto_url = moto.url();
-        let m = master.clone();
+        let (m, kept) = (master.clone(), master.clone());
         let platform = TestApp::spawn_with(Service::Platform, |env| {
             for (name, value) in seed::moto_platform_env(&moto_url) {
                 env.insert(name.into(), value);
@@ -70,6 +72,30 @@ impl Stack {
                 api_key,
             },
             moto,
+            master: kept,
+        }
+    }
+
+    /// An executor like platform-api's, on this stack's database and moto: for driving the
+    /// snapshot sweeper without waiting for its minute.
+    pub(crate) fn executor(&self) -> governance::remediate::Executor {
+        let master = std::sync::Arc::new(keys::MasterKey::from_base64(&self.master).unwrap());
+        governance::remediate::Executor {
+            cloud: seed::moto_cloud(&self.moto.url()),
+            keyring: std::sync::Arc::new(keys::KeyRing::new(master.clone())),
+            receipts: std::sync::Arc::new(governance::remediate::Receipts {
+                signer: receipts::Signer::from_master(&master),
+                cosigner: governance::remediate::Cosigner::new(
+                    None,
+                    None,
+                    egress::Egress {
+                        allow_private: true,
+                    },
+                )
+                .unwrap(),
+            }),
+            crash_at: None,
+            storages: Default::default(),
         }
     }
 
@@ -714,4 +740,57 @@ async fn a_gate_that_cannot_be_read_fails_open_and_says_so_and_only_admins_see_r
         .send(Method::GET, "/governance/remediations?status=done", None)
         .await;
     assert_eq!(status, 400, "{body}");
+}
+
+#[tokio::test]
+async fn after_the_rollback_window_undo_is_gone_and_the_sweeper_deletes_the_snapshot() {
+    let stack = Stack::new(|_| {}).await;
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.csv", SSNS)]).await;
+    let admin = stack.admin();
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    policy_of(
+        &admin,
+        "ssn-mask",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: mask, config: { keep_last: 4 } }",
+    )
+    .await;
+    scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    let r = &done[0];
+    assert_eq!(r["status"], "receipted", "{r}");
+    let lkg = r["lkg_location"]["key"].as_str().unwrap().to_owned();
+    assert_eq!(read(bucket.as_ref(), &lkg).await.unwrap(), SSNS);
+    let id = r["remediation_id"].as_str().unwrap();
+
+    // Inside the window the sweeper leaves the snapshot alone.
+    let exec = stack.executor();
+    let mut conn = stack.platform.conn().await;
+    governance::remediate::sweep::run_once(&mut conn, &exec)
+        .await
+        .unwrap();
+    assert_eq!(read(bucket.as_ref(), &lkg).await.unwrap(), SSNS);
+
+    // The window passes: undo is gone (410), and the sweeper deletes the snapshot.
+    diesel::sql_query("UPDATE remediation_runs SET undo_until = now() - interval '1 second'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let (status, body) = undo(&admin, id, None).await;
+    assert_eq!(status, 410, "{body}");
+    crate::area_b_error(&body, "lkg_expired");
+    governance::remediate::sweep::run_once(&mut conn, &exec)
+        .await
+        .unwrap();
+    assert_eq!(read(bucket.as_ref(), &lkg).await, None);
+    let (_, body) = admin
+        .send(Method::GET, &format!("/governance/remediations/{id}"), None)
+        .await;
+    assert_eq!(body["data"]["lkg_available"], false, "{body}");
+    assert_eq!(body["data"]["status"], "receipted", "{body}");
+    let (status, body) = undo(&admin, id, Some(json!({"force": true}))).await;
+    assert_eq!(status, 410, "{body}");
 }

@@ -18,6 +18,7 @@ const PEOPLE: &[u8] = b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n";
 const CONTACTS: &[u8] = b"write to ann.lee@example.com today";
 const NOTES: &[u8] = b"case notes: born 1985-03-14, see file\n";
 const LATER: &[u8] = b"id,ssn\n7,078-05-1120\n";
+const SINS: &[u8] = b"employee SIN 130 692 544 on file\n";
 
 #[tokio::test]
 async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_nothing() {
@@ -36,6 +37,7 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
             ("contacts.txt", CONTACTS),
             ("notes.txt", NOTES),
             ("later.csv", LATER),
+            ("sins.txt", SINS),
         ],
     )
     .await;
@@ -92,6 +94,15 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
     )
     .await;
     policy_of(&admin, "dob-dry", "dry-run", "dob", 0.3, "{ type: mask }").await;
+    policy_of(
+        &admin,
+        "sin-mask",
+        "enforced",
+        "ca_sin",
+        0.5,
+        "{ type: mask, config: { keep_last: 3, char: 'x' } }",
+    )
+    .await;
     // An enforced reconciliation acts on what the first scan found: people.csv, contacts.txt,
     // and later.csv, which changed since and must not be overwritten.
     let (status, body) = admin
@@ -102,7 +113,7 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
         )
         .await;
     assert_eq!(status, 202, "{body}");
-    let done = ended(&admin, 3).await;
+    let done = ended(&admin, 4).await;
     let by_key = |key: &str| {
         done.iter()
             .find(|r| r["object_key"] == key)
@@ -135,6 +146,14 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
     );
     let lkg = people["lkg_location"]["key"].as_str().unwrap();
     assert_eq!(read(exports.as_ref(), lkg).await.unwrap(), PEOPLE);
+
+    // Mask: the SIN keeps its length and shape, and nothing else moved.
+    let sins = by_key("sins.txt");
+    assert_eq!(sins["status"], "receipted", "{sins}");
+    assert_eq!(
+        read(exports.as_ref(), "sins.txt").await.unwrap(),
+        b"employee SIN xxx xxx 544 on file\n"
+    );
 
     // The blob changed after the scan: never overwritten.
     let later = by_key("later.csv");
