@@ -140,6 +140,28 @@ spec:
     .await
 }
 
+/// A bucket with people.csv holding `people`, a connector to it and an enforced mask policy; returns the
+/// bucket and the connector id.
+pub(crate) async fn masked_people(
+    stack: &Stack,
+    admin: &Client<'_>,
+    people: &[u8],
+) -> (std::sync::Arc<dyn object_store::ObjectStore>, String) {
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.csv", people)]).await;
+    let connector = crate::scans::connector(admin, "HR", "people-data").await;
+    policy_of(
+        admin,
+        "ssn-mask",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: mask, config: { keep_last: 4 } }",
+    )
+    .await;
+    (bucket, connector)
+}
+
 /// POST /governance/remediations/:id/undo with `body`.
 pub(crate) async fn undo(admin: &Client<'_>, id: &str, body: Option<Value>) -> (u16, Value) {
     admin
@@ -667,19 +689,8 @@ async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_obj
 #[tokio::test]
 async fn a_gate_that_cannot_be_read_fails_open_and_says_so_and_only_admins_see_remediations() {
     let stack = Stack::new(|_| {}).await;
-    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
-    seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
     let admin = stack.admin();
-    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
-    policy_of(
-        &admin,
-        "ssn-mask",
-        "enforced",
-        "us_ssn",
-        0.5,
-        "{ type: mask, config: { keep_last: 4 } }",
-    )
-    .await;
+    let (bucket, connector) = masked_people(&stack, &admin, PEOPLE).await;
     // The tenant's remediation policy becomes unreadable: the gate fails open, as the spec
     // says, and every record of the action says the gate was unavailable.
     let mut conn = stack.platform.conn().await;
@@ -745,19 +756,8 @@ async fn a_gate_that_cannot_be_read_fails_open_and_says_so_and_only_admins_see_r
 #[tokio::test]
 async fn after_the_rollback_window_undo_is_gone_and_the_sweeper_deletes_the_snapshot() {
     let stack = Stack::new(|_| {}).await;
-    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
-    seed::put_all(bucket.as_ref(), &[("people.csv", SSNS)]).await;
     let admin = stack.admin();
-    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
-    policy_of(
-        &admin,
-        "ssn-mask",
-        "enforced",
-        "us_ssn",
-        0.5,
-        "{ type: mask, config: { keep_last: 4 } }",
-    )
-    .await;
+    let (bucket, connector) = masked_people(&stack, &admin, SSNS).await;
     scan(&admin, &connector).await;
     let done = ended(&admin, 1).await;
     let r = &done[0];

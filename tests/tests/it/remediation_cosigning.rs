@@ -9,10 +9,9 @@ use diesel_async::RunQueryDsl as _;
 use reqwest::Method;
 use serde_json::{Value, json};
 use testkit::cosigner::{Answer, CosignServer, Pki, free_port};
-use testkit::seed;
 
 use crate::Client;
-use crate::remediation::{PEOPLE, Stack, ended, policy_of, read, scan, undo};
+use crate::remediation::{PEOPLE, Stack, ended, masked_people, read, scan, undo};
 
 const MASKED: &[u8] = b"name,ssn,email\nAnn Lee,***-**-9999,ann.lee@example.com\nBo Chan,***-**-1120,bo@example.com\n";
 
@@ -29,27 +28,6 @@ async fn stack(pki: &Pki) -> Stack {
         env.insert("DPS_COSIGNING_CA_FILE".into(), ca);
     })
     .await
-}
-
-/// A bucket with people.csv, a connector to it and an enforced mask policy; returns the
-/// bucket and the connector id.
-async fn masked_people(
-    stack: &Stack,
-    admin: &Client<'_>,
-) -> (std::sync::Arc<dyn object_store::ObjectStore>, String) {
-    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
-    seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
-    let connector = crate::scans::connector(admin, "HR", "people-data").await;
-    policy_of(
-        admin,
-        "ssn-mask",
-        "enforced",
-        "us_ssn",
-        0.5,
-        "{ type: mask, config: { keep_last: 4 } }",
-    )
-    .await;
-    (bucket, connector)
 }
 
 async fn set_cosigning(admin: &Client<'_>, mode: &str, endpoint: &str) {
@@ -121,7 +99,7 @@ async fn optional_cosigning_never_holds_a_remediation_back_and_cosigns_once_the_
         &format!("https://127.0.0.1:{port}/v1/cosign"),
     )
     .await;
-    let (bucket, connector) = masked_people(&stack, &admin).await;
+    let (bucket, connector) = masked_people(&stack, &admin, PEOPLE).await;
     scan(&admin, &connector).await;
 
     // The co-signer is down: the remediation stands, its receipt waits.
@@ -158,7 +136,7 @@ async fn required_cosigning_approves_the_planned_receipt_before_the_action_runs(
     let stack = stack(&pki).await;
     let admin = stack.admin();
     set_cosigning(&admin, "required", &server.url()).await;
-    let (bucket, connector) = masked_people(&stack, &admin).await;
+    let (bucket, connector) = masked_people(&stack, &admin, PEOPLE).await;
     scan(&admin, &connector).await;
 
     let done = ended(&admin, 1).await;
@@ -189,7 +167,7 @@ async fn required_cosigning_with_a_bad_signature_leaves_the_object_alone_until_a
     let stack = stack(&pki).await;
     let admin = stack.admin();
     set_cosigning(&admin, "required", &server.url()).await;
-    let (bucket, connector) = masked_people(&stack, &admin).await;
+    let (bucket, connector) = masked_people(&stack, &admin, PEOPLE).await;
     scan(&admin, &connector).await;
 
     let deadline = Instant::now() + Duration::from_secs(30);
