@@ -336,6 +336,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    governance_rescore_queue (tenant_id, connector_id, bucket, object_key) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        bucket -> Text,
+        object_key -> Text,
+        requested_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     grants (tenant_id, jti) {
         tenant_id -> Text,
         jti -> Uuid,
@@ -647,6 +657,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     governance_policy_versions,
     governance_posture_checks,
     governance_reconciliations,
+    governance_rescore_queue,
     grants,
     idempotency_keys,
     kill_switches,

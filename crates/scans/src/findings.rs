@@ -424,29 +424,32 @@ pub async fn remediated(
     })
 }
 
-/// The open findings of one object, with the ETag it had when last scanned.
-pub async fn open_in_object(
+/// The open findings of some objects of one connector, with the ETag each had when last
+/// scanned.
+pub async fn open_in_objects(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     connector: ConnectorId,
-    bucket: &str,
-    object_key: &str,
+    objects: &[(String, String)],
 ) -> Result<Vec<OpenFinding>, ScanError> {
+    let buckets: Vec<&str> = objects.iter().map(|(b, _)| b.as_str()).collect();
+    let keys: Vec<&str> = objects.iter().map(|(_, k)| k.as_str()).collect();
     Ok(diesel::sql_query(
         "SELECT f.finding_id, f.bucket, f.object_key, coalesce(o.etag, '') AS etag,
                 f.pii_type, f.category, f.confidence, f.tokenized
-           FROM findings f
+           FROM unnest($3::text[], $4::text[]) AS b(bucket, object_key)
+           JOIN findings f
+             ON f.tenant_id = $1 AND f.connector_id = $2 AND f.bucket = b.bucket
+            AND f.object_key = b.object_key AND f.status = 'open'
            LEFT JOIN scanned_objects o
              ON o.tenant_id = $1 AND o.connector_id = $2 AND o.bucket = f.bucket
             AND o.object_key = f.object_key
-          WHERE f.tenant_id = $1 AND f.connector_id = $2 AND f.bucket = $3
-            AND f.object_key = $4 AND f.status = 'open'
-          ORDER BY f.finding_id",
+          ORDER BY f.bucket, f.object_key, f.finding_id",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<SqlUuid, _>(connector.as_uuid())
-    .bind::<Text, _>(bucket)
-    .bind::<Text, _>(object_key)
+    .bind::<Array<Text>, _>(&buckets)
+    .bind::<Array<Text>, _>(&keys)
     .load(conn)
     .await?)
 }

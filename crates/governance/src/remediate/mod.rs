@@ -16,7 +16,7 @@ pub mod execute;
 mod issued;
 pub mod read;
 pub mod receipt;
-mod rescore;
+pub mod rescore;
 pub mod stop;
 pub mod store;
 pub mod sweep;
@@ -34,8 +34,10 @@ pub use store::{Row, State};
 pub use undo::{UndoError, undo};
 
 /// Runs `tasks` executor loops (each takes one due request at a time, under its lease), the
-/// co-signing of pending receipts and the snapshot sweeper until the process ends.
+/// co-signing of pending receipts, the rescoring of changed objects and the snapshot sweeper
+/// until the process ends.
 pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
+    rescore::spawn(pool.clone());
     let (p, receipts) = (pool.clone(), exec.receipts.clone());
     crate::background::repeat("receipt co-signing", Duration::from_secs(1), move || {
         let (pool, receipts) = (p.clone(), receipts.clone());
