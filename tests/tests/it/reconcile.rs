@@ -493,22 +493,6 @@ async fn drift_until(client: &Client<'_>, query: &str, n: usize) -> Vec<Value> {
     }
 }
 
-async fn full_scan(admin: &Client<'_>, connector: &str) {
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{connector}/scan"),
-            Some(json!({"type": "full"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let id = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    assert_eq!(
-        crate::scans::finished(admin, &id).await["status"],
-        "completed"
-    );
-}
-
 /// The file's risk score, once the evaluation has recorded it.
 async fn file_score(admin: &Client<'_>) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -539,7 +523,7 @@ async fn payroll_app(moto: &emulators::Emulator) -> integration_tests::TestApp {
 /// (private) is known.
 async fn scanned_and_checked(admin: &Client<'_>) -> (String, Value) {
     let connector = crate::scans::connector(admin, "Payroll", "payroll").await;
-    full_scan(admin, &connector).await;
+    crate::scans::full_scan(admin, &connector).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let score = file_score(admin).await;
@@ -588,7 +572,7 @@ async fn a_bucket_made_public_is_critical_exposure_drift_and_raises_its_risk() {
         "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Status>Enabled</Status></VersioningConfiguration>",
     )
     .await;
-    full_scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     let exposure = drift_until(&admin, "type=exposure_drift", 1).await;
     let event = &exposure[0];
     assert_eq!(event["severity"], "critical", "{event}");
@@ -636,7 +620,7 @@ async fn a_bucket_made_public_is_critical_exposure_drift_and_raises_its_risk() {
         "",
     )
     .await;
-    full_scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     let exposure = drift_until(&admin, "type=exposure_drift", 2).await;
     assert_eq!(exposure[0]["severity"], "low", "{exposure:?}");
     assert_eq!(exposure[0]["current_state"]["public"], false);

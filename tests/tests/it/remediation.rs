@@ -173,22 +173,6 @@ pub(crate) async fn undo(admin: &Client<'_>, id: &str, body: Option<Value>) -> (
         .await
 }
 
-pub(crate) async fn scan(admin: &Client<'_>, connector: &str) {
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{connector}/scan"),
-            Some(json!({"type": "full"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let id = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    assert_eq!(
-        crate::scans::finished(admin, &id).await["status"],
-        "completed"
-    );
-}
-
 /// Waits until `n` remediations have ended (receipted, blocked, failed or undone).
 pub(crate) async fn ended(admin: &Client<'_>, n: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -284,7 +268,7 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
         "{ type: quarantine, config: { destination: { bucket: people-data, prefix: 'q/' } } }",
     )
     .await;
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     let done = ended(&admin, 1).await;
     assert_eq!(done.len(), 1, "the dry run plans nothing: {done:?}");
     let r = &done[0];
@@ -346,7 +330,7 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
 
     // Tokens are not new PII: a rescan finds the tokens, knows them from the vault, reports
     // them remediated and plans nothing.
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     let ssns = loop {
         let (_, body) = admin
@@ -387,7 +371,7 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
     crate::area_b_error(&body, "already_undone");
 
     // A rescan of the restored object does not tokenize it again under the same policy version.
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (_, all) = admin
         .send(Method::GET, "/governance/remediations", None)
@@ -529,7 +513,7 @@ async fn mask_keeps_the_shape_quarantine_moves_and_undo_brings_it_back() {
         "{ type: quarantine, config: { destination: { bucket: held-away, prefix: 'q/' } } }",
     )
     .await;
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     let done = ended(&admin, 2).await;
     let by = |action: &str, key: &str| {
         done.iter()
@@ -621,7 +605,7 @@ async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_obj
     let admin = stack.admin();
     let connector = crate::scans::connector(&admin, "HR", "people-data").await;
     // Scanned before the policy, so nothing runs yet.
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     // Someone changes the object after the scan: the plan is for a version that is gone.
     let changed = b"name,ssn\nZed,123-45-6789\n";
     bucket
@@ -652,7 +636,7 @@ async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_obj
     assert_eq!(done[0]["lkg_available"], false, "{done:?}");
 
     // The next scan plans again for the new version, which is masked.
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     let done = ended(&admin, 2).await;
     let masked = done.iter().find(|r| r["status"] == "receipted").unwrap();
     assert_eq!(
@@ -699,7 +683,7 @@ async fn a_gate_that_cannot_be_read_fails_open_and_says_so_and_only_admins_see_r
         .execute(&mut conn)
         .await
         .unwrap();
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     // The co-signing decision lives in the same row: the executor reads it from the audit log
     // instead (no change ever recorded: disabled), so the remediation proceeds.
     let done = ended(&admin, 1).await;
@@ -759,7 +743,7 @@ async fn after_the_rollback_window_undo_is_gone_and_the_sweeper_deletes_the_snap
     let stack = Stack::new(|_| {}).await;
     let admin = stack.admin();
     let (bucket, connector) = masked_people(&stack, &admin, SSNS).await;
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     let done = ended(&admin, 1).await;
     let r = &done[0];
     assert_eq!(r["status"], "receipted", "{r}");

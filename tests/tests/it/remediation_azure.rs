@@ -11,7 +11,7 @@ use testkit::{emulators, identity, seed};
 
 use crate::cloud::{ENTRA_CLIENT, ENTRA_SECRET, ENTRA_TENANT, scratch};
 use crate::remediation::{
-    Stack, detokenized, ended, policy_of, read, scan, ssn_token_policy, undo, verify_receipt,
+    Stack, detokenized, ended, policy_of, read, ssn_token_policy, undo, verify_receipt,
 };
 
 const PEOPLE: &[u8] = b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n";
@@ -65,7 +65,7 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
     assert_eq!(status, 201, "{body}");
     let connector = body["data"]["id"].as_str().unwrap().to_owned();
     // The first scan has no policy; the blob changed after it is then stale for the plan.
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
     exports
         .put(
             &ObjectPath::from("later.csv"),

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use testkit::cosigner::{Answer, CosignServer, Pki, free_port};
 
 use crate::Client;
-use crate::remediation::{PEOPLE, Stack, ended, masked_people, read, scan, undo};
+use crate::remediation::{PEOPLE, Stack, ended, masked_people, read, undo};
 
 const MASKED: &[u8] = b"name,ssn,email\nAnn Lee,***-**-9999,ann.lee@example.com\nBo Chan,***-**-1120,bo@example.com\n";
 
@@ -100,7 +100,7 @@ async fn optional_cosigning_never_holds_a_remediation_back_and_cosigns_once_the_
     )
     .await;
     let (bucket, connector) = masked_people(&stack, &admin, PEOPLE).await;
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
 
     // The co-signer is down: the remediation stands, its receipt waits.
     let done = ended(&admin, 1).await;
@@ -137,7 +137,7 @@ async fn required_cosigning_approves_the_planned_receipt_before_the_action_runs(
     let admin = stack.admin();
     set_cosigning(&admin, "required", &server.url()).await;
     let (bucket, connector) = masked_people(&stack, &admin, PEOPLE).await;
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
 
     let done = ended(&admin, 1).await;
     assert_eq!(done[0]["status"], "receipted", "{done:?}");
@@ -168,7 +168,7 @@ async fn required_cosigning_with_a_bad_signature_leaves_the_object_alone_until_a
     let admin = stack.admin();
     set_cosigning(&admin, "required", &server.url()).await;
     let (bucket, connector) = masked_people(&stack, &admin, PEOPLE).await;
-    scan(&admin, &connector).await;
+    crate::scans::full_scan(&admin, &connector).await;
 
     let deadline = Instant::now() + Duration::from_secs(30);
     let r = loop {

@@ -54,6 +54,20 @@ pub(crate) async fn connector(admin: &Client<'_>, name: &str, bucket: &str) -> S
 }
 
 /// Polls the scan until it ends; returns its last state.
+/// Starts a full scan of `connector` and waits until it completed.
+pub(crate) async fn full_scan(admin: &Client<'_>, connector: &str) {
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    assert_eq!(finished(admin, &id).await["status"], "completed");
+}
+
 pub(crate) async fn finished(admin: &Client<'_>, scan: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
