@@ -202,6 +202,7 @@ impl Extra {
             }),
             crash_at: config.remediation_crash_at.clone(),
             storages: Default::default(),
+            actions: Default::default(),
         };
         Ok(Self {
             scan_tier: config.scan_tier,

@@ -44,6 +44,25 @@ fn storable(text: &str) -> String {
     text.replace('\0', "\u{fffd}")
 }
 
+/// The tenant's head (its last sequence number, hash and time), locked until the transaction
+/// ends; None when the tenant has no entry yet.
+async fn lock_head(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> QueryResult<Option<(i64, Vec<u8>, OffsetDateTime)>> {
+    audit_heads::table
+        .find(tenant.as_str())
+        .select((
+            audit_heads::seq,
+            audit_heads::hash,
+            audit_heads::recorded_at,
+        ))
+        .for_update()
+        .first(conn)
+        .await
+        .optional()
+}
+
 /// Appends `entries`, in order, to the tenant's log. Call it inside the transaction that makes
 /// the change the entries record: the head row it locks serializes the tenant's appends until
 /// that transaction ends, and an entry exists exactly when its change does.
@@ -55,27 +74,25 @@ pub async fn append(
     if entries.is_empty() {
         return Ok(Vec::new());
     }
-    // The first append of a tenant creates its head; every append then locks it.
-    diesel::insert_into(audit_heads::table)
-        .values((
-            audit_heads::tenant_id.eq(tenant.as_str()),
-            audit_heads::seq.eq(0_i64),
-            audit_heads::hash.eq(&GENESIS[..]),
-            audit_heads::recorded_at.eq(OffsetDateTime::UNIX_EPOCH),
-        ))
-        .on_conflict_do_nothing()
-        .execute(conn)
-        .await?;
-    let (mut seq, mut prev_hash, last_at): (i64, Vec<u8>, OffsetDateTime) = audit_heads::table
-        .find(tenant.as_str())
-        .select((
-            audit_heads::seq,
-            audit_heads::hash,
-            audit_heads::recorded_at,
-        ))
-        .for_update()
-        .first(conn)
-        .await?;
+    // Every append locks the tenant's head; the first append of a tenant creates it first.
+    let (mut seq, mut prev_hash, last_at) = match lock_head(conn, tenant).await? {
+        Some(head) => head,
+        None => {
+            diesel::insert_into(audit_heads::table)
+                .values((
+                    audit_heads::tenant_id.eq(tenant.as_str()),
+                    audit_heads::seq.eq(0_i64),
+                    audit_heads::hash.eq(&GENESIS[..]),
+                    audit_heads::recorded_at.eq(OffsetDateTime::UNIX_EPOCH),
+                ))
+                .on_conflict_do_nothing()
+                .execute(conn)
+                .await?;
+            lock_head(conn, tenant)
+                .await?
+                .ok_or(diesel::result::Error::NotFound)?
+        }
+    };
     // Time never goes backwards within a log, so `since` can find its place by time.
     let recorded_at = to_micros(OffsetDateTime::now_utc().max(last_at));
 

@@ -180,8 +180,51 @@ pub async fn remediation_gate(
     if !ENFORCEABLE_SAFETY_CLASSES.contains(&class) {
         return Gate::Allowed;
     }
-    match store::find(conn, tenant).await {
-        Ok(row) if denied_of(row.as_ref()).contains(&class) => Gate::Denied,
+    gate_of(&read(conn, tenant).await, tenant, class)
+}
+
+/// Everything a tenant set, read in one query: what a remediation consults (its gate, its
+/// rollback window, its co-signing) when it runs, so that one run reads the row once.
+#[derive(Debug, Clone)]
+pub struct TenantSettings {
+    row: Option<store::Row>,
+}
+
+impl TenantSettings {
+    /// The rollback window in hours.
+    pub fn retention_hours(&self) -> u32 {
+        lkg_view(self.row.as_ref(), Vec::new()).retention_hours
+    }
+
+    /// The co-signing decision; `certificate` says whether the platform holds its client
+    /// certificate.
+    pub fn cosigning(&self, tenant: &TenantId, certificate: PlatformCertificate) -> Cosigning {
+        cosigning_view(tenant, self.row.as_ref(), certificate)
+    }
+}
+
+/// The tenant's settings, in one read.
+pub async fn read(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<TenantSettings, SettingsError> {
+    Ok(TenantSettings {
+        row: store::find(conn, tenant).await?,
+    })
+}
+
+/// The gate for an action of `class`, from settings as read (see [`remediation_gate`]): an
+/// unreadable row lets the action proceed, and is logged.
+pub fn gate_of(
+    read: &Result<TenantSettings, SettingsError>,
+    tenant: &TenantId,
+    class: SafetyClass,
+) -> Gate {
+    if !ENFORCEABLE_SAFETY_CLASSES.contains(&class) {
+        return Gate::Allowed;
+    }
+    match read {
+        Ok(settings) if denied_of(settings.row.as_ref()).contains(&class) => Gate::Denied,
         Ok(_) => Gate::Allowed,
         Err(e) => {
             tracing::warn!(

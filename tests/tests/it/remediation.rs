@@ -96,6 +96,7 @@ impl Stack {
             }),
             crash_at: None,
             storages: Default::default(),
+            actions: Default::default(),
         }
     }
 

@@ -49,9 +49,8 @@ pub(crate) async fn approve(
     conn: &mut AsyncPgConnection,
     receipts: &Receipts,
     row: &Row,
+    cosigning: &settings::Cosigning,
 ) -> Result<(), Stop> {
-    let tenant = row.tenant()?;
-    let cosigning = receipts.cosigning(conn, &tenant).await?;
     if cosigning.mode != CosigningMode::Required || planned_cosigned(conn, row).await? {
         return Ok(());
     }

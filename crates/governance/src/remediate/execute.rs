@@ -14,22 +14,22 @@
 //! A concurrent change is never overwritten: the request fails `object_changed` and the next
 //! scan of the changed object plans again.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use connectors::cloud::{Bucket, Cloud, Failure, Storage};
 use detect::Detector;
 use diesel::result::Error as DieselError;
 use diesel_async::AsyncPgConnection;
-use ids::{ConnectorId, TenantId};
+use ids::TenantId;
 use keys::{KeyRing, TenantKeys};
 use scans::findings::Remediated;
 use serde_json::json;
 use settings::Gate;
 use time::{Duration, OffsetDateTime};
 
+use super::cached::{Actions, Storages};
 use super::content::{self, Span};
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
@@ -52,48 +52,8 @@ pub struct Executor {
     pub crash_at: Option<String>,
     /// Each connector's opened storage, kept briefly (see [`Storages`]).
     pub storages: Storages,
-}
-
-/// Connectors' storages as the executor opened them, kept for a minute: opening one reads and
-/// unseals the connector's configuration, and its first call trades the platform's identity for
-/// the customer's credentials (an STS AssumeRole, a token exchange), which would otherwise
-/// happen for every request and step. A minute bounds how long a changed connector is seen as
-/// it was.
-#[derive(Clone, Default)]
-pub struct Storages(Arc<std::sync::Mutex<Opened>>);
-
-/// Each opened storage and when it was opened.
-type Opened = HashMap<(TenantId, ConnectorId), (Storage, Instant)>;
-
-impl std::fmt::Debug for Storages {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let open = self.0.lock().map(|m| m.len()).unwrap_or(0);
-        f.debug_struct("Storages").field("open", &open).finish()
-    }
-}
-
-/// How long an opened storage is reused.
-const STORAGE_TTL: std::time::Duration = std::time::Duration::from_secs(60);
-
-impl Storages {
-    fn get(&self, key: &(TenantId, ConnectorId)) -> Option<Storage> {
-        let mut map = self.0.lock().ok()?;
-        match map.get(key) {
-            Some((storage, at)) if at.elapsed() < STORAGE_TTL => Some(storage.clone()),
-            Some(_) => {
-                map.remove(key);
-                None
-            }
-            None => None,
-        }
-    }
-
-    fn put(&self, key: (TenantId, ConnectorId), storage: &Storage) {
-        if let Ok(mut map) = self.0.lock() {
-            map.retain(|_, (_, at)| at.elapsed() < STORAGE_TTL);
-            map.insert(key, (storage.clone(), Instant::now()));
-        }
-    }
+    /// Policy versions' actions, as read (see [`Actions`]).
+    pub actions: Actions,
 }
 
 impl std::fmt::Debug for Executor {
@@ -162,37 +122,46 @@ async fn advance(conn: &mut AsyncPgConnection, exec: &Executor, row: Row) -> Res
     let kind = row
         .kind()
         .ok_or_else(|| Stop::Fail("corrupt_request".into()))?;
-    let action = crate::policies::action_at(conn, &tenant, row.policy(), row.policy_version, kind)
-        .await?
-        .ok_or_else(|| Stop::Fail("policy_version_missing".into()))?;
+    let action = exec.actions.get(conn, &tenant, &row, kind).await?;
+    // The tenant's settings, read once for the run: the gate, the co-signing and the rollback
+    // window all come from this one row.
+    let settings = settings::read(conn, &tenant).await;
+    let cosigning = exec
+        .receipts
+        .cosigning_from(conn, &tenant, &settings)
+        .await?;
     let mut row = row;
     // The new content, when this run computed it (a resumed run computes it again from the
     // snapshot; the vault replays the same tokens).
     let mut rewritten: Option<Rewrite> = None;
     if row.state() == State::Planned {
-        let gate = settings::remediation_gate(conn, &tenant, safety_class(kind)).await;
+        let gate = settings::gate_of(&settings, &tenant, safety_class(kind));
         if !gate.permits() {
-            block(conn, exec, &row).await?;
+            block(conn, exec, &row, cosigning.mode).await?;
             return Ok(());
         }
         if gate == Gate::AllowedPolicyUnreadable {
             store::gate_unavailable(conn, &row).await?;
         }
         // Required co-signing: nothing touches the object before the co-signer approved.
-        super::cosign::approve(conn, &exec.receipts, &row).await?;
+        super::cosign::approve(conn, &exec.receipts, &row, &cosigning).await?;
         let storage = open_storage(conn, exec, &tenant, &row).await?;
-        rewritten = snapshot(conn, exec, &storage, &row, &action).await?;
+        let (next, rewrite) = snapshot(conn, exec, &storage, &row, &action).await?;
         exec.crash_point("snapshotted");
-        row = reload(conn, &tenant, &row).await?;
+        (row, rewritten) = (next, rewrite);
     }
     if row.state() == State::Snapshotted {
         let storage = open_storage(conn, exec, &tenant, &row).await?;
-        write(conn, exec, &storage, &row, &action, rewritten).await?;
+        let hours = settings
+            .as_ref()
+            .map_or(settings::LKG_RETENTION_DEFAULT_HOURS, |s| {
+                s.retention_hours()
+            });
+        row = write(conn, exec, &storage, &row, &action, rewritten, hours).await?;
         exec.crash_point("written");
-        row = reload(conn, &tenant, &row).await?;
     }
     if row.state() == State::Written {
-        let receipt = exec.receipts.executed(conn, &tenant, &row).await?;
+        let receipt = exec.receipts.executed(&row, cosigning.mode)?;
         let entry = receipt::entry("action_executed", &row, "executed", &receipt);
         store::end(
             conn,
@@ -222,10 +191,9 @@ async fn advance(conn: &mut AsyncPgConnection, exec: &Executor, row: Row) -> Res
     Ok(())
 }
 
-async fn reload(conn: &mut AsyncPgConnection, tenant: &TenantId, row: &Row) -> Result<Row, Stop> {
-    store::one(conn, tenant, row.request_id)
-        .await?
-        .ok_or_else(|| Stop::Fail("request_vanished".into()))
+/// The other taker's doing when a guarded transition finds the request moved on.
+fn moved_on() -> Stop {
+    Stop::Retry("the request moved on under another taker".into())
 }
 
 /// The connector's storage, opened with its current credentials.
@@ -311,14 +279,15 @@ struct Rewrite {
     content_type: Option<String>,
 }
 
-/// planned → snapshotted. Returns the new content it computed, if any.
+/// planned → snapshotted. Returns the request as it now is, and the new content it computed,
+/// if any.
 async fn snapshot(
     conn: &mut AsyncPgConnection,
     exec: &Executor,
     storage: &Storage,
     row: &Row,
     action: &Action,
-) -> Result<Option<Rewrite>, Stop> {
+) -> Result<(Row, Option<Rewrite>), Stop> {
     let source = bucket(storage, &row.bucket)?;
     let whole = source
         .read_whole(&row.object_key, Some(&row.etag), MAX_OBJECT_BYTES)
@@ -346,15 +315,14 @@ async fn snapshot(
         .await
         .map_err(Stop::storage)?;
     exec.crash_point("copied");
-    if !store::snapshotted(conn, row, (&lkg.0, &lkg.1), &before).await? {
-        return Err(Stop::Retry(
-            "the request moved on under another taker".into(),
-        ));
-    }
-    Ok(rewrite)
+    let next = store::snapshotted(conn, row, (&lkg.0, &lkg.1), &before)
+        .await?
+        .ok_or_else(moved_on)?;
+    Ok((next, rewrite))
 }
 
-/// snapshotted → written.
+/// snapshotted → written, with `undo_until` `retention_hours` from now. Returns the request as
+/// it now is.
 async fn write(
     conn: &mut AsyncPgConnection,
     exec: &Executor,
@@ -362,8 +330,8 @@ async fn write(
     row: &Row,
     action: &Action,
     rewritten: Option<Rewrite>,
-) -> Result<(), Stop> {
-    let tenant = row.tenant()?;
+    retention_hours: u32,
+) -> Result<Row, Stop> {
     let source = bucket(storage, &row.bucket)?;
     let (etag_after, sha_after) = match action {
         Action::Quarantine(_) => {
@@ -437,11 +405,8 @@ async fn write(
         }
     };
     exec.crash_point("replaced");
-    let hours = settings::retention_hours(conn, &tenant)
-        .await
-        .unwrap_or(settings::LKG_RETENTION_DEFAULT_HOURS);
-    let undo_until = OffsetDateTime::now_utc() + Duration::hours(i64::from(hours));
-    if !store::written(
+    let undo_until = OffsetDateTime::now_utc() + Duration::hours(i64::from(retention_hours));
+    store::written(
         conn,
         row,
         etag_after.as_deref(),
@@ -449,12 +414,7 @@ async fn write(
         undo_until,
     )
     .await?
-    {
-        return Err(Stop::Retry(
-            "the request moved on under another taker".into(),
-        ));
-    }
-    Ok(())
+    .ok_or_else(moved_on)
 }
 
 pub(crate) fn snapshot_of(row: &Row) -> Result<(String, String), Stop> {
@@ -553,9 +513,13 @@ async fn find_values(
 }
 
 /// planned → blocked: the tenant denies the action's class now.
-async fn block(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row) -> Result<(), Stop> {
-    let tenant = row.tenant()?;
-    let receipt = exec.receipts.blocked(conn, &tenant, row).await?;
+async fn block(
+    conn: &mut AsyncPgConnection,
+    exec: &Executor,
+    row: &Row,
+    cosigning: settings::CosigningMode,
+) -> Result<(), Stop> {
+    let receipt = exec.receipts.blocked(row, cosigning)?;
     let mut entry = receipt::entry("action_blocked", row, "blocked", &receipt);
     entry.details["gate"] = json!("denied");
     store::end(

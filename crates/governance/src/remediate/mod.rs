@@ -9,6 +9,7 @@
 //! vault), `execute` (the steps), `undo`, `sweep` (expired snapshots) and `read` (the API's
 //! view).
 
+mod cached;
 pub mod content;
 pub mod cosign;
 pub mod cosigner;
@@ -25,6 +26,7 @@ pub mod undo;
 
 use std::time::Duration;
 
+pub use cached::{Actions, Storages};
 pub use cosigner::{CosignError, Cosigner, CosignerBuildError};
 pub use execute::{Executor, MAX_OBJECT_BYTES};
 pub use issued::VaultTokens;

@@ -86,8 +86,19 @@ impl Receipts {
         conn: &mut AsyncPgConnection,
         tenant: &TenantId,
     ) -> Result<settings::Cosigning, Stop> {
-        if let Ok(found) = settings::cosigning(conn, tenant, self.certificate()).await {
-            return Ok(found);
+        let read = settings::read(conn, tenant).await;
+        self.cosigning_from(conn, tenant, &read).await
+    }
+
+    /// The same, from the tenant's settings as a run already read them.
+    pub(crate) async fn cosigning_from(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        read: &Result<settings::TenantSettings, settings::SettingsError>,
+    ) -> Result<settings::Cosigning, Stop> {
+        if let Ok(found) = read {
+            return Ok(found.cosigning(tenant, self.certificate()));
         }
         let unreadable = || Stop::Retry("the co-signing setting could not be read".into());
         let latest = audit::latest(conn, tenant, settings::events::COSIGNING_CHANGED, 1)
@@ -114,20 +125,19 @@ impl Receipts {
         })
     }
 
-    async fn make(
+    /// Signs a receipt; `mode` (the tenant's co-signing) says whether it awaits a co-signature.
+    fn make(
         &self,
-        conn: &mut AsyncPgConnection,
-        tenant: &TenantId,
         kind: &'static str,
         receipt: Value,
         id: Uuid,
+        mode: settings::CosigningMode,
     ) -> Result<StoredReceipt, Stop> {
         let document = self
             .signer
             .sign_receipt(receipt)
             .map_err(|e| Stop::Retry(format!("the receipt could not be signed: {e}")))?
             .to_value();
-        let mode = self.cosigning(conn, tenant).await?.mode;
         Ok(StoredReceipt {
             id,
             kind,
@@ -153,27 +163,25 @@ impl Receipts {
         Ok((id, document))
     }
 
-    pub(crate) async fn executed(
+    pub(crate) fn executed(
         &self,
-        conn: &mut AsyncPgConnection,
-        tenant: &TenantId,
         row: &Row,
+        mode: settings::CosigningMode,
     ) -> Result<StoredReceipt, Stop> {
         let id = Uuid::now_v7();
         let receipt = body("executed", id, row, OffsetDateTime::now_utc());
-        self.make(conn, tenant, "executed", receipt, id).await
+        self.make("executed", receipt, id, mode)
     }
 
-    pub(crate) async fn blocked(
+    pub(crate) fn blocked(
         &self,
-        conn: &mut AsyncPgConnection,
-        tenant: &TenantId,
         row: &Row,
+        mode: settings::CosigningMode,
     ) -> Result<StoredReceipt, Stop> {
         let id = Uuid::now_v7();
         let mut receipt = body("blocked", id, row, OffsetDateTime::now_utc());
         receipt["reason"] = json!("safety_class_denied");
-        self.make(conn, tenant, "blocked", receipt, id).await
+        self.make("blocked", receipt, id, mode)
     }
 
     pub(crate) async fn undone(
@@ -192,7 +200,8 @@ impl Receipts {
         receipt["undone_at"] = json!(audit::timestamp(now));
         receipt["etag_restored"] = json!(restored_etag);
         receipt["forced"] = json!(forced);
-        self.make(conn, tenant, "undone", receipt, id).await
+        let mode = self.cosigning(conn, tenant).await?.mode;
+        self.make("undone", receipt, id, mode)
     }
 }
 

@@ -161,64 +161,45 @@ pub(crate) const COLUMNS: &str = "r.tenant_id, r.request_id, r.action_id, r.poli
     u.etag_after, u.sha256_after, u.executed_at, u.undo_until, u.undone_at, u.undone_by,
     u.lkg_deleted_at";
 
-/// Takes the request due first, of any tenant, and counts the attempt.
+/// Takes the request due first, of any tenant, and counts the attempt: one statement, committed
+/// without waiting for the disk (see [`REDOABLE`]).
 pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Row>, DieselError> {
-    conn.transaction(async |conn| {
-        redoable(conn).await?;
-        #[derive(QueryableByName)]
-        struct Taken {
-            #[diesel(sql_type = Text)]
-            tenant_id: String,
-            #[diesel(sql_type = SqlUuid)]
-            request_id: Uuid,
-        }
-        let taken: Option<Taken> = diesel::sql_query(
-            "UPDATE remediation_requests r
-                SET next_attempt_at = now() + make_interval(secs => $1)
-              WHERE (r.tenant_id, r.request_id) = (
-                    SELECT tenant_id, request_id FROM remediation_requests
-                     WHERE status IN ('planned', 'snapshotted', 'written')
-                       AND next_attempt_at <= now()
-                     ORDER BY next_attempt_at
-                     LIMIT 1
-                       FOR UPDATE SKIP LOCKED)
-             RETURNING r.tenant_id, r.request_id",
-        )
-        .bind::<Integer, _>(LEASE_SECONDS)
-        .get_result(conn)
-        .await
-        .optional()?;
-        let Some(taken) = taken else {
-            return Ok(None);
-        };
-        diesel::sql_query(
-            "INSERT INTO remediation_runs (tenant_id, request_id, attempts) VALUES ($1, $2, 1)
-             ON CONFLICT (tenant_id, request_id)
-             DO UPDATE SET attempts = remediation_runs.attempts + 1",
-        )
-        .bind::<Text, _>(&taken.tenant_id)
-        .bind::<SqlUuid, _>(taken.request_id)
-        .execute(conn)
-        .await?;
-        let tenant = crate::background::tenant(&taken.tenant_id)?;
-        one(conn, &tenant, taken.request_id).await
-    })
+    diesel::sql_query(format!(
+        "WITH durability AS ({REDOABLE}),
+         taken AS (
+            UPDATE remediation_requests r
+               SET next_attempt_at = now() + make_interval(secs => $1)
+              FROM durability
+             WHERE (r.tenant_id, r.request_id) = (
+                   SELECT tenant_id, request_id FROM remediation_requests
+                    WHERE status IN ('planned', 'snapshotted', 'written')
+                      AND next_attempt_at <= now()
+                    ORDER BY next_attempt_at
+                    LIMIT 1
+                      FOR UPDATE SKIP LOCKED)
+            RETURNING r.*),
+         run AS (
+            INSERT INTO remediation_runs (tenant_id, request_id, attempts)
+            SELECT tenant_id, request_id, 1 FROM taken
+            ON CONFLICT (tenant_id, request_id)
+            DO UPDATE SET attempts = remediation_runs.attempts + 1
+            RETURNING *)
+         SELECT {COLUMNS} FROM taken r JOIN run u ON true"
+    ))
+    .bind::<Integer, _>(LEASE_SECONDS)
+    .get_result(conn)
     .await
+    .optional()
 }
 
-/// Commits the current transaction without waiting for its WAL to reach disk
-/// (`synchronous_commit = off`, for this transaction only). Only for steps whose loss in a
-/// Postgres crash is redone safely: a lost lease is taken again (every transition is guarded
-/// by the state it leaves, every storage write by an ETag), and a lost `written` leaves the
+/// A select that makes the statement's transaction commit without waiting for its WAL to reach
+/// disk (`synchronous_commit = off` for that transaction alone), for steps whose loss in a
+/// Postgres crash is redone safely: a lost lease is taken again (every transition is guarded by
+/// the state it leaves, every storage write by an ETag), and a lost `written` leaves the
 /// request `snapshotted`, whose resumption finds its own write in the object. The snapshot
 /// (before the object is written) and the receipt are committed durably; so is everything
 /// committed after a redoable step, whose WAL flush carries the earlier one with it.
-async fn redoable(conn: &mut AsyncPgConnection) -> Result<(), DieselError> {
-    diesel::sql_query("SET LOCAL synchronous_commit = off")
-        .execute(conn)
-        .await
-        .map(drop)
-}
+const REDOABLE: &str = "SELECT set_config('synchronous_commit', 'off', true)";
 
 /// One request of the tenant, with its run.
 pub async fn one(
@@ -239,83 +220,72 @@ pub async fn one(
     .optional()
 }
 
-/// Moves a request to `state`, guarded by the state it must be in; false when it was not
-/// (another taker moved it: a lease that ran out).
-async fn transition(
-    conn: &mut AsyncPgConnection,
-    row: &Row,
-    from: State,
-    to: State,
-) -> Result<bool, DieselError> {
-    let moved = diesel::sql_query(
-        "UPDATE remediation_requests SET status = $4, updated_at = now()
-          WHERE tenant_id = $1 AND request_id = $2 AND status = $3",
-    )
-    .bind::<Text, _>(&row.tenant_id)
-    .bind::<SqlUuid, _>(row.request_id)
-    .bind::<Text, _>(from.as_str())
-    .bind::<Text, _>(to.as_str())
-    .execute(conn)
-    .await?;
-    Ok(moved == 1)
-}
-
-/// planned → snapshotted: the object's bytes are safe at the last-known-good location.
+/// planned → snapshotted: the object's bytes are safe at the last-known-good location. Returns
+/// the request as it now is, or None when it was not `planned` any more (another taker moved
+/// it: a lease that ran out).
 pub(crate) async fn snapshotted(
     conn: &mut AsyncPgConnection,
     row: &Row,
     lkg: (&str, &str),
     sha256_before: &[u8],
-) -> Result<bool, DieselError> {
-    conn.transaction(async |conn| {
-        if !transition(conn, row, State::Planned, State::Snapshotted).await? {
-            return Ok(false);
-        }
-        diesel::sql_query(
-            "UPDATE remediation_runs SET lkg_bucket = $3, lkg_key = $4, sha256_before = $5,
-                    reason = NULL
-              WHERE tenant_id = $1 AND request_id = $2",
-        )
-        .bind::<Text, _>(&row.tenant_id)
-        .bind::<SqlUuid, _>(row.request_id)
-        .bind::<Text, _>(lkg.0)
-        .bind::<Text, _>(lkg.1)
-        .bind::<Bytea, _>(sha256_before)
-        .execute(conn)
-        .await?;
-        Ok(true)
-    })
+) -> Result<Option<Row>, DieselError> {
+    diesel::sql_query(format!(
+        "WITH moved AS (
+            UPDATE remediation_requests SET status = 'snapshotted', updated_at = now()
+             WHERE tenant_id = $1 AND request_id = $2 AND status = 'planned'
+            RETURNING *),
+         run AS (
+            UPDATE remediation_runs u
+               SET lkg_bucket = $3, lkg_key = $4, sha256_before = $5, reason = NULL
+              FROM moved
+             WHERE u.tenant_id = moved.tenant_id AND u.request_id = moved.request_id
+            RETURNING u.*)
+         SELECT {COLUMNS} FROM moved r JOIN run u ON true"
+    ))
+    .bind::<Text, _>(&row.tenant_id)
+    .bind::<SqlUuid, _>(row.request_id)
+    .bind::<Text, _>(lkg.0)
+    .bind::<Text, _>(lkg.1)
+    .bind::<Bytea, _>(sha256_before)
+    .get_result(conn)
     .await
+    .optional()
 }
 
 /// snapshotted → written: the object holds the remediated content (or is quarantined).
+/// Redoable (see [`REDOABLE`]). Returns the request as it now is, or None as
+/// [`snapshotted`] does.
 pub(crate) async fn written(
     conn: &mut AsyncPgConnection,
     row: &Row,
     etag_after: Option<&str>,
     sha256_after: Option<&[u8]>,
     undo_until: OffsetDateTime,
-) -> Result<bool, DieselError> {
-    conn.transaction(async |conn| {
-        redoable(conn).await?;
-        if !transition(conn, row, State::Snapshotted, State::Written).await? {
-            return Ok(false);
-        }
-        diesel::sql_query(
-            "UPDATE remediation_runs SET etag_after = $3, sha256_after = $4, executed_at = now(),
-                    undo_until = $5, reason = NULL
-              WHERE tenant_id = $1 AND request_id = $2",
-        )
-        .bind::<Text, _>(&row.tenant_id)
-        .bind::<SqlUuid, _>(row.request_id)
-        .bind::<Nullable<Text>, _>(etag_after)
-        .bind::<Nullable<Bytea>, _>(sha256_after)
-        .bind::<Timestamptz, _>(undo_until)
-        .execute(conn)
-        .await?;
-        Ok(true)
-    })
+) -> Result<Option<Row>, DieselError> {
+    diesel::sql_query(format!(
+        "WITH durability AS ({REDOABLE}),
+         moved AS (
+            UPDATE remediation_requests SET status = 'written', updated_at = now()
+              FROM durability
+             WHERE tenant_id = $1 AND request_id = $2 AND status = 'snapshotted'
+            RETURNING remediation_requests.*),
+         run AS (
+            UPDATE remediation_runs u
+               SET etag_after = $3, sha256_after = $4, executed_at = now(), undo_until = $5,
+                   reason = NULL
+              FROM moved
+             WHERE u.tenant_id = moved.tenant_id AND u.request_id = moved.request_id
+            RETURNING u.*)
+         SELECT {COLUMNS} FROM moved r JOIN run u ON true"
+    ))
+    .bind::<Text, _>(&row.tenant_id)
+    .bind::<SqlUuid, _>(row.request_id)
+    .bind::<Nullable<Text>, _>(etag_after)
+    .bind::<Nullable<Bytea>, _>(sha256_after)
+    .bind::<Timestamptz, _>(undo_until)
+    .get_result(conn)
     .await
+    .optional()
 }
 
 /// What ends a request's execution: its state, the ledger outcome, the audit entry and, for
@@ -341,51 +311,60 @@ pub(crate) struct StoredReceipt {
     pub cosign_status: &'static str,
 }
 
-/// Ends a request; false when it was not in `from` any more (nothing is written then).
+/// Ends a request; false when it was not in `from` any more (nothing is written then). The
+/// transition, the run's reason, the ledger's outcome and the receipt are one statement; the
+/// findings' and risk's change and the audit entry follow in the same transaction.
 pub(crate) async fn end(
     conn: &mut AsyncPgConnection,
     row: &Row,
     ending: Ending<'_>,
 ) -> Result<bool, DieselError> {
     let tenant = row.tenant()?;
+    let receipt = ending.receipt.as_ref();
+    let undone_by = (ending.to == State::Undone).then(|| ending.entry.actor.as_str());
     conn.transaction(async |conn| {
-        if !transition(conn, row, ending.from, ending.to).await? {
+        let moved = diesel::sql_query(
+            "WITH moved AS (
+                UPDATE remediation_requests SET status = $4, updated_at = now()
+                 WHERE tenant_id = $1 AND request_id = $2 AND status = $3
+                RETURNING tenant_id, request_id, action_id),
+             run AS (
+                UPDATE remediation_runs u
+                   SET reason = coalesce($5, u.reason),
+                       undone_at = CASE WHEN $6::text IS NULL THEN u.undone_at ELSE now() END,
+                       undone_by = coalesce($6, u.undone_by)
+                  FROM moved
+                 WHERE u.tenant_id = moved.tenant_id AND u.request_id = moved.request_id),
+             ledger AS (
+                UPDATE governance_actions a SET outcome = $7, updated_at = now()
+                  FROM moved
+                 WHERE $7::text IS NOT NULL
+                   AND a.tenant_id = moved.tenant_id AND a.action_id = moved.action_id),
+             receipt AS (
+                INSERT INTO remediation_receipts (tenant_id, receipt_id, request_id, kind,
+                       document, cosign_status, cosign_attempts, cosign_next_at, created_at)
+                SELECT moved.tenant_id, $8, moved.request_id, $9, $10, $11,
+                       CASE WHEN $11 = 'cosigned' THEN 1 ELSE 0 END,
+                       CASE WHEN $11 = 'pending' THEN now() END, now()
+                  FROM moved
+                 WHERE $8::uuid IS NOT NULL)
+             SELECT 1 FROM moved",
+        )
+        .bind::<Text, _>(&row.tenant_id)
+        .bind::<SqlUuid, _>(row.request_id)
+        .bind::<Text, _>(ending.from.as_str())
+        .bind::<Text, _>(ending.to.as_str())
+        .bind::<Nullable<Text>, _>(ending.reason)
+        .bind::<Nullable<Text>, _>(undone_by)
+        .bind::<Nullable<Text>, _>(ending.outcome)
+        .bind::<Nullable<SqlUuid>, _>(receipt.map(|r| r.id))
+        .bind::<Nullable<Text>, _>(receipt.map(|r| r.kind))
+        .bind::<Nullable<diesel::sql_types::Jsonb>, _>(receipt.map(|r| &r.document))
+        .bind::<Nullable<Text>, _>(receipt.map(|r| r.cosign_status))
+        .execute(conn)
+        .await?;
+        if moved != 1 {
             return Ok(false);
-        }
-        if let Some(reason) = ending.reason {
-            diesel::sql_query(
-                "UPDATE remediation_runs SET reason = $3 WHERE tenant_id = $1 AND request_id = $2",
-            )
-            .bind::<Text, _>(&row.tenant_id)
-            .bind::<SqlUuid, _>(row.request_id)
-            .bind::<Text, _>(reason)
-            .execute(conn)
-            .await?;
-        }
-        if let Some(outcome) = ending.outcome {
-            diesel::sql_query(
-                "UPDATE governance_actions SET outcome = $3, updated_at = now()
-                  WHERE tenant_id = $1 AND action_id = $2",
-            )
-            .bind::<Text, _>(tenant.as_str())
-            .bind::<SqlUuid, _>(row.action_id)
-            .bind::<Text, _>(outcome)
-            .execute(conn)
-            .await?;
-        }
-        if ending.to == State::Undone {
-            diesel::sql_query(
-                "UPDATE remediation_runs SET undone_at = now(), undone_by = $3
-                  WHERE tenant_id = $1 AND request_id = $2",
-            )
-            .bind::<Text, _>(&row.tenant_id)
-            .bind::<SqlUuid, _>(row.request_id)
-            .bind::<Text, _>(ending.entry.actor.as_str())
-            .execute(conn)
-            .await?;
-        }
-        if let Some(receipt) = &ending.receipt {
-            insert_receipt(conn, row, receipt).await?;
         }
         if let Some(changed) = &ending.changed {
             super::rescore::apply(conn, &tenant, changed).await?;

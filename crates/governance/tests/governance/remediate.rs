@@ -34,6 +34,7 @@ pub fn executor_with(env: &Env, cosigner: remediate::Cosigner) -> Executor {
         }),
         crash_at: None,
         storages: Default::default(),
+        actions: Default::default(),
     }
 }
 
