@@ -10,6 +10,7 @@ use futures_core::Stream as _;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
+use crate::nul;
 use crate::reject::{sanitize_serde_message, serde_json_error};
 
 /// A JSON request body that must be an object, deserialized into `T`.
@@ -104,6 +105,10 @@ fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         Some(b'{') => {}
         Some(_) => return Err(ApiError::invalid("the request body must be a JSON object")),
     }
+    if nul::may_hold_nul(bytes) {
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(serde_json_error)?;
+        nul::check(&value)?;
+    }
     serde_json::from_slice(bytes).map_err(serde_json_error)
 }
 
@@ -123,6 +128,7 @@ fn from_yaml<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if !value.is_object() {
         return Err(ApiError::invalid("the request body must be a YAML mapping"));
     }
+    nul::check(&value)?;
     serde_json::from_value(value).map_err(|e| {
         ApiError::invalid(format!(
             "the YAML body does not have the expected shape: {}",

@@ -134,7 +134,8 @@ fn check_sdk_version(headers: &HeaderMap, settings: &EdgeSettings) -> Result<(),
     Err(error)
 }
 
-/// The middleware: request id, SDK version check, error rendering, one log line per request.
+/// The middleware: request id, SDK version check, the NUL character refused in the path and
+/// query, error rendering, one log line per request.
 pub async fn edge(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -155,7 +156,14 @@ pub async fn edge(
     // No clone of the request may be held across `next.call`: routing needs it unshared.
     // Inner services turn errors into responses, so an `Err` here is the framework's own
     // failure and is left to actix.
-    let response = match check_sdk_version(req.headers(), &settings) {
+    let checked =
+        check_sdk_version(req.headers(), &settings).and_then(|()| {
+            match crate::nul::in_uri(req.uri().path(), req.uri().query().unwrap_or("")) {
+                Some(field) => Err(crate::nul::refused(&field)),
+                None => Ok(()),
+            }
+        });
+    let response = match checked {
         Err(e) => req.error_response(e),
         Ok(()) => next.call(req).await?.map_into_boxed_body(),
     };

@@ -4,6 +4,7 @@ mod body;
 mod edge;
 mod error;
 mod extract;
+mod nul;
 mod ratelimit;
 mod reject;
 mod routes;

@@ -17,6 +17,7 @@ mod governance;
 mod health;
 mod limits;
 mod migrations;
+mod nul;
 mod openapi;
 mod pool;
 mod reconcile;

@@ -59,7 +59,36 @@ pub fn read(bytes: &[u8], syntax: Syntax) -> Result<(Value, Vec<Problem>), Vec<P
     if !value.is_object() {
         return Err(vec![Problem::root("the document must be a mapping")]);
     }
+    if let Some(problem) = nul_in(&value, &Pointer::root()) {
+        return Err(vec![problem]);
+    }
     Ok((value, soft))
+}
+
+/// The first string or key that holds the NUL character (U+0000), which Postgres cannot
+/// store. The depth is already bounded by [`MAX_DEPTH`].
+fn nul_in(value: &Value, at: &Pointer) -> Option<Problem> {
+    match value {
+        Value::String(s) if s.contains('\0') => Some(Problem::at(
+            at,
+            "must not contain the NUL character (U+0000)",
+        )),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| nul_in(item, &at.index(i))),
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            if key.contains('\0') {
+                Some(Problem::at(
+                    at,
+                    "a key must not contain the NUL character (U+0000)",
+                ))
+            } else {
+                nul_in(item, &at.key(key))
+            }
+        }),
+        _ => None,
+    }
 }
 
 fn too_deep(at: &Pointer) -> Problem {
