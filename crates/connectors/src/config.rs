@@ -54,10 +54,27 @@ const MAX_BUCKETS: usize = 100;
 const MAX_PREFIXES: usize = 100;
 const MAX_PREFIX_LEN: usize = 1024;
 
-/// File types a scan can read (the detection engine's formats; `gz` for any of them gzipped).
+/// The file types the detection engine reads by their structure (`gz` for any of them
+/// gzipped). A scan may name any other extension too ([`file_type`]): such objects are read as
+/// text when they are text, and skipped with a reason when they are binary.
 pub const FILE_TYPES: &[&str] = &[
     "txt", "log", "md", "csv", "tsv", "json", "ndjson", "jsonl", "gz",
 ];
+
+/// The longest file extension accepted in `file_types`.
+pub const MAX_FILE_TYPE_LEN: usize = 16;
+
+/// A `file_types` entry as an extension to match: without its leading dots, in lower case;
+/// None unless it is 1 to [`MAX_FILE_TYPE_LEN`] letters, digits, `_`, `+` or `-` (no dot, no
+/// separator, no space).
+pub fn file_type(raw: &str) -> Option<String> {
+    let t = raw.trim_start_matches('.').to_ascii_lowercase();
+    let valid = !t.is_empty()
+        && t.len() <= MAX_FILE_TYPE_LEN
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'+' | b'-'));
+    valid.then_some(t)
+}
 
 /// One problem with one field.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -313,13 +330,10 @@ fn check_list(provider: Provider, field: &str, value: &Value) -> Result<(), Stri
             }
         }
         "file_types" => {
-            if let Some(index) = texts
-                .iter()
-                .position(|t| !FILE_TYPES.contains(&t.trim_start_matches('.')))
-            {
+            if let Some(index) = texts.iter().position(|t| file_type(t).is_none()) {
                 return Err(format!(
-                    "entry {index} is not a supported file type (supported: {})",
-                    FILE_TYPES.join(", ")
+                    "entry {index} must be a file extension: 1 to {MAX_FILE_TYPE_LEN} letters, \
+                     digits, '_', '+' or '-', with or without a leading dot"
                 ));
             }
         }

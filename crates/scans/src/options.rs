@@ -220,17 +220,17 @@ pub fn validate(options: Option<&Value>, tier: Tier) -> Result<Options, Vec<Fiel
     if let Some(v) = object.get("file_types") {
         let types = strings(v, "file_types", &mut errors);
         for t in &types {
-            let t = t.trim_start_matches('.').to_ascii_lowercase();
-            if !connectors::config::FILE_TYPES.contains(&t.as_str()) {
+            let Some(t) = connectors::config::file_type(t) else {
                 errors.push(error(
                     "file_types",
                     format!(
-                        "each must be one of {}",
-                        connectors::config::FILE_TYPES.join(", ")
+                        "each must be a file extension: 1 to {} letters, digits, '_', '+' or \
+                         '-', with or without a leading dot",
+                        connectors::config::MAX_FILE_TYPE_LEN
                     ),
                 ));
                 break;
-            }
+            };
             out.file_types.push(t);
         }
         out.file_types.sort();
@@ -290,7 +290,7 @@ mod tests {
         let errors = validate(
             Some(&json!({
                 "max_files": 0, "max_workers": 99, "llm_assist": true, "colour": "red",
-                "file_types": ["csv", "exe"], "coverage_strategy": "lax",
+                "file_types": ["csv", "a/b"], "coverage_strategy": "lax",
             })),
             Tier::standard(),
         )
@@ -308,10 +308,15 @@ mod tests {
             ]
         );
         let ok = validate(
-            Some(&json!({"file_types": [".CSV", "json"], "llm_assist": false})),
+            Some(&json!({"file_types": [".CSV", "json", "xml", ".Parquet"], "llm_assist": false})),
             Tier::standard(),
         )
         .unwrap();
-        assert_eq!(ok.file_types, ["csv", "json"]);
+        // Any extension, not only the formats detection reads by structure.
+        assert_eq!(ok.file_types, ["csv", "json", "parquet", "xml"]);
+        for bad in ["", ".", "a.b", "a b", "../x", "seventeen-chars-x", "é"] {
+            let refused = validate(Some(&json!({ "file_types": [bad] })), Tier::standard());
+            assert!(refused.is_err(), "{bad:?}");
+        }
     }
 }

@@ -84,7 +84,7 @@ async fn create_names_every_bad_field_at_once_and_creates_nothing() {
             json!({ "coverage_strategy": "lax" }),
             "options.coverage_strategy",
         ),
-        (json!({ "file_types": ["exe"] }), "options.file_types"),
+        (json!({ "file_types": ["../exe"] }), "options.file_types"),
         (json!({ "prefixes": [""] }), "options.prefixes"),
         (
             json!({ "max_object_bytes": -1 }),
