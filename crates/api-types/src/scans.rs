@@ -67,8 +67,10 @@ pub struct Progress {
     pub findings_count: i64,
     pub percent_complete: i64,
     pub elapsed_seconds: i64,
-    /// Null while it cannot be estimated (enumeration running, nothing processed yet).
-    pub estimated_remaining_seconds: Option<i64>,
+    /// Seconds left: while no rate is known (enumerating, nothing processed yet), the time
+    /// before the scan's `timeout_minutes` ends it; then the extrapolation of the rate so far,
+    /// never past that timeout; 0 once the scan has ended. Always an integer.
+    pub estimated_remaining_seconds: i64,
 }
 
 /// A scan's coverage.

@@ -176,8 +176,9 @@ pub struct Progress {
     pub findings_count: i64,
     pub percent_complete: i64,
     pub elapsed_seconds: i64,
-    /// Unknown (None) until a resource has been processed or while enumerating.
-    pub estimated_remaining_seconds: Option<i64>,
+    /// The time left before the scan's `timeout_minutes` while no rate is known (enumerating,
+    /// nothing processed yet); then the extrapolation, never past that timeout; 0 once ended.
+    pub estimated_remaining_seconds: i64,
 }
 
 /// The spec's coverage object.
@@ -211,13 +212,15 @@ impl Scan {
         } else {
             0
         };
+        // The scan ends by its timeout at the latest: an upper bound that always holds.
+        let until_timeout = (i64::from(self.options.timeout_minutes) * 60 - elapsed).max(0);
         let remaining = if self.status.is_terminal() {
-            Some(0)
+            0
         } else if self.enumeration == Enumeration::InProgress || processed == 0 {
-            None
+            until_timeout
         } else {
             let left = (c.enumerated - processed).max(0);
-            Some(((elapsed as f64 / processed as f64) * left as f64).ceil() as i64)
+            (((elapsed as f64 / processed as f64) * left as f64).ceil() as i64).min(until_timeout)
         };
         Progress {
             files_total: c.enumerated,
@@ -324,6 +327,49 @@ pub fn final_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_remaining_time_is_always_an_integer_bounded_by_the_timeout() {
+        let options = crate::options::validate(
+            Some(&serde_json::json!({ "timeout_minutes": 10 })),
+            crate::options::Tier::standard(),
+        )
+        .unwrap();
+        let start = OffsetDateTime::UNIX_EPOCH + time::Duration::days(20_000);
+        let mut scan = Scan {
+            id: ScanId::new(),
+            status: Status::Running,
+            kind: Kind::Full,
+            parallel: false,
+            connectors: Vec::new(),
+            options,
+            enumeration: Enumeration::InProgress,
+            sources_total: 1,
+            sources_listed: 0,
+            status_reason: None,
+            counts: Counts::default(),
+            reasons: Reasons::default(),
+            workers: WorkerCounts::default(),
+            created_at: start,
+            started_at: Some(start),
+            completed_at: None,
+        };
+        let at = |s: i64| start + time::Duration::seconds(s);
+        // No rate yet: the time left before the timeout.
+        assert_eq!(scan.progress(at(60)).estimated_remaining_seconds, 540);
+        // A rate: 10 of 100 in 60 s leaves 540 s, within the bound.
+        scan.enumeration = Enumeration::Complete;
+        scan.counts.enumerated = 100;
+        scan.counts.scanned = 10;
+        assert_eq!(scan.progress(at(60)).estimated_remaining_seconds, 540);
+        // A slow rate is capped by the timeout: 1 of 100 in 60 s would be 5,940 s.
+        scan.counts.scanned = 1;
+        assert_eq!(scan.progress(at(60)).estimated_remaining_seconds, 540);
+        // Past the timeout, and once ended: 0.
+        assert_eq!(scan.progress(at(700)).estimated_remaining_seconds, 0);
+        scan.status = Status::Completed;
+        assert_eq!(scan.progress(at(60)).estimated_remaining_seconds, 0);
+    }
 
     #[test]
     fn coverage_leaves_out_what_policy_excluded() {
