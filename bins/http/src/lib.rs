@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod answers;
 mod body;
 mod edge;
 mod error;
@@ -10,6 +11,7 @@ mod reject;
 mod routes;
 mod service;
 
+pub use answers::document_common_answers;
 pub use body::{Body, Document, DocumentSyntax, OptionalBody, RawDocument};
 pub use edge::{EdgeSettings, RequestId, edge};
 pub use error::{ApiError, Area, Code};

@@ -146,6 +146,7 @@ struct BearerAuth;
 impl utoipa::Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         dps_http::add_bearer_scheme(openapi);
+        dps_http::document_common_answers(openapi, Area::Platform);
     }
 }
 

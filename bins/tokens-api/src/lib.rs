@@ -79,6 +79,7 @@ struct SecuritySchemes;
 impl utoipa::Modify for SecuritySchemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         dps_http::add_bearer_scheme(openapi);
+        dps_http::document_common_answers(openapi, Area::Tokens);
         openapi
             .components
             .get_or_insert_with(Default::default)
