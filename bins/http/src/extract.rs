@@ -8,7 +8,7 @@ use actix_web::http::header::{AUTHORIZATION, HeaderName};
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder, web};
 use api_types::{Envelope, Pagination};
 use auth::JwtVerifier;
-use ids::{Principal, Role};
+use ids::Principal;
 use serde::Serialize;
 
 use crate::edge::{metadata, request_id_of};
@@ -21,10 +21,6 @@ const API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 /// A caller authenticated by an access token (`Authorization: Bearer …`).
 #[derive(Debug, Clone)]
 pub struct Caller(pub Principal);
-
-/// A caller authenticated by an access token who holds the `admin` role; 403 otherwise.
-#[derive(Debug, Clone)]
-pub struct AdminCaller(pub Principal);
 
 /// A caller authenticated by an API key (`X-API-Key`).
 #[derive(Debug, Clone)]
@@ -66,24 +62,6 @@ impl FromRequest for Caller {
                 other => ApiError::unauthorized(other.to_string()),
             })?;
             Ok(Caller(principal))
-        })
-    }
-}
-
-impl FromRequest for AdminCaller {
-    type Error = ApiError;
-    type Future = LocalFuture<Self>;
-
-    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let caller = Caller::from_request(req, payload);
-        Box::pin(async move {
-            let Caller(principal) = caller.await?;
-            if !principal.is(Role::Admin) {
-                return Err(ApiError::forbidden(
-                    "this operation requires the admin role",
-                ));
-            }
-            Ok(AdminCaller(principal))
         })
     }
 }

@@ -8,6 +8,7 @@ mod extract;
 mod nul;
 mod ratelimit;
 mod reject;
+pub mod roles;
 mod routes;
 mod service;
 
@@ -15,9 +16,10 @@ pub use answers::document_common_answers;
 pub use body::{Body, Document, DocumentSyntax, OptionalBody, RawDocument};
 pub use edge::{EdgeSettings, RequestId, edge};
 pub use error::{ApiError, Area, Code};
-pub use extract::{AdminCaller, ApiKeyCaller, Caller, Enveloped};
+pub use extract::{ApiKeyCaller, Caller, Enveloped};
 pub use ratelimit::{AnonymousBudget, AnonymousDecision, RateLimitHeaders, rate_limited};
 pub use reject::body_configs;
+pub use roles::{Group, Permitted, RoleRequirements, groups};
 pub use routes::{RouteTable, Routes, not_found, on};
 pub use service::{
     CommonConfig, ServiceSpec, ServiceState, bind, configure, http_server, route_table, run, start,

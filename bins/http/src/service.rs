@@ -10,6 +10,8 @@ use api_types::{Check, Health};
 use auth::{AuthConfig, JwksSource, JwtVerifier};
 use keys::MasterKey;
 
+use crate::roles::RoleRequirements;
+
 use boot::{ConfigError, Env, LogFormat};
 
 /// Configuration both services read. Each binary's `Config` embeds it; the variables are listed
@@ -34,6 +36,8 @@ pub struct CommonConfig {
     pub max_body_bytes: usize,
     /// `LOG_FORMAT`: `text` (default) or `json`.
     pub log_format: LogFormat,
+    /// `DPS_ROLE_REQUIREMENTS`: endpoint groups' required roles (see [`crate::roles`]).
+    pub roles: RoleRequirements,
 }
 
 impl CommonConfig {
@@ -88,6 +92,11 @@ impl CommonConfig {
             supported_sdk_majors,
             max_body_bytes: env.parsed("MAX_BODY_BYTES", 2 * 1024 * 1024)?,
             log_format: LogFormat::from_env(env)?,
+            roles: RoleRequirements::parse(&env.get("DPS_ROLE_REQUIREMENTS").unwrap_or_default())
+                .map_err(|problem| ConfigError {
+                variable: "DPS_ROLE_REQUIREMENTS",
+                problem,
+            })?,
         })
     }
 }
@@ -101,6 +110,8 @@ pub struct ServiceState {
     pub master_key: Arc<MasterKey>,
     pub supported_sdk_majors: Vec<u64>,
     pub max_body_bytes: usize,
+    /// Each endpoint group's required role.
+    pub roles: Arc<RoleRequirements>,
 }
 
 impl std::fmt::Debug for ServiceState {
@@ -134,6 +145,7 @@ impl ServiceState {
             master_key: config.master_key.clone(),
             supported_sdk_majors: config.supported_sdk_majors.clone(),
             max_body_bytes: config.max_body_bytes,
+            roles: Arc::new(config.roles.clone()),
         })
     }
 

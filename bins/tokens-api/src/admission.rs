@@ -6,7 +6,8 @@
 //! the numbers are recorded for the `X-RateLimit-*` headers, so that every later answer of the
 //! request carries them (a 403, a 400 from the body, a 503 of the kill switch alike); a
 //! request over a limit is refused with 429 and `Retry-After`; the kill switch refuses the
-//! operations it stops; last, an operation for admins refuses other callers with 403. Only then
+//! operations it stops; last, an operation whose endpoint group requires a role (`DPS_ROLE_REQUIREMENTS`)
+//! refuses other callers with 403. Only then
 //! is the request's own input (its query and body, the `I` of [`Admitted<O, I>`]) read, so a
 //! malformed request of a known caller is counted on that caller's budget. The handler gets
 //! the caller, the input and the pooled connection the checks used.
@@ -17,12 +18,16 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpMessage as _, HttpRequest, web};
-use dps_http::{ApiError, ApiKeyCaller, Caller, Code, RateLimitHeaders, ServiceState};
-use ids::{Principal, Role, TenantId};
+use dps_http::roles::InGroup;
+use dps_http::{
+    ApiError, ApiKeyCaller, Caller, Code, RateLimitHeaders, RoleRequirements, ServiceState, groups,
+};
+use ids::{Principal, TenantId};
 use limits::Endpoint;
 
 use crate::Extra;
@@ -62,9 +67,10 @@ pub trait Credential: Sized + 'static {
 #[derive(Debug, Clone)]
 pub struct User(pub Principal);
 
-/// A user with an access token and the admin role.
-#[derive(Debug, Clone)]
-pub struct Admin(pub Principal);
+/// A user with an access token who meets endpoint group `G`'s role requirement
+/// (`DPS_ROLE_REQUIREMENTS`, see `dps_http::roles`), checked once the request was counted.
+#[derive(Debug)]
+pub struct Member<G>(pub Principal, Arc<RoleRequirements>, PhantomData<G>);
 
 /// An API key: counted against its owner, or against the key when it has none.
 #[derive(Debug, Clone)]
@@ -88,10 +94,16 @@ impl Credential for User {
     }
 }
 
-impl Credential for Admin {
+impl<G: InGroup + 'static> Credential for Member<G> {
     fn authenticate(req: &HttpRequest) -> LocalFuture<Self> {
         let principal = bearer(req);
-        Box::pin(async move { Ok(Admin(principal.await?)) })
+        let rules = req
+            .app_data::<web::Data<ServiceState>>()
+            .map(|s| s.roles.clone());
+        Box::pin(async move {
+            let rules = rules.ok_or_else(|| ApiError::internal("no ServiceState registered"))?;
+            Ok(Member(principal.await?, rules, PhantomData))
+        })
     }
     fn tenant(&self) -> &TenantId {
         &self.0.tenant_id
@@ -100,13 +112,7 @@ impl Credential for Admin {
         format!("user:{}", self.0.user_id)
     }
     fn authorize(&self) -> Result<(), ApiError> {
-        if self.0.is(Role::Admin) {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(
-                "this operation requires the admin role",
-            ))
-        }
+        self.1.check(G::GROUP, &self.0)
     }
 }
 
@@ -233,7 +239,7 @@ operations! {
     /// `POST /tokenize`, with an API key.
     Tokenize: ApiKey, Tokenize, Stops;
     /// `GET`, `POST /policies` and `PUT /policies/:id`.
-    Policies: Admin, Policies, Ignores;
+    Policies: Member<groups::TokenizationPolicies>, Policies, Ignores;
     /// `GET /vault`.
     VaultList: User, VaultList, Ignores;
     /// `DELETE /vault/:token_id`; the entry's policy decides who else but an admin may.
@@ -243,7 +249,7 @@ operations! {
     /// `POST /detokenize`.
     Detokenize: User, Detokenize, Stops;
     /// `GET /audit/detokenizations`.
-    Audit: Admin, Audit, Ignores;
+    Audit: Member<groups::DetokenizationAudit>, Audit, Ignores;
     /// `GET /usage`.
-    Usage: Admin, Usage, Ignores;
+    Usage: Member<groups::Usage>, Usage, Ignores;
 }

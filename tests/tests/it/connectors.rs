@@ -93,14 +93,16 @@ async fn connectors_over_http_follow_the_spec() {
         .await;
     assert_eq!(status, 409, "{body}");
     crate::area_b_error(&body, "CONFLICT");
-    let (status, _) = analyst
+    // Any user of the tenant creates connectors (the spec's role model): the analyst's
+    // request reaches the handler, which refuses the duplicate name.
+    let (status, body) = analyst
         .send(
             Method::POST,
             "/connectors",
-            Some(json!({"name": "S3", "provider": "aws", "config": aws()})),
+            Some(json!({"name": "Blob exports", "provider": "aws", "config": aws()})),
         )
         .await;
-    assert_eq!(status, 403);
+    assert_eq!(status, 409, "{body}");
 
     // Get shows updated_at and scan_history, never the secret; anyone in the tenant reads.
     let (status, body) = analyst
@@ -184,14 +186,64 @@ async fn connectors_over_http_follow_the_spec() {
         crate::area_b_error(&body, "CONNECTOR_NOT_FOUND");
     }
 
-    // Delete: admins only, then gone.
+    // Delete: any user of the tenant, then gone.
     let path = format!("/connectors/{id}");
-    let (status, _) = analyst.send(Method::DELETE, &path, None).await;
-    assert_eq!(status, 403);
-    let (status, body) = admin.send(Method::DELETE, &path, None).await;
+    let (status, body) = analyst.send(Method::DELETE, &path, None).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"], json!({"id": id, "deleted": true}));
     let (status, body) = admin.send(Method::DELETE, &path, None).await;
     assert_eq!(status, 404);
     crate::area_b_error(&body, "CONNECTOR_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn a_deployment_can_require_a_role_for_connectors_and_scans() {
+    use crate::Client;
+    use integration_tests::{Service, TestApp};
+    use reqwest::Method;
+
+    let app = TestApp::spawn_with(Service::Platform, |env| {
+        env.insert(
+            "DPS_ROLE_REQUIREMENTS".into(),
+            "connectors=admin,scans=admin".into(),
+        );
+    })
+    .await;
+    let analyst = Client {
+        app: &app,
+        token: app.token("acme", "bo", &["analyst"]),
+    };
+    let (status, body) = analyst
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(json!({"name": "S3", "provider": "aws", "config": aws()})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let error = crate::area_b_error(&body, "FORBIDDEN");
+    assert_eq!(error["message"], "this operation requires the admin role");
+    let (status, body) = analyst
+        .send(
+            Method::POST,
+            "/scans/parallel",
+            Some(json!({"connectors": [], "type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    // Reading stays open to every user of the tenant.
+    let (status, body) = analyst.send(Method::GET, "/connectors", None).await;
+    assert_eq!(status, 200, "{body}");
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(json!({"name": "S3", "provider": "aws", "config": aws()})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
 }

@@ -297,6 +297,7 @@ async fn policies_are_created_validated_replaced_and_listed() {
         assert_eq!(response.status(), 400, "{query}");
         area_a_error(&response.json().await.unwrap(), "INVALID_INPUT");
     }
+    // Any user of the tenant reads policies (the spec's role model)...
     let response = t
         .app
         .http
@@ -305,8 +306,35 @@ async fn policies_are_created_validated_replaced_and_listed() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 403);
-    area_a_error(&response.json().await.unwrap(), "FORBIDDEN");
+    assert_eq!(response.status(), 200);
+    // ...unless the deployment requires a role for them.
+    let strict = Tokens::spawn_with(|env| {
+        env.insert(
+            "DPS_ROLE_REQUIREMENTS".into(),
+            "tokenization_policies=admin, usage=auditor".into(),
+        );
+    })
+    .await;
+    for path in ["/policies", "/usage"] {
+        let response = strict
+            .app
+            .http
+            .get(strict.app.url(path))
+            .bearer_auth(strict.app.token("acme", "bob", &["support"]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{path}");
+        let error = area_a_error(&response.json().await.unwrap(), "FORBIDDEN");
+        let role = if path == "/usage" { "auditor" } else { "admin" };
+        assert_eq!(
+            error["message"],
+            format!("this operation requires the {role} role"),
+            "{path}"
+        );
+    }
+    let (status, _) = strict.get(&strict.admin, "/policies").await;
+    assert_eq!(status, 200);
     let response = t.app.http.get(t.app.url("/policies")).send().await.unwrap();
     assert_eq!(response.status(), 401);
     area_a_error(&response.json().await.unwrap(), "UNAUTHORIZED");

@@ -5,7 +5,7 @@ use actix_web::web;
 use api_types::governance::{
     Channel, ChannelCreated, ChannelDeleted, ChannelQuery, ChannelRequest,
 };
-use dps_http::{AdminCaller, ApiError, Body, Enveloped, ServiceState};
+use dps_http::{ApiError, Body, Enveloped, Permitted, ServiceState, groups};
 use governance::channels::{self as store, NewChannel};
 
 use crate::{Extra, errors, wire};
@@ -28,7 +28,7 @@ use crate::{Extra, errors, wire};
     ),
 )]
 pub async fn list(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::AlertChannels>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     query: web::Query<ChannelQuery>,
@@ -67,7 +67,7 @@ pub async fn list(
     ),
 )]
 pub async fn create(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::AlertChannels>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     body: Body<ChannelRequest>,
@@ -106,7 +106,7 @@ pub async fn create(
     ),
 )]
 pub async fn delete(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::AlertChannels>,
     state: web::Data<ServiceState>,
     name: web::Path<String>,
 ) -> Result<Enveloped<ChannelDeleted>, ApiError> {

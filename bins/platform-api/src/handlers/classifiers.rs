@@ -4,7 +4,7 @@
 
 use actix_web::web;
 use api_types::classifiers::{Classifier, ClassifierDeleted, ClassifierQuery, ClassifierRequest};
-use dps_http::{AdminCaller, ApiError, Caller, Document, Enveloped, ServiceState};
+use dps_http::{ApiError, Caller, Document, Enveloped, Permitted, ServiceState, groups};
 use ids::ClassifierId;
 use scans::classifiers::{self as store, ClassifierStoreError};
 
@@ -73,7 +73,7 @@ pub async fn list(
     ),
 )]
 pub async fn create(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Classifiers>,
     state: web::Data<ServiceState>,
     body: Document<ClassifierRequest>,
 ) -> Result<Enveloped<Classifier>, ApiError> {
@@ -131,7 +131,7 @@ pub async fn get(
     ),
 )]
 pub async fn update(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Classifiers>,
     state: web::Data<ServiceState>,
     id: web::Path<String>,
     body: Document<ClassifierRequest>,
@@ -164,7 +164,7 @@ pub async fn update(
     ),
 )]
 pub async fn delete(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Classifiers>,
     state: web::Data<ServiceState>,
     id: web::Path<String>,
 ) -> Result<Enveloped<ClassifierDeleted>, ApiError> {

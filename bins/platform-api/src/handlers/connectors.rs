@@ -5,7 +5,7 @@ use api_types::connectors::{
     ConnectionTest, Connector, ConnectorCreated, ConnectorDeleted, ConnectorQuery, CreateConnector,
 };
 use connectors::{Filter, NewConnector, Provider, Status, store};
-use dps_http::{AdminCaller, ApiError, Body, Caller, Enveloped, ServiceState};
+use dps_http::{ApiError, Body, Caller, Enveloped, Permitted, ServiceState, groups};
 use ids::ConnectorId;
 
 use crate::{Extra, errors, wire};
@@ -80,12 +80,12 @@ pub async fn list(
         (status = 201, description = "The connector's id, name, provider, status and creation time", body = ConnectorCreated),
         (status = 400, description = "VALIDATION_FAILED naming each missing or invalid field", body = api_types::ErrorEnvelope),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
-        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorEnvelope),
         (status = 409, description = "CONFLICT: the tenant has a connector with this name", body = api_types::ErrorEnvelope),
     ),
 )]
 pub async fn create(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Connectors>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     body: Body<CreateConnector>,
@@ -138,12 +138,12 @@ pub async fn get(
     responses(
         (status = 200, description = "Deleted", body = ConnectorDeleted),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
-        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorEnvelope),
         (status = 404, description = "CONNECTOR_NOT_FOUND", body = api_types::ErrorEnvelope),
     ),
 )]
 pub async fn delete(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Connectors>,
     state: web::Data<ServiceState>,
     id: web::Path<String>,
 ) -> Result<Enveloped<ConnectorDeleted>, ApiError> {
@@ -169,12 +169,12 @@ pub async fn delete(
     responses(
         (status = 200, description = "What the test found; `error` explains a failure", body = ConnectionTest),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
-        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorEnvelope),
         (status = 404, description = "CONNECTOR_NOT_FOUND", body = api_types::ErrorEnvelope),
     ),
 )]
 pub async fn test(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Connectors>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     id: web::Path<String>,

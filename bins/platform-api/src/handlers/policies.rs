@@ -8,7 +8,7 @@ use api_types::governance::{
     GovernancePolicy, GovernancePolicyCreated, GovernancePolicyDeleted, GovernancePolicyDetail,
     GovernancePolicyQuery, PolicyDocument,
 };
-use dps_http::{AdminCaller, ApiError, Caller, Enveloped, RawDocument, ServiceState};
+use dps_http::{ApiError, Caller, Enveloped, Permitted, RawDocument, ServiceState, groups};
 use governance::document::Mode;
 use governance::policies::{self as store, Filter};
 use ids::PolicyId;
@@ -98,7 +98,7 @@ pub async fn list(
     ),
 )]
 pub async fn create(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::GovernancePolicies>,
     state: web::Data<ServiceState>,
     body: RawDocument,
 ) -> Result<Enveloped<GovernancePolicyCreated>, ApiError> {
@@ -204,7 +204,7 @@ pub async fn get(
     ),
 )]
 pub async fn update(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::GovernancePolicies>,
     state: web::Data<ServiceState>,
     id: web::Path<String>,
     body: RawDocument,
@@ -239,7 +239,7 @@ pub async fn update(
     ),
 )]
 pub async fn delete(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::GovernancePolicies>,
     state: web::Data<ServiceState>,
     id: web::Path<String>,
 ) -> Result<Enveloped<GovernancePolicyDeleted>, ApiError> {

@@ -2,7 +2,7 @@
 
 use actix_web::web;
 use api_types::governance::{ReconcileQueued, ReconcileRequest, Reconciliation};
-use dps_http::{AdminCaller, ApiError, Body, Caller, Enveloped, ServiceState};
+use dps_http::{ApiError, Body, Caller, Enveloped, Permitted, ServiceState, groups};
 use governance::reconcile::{self, MAX_MAX_ACTIONS, MAX_SCOPE_IDS, Mode, Request, Scope};
 use ids::{ConnectorId, PolicyId};
 use serde_json::json;
@@ -25,7 +25,7 @@ use crate::{Extra, errors, wire};
     ),
 )]
 pub async fn request(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Reconcile>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     body: Body<ReconcileRequest>,

@@ -3,7 +3,7 @@
 
 use actix_web::web;
 use api_types::remediation::{ReceiptKeys, Remediation, RemediationQuery, UndoRequest};
-use dps_http::{AdminCaller, ApiError, Caller, Enveloped, OptionalBody, ServiceState};
+use dps_http::{ApiError, Caller, Enveloped, OptionalBody, Permitted, ServiceState, groups};
 use governance::document::ActionType;
 use governance::remediate::{self, Filter, State};
 use ids::{ConnectorId, PolicyId};
@@ -33,7 +33,7 @@ use crate::{Extra, errors, wire};
     ),
 )]
 pub async fn list(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Remediations>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     query: web::Query<RemediationQuery>,
@@ -97,7 +97,7 @@ pub async fn list(
     ),
 )]
 pub async fn get(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Remediations>,
     state: web::Data<ServiceState>,
     id: web::Path<String>,
 ) -> Result<Enveloped<Remediation>, ApiError> {
@@ -132,7 +132,7 @@ pub async fn get(
     ),
 )]
 pub async fn undo(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Remediations>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     id: web::Path<String>,

@@ -5,7 +5,7 @@ use api_types::scans::{
     ConnectorScanStarted, DeploymentConfig, ParallelStarted, Scan, ScanCancelled, ScanQuery,
     StartConnectorScan, StartParallel, Worker,
 };
-use dps_http::{AdminCaller, ApiError, Body, Caller, Enveloped, ServiceState};
+use dps_http::{ApiError, Body, Caller, Enveloped, Permitted, ServiceState, groups};
 use ids::{ConnectorId, ScanId};
 use scans::store::{self, NewScan, Origin};
 
@@ -27,12 +27,12 @@ fn scan_id(raw: &str) -> Result<ScanId, ApiError> {
         (status = 201, description = "The scan, queued", body = ParallelStarted),
         (status = 400, description = "VALIDATION_FAILED naming each invalid field or option (llm_assist true included: no LLM is configured)", body = api_types::ErrorEnvelope),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
-        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorEnvelope),
         (status = 404, description = "CONNECTOR_NOT_FOUND: a connector is not the tenant's", body = api_types::ErrorEnvelope),
     ),
 )]
 pub async fn start_parallel(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Scans>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     body: Body<StartParallel>,
@@ -69,12 +69,12 @@ pub async fn start_parallel(
         (status = 201, description = "The scan, queued", body = ConnectorScanStarted),
         (status = 400, description = "VALIDATION_FAILED naming each invalid field or option", body = api_types::ErrorEnvelope),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
-        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorEnvelope),
         (status = 404, description = "CONNECTOR_NOT_FOUND", body = api_types::ErrorEnvelope),
     ),
 )]
 pub async fn start_for_connector(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Scans>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     id: web::Path<String>,
@@ -198,13 +198,13 @@ pub async fn list(
     responses(
         (status = 200, description = "Cancelled, with what it had done", body = ScanCancelled),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
-        (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorEnvelope),
         (status = 404, description = "SCAN_NOT_FOUND", body = api_types::ErrorEnvelope),
         (status = 409, description = "CONFLICT: the scan already ended", body = api_types::ErrorEnvelope),
     ),
 )]
 pub async fn cancel(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Scans>,
     state: web::Data<ServiceState>,
     id: web::Path<String>,
 ) -> Result<Enveloped<ScanCancelled>, ApiError> {
@@ -254,12 +254,12 @@ pub async fn workers(
     responses(
         (status = 200, description = "The deployment configuration; chunks is empty until the scan is enumerated", body = DeploymentConfig),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
-        (status = 403, description = "The caller is not an admin (the configuration holds the worker token)", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller lacks the role the deployment requires for scans (DPS_ROLE_REQUIREMENTS; none by default; the configuration holds the worker token)", body = api_types::ErrorEnvelope),
         (status = 404, description = "SCAN_NOT_FOUND", body = api_types::ErrorEnvelope),
     ),
 )]
 pub async fn deployment_config(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Scans>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     request: actix_web::HttpRequest,

@@ -5,7 +5,7 @@ use api_types::settings::{
     Cosigning, CosigningUpdate, LkgRetention, LkgRetentionUpdate, RemediationPolicy,
     RemediationPolicyUpdate,
 };
-use dps_http::{AdminCaller, ApiError, Body, Enveloped, ServiceState};
+use dps_http::{ApiError, Body, Enveloped, Permitted, ServiceState, groups};
 
 use crate::{Extra, errors, wire};
 
@@ -22,7 +22,7 @@ use crate::{Extra, errors, wire};
     ),
 )]
 pub async fn get_lkg_retention(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Settings>,
     state: web::Data<ServiceState>,
 ) -> Result<Enveloped<LkgRetention>, ApiError> {
     let mut conn = state.conn().await?;
@@ -48,7 +48,7 @@ pub async fn get_lkg_retention(
     ),
 )]
 pub async fn put_lkg_retention(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Settings>,
     state: web::Data<ServiceState>,
     body: Body<LkgRetentionUpdate>,
 ) -> Result<Enveloped<LkgRetention>, ApiError> {
@@ -77,7 +77,7 @@ pub async fn put_lkg_retention(
     ),
 )]
 pub async fn get_remediation_policy(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Settings>,
     state: web::Data<ServiceState>,
 ) -> Result<Enveloped<RemediationPolicy>, ApiError> {
     let mut conn = state.conn().await?;
@@ -106,7 +106,7 @@ pub async fn get_remediation_policy(
     ),
 )]
 pub async fn put_remediation_policy(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Settings>,
     state: web::Data<ServiceState>,
     body: Body<serde_json::Value>,
 ) -> Result<Enveloped<RemediationPolicy>, ApiError> {
@@ -131,7 +131,7 @@ pub async fn put_remediation_policy(
     ),
 )]
 pub async fn get_cosigning(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Settings>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<Enveloped<Cosigning>, ApiError> {
@@ -158,7 +158,7 @@ pub async fn get_cosigning(
     ),
 )]
 pub async fn put_cosigning(
-    AdminCaller(caller): AdminCaller,
+    Permitted(caller, _): Permitted<groups::Settings>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     body: Body<CosigningUpdate>,

@@ -2,7 +2,7 @@ use actix_web::{HttpResponse, web};
 use api_types::tokens::{PageQuery, Policy, PolicyInput, PolicyList};
 use dps_http::{ApiError, Body};
 
-use crate::admission::{self as op, Admin, Admitted};
+use crate::admission::{self as op, Admitted};
 use crate::{Extra, errors, wire};
 
 /// Lists the tenant's tokenization policies, oldest first, with cursor pagination.
@@ -19,7 +19,7 @@ use crate::{Extra, errors, wire};
         (status = 200, description = "One page of policies", body = PolicyList),
         (status = 400, description = "INVALID_INPUT: a limit outside 1-100 or a cursor this service did not issue", body = api_types::ErrorBody),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
-        (status = 403, description = "The caller is not an admin", body = api_types::ErrorBody),
+        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorBody),
     ),
 )]
 pub async fn list(
@@ -55,7 +55,7 @@ pub async fn list(
         (status = 201, description = "The whole stored policy", body = Policy),
         (status = 400, description = "INVALID_INPUT naming every invalid field", body = api_types::ErrorBody),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
-        (status = 403, description = "The caller is not an admin", body = api_types::ErrorBody),
+        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorBody),
     ),
 )]
 pub async fn create(
@@ -66,7 +66,7 @@ pub async fn create(
         ..
     }: Admitted<op::Policies, Body<PolicyInput>>,
 ) -> Result<HttpResponse, ApiError> {
-    let Admin(caller) = caller;
+    let caller = caller.0;
     let definition = wire::definition(body.0);
     let policy =
         vault::policies::create(&mut conn, &caller.tenant_id, &caller.user_id, &definition)
@@ -87,7 +87,7 @@ pub async fn create(
         (status = 200, description = "The whole stored policy at its new version", body = Policy),
         (status = 400, description = "INVALID_INPUT naming every invalid field", body = api_types::ErrorBody),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
-        (status = 403, description = "The caller is not an admin", body = api_types::ErrorBody),
+        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorBody),
         (status = 404, description = "POLICY_NOT_FOUND", body = api_types::ErrorBody),
     ),
 )]
@@ -99,7 +99,7 @@ pub async fn update(
         ..
     }: Admitted<op::Policies, (web::Path<String>, Body<PolicyInput>)>,
 ) -> Result<HttpResponse, ApiError> {
-    let Admin(caller) = caller;
+    let caller = caller.0;
     let id = ids::TokenPolicyId::parse(&id)
         .ok_or_else(|| errors::vault(vault::VaultError::PolicyNotFound))?;
     let definition = wire::definition(body.0);

@@ -14,7 +14,7 @@ use crate::{errors, wire};
     responses(
         (status = 200, description = "Usage of the current month", body = Usage),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
-        (status = 403, description = "The caller is not an admin", body = api_types::ErrorBody),
+        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorBody),
     ),
 )]
 pub async fn usage(
