@@ -6,6 +6,7 @@ mod edge;
 mod error;
 mod extract;
 mod nul;
+mod permitted;
 mod ratelimit;
 mod reject;
 pub mod roles;
@@ -17,9 +18,10 @@ pub use body::{Body, Document, DocumentSyntax, OptionalBody, RawDocument};
 pub use edge::{EdgeSettings, RequestId, edge};
 pub use error::{ApiError, Area, Code};
 pub use extract::{ApiKeyCaller, Caller, Enveloped};
+pub use permitted::Permitted;
 pub use ratelimit::{AnonymousBudget, AnonymousDecision, RateLimitHeaders, rate_limited};
 pub use reject::body_configs;
-pub use roles::{Group, Permitted, RoleRequirements, groups};
+pub use roles::{Group, RoleRequirements, groups};
 pub use routes::{RouteTable, Routes, not_found, on};
 pub use service::{
     CommonConfig, ServiceSpec, ServiceState, bind, configure, http_server, route_table, run, start,

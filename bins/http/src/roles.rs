@@ -10,16 +10,10 @@
 //! requires. An unknown group or a malformed entry stops the start-up.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::marker::PhantomData;
-use std::pin::Pin;
 
-use actix_web::dev::Payload;
-use actix_web::{FromRequest, HttpRequest, web};
 use ids::Principal;
 
 use crate::error::ApiError;
-use crate::extract::Caller;
 
 /// A group of endpoints that share a role requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -185,7 +179,7 @@ impl RoleRequirements {
     }
 }
 
-/// A type that names one [`Group`], for [`Permitted`].
+/// A type that names one [`Group`], for [`crate::Permitted`].
 pub trait InGroup {
     const GROUP: Group;
 }
@@ -220,28 +214,6 @@ pub mod groups {
         Remediations,
         Settings,
     );
-}
-
-/// An authenticated caller that meets group `G`'s requirement (403 otherwise).
-#[derive(Debug)]
-pub struct Permitted<G>(pub Principal, pub PhantomData<G>);
-
-impl<G: InGroup + 'static> FromRequest for Permitted<G> {
-    type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
-
-    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let caller = Caller::from_request(req, payload);
-        let rules = req
-            .app_data::<web::Data<crate::service::ServiceState>>()
-            .map(|s| s.roles.clone());
-        Box::pin(async move {
-            let Caller(principal) = caller.await?;
-            let rules = rules.ok_or_else(|| ApiError::internal("no ServiceState registered"))?;
-            rules.check(G::GROUP, &principal)?;
-            Ok(Permitted(principal, PhantomData))
-        })
-    }
 }
 
 #[cfg(test)]
