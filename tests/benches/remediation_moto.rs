@@ -270,10 +270,10 @@ spec:
     println!("raw get+put: {:.2} s", first.as_secs_f64());
 
     let master_key = Arc::new(keys::MasterKey::from_base64(&master_text).unwrap());
-    let exec = governance::remediate::Executor {
-        cloud: seed::moto_cloud(&moto_url),
-        keyring: Arc::new(keys::KeyRing::new(master_key.clone())),
-        receipts: Arc::new(governance::remediate::Receipts {
+    let exec = governance::remediate::Executor::new(
+        seed::moto_cloud(&moto_url),
+        Arc::new(keys::KeyRing::new(master_key.clone())),
+        Arc::new(governance::remediate::Receipts {
             signer: receipts::Signer::from_master(&master_key),
             cosigner: governance::remediate::Cosigner::new(
                 None,
@@ -284,10 +284,7 @@ spec:
             )
             .unwrap(),
         }),
-        crash_at: None,
-        storages: Default::default(),
-        actions: Default::default(),
-    };
+    );
     let url = app.db.url.clone();
     let cpu_before = Cpu::now();
     let started = Instant::now();

@@ -15,31 +15,65 @@ use ids::Principal;
 
 use crate::error::ApiError;
 
-/// A group of endpoints that share a role requirement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Group {
+/// Declares [`Group`], its list, its names and a marker type per group (in [`groups`]), from one
+/// table.
+macro_rules! groups {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// A group of endpoints that share a role requirement.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum Group {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Group {
+            pub const ALL: &'static [Group] = &[$(Group::$variant,)*];
+
+            /// The group's name in `DPS_ROLE_REQUIREMENTS`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Group::$variant => $name,)*
+                }
+            }
+        }
+
+        /// The marker types of the groups, for [`crate::Permitted`].
+        pub mod groups {
+            use super::{Group, InGroup};
+            $(
+                #[doc = concat!("[`Group::", stringify!($variant), "`].")]
+                #[derive(Debug)]
+                pub struct $variant;
+                impl InGroup for $variant {
+                    const GROUP: Group = Group::$variant;
+                }
+            )*
+        }
+    };
+}
+
+groups! {
     /// tokens-api: GET, POST /policies and PUT /policies/:id.
-    TokenizationPolicies,
+    TokenizationPolicies => "tokenization_policies",
     /// tokens-api: GET /usage.
-    Usage,
+    Usage => "usage",
     /// tokens-api: GET /audit/detokenizations (not in the spec).
-    DetokenizationAudit,
+    DetokenizationAudit => "detokenization_audit",
     /// platform-api: POST /connectors, DELETE /connectors/:id, POST /connectors/:id/test.
-    Connectors,
+    Connectors => "connectors",
     /// platform-api: starting and cancelling scans, and a scan's deployment config.
-    Scans,
+    Scans => "scans",
     /// platform-api: custom classifier writes (not in the spec).
-    Classifiers,
+    Classifiers => "classifiers",
     /// platform-api: governance policy writes (create, replace, delete).
-    GovernancePolicies,
+    GovernancePolicies => "governance_policies",
     /// platform-api: alert channels (not in the spec).
-    AlertChannels,
+    AlertChannels => "alert_channels",
     /// platform-api: POST /governance/reconcile.
-    Reconcile,
+    Reconcile => "reconcile",
     /// platform-api: remediations: list, read and undo (not in the spec).
-    Remediations,
+    Remediations => "remediations",
     /// platform-api: /settings/*.
-    Settings,
+    Settings => "settings",
 }
 
 /// What a group's caller must have.
@@ -58,37 +92,6 @@ impl Requirement {
 }
 
 impl Group {
-    pub const ALL: [Group; 11] = [
-        Group::TokenizationPolicies,
-        Group::Usage,
-        Group::DetokenizationAudit,
-        Group::Connectors,
-        Group::Scans,
-        Group::Classifiers,
-        Group::GovernancePolicies,
-        Group::AlertChannels,
-        Group::Reconcile,
-        Group::Remediations,
-        Group::Settings,
-    ];
-
-    /// The group's name in `DPS_ROLE_REQUIREMENTS`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Group::TokenizationPolicies => "tokenization_policies",
-            Group::Usage => "usage",
-            Group::DetokenizationAudit => "detokenization_audit",
-            Group::Connectors => "connectors",
-            Group::Scans => "scans",
-            Group::Classifiers => "classifiers",
-            Group::GovernancePolicies => "governance_policies",
-            Group::AlertChannels => "alert_channels",
-            Group::Reconcile => "reconcile",
-            Group::Remediations => "remediations",
-            Group::Settings => "settings",
-        }
-    }
-
     /// The requirement without configuration: the spec's, or admin where it says nothing.
     pub fn default_requirement(self) -> Requirement {
         match self {
@@ -108,8 +111,8 @@ impl Default for RoleRequirements {
     fn default() -> Self {
         Self(
             Group::ALL
-                .into_iter()
-                .map(|g| (g, g.default_requirement()))
+                .iter()
+                .map(|&g| (g, g.default_requirement()))
                 .collect(),
         )
     }
@@ -126,7 +129,8 @@ impl RoleRequirements {
                 .map(|(n, r)| (n.trim(), r.trim()))
                 .ok_or_else(|| format!("entry {entry:?} must be group=role or group=any"))?;
             let group = Group::ALL
-                .into_iter()
+                .iter()
+                .copied()
                 .find(|g| g.name() == name)
                 .ok_or_else(|| {
                     let known: Vec<&str> = Group::ALL.iter().map(|g| g.name()).collect();
@@ -182,38 +186,6 @@ impl RoleRequirements {
 /// A type that names one [`Group`], for [`crate::Permitted`].
 pub trait InGroup {
     const GROUP: Group;
-}
-
-/// The marker types of the groups.
-pub mod groups {
-    use super::{Group, InGroup};
-
-    macro_rules! markers {
-        ($($name:ident),* $(,)?) => {
-            $(
-                #[doc = concat!("[`Group::", stringify!($name), "`].")]
-                #[derive(Debug)]
-                pub struct $name;
-                impl InGroup for $name {
-                    const GROUP: Group = Group::$name;
-                }
-            )*
-        };
-    }
-
-    markers!(
-        TokenizationPolicies,
-        Usage,
-        DetokenizationAudit,
-        Connectors,
-        Scans,
-        Classifiers,
-        GovernancePolicies,
-        AlertChannels,
-        Reconcile,
-        Remediations,
-        Settings,
-    );
 }
 
 #[cfg(test)]

@@ -195,15 +195,15 @@ impl Extra {
         let cosigner = config.cosigner()?;
         let cosigning_certificate = cosigner.certificate();
         let remediation = governance::remediate::Executor {
-            cloud: cloud.clone(),
-            keyring: keyring.clone(),
-            receipts: std::sync::Arc::new(governance::remediate::Receipts {
-                signer: receipts::Signer::from_master(&master),
-                cosigner,
-            }),
             crash_at: config.remediation_crash_at.clone(),
-            storages: Default::default(),
-            actions: Default::default(),
+            ..governance::remediate::Executor::new(
+                cloud.clone(),
+                keyring.clone(),
+                std::sync::Arc::new(governance::remediate::Receipts {
+                    signer: receipts::Signer::from_master(&master),
+                    cosigner,
+                }),
+            )
         };
         Ok(Self {
             scan_tier: config.scan_tier,

@@ -80,10 +80,10 @@ impl Stack {
     /// snapshot sweeper without waiting for its minute.
     pub(crate) fn executor(&self) -> governance::remediate::Executor {
         let master = std::sync::Arc::new(keys::MasterKey::from_base64(&self.master).unwrap());
-        governance::remediate::Executor {
-            cloud: seed::moto_cloud(&self.moto.url()),
-            keyring: std::sync::Arc::new(keys::KeyRing::new(master.clone())),
-            receipts: std::sync::Arc::new(governance::remediate::Receipts {
+        governance::remediate::Executor::new(
+            seed::moto_cloud(&self.moto.url()),
+            std::sync::Arc::new(keys::KeyRing::new(master.clone())),
+            std::sync::Arc::new(governance::remediate::Receipts {
                 signer: receipts::Signer::from_master(&master),
                 cosigner: governance::remediate::Cosigner::new(
                     None,
@@ -94,10 +94,7 @@ impl Stack {
                 )
                 .unwrap(),
             }),
-            crash_at: None,
-            storages: Default::default(),
-            actions: Default::default(),
-        }
+        )
     }
 
     pub(crate) fn admin(&self) -> Client<'_> {

@@ -65,6 +65,18 @@ impl std::fmt::Debug for Executor {
 }
 
 impl Executor {
+    /// An executor with empty caches and no crash point.
+    pub fn new(cloud: Cloud, keyring: Arc<KeyRing>, receipts: Arc<Receipts>) -> Self {
+        Executor {
+            cloud,
+            keyring,
+            receipts,
+            crash_at: None,
+            storages: Storages::default(),
+            actions: Actions::default(),
+        }
+    }
+
     fn crash_point(&self, point: &str) {
         if self.crash_at.as_deref() == Some(point) {
             tracing::error!(point, "DPS_REMEDIATION_CRASH_AT: aborting on purpose");

@@ -25,17 +25,14 @@ fn executor(env: &Env) -> Executor {
 /// An executor whose receipts are co-signed by `cosigner`, on a storage it never reaches.
 pub fn executor_with(env: &Env, cosigner: remediate::Cosigner) -> Executor {
     let (master, _) = keys::MasterKey::generate().unwrap();
-    Executor {
-        cloud: connectors::Cloud::new(connectors::CloudEnv::default()).unwrap(),
-        keyring: env.keyring.clone(),
-        receipts: Arc::new(Receipts {
+    Executor::new(
+        connectors::Cloud::new(connectors::CloudEnv::default()).unwrap(),
+        env.keyring.clone(),
+        Arc::new(Receipts {
             signer: receipts::Signer::from_master(&master),
             cosigner,
         }),
-        crash_at: None,
-        storages: Default::default(),
-        actions: Default::default(),
-    }
+    )
 }
 
 /// An enforced mask policy and one SSN finding in `exports/people.csv`, evaluated: one
