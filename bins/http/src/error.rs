@@ -131,7 +131,8 @@ impl ApiError {
     }
 
     /// A database failure: 503 (retryable) when the connection or the statement timeout gave
-    /// way, 500 otherwise. The cause is logged at the edge and never sent.
+    /// way, or a concurrent transaction made Postgres end this one (a deadlock, a
+    /// serialization failure); 500 otherwise. The cause is logged at the edge and never sent.
     pub fn database(error: diesel::result::Error) -> Self {
         use diesel::result::{DatabaseErrorKind, Error};
         let transient = match &error {
@@ -141,7 +142,11 @@ impl ApiError {
             Error::BrokenTransactionManager => true,
             _ => false,
         };
-        let mut e = if transient {
+        let mut e = if db::is_concurrency_conflict(&error) {
+            // A deadlock or serialization failure: nothing was committed, and the same
+            // request can succeed at once.
+            Self::unavailable("a concurrent change got in the way; retry the request")
+        } else if transient {
             Self::unavailable("the database did not answer in time")
         } else {
             Self::internal("")

@@ -12,3 +12,67 @@ pub use diesel_async::AsyncPgConnection;
 pub use migrate::{MIGRATIONS, MigrateError, migrate, migrate_blocking};
 pub use pool::{Pool, PoolConfig, PoolError, PooledConnection, build_pool, check_ready};
 pub use print_schema::print_schema;
+
+/// Whether `error` is Postgres ending a transaction because of a concurrent one: a deadlock
+/// (`40P01`) or a serialization failure (`40001`). Running the transaction again is the
+/// remedy; nothing of it was committed.
+pub fn is_concurrency_conflict(error: &diesel::result::Error) -> bool {
+    use diesel::result::{DatabaseErrorKind, Error};
+    match error {
+        Error::DatabaseError(DatabaseErrorKind::SerializationFailure, _) => true,
+        Error::DatabaseError(_, info) => info.message().starts_with("deadlock detected"),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind, Error};
+
+    struct Info(&'static str);
+
+    impl DatabaseErrorInformation for Info {
+        fn message(&self) -> &str {
+            self.0
+        }
+        fn details(&self) -> Option<&str> {
+            None
+        }
+        fn hint(&self) -> Option<&str> {
+            None
+        }
+        fn table_name(&self) -> Option<&str> {
+            None
+        }
+        fn column_name(&self) -> Option<&str> {
+            None
+        }
+        fn constraint_name(&self) -> Option<&str> {
+            None
+        }
+        fn statement_position(&self) -> Option<i32> {
+            None
+        }
+    }
+
+    fn error(kind: DatabaseErrorKind, message: &'static str) -> Error {
+        Error::DatabaseError(kind, Box::new(Info(message)))
+    }
+
+    #[test]
+    fn deadlocks_and_serialization_failures_are_concurrency_conflicts() {
+        assert!(super::is_concurrency_conflict(&error(
+            DatabaseErrorKind::Unknown,
+            "deadlock detected"
+        )));
+        assert!(super::is_concurrency_conflict(&error(
+            DatabaseErrorKind::SerializationFailure,
+            "could not serialize access due to concurrent update"
+        )));
+        assert!(!super::is_concurrency_conflict(&error(
+            DatabaseErrorKind::ForeignKeyViolation,
+            "insert or update violates foreign key constraint"
+        )));
+        assert!(!super::is_concurrency_conflict(&Error::NotFound));
+    }
+}

@@ -91,7 +91,26 @@ pub async fn get(
 
 /// Deletes a connector: in one transaction, every owner forgets it, then the connector row
 /// goes. A connector that does not exist is not found, and nothing changes.
+///
+/// The transaction deletes rows that background work (a scan's last objects, rescoring,
+/// evaluation) may be updating in another order; when Postgres ends it as a deadlock, nothing
+/// was committed and it is run again, up to three times in all.
 pub async fn delete(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: ConnectorId,
+) -> Result<(), PlatformError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match delete_once(conn, tenant, id).await {
+            Err(e) if attempt < 3 && e.database().is_some_and(db::is_concurrency_conflict) => {}
+            done => return done,
+        }
+    }
+}
+
+async fn delete_once(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     id: ConnectorId,

@@ -15,6 +15,18 @@ pub enum PlatformError {
     Governance(#[source] diesel::result::Error),
 }
 
+impl PlatformError {
+    /// The database error behind this one, if it is one.
+    pub fn database(&self) -> Option<&diesel::result::Error> {
+        match self {
+            PlatformError::Connector(::connectors::ConnectorError::Database(e))
+            | PlatformError::Scan(scans::ScanError::Database(e))
+            | PlatformError::Governance(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// A failure of the transaction itself (begin, commit) rather than of an owner's statement.
 impl From<diesel::result::Error> for PlatformError {
     fn from(e: diesel::result::Error) -> Self {
