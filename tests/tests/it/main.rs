@@ -15,6 +15,7 @@ mod edge;
 mod emulators;
 mod governance;
 mod health;
+mod hostile;
 mod limits;
 mod migrations;
 mod nul;
