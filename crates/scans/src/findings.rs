@@ -2,7 +2,7 @@
 //! a category, a confidence, a location, a masked preview.
 
 use diesel::QueryableByName;
-use diesel::sql_types::{Array, Float4, Text, Uuid as SqlUuid};
+use diesel::sql_types::{Array, Float4, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 
@@ -77,6 +77,18 @@ pub async fn open_in_batch(
     connector: ConnectorId,
     objects: &[(String, String)],
 ) -> Result<Vec<OpenFinding>, ScanError> {
+    open_findings(conn, tenant, connector, Some(scan), objects).await
+}
+
+/// The open findings of `objects` of one connector, of one scan or of any, with the ETag each
+/// object had when last scanned.
+async fn open_findings(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+    scan: Option<ScanId>,
+    objects: &[(String, String)],
+) -> Result<Vec<OpenFinding>, ScanError> {
     if objects.is_empty() {
         return Ok(Vec::new());
     }
@@ -92,12 +104,12 @@ pub async fn open_in_batch(
            LEFT JOIN scanned_objects o
              ON o.tenant_id = $1 AND o.connector_id = $2 AND o.bucket = f.bucket
             AND o.object_key = f.object_key
-          WHERE f.scan_id = $3
+          WHERE $3::uuid IS NULL OR f.scan_id = $3
           ORDER BY f.bucket, f.object_key, f.finding_id",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<SqlUuid, _>(connector.as_uuid())
-    .bind::<SqlUuid, _>(scan.as_uuid())
+    .bind::<Nullable<SqlUuid>, _>(scan.map(|s| s.as_uuid()))
     .bind::<Array<Text>, _>(&buckets)
     .bind::<Array<Text>, _>(&keys)
     .load(conn)
@@ -432,24 +444,5 @@ pub async fn open_in_objects(
     connector: ConnectorId,
     objects: &[(String, String)],
 ) -> Result<Vec<OpenFinding>, ScanError> {
-    let buckets: Vec<&str> = objects.iter().map(|(b, _)| b.as_str()).collect();
-    let keys: Vec<&str> = objects.iter().map(|(_, k)| k.as_str()).collect();
-    Ok(diesel::sql_query(
-        "SELECT f.finding_id, f.bucket, f.object_key, coalesce(o.etag, '') AS etag,
-                f.pii_type, f.category, f.confidence, f.tokenized
-           FROM unnest($3::text[], $4::text[]) AS b(bucket, object_key)
-           JOIN findings f
-             ON f.tenant_id = $1 AND f.connector_id = $2 AND f.bucket = b.bucket
-            AND f.object_key = b.object_key AND f.status = 'open'
-           LEFT JOIN scanned_objects o
-             ON o.tenant_id = $1 AND o.connector_id = $2 AND o.bucket = f.bucket
-            AND o.object_key = f.object_key
-          ORDER BY f.bucket, f.object_key, f.finding_id",
-    )
-    .bind::<Text, _>(tenant.as_str())
-    .bind::<SqlUuid, _>(connector.as_uuid())
-    .bind::<Array<Text>, _>(&buckets)
-    .bind::<Array<Text>, _>(&keys)
-    .load(conn)
-    .await?)
+    open_findings(conn, tenant, connector, None, objects).await
 }
