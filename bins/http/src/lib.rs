@@ -5,6 +5,7 @@ mod body;
 mod edge;
 mod error;
 mod extract;
+mod links;
 mod nul;
 mod permitted;
 mod ratelimit;
@@ -12,12 +13,14 @@ mod reject;
 pub mod roles;
 mod routes;
 mod service;
+mod since;
 
 pub use answers::document_common_answers;
 pub use body::{Body, Document, DocumentSyntax, OptionalBody, RawDocument};
 pub use edge::{EdgeSettings, RequestId, edge};
 pub use error::{ApiError, Area, Code};
 pub use extract::{ApiKeyCaller, Caller, Enveloped};
+pub use links::{LinkSpec, add_links, served_document, unique_operation_ids};
 pub use permitted::Permitted;
 pub use ratelimit::{AnonymousBudget, AnonymousDecision, RateLimitHeaders, rate_limited};
 pub use reject::body_configs;
@@ -26,6 +29,7 @@ pub use routes::{RouteTable, Routes, not_found, on};
 pub use service::{
     CommonConfig, ServiceSpec, ServiceState, bind, configure, http_server, route_table, run, start,
 };
+pub use since::since;
 
 /// Declares the `bearer` security scheme (an access token, `Authorization: Bearer <JWT>`) that
 /// protected paths of both OpenAPI documents name.

@@ -6,7 +6,7 @@ mod handlers;
 mod wire;
 
 use actix_web::http::Method;
-use dps_http::{Area, Routes, ServiceSpec, on};
+use dps_http::{Area, LinkSpec, Routes, ServiceSpec, on};
 use utoipa::OpenApi;
 
 pub use config::{Config, CosigningClient};
@@ -67,6 +67,7 @@ pub use config::{Config, CosigningClient};
         api_types::ErrorEnvelope,
         api_types::EnvelopeError,
         api_types::Metadata,
+        api_types::Pagination,
         api_types::Health,
         api_types::Check,
         api_types::settings::SafetyClass,
@@ -86,6 +87,7 @@ pub use config::{Config, CosigningClient};
         api_types::connectors::ConnectionTest,
         api_types::connectors::ConnectionError,
         api_types::scans::StartParallel,
+        api_types::scans::ScanOptions,
         api_types::scans::StartConnectorScan,
         api_types::scans::ParallelStarted,
         api_types::scans::ConnectorScanStarted,
@@ -109,6 +111,7 @@ pub use config::{Config, CosigningClient};
         api_types::governance::GovernancePolicyCreated,
         api_types::governance::GovernancePolicyDeleted,
         api_types::governance::PolicyDocument,
+        api_types::governance::PolicyMetadata,
         api_types::governance::ChannelRequest,
         api_types::governance::Channel,
         api_types::governance::ChannelCreated,
@@ -147,8 +150,148 @@ impl utoipa::Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         dps_http::add_bearer_scheme(openapi);
         dps_http::document_common_answers(openapi, Area::Platform);
+        dps_http::unique_operation_ids(openapi);
+        dps_http::add_links(openapi, LINKS);
     }
 }
+
+/// From the operation that creates or lists a resource to those that use its id.
+const LINKS: &[LinkSpec] = {
+    const fn link(
+        from: (&'static str, &'static str),
+        status: &'static str,
+        to: (&'static str, &'static str),
+        parameter: &'static str,
+        pointer: &'static str,
+    ) -> LinkSpec {
+        LinkSpec {
+            from,
+            status,
+            to,
+            parameter,
+            pointer,
+        }
+    }
+    const CLASSIFIERS: (&str, &str) = ("post", "/api/v1/classifiers");
+    const CLASSIFIER: &str = "/api/v1/classifiers/{id}";
+    const CONNECTORS: (&str, &str) = ("post", "/api/v1/connectors");
+    const CONNECTOR_SCAN: (&str, &str) = ("post", "/api/v1/connectors/{id}/scan");
+    const POLICIES: (&str, &str) = ("post", "/api/v1/governance/policies");
+    const POLICY: &str = "/api/v1/governance/policies/{id}";
+    &[
+        link(CLASSIFIERS, "201", ("get", CLASSIFIER), "id", "/data/id"),
+        link(CLASSIFIERS, "201", ("put", CLASSIFIER), "id", "/data/id"),
+        link(CLASSIFIERS, "201", ("delete", CLASSIFIER), "id", "/data/id"),
+        link(
+            CONNECTORS,
+            "201",
+            ("get", "/api/v1/connectors/{id}"),
+            "id",
+            "/data/id",
+        ),
+        link(
+            CONNECTORS,
+            "201",
+            ("post", "/api/v1/connectors/{id}/test"),
+            "id",
+            "/data/id",
+        ),
+        link(
+            CONNECTORS,
+            "201",
+            ("post", "/api/v1/connectors/{id}/scan"),
+            "id",
+            "/data/id",
+        ),
+        link(
+            CONNECTORS,
+            "201",
+            ("delete", "/api/v1/connectors/{id}"),
+            "id",
+            "/data/id",
+        ),
+        link(
+            CONNECTOR_SCAN,
+            "201",
+            ("get", "/api/v1/scans/{id}"),
+            "id",
+            "/data/scan_id",
+        ),
+        link(
+            CONNECTOR_SCAN,
+            "201",
+            ("get", "/api/v1/scans/{id}/workers"),
+            "id",
+            "/data/scan_id",
+        ),
+        link(
+            CONNECTOR_SCAN,
+            "201",
+            ("get", "/api/v1/scans/{id}/deployment-config"),
+            "id",
+            "/data/scan_id",
+        ),
+        link(
+            CONNECTOR_SCAN,
+            "201",
+            ("post", "/api/v1/scans/{id}/cancel"),
+            "id",
+            "/data/scan_id",
+        ),
+        link(POLICIES, "201", ("get", POLICY), "id", "/data/id"),
+        link(POLICIES, "201", ("put", POLICY), "id", "/data/id"),
+        link(POLICIES, "201", ("delete", POLICY), "id", "/data/id"),
+        link(
+            ("post", "/api/v1/governance/channels"),
+            "201",
+            ("delete", "/api/v1/governance/channels/{name}"),
+            "name",
+            "/data/name",
+        ),
+        link(
+            ("post", "/api/v1/governance/reconcile"),
+            "202",
+            ("get", "/api/v1/governance/reconciliations/{id}"),
+            "id",
+            "/data/reconciliation_id",
+        ),
+        link(
+            ("get", "/api/v1/scans"),
+            "200",
+            ("get", "/api/v1/scans/{id}"),
+            "id",
+            "/data/0/scan_id",
+        ),
+        link(
+            ("get", "/api/v1/findings"),
+            "200",
+            ("get", "/api/v1/findings/{id}"),
+            "id",
+            "/data/0/id",
+        ),
+        link(
+            ("get", "/api/v1/governance/drift-events"),
+            "200",
+            ("post", "/api/v1/governance/drift-events/{id}/acknowledge"),
+            "id",
+            "/data/0/event_id",
+        ),
+        link(
+            ("get", "/api/v1/governance/remediations"),
+            "200",
+            ("get", "/api/v1/governance/remediations/{id}"),
+            "id",
+            "/data/0/remediation_id",
+        ),
+        link(
+            ("get", "/api/v1/governance/remediations"),
+            "200",
+            ("post", "/api/v1/governance/remediations/{id}/undo"),
+            "id",
+            "/data/0/remediation_id",
+        ),
+    ]
+};
 
 /// What platform-api's handlers need beyond the shared state.
 #[derive(Debug, Clone)]

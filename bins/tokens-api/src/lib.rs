@@ -80,6 +80,8 @@ impl utoipa::Modify for SecuritySchemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         dps_http::add_bearer_scheme(openapi);
         dps_http::document_common_answers(openapi, Area::Tokens);
+        dps_http::unique_operation_ids(openapi);
+        dps_http::add_links(openapi, LINKS);
         openapi
             .components
             .get_or_insert_with(Default::default)
@@ -121,6 +123,24 @@ impl Extra {
 pub(crate) fn page_limit(limit: Option<i64>) -> Result<paging::Limit, ApiError> {
     paging::Limit::parse(limit, 50).map_err(|e| ApiError::invalid(e.to_string()))
 }
+
+/// From the operation that creates or lists a resource to those that use its id.
+const LINKS: &[dps_http::LinkSpec] = &[
+    dps_http::LinkSpec {
+        from: ("post", "/api/v1/tokens/policies"),
+        status: "201",
+        to: ("put", "/api/v1/tokens/policies/{id}"),
+        parameter: "id",
+        pointer: "/policy_id",
+    },
+    dps_http::LinkSpec {
+        from: ("get", "/api/v1/tokens/vault"),
+        status: "200",
+        to: ("delete", "/api/v1/tokens/vault/{token_id}"),
+        parameter: "token_id",
+        pointer: "/items/0/token_id",
+    },
+];
 
 /// The tokens-api service: its name, its area and its routes.
 #[derive(Debug)]

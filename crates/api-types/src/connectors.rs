@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::values::{BucketName, ContainerName};
 
 /// A connector. Secret configuration fields are never part of it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -55,17 +57,142 @@ pub struct ScanSummary {
     pub findings_count: i64,
 }
 
-/// POST /connectors.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+/// POST /connectors. Its schema is one variant per provider (see [`CreateConnector::schema`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateConnector {
+    /// 1 to 200 characters, no control characters, unique in the tenant.
     pub name: String,
     /// aws, gcp or azure.
     pub provider: String,
-    /// The provider's fields (see the spec); `buckets`, `prefixes` and `file_types` optional.
-    #[schema(value_type = Object)]
+    /// The provider's fields (see the spec); `buckets`, `prefixes`, `file_types` and
+    /// `lkg_location` optional.
     pub config: serde_json::Value,
 }
+
+/// The connector's name: 1 to 200 characters without control characters.
+const CONNECTOR_NAME: &str = r"^[^\x00-\x1f\x7f-\x9f]{1,200}$";
+
+impl utoipa::PartialSchema for CreateConnector {
+    /// One variant per provider, so that a client knows which configuration goes with which
+    /// provider: `provider` is the discriminator, and each configuration refuses unknown fields.
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, OneOfBuilder, Type};
+        use utoipa::openapi::{RefOr, Schema};
+        let variant = |provider: &str, config: RefOr<Schema>| {
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .property(
+                    "name",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .pattern(Some(CONNECTOR_NAME)),
+                )
+                .required("name")
+                .property(
+                    "provider",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some([provider])),
+                )
+                .required("provider")
+                .property("config", config)
+                .required("config")
+                .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+                .build()
+        };
+        OneOfBuilder::new()
+            .description(Some(
+                "A connector to create: its provider and that provider's configuration.",
+            ))
+            .item(variant("aws", AwsConfig::schema()))
+            .item(variant("gcp", GcpConfig::schema()))
+            .item(variant("azure", AzureConfig::schema()))
+            .into()
+    }
+}
+
+impl ToSchema for CreateConnector {}
+
+/// The fields every provider's configuration may add.
+macro_rules! connector_config {
+    ($(#[$meta:meta])* $name:ident { $($(#[$field_meta:meta])* $field:ident),+ $(,)? } bucket = $bucket:ty) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$field_meta])* pub $field: String,)+
+            /// The buckets (Azure containers) to scan; all that the identity can list when absent.
+            #[serde(default)]
+            #[schema(max_items = 100, value_type = Option<Vec<$bucket>>, inline, nullable = false)]
+            pub buckets: Option<Vec<String>>,
+            /// Key prefixes to scan, each at most 1024 bytes without control characters.
+            #[serde(default)]
+            #[schema(max_items = 100, value_type = Option<Vec<crate::values::Prefix>>, inline, nullable = false)]
+            pub prefixes: Option<Vec<String>>,
+            /// File extensions to scan, with or without their leading dot.
+            #[serde(default)]
+            #[schema(value_type = Option<Vec<crate::values::FileType>>, inline, nullable = false)]
+            pub file_types: Option<Vec<String>>,
+            /// Where last-known-good snapshots go; the same bucket (under `.dps-lkg/`) when
+            /// absent.
+            #[serde(default)]
+            #[schema(value_type = Option<$bucket>, inline, nullable = false)]
+            pub lkg_location: Option<String>,
+        }
+    };
+}
+
+connector_config!(
+    /// An AWS connector's configuration: the role the service assumes.
+    AwsConfig {
+        /// `arn:aws:iam::<12-digit account>:role/<name>`.
+        #[schema(pattern = r"^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$")]
+        role_arn,
+        /// 2 to 1224 characters of letters, digits and `+=,.@:/-_`.
+        #[schema(pattern = r"^[A-Za-z0-9+=,.@:/_-]{2,1224}$")]
+        external_id,
+        /// An AWS region such as us-east-1.
+        #[schema(pattern = r"^[a-z]{2}(-[a-z]+){1,2}-[0-9]+$")]
+        region,
+    }
+    bucket = BucketName
+);
+
+connector_config!(
+    /// A GCP connector's configuration: the service account reached through workload identity
+    /// federation.
+    GcpConfig {
+        /// 6 to 30 lower-case letters, digits or hyphens, starting with a letter.
+        #[schema(pattern = r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")]
+        project_id,
+        #[schema(pattern = r"^[a-z0-9.-]+@[a-z0-9-]+(\.[a-z0-9-]+)+$", max_length = 254)]
+        service_account_email,
+        /// `projects/<number>/locations/global/workloadIdentityPools/<pool>/providers/<provider>`.
+        #[schema(pattern = r"^(//iam\.googleapis\.com/)?projects/[0-9]+/locations/global/workloadIdentityPools/[a-z0-9-]{4,32}/providers/[a-z0-9-]{4,32}$")]
+        wif_provider,
+    }
+    bucket = BucketName
+);
+
+connector_config!(
+    /// An Azure connector's configuration: an app registration and its storage account.
+    AzureConfig {
+        /// The directory (tenant) GUID.
+        #[schema(pattern = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$")]
+        tenant_id,
+        /// The application (client) GUID.
+        #[schema(pattern = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$")]
+        client_id,
+        /// 1 to 1024 characters; sealed, never returned.
+        #[schema(min_length = 1, max_length = 1024, write_only)]
+        client_secret,
+        /// 3 to 24 lower-case letters or digits.
+        #[schema(pattern = r"^[a-z0-9]{3,24}$")]
+        storage_account,
+    }
+    bucket = ContainerName
+);
 
 /// The answer to POST /connectors.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -87,19 +214,24 @@ pub struct ConnectorDeleted {
 }
 
 /// GET /connectors query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ConnectorQuery {
     /// aws, gcp or azure.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Provider>, inline)]
     pub provider: Option<String>,
     /// active, disconnected, error (or pending_test).
     #[serde(default)]
+    #[param(value_type = Option<crate::values::ConnectorStatus>, inline)]
     pub status: Option<String>,
     /// 1 to 100, default 20.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
 }
 

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 /// A governance policy, as GET /governance/policies lists it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -62,19 +62,24 @@ pub struct GovernancePolicyDeleted {
 }
 
 /// GET /governance/policies query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct GovernancePolicyQuery {
     /// enforced or dry-run.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::PolicyMode>, inline)]
     pub mode: Option<String>,
     /// Policies carrying this tag.
     #[serde(default)]
+    #[param(min_length = 1, max_length = 64)]
     pub tag: Option<String>,
     /// 1 to 100, default 20.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
 }
 
@@ -84,13 +89,32 @@ pub struct GovernancePolicyQuery {
 pub struct PolicyDocument {
     /// governance.dps/v1
     #[serde(rename = "apiVersion")]
+    #[schema(value_type = crate::values::PolicyApiVersion, inline)]
     pub api_version: String,
     /// Policy
+    #[schema(value_type = crate::values::PolicyKind, inline)]
     pub kind: String,
-    #[schema(value_type = Object)]
+    #[schema(value_type = PolicyMetadata)]
     pub metadata: serde_json::Value,
     #[schema(value_type = Object)]
     pub spec: serde_json::Value,
+}
+
+/// A policy document's `metadata`. Unknown fields are refused.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyMetadata {
+    /// 1 to 128 characters, without white space at either end; unique in the tenant.
+    #[schema(min_length = 1, max_length = 128, pattern = r"^\S(.*\S)?$")]
+    pub name: String,
+    /// Up to 1000 characters.
+    #[serde(default)]
+    #[schema(max_length = 1000, nullable = false)]
+    pub description: Option<String>,
+    /// Up to 20 distinct tags of 1 to 64 characters.
+    #[serde(default)]
+    #[schema(max_items = 20, nullable = false)]
+    pub tags: Option<Vec<String>>,
 }
 
 /// POST /governance/channels.
@@ -98,11 +122,14 @@ pub struct PolicyDocument {
 #[serde(deny_unknown_fields)]
 pub struct ChannelRequest {
     /// 1 to 64 lower-case letters, digits, - or _, unique in the tenant.
+    #[schema(pattern = "^[a-z0-9][a-z0-9_-]{0,63}$")]
     pub name: String,
     /// webhook.
     #[serde(rename = "type")]
+    #[schema(value_type = crate::values::ChannelType, inline)]
     pub kind: String,
     /// https; no loopback, private, link-local or metadata address.
+    #[schema(pattern = r"^https://[^\s/?#@]+([/?#]\S*)?$")]
     pub url: String,
 }
 
@@ -136,13 +163,16 @@ pub struct ChannelDeleted {
 }
 
 /// GET /governance/channels query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ChannelQuery {
     /// 1 to 100, default 20.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
 }
 
@@ -181,22 +211,27 @@ pub struct AuditEntry {
 }
 
 /// GET /governance/audit-log query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     /// ISO 8601 date or date-time: entries at or after it.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Iso8601>, inline)]
     pub since: Option<String>,
     /// A policy id.
     #[serde(default)]
     pub policy: Option<String>,
     /// alert, tokenize, mask or quarantine.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::ActionType>, inline)]
     pub action_type: Option<String>,
     /// 1 to 100, default 50.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
 }
 
@@ -231,8 +266,9 @@ pub struct Finding {
 }
 
 /// GET /findings query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct FindingQuery {
     /// A connector id.
     #[serde(default)]
@@ -242,23 +278,29 @@ pub struct FindingQuery {
     pub scan: Option<String>,
     /// A pii type code, or custom:<name>.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::PiiTypeOrCustom>, inline)]
     pub pii_type: Option<String>,
     /// government_id, contact, personal, financial or legal_medical.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Category>, inline)]
     pub category: Option<String>,
     /// open or resolved.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::FindingStatus>, inline)]
     pub status: Option<String>,
     /// 0 to 1.
     #[serde(default)]
+    #[param(minimum = 0, maximum = 1)]
     pub min_confidence: Option<f64>,
     /// Findings in objects whose `bucket/key` starts with this.
     #[serde(default)]
     pub resource: Option<String>,
     /// 1 to 100, default 20.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
 }
 
@@ -313,25 +355,31 @@ pub struct DriftEvent {
 }
 
 /// GET /governance/drift-events query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct DriftQuery {
     /// ISO 8601 date or date-time: events at or after it.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Iso8601>, inline)]
     pub since: Option<String>,
     /// critical, high, medium or low.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Severity>, inline)]
     pub severity: Option<String>,
     /// data_drift, config_drift or exposure_drift.
     #[serde(default, rename = "type")]
+    #[param(value_type = Option<crate::values::DriftType>, inline)]
     pub kind: Option<String>,
     /// A connector id.
     #[serde(default)]
     pub connector: Option<String>,
     /// 1 to 100, default 20.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
 }
 
@@ -374,22 +422,27 @@ pub struct RiskScore {
 }
 
 /// GET /governance/risk-scores query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct RiskQuery {
     /// finding, file, connector (default) or workspace.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::RiskLevel>, inline)]
     pub level: Option<String>,
     /// A connector id.
     #[serde(default)]
     pub connector: Option<String>,
     /// 0 to 100.
     #[serde(default)]
+    #[param(minimum = 0, maximum = 100)]
     pub min_score: Option<i64>,
     /// 1 to 100, default 20.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
 }
 
@@ -429,9 +482,11 @@ pub struct Summary {
 pub struct ReconcileScope {
     /// Connector ids; at most 100.
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub connectors: Vec<String>,
     /// Governance policy ids; at most 100.
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub policies: Vec<String>,
 }
 
@@ -442,6 +497,7 @@ pub struct ReconcileLimits {
     /// Object-changing actions an enforced reconciliation may newly plan (0 to 1,000,000);
     /// more, and it executes nothing. Default: `DPS_RECONCILE_MAX_ACTIONS`, else 1000.
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1_000_000)]
     pub max_actions: Option<i64>,
 }
 
@@ -453,6 +509,7 @@ pub struct ReconcileRequest {
     pub scope: Option<ReconcileScope>,
     /// dry-run or enforced. Required: whether anything changes is never guessed.
     #[serde(default)]
+    #[schema(value_type = crate::values::PolicyMode, inline, required = true)]
     pub mode: Option<String>,
     #[serde(default)]
     pub limits: Option<ReconcileLimits>,

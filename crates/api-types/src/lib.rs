@@ -12,6 +12,7 @@ pub mod remediation;
 pub mod scans;
 pub mod settings;
 pub mod tokens;
+pub mod values;
 
 /// Area A error body: `{"error": {...}}`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

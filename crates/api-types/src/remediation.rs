@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 /// Where a remediation's last-known-good snapshot (a quarantined object's copy) is.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -82,8 +82,9 @@ pub struct Remediation {
 }
 
 /// GET /governance/remediations query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct RemediationQuery {
     /// A governance policy id.
     #[serde(default)]
@@ -93,14 +94,18 @@ pub struct RemediationQuery {
     pub connector: Option<String>,
     /// planned, snapshotted, written, receipted, blocked, failed or undone.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::RemediationStatus>, inline)]
     pub status: Option<String>,
     /// tokenize, mask or quarantine.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::RemediationActionType>, inline)]
     pub action_type: Option<String>,
     /// 1 to 100, default 20.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
 }
 

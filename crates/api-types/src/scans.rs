@@ -2,22 +2,58 @@
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 /// POST /scans/parallel.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartParallel {
     /// Connector ids.
+    #[schema(min_items = 1, max_items = 50)]
     pub connectors: Vec<String>,
     /// full or incremental.
     #[serde(rename = "type")]
+    #[schema(value_type = Option<crate::values::ScanType>, inline)]
     pub kind: Option<String>,
     /// max_files, max_workers, file_types, prefixes, llm_assist, timeout_minutes,
     /// coverage_target, coverage_strategy, max_object_bytes.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<ScanOptions>)]
     pub options: Option<serde_json::Value>,
+}
+
+/// A scan's options; each absent one takes its default. Unknown options are refused.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScanOptions {
+    /// Objects to scan at most: 1 to the deployment tier's ceiling (100,000 by default), which
+    /// is also the default.
+    #[schema(minimum = 1, nullable = false)]
+    pub max_files: Option<u32>,
+    /// Workers at most: 1 to the tier's ceiling (4 by default), which is also the default.
+    #[schema(minimum = 1, nullable = false)]
+    pub max_workers: Option<u32>,
+    /// File extensions to scan, with or without their leading dot; every file when absent.
+    #[schema(value_type = Option<Vec<crate::values::FileType>>, inline, nullable = false)]
+    pub file_types: Option<Vec<String>>,
+    /// Key prefixes, each 1 to 1024 bytes; the connector's own when absent.
+    #[schema(value_type = Option<Vec<crate::values::ScanPrefix>>, inline, max_items = 100, nullable = false)]
+    pub prefixes: Option<Vec<String>>,
+    /// No LLM is configured for this service, so only false is accepted.
+    #[schema(value_type = Option<crate::values::NoLlm>, inline, nullable = false)]
+    pub llm_assist: Option<bool>,
+    /// 1 to 1440; default 120.
+    #[schema(minimum = 1, maximum = 1440, nullable = false)]
+    pub timeout_minutes: Option<u32>,
+    /// 0 to 1; default 0.95.
+    #[schema(minimum = 0, maximum = 1, nullable = false)]
+    pub coverage_target: Option<f64>,
+    /// best_effort (default) or strict.
+    #[schema(value_type = Option<crate::values::CoverageStrategy>, inline, nullable = false)]
+    pub coverage_strategy: Option<String>,
+    /// Larger objects are skipped (`size_limit`): 1 to 5 GiB; default 100 MiB.
+    #[schema(minimum = 1, maximum = 5_368_709_120_u64, nullable = false)]
+    pub max_object_bytes: Option<u64>,
 }
 
 /// POST /connectors/:id/scan.
@@ -26,10 +62,11 @@ pub struct StartParallel {
 pub struct StartConnectorScan {
     /// full or incremental (default full).
     #[serde(rename = "type", default)]
+    #[schema(value_type = Option<crate::values::ScanType>, inline)]
     pub kind: Option<String>,
     /// The same options as POST /scans/parallel.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<ScanOptions>)]
     pub options: Option<serde_json::Value>,
 }
 
@@ -197,20 +234,25 @@ pub struct Worker {
 }
 
 /// GET /scans query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ScanQuery {
     /// A connector id.
     #[serde(default)]
     pub connector: Option<String>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::ScanStatus>, inline)]
     pub status: Option<String>,
     /// ISO 8601: scans created at or after.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Iso8601>, inline)]
     pub since: Option<String>,
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
 }
 

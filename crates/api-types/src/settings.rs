@@ -88,6 +88,7 @@ pub struct LkgRetentionChange {
 #[serde(deny_unknown_fields)]
 pub struct LkgRetentionUpdate {
     /// Exactly 24, 72 or 168.
+    #[schema(value_type = crate::values::RetentionHours, inline)]
     pub retention_hours: i64,
 }
 
@@ -170,5 +171,6 @@ pub struct CosigningUpdate {
     pub mode: CosigningMode,
     /// An `https` URL; required unless `mode` is `disabled`.
     #[serde(default)]
+    #[schema(pattern = r"^https://[^\s/?#@]+([/?#]\S*)?$")]
     pub endpoint_url: Option<String>,
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::Pagination;
 
@@ -40,8 +40,9 @@ pub struct TokenizeRequest {
 }
 
 /// Query of `POST /tokenize`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct TokenizeQuery {
     /// Validate and preview without writing anything.
     #[serde(default)]
@@ -184,32 +185,40 @@ pub struct PolicyList {
 }
 
 /// Query of the cursor-paginated lists of Area A.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// 1 to 100, default 50.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// Opaque, from a previous response.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
 }
 
 /// Query of `GET /vault`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct VaultQuery {
     /// 1 to 100, default 50.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// Opaque, from a previous response.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
     /// Only entries of this PII type.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::PiiType>, inline)]
     pub pii_type: Option<String>,
     /// active, revoked or expired.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::VaultStatus>, inline)]
     pub status: Option<String>,
 }
 
@@ -325,12 +334,15 @@ pub struct DetokenizeResponse {
 }
 
 /// Query of `GET /audit/detokenizations`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Cursor>, inline)]
     pub cursor: Option<String>,
     /// Only attempts by this user.
     #[serde(default)]
@@ -340,6 +352,7 @@ pub struct AuditQuery {
     pub token_id: Option<String>,
     /// Only attempts at or after this RFC 3339 time.
     #[serde(default)]
+    #[param(value_type = Option<crate::values::Iso8601>, inline)]
     pub since: Option<String>,
 }
 

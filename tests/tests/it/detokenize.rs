@@ -447,7 +447,7 @@ async fn every_attempt_is_audited_without_values_and_listed_for_admins() {
     .await;
     assert_eq!(status, 200);
 
-    let list = |query: &'static str| {
+    let list = |query: &str| {
         let request = t
             .app
             .http
@@ -484,6 +484,13 @@ async fn every_attempt_is_audited_without_values_and_listed_for_admins() {
     assert_eq!(by_token["items"].as_array().unwrap().len(), 2);
     let (_, future) = list("?since=2999-01-01T00:00:00Z").await;
     assert_eq!(future["items"], json!([]));
+    // Any ISO 8601 date or date-time, as platform-api's lists take.
+    for since in ["2999-01-01", "2999-01-01T00:00:00", "29990101T000000Z"] {
+        let (status, future) = list(&format!("?since={since}")).await;
+        assert_eq!((status, &future["items"]), (200, &json!([])), "{since}");
+    }
+    let (_, past) = list("?since=2000-01-01").await;
+    assert_eq!(past["items"].as_array().unwrap().len(), 3);
     let (status, _) = list("?since=yesterday").await;
     assert_eq!(status, 400);
     let (_, page) = list("?limit=2").await;

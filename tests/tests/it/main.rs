@@ -9,6 +9,7 @@ mod api_keys;
 mod auth;
 mod classifiers;
 mod cloud;
+mod conformance;
 mod connectors;
 mod detokenize;
 mod edge;

@@ -106,3 +106,84 @@ async fn every_operation_documents_the_answers_the_edge_and_the_database_can_giv
         }
     }
 }
+
+/// Each operation's id, by `METHOD path`.
+fn operation_ids(doc: &Value) -> Vec<(String, String)> {
+    let mut ids = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let id = operation["operationId"].as_str().unwrap_or_default();
+            ids.push((format!("{} {path}", method.to_uppercase()), id.to_owned()));
+        }
+    }
+    ids
+}
+
+#[tokio::test]
+async fn operation_ids_are_unique_and_every_link_names_one_with_its_parameters() {
+    for (service, expected_links) in [(Service::Tokens, 2), (Service::Platform, 21)] {
+        let doc = served_document(service).await;
+        let ids = operation_ids(&doc);
+        let distinct: BTreeSet<&str> = ids.iter().map(|(_, id)| id.as_str()).collect();
+        assert_eq!(distinct.len(), ids.len(), "repeated operation ids: {ids:?}");
+        assert!(!distinct.contains(""), "an operation has no id: {ids:?}");
+
+        let mut links = 0;
+        for item in doc["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                for response in operation["responses"].as_object().unwrap().values() {
+                    let Some(found) = response.get("links").and_then(Value::as_object) else {
+                        continue;
+                    };
+                    for (name, link) in found {
+                        links += 1;
+                        // OpenAPI spells it operationId; utoipa's snake case must not leak.
+                        let target = link["operationId"]
+                            .as_str()
+                            .unwrap_or_else(|| panic!("link {name} has no operationId: {link}"));
+                        assert!(distinct.contains(target), "link {name} names {target}");
+                        let (operation, _) = ids.iter().find(|(_, id)| id == target).unwrap();
+                        for (parameter, expression) in link["parameters"].as_object().unwrap() {
+                            assert!(
+                                operation.contains(&format!("{{{parameter}}}")),
+                                "link {name} fills {parameter}, not a parameter of {operation}"
+                            );
+                            assert!(
+                                expression
+                                    .as_str()
+                                    .is_some_and(|e| e.starts_with("$response.body#/")),
+                                "{expression}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(links, expected_links, "{service:?}");
+    }
+}
+
+#[tokio::test]
+async fn platform_api_documents_its_envelope_and_pagination() {
+    let doc = served_document(Service::Platform).await;
+    let list = &doc["paths"]["/api/v1/connectors"]["get"]["responses"]["200"]["content"]["application/json"]
+        ["schema"];
+    let required: BTreeSet<&str> = list["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        required,
+        BTreeSet::from(["status", "data", "metadata", "pagination"])
+    );
+    assert_eq!(list["properties"]["data"]["type"], "array");
+    let one = &doc["paths"]["/api/v1/connectors/{id}"]["get"]["responses"]["200"]["content"]["application/json"]
+        ["schema"];
+    assert!(one["properties"].get("pagination").is_none(), "{one}");
+    assert_eq!(
+        one["properties"]["data"]["$ref"],
+        "#/components/schemas/Connector"
+    );
+}

@@ -15,11 +15,7 @@ use crate::{Extra, errors, wire};
     tag = "governance",
     security(("bearer" = [])),
     params(
-        ("since" = Option<String>, Query, description = "ISO 8601 date or date-time: entries at or after it"),
-        ("policy" = Option<String>, Query, description = "A policy id"),
-        ("action_type" = Option<String>, Query, description = "alert, tokenize, mask or quarantine"),
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 50"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        AuditQuery,
     ),
     responses(
         (status = 200, description = "One page of entries, in seq order", body = [AuditEntry]),

@@ -17,8 +17,7 @@ use crate::{Extra, errors, wire};
     tag = "governance",
     security(("bearer" = [])),
     params(
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        ChannelQuery,
     ),
     responses(
         (status = 200, description = "One page of channels", body = [Channel]),

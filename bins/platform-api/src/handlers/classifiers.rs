@@ -22,8 +22,7 @@ fn classifier_id(raw: &str) -> Result<ClassifierId, ApiError> {
     tag = "classifiers",
     security(("bearer" = [])),
     params(
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        ClassifierQuery,
     ),
     responses(
         (status = 200, description = "One page of classifiers", body = [Classifier]),

@@ -22,10 +22,7 @@ fn connector_id(raw: &str) -> Result<ConnectorId, ApiError> {
     tag = "connectors",
     security(("bearer" = [])),
     params(
-        ("provider" = Option<String>, Query, description = "aws, gcp or azure"),
-        ("status" = Option<String>, Query, description = "active, disconnected, error or pending_test"),
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        ConnectorQuery,
     ),
     responses(
         (status = 200, description = "One page of connectors", body = [Connector]),

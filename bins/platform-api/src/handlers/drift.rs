@@ -17,12 +17,7 @@ use crate::{Extra, errors, wire};
     tag = "governance",
     security(("bearer" = [])),
     params(
-        ("since" = Option<String>, Query, description = "ISO 8601 date or date-time: events at or after it"),
-        ("severity" = Option<String>, Query, description = "critical, high, medium or low"),
-        ("type" = Option<String>, Query, description = "data_drift, config_drift or exposure_drift"),
-        ("connector" = Option<String>, Query, description = "A connector id"),
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        DriftQuery,
     ),
     responses(
         (status = 200, description = "One page of drift events, newest first", body = [DriftEvent]),

@@ -21,15 +21,7 @@ fn field(name: &'static str, message: &'static str) -> ApiError {
     tag = "governance",
     security(("bearer" = [])),
     params(
-        ("connector" = Option<String>, Query, description = "A connector id"),
-        ("scan" = Option<String>, Query, description = "A scan id"),
-        ("pii_type" = Option<String>, Query, description = "A pii type code, or custom:<name>"),
-        ("category" = Option<String>, Query, description = "government_id, contact, personal, financial or legal_medical"),
-        ("status" = Option<String>, Query, description = "open or resolved"),
-        ("min_confidence" = Option<f64>, Query, description = "0 to 1"),
-        ("resource" = Option<String>, Query, description = "bucket/key prefix"),
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        FindingQuery,
     ),
     responses(
         (status = 200, description = "One page of findings", body = [Finding]),

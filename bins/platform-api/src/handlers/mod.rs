@@ -22,41 +22,4 @@ pub(crate) fn page_limit(limit: Option<i64>) -> Result<paging::Limit, ApiError> 
     })
 }
 
-/// A `since` query value: any ISO 8601 date or date-time. A time without an offset is UTC; a
-/// date alone is its first instant, in UTC.
-pub(crate) fn since(raw: &str) -> Result<time::OffsetDateTime, ApiError> {
-    use time::format_description::well_known::{Iso8601, Rfc3339};
-    use time::{Date, OffsetDateTime, PrimitiveDateTime};
-    let raw = raw.trim();
-    OffsetDateTime::parse(raw, &Rfc3339)
-        .or_else(|_| OffsetDateTime::parse(raw, &Iso8601::DEFAULT))
-        .or_else(|_| PrimitiveDateTime::parse(raw, &Iso8601::DEFAULT).map(|t| t.assume_utc()))
-        .or_else(|_| Date::parse(raw, &Iso8601::DEFAULT).map(|d| d.midnight().assume_utc()))
-        .map_err(|_| {
-            ApiError::invalid(
-                "since must be an ISO 8601 date or date-time, such as 2026-11-23 or \
-                 2026-11-23T10:00:00Z",
-            )
-            .with_details(serde_json::json!({ "field": "since" }))
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn since_takes_any_iso_8601_date_or_date_time() {
-        let utc = |s: &str| since(s).map(|t| t.unix_timestamp()).ok();
-        let noon = Some(1_795_435_200); // 2026-11-23T12:00:00Z
-        assert_eq!(utc("2026-11-23T12:00:00Z"), noon);
-        assert_eq!(utc("2026-11-23T13:00:00+01:00"), noon);
-        assert_eq!(utc("2026-11-23T12:00:00"), noon);
-        assert_eq!(utc("2026-11-23T12:00:00.000Z"), noon);
-        assert_eq!(utc("20261123T120000Z"), noon);
-        assert_eq!(utc("2026-11-23"), Some(1_795_392_000));
-        for bad in ["yesterday", "2026-13-01", "", "1700000000"] {
-            assert!(since(bad).is_err(), "{bad}");
-        }
-    }
-}
+pub(crate) use dps_http::since;

@@ -11,5 +11,5 @@ use crate::ApiDoc;
     responses((status = 200, description = "The OpenAPI 3.1 document of the Platform API")),
 )]
 pub async fn openapi() -> HttpResponse {
-    HttpResponse::Ok().json(ApiDoc::openapi())
+    HttpResponse::Ok().json(dps_http::served_document(&ApiDoc::openapi()))
 }

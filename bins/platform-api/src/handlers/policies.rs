@@ -22,10 +22,7 @@ use crate::{Extra, errors, wire};
     tag = "governance",
     security(("bearer" = [])),
     params(
-        ("mode" = Option<String>, Query, description = "enforced or dry-run"),
-        ("tag" = Option<String>, Query, description = "Policies carrying this tag"),
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        GovernancePolicyQuery,
     ),
     responses(
         (status = 200, description = "One page of policies", body = [GovernancePolicy]),

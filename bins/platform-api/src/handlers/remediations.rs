@@ -18,12 +18,7 @@ use crate::{Extra, errors, wire};
     tag = "governance",
     security(("bearer" = [])),
     params(
-        ("policy" = Option<String>, Query, description = "A governance policy id"),
-        ("connector" = Option<String>, Query, description = "A connector id"),
-        ("status" = Option<String>, Query, description = "planned, snapshotted, written, receipted, blocked, failed or undone"),
-        ("action_type" = Option<String>, Query, description = "tokenize, mask or quarantine"),
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        RemediationQuery,
     ),
     responses(
         (status = 200, description = "One page of remediations, newest first", body = [Remediation]),

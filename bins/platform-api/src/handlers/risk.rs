@@ -15,11 +15,7 @@ use crate::{Extra, errors, wire};
     tag = "governance",
     security(("bearer" = [])),
     params(
-        ("level" = Option<String>, Query, description = "finding, file, connector (default) or workspace"),
-        ("connector" = Option<String>, Query, description = "A connector id"),
-        ("min_score" = Option<i64>, Query, description = "0 to 100"),
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        RiskQuery,
     ),
     responses(
         (status = 200, description = "One page of scores, highest first", body = [RiskScore]),

@@ -133,11 +133,7 @@ pub async fn get(
     tag = "scans",
     security(("bearer" = [])),
     params(
-        ("connector" = Option<String>, Query, description = "Only scans of this connector"),
-        ("status" = Option<String>, Query, description = "queued, running, completed, partial, failed or cancelled"),
-        ("since" = Option<String>, Query, description = "ISO 8601: created at or after"),
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        ScanQuery,
     ),
     responses(
         (status = 200, description = "One page of scans", body = [Scan]),

@@ -90,11 +90,7 @@ pub async fn detokenize(
     tag = "detokenize",
     security(("bearer" = [])),
     params(
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 50"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
-        ("user" = Option<String>, Query, description = "Only attempts by this user"),
-        ("token_id" = Option<String>, Query, description = "Only attempts naming this token"),
-        ("since" = Option<String>, Query, description = "Only attempts at or after this RFC 3339 time"),
+        AuditQuery,
     ),
     responses(
         (status = 200, description = "One page of attempts, oldest first", body = DetokenizationAudit),
@@ -116,7 +112,7 @@ pub async fn audit(
     let filter = grants::AuditFilter {
         user: query.user.as_deref(),
         token_id: query.token_id.as_deref(),
-        since: query.since.as_deref(),
+        since: query.since.as_deref().map(dps_http::since).transpose()?,
     };
     let page = grants::audit(
         &mut conn,

@@ -12,8 +12,7 @@ use crate::{Extra, errors, wire};
     tag = "policies",
     security(("bearer" = [])),
     params(
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 50"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "One page of policies", body = PolicyList),

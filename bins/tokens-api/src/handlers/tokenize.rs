@@ -12,7 +12,7 @@ use crate::{Extra, errors, wire};
     path = "/api/v1/tokens/tokenize",
     tag = "tokenize",
     security(("api_key" = [])),
-    params(("dry_run" = Option<bool>, Query, description = "Validate and preview; write nothing")),
+    params(TokenizeQuery),
     request_body = TokenizeRequest,
     responses(
         (status = 200, description = "Per-item results (BEST_EFFORT, or an ALL_OR_NOTHING batch that fully succeeded)", body = TokenizeResponse),

@@ -12,10 +12,7 @@ use crate::{Extra, errors, wire};
     tag = "vault",
     security(("bearer" = [])),
     params(
-        ("limit" = Option<i64>, Query, description = "1 to 100, default 50"),
-        ("cursor" = Option<String>, Query, description = "Opaque, from a previous page"),
-        ("pii_type" = Option<String>, Query, description = "Only this PII type"),
-        ("status" = Option<String>, Query, description = "active, revoked or expired"),
+        VaultQuery,
     ),
     responses(
         (status = 200, description = "One page of entries", body = VaultList),
