@@ -8,3 +8,4 @@
 
 mod crash;
 mod logs;
+mod replicas;

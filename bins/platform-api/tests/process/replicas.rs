@@ -1,0 +1,334 @@
+//! Two `platform-api` processes and a `scan-worker` process on one database and one moto, as
+//! deployed: both replicas run scan workers, drain the outbox and execute remediation. One
+//! scan, served by all three, covers every object exactly once with no finding twice; the
+//! evaluation at its end plans one remediation per object, and each is executed once: one
+//! receipt, one `action_executed` entry, and the object written once in a versioned bucket.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
+use serde_json::{Value, json};
+use testkit::{ServiceProcess, emulators, seed};
+
+const TENANT: &str = "acme";
+const BUCKET: &str = "people-data";
+const OBJECTS: usize = 40;
+
+/// Object `n`: a CSV of two people, each with an SSN no other object holds.
+fn object(n: usize) -> (String, String) {
+    let ssn = |k: usize| format!("{:03}-{:02}-{:04}", 101 + n, 11 + k, 1001 + n);
+    (
+        format!("people/{n:03}.csv"),
+        format!("name,ssn\nAnn Lee {n},{}\nBo Chan {n},{}\n", ssn(0), ssn(1)),
+    )
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+async fn count(conn: &mut AsyncPgConnection, sql: &str) -> i64 {
+    diesel::sql_query(sql)
+        .bind::<Text, _>(TENANT)
+        .get_result::<Count>(conn)
+        .await
+        .unwrap()
+        .n
+}
+
+struct Client {
+    http: reqwest::Client,
+    admin: String,
+}
+
+impl Client {
+    async fn send(
+        &self,
+        origin: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<(&str, String)>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{origin}/api/v1{path}"))
+            .bearer_auth(&self.admin);
+        if let Some((content_type, body)) = body {
+            request = request.header("Content-Type", content_type).body(body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+}
+
+/// The `scan-worker` binary, built beside this package's `platform-api` by the workspace's
+/// test command.
+fn scan_worker_binary() -> String {
+    let path = Path::new(env!("CARGO_BIN_EXE_platform-api")).with_file_name("scan-worker");
+    assert!(
+        path.exists(),
+        "{} is missing: run the workspace's tests (`cargo test --workspace`), which build it",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_replicas_and_a_scan_worker_scan_once_and_remediate_once() {
+    let db = testkit::database().await;
+    let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
+    let master_key = base64::engine::general_purpose::STANDARD.encode([9u8; 32]);
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), BUCKET).await;
+    seed::s3_versioning(&moto.url(), BUCKET).await;
+    let objects: Vec<(String, String)> = (0..OBJECTS).map(object).collect();
+    let seeded: Vec<(&str, &[u8])> = objects
+        .iter()
+        .map(|(key, body)| (key.as_str(), body.as_bytes()))
+        .collect();
+    seed::put_all(bucket.as_ref(), &seeded).await;
+
+    let mut env: HashMap<String, String> = testkit::service_env(&db, &master_key);
+    for (name, value) in seed::moto_platform_env(&moto.url()) {
+        env.insert(name.into(), value);
+    }
+    env.insert("DPS_SCAN_WORKERS".into(), "2".into());
+    env.insert("DPS_REMEDIATION_TASKS".into(), "2".into());
+    env.insert("DATABASE_POOL_SIZE".into(), "8".into());
+    let replicas = [
+        ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env),
+        ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env),
+    ];
+    let [a, b] = replicas.each_ref().map(|r| r.origin.clone());
+    boot::install_tls_provider();
+    let client = Client {
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap(),
+        admin: testkit::minter()
+            .mint(TENANT, "ann", &["admin"], Duration::from_secs(3600))
+            .unwrap(),
+    };
+
+    let definition = vault::policies::Definition {
+        name: "ssn-fpe".into(),
+        type_rules: [(
+            "us_ssn".to_owned(),
+            vault::policies::RuleInput {
+                mode: "format_preserving".into(),
+                min_confidence: None,
+                deterministic_scope: None,
+            },
+        )]
+        .into(),
+        allowed_roles: vec!["support".into()],
+        allowed_purposes: vec!["fraud_review".into()],
+        require_reason: false,
+        failure_mode: None,
+        token_ttl_seconds: None,
+        default_region: None,
+    };
+    let token_policy = vault::policies::create(
+        &mut conn,
+        &TENANT.parse().unwrap(),
+        &"alice".parse().unwrap(),
+        &definition,
+    )
+    .await
+    .unwrap()
+    .policy_id
+    .as_uuid();
+    let connector = json!({"name": "HR", "provider": "aws", "config": {
+        "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+        "external_id": "tenant-acme-7731",
+        "region": "us-east-1",
+        "buckets": [BUCKET],
+    }});
+    let (status, body) = client
+        .send(
+            &a,
+            reqwest::Method::POST,
+            "/connectors",
+            Some(("application/json", connector.to_string())),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let connector = body["data"]["id"].as_str().unwrap().to_owned();
+    let policy = format!(
+        "apiVersion: governance.dps/v1
+kind: Policy
+metadata: {{ name: ssn-tokenize }}
+spec:
+  mode: enforced
+  conditions: [{{ category: us_ssn, min_confidence: 0.5 }}]
+  actions: [{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}]
+"
+    );
+    let (status, body) = client
+        .send(
+            &b,
+            reqwest::Method::POST,
+            "/governance/policies",
+            Some(("application/yaml", policy)),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+
+    // The scan starts on one replica; the scan-worker joins with the deployment config that the
+    // other one gives.
+    let started = json!({"type": "full", "options": {"max_workers": 4}});
+    let (status, body) = client
+        .send(
+            &b,
+            reqwest::Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            Some(("application/json", started.to_string())),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let (status, config) = client
+        .send(
+            &a,
+            reqwest::Method::GET,
+            &format!("/scans/{scan}/deployment-config"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{config}");
+    let mut worker_env: HashMap<String, String> = testkit::service_env(&db, &master_key);
+    for (name, value) in seed::moto_platform_env(&moto.url()) {
+        worker_env.insert(name.into(), value);
+    }
+    for (name, value) in config["data"]["environment"].as_object().unwrap() {
+        worker_env.insert(name.clone(), value.as_str().unwrap().to_owned());
+    }
+    let worker = std::process::Command::new(scan_worker_binary())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(&worker_env)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // The scan ends, with every object covered once.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut polls = 0_u32;
+    let finished = loop {
+        polls += 1;
+        let origin = if polls.is_multiple_of(2) { &a } else { &b };
+        let (_, body) = client
+            .send(
+                origin,
+                reqwest::Method::GET,
+                &format!("/scans/{scan}"),
+                None,
+            )
+            .await;
+        let status = body["data"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if !matches!(status.as_str(), "queued" | "running") {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "the scan never ended: {body}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(finished["data"]["status"], "completed", "{finished}");
+    assert_eq!(
+        finished["data"]["progress"]["files_processed"], OBJECTS,
+        "{finished}"
+    );
+    let status = tokio::task::spawn_blocking(move || {
+        let mut worker = worker;
+        worker.wait().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "scan-worker exit status {status}");
+    let findings = count(
+        &mut conn,
+        "SELECT count(*) AS n FROM findings WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
+    )
+    .await;
+    let distinct = count(
+        &mut conn,
+        "SELECT count(DISTINCT (object_key, fingerprint)) AS n FROM findings \
+         WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
+    )
+    .await;
+    assert_eq!(findings, 2 * OBJECTS as i64, "every SSN found");
+    assert_eq!(distinct, findings, "no finding twice");
+    let covered = count(
+        &mut conn,
+        "SELECT count(*) AS n FROM scan_resources WHERE tenant_id = $1 AND state = 'scanned'",
+    )
+    .await;
+    assert_eq!(covered, OBJECTS as i64);
+
+    // One remediation per object, each executed once though both replicas drain the outbox
+    // and run executors.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let done = count(
+            &mut conn,
+            "SELECT count(*) AS n FROM remediation_requests WHERE tenant_id = $1 \
+             AND status IN ('receipted', 'failed', 'blocked')",
+        )
+        .await;
+        if done >= OBJECTS as i64 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{done} of {OBJECTS} remediations ended"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let requests = count(
+        &mut conn,
+        "SELECT count(*) AS n FROM remediation_requests WHERE tenant_id = $1",
+    )
+    .await;
+    let receipted = count(
+        &mut conn,
+        "SELECT count(*) AS n FROM remediation_requests WHERE tenant_id = $1 AND status = 'receipted'",
+    )
+    .await;
+    assert_eq!((requests, receipted), (OBJECTS as i64, OBJECTS as i64));
+    let executed = count(
+        &mut conn,
+        "SELECT count(*) AS n FROM audit_log WHERE tenant_id = $1 AND kind = 'action_executed'",
+    )
+    .await;
+    assert_eq!(
+        executed, OBJECTS as i64,
+        "one action_executed entry per object"
+    );
+    for (key, _) in &objects {
+        assert_eq!(
+            seed::s3_versions(&moto.url(), BUCKET, key).await,
+            (2, 0),
+            "{key} is written once: the original and the tokenized version"
+        );
+    }
+    for replica in replicas {
+        let (status, _) = replica.stop();
+        assert!(status.success(), "exit status {status}");
+    }
+}
