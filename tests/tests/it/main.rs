@@ -17,6 +17,7 @@ mod emulators;
 mod governance;
 mod health;
 mod hostile;
+mod isolation;
 mod limits;
 mod migrations;
 mod nul;
