@@ -87,6 +87,7 @@ impl CommonConfig {
                 jwks: JwksSource::parse(&env.required("DPS_AUTH_JWKS")?),
                 issuer: env.required("DPS_AUTH_ISSUER")?,
                 audience: env.required("DPS_AUTH_AUDIENCE")?,
+                egress: egress::Egress::from_env(env)?,
             },
             master_key: Arc::new(master_key),
             supported_sdk_majors,

@@ -55,6 +55,9 @@ pub struct AuthConfig {
     pub jwks: JwksSource,
     pub issuer: String,
     pub audience: String,
+    /// The rules a JWKS URL is fetched under: no private, loopback, link-local or metadata
+    /// address (unless `DPS_ALLOW_PRIVATE_NETWORKS`), https only, no redirect, no proxy.
+    pub egress: egress::Egress,
 }
 
 /// Why an access token was refused. Every variant is a 401; the message names the problem and
@@ -94,7 +97,7 @@ struct KeyCache {
 /// Verifies access tokens. Cheap to share: wrap it in an `Arc`.
 pub struct JwtVerifier {
     config: AuthConfig,
-    http: reqwest::Client,
+    http: Option<reqwest::Client>,
     cache: RwLock<KeyCache>,
     /// When the last fetch was attempted; also serializes fetches.
     last_fetch: Mutex<Option<Instant>>,
@@ -111,11 +114,9 @@ impl std::fmt::Debug for JwtVerifier {
 impl JwtVerifier {
     pub fn new(config: AuthConfig) -> Self {
         boot::install_tls_provider();
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
+        // Building fails only when no TLS backend can start; fetching then fails with it, and
+        // the service reports itself unready.
+        let http = config.egress.client(Duration::from_secs(5)).ok();
         Self {
             config,
             http,
@@ -187,7 +188,17 @@ impl JwtVerifier {
     }
 
     async fn fetch_url(&self, url: &str) -> Result<Vec<u8>, JwtError> {
-        let response = self.http.get(url).send().await.map_err(|e| {
+        // An address literal is not resolved, so the client's resolver cannot check it: the
+        // URL is checked first.
+        if let Err(e) = self.config.egress.check_url(url) {
+            tracing::error!(error = %e, "the JWKS URL is refused");
+            return Err(JwtError::KeysUnavailable);
+        }
+        let Some(http) = &self.http else {
+            tracing::error!("no HTTP client for the JWKS: TLS could not start");
+            return Err(JwtError::KeysUnavailable);
+        };
+        let response = http.get(url).send().await.map_err(|e| {
             tracing::error!(error = %e, "cannot fetch the JWKS");
             JwtError::KeysUnavailable
         })?;

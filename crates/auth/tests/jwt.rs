@@ -86,6 +86,7 @@ fn verifier(jwks: &std::path::Path) -> JwtVerifier {
         jwks: JwksSource::File(jwks.to_path_buf()),
         issuer: ISSUER.into(),
         audience: AUDIENCE.into(),
+        egress: egress::Egress::default(),
     })
 }
 
@@ -324,5 +325,100 @@ async fn tokens_checked_while_no_keys_can_be_loaded_report_unavailable_keys_not_
             .await
             .unwrap_err(),
         JwtError::KeysUnavailable
+    );
+}
+
+/// An HTTP/1.1 server on loopback that answers every request with `response`; its origin and
+/// how many requests it took.
+async fn serve(response: String) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket.write_all(response.as_bytes()).await;
+            let _ = socket.shutdown().await;
+        }
+    });
+    (origin, hits)
+}
+
+fn from_url(url: String, allow_private: bool) -> JwtVerifier {
+    JwtVerifier::new(AuthConfig {
+        jwks: JwksSource::parse(&url),
+        issuer: ISSUER.into(),
+        audience: AUDIENCE.into(),
+        egress: egress::Egress { allow_private },
+    })
+}
+
+fn ok(body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn a_jwks_url_is_fetched_only_where_the_egress_rules_allow() {
+    let minter = TokenMinter::generate("ed-url", ISSUER, AUDIENCE).unwrap();
+    let (origin, hits) = serve(ok(&minter.jwks_json())).await;
+    let url = format!("{origin}/jwks.json");
+    let loopback_name = url
+        .replace("127.0.0.1", "localhost")
+        .replace("http:", "https:");
+
+    // Strict rules: a loopback address is refused before anything is sent, whether it is
+    // written as an address or as a name that resolves to it (checked at connection time, on
+    // the addresses actually connected to, so a name cannot change its answer in between).
+    assert_eq!(
+        from_url(url.clone(), false).refresh().await,
+        Err(JwtError::KeysUnavailable)
+    );
+    assert_eq!(
+        from_url(loopback_name, false).refresh().await,
+        Err(JwtError::KeysUnavailable)
+    );
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nothing reached the server"
+    );
+
+    // With DPS_ALLOW_PRIVATE_NETWORKS, the same URL serves the keys.
+    let open = from_url(url, true);
+    assert_eq!(open.refresh().await, Ok(1));
+    let token = minter
+        .mint(
+            "acme",
+            "ann",
+            &["admin"],
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap();
+    assert!(open.verify(&token).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_jwks_redirect_is_not_followed() {
+    let minter = TokenMinter::generate("ed-redirect", ISSUER, AUDIENCE).unwrap();
+    let (target, target_hits) = serve(ok(&minter.jwks_json())).await;
+    let redirect = format!(
+        "HTTP/1.1 302 Found\r\nLocation: {target}/jwks.json\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    let (origin, hits) = serve(redirect).await;
+    let verifier = from_url(format!("{origin}/jwks.json"), true);
+    assert_eq!(verifier.refresh().await, Err(JwtError::KeysUnavailable));
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(
+        target_hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the redirect's target is never asked"
     );
 }
