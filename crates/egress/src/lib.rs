@@ -284,4 +284,65 @@ mod tests {
         let error = sent.err().map(|e| format!("{e:?}")).unwrap_or_default();
         assert!(error.contains("loopback"), "{error}");
     }
+
+    #[tokio::test]
+    async fn a_redirect_is_returned_not_followed_even_to_an_allowed_address() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::AsyncWriteExt as _;
+        boot::install_tls_provider();
+        let target = tokio::net::TcpListener::bind("127.0.0.1:0").await.ok();
+        let Some(target) = target else {
+            panic!("bind");
+        };
+        let target_addr = target.local_addr().ok();
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counted = asked.clone();
+        tokio::spawn(async move {
+            while target.accept().await.is_ok() {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let Some(redirector) = tokio::net::TcpListener::bind("127.0.0.1:0").await.ok() else {
+            panic!("bind");
+        };
+        let origin = redirector.local_addr().ok();
+        let location = format!(
+            "http://{}/",
+            target_addr.map(|a| a.to_string()).unwrap_or_default()
+        );
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = redirector.accept().await {
+                let mut request = [0u8; 2048];
+                let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut request).await;
+                let answer = format!(
+                    "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            }
+        });
+        let open = Egress {
+            allow_private: true,
+        };
+        let Ok(client) = open.client(Duration::from_secs(5)) else {
+            panic!("client");
+        };
+        let url = format!(
+            "http://{}/hook",
+            origin.map(|a| a.to_string()).unwrap_or_default()
+        );
+        let status = client
+            .post(url)
+            .body("{}")
+            .send()
+            .await
+            .map(|r| r.status().as_u16());
+        assert_eq!(
+            status.ok(),
+            Some(307),
+            "the redirect comes back to the caller"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(asked.load(Ordering::SeqCst), 0, "its target is never asked");
+    }
 }
