@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 
 mod error;
+#[cfg(test)]
+mod properties;
 mod signing;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
