@@ -30,6 +30,7 @@ mod remediation_cosigning;
 mod scans;
 mod settings;
 mod tokenize;
+mod tokenize_properties;
 mod vault;
 
 use serde_json::Value;
