@@ -66,11 +66,13 @@ async fn up() -> anyhow::Result<()> {
         "DPS_MASTER_KEY_FILE",
         master_key_file.to_string_lossy().into_owned(),
     );
-    let lookup = |bind_var: &'static str| {
+    let lookup = |service: &'static str| {
         let defaults = defaults.clone();
         move |key: &str| -> Option<String> {
             match key {
-                "BIND_ADDR" => std::env::var(bind_var).ok(),
+                // Each service has its own addresses: TOKENS_BIND_ADDR, PLATFORM_BIND_ADDR,
+                // and likewise TOKENS_METRICS_BIND_ADDR and PLATFORM_METRICS_BIND_ADDR.
+                "BIND_ADDR" | "METRICS_BIND_ADDR" => std::env::var(format!("{service}_{key}")).ok(),
                 // Migrations already ran above.
                 "DPS_MIGRATE_ON_START" => Some("false".into()),
                 // A dev machine has two cores; two workers each keep both services responsive.
@@ -81,8 +83,8 @@ async fn up() -> anyhow::Result<()> {
             }
         }
     };
-    let tokens_config = tokens_api::Config::from_lookup(&lookup("TOKENS_BIND_ADDR"))?;
-    let platform_config = platform_api::Config::from_lookup(&lookup("PLATFORM_BIND_ADDR"))?;
+    let tokens_config = tokens_api::Config::from_lookup(&lookup("TOKENS"))?;
+    let platform_config = platform_api::Config::from_lookup(&lookup("PLATFORM"))?;
 
     let (tokens, tokens_addr) = dps_http::start::<tokens_api::TokensApi>(
         &tokens_config.common,

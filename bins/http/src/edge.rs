@@ -25,6 +25,8 @@ const RATE_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
 /// data by each binary's `configure`.
 #[derive(Debug, Clone)]
 pub struct EdgeSettings {
+    /// The service's name, a label of its request metrics.
+    pub service: &'static str,
     pub area: Area,
     /// SDK major versions accepted in `X-Service-SDK-Version`.
     pub supported_sdk_majors: Vec<u64>,
@@ -144,6 +146,7 @@ pub async fn edge(
         .app_data::<web::Data<EdgeSettings>>()
         .map(|d| d.get_ref().clone())
         .unwrap_or(EdgeSettings {
+            service: "unknown",
             area: Area::Tokens,
             supported_sdk_majors: vec![1],
             anonymous: None,
@@ -200,7 +203,12 @@ pub async fn edge(
         .match_pattern()
         .unwrap_or_else(|| "<unmatched>".into());
     let method = response.request().method().to_string();
-    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let elapsed = started.elapsed();
+    crate::metrics::request(settings.service, &route, &method, status, elapsed);
+    if status == 429 {
+        crate::metrics::rate_limited(settings.service, &route);
+    }
+    let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
     if status >= 500 {
         tracing::warn!(
             request_id,

@@ -6,6 +6,7 @@ mod edge;
 mod error;
 mod extract;
 mod links;
+pub mod metrics;
 mod nul;
 mod permitted;
 mod ratelimit;

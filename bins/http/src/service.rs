@@ -38,6 +38,8 @@ pub struct CommonConfig {
     pub log_format: LogFormat,
     /// `DPS_ROLE_REQUIREMENTS`: endpoint groups' required roles (see [`crate::roles`]).
     pub roles: RoleRequirements,
+    /// `METRICS_BIND_ADDR`: where `GET /metrics` is served; not at all when unset.
+    pub metrics_bind_addr: Option<SocketAddr>,
 }
 
 impl CommonConfig {
@@ -93,6 +95,16 @@ impl CommonConfig {
             supported_sdk_majors,
             max_body_bytes: env.parsed("MAX_BODY_BYTES", 2 * 1024 * 1024)?,
             log_format: LogFormat::from_env(env)?,
+            metrics_bind_addr: env
+                .get("METRICS_BIND_ADDR")
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| {
+                    v.trim().parse().map_err(|e| ConfigError {
+                        variable: "METRICS_BIND_ADDR",
+                        problem: format!("must be an address such as 127.0.0.1:9090: {e}"),
+                    })
+                })
+                .transpose()?,
             roles: RoleRequirements::parse(&env.get("DPS_ROLE_REQUIREMENTS").unwrap_or_default())
                 .map_err(|problem| ConfigError {
                 variable: "DPS_ROLE_REQUIREMENTS",
@@ -152,10 +164,10 @@ impl ServiceState {
 
     /// A pooled connection, or 503 when the database does not answer in time.
     pub async fn conn(&self) -> Result<db::PooledConnection, crate::error::ApiError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|_| crate::error::ApiError::unavailable("the database is not answering"))
+        let started = Instant::now();
+        let conn = self.pool.get().await;
+        crate::metrics::pool_wait(started.elapsed(), conn.is_err());
+        conn.map_err(|_| crate::error::ApiError::unavailable("the database is not answering"))
     }
 
     /// Checks every component the service needs and returns the status to answer with.
@@ -226,6 +238,15 @@ pub trait ServiceSpec: 'static {
     fn anonymous_budget(_extra: &Self::Extra) -> Option<Arc<crate::ratelimit::AnonymousBudget>> {
         None
     }
+
+    /// Sets the gauges that are read by query when `/metrics` is scraped (outbox depth,
+    /// remediation states). Nothing by default.
+    fn sample(
+        _state: ServiceState,
+        _extra: Self::Extra,
+    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async {})
+    }
 }
 
 /// The routes `S` registers, for tests.
@@ -252,6 +273,7 @@ pub fn configure<S: ServiceSpec>(
             .app_data(path)
             .app_data(payload)
             .app_data(web::Data::new(crate::edge::EdgeSettings {
+                service: S::NAME,
                 area: S::AREA,
                 supported_sdk_majors: state.supported_sdk_majors.clone(),
                 anonymous: S::anonymous_budget(&extra),
@@ -295,6 +317,15 @@ pub async fn start<S: ServiceSpec>(
     use anyhow::Context as _;
     let state = ServiceState::bootstrap(S::NAME, common).await?;
     S::background(&state, &extra);
+    if let Some(metrics_addr) = common.metrics_bind_addr {
+        let (sampled_state, sampled_extra) = (state.clone(), extra.clone());
+        let sampler: crate::metrics::Sampler =
+            Arc::new(move || S::sample(sampled_state.clone(), sampled_extra.clone()));
+        let (metrics, bound) = crate::metrics::serve(metrics_addr, state.pool.clone(), sampler)
+            .with_context(|| format!("binding {}'s metrics to {metrics_addr}", S::NAME))?;
+        tracing::info!(addr = %bound, service = S::NAME, "metrics listening");
+        tokio::spawn(metrics);
+    }
     let (listener, addr) = bind(common.bind_addr)
         .with_context(|| format!("binding {} to {}", S::NAME, common.bind_addr))?;
     let server = http_server::<S>(state, extra, listener, common.http_workers)?;

@@ -385,6 +385,51 @@ impl ServiceSpec for PlatformApi {
     const NAME: &'static str = Config::SERVICE;
     const AREA: Area = Area::Platform;
 
+    fn sample(
+        state: dps_http::ServiceState,
+        _extra: Extra,
+    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            use dps_http::metrics::{OUTBOX_DEPTH, OUTBOX_OLDEST_SECONDS, REMEDIATIONS};
+            let Ok(mut conn) = state.conn().await else {
+                return;
+            };
+            let backlog = match governance::backlog::sample(&mut conn).await {
+                Ok(backlog) => backlog,
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics: cannot read the backlogs");
+                    return;
+                }
+            };
+            let now = time::OffsetDateTime::now_utc();
+            for (outbox, (depth, oldest)) in [
+                ("scan_events", backlog.scan_events),
+                ("alert_deliveries", backlog.deliveries),
+            ] {
+                metrics::gauge!(OUTBOX_DEPTH, "outbox" => outbox).set(depth as f64);
+                let age = oldest.map_or(0.0, |at| (now - at).as_seconds_f64().max(0.0));
+                metrics::gauge!(OUTBOX_OLDEST_SECONDS, "outbox" => outbox).set(age);
+            }
+            // Every state, so that a state that empties reads 0 rather than its last count.
+            for status in [
+                "planned",
+                "snapshotted",
+                "written",
+                "receipted",
+                "blocked",
+                "failed",
+                "undone",
+            ] {
+                let n = backlog
+                    .remediations
+                    .iter()
+                    .find(|(s, _)| s == status)
+                    .map_or(0, |(_, n)| *n);
+                metrics::gauge!(REMEDIATIONS, "status" => status).set(n as f64);
+            }
+        })
+    }
+
     fn background(state: &dps_http::ServiceState, extra: &Extra) {
         let worker = scans::Worker::new(
             scans::coordinator::process_worker_id("platform-api"),

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod background;
+pub mod backlog;
 mod channel_name;
 pub mod channels;
 pub mod delivery;

@@ -222,3 +222,28 @@ pub async fn prune(conn: &mut AsyncPgConnection) -> Result<usize, ScanError> {
     .execute(conn)
     .await?)
 }
+
+/// Events after `after` (readable or not yet), and when the oldest of them was written: how
+/// far a consumer at `after` is behind.
+pub async fn backlog(
+    conn: &mut AsyncPgConnection,
+    after: Position,
+) -> Result<(i64, Option<OffsetDateTime>), ScanError> {
+    #[derive(QueryableByName)]
+    struct Backlog {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+        #[diesel(sql_type = diesel::sql_types::Nullable<Timestamptz>)]
+        oldest: Option<OffsetDateTime>,
+    }
+    let backlog: Backlog = diesel::sql_query(
+        "SELECT count(*) AS n, min(created_at) AS oldest
+           FROM scan_events
+          WHERE (txid, event_id) > ($1::text::xid8, $2)",
+    )
+    .bind::<Text, _>(after.txid.to_string())
+    .bind::<BigInt, _>(after.event_id)
+    .get_result(conn)
+    .await?;
+    Ok((backlog.n, backlog.oldest))
+}

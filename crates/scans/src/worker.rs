@@ -186,6 +186,7 @@ impl Worker {
             if let Outcome::Scanned(found) = &outcome {
                 unwritten_findings += found.len();
             }
+            count(&resource, &outcome);
             unwritten.push((resource, outcome));
             if unwritten.len() >= BATCH_RESOURCES
                 || unwritten_findings >= BATCH_FINDINGS
@@ -443,6 +444,24 @@ impl ReadAhead {
             let _ = sender.send(Piece::End).await;
         });
         Next::Body(receiver)
+    }
+}
+
+/// Objects a worker of this process scanned, skipped or failed; bytes it read; findings.
+pub const OBJECTS_METRIC: &str = "dps_scan_objects_total";
+pub const BYTES_METRIC: &str = "dps_scan_bytes_total";
+pub const FINDINGS_METRIC: &str = "dps_scan_findings_total";
+
+fn count(resource: &Resource, outcome: &Outcome) {
+    let (label, findings) = match outcome {
+        Outcome::Scanned(found) => ("scanned", found.len()),
+        Outcome::Skipped(_) => ("skipped", 0),
+        Outcome::Failed(_) => ("failed", 0),
+    };
+    metrics::counter!(OBJECTS_METRIC, "outcome" => label).increment(1);
+    if label == "scanned" {
+        metrics::counter!(BYTES_METRIC).increment(resource.size.max(0) as u64);
+        metrics::counter!(FINDINGS_METRIC).increment(findings as u64);
     }
 }
 

@@ -84,6 +84,17 @@ impl ServiceProcess {
         (status, lines)
     }
 
+    /// The `http://` origin of the metrics endpoint, from the `metrics listening` log line
+    /// (written before `listening`), when `METRICS_BIND_ADDR` was set.
+    pub fn metrics_origin(&self) -> Option<String> {
+        let lines = self.lines.lock().ok()?;
+        lines.iter().find_map(|line| {
+            let event: serde_json::Value = serde_json::from_str(line).ok()?;
+            (event["message"] == "metrics listening")
+                .then(|| format!("http://{}", event["addr"].as_str().unwrap_or_default()))
+        })
+    }
+
     /// Waits for the process to end by itself (an abort, a crash) within `timeout`, and returns
     /// the exit status and every log line. Panics, killing it, if it is still running then.
     pub fn exited(mut self, timeout: Duration) -> (ExitStatus, Vec<String>) {

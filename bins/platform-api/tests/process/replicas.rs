@@ -107,6 +107,7 @@ async fn two_replicas_and_a_scan_worker_scan_once_and_remediate_once() {
     env.insert("DPS_SCAN_WORKERS".into(), "2".into());
     env.insert("DPS_REMEDIATION_TASKS".into(), "2".into());
     env.insert("DATABASE_POOL_SIZE".into(), "8".into());
+    env.insert("METRICS_BIND_ADDR".into(), "127.0.0.1:0".into());
     let replicas = [
         ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env),
         ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env),
@@ -327,6 +328,44 @@ spec:
             "{key} is written once: the original and the tokenized version"
         );
     }
+
+    // Either replica's metrics show the remediations by state, sampled from the database, and
+    // the outboxes drained.
+    let metrics = replicas[1].metrics_origin().unwrap();
+    let text = client
+        .http
+        .get(format!("{metrics}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series = |name: &str| {
+        text.lines()
+            .find(|line| line.starts_with(name))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    assert_eq!(
+        series(r#"dps_remediation_requests{status="receipted"}"#),
+        Some(OBJECTS as f64),
+        "{text}"
+    );
+    assert_eq!(
+        series(r#"dps_remediation_requests{status="planned"}"#),
+        Some(0.0)
+    );
+    assert_eq!(
+        series(r#"dps_outbox_depth{outbox="alert_deliveries"}"#),
+        Some(0.0)
+    );
+    assert!(
+        series(r#"dps_outbox_depth{outbox="scan_events"}"#).is_some(),
+        "{text}"
+    );
+    assert!(series(r#"dps_outbox_oldest_age_seconds{outbox="scan_events"}"#).is_some());
+
     for replica in replicas {
         let (status, _) = replica.stop();
         assert!(status.success(), "exit status {status}");

@@ -79,8 +79,9 @@ pub async fn detokenize(
         &request,
     )
     .await
-    .map_err(errors::grant)?;
-    Ok(HttpResponse::Ok().json(wire::detokenized(revealed)))
+    .map_err(errors::grant);
+    count_detokenize(&revealed);
+    Ok(HttpResponse::Ok().json(wire::detokenized(revealed?)))
 }
 
 /// The detokenization audit: every attempt, granted or not. Admin only.
@@ -125,4 +126,27 @@ pub async fn audit(
     .await
     .map_err(errors::grant)?;
     Ok(HttpResponse::Ok().json(wire::audit(page)))
+}
+
+/// Counts a detokenize request: a grant used, or a refusal by its code; and its tokens.
+fn count_detokenize(revealed: &Result<grants::Detokenized, ApiError>) {
+    use dps_http::metrics::{DETOKENIZE_REQUESTS, DETOKENIZE_TOKENS};
+    match revealed {
+        Ok(revealed) => {
+            metrics::counter!(DETOKENIZE_REQUESTS, "outcome" => "granted", "code" => "")
+                .increment(1);
+            let granted = revealed.success_count();
+            let denied = revealed.results.len() - granted;
+            metrics::counter!(DETOKENIZE_TOKENS, "outcome" => "granted").increment(granted as u64);
+            metrics::counter!(DETOKENIZE_TOKENS, "outcome" => "denied").increment(denied as u64);
+        }
+        Err(e) => {
+            metrics::counter!(
+                DETOKENIZE_REQUESTS,
+                "outcome" => "denied",
+                "code" => e.code.render(dps_http::Area::Tokens)
+            )
+            .increment(1);
+        }
+    }
 }

@@ -33,8 +33,8 @@ pub async fn tokenize(
     }: Admitted<op::Tokenize, (web::Query<TokenizeQuery>, Body<TokenizeRequest>)>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let request =
-        wire::tokenize_request(body.0, query.dry_run.unwrap_or(false)).map_err(errors::vault)?;
+    let dry_run = query.dry_run.unwrap_or(false);
+    let request = wire::tokenize_request(body.0, dry_run).map_err(errors::vault)?;
     let outcome = vault::tokenize::tokenize(
         &mut conn,
         &extra.keyring,
@@ -44,10 +44,31 @@ pub async fn tokenize(
     )
     .await
     .map_err(errors::vault)?;
+    count_items(&outcome, if dry_run { "dry_run" } else { "write" });
     match outcome {
         Outcome::Done { body, .. } | Outcome::Replayed { body } => Ok(HttpResponse::Ok()
             .content_type("application/json")
             .body(body)),
         Outcome::Rejected { first, result } => Err(errors::batch_rejected(first, &result)),
+    }
+}
+
+/// Counts the items of a processed batch (a replay was counted when first processed).
+fn count_items(outcome: &Outcome, run: &'static str) {
+    use dps_http::metrics::TOKENIZE_ITEMS;
+    let (tokenized, failed, rejected) = match outcome {
+        Outcome::Done { result, .. } => (result.success_count(), result.failure_count(), 0),
+        Outcome::Rejected { result, .. } => (0, 0, result.success_count() + result.failure_count()),
+        Outcome::Replayed { .. } => return,
+    };
+    for (outcome, n) in [
+        ("tokenized", tokenized),
+        ("failed", failed),
+        ("rejected", rejected),
+    ] {
+        if n > 0 {
+            metrics::counter!(TOKENIZE_ITEMS, "outcome" => outcome, "run" => run)
+                .increment(n as u64);
+        }
     }
 }

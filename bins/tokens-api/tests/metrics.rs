@@ -1,0 +1,196 @@
+//! Prometheus metrics of the real `tokens-api` binary, on `METRICS_BIND_ADDR`: an address of
+//! its own, with the request, pool, rate-limit, tokenize and detokenize series moving as the
+//! traffic says, and no value, token or key in any of them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a panic is how a test reports failure"
+)]
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use diesel_async::AsyncConnection as _;
+use serde_json::{Value, json};
+
+/// The value of the series whose line starts with `series` (name and labels as rendered).
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|line| line.starts_with(series))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[tokio::test]
+async fn metrics_are_served_off_the_public_port_and_follow_the_traffic() {
+    let db = testkit::database().await;
+    let master_key = base64::engine::general_purpose::STANDARD.encode([4u8; 32]);
+    let mut conn = db::AsyncPgConnection::establish(&db.url).await.unwrap();
+    let (_, key) = auth::api_keys::create(&mut conn, &"acme".parse().unwrap(), None, "metrics")
+        .await
+        .unwrap();
+    let api_key = key.expose().to_owned();
+    let mut env = testkit::service_env(&db, &master_key);
+    env.insert("METRICS_BIND_ADDR".into(), "127.0.0.1:0".into());
+    env.insert("DPS_RATE_LIMITS".into(), "usage=2/100".into());
+    let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_tokens-api"), &env);
+    let metrics = service.metrics_origin().expect("a metrics listening line");
+    assert_ne!(
+        metrics, service.origin,
+        "metrics have an address of their own"
+    );
+    let base = format!("{}/api/v1/tokens", service.origin);
+    boot::install_tls_provider();
+    let http = reqwest::Client::new();
+    let admin = testkit::minter()
+        .mint(
+            "acme",
+            "alice",
+            &["admin", "support"],
+            Duration::from_secs(600),
+        )
+        .unwrap();
+
+    // The public port does not serve them.
+    let public = http
+        .get(format!("{}/metrics", service.origin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(public.status(), 404);
+
+    let policy: Value = http
+        .post(format!("{base}/policies"))
+        .bearer_auth(&admin)
+        .json(&json!({
+            "name": "metrics",
+            "type_rules": { "us_ssn": { "mode": "randomized" } },
+            "allowed_roles": ["support"],
+            "allowed_purposes": ["audit"]
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ssn = "523-45-6781";
+    let tokenized: Value = http
+        .post(format!("{base}/tokenize"))
+        .header("X-API-Key", &api_key)
+        .json(&json!({
+            "policy_id": policy["policy_id"],
+            "items": [
+                { "value": ssn, "pii_type": "us_ssn" },
+                { "value": "not an ssn", "pii_type": "us_ssn" }
+            ]
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = tokenized["results"][0]["token_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = tokenized["results"][0]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let grant: Value = http
+        .post(format!("{base}/grant"))
+        .bearer_auth(&admin)
+        .json(&json!({ "token_ids": [id], "purpose": "audit" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let grant_jwt = grant["grant_jwt"].as_str().unwrap().to_owned();
+    for expected in [200, 403] {
+        let response = http
+            .post(format!("{base}/detokenize"))
+            .bearer_auth(&admin)
+            .json(&json!({ "tokens": [id], "grant_jwt": grant_jwt }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), expected);
+    }
+    for expected in [200, 200, 429] {
+        let response = http
+            .get(format!("{base}/usage"))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), expected);
+    }
+
+    let text = http
+        .get(format!("{metrics}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series = |s: &str| value(&text, s);
+    assert_eq!(
+        series(r#"dps_tokenize_items_total{outcome="tokenized",run="write"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        series(r#"dps_tokenize_items_total{outcome="failed",run="write"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        series(r#"dps_detokenize_requests_total{outcome="granted",code=""}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        series(r#"dps_detokenize_requests_total{outcome="denied",code="GRANT_NONCE_REUSED"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        series(
+            r#"dps_rate_limit_rejections_total{service="tokens-api",route="/api/v1/tokens/usage"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        series(
+            r#"dps_http_requests_total{service="tokens-api",route="/api/v1/tokens/usage",method="GET",status="429"}"#
+        ),
+        Some(1.0)
+    );
+    assert!(
+        series(
+            r#"dps_http_request_duration_seconds_bucket{service="tokens-api",route="/api/v1/tokens/tokenize",method="POST",le="+Inf"}"#
+        ) == Some(1.0),
+        "a latency histogram with buckets: {text}"
+    );
+    assert!(series("dps_db_pool_max_connections").is_some_and(|n| n >= 1.0));
+    assert!(series("dps_db_pool_wait_seconds_count").is_some_and(|n| n >= 1.0));
+    assert!(series(r#"dps_db_pool_connections{state="idle"}"#).is_some());
+
+    // No value, token, key or grant is a label or a value.
+    for secret in [
+        ssn,
+        "523456781",
+        &api_key,
+        &admin,
+        &grant_jwt,
+        &id,
+        &token,
+        &master_key,
+    ] {
+        assert!(!text.contains(secret), "the metrics show a secret");
+    }
+    let (status, _) = service.stop();
+    assert!(status.success());
+}
