@@ -134,14 +134,13 @@ impl ApiError {
     /// way, or a concurrent transaction made Postgres end this one (a deadlock, a
     /// serialization failure); 500 otherwise. The cause is logged at the edge and never sent.
     pub fn database(error: diesel::result::Error) -> Self {
-        use diesel::result::{DatabaseErrorKind, Error};
-        let transient = match &error {
-            Error::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => true,
-            // 57014: query_canceled, which is how statement_timeout ends a query.
-            Error::DatabaseError(_, info) => info.message().contains("statement timeout"),
-            Error::BrokenTransactionManager => true,
-            _ => false,
-        };
+        use diesel::result::Error;
+        let transient = db::is_unavailable(&error)
+            || matches!(
+                &error,
+                // 57014: query_canceled, which is how statement_timeout ends a query.
+                Error::DatabaseError(_, info) if info.message().contains("statement timeout")
+            );
         let mut e = if db::is_concurrency_conflict(&error) {
             // A deadlock or serialization failure: nothing was committed, and the same
             // request can succeed at once.

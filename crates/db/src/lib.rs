@@ -25,6 +25,42 @@ pub fn is_concurrency_conflict(error: &diesel::result::Error) -> bool {
     }
 }
 
+/// Whether `error` says the database is not there: the connection was closed or reset, the
+/// server is shutting down, crashed or still recovering, or it refused the connection. The
+/// request did not get an answer; whether a write committed is unknown, which is what
+/// idempotency keys are for. Postgres' SQLSTATE does not reach diesel's error, so the
+/// messages are matched: those of libpq's and tokio-postgres' connection errors, and the
+/// server's for class 08 (connection exception) and 57P01 to 57P03 (admin or crash shutdown,
+/// cannot connect now).
+pub fn is_unavailable(error: &diesel::result::Error) -> bool {
+    use diesel::result::{DatabaseErrorKind, Error};
+    const MESSAGES: [&str; 11] = [
+        "connection closed",
+        "server closed the connection",
+        "terminating connection",
+        "the database system is",
+        "connection refused",
+        "error connecting to server",
+        "connection reset",
+        "broken pipe",
+        "could not receive data",
+        "could not send data",
+        "no connection to the server",
+    ];
+    match error {
+        Error::DatabaseError(
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+            _,
+        )
+        | Error::BrokenTransactionManager => true,
+        Error::DatabaseError(_, info) => {
+            let message = info.message().to_ascii_lowercase();
+            MESSAGES.iter().any(|m| message.contains(m))
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind, Error};
@@ -74,5 +110,36 @@ mod tests {
             "insert or update violates foreign key constraint"
         )));
         assert!(!super::is_concurrency_conflict(&Error::NotFound));
+    }
+
+    #[test]
+    fn a_database_that_went_away_is_unavailable() {
+        for message in [
+            "connection closed",
+            "server closed the connection unexpectedly",
+            "terminating connection due to administrator command",
+            "the database system is shutting down",
+            "the database system is in recovery mode",
+            "error connecting to server: Connection refused (os error 111)",
+        ] {
+            assert!(
+                super::is_unavailable(&error(DatabaseErrorKind::Unknown, message)),
+                "{message}"
+            );
+        }
+        assert!(super::is_unavailable(&error(
+            DatabaseErrorKind::ClosedConnection,
+            "anything"
+        )));
+        for message in [
+            "duplicate key value violates unique constraint",
+            "relation \"vault\" does not exist",
+        ] {
+            assert!(
+                !super::is_unavailable(&error(DatabaseErrorKind::Unknown, message)),
+                "{message}"
+            );
+        }
+        assert!(!super::is_unavailable(&Error::NotFound));
     }
 }

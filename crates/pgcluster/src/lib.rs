@@ -271,6 +271,16 @@ impl Cluster {
         run(cmd)
     }
 
+    /// Stops the server as a crash would ("immediate" shutdown: no checkpoint, every client cut
+    /// off); the next start recovers from the WAL. For fault tests.
+    pub fn crash(&self) -> Result<(), ClusterError> {
+        let mut cmd = self.server_command("pg_ctl");
+        cmd.arg("-D")
+            .arg(self.data_dir())
+            .args(["-m", "immediate", "-w", "stop"]);
+        run(cmd)
+    }
+
     /// Starts a detached reaper that waits for process `pid` to end, then stops the server and
     /// deletes the whole cluster directory. It runs in its own process group, so a Ctrl-C that
     /// kills the owner does not kill the reaper.

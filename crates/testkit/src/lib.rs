@@ -127,6 +127,43 @@ fn server_with(durability: Durability) -> &'static Server {
     }
 }
 
+/// A cluster of its own, for a test that stops and crashes the server (the shared one serves
+/// every other test of the process), with one migrated database `dps`. Its durability is
+/// production's (fsync and synchronous commit on): an answer given before a crash must
+/// survive it, which the test cluster's settings do not promise. Removed when the test process
+/// exits.
+pub async fn private_cluster() -> (Cluster, TestDatabase) {
+    let root = std::env::temp_dir().join(format!("dps-test-pg-private-{}", unique_suffix()));
+    let cluster = tokio::task::spawn_blocking(move || {
+        let mut cluster = Cluster::open_or_init(&root, Durability::Durable)?;
+        cluster.remove_when_process_exits(std::process::id())?;
+        cluster.start()?;
+        Ok::<_, pgcluster::ClusterError>(cluster)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the private cluster set-up panicked: {e}"))
+    .unwrap_or_else(|e| panic!("cannot start a private cluster: {e}"));
+    let mut conn = AsyncPgConnection::establish(&cluster.url("postgres"))
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    conn.batch_execute("CREATE DATABASE dps")
+        .await
+        .unwrap_or_else(|e| panic!("create database: {e}"));
+    let url = cluster.url("dps");
+    let migrate_url = url.clone();
+    tokio::task::spawn_blocking(move || db::migrate_blocking(&migrate_url))
+        .await
+        .unwrap_or_else(|e| panic!("migration panicked: {e}"))
+        .unwrap_or_else(|e| panic!("migrate: {e}"));
+    (
+        cluster,
+        TestDatabase {
+            name: "dps".into(),
+            url,
+        },
+    )
+}
+
 /// A fresh, migrated database for one test.
 pub async fn database() -> TestDatabase {
     let template = &server().template;

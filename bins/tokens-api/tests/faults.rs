@@ -1,0 +1,228 @@
+//! The real `tokens-api` binary while its database crashes (`pg_ctl stop -m immediate`, the
+//! server killed without a checkpoint) under a tokenize load with idempotency keys. Clients
+//! see only 200 or 503 SERVICE_UNAVAILABLE (retryable), and succeed by retrying with the same
+//! key. `/health` says 503 while the database is down and 200 once it is back, and the service
+//! reconnects by itself. Afterwards the vault holds exactly the batches that were answered:
+//! no partial batch, no token issued twice.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a panic is how a test reports failure"
+)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use diesel::QueryableByName;
+use diesel::sql_types::BigInt;
+use diesel_async::AsyncConnection as _;
+use serde_json::{Value, json};
+
+const CLIENTS: usize = 4;
+const ITEMS: usize = 10;
+
+/// Batch `b` of client `c`: ten SSNs no other batch holds.
+fn batch(policy: &str, c: usize, b: usize) -> Value {
+    let items: Vec<Value> = (0..ITEMS)
+        .map(|i| {
+            let ssn = format!(
+                "{:03}-{:02}-{:04}",
+                101 + c,
+                10 + b % 89,
+                1000 + b / 89 * 10 + i
+            );
+            json!({ "value": ssn, "pii_type": "us_ssn" })
+        })
+        .collect();
+    json!({ "policy_id": policy, "items": items, "idempotency_key": format!("c{c}-b{b}") })
+}
+
+async fn health(http: &reqwest::Client, base: &str) -> Option<u16> {
+    let response = http.get(format!("{base}/health")).send().await.ok()?;
+    Some(response.status().as_u16())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_crash_under_tokenize_load_loses_no_batch_and_issues_no_token_twice() {
+    let (mut cluster, db) = testkit::private_cluster().await;
+    let master_key = base64::engine::general_purpose::STANDARD.encode([6u8; 32]);
+    let (_, key) = {
+        let mut conn = db::AsyncPgConnection::establish(&db.url).await.unwrap();
+        auth::api_keys::create(&mut conn, &"acme".parse().unwrap(), None, "faults")
+            .await
+            .unwrap()
+    };
+    let api_key = key.expose().to_owned();
+    let mut env = testkit::service_env(&db, &master_key);
+    env.insert("DPS_RATE_LIMITS".into(), "tokenize=1000000/1000000".into());
+    env.insert("DATABASE_WAIT_TIMEOUT_MS".into(), "1000".into());
+    let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_tokens-api"), &env);
+    let base = format!("{}/api/v1/tokens", service.origin);
+    boot::install_tls_provider();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let admin = testkit::minter()
+        .mint("acme", "alice", &["admin"], Duration::from_secs(600))
+        .unwrap();
+    let policy: Value = http
+        .post(format!("{base}/policies"))
+        .bearer_auth(&admin)
+        .json(&json!({
+            "name": "faults",
+            "type_rules": { "us_ssn": { "mode": "randomized" } },
+            "allowed_roles": ["support"],
+            "allowed_purposes": ["audit"]
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let policy = policy["policy_id"].as_str().unwrap().to_owned();
+
+    // Clients tokenize batch after batch, each retried with its key until it is answered 200.
+    let done = Arc::new(AtomicBool::new(false));
+    let unavailable = Arc::new(AtomicUsize::new(0));
+    let failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut clients = tokio::task::JoinSet::new();
+    for c in 0..CLIENTS {
+        let (http, base, api_key, policy) =
+            (http.clone(), base.clone(), api_key.clone(), policy.clone());
+        let (done, unavailable, failures) = (done.clone(), unavailable.clone(), failures.clone());
+        clients.spawn(async move {
+            let mut answered: Vec<Value> = Vec::new();
+            for b in 0.. {
+                if done.load(Ordering::SeqCst) {
+                    break;
+                }
+                let body = batch(&policy, c, b);
+                let deadline = Instant::now() + Duration::from_secs(60);
+                let answer = loop {
+                    let response = http
+                        .post(format!("{base}/tokenize"))
+                        .header("X-API-Key", &api_key)
+                        .json(&body)
+                        .send()
+                        .await
+                        .unwrap();
+                    let status = response.status().as_u16();
+                    let answer: Value = response.json().await.unwrap();
+                    match status {
+                        200 => break answer,
+                        503 => {
+                            assert_eq!(answer["error"]["code"], "SERVICE_UNAVAILABLE", "{answer}");
+                            assert_eq!(answer["error"]["retryable"], true, "{answer}");
+                            unavailable.fetch_add(1, Ordering::SeqCst);
+                        }
+                        other => {
+                            failures
+                                .lock()
+                                .unwrap()
+                                .push(format!("client {c} batch {b}: {other} {answer}"));
+                        }
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "client {c} batch {b} never succeeded"
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                };
+                assert_eq!(answer["success_count"], ITEMS, "{answer}");
+                answered.push(answer);
+            }
+            answered
+        });
+    }
+
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::task::block_in_place(|| cluster.crash()).unwrap();
+    // While it is down, /health says so.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if health(&http, &base).await == Some(503) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "/health never showed the outage");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    tokio::task::block_in_place(|| cluster.start()).unwrap();
+    // The service reconnects by itself.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if health(&http, &base).await == Some(200) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the service never came back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    done.store(true, Ordering::SeqCst);
+
+    let mut answered = Vec::new();
+    while let Some(result) = clients.join_next().await {
+        answered.extend(result.unwrap());
+    }
+    let (status, lines) = service.stop();
+    assert!(status.success(), "exit status {status}");
+    let failures = failures.lock().unwrap().clone();
+    if !failures.is_empty() {
+        let _ = std::fs::write(
+            std::env::temp_dir().join("dps-faults-lines.log"),
+            lines.join("\n"),
+        );
+    }
+    let errors: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("request failed"))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "answers other than 200 and 503: {failures:#?}\nthe service's failed requests: {errors:#?}"
+    );
+    assert!(
+        unavailable.load(Ordering::SeqCst) > 0,
+        "the crash was never seen by a client"
+    );
+    let tokens: Vec<String> = answered
+        .iter()
+        .flat_map(|a| a["results"].as_array().unwrap().iter())
+        .map(|r| r["token_id"].as_str().unwrap().to_owned())
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> = tokens.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        tokens.len(),
+        "a token id was answered twice"
+    );
+
+    let stored = vault_entries(&db.url).await;
+    assert_eq!(
+        stored,
+        tokens.len() as i64,
+        "the vault holds exactly the answered batches ({} of them)",
+        answered.len()
+    );
+}
+
+/// The tenant's vault entries, counted in the database.
+async fn vault_entries(url: &str) -> i64 {
+    use diesel_async::RunQueryDsl as _;
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let mut conn = db::AsyncPgConnection::establish(url).await.unwrap();
+    let stored: Count =
+        diesel::sql_query("SELECT count(*) AS n FROM vault_entries WHERE tenant_id = 'acme'")
+            .get_result(&mut conn)
+            .await
+            .unwrap();
+    stored.n
+}
