@@ -27,6 +27,7 @@ mod reconcile;
 mod remediation;
 mod remediation_azure;
 mod remediation_cosigning;
+mod scan_faults;
 mod scans;
 mod settings;
 mod tokenize;

@@ -1,0 +1,159 @@
+//! A scan whose storage goes away in the middle. The objects read before the emulator stopped
+//! are scanned; every one after fails with a reason; the scan ends partial, and its coverage
+//! counts each object exactly once, with no finding twice.
+
+use std::time::{Duration, Instant};
+
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::RunQueryDsl as _;
+use reqwest::Method;
+use serde_json::json;
+use testkit::{emulators, seed};
+
+use crate::Client;
+use crate::scans::{app_with, connector, finished};
+
+const OBJECTS: usize = 12;
+
+#[derive(QueryableByName)]
+struct Reason {
+    #[diesel(sql_type = Text)]
+    reason: String,
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn storage_that_stops_mid_scan_fails_the_rest_with_a_reason_and_the_scan_ends_partial() {
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "hr-data").await;
+    let keys: Vec<String> = (0..OBJECTS).map(|i| format!("d/{i:02}.txt")).collect();
+    let bodies: Vec<String> = (0..OBJECTS)
+        .map(|i| format!("ssn {:03}-45-{:04}\n", 101 + i, 6781 + i))
+        .collect();
+    let objects: Vec<(&str, &[u8])> = keys
+        .iter()
+        .zip(&bodies)
+        .map(|(k, b)| (k.as_str(), b.as_bytes()))
+        .collect();
+    seed::put_all(bucket.as_ref(), &objects).await;
+    let (master, master_b64) = keys::MasterKey::generate().unwrap();
+    // No worker tasks in the service: this test runs the worker, chunk by chunk.
+    let app = app_with(&moto, "0", |env| {
+        env.insert("DPS_MASTER_KEY".into(), master_b64);
+    })
+    .await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let hr = connector(&admin, "HR", "hr-data").await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{hr}/scan"),
+            Some(json!({"type": "full", "options": {"max_workers": 3}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let config = loop {
+        let (_, body) = admin
+            .send(
+                Method::GET,
+                &format!("/scans/{scan}/deployment-config"),
+                None,
+            )
+            .await;
+        if body["data"]["enumeration_status"] == "complete" {
+            break body["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(config["chunks"].as_array().unwrap().len() >= 2, "{config}");
+    let token = config["environment"]["AUTH_TOKEN"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let worker = scans::Worker::new(
+        "fault-test".into(),
+        seed::moto_cloud(&moto.url()),
+        std::sync::Arc::new(keys::KeyRing::new(std::sync::Arc::new(master))),
+    );
+    let pool = db::build_pool(&db::PoolConfig {
+        url: app.db.url.clone(),
+        max_size: 2,
+        statement_timeout: Duration::from_secs(10),
+        application_name: "scan-fault-test".into(),
+        wait_timeout: Duration::from_secs(10),
+    })
+    .unwrap();
+    let scan_id: ids::ScanId = scan.parse().unwrap();
+    let tenant: ids::TenantId = "acme".parse().unwrap();
+
+    // One chunk while the storage answers.
+    {
+        let mut conn = pool.get().await.unwrap();
+        let claim = scans::lease::claim(&mut conn, "fault-test", Some((&tenant, scan_id)), 30)
+            .await
+            .unwrap()
+            .expect("a chunk to claim");
+        worker.run_chunk(&mut conn, &claim).await.unwrap();
+    }
+    // Then the storage stops, and the worker carries on with the rest.
+    drop(moto);
+    let summary = scans::coordinator::work_on(&pool, &worker, scan_id, &token)
+        .await
+        .unwrap();
+    assert_eq!(summary.status, scans::Status::Partial, "{summary:?}");
+
+    let done = finished(&admin, &scan).await;
+    assert_eq!(done["status"], "partial", "{done}");
+    let coverage = &done["coverage"];
+    let scanned = coverage["total_scanned"].as_i64().unwrap();
+    let failed = coverage["total_failed"].as_i64().unwrap();
+    assert!(scanned >= 1 && failed >= 1, "{coverage}");
+    assert_eq!(coverage["total_enumerated"], OBJECTS, "{coverage}");
+    assert_eq!(
+        scanned + failed + coverage["total_skipped"].as_i64().unwrap(),
+        OBJECTS as i64,
+        "every object counted once: {coverage}"
+    );
+    assert_eq!(done["progress"]["findings_count"], scanned, "{done}");
+
+    // Each failed object says why; no object has a finding twice.
+    let mut conn = app.conn().await;
+    let reasons: Vec<Reason> = diesel::sql_query(
+        "SELECT coalesce(reason, '') AS reason, count(*) AS n FROM scan_resources \
+          WHERE tenant_id = 'acme' AND state = 'failed' GROUP BY 1",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(reasons.iter().map(|r| r.n).sum::<i64>(), failed);
+    for reason in &reasons {
+        assert!(
+            !reason.reason.is_empty(),
+            "a failed object without a reason"
+        );
+    }
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let distinct: Count = diesel::sql_query(
+        "SELECT count(DISTINCT (object_key, fingerprint)) AS n FROM findings WHERE tenant_id = 'acme'",
+    )
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        distinct.n, scanned,
+        "one finding per scanned object, none twice"
+    );
+}
