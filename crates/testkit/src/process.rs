@@ -84,6 +84,23 @@ impl ServiceProcess {
         (status, lines)
     }
 
+    /// The process id, to read its memory from `/proc`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its resident memory now, in bytes (`VmRSS` of `/proc/<pid>/status`).
+    pub fn resident_bytes(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse::<u64>().ok())
+            .map_or(0, |kib| kib * 1024)
+    }
+
     /// The `http://` origin of the metrics endpoint, from the `metrics listening` log line
     /// (written before `listening`), when `METRICS_BIND_ADDR` was set.
     pub fn metrics_origin(&self) -> Option<String> {

@@ -7,5 +7,6 @@
 )]
 
 mod crash;
+mod hostile;
 mod logs;
 mod replicas;
