@@ -3,7 +3,8 @@
 //! see only 200 or 503 SERVICE_UNAVAILABLE (retryable), and succeed by retrying with the same
 //! key. `/health` says 503 while the database is down and 200 once it is back, and the service
 //! reconnects by itself. Afterwards the vault holds exactly the batches that were answered:
-//! no partial batch, no token issued twice.
+//! no partial batch, no token issued twice. And under detokenize traffic: no grant reveals
+//! twice or is consumed twice, and no value is revealed without its audit record.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -225,4 +226,205 @@ async fn vault_entries(url: &str) -> i64 {
             .await
             .unwrap();
     stored.n
+}
+
+/// The `jti` of a grant, read from its payload.
+fn jti(grant_jwt: &str) -> String {
+    let payload = grant_jwt.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    let claims: Value = serde_json::from_slice(&bytes).unwrap();
+    claims["jti"].as_str().unwrap().to_owned()
+}
+
+/// Granted audit records of grant `jti`.
+async fn granted_records(url: &str, jti: &str) -> i64 {
+    use diesel_async::RunQueryDsl as _;
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let mut conn = db::AsyncPgConnection::establish(url).await.unwrap();
+    let found: Count = diesel::sql_query(
+        "SELECT count(*) AS n FROM detokenization_audit \
+          WHERE grant_jti = $1::uuid AND outcome = 'granted'",
+    )
+    .bind::<diesel::sql_types::Text, _>(jti)
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    found.n
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_crash_during_detokenize_never_reveals_without_an_audit_record() {
+    let (mut cluster, db) = testkit::private_cluster().await;
+    let master_key = base64::engine::general_purpose::STANDARD.encode([8u8; 32]);
+    let (_, key) = {
+        let mut conn = db::AsyncPgConnection::establish(&db.url).await.unwrap();
+        auth::api_keys::create(&mut conn, &"acme".parse().unwrap(), None, "faults")
+            .await
+            .unwrap()
+    };
+    let mut env = testkit::service_env(&db, &master_key);
+    env.insert(
+        "DPS_RATE_LIMITS".into(),
+        "detokenize=1000000/1000000,grant=1000000/1000000".into(),
+    );
+    env.insert("DATABASE_WAIT_TIMEOUT_MS".into(), "1000".into());
+    let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_tokens-api"), &env);
+    let base = format!("{}/api/v1/tokens", service.origin);
+    boot::install_tls_provider();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let sam = testkit::minter()
+        .mint(
+            "acme",
+            "sam",
+            &["admin", "support"],
+            Duration::from_secs(600),
+        )
+        .unwrap();
+    let policy: Value = http
+        .post(format!("{base}/policies"))
+        .bearer_auth(&sam)
+        .json(&json!({
+            "name": "faults",
+            "type_rules": { "us_ssn": { "mode": "randomized" } },
+            "allowed_roles": ["support"],
+            "allowed_purposes": ["audit"]
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let tokenized: Value = http
+        .post(format!("{base}/tokenize"))
+        .header("X-API-Key", key.expose())
+        .json(&json!({
+            "policy_id": policy["policy_id"],
+            "items": [{ "value": "523-45-6781", "pii_type": "us_ssn" }]
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = tokenized["results"][0]["token_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Clients take a grant and use it, again and again; a 503 is retried with the same grant.
+    let done = Arc::new(AtomicBool::new(false));
+    let unavailable = Arc::new(AtomicUsize::new(0));
+    let mut clients = tokio::task::JoinSet::new();
+    for _ in 0..CLIENTS {
+        let (http, base, sam, id, done) = (
+            http.clone(),
+            base.clone(),
+            sam.clone(),
+            id.clone(),
+            done.clone(),
+        );
+        let unavailable = unavailable.clone();
+        clients.spawn(async move {
+            // (jti, revealed by an answer, answers other than 200, 403 or 503)
+            let mut uses: Vec<(String, usize, Vec<String>)> = Vec::new();
+            while !done.load(Ordering::SeqCst) {
+                let grant = loop {
+                    let response = http
+                        .post(format!("{base}/grant"))
+                        .bearer_auth(&sam)
+                        .json(&json!({ "token_ids": [id], "purpose": "audit" }))
+                        .send()
+                        .await
+                        .unwrap();
+                    if response.status() == 200 {
+                        let grant: Value = response.json().await.unwrap();
+                        break grant["grant_jwt"].as_str().unwrap().to_owned();
+                    }
+                    assert_eq!(response.status(), 503, "{}", response.text().await.unwrap());
+                    unavailable.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                };
+                let (mut revealed, mut odd) = (0, Vec::new());
+                for _ in 0..50 {
+                    let response = http
+                        .post(format!("{base}/detokenize"))
+                        .bearer_auth(&sam)
+                        .json(&json!({ "tokens": [id], "grant_jwt": grant }))
+                        .send()
+                        .await
+                        .unwrap();
+                    let status = response.status().as_u16();
+                    let body: Value = response.json().await.unwrap();
+                    match status {
+                        200 => {
+                            assert_eq!(body["results"][0]["value"], "523456781", "{body}");
+                            revealed += 1;
+                        }
+                        // Used already (perhaps by the attempt whose answer was a 503).
+                        403 => {
+                            assert_eq!(body["error"]["code"], "GRANT_NONCE_REUSED", "{body}");
+                            break;
+                        }
+                        503 => {
+                            unavailable.fetch_add(1, Ordering::SeqCst);
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            continue;
+                        }
+                        other => odd.push(format!("{other} {body}")),
+                    }
+                    // After a 200, the same grant again: it must be refused.
+                }
+                uses.push((jti(&grant), revealed, odd));
+            }
+            uses
+        });
+    }
+
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    tokio::task::block_in_place(|| cluster.crash()).unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    tokio::task::block_in_place(|| cluster.start()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while health(&http, &base).await != Some(200) {
+        assert!(Instant::now() < deadline, "the service never came back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    done.store(true, Ordering::SeqCst);
+
+    let mut uses = Vec::new();
+    while let Some(result) = clients.join_next().await {
+        uses.extend(result.unwrap());
+    }
+    assert!(uses.len() >= CLIENTS, "{} grants used", uses.len());
+    assert!(
+        unavailable.load(Ordering::SeqCst) > 0,
+        "the crash was never seen by a client"
+    );
+    for (jti, revealed, odd) in &uses {
+        assert!(
+            odd.is_empty(),
+            "answers other than 200, 403 and 503: {odd:?}"
+        );
+        assert!(*revealed <= 1, "grant {jti} revealed {revealed} times");
+        let records = granted_records(&db.url, jti).await;
+        assert!(records <= 1, "grant {jti} was consumed {records} times");
+        assert!(
+            *revealed as i64 <= records,
+            "grant {jti} revealed a value without its audit record"
+        );
+    }
+    let (status, _) = service.stop();
+    assert!(status.success(), "exit status {status}");
 }
