@@ -21,6 +21,8 @@ use diesel::sql_types::BigInt;
 use diesel_async::AsyncConnection as _;
 use serde_json::{Value, json};
 
+mod support;
+
 const CLIENTS: usize = 4;
 const ITEMS: usize = 10;
 
@@ -48,43 +50,18 @@ async fn health(http: &reqwest::Client, base: &str) -> Option<u16> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_database_crash_under_tokenize_load_loses_no_batch_and_issues_no_token_twice() {
     let (mut cluster, db) = testkit::private_cluster().await;
-    let master_key = base64::engine::general_purpose::STANDARD.encode([6u8; 32]);
-    let (_, key) = {
-        let mut conn = db::AsyncPgConnection::establish(&db.url).await.unwrap();
-        auth::api_keys::create(&mut conn, &"acme".parse().unwrap(), None, "faults")
-            .await
-            .unwrap()
-    };
-    let api_key = key.expose().to_owned();
-    let mut env = testkit::service_env(&db, &master_key);
-    env.insert("DPS_RATE_LIMITS".into(), "tokenize=1000000/1000000".into());
-    env.insert("DATABASE_WAIT_TIMEOUT_MS".into(), "1000".into());
-    let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_tokens-api"), &env);
-    let base = format!("{}/api/v1/tokens", service.origin);
-    boot::install_tls_provider();
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap();
-    let admin = testkit::minter()
-        .mint("acme", "alice", &["admin"], Duration::from_secs(600))
-        .unwrap();
-    let policy: Value = http
-        .post(format!("{base}/policies"))
-        .bearer_auth(&admin)
-        .json(&json!({
-            "name": "faults",
-            "type_rules": { "us_ssn": { "mode": "randomized" } },
-            "allowed_roles": ["support"],
-            "allowed_purposes": ["audit"]
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let policy = policy["policy_id"].as_str().unwrap().to_owned();
+    let support::Running {
+        service,
+        base,
+        http,
+        api_key,
+        ..
+    } = support::start(&db, 6, |env| {
+        env.insert("DPS_RATE_LIMITS".into(), "tokenize=1000000/1000000".into());
+        env.insert("DATABASE_WAIT_TIMEOUT_MS".into(), "1000".into());
+    })
+    .await;
+    let policy = support::ssn_policy(&http, &base, "randomized").await;
 
     // Clients tokenize batch after batch, each retried with its key until it is answered 200.
     let done = Arc::new(AtomicBool::new(false));
@@ -261,66 +238,23 @@ async fn granted_records(url: &str, jti: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_database_crash_during_detokenize_never_reveals_without_an_audit_record() {
     let (mut cluster, db) = testkit::private_cluster().await;
-    let master_key = base64::engine::general_purpose::STANDARD.encode([8u8; 32]);
-    let (_, key) = {
-        let mut conn = db::AsyncPgConnection::establish(&db.url).await.unwrap();
-        auth::api_keys::create(&mut conn, &"acme".parse().unwrap(), None, "faults")
-            .await
-            .unwrap()
-    };
-    let mut env = testkit::service_env(&db, &master_key);
-    env.insert(
-        "DPS_RATE_LIMITS".into(),
-        "detokenize=1000000/1000000,grant=1000000/1000000".into(),
-    );
-    env.insert("DATABASE_WAIT_TIMEOUT_MS".into(), "1000".into());
-    let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_tokens-api"), &env);
-    let base = format!("{}/api/v1/tokens", service.origin);
-    boot::install_tls_provider();
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap();
-    let sam = testkit::minter()
-        .mint(
-            "acme",
-            "sam",
-            &["admin", "support"],
-            Duration::from_secs(600),
-        )
-        .unwrap();
-    let policy: Value = http
-        .post(format!("{base}/policies"))
-        .bearer_auth(&sam)
-        .json(&json!({
-            "name": "faults",
-            "type_rules": { "us_ssn": { "mode": "randomized" } },
-            "allowed_roles": ["support"],
-            "allowed_purposes": ["audit"]
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let tokenized: Value = http
-        .post(format!("{base}/tokenize"))
-        .header("X-API-Key", key.expose())
-        .json(&json!({
-            "policy_id": policy["policy_id"],
-            "items": [{ "value": "523-45-6781", "pii_type": "us_ssn" }]
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = tokenized["results"][0]["token_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let support::Running {
+        service,
+        base,
+        http,
+        api_key,
+        ..
+    } = support::start(&db, 8, |env| {
+        env.insert(
+            "DPS_RATE_LIMITS".into(),
+            "detokenize=1000000/1000000,grant=1000000/1000000".into(),
+        );
+        env.insert("DATABASE_WAIT_TIMEOUT_MS".into(), "1000".into());
+    })
+    .await;
+    let sam = support::token("sam", &["admin", "support"]);
+    let policy = support::ssn_policy(&http, &base, "randomized").await;
+    let id = support::tokenized_ssn(&http, &base, &api_key, &policy, "523-45-6781").await;
 
     // Clients take a grant and use it, again and again; a 503 is retried with the same grant.
     let done = Arc::new(AtomicBool::new(false));

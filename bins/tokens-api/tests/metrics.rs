@@ -7,11 +7,9 @@
     reason = "test code: a panic is how a test reports failure"
 )]
 
-use std::time::Duration;
-
-use base64::Engine as _;
-use diesel_async::AsyncConnection as _;
 use serde_json::{Value, json};
+
+mod support;
 
 /// The value of the series whose line starts with `series` (name and labels as rendered).
 fn value(text: &str, series: &str) -> Option<f64> {
@@ -24,32 +22,23 @@ fn value(text: &str, series: &str) -> Option<f64> {
 #[tokio::test]
 async fn metrics_are_served_off_the_public_port_and_follow_the_traffic() {
     let db = testkit::database().await;
-    let master_key = base64::engine::general_purpose::STANDARD.encode([4u8; 32]);
-    let mut conn = db::AsyncPgConnection::establish(&db.url).await.unwrap();
-    let (_, key) = auth::api_keys::create(&mut conn, &"acme".parse().unwrap(), None, "metrics")
-        .await
-        .unwrap();
-    let api_key = key.expose().to_owned();
-    let mut env = testkit::service_env(&db, &master_key);
-    env.insert("METRICS_BIND_ADDR".into(), "127.0.0.1:0".into());
-    env.insert("DPS_RATE_LIMITS".into(), "usage=2/100".into());
-    let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_tokens-api"), &env);
+    let support::Running {
+        service,
+        base,
+        http,
+        api_key,
+        master_key,
+    } = support::start(&db, 4, |env| {
+        env.insert("METRICS_BIND_ADDR".into(), "127.0.0.1:0".into());
+        env.insert("DPS_RATE_LIMITS".into(), "usage=2/100".into());
+    })
+    .await;
     let metrics = service.metrics_origin().expect("a metrics listening line");
     assert_ne!(
         metrics, service.origin,
         "metrics have an address of their own"
     );
-    let base = format!("{}/api/v1/tokens", service.origin);
-    boot::install_tls_provider();
-    let http = reqwest::Client::new();
-    let admin = testkit::minter()
-        .mint(
-            "acme",
-            "alice",
-            &["admin", "support"],
-            Duration::from_secs(600),
-        )
-        .unwrap();
+    let admin = support::token("alice", &["admin", "support"]);
 
     // The public port does not serve them.
     let public = http
@@ -59,38 +48,19 @@ async fn metrics_are_served_off_the_public_port_and_follow_the_traffic() {
         .unwrap();
     assert_eq!(public.status(), 404);
 
-    let policy: Value = http
-        .post(format!("{base}/policies"))
-        .bearer_auth(&admin)
-        .json(&json!({
-            "name": "metrics",
-            "type_rules": { "us_ssn": { "mode": "randomized" } },
-            "allowed_roles": ["support"],
-            "allowed_purposes": ["audit"]
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let policy = support::ssn_policy(&http, &base, "randomized").await;
     let ssn = "523-45-6781";
-    let tokenized: Value = http
-        .post(format!("{base}/tokenize"))
-        .header("X-API-Key", &api_key)
-        .json(&json!({
-            "policy_id": policy["policy_id"],
-            "items": [
-                { "value": ssn, "pii_type": "us_ssn" },
-                { "value": "not an ssn", "pii_type": "us_ssn" }
-            ]
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tokenized = support::tokenize(
+        &http,
+        &base,
+        &api_key,
+        &policy,
+        json!([
+            { "value": ssn, "pii_type": "us_ssn" },
+            { "value": "not an ssn", "pii_type": "us_ssn" }
+        ]),
+    )
+    .await;
     let id = tokenized["results"][0]["token_id"]
         .as_str()
         .unwrap()

@@ -7,13 +7,16 @@
     reason = "test code: a panic is how a test reports failure"
 )]
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use diesel_async::AsyncConnection as _;
 use serde_json::{Value, json};
 use testkit::ServiceProcess;
+
+mod support;
+
+use support::token;
 
 /// Two replicas over one fresh database, and what a client needs to call them.
 struct Replicas {
@@ -27,25 +30,20 @@ struct Replicas {
 impl Replicas {
     async fn start(rate_limits: &str) -> Self {
         let db = testkit::database().await;
-        let master_key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
-        let mut conn = db::AsyncPgConnection::establish(&db.url).await.unwrap();
-        let (_, key) = auth::api_keys::create(&mut conn, &acme(), None, "replicas")
-            .await
-            .unwrap();
-        let mut env: HashMap<String, String> = testkit::service_env(&db, &master_key);
+        let api_key = support::api_key(&db).await;
+        let (mut env, _) = support::env(&db, 7);
         env.insert("DPS_RATE_LIMITS".into(), rate_limits.into());
         env.insert("HTTP_WORKERS".into(), "2".into());
         let processes = [
             ServiceProcess::start(env!("CARGO_BIN_EXE_tokens-api"), &env),
             ServiceProcess::start(env!("CARGO_BIN_EXE_tokens-api"), &env),
         ];
-        boot::install_tls_provider();
         Self {
             bases: processes
                 .each_ref()
                 .map(|p| format!("{}/api/v1/tokens", p.origin)),
-            http: reqwest::Client::new(),
-            api_key: key.expose().to_owned(),
+            http: support::client(),
+            api_key,
             db,
             _processes: processes,
         }
@@ -59,53 +57,21 @@ impl Replicas {
     /// A policy (through replica 0), and one SSN tokenized under it (through replica 1): the
     /// policy's id and the token's.
     async fn tokenized(&self) -> (String, String) {
-        let admin = token("alice", &["admin"]);
-        let policy: Value = self
-            .http
-            .post(self.url(0, "/policies"))
-            .bearer_auth(&admin)
-            .json(&json!({
-                "name": "replicas",
-                "type_rules": { "us_ssn": { "mode": "randomized" } },
-                "allowed_roles": ["support"],
-                "allowed_purposes": ["audit"]
-            }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let tokenized: Value = self
-            .http
-            .post(self.url(1, "/tokenize"))
-            .header("X-API-Key", &self.api_key)
-            .json(&json!({
-                "policy_id": policy["policy_id"],
-                "items": [{ "value": "523-45-6781", "pii_type": "us_ssn" }]
-            }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let id = tokenized["results"][0]["token_id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{tokenized}"))
-            .to_owned();
-        (policy["policy_id"].as_str().unwrap().to_owned(), id)
+        let policy = support::ssn_policy(&self.http, &self.bases[0], "randomized").await;
+        let id = support::tokenized_ssn(
+            &self.http,
+            &self.bases[1],
+            &self.api_key,
+            &policy,
+            "523-45-6781",
+        )
+        .await;
+        (policy, id)
     }
 }
 
 fn acme() -> ids::TenantId {
     "acme".parse().unwrap()
-}
-
-fn token(user: &str, roles: &[&str]) -> String {
-    testkit::minter()
-        .mint("acme", user, roles, Duration::from_secs(600))
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
