@@ -137,37 +137,9 @@ impl Stack {
         body
     }
 
-    /// A format-preserving tokenization policy for SSNs, made directly in the vault (tokens-api
-    /// would make the same rows).
+    /// A tokenization policy for SSNs in `mode`.
     async fn token_policy(&mut self, mode: &str) -> Uuid {
-        let definition = vault::policies::Definition {
-            name: "ssn-fpe".into(),
-            type_rules: [(
-                "us_ssn".to_owned(),
-                vault::policies::RuleInput {
-                    mode: mode.into(),
-                    min_confidence: None,
-                    deterministic_scope: None,
-                },
-            )]
-            .into(),
-            allowed_roles: vec!["support".into()],
-            allowed_purposes: vec!["fraud_review".into()],
-            require_reason: false,
-            failure_mode: None,
-            token_ttl_seconds: None,
-            default_region: None,
-        };
-        vault::policies::create(
-            &mut self.conn,
-            &tenant(),
-            &"alice".parse().unwrap(),
-            &definition,
-        )
-        .await
-        .unwrap()
-        .policy_id
-        .as_uuid()
+        crate::ssn_token_policy(&mut self.conn, mode).await
     }
 
     /// The connector, the governance policy and a full scan, which plans one request.

@@ -124,34 +124,7 @@ async fn two_replicas_and_a_scan_worker_scan_once_and_remediate_once() {
             .unwrap(),
     };
 
-    let definition = vault::policies::Definition {
-        name: "ssn-fpe".into(),
-        type_rules: [(
-            "us_ssn".to_owned(),
-            vault::policies::RuleInput {
-                mode: "format_preserving".into(),
-                min_confidence: None,
-                deterministic_scope: None,
-            },
-        )]
-        .into(),
-        allowed_roles: vec!["support".into()],
-        allowed_purposes: vec!["fraud_review".into()],
-        require_reason: false,
-        failure_mode: None,
-        token_ttl_seconds: None,
-        default_region: None,
-    };
-    let token_policy = vault::policies::create(
-        &mut conn,
-        &TENANT.parse().unwrap(),
-        &"alice".parse().unwrap(),
-        &definition,
-    )
-    .await
-    .unwrap()
-    .policy_id
-    .as_uuid();
+    let token_policy = crate::ssn_token_policy(&mut conn, "format_preserving").await;
     let connector = json!({"name": "HR", "provider": "aws", "config": {
         "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
         "external_id": "tenant-acme-7731",
