@@ -34,7 +34,7 @@ struct Count {
     n: i64,
 }
 
-async fn count(conn: &mut AsyncPgConnection, sql: &str) -> i64 {
+pub(crate) async fn count(conn: &mut AsyncPgConnection, sql: &str) -> i64 {
     diesel::sql_query(sql)
         .bind::<Text, _>(TENANT)
         .get_result::<Count>(conn)
@@ -75,7 +75,7 @@ impl Client {
 
 /// The `scan-worker` binary, built beside this package's `platform-api` by the workspace's
 /// test command.
-fn scan_worker_binary() -> String {
+pub(crate) fn scan_worker_binary() -> String {
     let path = Path::new(env!("CARGO_BIN_EXE_platform-api")).with_file_name("scan-worker");
     assert!(
         path.exists(),

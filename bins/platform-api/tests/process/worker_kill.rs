@@ -1,0 +1,199 @@
+//! A `scan-worker` process SIGKILLed in the middle of its chunk, with outcomes recorded and
+//! outcomes not yet recorded. Another worker takes the chunk again once the lease runs out,
+//! scans what was not recorded, and the scan completes with every object covered once and no
+//! finding twice.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use diesel_async::{AsyncConnection as _, AsyncPgConnection};
+use serde_json::json;
+use testkit::{ServiceProcess, emulators, seed};
+
+use crate::replicas::{count, scan_worker_binary};
+
+const TENANT: &str = "acme";
+const BUCKET: &str = "big-exports";
+/// Objects, in one chunk; the worker records outcomes 32 at a time.
+const OBJECTS: usize = 160;
+
+/// Object `n`: one SSN no other object holds, then 24 KiB of plain text to read.
+fn object(n: usize) -> (String, Vec<u8>) {
+    let mut body = format!(
+        "name,ssn\nAnn Lee {n},{:03}-{:02}-{:04}\n",
+        101 + n % 500,
+        11 + n % 80,
+        1001 + n
+    );
+    body.push_str(&"lorem ipsum dolor sit amet, consectetur adipiscing elit\n".repeat(440));
+    (format!("rows/{n:04}.csv"), body.into_bytes())
+}
+
+/// A `scan-worker` process, killed when dropped so that a failing test leaves none behind.
+struct Worker(std::process::Child);
+
+impl Worker {
+    fn start(env: &HashMap<String, String>) -> Self {
+        Worker(
+            std::process::Command::new(scan_worker_binary())
+                .env_clear()
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .envs(env)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    /// SIGKILL, and the exit reaped.
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+
+    fn wait(&mut self) -> std::process::ExitStatus {
+        self.0.wait().unwrap()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_killed_mid_chunk_leaves_it_to_the_next_with_no_duplicate_finding() {
+    let db = testkit::database().await;
+    let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
+    let master_key = base64::engine::general_purpose::STANDARD.encode([5u8; 32]);
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), BUCKET).await;
+    let objects: Vec<(String, Vec<u8>)> = (0..OBJECTS).map(object).collect();
+    let seeded: Vec<(&str, &[u8])> = objects
+        .iter()
+        .map(|(key, body)| (key.as_str(), body.as_slice()))
+        .collect();
+    seed::put_all(bucket.as_ref(), &seeded).await;
+
+    let mut env: HashMap<String, String> = testkit::service_env(&db, &master_key);
+    for (name, value) in seed::moto_platform_env(&moto.url()) {
+        env.insert(name.into(), value);
+    }
+    // Only scan-worker processes scan.
+    env.insert("DPS_SCAN_WORKERS".into(), "0".into());
+    let service = ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env);
+    boot::install_tls_provider();
+    let http = reqwest::Client::new();
+    let admin = testkit::minter()
+        .mint(TENANT, "ann", &["admin"], Duration::from_secs(3600))
+        .unwrap();
+    let base = format!("{}/api/v1", service.origin);
+    let created: serde_json::Value = http
+        .post(format!("{base}/connectors"))
+        .bearer_auth(&admin)
+        .json(&json!({"name": "Exports", "provider": "aws", "config": {
+            "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+            "external_id": "tenant-acme-7731",
+            "region": "us-east-1",
+            "buckets": [BUCKET],
+        }}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let connector = created["data"]["id"].as_str().unwrap().to_owned();
+    let started: serde_json::Value = http
+        .post(format!("{base}/connectors/{connector}/scan"))
+        .bearer_auth(&admin)
+        .json(&json!({"type": "full", "options": {"max_workers": 1}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let scan = started["data"]["scan_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let config = loop {
+        let config: serde_json::Value = http
+            .get(format!("{base}/scans/{scan}/deployment-config"))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if config["data"]["enumeration_status"] == "complete" {
+            break config;
+        }
+        assert!(Instant::now() < deadline, "{config}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let mut worker_env: HashMap<String, String> = testkit::service_env(&db, &master_key);
+    for (name, value) in seed::moto_platform_env(&moto.url()) {
+        worker_env.insert(name.into(), value);
+    }
+    for (name, value) in config["data"]["environment"].as_object().unwrap() {
+        worker_env.insert(name.clone(), value.as_str().unwrap().to_owned());
+    }
+    // A short lease, so that the chunk of the killed worker is free again soon.
+    worker_env.insert("DPS_SCAN_LEASE_SECONDS".into(), "3".into());
+
+    let recorded =
+        "SELECT count(*) AS n FROM scan_resources WHERE tenant_id = $1 AND state <> 'pending'";
+    let mut first = Worker::start(&worker_env);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let at_kill = loop {
+        let n = count(&mut conn, recorded).await;
+        if n >= 1 || Instant::now() >= deadline {
+            first.kill();
+            break count(&mut conn, recorded).await;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(
+        (1..OBJECTS as i64).contains(&at_kill),
+        "the worker was to be killed mid-chunk, but {at_kill} of {OBJECTS} were recorded"
+    );
+
+    // A second worker takes the chunk once the lease runs out and finishes it.
+    let mut second = Worker::start(&worker_env);
+    let status = tokio::task::spawn_blocking(move || second.wait())
+        .await
+        .unwrap();
+    assert!(status.success(), "the second worker: {status}");
+    let done: serde_json::Value = http
+        .get(format!("{base}/scans/{scan}"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(done["data"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["data"]["progress"]["files_processed"], OBJECTS,
+        "{done}"
+    );
+    let findings = count(
+        &mut conn,
+        "SELECT count(*) AS n FROM findings WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
+    )
+    .await;
+    let distinct = count(
+        &mut conn,
+        "SELECT count(DISTINCT (object_key, fingerprint)) AS n FROM findings \
+         WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
+    )
+    .await;
+    assert_eq!((findings, distinct), (OBJECTS as i64, OBJECTS as i64));
+    let (status, _) = service.stop();
+    assert!(status.success());
+}
