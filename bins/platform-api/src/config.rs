@@ -20,6 +20,7 @@
 //! | `DPS_COSIGNING_CA_FILE` | unset | PEM bundle of CA certificates trusted for co-signing services, on top of the system's. |
 //! | `DPS_SCAN_TIER` | `standard` | Scan tier: `starter`, `standard` or `enterprise`. |
 //! | `DPS_SCAN_WORKERS` | 4 | Scan worker tasks in this process. |
+//! | `DPS_SCAN_LEASE_SECONDS` | 30 | Lease of each chunk a worker of this process claims (1 to 3600): how long a chunk whose worker died waits before another takes it. |
 //! | `DPS_SCAN_WORKER_IMAGE` | `dps/scan-worker:<version>` | Image named in deployment configs. |
 //! | `DPS_COORDINATOR_URL` | the request's origin | URL named in deployment configs. |
 //! | cloud variables | | See docs/configuration.md, "Cloud access". |
@@ -48,6 +49,8 @@ pub struct Config {
     /// `DPS_SCAN_WORKERS`: scan worker tasks in this process (0 leaves scanning to
     /// `scan-worker` processes; queued scans are still started and enumerated here).
     pub scan_workers: usize,
+    /// `DPS_SCAN_LEASE_SECONDS`: the lease of each chunk this process's workers claim.
+    pub scan_lease_seconds: i64,
     /// `DPS_SCAN_WORKER_IMAGE`: the container image deployment configs name.
     pub scan_worker_image: String,
     /// `DPS_COORDINATOR_URL`: this service's URL as workers elsewhere reach it; without it,
@@ -201,6 +204,16 @@ impl Config {
                 })?,
             },
             scan_workers: env.parsed("DPS_SCAN_WORKERS", 4usize)?,
+            scan_lease_seconds: {
+                let seconds = env.parsed("DPS_SCAN_LEASE_SECONDS", scans::worker::LEASE_SECONDS)?;
+                if !(1..=3600).contains(&seconds) {
+                    return Err(ConfigError::new(
+                        "DPS_SCAN_LEASE_SECONDS",
+                        "must be 1 to 3600",
+                    ));
+                }
+                seconds
+            },
             egress: egress::Egress::from_env(&env)?,
             reconcile_max_actions: {
                 let max = env.parsed(

@@ -310,6 +310,8 @@ pub struct Extra {
     pub scan_token_key: std::sync::Arc<[u8; 32]>,
     /// Scan worker tasks to run in this process.
     pub scan_workers: usize,
+    /// The lease of each chunk those workers claim.
+    pub scan_lease_seconds: i64,
     /// Wakes this process's scan coordinator when a scan is created.
     pub scan_wake: scans::coordinator::Wake,
     /// The image and URL deployment configs name.
@@ -352,6 +354,7 @@ impl Extra {
             scan_tier: config.scan_tier,
             scan_token_key: std::sync::Arc::new(master.derive(b"scan-worker-token")),
             scan_workers: config.scan_workers,
+            scan_lease_seconds: config.scan_lease_seconds,
             scan_wake: scans::coordinator::Wake::default(),
             scan_worker_image: config.scan_worker_image.clone(),
             coordinator_url: config.coordinator_url.clone(),
@@ -436,7 +439,8 @@ impl ServiceSpec for PlatformApi {
             extra.cloud.clone(),
             extra.keyring.clone(),
         )
-        .with_tokens(std::sync::Arc::new(governance::remediate::VaultTokens));
+        .with_tokens(std::sync::Arc::new(governance::remediate::VaultTokens))
+        .with_lease_seconds(extra.scan_lease_seconds);
         scans::Coordinator {
             pool: state.pool.clone(),
             worker,

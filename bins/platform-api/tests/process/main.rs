@@ -10,6 +10,7 @@ mod crash;
 mod hostile;
 mod logs;
 mod replicas;
+mod scan_restart;
 mod worker_kill;
 
 /// A tokenization policy for SSNs in `mode`, made directly in the vault of tenant `acme`

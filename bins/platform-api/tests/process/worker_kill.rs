@@ -19,7 +19,7 @@ const BUCKET: &str = "big-exports";
 const OBJECTS: usize = 160;
 
 /// Object `n`: one SSN no other object holds, then 24 KiB of plain text to read.
-fn object(n: usize) -> (String, Vec<u8>) {
+pub(crate) fn object(n: usize) -> (String, Vec<u8>) {
     let mut body = format!(
         "name,ssn\nAnn Lee {n},{:03}-{:02}-{:04}\n",
         101 + n % 500,
