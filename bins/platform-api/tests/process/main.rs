@@ -45,3 +45,100 @@ async fn ssn_token_policy(conn: &mut diesel_async::AsyncPgConnection, mode: &str
     .policy_id
     .as_uuid()
 }
+
+/// The environment of a platform-api (or scan-worker) on `db` whose cloud is `moto`.
+fn moto_env(
+    db: &testkit::TestDatabase,
+    master_key: &str,
+    moto: &testkit::emulators::Emulator,
+) -> std::collections::HashMap<String, String> {
+    let mut env = testkit::service_env(db, master_key);
+    for (name, value) in testkit::seed::moto_platform_env(&moto.url()) {
+        env.insert(name.into(), value);
+    }
+    env
+}
+
+/// `bucket` in moto, holding `objects`.
+async fn seeded_bucket<B: AsRef<[u8]>>(
+    moto: &testkit::emulators::Emulator,
+    bucket: &str,
+    objects: &[(String, B)],
+) -> std::sync::Arc<dyn object_store::ObjectStore> {
+    let store = testkit::seed::s3_bucket(&moto.url(), bucket).await;
+    let seeded: Vec<(&str, &[u8])> = objects
+        .iter()
+        .map(|(key, body)| (key.as_str(), body.as_ref()))
+        .collect();
+    testkit::seed::put_all(store.as_ref(), &seeded).await;
+    store
+}
+
+/// An AWS connector of tenant `acme` to `bucket`, made over HTTP; its id.
+async fn aws_connector(http: &reqwest::Client, base: &str, admin: &str, bucket: &str) -> String {
+    let created: serde_json::Value = http
+        .post(format!("{base}/connectors"))
+        .bearer_auth(admin)
+        .json(
+            &serde_json::json!({"name": bucket, "provider": "aws", "config": {
+                "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+                "external_id": "tenant-acme-7731",
+                "region": "us-east-1",
+                "buckets": [bucket],
+            }}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    created["data"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned()
+}
+
+/// A full scan of `connector` with `options`, started over HTTP; its id.
+async fn full_scan(
+    http: &reqwest::Client,
+    base: &str,
+    admin: &str,
+    connector: &str,
+    options: serde_json::Value,
+) -> String {
+    let started: serde_json::Value = http
+        .post(format!("{base}/connectors/{connector}/scan"))
+        .bearer_auth(admin)
+        .json(&serde_json::json!({"type": "full", "options": options}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    started["data"]["scan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned()
+}
+
+/// Asserts that tenant `acme` has `n` SSN findings, each object and value once.
+async fn assert_ssn_findings_once(conn: &mut diesel_async::AsyncPgConnection, n: usize) {
+    let findings = replicas::count(
+        conn,
+        "SELECT count(*) AS n FROM findings WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
+    )
+    .await;
+    let distinct = replicas::count(
+        conn,
+        "SELECT count(DISTINCT (object_key, fingerprint)) AS n FROM findings \
+         WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
+    )
+    .await;
+    assert_eq!(
+        (findings, distinct),
+        (n as i64, n as i64),
+        "every SSN found, none twice"
+    );
+}

@@ -4,7 +4,6 @@
 //! evaluation at its end plans one remediation per object, and each is executed once: one
 //! receipt, one `action_executed` entry, and the object written once in a versioned bucket.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -100,10 +99,7 @@ async fn two_replicas_and_a_scan_worker_scan_once_and_remediate_once() {
         .collect();
     seed::put_all(bucket.as_ref(), &seeded).await;
 
-    let mut env: HashMap<String, String> = testkit::service_env(&db, &master_key);
-    for (name, value) in seed::moto_platform_env(&moto.url()) {
-        env.insert(name.into(), value);
-    }
+    let mut env = crate::moto_env(&db, &master_key, &moto);
     env.insert("DPS_SCAN_WORKERS".into(), "2".into());
     env.insert("DPS_REMEDIATION_TASKS".into(), "2".into());
     env.insert("DATABASE_POOL_SIZE".into(), "8".into());
@@ -183,10 +179,7 @@ spec:
         )
         .await;
     assert_eq!(status, 200, "{config}");
-    let mut worker_env: HashMap<String, String> = testkit::service_env(&db, &master_key);
-    for (name, value) in seed::moto_platform_env(&moto.url()) {
-        worker_env.insert(name.into(), value);
-    }
+    let mut worker_env = crate::moto_env(&db, &master_key, &moto);
     for (name, value) in config["data"]["environment"].as_object().unwrap() {
         worker_env.insert(name.clone(), value.as_str().unwrap().to_owned());
     }
@@ -235,19 +228,7 @@ spec:
     .await
     .unwrap();
     assert!(status.success(), "scan-worker exit status {status}");
-    let findings = count(
-        &mut conn,
-        "SELECT count(*) AS n FROM findings WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
-    )
-    .await;
-    let distinct = count(
-        &mut conn,
-        "SELECT count(DISTINCT (object_key, fingerprint)) AS n FROM findings \
-         WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
-    )
-    .await;
-    assert_eq!(findings, 2 * OBJECTS as i64, "every SSN found");
-    assert_eq!(distinct, findings, "no finding twice");
+    crate::assert_ssn_findings_once(&mut conn, 2 * OBJECTS).await;
     let covered = count(
         &mut conn,
         "SELECT count(*) AS n FROM scan_resources WHERE tenant_id = $1 AND state = 'scanned'",

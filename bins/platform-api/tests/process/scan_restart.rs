@@ -3,13 +3,12 @@
 //! workers lost their connection are taken again when their leases run out, and the scan
 //! completes with every object covered once and no finding twice.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection};
 use serde_json::{Value, json};
-use testkit::{ServiceProcess, emulators, seed};
+use testkit::{ServiceProcess, emulators};
 
 use crate::replicas::count;
 use crate::worker_kill::object;
@@ -31,21 +30,12 @@ async fn a_database_crash_mid_scan_is_survived_with_exact_coverage() {
     let (mut cluster, db) = testkit::private_cluster().await;
     let master_key = base64::engine::general_purpose::STANDARD.encode([3u8; 32]);
     let moto = emulators::moto(&[]);
-    let bucket = seed::s3_bucket(&moto.url(), BUCKET).await;
     let objects: Vec<(String, Vec<u8>)> = (0..OBJECTS).map(object).collect();
-    let seeded: Vec<(&str, &[u8])> = objects
-        .iter()
-        .map(|(key, body)| (key.as_str(), body.as_slice()))
-        .collect();
-    seed::put_all(bucket.as_ref(), &seeded).await;
+    crate::seeded_bucket(&moto, BUCKET, &objects).await;
 
-    let mut env: HashMap<String, String> = testkit::service_env(&db, &master_key);
-    for (name, value) in seed::moto_platform_env(&moto.url()) {
-        env.insert(name.into(), value);
-    }
+    let mut env = crate::moto_env(&db, &master_key, &moto);
     env.insert("DPS_SCAN_WORKERS".into(), "2".into());
     env.insert("DPS_SCAN_LEASE_SECONDS".into(), "3".into());
-    env.insert("DATABASE_WAIT_TIMEOUT_MS".into(), "1000".into());
     let service = ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env);
     boot::install_tls_provider();
     let http = reqwest::Client::builder()
@@ -56,33 +46,17 @@ async fn a_database_crash_mid_scan_is_survived_with_exact_coverage() {
         .mint(TENANT, "ann", &["admin"], Duration::from_secs(3600))
         .unwrap();
     let base = format!("{}/api/v1", service.origin);
-    let created: Value = http
-        .post(format!("{base}/connectors"))
-        .bearer_auth(&admin)
-        .json(&json!({"name": "Exports", "provider": "aws", "config": {
-            "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-            "external_id": "tenant-acme-7731",
-            "region": "us-east-1",
-            "buckets": [BUCKET],
-        }}))
-        .send()
+    // Ready first: the first connections to a fresh cluster can take a while on a busy machine.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while get(&http, &format!("{base}/health"), &admin)
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let connector = created["data"]["id"].as_str().unwrap().to_owned();
-    let started: Value = http
-        .post(format!("{base}/connectors/{connector}/scan"))
-        .bearer_auth(&admin)
-        .json(&json!({"type": "full", "options": {"max_workers": 2}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let scan = started["data"]["scan_id"].as_str().unwrap().to_owned();
+        .is_none()
+    {
+        assert!(Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let connector = crate::aws_connector(&http, &base, &admin, BUCKET).await;
+    let scan = crate::full_scan(&http, &base, &admin, &connector, json!({"max_workers": 2})).await;
 
     // The crash comes once the first outcomes are recorded, and before the last.
     let recorded =
@@ -127,18 +101,7 @@ async fn a_database_crash_mid_scan_is_survived_with_exact_coverage() {
         "{done}"
     );
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
-    let findings = count(
-        &mut conn,
-        "SELECT count(*) AS n FROM findings WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
-    )
-    .await;
-    let distinct = count(
-        &mut conn,
-        "SELECT count(DISTINCT (object_key, fingerprint)) AS n FROM findings \
-         WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
-    )
-    .await;
-    assert_eq!((findings, distinct), (OBJECTS as i64, OBJECTS as i64));
+    crate::assert_ssn_findings_once(&mut conn, OBJECTS).await;
     let (status, _) = service.stop();
     assert!(status.success());
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection};
 use serde_json::json;
-use testkit::{ServiceProcess, emulators, seed};
+use testkit::{ServiceProcess, emulators};
 
 use crate::replicas::{count, scan_worker_binary};
 
@@ -70,18 +70,10 @@ async fn a_worker_killed_mid_chunk_leaves_it_to_the_next_with_no_duplicate_findi
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
     let master_key = base64::engine::general_purpose::STANDARD.encode([5u8; 32]);
     let moto = emulators::moto(&[]);
-    let bucket = seed::s3_bucket(&moto.url(), BUCKET).await;
     let objects: Vec<(String, Vec<u8>)> = (0..OBJECTS).map(object).collect();
-    let seeded: Vec<(&str, &[u8])> = objects
-        .iter()
-        .map(|(key, body)| (key.as_str(), body.as_slice()))
-        .collect();
-    seed::put_all(bucket.as_ref(), &seeded).await;
+    crate::seeded_bucket(&moto, BUCKET, &objects).await;
 
-    let mut env: HashMap<String, String> = testkit::service_env(&db, &master_key);
-    for (name, value) in seed::moto_platform_env(&moto.url()) {
-        env.insert(name.into(), value);
-    }
+    let mut env = crate::moto_env(&db, &master_key, &moto);
     // Only scan-worker processes scan.
     env.insert("DPS_SCAN_WORKERS".into(), "0".into());
     let service = ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env);
@@ -91,33 +83,8 @@ async fn a_worker_killed_mid_chunk_leaves_it_to_the_next_with_no_duplicate_findi
         .mint(TENANT, "ann", &["admin"], Duration::from_secs(3600))
         .unwrap();
     let base = format!("{}/api/v1", service.origin);
-    let created: serde_json::Value = http
-        .post(format!("{base}/connectors"))
-        .bearer_auth(&admin)
-        .json(&json!({"name": "Exports", "provider": "aws", "config": {
-            "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-            "external_id": "tenant-acme-7731",
-            "region": "us-east-1",
-            "buckets": [BUCKET],
-        }}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let connector = created["data"]["id"].as_str().unwrap().to_owned();
-    let started: serde_json::Value = http
-        .post(format!("{base}/connectors/{connector}/scan"))
-        .bearer_auth(&admin)
-        .json(&json!({"type": "full", "options": {"max_workers": 1}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let scan = started["data"]["scan_id"].as_str().unwrap().to_owned();
+    let connector = crate::aws_connector(&http, &base, &admin, BUCKET).await;
+    let scan = crate::full_scan(&http, &base, &admin, &connector, json!({"max_workers": 1})).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     let config = loop {
         let config: serde_json::Value = http
@@ -135,10 +102,7 @@ async fn a_worker_killed_mid_chunk_leaves_it_to_the_next_with_no_duplicate_findi
         assert!(Instant::now() < deadline, "{config}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let mut worker_env: HashMap<String, String> = testkit::service_env(&db, &master_key);
-    for (name, value) in seed::moto_platform_env(&moto.url()) {
-        worker_env.insert(name.into(), value);
-    }
+    let mut worker_env = crate::moto_env(&db, &master_key, &moto);
     for (name, value) in config["data"]["environment"].as_object().unwrap() {
         worker_env.insert(name.clone(), value.as_str().unwrap().to_owned());
     }
@@ -182,18 +146,7 @@ async fn a_worker_killed_mid_chunk_leaves_it_to_the_next_with_no_duplicate_findi
         done["data"]["progress"]["files_processed"], OBJECTS,
         "{done}"
     );
-    let findings = count(
-        &mut conn,
-        "SELECT count(*) AS n FROM findings WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
-    )
-    .await;
-    let distinct = count(
-        &mut conn,
-        "SELECT count(DISTINCT (object_key, fingerprint)) AS n FROM findings \
-         WHERE tenant_id = $1 AND pii_type = 'us_ssn'",
-    )
-    .await;
-    assert_eq!((findings, distinct), (OBJECTS as i64, OBJECTS as i64));
+    crate::assert_ssn_findings_once(&mut conn, OBJECTS).await;
     let (status, _) = service.stop();
     assert!(status.success());
 }
