@@ -142,3 +142,38 @@ async fn assert_ssn_findings_once(conn: &mut diesel_async::AsyncPgConnection, n:
         "every SSN found, none twice"
     );
 }
+
+/// Polls `GET /scans/:id` until the scan is neither queued nor running, asking each of
+/// `origins` in turn (replicas answer alike) and riding out failed requests (a database that
+/// is coming back); the last body.
+async fn scan_ended(
+    http: &reqwest::Client,
+    origins: &[&str],
+    admin: &str,
+    scan: &str,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    for n in 0.. {
+        let origin = origins[n % origins.len()];
+        let response = http
+            .get(format!("{origin}/api/v1/scans/{scan}"))
+            .bearer_auth(admin)
+            .send()
+            .await;
+        if let Ok(response) = response
+            && response.status() == 200
+        {
+            let body: serde_json::Value = response.json().await.unwrap();
+            let status = body["data"]["status"].as_str().unwrap_or_default();
+            if !matches!(status, "queued" | "running") {
+                return body;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "scan {scan} never ended"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    unreachable!("the loop returns or fails")
+}

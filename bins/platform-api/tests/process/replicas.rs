@@ -121,22 +121,8 @@ async fn two_replicas_and_a_scan_worker_scan_once_and_remediate_once() {
     };
 
     let token_policy = crate::ssn_token_policy(&mut conn, "format_preserving").await;
-    let connector = json!({"name": "HR", "provider": "aws", "config": {
-        "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-        "external_id": "tenant-acme-7731",
-        "region": "us-east-1",
-        "buckets": [BUCKET],
-    }});
-    let (status, body) = client
-        .send(
-            &a,
-            reqwest::Method::POST,
-            "/connectors",
-            Some(("application/json", connector.to_string())),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let connector = body["data"]["id"].as_str().unwrap().to_owned();
+    let connector =
+        crate::aws_connector(&client.http, &format!("{a}/api/v1"), &client.admin, BUCKET).await;
     let policy = format!(
         "apiVersion: governance.dps/v1
 kind: Policy
@@ -193,29 +179,7 @@ spec:
         .unwrap();
 
     // The scan ends, with every object covered once.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut polls = 0_u32;
-    let finished = loop {
-        polls += 1;
-        let origin = if polls.is_multiple_of(2) { &a } else { &b };
-        let (_, body) = client
-            .send(
-                origin,
-                reqwest::Method::GET,
-                &format!("/scans/{scan}"),
-                None,
-            )
-            .await;
-        let status = body["data"]["status"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if !matches!(status.as_str(), "queued" | "running") {
-            break body;
-        }
-        assert!(Instant::now() < deadline, "the scan never ended: {body}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
+    let finished = crate::scan_ended(&client.http, &[&a, &b], &client.admin, &scan).await;
     assert_eq!(finished["data"]["status"], "completed", "{finished}");
     assert_eq!(
         finished["data"]["progress"]["files_processed"], OBJECTS,

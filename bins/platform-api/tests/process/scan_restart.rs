@@ -81,20 +81,7 @@ async fn a_database_crash_mid_scan_is_survived_with_exact_coverage() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     tokio::task::block_in_place(|| cluster.start()).unwrap();
 
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let done = loop {
-        if let Some(body) = get(&http, &format!("{base}/scans/{scan}"), &admin).await {
-            let status = body["data"]["status"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            if !matches!(status.as_str(), "queued" | "running") {
-                break body;
-            }
-        }
-        assert!(Instant::now() < deadline, "the scan never ended");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
+    let done = crate::scan_ended(&http, &[&service.origin], &admin, &scan).await;
     assert_eq!(done["data"]["status"], "completed", "{done}");
     assert_eq!(
         done["data"]["progress"]["files_processed"], OBJECTS,
