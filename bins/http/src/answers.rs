@@ -33,13 +33,7 @@ pub fn document_common_answers(openapi: &mut OpenApi, area: Area) {
             .build()
     };
     for (path, item) in &mut openapi.paths.paths {
-        let operations: [&mut Option<Operation>; 5] = [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.patch,
-        ];
+        let operations = crate::links::operations_mut(item).map(|(_, operation)| operation);
         for operation in operations.into_iter().flatten() {
             if area == Area::Platform && !serves_itself(path) {
                 envelope_successes(operation);

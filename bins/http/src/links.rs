@@ -3,35 +3,44 @@
 //! operations that read, change or delete it (schemathesis follows them in its stateful phase).
 
 use utoipa::openapi::link::LinkBuilder;
-use utoipa::openapi::path::Operation;
+use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::{OpenApi, RefOr};
 
 /// Names every operation by its method and path (`get_connectors_id`): unique by construction,
 /// where the handlers' own names (`list`, `get`) repeat across resources.
 pub fn unique_operation_ids(openapi: &mut OpenApi) {
     for (path, item) in &mut openapi.paths.paths {
-        let words: Vec<String> = path
-            .trim_start_matches("/api/v1")
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .map(|s| {
-                s.trim_matches(|c| c == '{' || c == '}')
-                    .replace(['-', '.'], "_")
-            })
-            .collect();
-        let name = words.join("_");
-        for (method, operation) in [
-            ("get", &mut item.get),
-            ("put", &mut item.put),
-            ("post", &mut item.post),
-            ("delete", &mut item.delete),
-            ("patch", &mut item.patch),
-        ] {
+        for (method, operation) in operations_mut(item) {
             if let Some(operation) = operation {
-                operation.operation_id = Some(format!("{method}_{name}"));
+                operation.operation_id = Some(operation_id(method, path));
             }
         }
     }
+}
+
+/// The id [`unique_operation_ids`] gives the operation `method path`.
+fn operation_id(method: &str, path: &str) -> String {
+    let words: Vec<String> = path
+        .trim_start_matches("/api/v1")
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.trim_matches(|c| c == '{' || c == '}')
+                .replace(['-', '.'], "_")
+        })
+        .collect();
+    format!("{method}_{}", words.join("_"))
+}
+
+/// A path's operations, by method.
+pub(crate) fn operations_mut(item: &mut PathItem) -> [(&'static str, &mut Option<Operation>); 5] {
+    [
+        ("get", &mut item.get),
+        ("put", &mut item.put),
+        ("post", &mut item.post),
+        ("delete", &mut item.delete),
+        ("patch", &mut item.patch),
+    ]
 }
 
 /// A link: from `from`'s `status` answer, to `to`, whose path parameter `parameter` takes the
@@ -48,37 +57,11 @@ pub struct LinkSpec {
 /// Adds each link. A link whose ends are not both in the document is a programming error, and
 /// the document test catches it: every `to` must resolve.
 pub fn add_links(openapi: &mut OpenApi, links: &[LinkSpec]) {
-    let ids: Vec<((String, String), String)> = openapi
-        .paths
-        .paths
-        .iter()
-        .flat_map(|(path, item)| {
-            [
-                ("get", &item.get),
-                ("put", &item.put),
-                ("post", &item.post),
-                ("delete", &item.delete),
-                ("patch", &item.patch),
-            ]
-            .into_iter()
-            .filter_map(move |(method, op)| {
-                op.as_ref().and_then(|op| {
-                    op.operation_id
-                        .clone()
-                        .map(|id| ((method.to_owned(), path.clone()), id))
-                })
-            })
-        })
-        .collect();
-    let id_of = |(method, path): (&str, &str)| {
-        ids.iter()
-            .find(|((m, p), _)| m == method && p == path)
-            .map(|(_, id)| id.clone())
-    };
     for link in links {
-        let Some(target) = id_of(link.to) else {
+        if operation_mut(openapi, link.to).is_none() {
             continue;
-        };
+        }
+        let target = operation_id(link.to.0, link.to.1);
         let Some(operation) = operation_mut(openapi, link.from) else {
             continue;
         };
@@ -101,14 +84,10 @@ fn operation_mut<'a>(
     (method, path): (&str, &str),
 ) -> Option<&'a mut Operation> {
     let item = openapi.paths.paths.get_mut(path)?;
-    match method {
-        "get" => item.get.as_mut(),
-        "put" => item.put.as_mut(),
-        "post" => item.post.as_mut(),
-        "delete" => item.delete.as_mut(),
-        "patch" => item.patch.as_mut(),
-        _ => None,
-    }
+    operations_mut(item)
+        .into_iter()
+        .find(|(m, _)| *m == method)
+        .and_then(|(_, operation)| operation.as_mut())
 }
 
 /// The document as served. utoipa 5 writes a link's fields in snake case (`operation_id`);
