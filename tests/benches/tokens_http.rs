@@ -1,10 +1,16 @@
-//! Tokenize throughput over real HTTP into a real vault, beside the raw Postgres insert rate of
-//! the same rows on the same server, and detokenize latency for 100 tokens.
+//! Tokenize throughput over real HTTP into a real vault, beside the raw Postgres rate of the
+//! same rows on the same server, and detokenize latency for 100 tokens.
 //!
 //! `cargo bench -p integration-tests --bench tokens_http` (add `-- --quick` for a short run;
 //! `BENCH_CLIENTS` and `BENCH_HTTP_WORKERS` change the defaults of 4 clients and 2 workers).
-//! It starts a throwaway Postgres cluster (or uses DATABASE_URL) and tokens-api in-process,
-//! and prints a table that docs/BENCHMARKS.md records.
+//! It starts a Postgres cluster with production durability (fsync, synchronous commit and
+//! full-page writes on) and tokens-api in-process, and prints a table that docs/BENCHMARKS.md
+//! records.
+//!
+//! The references, measured in the same run right before each mode, are
+//! `COPY ... FROM STDIN (FORMAT binary)` of as many rows of that mode's width, from as many
+//! clients, one transaction per 1000 rows as tokenize commits: into an unindexed table, and
+//! into a table with the vault's own indexes.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -14,8 +20,6 @@
 
 use std::time::{Duration, Instant};
 
-use diesel::sql_types::{Array, Bytea, Text, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection as _, RunQueryDsl as _, SimpleAsyncConnection as _};
 use integration_tests::{Service, TestApp};
 use serde_json::{Value, json};
 
@@ -89,53 +93,106 @@ async fn tokenize_rate(
 
 /// Inserts the same number of rows, of the width vault rows have, into a plain table with the
 /// same indexes, through the same kind of UNNEST statement, with the same concurrency.
-async fn raw_insert_rate(url: &str, batches: usize, clients: usize) -> f64 {
-    let mut conn = db::AsyncPgConnection::establish(url).await.unwrap();
-    conn.batch_execute(
-        "DROP TABLE IF EXISTS raw_bench; \
-         CREATE TABLE raw_bench (LIKE vault_entries INCLUDING DEFAULTS INCLUDING CONSTRAINTS); \
-         ALTER TABLE raw_bench ADD PRIMARY KEY (tenant_id, token_id); \
-         CREATE UNIQUE INDEX ON raw_bench (tenant_id, fingerprint) WHERE fingerprint IS NOT NULL; \
-         CREATE UNIQUE INDEX ON raw_bench (tenant_id, pii_type, token);",
-    )
-    .await
-    .unwrap();
+/// One reference row of `mode`, `n` of its run: the columns a tokenize of that mode writes,
+/// as wide as the service writes them.
+fn reference_row(mode: &str, n: usize, out: &mut Vec<u8>) {
+    let text = |out: &mut Vec<u8>, v: &[u8]| {
+        out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+        out.extend_from_slice(v);
+    };
+    let null = |out: &mut Vec<u8>| out.extend_from_slice(&(-1i32).to_be_bytes());
+    let random = uuid::Uuid::new_v4();
+    let (token, pii_type) = match mode {
+        "deterministic" => (format!("dtk_{:032}", n), "us_ssn"),
+        "randomized" => (format!("rtk_{}", random.simple()), "email"),
+        _ => (ssn(n), "us_ssn"),
+    };
+    out.extend_from_slice(&11i16.to_be_bytes());
+    text(out, b"bench");
+    text(out, uuid::Uuid::now_v7().as_bytes());
+    text(out, token.as_bytes());
+    text(out, pii_type.as_bytes());
+    text(out, mode.as_bytes());
+    text(out, uuid::Uuid::nil().as_bytes());
+    text(out, &1i32.to_be_bytes());
+    null(out); // fingerprint: surrogates only
+    text(out, &1i32.to_be_bytes());
+    // nonce, the sealed payload (a format byte, a currency length, the value), the tag
+    let payload = if mode == "randomized" { 2 + 22 } else { 2 + 9 };
+    text(out, &vec![7u8; 12 + payload + 16]);
+    if mode == "randomized" {
+        null(out); // found by its token id
+    } else {
+        text(out, uuid::Uuid::new_v4().as_bytes());
+    }
+}
+
+/// Rows per second of `COPY ... FROM STDIN (FORMAT binary)` of `batches` batches of `mode`'s
+/// rows into a fresh copy of the vault table (with its indexes when `indexed`), from `clients`
+/// connections, one transaction per batch.
+async fn copy_rate(url: &str, mode: &str, indexed: bool, batches: usize, clients: usize) -> f64 {
+    use futures::SinkExt as _;
+    let like = if indexed {
+        "INCLUDING ALL"
+    } else {
+        "INCLUDING DEFAULTS"
+    };
+    let (setup, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    setup
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS copy_reference; \
+             CREATE TABLE copy_reference (LIKE vault_entries {like}); CHECKPOINT;"
+        ))
+        .await
+        .unwrap();
+    let bodies: Vec<bytes::Bytes> = (0..batches)
+        .map(|b| {
+            let mut out = b"PGCOPY\n\xff\r\n\0".to_vec();
+            out.extend_from_slice(&[0u8; 8]);
+            for i in 0..BATCH {
+                reference_row(mode, b * BATCH + i, &mut out);
+            }
+            out.extend_from_slice(&(-1i16).to_be_bytes());
+            bytes::Bytes::from(out)
+        })
+        .collect();
+    let bodies = std::sync::Arc::new(bodies);
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for client in 0..clients {
-        let url = url.to_owned();
+        let (url, bodies) = (url.to_owned(), bodies.clone());
         tasks.spawn(async move {
-            let mut conn = db::AsyncPgConnection::establish(&url).await.unwrap();
-            for b in (client..batches).step_by(clients) {
-                let ids: Vec<uuid::Uuid> = (0..BATCH).map(|_| uuid::Uuid::now_v7()).collect();
-                let tokens: Vec<String> = (0..BATCH).map(|i| format!("dtk_{:032}", b * BATCH + i)).collect();
-                let fingerprints: Vec<Vec<u8>> = (0..BATCH).map(|i| {
-                    let mut f = [0u8; 32];
-                    f[..8].copy_from_slice(&((b * BATCH + i) as u64).to_be_bytes());
-                    f.to_vec()
-                }).collect();
-                let ciphertexts: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![7u8; 12 + 13 + 16]).collect();
-                diesel::sql_query(
-                    "INSERT INTO raw_bench (tenant_id, token_id, token, pii_type, mode, policy_id, \
-                     policy_version, fingerprint, key_version, ciphertext) \
-                     SELECT 'bench', u.id, u.token, 'us_ssn', 'deterministic', $1, 1, u.fp, 1, u.ct \
-                     FROM unnest($2::uuid[], $3::text[], $4::bytea[], $5::bytea[]) AS u(id, token, fp, ct)",
-                )
-                .bind::<SqlUuid, _>(uuid::Uuid::nil())
-                .bind::<Array<SqlUuid>, _>(ids)
-                .bind::<Array<Text>, _>(tokens)
-                .bind::<Array<Bytea>, _>(fingerprints)
-                .bind::<Array<Bytea>, _>(ciphertexts)
-                .execute(&mut conn)
+            let (conn, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
                 .await
                 .unwrap();
+            tokio::spawn(connection);
+            for b in (client..bodies.len()).step_by(clients) {
+                let sink = conn
+                    .copy_in(
+                        "COPY copy_reference (tenant_id, token_id, token, pii_type, mode, \
+                         policy_id, policy_version, fingerprint, key_version, ciphertext, \
+                         lookup) FROM STDIN (FORMAT binary)",
+                    )
+                    .await
+                    .unwrap();
+                let mut sink = std::pin::pin!(sink);
+                sink.send(bodies[b].clone()).await.unwrap();
+                assert_eq!(sink.as_mut().finish().await.unwrap(), BATCH as u64);
             }
         });
     }
     while let Some(r) = tasks.join_next().await {
         r.unwrap();
     }
-    (batches * BATCH) as f64 / started.elapsed().as_secs_f64()
+    let rate = (batches * BATCH) as f64 / started.elapsed().as_secs_f64();
+    setup
+        .batch_execute("DROP TABLE copy_reference")
+        .await
+        .unwrap();
+    rate
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -155,6 +212,8 @@ async fn main() {
     };
     let clients = setting("BENCH_CLIENTS", 4);
     let workers = setting("BENCH_HTTP_WORKERS", 2);
+    // Production durability: every tokenize answer is on disk when it is returned.
+    testkit::use_durable_cluster();
     let app = TestApp::spawn_with(Service::Tokens, |env| {
         env.insert("HTTP_WORKERS".into(), workers.to_string());
         env.insert("DATABASE_POOL_SIZE".into(), "8".into());
@@ -194,15 +253,20 @@ async fn main() {
     println!(
         "items per batch: {BATCH}, batches per mode: {batches}, concurrent clients: {clients}"
     );
-    let raw = raw_insert_rate(&app.db.url, batches, clients).await;
-    println!("raw Postgres insert (same rows, same indexes, UNNEST): {raw:>9.0} rows/s");
+    println!(
+        "{:<18} {:>12} {:>14} {:>12} {:>9} {:>9}",
+        "mode", "COPY (rows/s)", "COPY idx (rows/s)", "tokenize", "ratio", "ratio idx"
+    );
     let mut offset = 0;
     for mode in ["deterministic", "randomized", "format_preserving"] {
+        let raw = copy_rate(&app.db.url, mode, false, batches, clients).await;
+        let indexed = copy_rate(&app.db.url, mode, true, batches, clients).await;
         let rate = tokenize_rate(&app, &key, &policy, mode, batches, clients, offset).await;
         offset += batches * BATCH;
         println!(
-            "tokenize {mode:<18} over HTTP: {rate:>9.0} items/s  (ratio to raw insert {:.2})",
-            rate / raw
+            "{mode:<18} {raw:>12.0} {indexed:>14.0} {rate:>12.0} {:>9.2} {:>9.2}",
+            rate / raw,
+            rate / indexed
         );
     }
 

@@ -211,5 +211,6 @@ impl ServiceSpec for TokensApi {
 
 /// Starts the service and serves until it is told to stop.
 pub async fn run(config: Config) -> anyhow::Result<()> {
+    tokenize_core::warm_up();
     dps_http::run::<TokensApi>(&config.common, Extra::from_config(&config)?).await
 }

@@ -605,11 +605,12 @@ diesel::table! {
 }
 
 diesel::table! {
-    usage_counters (tenant_id, month, metric) {
+    usage_counters (tenant_id, month, metric, shard) {
         tenant_id -> Text,
         month -> Date,
         metric -> Text,
         value -> Int8,
+        shard -> Int2,
     }
 }
 
@@ -630,6 +631,7 @@ diesel::table! {
         revoked_at -> Nullable<Timestamptz>,
         revoked_by -> Nullable<Text>,
         revoke_reason -> Nullable<Text>,
+        lookup -> Nullable<Uuid>,
     }
 }
 

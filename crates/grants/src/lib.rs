@@ -258,8 +258,10 @@ pub async fn issue(
     })
 }
 
-/// What a verified grant says.
-struct Claims {
+/// What a verified grant says. Its fields stay inside this crate: a caller learns only that a
+/// grant verified, and `detokenize` decides what it allows.
+#[derive(Debug)]
+pub struct Claims {
     jti: Uuid,
     user: String,
     tenant: String,
@@ -268,8 +270,9 @@ struct Claims {
 }
 
 /// Checks a grant's signature, issuer, audience and shape. Expiry is checked by the caller,
-/// with no leeway: a grant's 300 seconds are exact.
-fn verify(keys: &GrantKeys, grant_jwt: &str) -> Result<Claims, GrantError> {
+/// with no leeway: a grant's 300 seconds are exact. Public so that the fuzz targets reach the
+/// same parser `detokenize` uses.
+pub fn verify(keys: &GrantKeys, grant_jwt: &str) -> Result<Claims, GrantError> {
     let (payload, _) = josekit::jwt::decode_with_verifier_selector(grant_jwt, |header| {
         Ok(header.key_id().and_then(|kid| keys.verifier(kid)))
     })

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ring::rand::{SecureRandom as _, SystemRandom};
-use tokenize_core::{FpeKey, MacKey};
+use tokenize_core::{FpeKey, MacKey, TokenIdCipher};
 
 use db::schema::tenant_keys;
 use ids::TenantId;
@@ -37,6 +37,8 @@ pub struct TenantKeys {
     pub fingerprint: MacKey,
     /// The FF1 key of format-preserving tokens.
     pub fpe: FpeKey,
+    /// Derives randomized tokens from token ids, and reads them back.
+    pub randomized: TokenIdCipher,
 }
 
 impl std::fmt::Debug for TenantKeys {
@@ -242,6 +244,7 @@ impl KeyRing {
             mac: MacKey::new(&derive(&token_root, b"token-mac")),
             fingerprint: MacKey::new(&derive(&token_root, b"fingerprint")),
             fpe: FpeKey::new(&derive(&token_root, b"ff1")),
+            randomized: TokenIdCipher::new(&derive(&token_root, b"randomized-token")),
         })
     }
 }

@@ -50,10 +50,11 @@ pub async fn record_tokenize(
     items: i64,
 ) -> Result<(), diesel::result::Error> {
     diesel::sql_query(
-        "INSERT INTO usage_counters AS u (tenant_id, month, metric, value) \
-         SELECT $1, date_trunc('month', now() AT TIME ZONE 'UTC')::date, m, v \
+        "INSERT INTO usage_counters AS u (tenant_id, month, metric, value, shard) \
+         SELECT $1, date_trunc('month', now() AT TIME ZONE 'UTC')::date, m, v, \
+                pg_backend_pid() % 16 \
          FROM unnest(ARRAY['tokenize_requests', 'tokenize_items'], ARRAY[1, $2]::bigint[]) AS x(m, v) \
-         ON CONFLICT (tenant_id, month, metric) DO UPDATE SET value = u.value + EXCLUDED.value",
+         ON CONFLICT (tenant_id, month, metric, shard) DO UPDATE SET value = u.value + EXCLUDED.value",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<BigInt, _>(items)
@@ -101,10 +102,10 @@ pub async fn usage(
            (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NULL \
               AND expires_at <= now()) AS expired, \
            (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at >= $2) AS revocations, \
-           COALESCE((SELECT value FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
-              AND metric = 'tokenize_requests'), 0) AS tokenize_requests, \
-           COALESCE((SELECT value FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
-              AND metric = 'tokenize_items'), 0) AS tokenize_items, \
+           COALESCE((SELECT sum(value) FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
+              AND metric = 'tokenize_requests'), 0)::bigint AS tokenize_requests, \
+           COALESCE((SELECT sum(value) FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
+              AND metric = 'tokenize_items'), 0)::bigint AS tokenize_items, \
            (SELECT count(*) FROM detokenization_audit WHERE tenant_id = $1 AND occurred_at >= $2) \
               AS detokenize_requests, \
            COALESCE((SELECT sum(cardinality(token_ids)) FROM detokenization_audit \

@@ -14,8 +14,8 @@ use aes::Aes256;
 use fpe::ff1::{FF1, FlexibleNumeralString};
 use num_bigint::BigUint;
 use num_integer::Integer as _;
-use num_traits::ToPrimitive as _;
 
+use crate::ff1::Ff1;
 use crate::numerals::SmallNumerals;
 use crate::shape::Shape;
 
@@ -26,9 +26,10 @@ pub const FPE_MIN_DOMAIN: u128 = 1_000_000;
 /// acceptable fraction far below anything a supported type has.
 const MAX_WALK: usize = 1_000;
 
-/// A tenant's format-preserving key.
+/// A tenant's format-preserving key, with its AES key schedule expanded once.
 pub struct FpeKey {
     key: [u8; 32],
+    ff1: Ff1,
 }
 
 impl std::fmt::Debug for FpeKey {
@@ -39,7 +40,10 @@ impl std::fmt::Debug for FpeKey {
 
 impl FpeKey {
     pub fn new(key: &[u8; 32]) -> Self {
-        Self { key: *key }
+        Self {
+            key: *key,
+            ff1: Ff1::new(key),
+        }
     }
 
     fn cipher(&self, radix: u32) -> Option<FF1<Aes256>> {
@@ -61,6 +65,29 @@ fn numeral_layout(domain: &BigUint) -> (u32, usize) {
     // root < 2^16 because top < 2^(16n); so the radix is at most 2^16.
     let radix = root.to_u32_digits().first().copied().unwrap_or(0) + 1;
     (radix.max(2), usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// [`numeral_layout`] for a domain that fits a `u128`, without big integers.
+fn small_layout(domain: u128) -> (u32, usize) {
+    let top = domain - 1;
+    let bits = (128 - top.leading_zeros()) as usize;
+    let n = bits.div_ceil(16).max(2);
+    let exp = u32::try_from(n).unwrap_or(u32::MAX);
+    // The float root is within one of the integer root; the loops make it exact.
+    let mut root = (top as f64).powf(1.0 / n as f64) as u128;
+    while root
+        .checked_add(1)
+        .and_then(|r| r.checked_pow(exp))
+        .is_some_and(|p| p <= top)
+    {
+        root += 1;
+    }
+    while root > 0 && root.checked_pow(exp).is_none_or(|p| p > top) {
+        root -= 1;
+    }
+    // root < 2^16 because top < 2^(16n); so the radix is at most 2^16.
+    let radix = u32::try_from(root + 1).unwrap_or(u32::MAX);
+    (radix.max(2), n)
 }
 
 /// The integer arithmetic ranking needs: `u128` for every domain that fits (nearly all), big
@@ -175,6 +202,22 @@ fn walk(
     accept: impl Fn(&[u32]) -> bool,
     direction: Direction,
 ) -> Option<Vec<u32>> {
+    // r^n < 2 * N, so a domain below 2^126 keeps every value inside a u128: that path needs
+    // no big integer at all.
+    let small = shape
+        .slots()
+        .iter()
+        .try_fold(1u128, |n, (_, s)| n.checked_mul(u128::from(s.radix())))
+        .filter(|n| *n < 1 << 126);
+    if let Some(domain) = small {
+        if domain < FPE_MIN_DOMAIN {
+            return None;
+        }
+        let (radix, n) = small_layout(domain);
+        if Ff1::fits(radix, n) {
+            return walk_fast(key, tweak, shape, &accept, direction, domain, radix, n);
+        }
+    }
     let domain = shape
         .slots()
         .iter()
@@ -183,38 +226,54 @@ fn walk(
         return None;
     }
     let (radix, n) = numeral_layout(&domain);
-    // r^n < 2 * N, so a domain below 2^126 keeps every intermediate value inside a u128.
-    if domain.bits() < 126 {
-        let small_domain = domain.to_u128()?;
-        walk_in::<u128>(
-            key,
-            tweak,
-            shape,
-            &accept,
-            direction,
-            small_domain,
-            radix,
-            n,
-        )
-    } else {
-        walk_in::<BigUint>(key, tweak, shape, &accept, direction, domain, radix, n)
-    }
+    walk_in(key, tweak, shape, &accept, direction, domain, radix, n)
 }
 
+/// The walk of nearly every value: FF1 on integers ([`Ff1`]), with no numeral vectors.
 #[expect(clippy::too_many_arguments, reason = "one private step of `walk`")]
-fn walk_in<N: Number>(
+fn walk_fast(
     key: &FpeKey,
     tweak: &[u8],
     shape: &Shape,
     accept: &impl Fn(&[u32]) -> bool,
     direction: Direction,
-    domain: N,
+    domain: u128,
+    radix: u32,
+    n: usize,
+) -> Option<Vec<u32>> {
+    let call = key.ff1.call(radix, n, tweak);
+    let mut x: u128 = rank(shape, &shape.values());
+    for _ in 0..MAX_WALK {
+        x = match direction {
+            Direction::Encrypt => call.encrypt(x),
+            #[cfg(test)]
+            Direction::Decrypt => call.decrypt(x),
+        };
+        if x < domain {
+            let values = unrank(shape, x);
+            if accept(&values) {
+                return Some(values);
+            }
+        }
+    }
+    None
+}
+
+/// The walk of domains too wide for [`Ff1`]: `fpe`'s FF1 on numeral strings.
+#[expect(clippy::too_many_arguments, reason = "one private step of `walk`")]
+fn walk_in(
+    key: &FpeKey,
+    tweak: &[u8],
+    shape: &Shape,
+    accept: &impl Fn(&[u32]) -> bool,
+    direction: Direction,
+    domain: BigUint,
     radix: u32,
     n: usize,
 ) -> Option<Vec<u32>> {
     let cipher = key.cipher(radix)?;
-    let small = crate::numerals::half_bytes(radix, n) <= crate::numerals::MAX_HALF_BYTES;
-    let mut x: N = rank(shape, &shape.values());
+    let small = crate::ff1::half_bytes(radix, n) <= crate::ff1::MAX_HALF_BYTES;
+    let mut x: BigUint = rank(shape, &shape.values());
     for _ in 0..MAX_WALK {
         let input = to_numerals(&x, radix, n);
         let out: Vec<u16> = if small {
@@ -248,51 +307,6 @@ mod tests {
     use super::*;
     use fpe::ff1::{FF1, FlexibleNumeralString};
 
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    fn numerals(s: &str, radix: u32) -> FlexibleNumeralString {
-        FlexibleNumeralString::from(
-            s.chars()
-                .map(|c| c.to_digit(radix).unwrap() as u16)
-                .collect::<Vec<_>>(),
-        )
-    }
-
-    fn text(ns: FlexibleNumeralString, radix: u32) -> String {
-        Vec::<u16>::from(ns)
-            .into_iter()
-            .map(|d| char::from_digit(u32::from(d), radix).unwrap())
-            .collect()
-    }
-
-    /// NIST SP 800-38G sample vectors 7, 8 and 9 (FF1-AES256): the cipher this crate uses.
-    #[test]
-    fn ff1_aes256_matches_the_nist_samples() {
-        let key = hex("2B7E151628AED2A6ABF7158809CF4F3CEF4359D8D580AA4F7F036D6F04FC6A94");
-        let cases = [
-            ("", 10, "0123456789", "6657667009"),
-            ("39383736353433323130", 10, "0123456789", "1001623463"),
-            (
-                "3737373770717273373737",
-                36,
-                "0123456789abcdefghi",
-                "xs8a0azh2avyalyzuwd",
-            ),
-        ];
-        for (tweak, radix, plain, cipher) in cases {
-            let ff1 = FF1::<Aes256>::new(&key, radix).unwrap();
-            let out = ff1.encrypt(&hex(tweak), &numerals(plain, radix)).unwrap();
-            assert_eq!(text(out, radix), cipher);
-            let back = ff1.decrypt(&hex(tweak), &numerals(cipher, radix)).unwrap();
-            assert_eq!(text(back, radix), plain);
-        }
-    }
-
     /// The u128 numeral string computes exactly what fpe's big-integer one does.
     #[test]
     fn small_numerals_match_the_flexible_ones() {
@@ -307,7 +321,7 @@ mod tests {
             (65_536, 12),
         ] {
             let ff1 = FF1::<Aes256>::new(&key, radix).unwrap();
-            assert!(crate::numerals::half_bytes(radix, n) <= crate::numerals::MAX_HALF_BYTES);
+            assert!(crate::ff1::half_bytes(radix, n) <= crate::ff1::MAX_HALF_BYTES);
             for seed in 0..50u32 {
                 let input: Vec<u16> = (0..n)
                     .map(|i| {
@@ -348,6 +362,23 @@ mod tests {
             assert!(covered >= big, "{domain}");
             // Less than twice the domain, so a walk takes few steps.
             assert!(covered < big * 2u32, "{domain}: {radix}^{n}");
+        }
+    }
+
+    #[test]
+    fn the_small_layout_is_the_big_one() {
+        let mut domain = 1_000_000u128;
+        while domain < 1 << 126 {
+            for d in [domain, domain + 1, domain * 3 / 2, domain * 2 - 1] {
+                assert_eq!(small_layout(d), numeral_layout(&BigUint::from(d)), "{d}");
+            }
+            domain = domain * 7 / 3;
+        }
+        for (radix, n) in [(31_623u128, 2u32), (1000, 3), (65_536, 7)] {
+            let exact = radix.pow(n);
+            for d in [exact - 1, exact, exact + 1] {
+                assert_eq!(small_layout(d), numeral_layout(&BigUint::from(d)), "{d}");
+            }
         }
     }
 

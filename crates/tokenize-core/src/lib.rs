@@ -1,11 +1,13 @@
 #![doc = include_str!("../README.md")]
 
 mod error;
+mod ff1;
 mod fpe;
 pub mod normalize;
 mod numerals;
 mod pii;
 pub mod policy;
+mod randomized;
 mod secret;
 mod shape;
 #[cfg(test)]
@@ -14,9 +16,10 @@ mod token;
 
 pub use error::{ItemCode, ValueError};
 pub use fpe::{FPE_MIN_DOMAIN, FpeKey};
-pub use normalize::{NormalizeOptions, Normalized, Region, normalize};
+pub use normalize::{NormalizeOptions, Normalized, Region, normalize, warm_up};
 pub use pii::{Category, Mode, PiiType};
 pub use policy::{FailureMode, Policy, Scope, TypeRule};
+pub use randomized::TokenIdCipher;
 pub use secret::Secret;
 pub use token::{
     DETERMINISTIC_PREFIX, FormatPreserving, MacKey, RANDOMIZED_PREFIX, RandomError, Surrogate,

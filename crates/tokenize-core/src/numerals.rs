@@ -1,14 +1,9 @@
-//! A numeral string for FF1 whose halves fit in 96 bits, computed with `u128` arithmetic
-//! instead of the big integers of `fpe`'s `FlexibleNumeralString`. Every shape of a supported
-//! PII type needs only a few numerals of radix up to 2^16, so this is the path FF1 takes
-//! almost always; longer strings use `FlexibleNumeralString`.
+//! A numeral string for `fpe`'s FF1 whose halves fit in 96 bits, computed with `u128`
+//! arithmetic instead of the big integers of `fpe`'s `FlexibleNumeralString`. Domains below
+//! 2^126 (every shape of a supported PII type) go through [`crate::ff1`] instead; this serves
+//! wider domains whose halves still fit, and `FlexibleNumeralString` the rest.
 
 use fpe::ff1::{NumeralString, Operations};
-
-/// The largest byte count `b` of a half (`ceil(v * log2(radix) / 8)`) this type handles: it
-/// keeps both the half's value and FF1's `d`-byte round output (`d = 4 * ceil(b / 4) + 4`,
-/// at most 16 bytes) within a `u128`.
-pub const MAX_HALF_BYTES: usize = 12;
 
 #[derive(Debug, Clone)]
 pub struct SmallNumerals(pub Vec<u16>);
@@ -101,10 +96,4 @@ impl NumeralString for SmallNumerals {
         a.0.append(&mut b.0);
         a
     }
-}
-
-/// FF1's `b` for the longer half of `n` numerals of `radix`.
-pub fn half_bytes(radix: u32, n: usize) -> usize {
-    let v = n - n / 2;
-    (v as f64 * f64::from(radix).log2() / 8.0).ceil() as usize
 }

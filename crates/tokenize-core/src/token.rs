@@ -19,7 +19,7 @@ pub const DETERMINISTIC_PREFIX: &str = "dtk_";
 pub const RANDOMIZED_PREFIX: &str = "rtk_";
 
 /// Bytes of MAC or randomness in a token: 160 bits, 32 base32 characters.
-const TOKEN_BYTES: usize = 20;
+pub(crate) const TOKEN_BYTES: usize = 20;
 
 /// A tenant's MAC key, for deterministic tokens and for the vault's lookup fingerprints (each
 /// under its own key).
@@ -56,9 +56,9 @@ impl std::fmt::Debug for MacKey {
 #[error("the system random generator failed")]
 pub struct RandomError;
 
-const BASE32: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+pub(crate) const BASE32: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 
-fn base32(bytes: &[u8]) -> String {
+pub(crate) fn base32(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 8 / 5 + 1);
     let mut buffer = 0u32;
     let mut bits = 0;

@@ -289,9 +289,10 @@ struct Ordinal {
 }
 
 /// Which of `candidates` (PII type, text) are tokens this tenant's vault issued, revoked or
-/// not, by exact lookup on `(tenant_id, pii_type, token)`: one answer per candidate, in order.
-/// Remediation writes tokens into customers' objects; a later scan must know them for what
-/// they are.
+/// not, by exact lookup of their lookup keys ([`crate::lookup`]): one answer per candidate, in
+/// order. Remediation writes tokens into customers' objects; a later scan must know them for
+/// what they are. Deterministic, format-preserving and surrogate tokens all have lookup keys;
+/// randomized tokens are found by their token ids instead (detection never takes one for PII).
 pub async fn issued(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
@@ -301,17 +302,17 @@ pub async fn issued(
     if candidates.is_empty() {
         return Ok(Vec::new());
     }
-    let types: Vec<&str> = candidates.iter().map(|(t, _)| *t).collect();
-    let texts: Vec<&str> = candidates.iter().map(|(_, v)| *v).collect();
+    let lookups: Vec<Uuid> = candidates
+        .iter()
+        .map(|(pii_type, token)| crate::lookup(tenant.as_str(), pii_type, token))
+        .collect();
     let found: Vec<Ordinal> = diesel::sql_query(
-        "SELECT c.i FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS c(pii_type, token, i)
+        "SELECT c.i FROM unnest($2::uuid[]) WITH ORDINALITY AS c(lookup, i)
           WHERE EXISTS (SELECT 1 FROM vault_entries v
-                         WHERE v.tenant_id = $1 AND v.pii_type = c.pii_type
-                           AND v.token = c.token)",
+                         WHERE v.lookup = c.lookup AND v.tenant_id = $1)",
     )
     .bind::<Text, _>(tenant.as_str())
-    .bind::<Array<Text>, _>(&types)
-    .bind::<Array<Text>, _>(&texts)
+    .bind::<Array<diesel::sql_types::Uuid>, _>(&lookups)
     .load(conn)
     .await?;
     let mut answers = vec![false; candidates.len()];

@@ -7,6 +7,7 @@
 )]
 
 mod crash;
+mod governance_restart;
 mod hostile;
 mod logs;
 mod replicas;
@@ -176,4 +177,88 @@ async fn scan_ended(
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
     unreachable!("the loop returns or fails")
+}
+
+/// A `platform-api` process, a client, and an admin token of tenant `acme`.
+struct Started {
+    service: testkit::ServiceProcess,
+    http: reqwest::Client,
+    admin: String,
+    /// `<origin>/api/v1`.
+    base: String,
+}
+
+/// Starts `platform-api` on `env` and waits until `/health` answers 200: the first
+/// connections to a fresh cluster can take a while on a busy machine.
+async fn start_ready(env: &std::collections::HashMap<String, String>) -> Started {
+    use std::time::{Duration, Instant};
+    let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), env);
+    boot::install_tls_provider();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let admin = testkit::minter()
+        .mint("acme", "ann", &["admin"], Duration::from_secs(3600))
+        .unwrap();
+    let base = format!("{}/api/v1", service.origin);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let health = http
+            .get(format!("{base}/health"))
+            .bearer_auth(&admin)
+            .send()
+            .await;
+        if health.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Started {
+        service,
+        http,
+        admin,
+        base,
+    }
+}
+
+/// Asserts that tenant `acme` has one remediation request per key of `keys`, each receipted
+/// with one `action_executed` entry of `action`, and each object written once in the
+/// versioned `bucket`: the original and the remediated version.
+async fn assert_remediated_once(
+    conn: &mut diesel_async::AsyncPgConnection,
+    moto: &testkit::emulators::Emulator,
+    bucket: &str,
+    keys: &[&str],
+    action: &str,
+) {
+    let n = keys.len() as i64;
+    let requests = replicas::count(
+        conn,
+        "SELECT count(*) AS n FROM remediation_requests WHERE tenant_id = $1",
+    )
+    .await;
+    let receipted = replicas::count(
+        conn,
+        "SELECT count(*) AS n FROM remediation_requests WHERE tenant_id = $1 AND status = 'receipted'",
+    )
+    .await;
+    assert_eq!((requests, receipted), (n, n));
+    let executed = replicas::count(
+        conn,
+        &format!(
+            "SELECT count(*) AS n FROM audit_log WHERE tenant_id = $1 \
+              AND kind = 'action_executed' AND action_type = '{action}'"
+        ),
+    )
+    .await;
+    assert_eq!(executed, n, "one action_executed entry per object");
+    for key in keys {
+        assert_eq!(
+            testkit::seed::s3_versions(&moto.url(), bucket, key).await,
+            (2, 0),
+            "{key} is written once"
+        );
+    }
 }

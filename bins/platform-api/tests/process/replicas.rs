@@ -19,7 +19,7 @@ const BUCKET: &str = "people-data";
 const OBJECTS: usize = 40;
 
 /// Object `n`: a CSV of two people, each with an SSN no other object holds.
-fn object(n: usize) -> (String, String) {
+pub(crate) fn object(n: usize) -> (String, String) {
     let ssn = |k: usize| format!("{:03}-{:02}-{:04}", 101 + n, 11 + k, 1001 + n);
     (
         format!("people/{n:03}.csv"),
@@ -219,33 +219,8 @@ spec:
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let requests = count(
-        &mut conn,
-        "SELECT count(*) AS n FROM remediation_requests WHERE tenant_id = $1",
-    )
-    .await;
-    let receipted = count(
-        &mut conn,
-        "SELECT count(*) AS n FROM remediation_requests WHERE tenant_id = $1 AND status = 'receipted'",
-    )
-    .await;
-    assert_eq!((requests, receipted), (OBJECTS as i64, OBJECTS as i64));
-    let executed = count(
-        &mut conn,
-        "SELECT count(*) AS n FROM audit_log WHERE tenant_id = $1 AND kind = 'action_executed'",
-    )
-    .await;
-    assert_eq!(
-        executed, OBJECTS as i64,
-        "one action_executed entry per object"
-    );
-    for (key, _) in &objects {
-        assert_eq!(
-            seed::s3_versions(&moto.url(), BUCKET, key).await,
-            (2, 0),
-            "{key} is written once: the original and the tokenized version"
-        );
-    }
+    let keys: Vec<&str> = objects.iter().map(|(key, _)| key.as_str()).collect();
+    crate::assert_remediated_once(&mut conn, &moto, BUCKET, &keys, "tokenize").await;
 
     // Either replica's metrics show the remediations by state, sampled from the database, and
     // the outboxes drained.

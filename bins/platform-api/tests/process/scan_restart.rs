@@ -7,23 +7,14 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection};
-use serde_json::{Value, json};
-use testkit::{ServiceProcess, emulators};
+use serde_json::json;
+use testkit::emulators;
 
 use crate::replicas::count;
 use crate::worker_kill::object;
 
-const TENANT: &str = "acme";
 const BUCKET: &str = "big-exports";
 const OBJECTS: usize = 160;
-
-async fn get(http: &reqwest::Client, url: &str, admin: &str) -> Option<Value> {
-    let response = http.get(url).bearer_auth(admin).send().await.ok()?;
-    if response.status() != 200 {
-        return None;
-    }
-    response.json().await.ok()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_database_crash_mid_scan_is_survived_with_exact_coverage() {
@@ -36,25 +27,12 @@ async fn a_database_crash_mid_scan_is_survived_with_exact_coverage() {
     let mut env = crate::moto_env(&db, &master_key, &moto);
     env.insert("DPS_SCAN_WORKERS".into(), "2".into());
     env.insert("DPS_SCAN_LEASE_SECONDS".into(), "3".into());
-    let service = ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env);
-    boot::install_tls_provider();
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap();
-    let admin = testkit::minter()
-        .mint(TENANT, "ann", &["admin"], Duration::from_secs(3600))
-        .unwrap();
-    let base = format!("{}/api/v1", service.origin);
-    // Ready first: the first connections to a fresh cluster can take a while on a busy machine.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while get(&http, &format!("{base}/health"), &admin)
-        .await
-        .is_none()
-    {
-        assert!(Instant::now() < deadline, "never ready");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let crate::Started {
+        service,
+        http,
+        admin,
+        base,
+    } = crate::start_ready(&env).await;
     let connector = crate::aws_connector(&http, &base, &admin, BUCKET).await;
     let scan = crate::full_scan(&http, &base, &admin, &connector, json!({"max_workers": 2})).await;
 

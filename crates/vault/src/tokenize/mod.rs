@@ -337,8 +337,8 @@ async fn run(
     let mut results: Vec<Option<ItemOutcome>> = vec![None; request.items.len()];
     let mut pending = Vec::with_capacity(request.items.len());
     for (index, item) in request.items.iter().enumerate() {
-        match prepare(index, item, &stored, &keys, &rng)? {
-            Prepared::Ready(p) => pending.push(p),
+        match prepare(index, item, &stored, &keys, tenant)? {
+            Prepared::Ready(p) => pending.push(*p),
             Prepared::Failed(failure) => results[index] = Some(ItemOutcome::Failed(failure)),
         }
     }
@@ -364,6 +364,24 @@ async fn run(
                 if batch_mode == BatchMode::AllOrNothing && !complete {
                     // Roll back what this batch wrote, and report why.
                     return Err(Rollback::With(written));
+                }
+                // Metered in the batch's own transaction: counted exactly when the tokens are
+                // kept, with one commit. A metering failure must not fail the tokenization,
+                // so it stays inside a savepoint.
+                let items = written
+                    .values()
+                    .filter(|w| matches!(w, Written::Token { .. }))
+                    .count();
+                if items > 0 {
+                    let items = i64::try_from(items).unwrap_or(i64::MAX);
+                    let metered = conn
+                        .transaction(async |conn| {
+                            limits::record_tokenize(conn, tenant, items).await
+                        })
+                        .await;
+                    if let Err(e) = metered {
+                        tracing::warn!(error = %e, "cannot record tokenize usage");
+                    }
                 }
                 Ok(written)
             })
@@ -417,19 +435,6 @@ async fn run(
         batch_policy_version: stored.version,
         trace_id: Uuid::new_v4(),
     };
-    let success_count = result.success_count();
-    if !dry_run && success_count > 0 {
-        // Metering must not fail a tokenization. Without an idempotency key the batch is
-        // committed already; with one, this runs inside the key's transaction, and a failed
-        // statement would abort it: the savepoint keeps a metering failure to itself.
-        let items = i64::try_from(success_count).unwrap_or(0);
-        let metered = conn
-            .transaction(async |conn| limits::record_tokenize(conn, tenant, items).await)
-            .await;
-        if let Err(e) = metered {
-            tracing::warn!(error = %e, "cannot record tokenize usage");
-        }
-    }
     Ok(match rejected {
         Some(first) => Outcome::Rejected { first, result },
         None => {

@@ -1,12 +1,12 @@
 //! Preparing one item in memory: its type, its rule, its normalized value, its token or
-//! surrogate, its fingerprint and its sealed payload. Nothing here touches the database.
+//! surrogate, its lookup key or fingerprint, and its sealed payload. Nothing here touches the
+//! database.
 
+use ids::TenantId;
 use keys::TenantKeys;
-use ring::rand::SystemRandom;
 use tokenize_core::{
     FailureMode, FormatPreserving, ItemCode, Mode, Normalized, PiiType, Policy, Secret, Surrogate,
-    ValueError, deterministic_token, fingerprint, fingerprint_as_written, format_preserving,
-    normalize, randomized_token,
+    ValueError, deterministic_token, fingerprint_as_written, format_preserving, normalize,
 };
 
 use super::{Fallback, Item, ItemFailure};
@@ -19,7 +19,15 @@ pub(super) struct Pending {
     pub index: usize,
     pub pii_type: PiiType,
     pub mode: Mode,
+    /// Known here for deterministic and enciphered format-preserving tokens; drawn when
+    /// written for surrogates; derived from the token id when written for randomized ones.
     pub token: Option<String>,
+    /// The lookup key of the token ([`crate::lookup`]), which also keeps one entry per value
+    /// for deterministic and enciphered tokens. Set with the token, except for randomized
+    /// tokens, which their token ids find.
+    pub lookup: Option<uuid::Uuid>,
+    /// The keyed MAC of the value as written: what finds the entry of a surrogate's value,
+    /// whose token says nothing about it. Surrogates only.
     pub fingerprint: Option<[u8; 32]>,
     pub surrogate: Option<Surrogate>,
     pub value: Secret,
@@ -42,7 +50,7 @@ impl From<ValueError> for RuleFailure {
 }
 
 pub(super) enum Prepared {
-    Ready(Pending),
+    Ready(Box<Pending>),
     Failed(ItemFailure),
 }
 
@@ -55,7 +63,7 @@ pub(super) fn prepare(
     item: &Item,
     stored: &StoredPolicy,
     keys: &TenantKeys,
-    rng: &SystemRandom,
+    tenant: &TenantId,
 ) -> Result<Prepared, VaultError> {
     let policy: &Policy = &stored.policy;
     let pii_type = match item.pii_type.parse::<PiiType>() {
@@ -88,48 +96,53 @@ pub(super) fn prepare(
             pii_type,
             mode,
             token: None,
+            lookup: None,
             fingerprint: None,
             surrogate: None,
             value: payload(value.value.expose(), value.currency.as_deref()),
             fallback: None,
         };
+        let tenant = tenant.as_str();
         match mode {
             Mode::Deterministic => {
-                pending.token = Some(deterministic_token(&keys.mac, &scope, &value));
-                pending.fingerprint = Some(fingerprint(&keys.fingerprint, mode, &scope, &value));
+                let token = deterministic_token(&keys.mac, &scope, &value);
+                pending.lookup = Some(crate::lookup(tenant, pii_type.as_str(), &token));
+                pending.token = Some(token);
             }
             Mode::Randomized => {}
-            Mode::FormatPreserving => {
-                pending.fingerprint = Some(fingerprint_as_written(&keys.fingerprint, &value));
-                match format_preserving(&keys.fpe, &value) {
-                    FormatPreserving::Enciphered(token) => pending.token = Some(token),
-                    FormatPreserving::Surrogate(s) => {
-                        if s.space() <= 1 {
-                            return Err(RuleFailure {
-                                code: ItemCode::SurrogateExhausted,
-                                reason: "the value's shape leaves no room for a surrogate",
-                            });
-                        }
-                        pending.surrogate = Some(s);
-                    }
+            Mode::FormatPreserving => match format_preserving(&keys.fpe, &value) {
+                FormatPreserving::Enciphered(token) => {
+                    pending.lookup = Some(crate::lookup(tenant, pii_type.as_str(), &token));
+                    pending.token = Some(token);
                 }
-            }
+                FormatPreserving::Surrogate(s) => {
+                    if s.space() <= 1 {
+                        return Err(RuleFailure {
+                            code: ItemCode::SurrogateExhausted,
+                            reason: "the value's shape leaves no room for a surrogate",
+                        });
+                    }
+                    pending.fingerprint = Some(fingerprint_as_written(&keys.fingerprint, &value));
+                    pending.surrogate = Some(s);
+                }
+            },
         }
         Ok(pending)
     })();
     match attempt {
-        Ok(pending) => Ok(Prepared::Ready(pending)),
+        Ok(pending) => Ok(Prepared::Ready(Box::new(pending))),
         Err(failure) if failure.code == ItemCode::EmptyValue => {
             Ok(failed(failure.code.as_str(), failure.reason))
         }
         Err(failure) => match policy.failure_mode {
             FailureMode::FailClosed => Ok(failed(failure.code.as_str(), failure.reason)),
             // Still protected: the raw value, randomized, with the fallback stated.
-            FailureMode::FailOpen => Ok(Prepared::Ready(Pending {
+            FailureMode::FailOpen => Ok(Prepared::Ready(Box::new(Pending {
                 index,
                 pii_type,
                 mode: Mode::Randomized,
-                token: Some(randomized_token(rng).map_err(|_| VaultError::Crypto)?),
+                token: None,
+                lookup: None,
                 fingerprint: None,
                 surrogate: None,
                 value: payload(item.value.trim(), None),
@@ -138,7 +151,7 @@ pub(super) fn prepare(
                     reason_code: failure.code.as_str(),
                     reason: failure.reason,
                 }),
-            })),
+            }))),
         },
     }
 }

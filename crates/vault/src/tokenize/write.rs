@@ -1,5 +1,6 @@
-//! Writing a prepared batch: one set-based insert, then, only for what collided, lookups by
-//! fingerprint and fresh surrogates; and the dry run's preview, which writes nothing.
+//! Writing a prepared batch: one set-based insert, then, only for what collided, lookups of the
+//! existing entries (by lookup key, or by fingerprint for surrogates) and fresh surrogates; and
+//! the dry run's preview, which writes nothing.
 
 use std::collections::HashMap;
 
@@ -10,7 +11,7 @@ use ids::TenantId;
 use keys::{NONCE_LEN, TenantKeys};
 use ring::rand::{SecureRandom as _, SystemRandom};
 use time::OffsetDateTime;
-use tokenize_core::{Mode, randomized_token};
+use tokenize_core::Mode;
 use uuid::Uuid;
 
 use super::prepare::Pending;
@@ -45,32 +46,71 @@ struct Existing {
     token_id: Uuid,
     #[diesel(sql_type = Text)]
     token: String,
-    #[diesel(sql_type = Bytea)]
-    fingerprint: Vec<u8>,
+    #[diesel(sql_type = Nullable<Bytea>)]
+    fingerprint: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    lookup: Option<Uuid>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     revoked_at: Option<OffsetDateTime>,
 }
 
+/// What keeps one entry per value: the token's lookup key where the token is a function of the
+/// value (deterministic, enciphered), the value's fingerprint where it is drawn (surrogates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    Lookup(Uuid),
+    Fingerprint([u8; 32]),
+}
+
+fn key_of(p: &Pending) -> Option<Key> {
+    match (p.fingerprint, p.lookup) {
+        (Some(f), _) => Some(Key::Fingerprint(f)),
+        (None, Some(l)) => Some(Key::Lookup(l)),
+        (None, None) => None,
+    }
+}
+
+/// The existing entries of `keys`, found through the lookup and fingerprint indexes.
 async fn existing(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    fingerprints: Vec<Vec<u8>>,
-) -> Result<HashMap<Vec<u8>, Existing>, VaultError> {
-    if fingerprints.is_empty() {
+    wanted: &[Key],
+) -> Result<HashMap<Key, Existing>, VaultError> {
+    let wanted: std::collections::HashSet<Key> = wanted.iter().copied().collect();
+    let mut lookups = Vec::new();
+    let mut fingerprints = Vec::new();
+    for key in &wanted {
+        match key {
+            Key::Lookup(l) => lookups.push(*l),
+            Key::Fingerprint(f) => fingerprints.push(f.to_vec()),
+        }
+    }
+    if lookups.is_empty() && fingerprints.is_empty() {
         return Ok(HashMap::new());
     }
     let rows: Vec<Existing> = diesel::sql_query(
-        "SELECT token_id, token, fingerprint, revoked_at FROM vault_entries \
-         WHERE tenant_id = $1 AND fingerprint = ANY($2)",
+        "SELECT token_id, token, fingerprint, lookup, revoked_at FROM vault_entries \
+         WHERE tenant_id = $1 AND (lookup = ANY($2) OR fingerprint = ANY($3))",
     )
     .bind::<Text, _>(tenant.as_str())
-    .bind::<Array<Bytea>, _>(fingerprints)
+    .bind::<Array<SqlUuid>, _>(&lookups)
+    .bind::<Array<Bytea>, _>(&fingerprints)
     .load(conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (r.fingerprint.clone(), r))
-        .collect())
+    let mut found = HashMap::with_capacity(rows.len());
+    for row in rows {
+        let by_fingerprint = row
+            .fingerprint
+            .as_deref()
+            .and_then(|f| <[u8; 32]>::try_from(f).ok())
+            .map(Key::Fingerprint)
+            .filter(|k| wanted.contains(k));
+        let by_lookup = row.lookup.map(Key::Lookup).filter(|k| wanted.contains(k));
+        if let Some(key) = by_fingerprint.or(by_lookup) {
+            found.insert(key, row);
+        }
+    }
+    Ok(found)
 }
 
 /// A dry run: the token a real call would give where it can be known (deterministic and
@@ -80,19 +120,12 @@ pub(super) async fn preview(
     tenant: &TenantId,
     pending: &[Pending],
 ) -> Result<HashMap<usize, Written>, VaultError> {
-    let found = existing(
-        conn,
-        tenant,
-        pending
-            .iter()
-            .filter_map(|p| p.fingerprint.map(|f| f.to_vec()))
-            .collect(),
-    )
-    .await?;
+    let wanted: Vec<Key> = pending.iter().filter_map(key_of).collect();
+    let found = existing(conn, tenant, &wanted).await?;
     Ok(pending
         .iter()
         .map(|p| {
-            let known = p.fingerprint.and_then(|f| found.get(f.as_slice()));
+            let known = key_of(p).and_then(|k| found.get(&k));
             let written = match known {
                 Some(e) if e.revoked_at.is_some() => Written::Revoked,
                 Some(e) => Written::Token {
@@ -142,17 +175,11 @@ pub(super) async fn write(
         let found = if round == 0 {
             HashMap::new()
         } else {
-            existing(
-                conn,
-                tenant,
-                todo.iter()
-                    .filter_map(|i| pending[*i].fingerprint.map(|f| f.to_vec()))
-                    .collect(),
-            )
-            .await?
+            let wanted: Vec<Key> = todo.iter().filter_map(|i| key_of(&pending[*i])).collect();
+            existing(conn, tenant, &wanted).await?
         };
         let mut rows = Rows::default();
-        let mut claimed: HashMap<[u8; 32], Uuid> = HashMap::new();
+        let mut claimed: HashMap<Key, Uuid> = HashMap::new();
         let mut waiting = Vec::new();
         // One draw from the system generator for the round's nonces and token-id randomness,
         // instead of two system calls per item.
@@ -163,7 +190,7 @@ pub(super) async fn write(
             .unwrap_or(0);
         for &i in &todo {
             let p = &mut pending[i];
-            if let Some(e) = p.fingerprint.and_then(|f| found.get(f.as_slice())) {
+            if let Some(e) = key_of(p).and_then(|k| found.get(&k)) {
                 // A revoked token stays revoked: the value does not get it back.
                 let written = if e.revoked_at.is_some() {
                     Written::Revoked
@@ -176,21 +203,18 @@ pub(super) async fn write(
                 out.insert(p.index, written);
                 continue;
             }
-            if let Some(f) = p.fingerprint
-                && let Some(first) = claimed.get(&f)
+            if let Some(k) = key_of(p)
+                && let Some(first) = claimed.get(&k)
             {
                 // The same value twice in one batch: one entry.
                 waiting.push((i, *first));
                 continue;
             }
             if let Some(s) = &p.surrogate {
-                p.token = Some(s.draw(rng).map_err(|_| VaultError::Crypto)?);
-            } else if p.mode == Mode::Randomized && p.token.is_none() {
-                p.token = Some(randomized_token(rng).map_err(|_| VaultError::Crypto)?);
+                let token = s.draw(rng).map_err(|_| VaultError::Crypto)?;
+                p.lookup = Some(crate::lookup(tenant.as_str(), p.pii_type.as_str(), &token));
+                p.token = Some(token);
             }
-            let Some(token) = p.token.clone() else {
-                continue;
-            };
             let Some(draw) = random.next() else {
                 return Err(VaultError::Crypto);
             };
@@ -203,8 +227,15 @@ pub(super) async fn write(
             id_bits[0] = (seq >> 8) as u8 & 0x0F;
             id_bits[1] = (seq & 0xFF) as u8;
             let token_id = uuid::Builder::from_unix_timestamp_millis(millis, &id_bits).into_uuid();
-            if let Some(f) = p.fingerprint {
-                claimed.insert(f, token_id);
+            if p.mode == Mode::Randomized {
+                // Derived from the id, so the primary key finds it (see `TokenIdCipher`).
+                p.token = Some(keys.randomized.token(token_id.as_bytes()));
+            }
+            let Some(token) = p.token.clone() else {
+                continue;
+            };
+            if let Some(k) = key_of(p) {
+                claimed.insert(k, token_id);
             }
             let sealed = data_key.seal_with_nonce(
                 nonce,
@@ -306,6 +337,7 @@ struct Rows {
     pii_types: Vec<String>,
     modes: Vec<String>,
     fingerprints: Vec<Option<Vec<u8>>>,
+    lookups: Vec<Option<Uuid>>,
     ciphertexts: Vec<Vec<u8>>,
 }
 
@@ -317,6 +349,7 @@ impl Rows {
         self.pii_types.push(p.pii_type.as_str().to_owned());
         self.modes.push(p.mode.as_str().to_owned());
         self.fingerprints.push(p.fingerprint.map(|f| f.to_vec()));
+        self.lookups.push(p.lookup);
         self.ciphertexts.push(sealed);
     }
 
@@ -332,12 +365,14 @@ impl Rows {
         on_conflict: bool,
     ) -> Result<Vec<Inserted>, VaultError> {
         const INSERT: &str = "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, \
-             mode, policy_id, policy_version, fingerprint, key_version, ciphertext, expires_at) \
+             mode, policy_id, policy_version, fingerprint, key_version, ciphertext, expires_at, \
+             lookup) \
              SELECT $1, u.token_id, u.token, u.pii_type, u.mode, $2, $3, u.fingerprint, $4, \
              u.ciphertext, CASE WHEN $5::bigint IS NULL THEN NULL \
-             ELSE now() + make_interval(secs => $5::bigint) END \
+             ELSE now() + make_interval(secs => $5::bigint) END, u.lookup \
              FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::bytea[], \
-             $11::bytea[]) AS u(token_id, token, pii_type, mode, fingerprint, ciphertext)";
+             $11::bytea[], $12::uuid[]) \
+             AS u(token_id, token, pii_type, mode, fingerprint, ciphertext, lookup)";
         let sql = if on_conflict {
             format!("{INSERT} ON CONFLICT DO NOTHING RETURNING token_id")
         } else {
@@ -354,7 +389,8 @@ impl Rows {
             .bind::<Array<Text>, _>(&self.pii_types)
             .bind::<Array<Text>, _>(&self.modes)
             .bind::<Array<Nullable<Bytea>>, _>(&self.fingerprints)
-            .bind::<Array<Bytea>, _>(&self.ciphertexts);
+            .bind::<Array<Bytea>, _>(&self.ciphertexts)
+            .bind::<Array<Nullable<SqlUuid>>, _>(&self.lookups);
         if on_conflict {
             Ok(query.load(conn).await?)
         } else {

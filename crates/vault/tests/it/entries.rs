@@ -371,3 +371,149 @@ async fn a_revoked_values_token_is_not_issued_again() {
     );
     assert_eq!(v.entries().await, 3, "nothing of the batch was written");
 }
+
+#[derive(diesel::QueryableByName)]
+struct Keys {
+    #[diesel(sql_type = diesel::sql_types::Nullable<SqlUuid>)]
+    lookup: Option<uuid::Uuid>,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    fingerprinted: bool,
+}
+
+/// The lookup key and whether a fingerprint is stored, of entry `id`.
+async fn keys_of(v: &mut Vault, id: TokenId) -> Keys {
+    diesel::sql_query(
+        "SELECT lookup, fingerprint IS NOT NULL AS fingerprinted FROM vault_entries \
+          WHERE token_id = $1",
+    )
+    .bind::<SqlUuid, _>(id.as_uuid())
+    .get_result(&mut v.conn)
+    .await
+    .unwrap()
+}
+
+#[derive(diesel::QueryableByName)]
+struct Lookup {
+    #[diesel(sql_type = SqlUuid)]
+    lookup: uuid::Uuid,
+}
+
+#[tokio::test]
+async fn the_migrations_lookup_formula_is_the_vaults() {
+    use diesel::sql_types::Text;
+    let mut v = Vault::new().await;
+    for (tenant, pii_type, token) in [
+        ("acme", "us_ssn", "dtk_abcdefghijklmnopqrstuvwxyz234567"),
+        ("globex-2", "email", "zoë.müller@example.com"),
+        ("a", "phone", "+1 (202) 555-0123"),
+        ("acme", "dob", "March 4, 1980"),
+    ] {
+        let from_sql: Lookup = diesel::sql_query(
+            "SELECT encode(substring(sha256(convert_to(
+                 'dps-lookup-v1|'
+                 || octet_length($1) || ':' || $1
+                 || octet_length($2) || ':' || $2
+                 || octet_length($3) || ':' || $3, 'UTF8')) from 1 for 16), 'hex')::uuid
+               AS lookup",
+        )
+        .bind::<Text, _>(tenant)
+        .bind::<Text, _>(pii_type)
+        .bind::<Text, _>(token)
+        .get_result(&mut v.conn)
+        .await
+        .unwrap();
+        assert_eq!(
+            from_sql.lookup,
+            vault::lookup(tenant, pii_type, token),
+            "{token}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn randomized_tokens_are_their_ids_enciphered_and_need_no_lookup_key() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let result = v
+        .done(&request(
+            policy,
+            vec![
+                item("ann@example.com", "email"),
+                item("ann@example.com", "email"),
+            ],
+        ))
+        .await;
+    let keys = v.keyring.tenant(&mut v.conn, &acme()).await.unwrap();
+    let (first, first_id, mode) = written(&result, 0);
+    let (second, second_id, _) = written(&result, 1);
+    assert_eq!(mode, "randomized");
+    assert_ne!(first, second, "a randomized token is never reused");
+    for (token, id) in [(&first, first_id), (&second, second_id)] {
+        assert_eq!(
+            keys.randomized.token_id(token),
+            Some(*id.as_uuid().as_bytes())
+        );
+        let stored = keys_of(&mut v, id).await;
+        assert_eq!((stored.lookup, stored.fingerprinted), (None, false));
+    }
+    // Another tenant's key reads nothing from it.
+    let other = v.keyring.tenant(&mut v.conn, &globex()).await.unwrap();
+    assert_eq!(other.randomized.token_id(&first), None);
+}
+
+#[tokio::test]
+async fn issued_tokens_are_found_by_their_lookup_keys_and_nothing_else_is() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let result = v
+        .done(&request(
+            policy,
+            vec![
+                item("123-45-6789", "us_ssn"),
+                item("046 454 286", "ca_sin"),
+                item("March 4, 1980", "dob"),
+            ],
+        ))
+        .await;
+    let (deterministic, det_id, _) = written(&result, 0);
+    let (enciphered, fpe_id, _) = written(&result, 1);
+    let (surrogate, surrogate_id, _) = written(&result, 2);
+    // One index keeps each: the lookup key; a surrogate's value also by its fingerprint.
+    for (id, fingerprinted) in [(det_id, false), (fpe_id, false), (surrogate_id, true)] {
+        let stored = keys_of(&mut v, id).await;
+        assert!(stored.lookup.is_some());
+        assert_eq!(stored.fingerprinted, fingerprinted);
+    }
+    let candidates = [
+        ("us_ssn", deterministic.as_str()),
+        ("ca_sin", enciphered.as_str()),
+        ("dob", surrogate.as_str()),
+        ("us_ssn", "123-45-6789"),
+        ("dob", enciphered.as_str()),
+        ("ca_sin", "046 454 286"),
+    ];
+    let found = entries::issued(&mut v.conn, &acme(), &candidates)
+        .await
+        .unwrap();
+    assert_eq!(found, [true, true, true, false, false, false]);
+    let elsewhere = entries::issued(&mut v.conn, &globex(), &candidates)
+        .await
+        .unwrap();
+    assert_eq!(elsewhere, [false; 6]);
+
+    // The same values again find their entries through the lookup keys and fingerprints.
+    let again = v
+        .done(&request(
+            policy,
+            vec![
+                item("123 45 6789", "us_ssn"),
+                item("046 454 286", "ca_sin"),
+                item("March 4, 1980", "dob"),
+            ],
+        ))
+        .await;
+    assert_eq!(written(&again, 0).1, det_id);
+    assert_eq!(written(&again, 1).1, fpe_id);
+    assert_eq!(written(&again, 2).1, surrogate_id);
+    assert_eq!(v.entries().await, 3);
+}
