@@ -264,6 +264,17 @@ spec:
     }
     println!("{objects} requests planned");
 
+    // Moto gets priority for the references and the remediation alike (see
+    // `cpu::prioritize_storage`).
+    let prioritized = cpu::prioritize_storage();
+    println!(
+        "storage priority: {}",
+        if prioritized {
+            "moto at nice -10 for the references and the remediation"
+        } else {
+            "none (BENCH_PRIORITY=0, or not allowed)"
+        }
+    );
     let cpu_raw = Cpu::now();
     let first = raw(&moto_url, &keys, tasks, false).await;
     let raw_cpu = Cpu::now().minus(&cpu_raw);

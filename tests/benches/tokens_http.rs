@@ -2,7 +2,8 @@
 //! same rows on the same server, and detokenize latency for 100 tokens.
 //!
 //! `cargo bench -p integration-tests --bench tokens_http` (add `-- --quick` for a short run;
-//! `BENCH_CLIENTS` and `BENCH_HTTP_WORKERS` change the defaults of 4 clients and 2 workers).
+//! `BENCH_CLIENTS` and `BENCH_HTTP_WORKERS` change the defaults of 4 clients and 2 workers;
+//! `BENCH_MODE=<mode> BENCH_BATCHES=<n>` tokenizes in one mode alone, for a profiler).
 //! It starts a Postgres cluster with production durability (fsync, synchronous commit and
 //! full-page writes on) and tokens-api in-process, and prints a table that docs/BENCHMARKS.md
 //! records.
@@ -211,6 +212,9 @@ async fn main() {
             .unwrap_or(default)
     };
     let clients = setting("BENCH_CLIENTS", 4);
+    // For profiling: more batches, and one mode alone (`BENCH_MODE`), without the references.
+    let batches = setting("BENCH_BATCHES", batches);
+    let only = std::env::var("BENCH_MODE").ok();
     let workers = setting("BENCH_HTTP_WORKERS", 2);
     // Production durability: every tokenize answer is on disk when it is returned.
     testkit::use_durable_cluster();
@@ -259,6 +263,14 @@ async fn main() {
     );
     let mut offset = 0;
     for mode in ["deterministic", "randomized", "format_preserving"] {
+        if let Some(only) = &only {
+            if only != mode {
+                continue;
+            }
+            let rate = tokenize_rate(&app, &key, &policy, mode, batches, clients, offset).await;
+            println!("{mode:<18} {rate:>12.0} items/s");
+            return;
+        }
         let raw = copy_rate(&app.db.url, mode, false, batches, clients).await;
         let indexed = copy_rate(&app.db.url, mode, true, batches, clients).await;
         let rate = tokenize_rate(&app, &key, &policy, mode, batches, clients, offset).await;

@@ -187,9 +187,7 @@ impl Recognizers<'_> {
             if !bytes.get(end).is_some_and(|b| b.is_ascii_alphabetic()) {
                 self.money(text, start, end, &text[start..end], &mut out);
             }
-            if digits <= 2 && month_word_beside(text, start, end) {
-                named_date(text, start, end, &mut out);
-            }
+            day_and_month(text, start, end, &mut out);
             // Short case numbers: "T-351-11", "IMM-569-23".
             if start >= 2
                 && bytes[start - 1] == b'-'
@@ -339,12 +337,22 @@ impl Recognizers<'_> {
             let formatted = span.starts_with('+')
                 || span.starts_with('(')
                 || shape.contains(['-', ' ', '.', ')']);
+            // Ten bare digits that libphonenumber takes for a North American number, with an
+            // area code and an exchange that can be dialled, are a phone number more often
+            // than not; words against (order, invoice, ...) still outweigh them.
+            let nanp = !formatted && digits.len() == 10 && nanp_dialable(digits);
             out.push(Candidate {
                 normalized: Some(phone.value.expose().to_owned()),
                 ..candidate(
                     Kind::Phone,
                     PiiType::Phone,
-                    if formatted { 0.6 } else { 0.35 },
+                    if formatted {
+                        0.6
+                    } else if nanp {
+                        0.5
+                    } else {
+                        0.35
+                    },
                     if formatted {
                         "phone_formatted"
                     } else {
@@ -355,10 +363,7 @@ impl Recognizers<'_> {
             });
         }
         self.money(text, start, end, span, out);
-        // Dates with a month name around a day number: "March 4, 2020", "4 mars 2020".
-        if digits.len() <= 2 && month_word_beside(text, start, end) {
-            named_date(text, start, end, out);
-        }
+        day_and_month(text, start, end, out);
     }
 
     /// Whether a number without `+` is grouped the way phone numbers of the detector's region
@@ -571,4 +576,23 @@ fn sequence_end(bytes: &[u8], mut from: usize) -> usize {
         from += 1;
     }
     from
+}
+
+/// Whether ten digits are a North American number as dialled: an area code and an exchange
+/// that each start with 2 to 9 and are not an N11 service code.
+fn nanp_dialable(digits: &[u8]) -> bool {
+    let code = |d: &[u8]| (b'2'..=b'9').contains(&d[0]) && !(d[1] == b'1' && d[2] == b'1');
+    digits.len() == 10 && code(&digits[0..3]) && code(&digits[3..6])
+}
+
+/// Dates with a month name around a day number: "March 4, 2020", "4 mars 2020". Without a
+/// comma the day and the year are one numeric span ("March 29 2003"): its first group is the
+/// day.
+fn day_and_month(text: &str, start: usize, end: usize, out: &mut Vec<Candidate>) {
+    let span = &text.as_bytes()[start..end];
+    let day = span.iter().take_while(|b| b.is_ascii_digit()).count();
+    let alone = day == span.len() || span.get(day) == Some(&b' ');
+    if (1..=2).contains(&day) && alone && month_word_beside(text, start, start + day) {
+        named_date(text, start, start + day, out);
+    }
 }

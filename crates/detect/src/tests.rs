@@ -266,3 +266,65 @@ fn phone_findings_carry_their_canonical_form_only_with_values() {
             .all(|f| f.normalized.is_none() && f.value.is_none())
     );
 }
+
+#[test]
+fn named_dates_without_a_comma_are_dates_and_birth_dates_under_a_birth_header() {
+    assert_eq!(
+        types("signed on March 29 2003 in Boston"),
+        [(PiiType::Date, "March 29 2003".into())]
+    );
+    assert_eq!(
+        types("born Dec 1 1990."),
+        [(PiiType::Dob, "Dec 1 1990".into())]
+    );
+    let csv = "name,date_of_birth,city\nAnn Lee,March 29 2003,Boston\nCy Diaz,Dec 1 1990,Reno\n";
+    let report = Detector::new()
+        .scan_bytes(
+            csv.as_bytes(),
+            crate::Hint {
+                content_type: None,
+                file_name: Some("people.csv"),
+            },
+            &Options::default(),
+        )
+        .unwrap();
+    let dobs: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.pii_type.pii() == Some(PiiType::Dob))
+        .map(|f| &csv[f.start..f.end])
+        .collect();
+    assert_eq!(dobs, ["March 29 2003", "Dec 1 1990"]);
+    // Whatever detection calls a birth date, tokenization reads.
+    for dob in dobs {
+        normalize(PiiType::Dob, dob, &NormalizeOptions::default()).unwrap();
+    }
+    // A day and a year after a month word only when they make a date.
+    assert!(types("March 32 2003 and May 4 12345").is_empty());
+}
+
+#[test]
+fn ten_bare_digits_of_a_dialable_north_american_number_are_a_phone() {
+    for text in [
+        "2025550123",
+        "Contact: 4155550199",
+        "reach me at 6175551234 after six",
+    ] {
+        let f = found(text);
+        assert_eq!(f.len(), 1, "{text}: {f:?}");
+        assert_eq!(f[0].0, PiiType::Phone, "{text}");
+    }
+    // Area codes and exchanges that cannot be dialled, service codes, and numbers that words
+    // call something else are not.
+    for text in [
+        "1025550123",
+        "2021550123",
+        "4115550199",
+        "2029110123",
+        "Order 2025550123 shipped",
+        "invoice 6175551234",
+        "tracking 4155550199",
+    ] {
+        assert!(types(text).is_empty(), "{text}: {:?}", types(text));
+    }
+}

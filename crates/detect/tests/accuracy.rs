@@ -95,7 +95,7 @@ const FLOORS: &[(PiiType, [f64; 4])] = &[
     (PiiType::UsSsn, [1.0, 0.8333, 1.0, 1.0]),
     (PiiType::CaSin, [1.0, 0.8333, 1.0, 1.0]),
     (PiiType::Email, [1.0, 1.0, 1.0, 1.0]),
-    (PiiType::Phone, [1.0, 0.9583, 1.0, 1.0]),
+    (PiiType::Phone, [1.0, 1.0, 1.0, 1.0]),
     (PiiType::Date, [0.6, 1.0, 1.0, 1.0]),
     (PiiType::Dob, [1.0, 0.3333, 1.0, 1.0]),
     (PiiType::Monetary, [1.0, 1.0, 1.0, 1.0]),

@@ -390,6 +390,8 @@ fn words(t: PiiType) -> Words {
                 "Téléphone : ",
                 "phone number ",
                 "Ph: ",
+                "Contact: ",
+                "reach me at ",
             ],
             labels: &[
                 "phone",
@@ -621,6 +623,8 @@ fn forms(t: PiiType) -> &'static [&'static str] {
             "en_short",
             "en_dmy",
             "en_ordinal",
+            "en_nocomma",
+            "en_short_nocomma",
             "fr_long",
             "fr_short",
             "dd_mon_yyyy",
@@ -655,7 +659,8 @@ fn forms(t: PiiType) -> &'static [&'static str] {
 fn strong(t: PiiType, form: &str) -> bool {
     match t {
         PiiType::UsSsn | PiiType::CaSin => form != "bare",
-        PiiType::Phone => form != "bare",
+        // Ten bare digits of a dialable North American number are found without a keyword.
+        PiiType::Phone => true,
         PiiType::Email | PiiType::Date | PiiType::Monetary => true,
         PiiType::Dob | PiiType::CaseNumber | PiiType::PassportUs | PiiType::PassportCa => false,
     }
@@ -729,6 +734,17 @@ fn ascii_fold(s: &str) -> String {
             c => c,
         })
         .collect()
+}
+
+/// Ten bare digits whose area code and exchange can be dialled, valid for libphonenumber.
+fn dialable_phone(s: &str) -> bool {
+    let b = s.as_bytes();
+    let code = |d: &[u8]| (b'2'..=b'9').contains(&d[0]) && !(d[1] == b'1' && d[2] == b'1');
+    b.len() == 10
+        && b.iter().all(u8::is_ascii_digit)
+        && code(&b[0..3])
+        && code(&b[3..6])
+        && phone_valid(s)
 }
 
 fn phone_valid(s: &str) -> bool {
@@ -882,6 +898,8 @@ fn date_text(rng: &mut Rng, form: &str, (y, m, d): (u32, u32, u32)) -> String {
         "en_long" => format!("{en} {d}, {y}"),
         "en_short" => format!("{} {d}, {y}", &en[..3]),
         "en_dmy" => format!("{d} {en} {y}"),
+        "en_nocomma" => format!("{en} {d} {y}"),
+        "en_short_nocomma" => format!("{} {d} {y}", &en[..3]),
         "en_ordinal" => {
             let suffix = match (d % 10, d) {
                 (_, 11..=13) => "th",
@@ -2001,7 +2019,13 @@ pub fn corpus() -> Vec<Doc> {
             }
             for container in Container::ALL {
                 for i in 0..NEGATIVES_PER_CELL {
-                    let (value, form) = negative_value(&mut rng, negative.name, i);
+                    let (mut value, mut form) = negative_value(&mut rng, negative.name, i);
+                    // Ten bare digits of a dialable North American number are a phone number
+                    // unless a word says otherwise (docs/detection.md): without its word, such
+                    // a value is no negative.
+                    while placement != Placement::Near && dialable_phone(&value) {
+                        (value, form) = negative_value(&mut rng, negative.name, i + 1);
+                    }
                     let placing = Placing {
                         value: &value,
                         json_number: false,
