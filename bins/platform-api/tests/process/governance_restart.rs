@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
 use serde_json::{Value, json};
-use testkit::{emulators, seed};
+use testkit::emulators;
 
 use crate::replicas::{count, object};
 
@@ -35,14 +35,8 @@ async fn a_database_crash_during_delivery_and_remediation_loses_no_alert_and_rep
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
     let master_key = base64::engine::general_purpose::STANDARD.encode([5u8; 32]);
     let moto = emulators::moto(&[]);
-    let bucket = seed::s3_bucket(&moto.url(), BUCKET).await;
-    seed::s3_versioning(&moto.url(), BUCKET).await;
     let objects: Vec<(String, String)> = (0..OBJECTS).map(object).collect();
-    let seeded: Vec<(&str, &[u8])> = objects
-        .iter()
-        .map(|(key, body)| (key.as_str(), body.as_bytes()))
-        .collect();
-    seed::put_all(bucket.as_ref(), &seeded).await;
+    crate::versioned_bucket(&moto, BUCKET, &objects).await;
     // A receiver that takes its time, so that the crash finds deliveries in flight.
     let receiver = testkit::identity::http_server(|_| {
         std::thread::sleep(Duration::from_millis(50));

@@ -67,6 +67,25 @@ async fn seeded_bucket<B: AsRef<[u8]>>(
     objects: &[(String, B)],
 ) -> std::sync::Arc<dyn object_store::ObjectStore> {
     let store = testkit::seed::s3_bucket(&moto.url(), bucket).await;
+    put(store, objects).await
+}
+
+/// `bucket` in moto with versioning on, holding `objects`: every later write of an object is a
+/// version of its own, so a test can count them.
+async fn versioned_bucket<B: AsRef<[u8]>>(
+    moto: &testkit::emulators::Emulator,
+    bucket: &str,
+    objects: &[(String, B)],
+) -> std::sync::Arc<dyn object_store::ObjectStore> {
+    let store = testkit::seed::s3_bucket(&moto.url(), bucket).await;
+    testkit::seed::s3_versioning(&moto.url(), bucket).await;
+    put(store, objects).await
+}
+
+async fn put<B: AsRef<[u8]>>(
+    store: std::sync::Arc<dyn object_store::ObjectStore>,
+    objects: &[(String, B)],
+) -> std::sync::Arc<dyn object_store::ObjectStore> {
     let seeded: Vec<(&str, &[u8])> = objects
         .iter()
         .map(|(key, body)| (key.as_str(), body.as_ref()))

@@ -12,7 +12,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
 use serde_json::{Value, json};
-use testkit::{ServiceProcess, emulators, seed};
+use testkit::{ServiceProcess, emulators};
 
 const TENANT: &str = "acme";
 const BUCKET: &str = "people-data";
@@ -90,14 +90,8 @@ async fn two_replicas_and_a_scan_worker_scan_once_and_remediate_once() {
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
     let master_key = base64::engine::general_purpose::STANDARD.encode([9u8; 32]);
     let moto = emulators::moto(&[]);
-    let bucket = seed::s3_bucket(&moto.url(), BUCKET).await;
-    seed::s3_versioning(&moto.url(), BUCKET).await;
     let objects: Vec<(String, String)> = (0..OBJECTS).map(object).collect();
-    let seeded: Vec<(&str, &[u8])> = objects
-        .iter()
-        .map(|(key, body)| (key.as_str(), body.as_bytes()))
-        .collect();
-    seed::put_all(bucket.as_ref(), &seeded).await;
+    crate::versioned_bucket(&moto, BUCKET, &objects).await;
 
     let mut env = crate::moto_env(&db, &master_key, &moto);
     env.insert("DPS_SCAN_WORKERS".into(), "2".into());
