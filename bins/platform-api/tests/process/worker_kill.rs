@@ -9,11 +9,10 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection};
 use serde_json::json;
-use testkit::{ServiceProcess, emulators};
+use testkit::emulators;
 
 use crate::replicas::{count, scan_worker_binary};
 
-const TENANT: &str = "acme";
 const BUCKET: &str = "big-exports";
 /// Objects, in one chunk; the worker records outcomes 32 at a time.
 const OBJECTS: usize = 160;
@@ -76,13 +75,12 @@ async fn a_worker_killed_mid_chunk_leaves_it_to_the_next_with_no_duplicate_findi
     let mut env = crate::moto_env(&db, &master_key, &moto);
     // Only scan-worker processes scan.
     env.insert("DPS_SCAN_WORKERS".into(), "0".into());
-    let service = ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env);
-    boot::install_tls_provider();
-    let http = reqwest::Client::new();
-    let admin = testkit::minter()
-        .mint(TENANT, "ann", &["admin"], Duration::from_secs(3600))
-        .unwrap();
-    let base = format!("{}/api/v1", service.origin);
+    let crate::Started {
+        service,
+        http,
+        admin,
+        base,
+    } = crate::start_ready(&env).await;
     let connector = crate::aws_connector(&http, &base, &admin, BUCKET).await;
     let scan = crate::full_scan(&http, &base, &admin, &connector, json!({"max_workers": 1})).await;
     let deadline = Instant::now() + Duration::from_secs(60);
