@@ -181,12 +181,16 @@ async fn remember<'a>(
     }
     Objects::of(&known)
         .bind(
-            "UPDATE scanned_objects s
-                SET scan_id = $2, size = o.size, etag = o.etag, last_modified = o.last_modified
-               FROM unnest($4::text[], $5::text[], $6::int8[], $7::text[], $8::timestamptz[])
-                    AS o(bucket, object_key, size, etag, last_modified)
-              WHERE s.tenant_id = $1 AND s.connector_id = $3
-                AND s.bucket = o.bucket AND s.object_key = o.object_key",
+            // An upsert finds each row by its key, where a join could be planned as a walk
+            // over the connector's objects (docs/decisions.md, "Batches of keys are looked up
+            // one key at a time").
+            "INSERT INTO scanned_objects (tenant_id, scan_id, connector_id, bucket, object_key,
+                                          size, etag, last_modified)
+             SELECT $1, $2, $3, o.* FROM unnest($4::text[], $5::text[], $6::int8[],
+                    $7::text[], $8::timestamptz[]) AS o
+             ON CONFLICT (tenant_id, connector_id, bucket, object_key) DO UPDATE
+                SET scan_id = EXCLUDED.scan_id, size = EXCLUDED.size, etag = EXCLUDED.etag,
+                    last_modified = EXCLUDED.last_modified",
             claim,
             connector,
         )
@@ -275,10 +279,15 @@ pub async fn record(
             let keys: Vec<&str> = known.iter().map(|r| r.object_key.as_str()).collect();
             diesel::sql_query(
                 "UPDATE findings f SET status = 'resolved', resolved_at = now()
-                   FROM unnest($4::text[], $5::text[]) AS o(bucket, object_key)
-                  WHERE f.tenant_id = $1 AND f.connector_id = $2 AND f.status = 'open'
-                    AND f.bucket = o.bucket AND f.object_key = o.object_key
-                    AND f.scan_id <> $3",
+                  WHERE f.tenant_id = $1 AND f.status = 'open' AND f.finding_id = ANY(ARRAY(
+                        SELECT x.finding_id
+                          FROM unnest($4::text[], $5::text[]) AS o(bucket, object_key)
+                         CROSS JOIN LATERAL (
+                               SELECT x.finding_id FROM findings x
+                                WHERE x.tenant_id = $1 AND x.connector_id = $2
+                                  AND x.status = 'open' AND x.bucket = o.bucket
+                                  AND x.object_key = o.object_key AND x.scan_id <> $3
+                               OFFSET 0) x))",
             )
             .bind::<Text, _>(tenant)
             .bind::<SqlUuid, _>(connector.as_uuid())

@@ -133,11 +133,17 @@ pub async fn record_batch(
     let all_buckets: Vec<&str> = objects.iter().map(|(b, _)| *b).collect();
     let all_keys: Vec<&str> = objects.iter().map(|(_, k)| *k).collect();
     let previous: Vec<Previous> = diesel::sql_query(
+        // One index probe per object, whatever the statistics say (docs/decisions.md,
+        // "Batches of keys are looked up one key at a time").
         "SELECT o.bucket, o.object_key, o.findings_count, o.covered_count, o.exposure, o.risk_score
            FROM unnest($3::text[], $4::text[]) AS b(bucket, object_key)
-           JOIN governance_objects o
-             ON o.tenant_id = $1 AND o.connector_id = $2 AND o.bucket = b.bucket
-            AND o.object_key = b.object_key",
+           CROSS JOIN LATERAL (
+                SELECT o.bucket, o.object_key, o.findings_count, o.covered_count, o.exposure,
+                       o.risk_score
+                  FROM governance_objects o
+                 WHERE o.tenant_id = $1 AND o.connector_id = $2 AND o.bucket = b.bucket
+                   AND o.object_key = b.object_key
+                OFFSET 0) o",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<SqlUuid, _>(connector.as_uuid())
@@ -215,9 +221,14 @@ pub async fn record_batch(
     // of both move the connector's counts.
     let gone: Vec<CategoryRow> = diesel::sql_query(
         "DELETE FROM governance_finding_risk r
-          USING unnest($3::text[], $4::text[]) AS b(bucket, object_key)
-          WHERE r.tenant_id = $1 AND r.connector_id = $2 AND r.bucket = b.bucket
-            AND r.object_key = b.object_key
+          WHERE r.tenant_id = $1 AND r.finding_id = ANY(ARRAY(
+                SELECT x.finding_id
+                  FROM unnest($3::text[], $4::text[]) AS b(bucket, object_key)
+                 CROSS JOIN LATERAL (
+                       SELECT x.finding_id FROM governance_finding_risk x
+                        WHERE x.tenant_id = $1 AND x.connector_id = $2 AND x.bucket = b.bucket
+                          AND x.object_key = b.object_key
+                       OFFSET 0) x))
          RETURNING r.category",
     )
     .bind::<Text, _>(tenant.as_str())
