@@ -100,6 +100,11 @@ async fn open_findings(
         "SELECT f.finding_id, b.bucket, b.object_key, coalesce(o.etag, '') AS etag,
                 f.pii_type, f.category, f.confidence, f.tokenized
            FROM unnest($4::text[], $5::text[]) AS b(bucket, object_key)
+           LEFT JOIN LATERAL (
+                SELECT o.etag FROM scanned_objects o
+                 WHERE o.tenant_id = $1 AND o.connector_id = $2 AND o.bucket = b.bucket
+                   AND o.object_key = b.object_key
+                OFFSET 0) o ON true
            CROSS JOIN LATERAL (
                 SELECT f.finding_id, f.pii_type, f.category, f.confidence, f.tokenized
                   FROM findings f
@@ -107,11 +112,6 @@ async fn open_findings(
                    AND f.object_key = b.object_key AND f.status = 'open'
                    AND ($3::uuid IS NULL OR f.scan_id = $3)
                 OFFSET 0) f
-           LEFT JOIN LATERAL (
-                SELECT o.etag FROM scanned_objects o
-                 WHERE o.tenant_id = $1 AND o.connector_id = $2 AND o.bucket = b.bucket
-                   AND o.object_key = b.object_key
-                OFFSET 0) o ON true
           ORDER BY b.bucket, b.object_key, f.finding_id",
     )
     .bind::<Text, _>(tenant.as_str())

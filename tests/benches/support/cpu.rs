@@ -20,6 +20,13 @@ impl Cpu {
             let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
             (ticks(11).unwrap_or(0) + ticks(12).unwrap_or(0)) as f64 / 100.0
         };
+        let children = |stat: &str| {
+            // cutime and cstime, the 14th and 15th fields after the command.
+            let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+            (ticks(13).unwrap_or(0) + ticks(14).unwrap_or(0)) as f64 / 100.0
+        };
         let mut cpu = Cpu {
             service: seconds(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default()),
             ..Cpu::default()
@@ -29,7 +36,9 @@ impl Cpu {
                 continue;
             };
             if stat.contains("(postgres)") {
-                cpu.postgres += seconds(&stat);
+                // With the time of exited children, which the postmaster reaps: a backend
+                // whose connection closed before this reading still counts.
+                cpu.postgres += seconds(&stat) + children(&stat);
             } else if stat.contains("(moto_server)") {
                 cpu.moto += seconds(&stat);
             }

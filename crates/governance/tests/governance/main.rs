@@ -11,6 +11,7 @@ mod channels;
 mod cosign;
 mod delivery;
 mod evaluate;
+mod plans;
 mod policies;
 mod remediate;
 

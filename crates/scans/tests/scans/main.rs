@@ -15,4 +15,5 @@ mod connector;
 mod enumerate;
 mod lease;
 mod outbox;
+mod plans;
 mod store;

@@ -1,0 +1,146 @@
+//! Recording a batch's risk touches that batch's rows only, even before Postgres has
+//! statistics for the risk tables (docs/decisions.md, "Batches of keys are looked up one key
+//! at a time"). Joined to the key arrays instead, the reads and the delete of a batch could
+//! walk every row of the connector, once per batch of a scan.
+
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Integer, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
+use governance::evaluate::matching::Finding;
+use ids::ConnectorId;
+use uuid::Uuid;
+
+use crate::Env;
+
+const OBJECTS: i32 = 2000;
+const FINDINGS_PER_OBJECT: i32 = 10;
+
+#[derive(QueryableByName)]
+struct Read {
+    #[diesel(sql_type = Text)]
+    relname: String,
+    #[diesel(sql_type = BigInt)]
+    tuples: i64,
+}
+
+/// Rows this transaction has read so far from the two risk tables, by any path.
+async fn rows_read(conn: &mut AsyncPgConnection) -> (i64, i64) {
+    let reads: Vec<Read> = diesel::sql_query(
+        "SELECT relname::text AS relname,
+                (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::bigint AS tuples
+           FROM pg_stat_xact_user_tables
+          WHERE relname IN ('governance_objects', 'governance_finding_risk')",
+    )
+    .load(conn)
+    .await
+    .unwrap();
+    let of = |name: &str| {
+        reads
+            .iter()
+            .find(|r| r.relname == name)
+            .map_or(0, |r| r.tuples)
+    };
+    (of("governance_objects"), of("governance_finding_risk"))
+}
+
+/// The risk rows of a connector's earlier scan, written in bulk and never analyzed.
+async fn seed(conn: &mut AsyncPgConnection, connector: ConnectorId) {
+    diesel::sql_query(
+        "INSERT INTO governance_objects (tenant_id, connector_id, bucket, object_key, object_id,
+                                         etag, findings_count, covered_count, sensitivity,
+                                         volume, exposure, coverage, risk_score, computed_at)
+         SELECT 'acme', $1, 'logs', 'k' || g, gen_random_uuid(), 'etag-' || g, $3, 0, 0.9,
+                0.5, 0.5, 0, 50, now()
+           FROM generate_series(1, $2) AS g",
+    )
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<Integer, _>(OBJECTS)
+    .bind::<Integer, _>(FINDINGS_PER_OBJECT)
+    .execute(conn)
+    .await
+    .unwrap();
+    diesel::sql_query(
+        "INSERT INTO governance_finding_risk (tenant_id, finding_id, connector_id, bucket,
+                                              object_key, category, sensitivity, exposure,
+                                              covered, risk_score, computed_at)
+         SELECT 'acme', gen_random_uuid(), $1, 'logs', 'k' || (g % $2 + 1), 'government_id',
+                0.9, 0.5, false, 50, now()
+           FROM generate_series(1, $2 * $3) AS g",
+    )
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<Integer, _>(OBJECTS)
+    .bind::<Integer, _>(FINDINGS_PER_OBJECT)
+    .execute(conn)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_batchs_risk_is_recorded_by_key_without_statistics() {
+    let mut env = Env::new().await;
+    let acme: ids::TenantId = "acme".parse().unwrap();
+    let connector = env.connector(&acme, "Logs").await;
+    seed(&mut env.conn, connector).await;
+
+    // A rescan of three objects, each with two findings now.
+    let keys = ["k7", "k1500", "k1999"];
+    let objects: Vec<(&str, &str)> = keys.iter().map(|k| ("logs", *k)).collect();
+    let findings: Vec<Finding> = keys
+        .iter()
+        .flat_map(|k| {
+            (0..2).map(move |_| Finding {
+                id: Uuid::now_v7(),
+                bucket: "logs".into(),
+                object_key: (*k).into(),
+                etag: format!("etag-{k}-new"),
+                pii_type: "us_ssn".into(),
+                category: "government_id".into(),
+                confidence: 0.9,
+                tokenized: false,
+            })
+        })
+        .collect();
+    let (changes, (objects_read, risk_read)) = env
+        .conn
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            let changes = governance::risk::state::record_batch(
+                conn,
+                &acme,
+                connector,
+                &objects,
+                &findings,
+                &[],
+            )
+            .await?;
+            Ok((changes, rows_read(conn).await))
+        })
+        .await
+        .unwrap();
+
+    assert_eq!(changes.len(), keys.len(), "each object's risk moved");
+    let old_rows = i64::from(FINDINGS_PER_OBJECT) * keys.len() as i64;
+    assert!(
+        risk_read <= 2 * old_rows,
+        "{risk_read} finding risk rows read to replace {old_rows}, of {}",
+        OBJECTS * FINDINGS_PER_OBJECT
+    );
+    assert!(
+        objects_read <= 2 * keys.len() as i64,
+        "{objects_read} object rows read for {} objects, of {OBJECTS}",
+        keys.len()
+    );
+
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let left: Count = diesel::sql_query(
+        "SELECT count(*) AS n FROM governance_finding_risk
+          WHERE tenant_id = 'acme' AND object_key IN ('k7', 'k1500', 'k1999')",
+    )
+    .get_result(&mut env.conn)
+    .await
+    .unwrap();
+    assert_eq!(left.n, 6, "the old risk rows were replaced by the new ones");
+}

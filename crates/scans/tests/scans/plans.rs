@@ -1,0 +1,117 @@
+//! Reading a batch's findings touches that batch's rows only, even before Postgres has
+//! statistics for the tables (docs/decisions.md, "Batches of keys are looked up one key at a
+//! time"). Joined to the key arrays instead, the same read walked every open finding of the
+//! connector for each batch: a first scan was quadratic.
+
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
+use ids::{ConnectorId, ScanId};
+
+use crate::common::World;
+
+const OBJECTS: usize = 2000;
+const FINDINGS_PER_OBJECT: usize = 10;
+
+#[derive(QueryableByName)]
+struct Read {
+    #[diesel(sql_type = Text)]
+    relname: String,
+    #[diesel(sql_type = BigInt)]
+    tuples: i64,
+}
+
+/// Rows this transaction has read so far from `findings` and `scanned_objects`, by any path.
+async fn rows_read(conn: &mut AsyncPgConnection) -> (i64, i64) {
+    let reads: Vec<Read> = diesel::sql_query(
+        "SELECT relname::text AS relname,
+                (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::bigint AS tuples
+           FROM pg_stat_xact_user_tables
+          WHERE relname IN ('findings', 'scanned_objects')",
+    )
+    .load(conn)
+    .await
+    .unwrap();
+    let of = |name: &str| {
+        reads
+            .iter()
+            .find(|r| r.relname == name)
+            .map_or(0, |r| r.tuples)
+    };
+    (of("findings"), of("scanned_objects"))
+}
+
+/// Objects and their findings as a scan records them, written in bulk and never analyzed:
+/// what Postgres knows of the tables in the middle of a first scan.
+async fn seed(conn: &mut AsyncPgConnection, connector: ConnectorId, scan: ScanId) {
+    diesel::sql_query(
+        "INSERT INTO scanned_objects (tenant_id, connector_id, bucket, object_key, size, etag,
+                                      last_modified, scan_id)
+         SELECT 'acme', $1, 'logs', 'k' || g, 100, 'etag-' || g, now(), $2
+           FROM generate_series(1, $3) AS g",
+    )
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<SqlUuid, _>(scan.as_uuid())
+    .bind::<diesel::sql_types::Integer, _>(OBJECTS as i32)
+    .execute(conn)
+    .await
+    .unwrap();
+    diesel::sql_query(
+        "INSERT INTO findings (tenant_id, finding_id, scan_id, connector_id, bucket, object_key,
+                               pii_type, category, confidence, location, preview, fingerprint)
+         SELECT 'acme', gen_random_uuid(), $2, $1, 'logs', 'k' || (g % $3 + 1), 'ssn',
+                'government_id', 0.9, '{}', '***-**-0000', '\\x01'
+           FROM generate_series(1, $3 * $4) AS g",
+    )
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<SqlUuid, _>(scan.as_uuid())
+    .bind::<diesel::sql_types::Integer, _>(OBJECTS as i32)
+    .bind::<diesel::sql_types::Integer, _>(FINDINGS_PER_OBJECT as i32)
+    .execute(conn)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_batchs_findings_are_read_by_key_without_statistics() {
+    let mut w = World::new().await;
+    let acme = w.acme.clone();
+    let connector = w.connector(&acme, "Logs", "logs").await;
+    let scan = w.scan(&acme, &[connector], serde_json::json!({})).await;
+    seed(&mut w.conn, connector, scan).await;
+
+    let batch: Vec<(String, String)> = ["k7", "k1500", "k1999"]
+        .iter()
+        .map(|k| ("logs".to_owned(), (*k).to_owned()))
+        .collect();
+    let (found, reads) = w
+        .conn
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            let found = scans::findings::open_in_batch(conn, &acme, scan, connector, &batch)
+                .await
+                .unwrap();
+            Ok((found, rows_read(conn).await))
+        })
+        .await
+        .unwrap();
+
+    assert_eq!(found.len(), batch.len() * FINDINGS_PER_OBJECT);
+    assert!(
+        found
+            .iter()
+            .all(|f| f.etag == format!("etag-{}", &f.object_key[1..])),
+        "each finding carries its object's last-scanned ETag"
+    );
+    let (findings_read, objects_read) = reads;
+    assert_eq!(
+        findings_read,
+        (batch.len() * FINDINGS_PER_OBJECT) as i64,
+        "only the batch's findings are read, of {} open findings",
+        OBJECTS * FINDINGS_PER_OBJECT
+    );
+    assert_eq!(
+        objects_read,
+        batch.len() as i64,
+        "each object's ETag is read once, of {OBJECTS} objects"
+    );
+}
