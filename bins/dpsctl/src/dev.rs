@@ -165,7 +165,7 @@ async fn ensure_database(admin_url: &str, name: &str) -> anyhow::Result<()> {
         .await
         .context("connecting to the dev cluster")?;
     let found: Vec<Found> =
-        diesel::sql_query("SELECT datname::text AS datname FROM pg_database WHERE datname = $1")
+        db::sql("SELECT datname::text AS datname FROM pg_database WHERE datname = $1")
             .bind::<Text, _>(name)
             .load(&mut conn)
             .await?;

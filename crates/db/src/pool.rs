@@ -109,7 +109,7 @@ pub async fn check_ready(pool: &Pool) -> Result<(), PoolError> {
         .get()
         .await
         .map_err(|e| PoolError::Checkout(e.to_string()))?;
-    diesel::sql_query("SELECT 1").execute(&mut conn).await?;
+    crate::sql("SELECT 1").execute(&mut conn).await?;
     Ok(())
 }
 

@@ -95,7 +95,7 @@ pub async fn annotate(
         .map(|(_, f)| f.object_key.as_str())
         .collect();
     let etags: Vec<&str> = findings.iter().map(|(_, f)| f.etag.as_str()).collect();
-    let rows: Vec<ObjectState> = diesel::sql_query(
+    let rows: Vec<ObjectState> = db::sql(
         "SELECT b.connector_id, b.bucket, b.object_key, b.etag,
                 (SELECT r.status FROM remediation_requests r
                   WHERE r.tenant_id = $1 AND r.connector_id = b.connector_id

@@ -381,7 +381,7 @@ pub async fn run_once(
     cloud: &Cloud,
     keyring: &KeyRing,
 ) -> Result<bool, DieselError> {
-    let claimed: Option<Claimed> = diesel::sql_query(
+    let claimed: Option<Claimed> = db::sql(
         "UPDATE governance_posture_checks c
             SET lease_until = now() + interval '2 minutes', attempts = c.attempts + 1
           WHERE (c.tenant_id, c.connector_id) = (

@@ -152,7 +152,7 @@ pub async fn check(
         ));
     }
     let (per_user, per_tenant) = limits.of(endpoint);
-    let rows: Vec<Counted> = diesel::sql_query(
+    let rows: Vec<Counted> = db::sql(
         "INSERT INTO rate_limit_counters AS c (tenant_id, endpoint, subject, window_start, count) \
          SELECT $1, $2, s, date_trunc('minute', now()), 1 FROM unnest(ARRAY[$3, '']) AS s \
          ON CONFLICT (tenant_id, endpoint, subject, window_start) \
@@ -177,7 +177,7 @@ pub async fn check(
     // Old windows are dropped now and then; one request in a hundred is enough to keep the
     // table to the last couple of minutes.
     if ring_bit() {
-        diesel::sql_query(
+        db::sql(
             "DELETE FROM rate_limit_counters WHERE tenant_id = $1 \
              AND window_start < now() - interval '2 minutes'",
         )

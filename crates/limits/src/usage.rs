@@ -49,7 +49,7 @@ pub async fn record_tokenize(
     tenant: &TenantId,
     items: i64,
 ) -> Result<(), diesel::result::Error> {
-    diesel::sql_query(
+    db::sql(
         "INSERT INTO usage_counters AS u (tenant_id, month, metric, value, shard) \
          SELECT $1, date_trunc('month', now() AT TIME ZONE 'UTC')::date, m, v, \
                 pg_backend_pid() % 16 \
@@ -93,7 +93,7 @@ pub async fn usage(
     tenant: &TenantId,
 ) -> Result<Usage, diesel::result::Error> {
     let start = month_start(OffsetDateTime::now_utc());
-    let counts: Counts = diesel::sql_query(
+    let counts: Counts = db::sql(
         "SELECT \
            (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND token_id >= $4) AS created, \
            (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NULL \

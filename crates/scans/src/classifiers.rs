@@ -155,7 +155,7 @@ fn view(row: Row) -> Result<Classifier, ClassifierStoreError> {
 
 /// Serializes writes to one tenant's classifiers for the rest of the transaction.
 async fn lock(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<(), DieselError> {
-    diesel::sql_query("SELECT pg_advisory_xact_lock(hashtext('dps-classifiers:' || $1))")
+    db::sql("SELECT pg_advisory_xact_lock(hashtext('dps-classifiers:' || $1))")
         .bind::<Text, _>(tenant.as_str())
         .execute(conn)
         .await?;
@@ -336,7 +336,7 @@ pub(crate) async fn snapshot(
     tenant: &TenantId,
     scan: ScanId,
 ) -> Result<(), DieselError> {
-    diesel::sql_query(
+    db::sql(
         "INSERT INTO scan_classifiers (tenant_id, scan_id, specs) \
          SELECT $1, $2, jsonb_agg(spec ORDER BY name) FROM classifiers WHERE tenant_id = $1 \
          HAVING count(*) > 0",

@@ -198,7 +198,7 @@ pub async fn forget_connector(
     .await?;
     // A chunk holds one connector's resources, so the connector's chunks of a shared scan are
     // those with any resource of it; they go before the resources that identify them.
-    diesel::sql_query(
+    db::sql(
         "DELETE FROM scan_chunks c
           WHERE c.tenant_id = $1 AND c.scan_id = ANY($2)
             AND EXISTS (SELECT 1 FROM scan_resources r

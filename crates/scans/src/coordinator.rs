@@ -71,17 +71,16 @@ struct Locked {
 
 /// Takes the session advisory lock that marks `scan` as being enumerated.
 async fn try_lock(conn: &mut AsyncPgConnection, scan: ScanId) -> Result<bool, ScanError> {
-    let rows: Vec<Locked> = diesel::sql_query(
-        "SELECT pg_try_advisory_lock(hashtext('dps-enumerate:' || $1)) AS locked",
-    )
-    .bind::<Text, _>(scan.to_string())
-    .load(conn)
-    .await?;
+    let rows: Vec<Locked> =
+        db::sql("SELECT pg_try_advisory_lock(hashtext('dps-enumerate:' || $1)) AS locked")
+            .bind::<Text, _>(scan.to_string())
+            .load(conn)
+            .await?;
     Ok(rows.into_iter().next().is_some_and(|r| r.locked))
 }
 
 async fn unlock(conn: &mut AsyncPgConnection, scan: ScanId) -> Result<(), ScanError> {
-    diesel::sql_query("SELECT pg_advisory_unlock(hashtext('dps-enumerate:' || $1))")
+    db::sql("SELECT pg_advisory_unlock(hashtext('dps-enumerate:' || $1))")
         .bind::<Text, _>(scan.to_string())
         .execute(conn)
         .await?;

@@ -94,7 +94,7 @@ async fn open_findings(
     }
     let buckets: Vec<&str> = objects.iter().map(|(b, _)| b.as_str()).collect();
     let keys: Vec<&str> = objects.iter().map(|(_, k)| k.as_str()).collect();
-    Ok(diesel::sql_query(
+    Ok(db::sql(
         // One index probe per object, whatever the statistics say (docs/decisions.md, "Batches
         // of keys are looked up one key at a time").
         "SELECT f.finding_id, b.bucket, b.object_key, coalesce(o.etag, '') AS etag,
@@ -142,7 +142,7 @@ pub async fn fingerprinted(
     tenant: &TenantId,
     ids: &[Uuid],
 ) -> Result<Vec<Fingerprinted>, ScanError> {
-    Ok(diesel::sql_query(
+    Ok(db::sql(
         "SELECT finding_id, scan_id, pii_type, fingerprint FROM findings
           WHERE tenant_id = $1 AND finding_id = ANY($2)
           ORDER BY finding_id",
@@ -163,7 +163,7 @@ pub async fn open_after(
     objects: i64,
 ) -> Result<Vec<OpenFinding>, ScanError> {
     let (bucket, key) = after.unwrap_or(("", ""));
-    Ok(diesel::sql_query(
+    Ok(db::sql(
         "WITH o AS (
              SELECT DISTINCT bucket, object_key
                FROM findings
@@ -354,7 +354,7 @@ pub async fn etags(
     let connectors: Vec<Uuid> = findings.iter().map(|f| f.connector_id).collect();
     let buckets: Vec<&str> = findings.iter().map(|f| f.bucket.as_str()).collect();
     let keys: Vec<&str> = findings.iter().map(|f| f.object_key.as_str()).collect();
-    let rows: Vec<EtagRow> = diesel::sql_query(
+    let rows: Vec<EtagRow> = db::sql(
         "SELECT o.connector_id, o.bucket, o.object_key, coalesce(o.etag, '') AS etag
            FROM (SELECT DISTINCT * FROM unnest($2::uuid[], $3::text[], $4::text[]))
                 AS b(connector_id, bucket, object_key)
@@ -402,7 +402,7 @@ pub async fn remediated(
 ) -> Result<usize, ScanError> {
     let (connector, bucket, key) = object;
     let run = |sql: &'static str| {
-        diesel::sql_query(sql)
+        db::sql(sql)
             .bind::<Text, _>(tenant.as_str())
             .bind::<Array<SqlUuid>, _>(ids)
             .bind::<SqlUuid, _>(connector.as_uuid())

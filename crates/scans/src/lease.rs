@@ -62,7 +62,7 @@ pub async fn claim(
         Some((t, s)) => (Some(t.as_str().to_owned()), Some(s.as_uuid())),
         None => (None, None),
     };
-    let rows: Vec<ClaimRow> = diesel::sql_query(
+    let rows: Vec<ClaimRow> = db::sql(
         "UPDATE scan_chunks c
             SET status = 'running', worker_id = $1,
                 lease_until = now() + make_interval(secs => $2),
@@ -132,7 +132,7 @@ pub(crate) async fn check_fence(
         #[diesel(sql_type = Text)]
         scan: String,
     }
-    let rows: Vec<Fence> = diesel::sql_query(
+    let rows: Vec<Fence> = db::sql(
         "SELECT c.fence, c.status AS chunk, s.status AS scan
            FROM scan_chunks c
            JOIN scans s ON s.tenant_id = c.tenant_id AND s.scan_id = c.scan_id
@@ -158,7 +158,7 @@ pub async fn heartbeat(
     claim: &Claim,
     lease_seconds: i64,
 ) -> Result<Held, ScanError> {
-    let updated: usize = diesel::sql_query(
+    let updated: usize = db::sql(
         "UPDATE scan_chunks c SET lease_until = now() + make_interval(secs => $5)
            FROM scans s
           WHERE c.tenant_id = $1 AND c.scan_id = $2 AND c.chunk_no = $3 AND c.fence = $4

@@ -112,7 +112,7 @@ pub(crate) async fn stop(
         Stop::Running => &["running"],
         Stop::Active => &["queued", "running"],
     };
-    let ended: Option<Ended> = diesel::sql_query(
+    let ended: Option<Ended> = db::sql(
         "UPDATE scans SET status = $3, status_reason = $4, completed_at = now()
           WHERE tenant_id = $1 AND scan_id = $2 AND status = ANY($5)
       RETURNING completed_at",
@@ -313,7 +313,7 @@ pub async fn start_next(
         };
         let tenant: TenantId = row.tenant_id.parse().map_err(|_| ScanError::CorruptRow)?;
         let timeout = i32::try_from(row.options()?.timeout_minutes).unwrap_or(i32::MAX);
-        diesel::sql_query(
+        db::sql(
             "UPDATE scans SET status = 'running', started_at = now(),
                     deadline = now() + make_interval(mins => $3)
               WHERE tenant_id = $1 AND scan_id = $2",

@@ -124,15 +124,13 @@ pub(crate) async fn write(
 ) -> Result<(), ScanError> {
     let (kind, payload) = Payload::of(event);
     let payload = serde_json::to_value(payload).map_err(|_| ScanError::CorruptRow)?;
-    diesel::sql_query(
-        "INSERT INTO scan_events (tenant_id, scan_id, kind, payload) VALUES ($1, $2, $3, $4)",
-    )
-    .bind::<Text, _>(tenant.as_str())
-    .bind::<SqlUuid, _>(scan.as_uuid())
-    .bind::<Text, _>(kind)
-    .bind::<Jsonb, _>(payload)
-    .execute(conn)
-    .await?;
+    db::sql("INSERT INTO scan_events (tenant_id, scan_id, kind, payload) VALUES ($1, $2, $3, $4)")
+        .bind::<Text, _>(tenant.as_str())
+        .bind::<SqlUuid, _>(scan.as_uuid())
+        .bind::<Text, _>(kind)
+        .bind::<Jsonb, _>(payload)
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
@@ -182,7 +180,7 @@ pub async fn read(
     after: Position,
     limit: i64,
 ) -> Result<Vec<Delivered>, ScanError> {
-    let rows: Vec<EventRow> = diesel::sql_query(
+    let rows: Vec<EventRow> = db::sql(
         "SELECT tenant_id, event_id, txid::text::bigint AS txid, scan_id, payload, created_at
            FROM scan_events
           WHERE txid < pg_snapshot_xmin(pg_current_snapshot())
@@ -215,12 +213,12 @@ pub async fn read(
 
 /// Deletes events older than [`RETENTION_DAYS`]. Returns how many went.
 pub async fn prune(conn: &mut AsyncPgConnection) -> Result<usize, ScanError> {
-    Ok(diesel::sql_query(
-        "DELETE FROM scan_events WHERE created_at < now() - make_interval(days => $1)",
+    Ok(
+        db::sql("DELETE FROM scan_events WHERE created_at < now() - make_interval(days => $1)")
+            .bind::<diesel::sql_types::Integer, _>(RETENTION_DAYS)
+            .execute(conn)
+            .await?,
     )
-    .bind::<diesel::sql_types::Integer, _>(RETENTION_DAYS)
-    .execute(conn)
-    .await?)
 }
 
 /// Events after `after` (readable or not yet), and when the oldest of them was written: how
@@ -236,7 +234,7 @@ pub async fn backlog(
         #[diesel(sql_type = diesel::sql_types::Nullable<Timestamptz>)]
         oldest: Option<OffsetDateTime>,
     }
-    let backlog: Backlog = diesel::sql_query(
+    let backlog: Backlog = db::sql(
         "SELECT count(*) AS n, min(created_at) AS oldest
            FROM scan_events
           WHERE (txid, event_id) > ($1::text::xid8, $2)",

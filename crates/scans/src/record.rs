@@ -126,10 +126,8 @@ impl<'a> Objects<'a> {
         sql: &'static str,
         claim: &'a Claim,
         connector: ConnectorId,
-    ) -> diesel::query_builder::BoxedSqlQuery<'a, diesel::pg::Pg, diesel::query_builder::SqlQuery>
-    {
-        diesel::sql_query(sql)
-            .into_boxed()
+    ) -> db::Sql<impl db::Binds + Send + 'a> {
+        db::sql(sql)
             .bind::<Text, _>(claim.tenant.as_str())
             .bind::<SqlUuid, _>(claim.scan.as_uuid())
             .bind::<SqlUuid, _>(connector.as_uuid())
@@ -240,7 +238,7 @@ pub async fn record(
         // statistics: a join alone may be planned as a walk over every resource of the scan.
         let lowest = idx.iter().copied().min().unwrap_or_default();
         let highest = idx.iter().copied().max().unwrap_or_default();
-        let recorded: Vec<Recorded> = diesel::sql_query(
+        let recorded: Vec<Recorded> = db::sql(
             "UPDATE scan_resources r
                 SET state = v.state, reason = v.reason, findings = v.findings
                FROM unnest($3::int[], $4::text[], $5::text[], $6::int[])
@@ -277,7 +275,7 @@ pub async fn record(
             // What these objects held before is superseded by what was found now.
             let buckets: Vec<&str> = known.iter().map(|r| r.bucket.as_str()).collect();
             let keys: Vec<&str> = known.iter().map(|r| r.object_key.as_str()).collect();
-            diesel::sql_query(
+            db::sql(
                 "UPDATE findings f SET status = 'resolved', resolved_at = now()
                   WHERE f.tenant_id = $1 AND f.status = 'open' AND f.finding_id = ANY(ARRAY(
                         SELECT x.finding_id
@@ -309,7 +307,7 @@ pub async fn record(
         }
         let found = new.ids.len() as i32;
         if found > 0 {
-            diesel::sql_query(
+            db::sql(
                 "INSERT INTO findings (tenant_id, scan_id, connector_id, finding_id, bucket,
                                        object_key, pii_type, category, confidence, location,
                                        preview, fingerprint, tokenized)
@@ -373,7 +371,7 @@ pub async fn record(
             &Event::ObjectsRecorded { connector, objects },
         )
         .await?;
-        diesel::sql_query(
+        db::sql(
             "UPDATE scan_chunks SET files_processed = files_processed + $4,
                         files_scanned = files_scanned + $5,
                         reasons = coalesce($6, reasons),

@@ -306,7 +306,7 @@ pub async fn issued(
         .iter()
         .map(|(pii_type, token)| crate::lookup(tenant.as_str(), pii_type, token))
         .collect();
-    let found: Vec<Ordinal> = diesel::sql_query(
+    let found: Vec<Ordinal> = db::sql(
         "SELECT c.i FROM unnest($2::uuid[]) WITH ORDINALITY AS c(lookup, i)
           WHERE EXISTS (SELECT 1 FROM vault_entries v
                          WHERE v.lookup = c.lookup AND v.tenant_id = $1)",

@@ -52,7 +52,7 @@ pub async fn rewrap(
                 }
                 if !ids.is_empty() {
                     use diesel::sql_types::{Array, Bytea, Int4, Text, Uuid as SqlUuid};
-                    diesel::sql_query(
+                    db::sql(
                         "UPDATE vault_entries AS v SET key_version = $2, ciphertext = u.c \
                          FROM unnest($3::uuid[], $4::bytea[]) AS u(id, c) \
                          WHERE v.tenant_id = $1 AND v.token_id = u.id",

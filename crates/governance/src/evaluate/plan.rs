@@ -164,7 +164,7 @@ async fn claim(
                 .join(",")
         })
         .collect();
-    let rows: Vec<Claimed> = diesel::sql_query(
+    let rows: Vec<Claimed> = db::sql(
         "INSERT INTO governance_actions (tenant_id, action_id, policy_id, policy_version,
                 action_type, connector_id, bucket, object_key, etag, simulated, outcome,
                 finding_ids, created_at, updated_at, reconciliation_id)

@@ -72,7 +72,7 @@ pub(crate) async fn pairs(
     tenant: &TenantId,
     scope: &[Uuid],
 ) -> Result<Vec<Pair>, DieselError> {
-    diesel::sql_query(
+    db::sql(
         "SELECT pii_type, category, count(*) AS n
            FROM findings
           WHERE tenant_id = $1 AND status = 'open' AND NOT tokenized
@@ -235,7 +235,7 @@ pub async fn plan(
     let rows: Vec<PolicyRow> = if per_policy.p.is_empty() {
         Vec::new()
     } else {
-        diesel::sql_query(
+        db::sql(
             "WITH c AS (
                  SELECT * FROM unnest($3::int[], $4::uuid[], $5::text[], $6::text[], $7::real[])
                      AS c(p, connector_id, pii_type, category, min)),
@@ -289,7 +289,7 @@ pub async fn plan(
         for ((connector, t, c), min) in &any {
             all.push(0, *connector, (t, c), *min);
         }
-        let count: Count = diesel::sql_query(
+        let count: Count = db::sql(
             "WITH a AS (
                  SELECT * FROM unnest($3::uuid[], $4::text[], $5::text[], $6::real[])
                      AS a(connector_id, pii_type, category, min)),

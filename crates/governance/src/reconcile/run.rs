@@ -104,7 +104,7 @@ async fn run(
     let plan: Plan = conn
         .transaction(async |conn| {
             // The plan groups per object: give its hash tables room rather than disk.
-            diesel::sql_query("SET LOCAL work_mem = '256MB'")
+            db::sql("SET LOCAL work_mem = '256MB'")
                 .execute(conn)
                 .await?;
             preview::plan(conn, &job.tenant, &job.scope.connectors, &policies, &gates).await

@@ -86,7 +86,7 @@ async fn planned_cosigned(conn: &mut AsyncPgConnection, row: &Row) -> Result<boo
         #[diesel(sql_type = Integer)]
         _one: i32,
     }
-    let found: Vec<Found> = diesel::sql_query(
+    let found: Vec<Found> = db::sql(
         "SELECT 1 AS _one FROM remediation_receipts
           WHERE tenant_id = $1 AND request_id = $2 AND kind = 'planned'
             AND cosign_status = 'cosigned'",
@@ -127,7 +127,7 @@ pub async fn run_once(
     conn: &mut AsyncPgConnection,
     receipts: &Receipts,
 ) -> Result<usize, DieselError> {
-    let due: Vec<Due> = diesel::sql_query(
+    let due: Vec<Due> = db::sql(
         "WITH due AS (
              SELECT tenant_id, receipt_id FROM remediation_receipts
               WHERE cosign_status = 'pending' AND cosign_next_at <= now()
@@ -184,7 +184,7 @@ async fn record(
 ) -> Result<(), DieselError> {
     match outcome {
         Outcome::Cosigned(document) => {
-            diesel::sql_query(
+            db::sql(
                 "UPDATE remediation_receipts
                     SET document = $3, cosign_status = 'cosigned',
                         cosign_attempts = cosign_attempts + 1, cosign_next_at = NULL,
@@ -198,7 +198,7 @@ async fn record(
             .await?;
         }
         Outcome::TurnedOff => {
-            diesel::sql_query(
+            db::sql(
                 "UPDATE remediation_receipts
                     SET cosign_status = 'failed', cosign_next_at = NULL,
                         cosign_error = 'co-signing was turned off before the receipt was co-signed'
@@ -219,7 +219,7 @@ async fn record(
                 #[diesel(sql_type = Text)]
                 cosign_status: String,
             }
-            let status: Option<Status> = diesel::sql_query(
+            let status: Option<Status> = db::sql(
                 "UPDATE remediation_receipts
                     SET cosign_attempts = $3, cosign_error = $4,
                         cosign_status = CASE WHEN $5 > created_at + make_interval(hours => $6)

@@ -73,7 +73,7 @@ async fn with_receipts(
     rows: Vec<Row>,
 ) -> Result<Vec<Remediation>, DieselError> {
     let ids: Vec<Uuid> = rows.iter().map(|r| r.request_id).collect();
-    let receipts: Vec<ReceiptRow> = diesel::sql_query(
+    let receipts: Vec<ReceiptRow> = db::sql(
         "SELECT request_id, receipt_id, kind, document, cosign_status FROM remediation_receipts
           WHERE tenant_id = $1 AND request_id = ANY($2)
           ORDER BY receipt_id",

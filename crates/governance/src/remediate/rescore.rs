@@ -58,7 +58,7 @@ pub(crate) async fn apply(
     )
     .await
     .map_err(scan_error)?;
-    diesel::sql_query(
+    db::sql(
         "INSERT INTO governance_rescore_queue
                 (tenant_id, connector_id, bucket, object_key, requested_at)
          VALUES ($1, $2, $3, $4, $5)
@@ -91,7 +91,7 @@ struct Queued {
 /// The objects leave the queue in the transaction that rescores them.
 pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<usize, DieselError> {
     conn.transaction(async |conn| {
-        let taken: Vec<Queued> = diesel::sql_query(
+        let taken: Vec<Queued> = db::sql(
             "DELETE FROM governance_rescore_queue q
               WHERE (q.tenant_id, q.connector_id, q.bucket, q.object_key) IN (
                     SELECT tenant_id, connector_id, bucket, object_key

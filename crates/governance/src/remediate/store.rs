@@ -154,18 +154,38 @@ impl Row {
 }
 
 /// The columns of [`Row`], over `remediation_requests r LEFT JOIN remediation_runs u`.
-pub(crate) const COLUMNS: &str = "r.tenant_id, r.request_id, r.action_id, r.policy_id,
-    r.policy_version, r.action_type, r.connector_id, r.bucket, r.object_key, r.etag,
-    r.finding_ids, r.gate, r.status, r.created_at, r.updated_at,
-    coalesce(u.attempts, 0) AS attempts, u.reason, u.lkg_bucket, u.lkg_key, u.sha256_before,
-    u.etag_after, u.sha256_after, u.executed_at, u.undo_until, u.undone_at, u.undone_by,
-    u.lkg_deleted_at";
+macro_rules! columns {
+    () => {
+        "r.tenant_id, r.request_id, r.action_id, r.policy_id,
+        r.policy_version, r.action_type, r.connector_id, r.bucket, r.object_key, r.etag,
+        r.finding_ids, r.gate, r.status, r.created_at, r.updated_at,
+        coalesce(u.attempts, 0) AS attempts, u.reason, u.lkg_bucket, u.lkg_key, u.sha256_before,
+        u.etag_after, u.sha256_after, u.executed_at, u.undo_until, u.undone_at, u.undone_by,
+        u.lkg_deleted_at"
+    };
+}
+pub(crate) const COLUMNS: &str = columns!();
+
+/// A select that makes the statement's transaction commit without waiting for its WAL to reach
+/// disk (`synchronous_commit = off` for that transaction alone), for steps whose loss in a
+/// Postgres crash is redone safely: a lost lease is taken again (every transition is guarded by
+/// the state it leaves, every storage write by an ETag), and a lost `written` leaves the
+/// request `snapshotted`, whose resumption finds its own write in the object. The snapshot
+/// (before the object is written) and the receipt are committed durably; so is everything
+/// committed after a redoable step, whose WAL flush carries the earlier one with it.
+macro_rules! redoable {
+    () => {
+        "SELECT set_config('synchronous_commit', 'off', true)"
+    };
+}
 
 /// Takes the request due first, of any tenant, and counts the attempt: one statement, committed
-/// without waiting for the disk (see [`REDOABLE`]).
+/// without waiting for the disk (see `redoable!`).
 pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Row>, DieselError> {
-    diesel::sql_query(format!(
-        "WITH durability AS ({REDOABLE}),
+    db::sql(concat!(
+        "WITH durability AS (",
+        redoable!(),
+        "),
          taken AS (
             UPDATE remediation_requests r
                SET next_attempt_at = now() + make_interval(secs => $1)
@@ -184,7 +204,9 @@ pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Row>, Di
             ON CONFLICT (tenant_id, request_id)
             DO UPDATE SET attempts = remediation_runs.attempts + 1
             RETURNING *)
-         SELECT {COLUMNS} FROM taken r JOIN run u ON true"
+         SELECT ",
+        columns!(),
+        " FROM taken r JOIN run u ON true"
     ))
     .bind::<Integer, _>(LEASE_SECONDS)
     .get_result(conn)
@@ -192,23 +214,16 @@ pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Row>, Di
     .optional()
 }
 
-/// A select that makes the statement's transaction commit without waiting for its WAL to reach
-/// disk (`synchronous_commit = off` for that transaction alone), for steps whose loss in a
-/// Postgres crash is redone safely: a lost lease is taken again (every transition is guarded by
-/// the state it leaves, every storage write by an ETag), and a lost `written` leaves the
-/// request `snapshotted`, whose resumption finds its own write in the object. The snapshot
-/// (before the object is written) and the receipt are committed durably; so is everything
-/// committed after a redoable step, whose WAL flush carries the earlier one with it.
-const REDOABLE: &str = "SELECT set_config('synchronous_commit', 'off', true)";
-
 /// One request of the tenant, with its run.
 pub async fn one(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     request: Uuid,
 ) -> Result<Option<Row>, DieselError> {
-    diesel::sql_query(format!(
-        "SELECT {COLUMNS} FROM remediation_requests r
+    db::sql(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM remediation_requests r
            LEFT JOIN remediation_runs u
              ON u.tenant_id = r.tenant_id AND u.request_id = r.request_id
           WHERE r.tenant_id = $1 AND r.request_id = $2"
@@ -229,7 +244,7 @@ pub(crate) async fn snapshotted(
     lkg: (&str, &str),
     sha256_before: &[u8],
 ) -> Result<Option<Row>, DieselError> {
-    diesel::sql_query(format!(
+    db::sql(concat!(
         "WITH moved AS (
             UPDATE remediation_requests SET status = 'snapshotted', updated_at = now()
              WHERE tenant_id = $1 AND request_id = $2 AND status = 'planned'
@@ -240,7 +255,9 @@ pub(crate) async fn snapshotted(
               FROM moved
              WHERE u.tenant_id = moved.tenant_id AND u.request_id = moved.request_id
             RETURNING u.*)
-         SELECT {COLUMNS} FROM moved r JOIN run u ON true"
+         SELECT ",
+        columns!(),
+        " FROM moved r JOIN run u ON true"
     ))
     .bind::<Text, _>(&row.tenant_id)
     .bind::<SqlUuid, _>(row.request_id)
@@ -253,7 +270,7 @@ pub(crate) async fn snapshotted(
 }
 
 /// snapshotted → written: the object holds the remediated content (or is quarantined).
-/// Redoable (see [`REDOABLE`]). Returns the request as it now is, or None as
+/// Redoable (see `redoable!`). Returns the request as it now is, or None as
 /// [`snapshotted`] does.
 pub(crate) async fn written(
     conn: &mut AsyncPgConnection,
@@ -262,8 +279,10 @@ pub(crate) async fn written(
     sha256_after: Option<&[u8]>,
     undo_until: OffsetDateTime,
 ) -> Result<Option<Row>, DieselError> {
-    diesel::sql_query(format!(
-        "WITH durability AS ({REDOABLE}),
+    db::sql(concat!(
+        "WITH durability AS (",
+        redoable!(),
+        "),
          moved AS (
             UPDATE remediation_requests SET status = 'written', updated_at = now()
               FROM durability
@@ -276,7 +295,9 @@ pub(crate) async fn written(
               FROM moved
              WHERE u.tenant_id = moved.tenant_id AND u.request_id = moved.request_id
             RETURNING u.*)
-         SELECT {COLUMNS} FROM moved r JOIN run u ON true"
+         SELECT ",
+        columns!(),
+        " FROM moved r JOIN run u ON true"
     ))
     .bind::<Text, _>(&row.tenant_id)
     .bind::<SqlUuid, _>(row.request_id)
@@ -323,7 +344,7 @@ pub(crate) async fn end(
     let receipt = ending.receipt.as_ref();
     let undone_by = (ending.to == State::Undone).then(|| ending.entry.actor.as_str());
     conn.transaction(async |conn| {
-        let moved = diesel::sql_query(
+        let moved = db::sql(
             "WITH moved AS (
                 UPDATE remediation_requests SET status = $4, updated_at = now()
                  WHERE tenant_id = $1 AND request_id = $2 AND status = $3
@@ -380,7 +401,7 @@ pub(crate) async fn insert_receipt(
     row: &Row,
     receipt: &StoredReceipt,
 ) -> Result<(), DieselError> {
-    diesel::sql_query(
+    db::sql(
         "INSERT INTO remediation_receipts (tenant_id, receipt_id, request_id, kind, document,
                 cosign_status, cosign_attempts, cosign_next_at, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $6 = 'cosigned' THEN 1 ELSE 0 END,
@@ -405,7 +426,7 @@ pub(crate) async fn retry_later(
     reason: &str,
 ) -> Result<(), DieselError> {
     let backoff = 30_i32.saturating_mul(1 << row.attempts.clamp(1, 7).saturating_sub(1));
-    diesel::sql_query(
+    db::sql(
         "WITH r AS (
             UPDATE remediation_requests SET next_attempt_at = now() + make_interval(secs => $3)
              WHERE tenant_id = $1 AND request_id = $2
@@ -426,7 +447,7 @@ pub(crate) async fn gate_unavailable(
     conn: &mut AsyncPgConnection,
     row: &Row,
 ) -> Result<(), DieselError> {
-    diesel::sql_query(
+    db::sql(
         "UPDATE remediation_requests SET gate = 'gate_unavailable'
           WHERE tenant_id = $1 AND request_id = $2",
     )
@@ -442,7 +463,7 @@ pub(crate) async fn snapshot_deleted(
     conn: &mut AsyncPgConnection,
     row: &Row,
 ) -> Result<(), DieselError> {
-    diesel::sql_query(
+    db::sql(
         "UPDATE remediation_runs SET lkg_deleted_at = now()
           WHERE tenant_id = $1 AND request_id = $2",
     )

@@ -124,7 +124,7 @@ pub async fn undo(
 async fn lock(conn: &mut AsyncPgConnection, tenant: &TenantId, id: Uuid) -> Result<(), UndoError> {
     use diesel::sql_types::{Text, Uuid as SqlUuid};
     use diesel_async::RunQueryDsl;
-    let locked = diesel::sql_query(
+    let locked = db::sql(
         "SELECT 1 FROM remediation_requests WHERE tenant_id = $1 AND request_id = $2
             FOR UPDATE NOWAIT",
     )

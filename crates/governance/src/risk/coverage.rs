@@ -86,7 +86,7 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
         mins.push(*min);
     }
     // The findings whose coverage is not what the policies say now, with their new flag.
-    let flipped: Vec<Flipped> = diesel::sql_query(
+    let flipped: Vec<Flipped> = db::sql(
         "WITH a AS (
              SELECT * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::real[])
                  AS a(connector_id, pii_type, category, min)),
@@ -126,7 +126,7 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
                 model::finding_score(f64::from(f.sensitivity), f64::from(f.exposure), f.covered)
             })
             .collect();
-        diesel::sql_query(
+        db::sql(
             "UPDATE governance_finding_risk r SET covered = n.covered, risk_score = n.score
                FROM unnest($2::uuid[], $3::bool[], $4::smallint[]) AS n(finding_id, covered, score)
               WHERE r.tenant_id = $1 AND r.finding_id = n.finding_id",
@@ -149,7 +149,7 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
         let chunk_connectors: Vec<Uuid> = chunk.iter().map(|o| o.0).collect();
         let buckets: Vec<&str> = chunk.iter().map(|o| o.1).collect();
         let keys: Vec<&str> = chunk.iter().map(|o| o.2).collect();
-        let rows: Vec<ObjectRow> = diesel::sql_query(
+        let rows: Vec<ObjectRow> = db::sql(
             "SELECT o.connector_id, o.bucket, o.object_key, o.findings_count, o.covered_count,
                     o.sensitivity, o.volume, o.exposure
                FROM unnest($2::uuid[], $3::text[], $4::text[]) AS k(connector_id, bucket, object_key)
@@ -199,7 +199,7 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
         let row_connectors: Vec<Uuid> = rows.iter().map(|r| r.connector_id).collect();
         let row_buckets: Vec<&str> = rows.iter().map(|r| r.bucket.as_str()).collect();
         let row_keys: Vec<&str> = rows.iter().map(|r| r.object_key.as_str()).collect();
-        diesel::sql_query(
+        db::sql(
             "UPDATE governance_objects o
                 SET covered_count = n.covered, coverage = n.coverage, risk_score = n.score
                FROM unnest($2::uuid[], $3::text[], $4::text[], $5::int[], $6::real[], $7::smallint[])
@@ -219,7 +219,7 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
     }
     for (connector, delta) in per_connector {
         if delta != 0 {
-            diesel::sql_query(
+            db::sql(
                 "UPDATE governance_connector_risk
                     SET covered_count = covered_count + $3, computed_at = now()
                   WHERE tenant_id = $1 AND connector_id = $2",
@@ -244,7 +244,7 @@ struct Claimed {
 
 /// Takes one queued tenant and recomputes its coverage; returns whether there was one.
 pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<bool, DieselError> {
-    let claimed: Option<Claimed> = diesel::sql_query(
+    let claimed: Option<Claimed> = db::sql(
         "UPDATE governance_coverage_refresh c SET lease_until = now() + interval '5 minutes'
           WHERE c.tenant_id = (
                 SELECT tenant_id FROM governance_coverage_refresh

@@ -57,7 +57,7 @@ pub async fn bucket_risk(
         #[diesel(sql_type = SmallInt)]
         score: i16,
     }
-    let row: Row = diesel::sql_query(
+    let row: Row = db::sql(
         "SELECT coalesce(sum(findings_count), 0)::bigint AS findings,
                 coalesce(max(risk_score), 0)::smallint AS score
            FROM governance_objects
@@ -84,7 +84,7 @@ pub async fn set_bucket_exposure(
     public: Option<bool>,
 ) -> Result<(), DieselError> {
     let exposure = model::exposure(public);
-    let objects: Vec<ObjectRow> = diesel::sql_query(
+    let objects: Vec<ObjectRow> = db::sql(
         "SELECT object_key, findings_count, sensitivity, volume, exposure, coverage
            FROM governance_objects
           WHERE tenant_id = $1 AND connector_id = $2 AND bucket = $3 AND findings_count > 0",
@@ -108,7 +108,7 @@ pub async fn set_bucket_exposure(
         weight += f64::from(o.findings_count) * (exposure - f64::from(o.exposure));
     }
     if !keys.is_empty() {
-        diesel::sql_query(
+        db::sql(
             "UPDATE governance_objects o SET exposure = $4, risk_score = n.score
                FROM unnest($5::text[], $6::smallint[]) AS n(object_key, score)
               WHERE o.tenant_id = $1 AND o.connector_id = $2 AND o.bucket = $3
@@ -123,7 +123,7 @@ pub async fn set_bucket_exposure(
         .execute(conn)
         .await?;
     }
-    let findings: Vec<FindingRow> = diesel::sql_query(
+    let findings: Vec<FindingRow> = db::sql(
         "SELECT finding_id, sensitivity, covered FROM governance_finding_risk
           WHERE tenant_id = $1 AND connector_id = $2 AND bucket = $3",
     )
@@ -138,7 +138,7 @@ pub async fn set_bucket_exposure(
             .iter()
             .map(|f| model::finding_score(f64::from(f.sensitivity), exposure, f.covered))
             .collect();
-        diesel::sql_query(
+        db::sql(
             "UPDATE governance_finding_risk r SET exposure = $2, risk_score = n.score
                FROM unnest($3::uuid[], $4::smallint[]) AS n(finding_id, score)
               WHERE r.tenant_id = $1 AND r.finding_id = n.finding_id",
@@ -151,7 +151,7 @@ pub async fn set_bucket_exposure(
         .await?;
     }
     if weight != 0.0 {
-        diesel::sql_query(
+        db::sql(
             "UPDATE governance_connector_risk
                 SET exposure_weight = exposure_weight + $3, computed_at = now()
               WHERE tenant_id = $1 AND connector_id = $2",

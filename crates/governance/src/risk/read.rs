@@ -192,7 +192,7 @@ async fn connector_rows(
         .iter()
         .map(ConnectorId::as_uuid)
         .collect();
-    diesel::sql_query(
+    db::sql(
         "SELECT c.connector_id, c.findings_count, c.covered_count, c.exposure_weight,
                 c.computed_at,
                 (SELECT o.sensitivity FROM governance_objects o
@@ -301,7 +301,7 @@ pub async fn list(
     let connector = query.connector.map(|c| c.as_uuid());
     let rows: Vec<(Uuid, RiskScore)> = match query.level {
         Level::Finding => {
-            let rows: Vec<FindingRow> = diesel::sql_query(
+            let rows: Vec<FindingRow> = db::sql(
                 "SELECT finding_id, connector_id, sensitivity, exposure, covered, risk_score,
                         computed_at
                    FROM governance_finding_risk
@@ -342,7 +342,7 @@ pub async fn list(
                 .collect()
         }
         Level::File => {
-            let rows: Vec<FileRow> = diesel::sql_query(
+            let rows: Vec<FileRow> = db::sql(
                 "SELECT object_id, connector_id, bucket, object_key, sensitivity, volume,
                         exposure, coverage, risk_score, computed_at
                    FROM governance_objects
@@ -456,7 +456,7 @@ pub async fn findings_by_category(
         #[diesel(sql_type = BigInt)]
         findings: i64,
     }
-    let rows: Vec<Count> = diesel::sql_query(
+    let rows: Vec<Count> = db::sql(
         "SELECT category, sum(findings)::bigint AS findings FROM governance_category_counts
           WHERE tenant_id = $1 GROUP BY category HAVING sum(findings) > 0 ORDER BY category",
     )

@@ -89,7 +89,7 @@ pub async fn exposures(
     connector: ConnectorId,
     buckets: &[&str],
 ) -> Result<HashMap<String, f64>, DieselError> {
-    let rows: Vec<BucketExposure> = diesel::sql_query(
+    let rows: Vec<BucketExposure> = db::sql(
         "SELECT bucket, public FROM governance_buckets
           WHERE tenant_id = $1 AND connector_id = $2 AND bucket = ANY($3)",
     )
@@ -132,7 +132,7 @@ pub async fn record_batch(
 
     let all_buckets: Vec<&str> = objects.iter().map(|(b, _)| *b).collect();
     let all_keys: Vec<&str> = objects.iter().map(|(_, k)| *k).collect();
-    let previous: Vec<Previous> = diesel::sql_query(
+    let previous: Vec<Previous> = db::sql(
         // One index probe per object, whatever the statistics say (docs/decisions.md,
         // "Batches of keys are looked up one key at a time").
         "SELECT o.bucket, o.object_key, o.findings_count, o.covered_count, o.exposure, o.risk_score
@@ -219,7 +219,7 @@ pub async fn record_batch(
     rows.write(conn, tenant, connector, now).await?;
     // The objects' old findings' risk goes; their open findings' risk comes. The categories
     // of both move the connector's counts.
-    let gone: Vec<CategoryRow> = diesel::sql_query(
+    let gone: Vec<CategoryRow> = db::sql(
         "DELETE FROM governance_finding_risk r
           WHERE r.tenant_id = $1 AND r.finding_id = ANY(ARRAY(
                 SELECT x.finding_id
@@ -249,7 +249,7 @@ pub async fn record_batch(
     if !by_category.is_empty() {
         let categories: Vec<&str> = by_category.keys().copied().collect();
         let deltas: Vec<i64> = categories.iter().map(|c| by_category[c]).collect();
-        diesel::sql_query(
+        db::sql(
             "INSERT INTO governance_category_counts (tenant_id, connector_id, category, findings)
              SELECT $1, $2, d.category, d.delta
                FROM unnest($3::text[], $4::bigint[]) AS d(category, delta)
@@ -264,7 +264,7 @@ pub async fn record_batch(
         .await?;
     }
     if d_findings != 0 || d_covered != 0 || d_weight != 0.0 {
-        diesel::sql_query(
+        db::sql(
             "INSERT INTO governance_connector_risk
                  (tenant_id, connector_id, findings_count, covered_count, exposure_weight, computed_at)
              VALUES ($1, $2, $3, $4, $5, $6)
@@ -335,7 +335,7 @@ impl<'a> ObjectRows<'a> {
         if self.buckets.is_empty() {
             return Ok(());
         }
-        diesel::sql_query(
+        db::sql(
             "INSERT INTO governance_objects (tenant_id, connector_id, bucket, object_key,
                     object_id, etag, findings_count, covered_count, sensitivity, volume,
                     exposure, coverage, risk_score, computed_at)
@@ -408,7 +408,7 @@ impl<'a> FindingRows<'a> {
         if self.ids.is_empty() {
             return Ok(());
         }
-        diesel::sql_query(
+        db::sql(
             "INSERT INTO governance_finding_risk (tenant_id, finding_id, connector_id, bucket,
                     object_key, category, sensitivity, exposure, covered, risk_score, computed_at)
              SELECT $1, r.finding_id, $2, r.bucket, r.object_key, r.category, r.sensitivity,

@@ -215,7 +215,7 @@ pub async fn tokenize(
     let hash = request.digest();
     let attempt = conn
         .transaction(async |conn| {
-            diesel::sql_query(
+            db::sql(
                 "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 \
                  AND created_at < now() - make_interval(hours => $3)",
             )
@@ -224,7 +224,7 @@ pub async fn tokenize(
             .bind::<Int4, _>(IDEMPOTENCY_HOURS)
             .execute(conn)
             .await?;
-            let claimed = diesel::sql_query(
+            let claimed = db::sql(
                 "INSERT INTO idempotency_keys (tenant_id, key, request_hash, status, response) \
                  VALUES ($1, $2, $3, 0, '') ON CONFLICT DO NOTHING",
             )
@@ -234,7 +234,7 @@ pub async fn tokenize(
             .execute(conn)
             .await?;
             if claimed == 0 {
-                let stored: Stored = diesel::sql_query(
+                let stored: Stored = db::sql(
                     "SELECT request_hash, response FROM idempotency_keys \
                      WHERE tenant_id = $1 AND key = $2",
                 )
@@ -251,7 +251,7 @@ pub async fn tokenize(
             }
             match run(conn, keyring, tenant, request, respond).await? {
                 Outcome::Done { result, body } => {
-                    diesel::sql_query(
+                    db::sql(
                         "UPDATE idempotency_keys SET status = 200, response = $3 \
                          WHERE tenant_id = $1 AND key = $2",
                     )

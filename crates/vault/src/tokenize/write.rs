@@ -88,7 +88,7 @@ async fn existing(
     if lookups.is_empty() && fingerprints.is_empty() {
         return Ok(HashMap::new());
     }
-    let rows: Vec<Existing> = diesel::sql_query(
+    let rows: Vec<Existing> = db::sql(
         "SELECT token_id, token, fingerprint, lookup, revoked_at FROM vault_entries \
          WHERE tenant_id = $1 AND (lookup = ANY($2) OR fingerprint = ANY($3))",
     )
@@ -364,21 +364,25 @@ impl Rows {
         ttl: Option<i64>,
         on_conflict: bool,
     ) -> Result<Vec<Inserted>, VaultError> {
-        const INSERT: &str = "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, \
-             mode, policy_id, policy_version, fingerprint, key_version, ciphertext, expires_at, \
-             lookup) \
-             SELECT $1, u.token_id, u.token, u.pii_type, u.mode, $2, $3, u.fingerprint, $4, \
-             u.ciphertext, CASE WHEN $5::bigint IS NULL THEN NULL \
-             ELSE now() + make_interval(secs => $5::bigint) END, u.lookup \
-             FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::bytea[], \
-             $11::bytea[], $12::uuid[]) \
-             AS u(token_id, token, pii_type, mode, fingerprint, ciphertext, lookup)";
-        let sql = if on_conflict {
-            format!("{INSERT} ON CONFLICT DO NOTHING RETURNING token_id")
+        macro_rules! insert {
+            () => {
+                "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, \
+                 mode, policy_id, policy_version, fingerprint, key_version, ciphertext, expires_at, \
+                 lookup) \
+                 SELECT $1, u.token_id, u.token, u.pii_type, u.mode, $2, $3, u.fingerprint, $4, \
+                 u.ciphertext, CASE WHEN $5::bigint IS NULL THEN NULL \
+                 ELSE now() + make_interval(secs => $5::bigint) END, u.lookup \
+                 FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::bytea[], \
+                 $11::bytea[], $12::uuid[]) \
+                 AS u(token_id, token, pii_type, mode, fingerprint, ciphertext, lookup)"
+            };
+        }
+        let sql: &'static str = if on_conflict {
+            concat!(insert!(), " ON CONFLICT DO NOTHING RETURNING token_id")
         } else {
-            INSERT.to_owned()
+            insert!()
         };
-        let query = diesel::sql_query(sql)
+        let query = db::sql(sql)
             .bind::<Text, _>(tenant.as_str())
             .bind::<SqlUuid, _>(stored.policy_id.as_uuid())
             .bind::<Int4, _>(stored.version)
