@@ -235,6 +235,29 @@ pub fn pg_dump(db: &TestDatabase) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Rows the connection's current transaction has read so far from `table`, by sequential and
+/// index scans together (`pg_stat_xact_user_tables`): for tests that prove a statement reads
+/// only the rows it needs, whatever plan Postgres chose.
+pub async fn rows_read(conn: &mut AsyncPgConnection, table: &str) -> i64 {
+    use diesel::sql_types::{BigInt, Text};
+    use diesel_async::RunQueryDsl as _;
+    #[derive(diesel::QueryableByName)]
+    struct Read {
+        #[diesel(sql_type = BigInt)]
+        tuples: i64,
+    }
+    db::sql(
+        "SELECT (coalesce(sum(seq_tup_read), 0) + coalesce(sum(idx_tup_fetch), 0))::bigint
+                AS tuples
+           FROM pg_stat_xact_user_tables WHERE relname = $1",
+    )
+    .bind::<Text, _>(table)
+    .get_result::<Read>(conn)
+    .await
+    .unwrap_or_else(|e| panic!("reading the statistics of {table}: {e}"))
+    .tuples
+}
+
 /// The environment a service binary needs against `db`: the test identity provider and a
 /// master key, migrations off (the template is migrated), one worker.
 pub fn service_env(

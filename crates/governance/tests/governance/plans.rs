@@ -4,7 +4,7 @@
 //! walk every row of the connector, once per batch of a scan.
 
 use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Integer, Text, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Integer, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
 use governance::evaluate::matching::Finding;
 use ids::ConnectorId;
@@ -14,34 +14,6 @@ use crate::Env;
 
 const OBJECTS: i32 = 2000;
 const FINDINGS_PER_OBJECT: i32 = 10;
-
-#[derive(QueryableByName)]
-struct Read {
-    #[diesel(sql_type = Text)]
-    relname: String,
-    #[diesel(sql_type = BigInt)]
-    tuples: i64,
-}
-
-/// Rows this transaction has read so far from the two risk tables, by any path.
-async fn rows_read(conn: &mut AsyncPgConnection) -> (i64, i64) {
-    let reads: Vec<Read> = diesel::sql_query(
-        "SELECT relname::text AS relname,
-                (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::bigint AS tuples
-           FROM pg_stat_xact_user_tables
-          WHERE relname IN ('governance_objects', 'governance_finding_risk')",
-    )
-    .load(conn)
-    .await
-    .unwrap();
-    let of = |name: &str| {
-        reads
-            .iter()
-            .find(|r| r.relname == name)
-            .map_or(0, |r| r.tuples)
-    };
-    (of("governance_objects"), of("governance_finding_risk"))
-}
 
 /// The risk rows of a connector's earlier scan, written in bulk and never analyzed.
 async fn seed(conn: &mut AsyncPgConnection, connector: ConnectorId) {
@@ -112,7 +84,13 @@ async fn a_batchs_risk_is_recorded_by_key_without_statistics() {
                 &[],
             )
             .await?;
-            Ok((changes, rows_read(conn).await))
+            Ok((
+                changes,
+                (
+                    testkit::rows_read(conn, "governance_objects").await,
+                    testkit::rows_read(conn, "governance_finding_risk").await,
+                ),
+            ))
         })
         .await
         .unwrap();

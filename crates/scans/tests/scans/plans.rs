@@ -3,8 +3,7 @@
 //! time"). Joined to the key arrays instead, the same read walked every open finding of the
 //! connector for each batch: a first scan was quadratic.
 
-use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
+use diesel::sql_types::Uuid as SqlUuid;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
 use ids::{ConnectorId, ScanId};
 
@@ -12,34 +11,6 @@ use crate::common::World;
 
 const OBJECTS: usize = 2000;
 const FINDINGS_PER_OBJECT: usize = 10;
-
-#[derive(QueryableByName)]
-struct Read {
-    #[diesel(sql_type = Text)]
-    relname: String,
-    #[diesel(sql_type = BigInt)]
-    tuples: i64,
-}
-
-/// Rows this transaction has read so far from `findings` and `scanned_objects`, by any path.
-async fn rows_read(conn: &mut AsyncPgConnection) -> (i64, i64) {
-    let reads: Vec<Read> = diesel::sql_query(
-        "SELECT relname::text AS relname,
-                (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::bigint AS tuples
-           FROM pg_stat_xact_user_tables
-          WHERE relname IN ('findings', 'scanned_objects')",
-    )
-    .load(conn)
-    .await
-    .unwrap();
-    let of = |name: &str| {
-        reads
-            .iter()
-            .find(|r| r.relname == name)
-            .map_or(0, |r| r.tuples)
-    };
-    (of("findings"), of("scanned_objects"))
-}
 
 /// Objects and their findings as a scan records them, written in bulk and never analyzed:
 /// what Postgres knows of the tables in the middle of a first scan.
@@ -90,7 +61,13 @@ async fn a_batchs_findings_are_read_by_key_without_statistics() {
             let found = scans::findings::open_in_batch(conn, &acme, scan, connector, &batch)
                 .await
                 .unwrap();
-            Ok((found, rows_read(conn).await))
+            Ok((
+                found,
+                (
+                    testkit::rows_read(conn, "findings").await,
+                    testkit::rows_read(conn, "scanned_objects").await,
+                ),
+            ))
         })
         .await
         .unwrap();
