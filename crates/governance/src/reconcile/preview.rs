@@ -72,7 +72,10 @@ pub(crate) async fn pairs(
     tenant: &TenantId,
     scope: &[Uuid],
 ) -> Result<Vec<Pair>, DieselError> {
-    db::sql(
+    // Planned on every call (not `db::sql`): the optional filter must be planned with its
+    // value, or a generic plan ignores the index it needs (docs/decisions.md, "Static SQL is
+    // prepared once per connection").
+    diesel::sql_query(
         "SELECT pii_type, category, count(*) AS n
            FROM findings
           WHERE tenant_id = $1 AND status = 'open' AND NOT tokenized
@@ -235,7 +238,10 @@ pub async fn plan(
     let rows: Vec<PolicyRow> = if per_policy.p.is_empty() {
         Vec::new()
     } else {
-        db::sql(
+        // Planned on every call (not `db::sql`): the optional filter must be planned with its
+        // value, or a generic plan ignores the index it needs (docs/decisions.md, "Static SQL is
+        // prepared once per connection").
+        diesel::sql_query(
             "WITH c AS (
                  SELECT * FROM unnest($3::int[], $4::uuid[], $5::text[], $6::text[], $7::real[])
                      AS c(p, connector_id, pii_type, category, min)),
@@ -289,7 +295,10 @@ pub async fn plan(
         for ((connector, t, c), min) in &any {
             all.push(0, *connector, (t, c), *min);
         }
-        let count: Count = db::sql(
+        // Planned on every call (not `db::sql`): the optional filter must be planned with its
+        // value, or a generic plan ignores the index it needs (docs/decisions.md, "Static SQL is
+        // prepared once per connection").
+        let count: Count = diesel::sql_query(
             "WITH a AS (
                  SELECT * FROM unnest($3::uuid[], $4::text[], $5::text[], $6::real[])
                      AS a(connector_id, pii_type, category, min)),

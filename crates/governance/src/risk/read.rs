@@ -301,7 +301,10 @@ pub async fn list(
     let connector = query.connector.map(|c| c.as_uuid());
     let rows: Vec<(Uuid, RiskScore)> = match query.level {
         Level::Finding => {
-            let rows: Vec<FindingRow> = db::sql(
+            // Planned on every call (not `db::sql`): the optional filter must be planned with its
+            // value, or a generic plan ignores the index it needs (docs/decisions.md, "Static SQL is
+            // prepared once per connection").
+            let rows: Vec<FindingRow> = diesel::sql_query(
                 "SELECT finding_id, connector_id, sensitivity, exposure, covered, risk_score,
                         computed_at
                    FROM governance_finding_risk
@@ -342,7 +345,10 @@ pub async fn list(
                 .collect()
         }
         Level::File => {
-            let rows: Vec<FileRow> = db::sql(
+            // Planned on every call (not `db::sql`): the optional filter must be planned with its
+            // value, or a generic plan ignores the index it needs (docs/decisions.md, "Static SQL is
+            // prepared once per connection").
+            let rows: Vec<FileRow> = diesel::sql_query(
                 "SELECT object_id, connector_id, bucket, object_key, sensitivity, volume,
                         exposure, coverage, risk_score, computed_at
                    FROM governance_objects
