@@ -30,6 +30,7 @@ mod remediation_cosigning;
 mod scan_faults;
 mod scans;
 mod settings;
+mod static_sql;
 mod tokenize;
 mod tokenize_properties;
 mod vault;
