@@ -235,9 +235,11 @@ pub fn pg_dump(db: &TestDatabase) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// Rows the connection's current transaction has read so far from `table`, by sequential and
-/// index scans together (`pg_stat_xact_user_tables`): for tests that prove a statement reads
-/// only the rows it needs, whatever plan Postgres chose.
+/// Rows the connection has read from `table` and not yet reported to the statistics system, by
+/// sequential and index scans together (`pg_stat_xact_user_tables`): for tests that prove a
+/// statement reads only the rows it needs, whatever plan Postgres chose. A backend reports at
+/// most once a second, so the count can include earlier transactions' reads: take a reading
+/// before the statement and one after, inside one transaction, and compare them.
 pub async fn rows_read(conn: &mut AsyncPgConnection, table: &str) -> i64 {
     use diesel::sql_types::{BigInt, Text};
     use diesel_async::RunQueryDsl as _;

@@ -1,7 +1,8 @@
 //! Recording a batch's risk touches that batch's rows only, even before Postgres has
 //! statistics for the risk tables (docs/decisions.md, "Batches of keys are looked up one key
 //! at a time"). Joined to the key arrays instead, the reads and the delete of a batch could
-//! walk every row of the connector, once per batch of a scan.
+//! walk every row of the connector, once per batch of a scan. Each is checked planned
+//! generically, as a prepared statement may be after five runs, and planned for its parameters.
 
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Integer, Uuid as SqlUuid};
@@ -72,41 +73,61 @@ async fn a_batchs_risk_is_recorded_by_key_without_statistics() {
             })
         })
         .collect();
-    let (changes, (objects_read, risk_read)) = env
-        .conn
-        .transaction::<_, diesel::result::Error, _>(async |conn| {
-            let changes = governance::risk::state::record_batch(
-                conn,
-                &acme,
-                connector,
-                &objects,
-                &findings,
-                &[],
-            )
-            .await?;
-            Ok((
-                changes,
-                (
+    // Planned generically first (rolled back), then for its parameters (kept).
+    for mode in ["force_generic_plan", "force_custom_plan"] {
+        let keep = mode == "force_custom_plan";
+        let outcome = env
+            .conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::sql_query(format!("SET LOCAL plan_cache_mode = {mode}"))
+                    .execute(conn)
+                    .await?;
+                let before = (
                     testkit::rows_read(conn, "governance_objects").await,
                     testkit::rows_read(conn, "governance_finding_risk").await,
-                ),
-            ))
-        })
-        .await
-        .unwrap();
+                );
+                let changes = governance::risk::state::record_batch(
+                    conn,
+                    &acme,
+                    connector,
+                    &objects,
+                    &findings,
+                    &[],
+                )
+                .await?;
+                let objects_read = testkit::rows_read(conn, "governance_objects").await - before.0;
+                let risk_read =
+                    testkit::rows_read(conn, "governance_finding_risk").await - before.1;
 
-    assert_eq!(changes.len(), keys.len(), "each object's risk moved");
-    let old_rows = i64::from(FINDINGS_PER_OBJECT) * keys.len() as i64;
-    assert!(
-        risk_read <= 2 * old_rows,
-        "{risk_read} finding risk rows read to replace {old_rows}, of {}",
-        OBJECTS * FINDINGS_PER_OBJECT
-    );
-    assert!(
-        objects_read <= 2 * keys.len() as i64,
-        "{objects_read} object rows read for {} objects, of {OBJECTS}",
-        keys.len()
-    );
+                assert_eq!(
+                    changes.len(),
+                    keys.len(),
+                    "{mode}: each object's risk moved"
+                );
+                let old_rows = i64::from(FINDINGS_PER_OBJECT) * keys.len() as i64;
+                assert!(
+                    risk_read <= 2 * old_rows,
+                    "{mode}: {risk_read} finding risk rows read to replace {old_rows}, of {}",
+                    OBJECTS * FINDINGS_PER_OBJECT
+                );
+                assert!(
+                    objects_read <= 2 * keys.len() as i64,
+                    "{mode}: {objects_read} object rows read for {} objects, of {OBJECTS}",
+                    keys.len()
+                );
+                if keep {
+                    Ok(())
+                } else {
+                    Err(diesel::result::Error::RollbackTransaction)
+                }
+            })
+            .await;
+        match outcome {
+            Ok(()) => assert!(keep),
+            Err(diesel::result::Error::RollbackTransaction) => assert!(!keep),
+            Err(e) => panic!("{mode}: {e}"),
+        }
+    }
 
     #[derive(QueryableByName)]
     struct Count {

@@ -1,7 +1,8 @@
 //! Reading a batch's findings touches that batch's rows only, even before Postgres has
 //! statistics for the tables (docs/decisions.md, "Batches of keys are looked up one key at a
 //! time"). Joined to the key arrays instead, the same read walked every open finding of the
-//! connector for each batch: a first scan was quadratic.
+//! connector for each batch: a first scan was quadratic. Each read is checked planned for its
+//! parameters and planned generically, as a prepared statement may be.
 
 use diesel::sql_types::Uuid as SqlUuid;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
@@ -10,11 +11,23 @@ use ids::{ConnectorId, ScanId};
 use crate::common::World;
 
 const OBJECTS: usize = 2000;
+const SMALL: usize = 200;
 const FINDINGS_PER_OBJECT: usize = 10;
+
+/// Postgres plans a prepared statement for its parameters at first, and may switch to a
+/// generic plan after five runs: both must probe by key.
+const PLANS: [&str; 2] = ["force_custom_plan", "force_generic_plan"];
+
+async fn plan(conn: &mut AsyncPgConnection, mode: &str) {
+    diesel::sql_query(format!("SET LOCAL plan_cache_mode = {mode}"))
+        .execute(conn)
+        .await
+        .unwrap();
+}
 
 /// Objects and their findings as a scan records them, written in bulk and never analyzed:
 /// what Postgres knows of the tables in the middle of a first scan.
-async fn seed(conn: &mut AsyncPgConnection, connector: ConnectorId, scan: ScanId) {
+async fn seed(conn: &mut AsyncPgConnection, connector: ConnectorId, scan: ScanId, objects: usize) {
     diesel::sql_query(
         "INSERT INTO scanned_objects (tenant_id, connector_id, bucket, object_key, size, etag,
                                       last_modified, scan_id)
@@ -23,7 +36,7 @@ async fn seed(conn: &mut AsyncPgConnection, connector: ConnectorId, scan: ScanId
     )
     .bind::<SqlUuid, _>(connector.as_uuid())
     .bind::<SqlUuid, _>(scan.as_uuid())
-    .bind::<diesel::sql_types::Integer, _>(OBJECTS as i32)
+    .bind::<diesel::sql_types::Integer, _>(objects as i32)
     .execute(conn)
     .await
     .unwrap();
@@ -36,7 +49,7 @@ async fn seed(conn: &mut AsyncPgConnection, connector: ConnectorId, scan: ScanId
     )
     .bind::<SqlUuid, _>(connector.as_uuid())
     .bind::<SqlUuid, _>(scan.as_uuid())
-    .bind::<diesel::sql_types::Integer, _>(OBJECTS as i32)
+    .bind::<diesel::sql_types::Integer, _>(objects as i32)
     .bind::<diesel::sql_types::Integer, _>(FINDINGS_PER_OBJECT as i32)
     .execute(conn)
     .await
@@ -49,46 +62,106 @@ async fn a_batchs_findings_are_read_by_key_without_statistics() {
     let acme = w.acme.clone();
     let connector = w.connector(&acme, "Logs", "logs").await;
     let scan = w.scan(&acme, &[connector], serde_json::json!({})).await;
-    seed(&mut w.conn, connector, scan).await;
+    seed(&mut w.conn, connector, scan, OBJECTS).await;
 
     let batch: Vec<(String, String)> = ["k7", "k1500", "k1999"]
         .iter()
         .map(|k| ("logs".to_owned(), (*k).to_owned()))
         .collect();
-    let (found, reads) = w
-        .conn
-        .transaction::<_, diesel::result::Error, _>(async |conn| {
-            let found = scans::findings::open_in_batch(conn, &acme, scan, connector, &batch)
-                .await
-                .unwrap();
-            Ok((
-                found,
-                (
+    for mode in PLANS {
+        let (found, reads) = w
+            .conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                plan(conn, mode).await;
+                let before = (
                     testkit::rows_read(conn, "findings").await,
                     testkit::rows_read(conn, "scanned_objects").await,
-                ),
-            ))
-        })
-        .await
-        .unwrap();
+                );
+                let found = scans::findings::open_in_batch(conn, &acme, scan, connector, &batch)
+                    .await
+                    .unwrap();
+                Ok((
+                    found,
+                    (
+                        testkit::rows_read(conn, "findings").await - before.0,
+                        testkit::rows_read(conn, "scanned_objects").await - before.1,
+                    ),
+                ))
+            })
+            .await
+            .unwrap();
 
-    assert_eq!(found.len(), batch.len() * FINDINGS_PER_OBJECT);
-    assert!(
-        found
-            .iter()
-            .all(|f| f.etag == format!("etag-{}", &f.object_key[1..])),
-        "each finding carries its object's last-scanned ETag"
-    );
-    let (findings_read, objects_read) = reads;
-    assert_eq!(
-        findings_read,
-        (batch.len() * FINDINGS_PER_OBJECT) as i64,
-        "only the batch's findings are read, of {} open findings",
-        OBJECTS * FINDINGS_PER_OBJECT
-    );
-    assert_eq!(
-        objects_read,
-        batch.len() as i64,
-        "each object's ETag is read once, of {OBJECTS} objects"
-    );
+        assert_eq!(found.len(), batch.len() * FINDINGS_PER_OBJECT);
+        assert!(
+            found
+                .iter()
+                .all(|f| f.etag == format!("etag-{}", &f.object_key[1..])),
+            "each finding carries its object's last-scanned ETag"
+        );
+        let (findings_read, objects_read) = reads;
+        assert_eq!(
+            findings_read,
+            (batch.len() * FINDINGS_PER_OBJECT) as i64,
+            "{mode}: only the batch's findings are read, of {} open findings",
+            OBJECTS * FINDINGS_PER_OBJECT
+        );
+        assert_eq!(
+            objects_read,
+            batch.len() as i64,
+            "{mode}: each object's ETag is read once, of {OBJECTS} objects"
+        );
+    }
+}
+
+#[tokio::test]
+async fn findings_are_read_by_id_in_either_plan() {
+    let mut w = World::new().await;
+    let acme = w.acme.clone();
+    let connector = w.connector(&acme, "Logs", "logs").await;
+    let scan = w.scan(&acme, &[connector], serde_json::json!({})).await;
+    // Small enough that Postgres, with no statistics, takes the tenant's rows for a few and
+    // plans `finding_id = ANY($2)` as a walk of all of them.
+    seed(&mut w.conn, connector, scan, SMALL).await;
+    #[derive(diesel::QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = SqlUuid)]
+        finding_id: uuid::Uuid,
+    }
+    let mut ids: Vec<uuid::Uuid> =
+        diesel::sql_query("SELECT finding_id FROM findings ORDER BY random() LIMIT 3")
+            .load::<Id>(&mut w.conn)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.finding_id)
+            .collect();
+    ids.push(ids[0]);
+
+    for mode in PLANS {
+        let (found, read) = w
+            .conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                plan(conn, mode).await;
+                let before = testkit::rows_read(conn, "findings").await;
+                let found = scans::findings::fingerprinted(conn, &acme, &ids)
+                    .await
+                    .unwrap();
+                Ok((found, testkit::rows_read(conn, "findings").await - before))
+            })
+            .await
+            .unwrap();
+        let mut wanted = ids[..3].to_vec();
+        wanted.sort();
+        assert_eq!(
+            found.iter().map(|f| f.finding_id).collect::<Vec<_>>(),
+            wanted,
+            "{mode}: each finding once, in id order"
+        );
+        assert_eq!(
+            read,
+            3,
+            "{mode}: only those findings are read, of {}",
+            SMALL * FINDINGS_PER_OBJECT
+        );
+    }
 }

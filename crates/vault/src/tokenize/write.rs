@@ -88,9 +88,21 @@ async fn existing(
     if lookups.is_empty() && fingerprints.is_empty() {
         return Ok(HashMap::new());
     }
+    // One index probe per key, whatever the statistics say (docs/decisions.md, "Batches of keys
+    // are looked up one key at a time"): planned generically as `lookup = ANY($2) OR …`, a
+    // table without statistics was read whole for every batch.
     let rows: Vec<Existing> = db::sql(
-        "SELECT token_id, token, fingerprint, lookup, revoked_at FROM vault_entries \
-         WHERE tenant_id = $1 AND (lookup = ANY($2) OR fingerprint = ANY($3))",
+        "SELECT e.* FROM unnest($2::uuid[]) AS k(lookup)
+          CROSS JOIN LATERAL (
+                SELECT token_id, token, fingerprint, lookup, revoked_at FROM vault_entries
+                 WHERE lookup = k.lookup AND tenant_id = $1
+                OFFSET 0) e
+         UNION ALL
+         SELECT e.* FROM unnest($3::bytea[]) AS k(fingerprint)
+          CROSS JOIN LATERAL (
+                SELECT token_id, token, fingerprint, lookup, revoked_at FROM vault_entries
+                 WHERE tenant_id = $1 AND fingerprint = k.fingerprint
+                OFFSET 0) e",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<Array<SqlUuid>, _>(&lookups)

@@ -9,6 +9,7 @@
 
 mod entries;
 mod idempotency;
+mod plans;
 mod policies;
 mod rotation;
 mod tokenize;
