@@ -210,27 +210,25 @@ pub async fn tokenize(
     check(request)?;
     let key = match (&request.idempotency_key, request.run) {
         (Some(key), Run::Write) => key,
-        _ => return run(conn, keyring, tenant, request, respond).await,
+        _ => return run(conn, keyring, tenant, request, respond, Scope::Own).await,
     };
     let hash = request.digest();
     let attempt = conn
         .transaction(async |conn| {
-            db::sql(
-                "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 \
-                 AND created_at < now() - make_interval(hours => $3)",
-            )
-            .bind::<Text, _>(tenant.as_str())
-            .bind::<Text, _>(key)
-            .bind::<Int4, _>(IDEMPOTENCY_HOURS)
-            .execute(conn)
-            .await?;
+            // Claimed when new, or when the row left by an earlier request has expired (then
+            // taken over in place); a live row is not touched, and the request replays it.
             let claimed = db::sql(
-                "INSERT INTO idempotency_keys (tenant_id, key, request_hash, status, response) \
-                 VALUES ($1, $2, $3, 0, '') ON CONFLICT DO NOTHING",
+                "INSERT INTO idempotency_keys AS k (tenant_id, key, request_hash, status, response)
+                 VALUES ($1, $2, $3, 0, '')
+                 ON CONFLICT (tenant_id, key) DO UPDATE
+                    SET request_hash = EXCLUDED.request_hash, status = 0, response = '',
+                        created_at = now()
+                  WHERE k.created_at < now() - make_interval(hours => $4)",
             )
             .bind::<Text, _>(tenant.as_str())
             .bind::<Text, _>(key)
             .bind::<Bytea, _>(&hash)
+            .bind::<Int4, _>(IDEMPOTENCY_HOURS)
             .execute(conn)
             .await?;
             if claimed == 0 {
@@ -249,7 +247,7 @@ pub async fn tokenize(
                     body: stored.response,
                 });
             }
-            match run(conn, keyring, tenant, request, respond).await? {
+            match run(conn, keyring, tenant, request, respond, Scope::Caller).await? {
                 Outcome::Done { result, body } => {
                     db::sql(
                         "UPDATE idempotency_keys SET status = 200, response = $3 \
@@ -320,6 +318,16 @@ impl<T> From<VaultError> for Rollback<T> {
     }
 }
 
+/// Whose transaction a batch is written in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Its own.
+    Own,
+    /// The caller's, which rolls back whole whenever the batch would roll back (the
+    /// idempotency key's): a savepoint of its own would only cost two more round trips.
+    Caller,
+}
+
 /// Tokenizes a batch, without regard to its idempotency key.
 async fn run(
     conn: &mut AsyncPgConnection,
@@ -327,6 +335,7 @@ async fn run(
     tenant: &TenantId,
     request: &Request,
     respond: &(dyn Fn(&Tokenized) -> Vec<u8> + Sync),
+    scope: Scope,
 ) -> Result<Outcome, VaultError> {
     let dry_run = request.run == Run::DryRun;
     let batch_mode = request.batch_mode;
@@ -348,44 +357,44 @@ async fn run(
     } else if dry_run {
         preview(conn, tenant, &pending).await?
     } else {
-        let attempt = conn
-            .transaction(async |conn| {
-                let quota = limits::lock_monthly_quota(conn, tenant).await?;
-                let written = write(conn, tenant, &keys, &stored, &rng, &mut pending).await?;
-                if let Some(quota) = quota
-                    && limits::tokens_created_this_month(conn, tenant).await? > quota
-                {
-                    // Over the quota with this batch: none of it is written.
-                    return Err(Rollback::Vault(VaultError::QuotaExceeded));
+        let mut batch = async |conn: &mut AsyncPgConnection| {
+            let quota = limits::lock_monthly_quota(conn, tenant).await?;
+            let written = write(conn, tenant, &keys, &stored, &rng, &mut pending).await?;
+            if let Some(quota) = quota
+                && limits::tokens_created_this_month(conn, tenant).await? > quota
+            {
+                // Over the quota with this batch: none of it is written.
+                return Err(Rollback::Vault(VaultError::QuotaExceeded));
+            }
+            let complete = pending
+                .iter()
+                .all(|p| matches!(written.get(&p.index), Some(Written::Token { .. })));
+            if batch_mode == BatchMode::AllOrNothing && !complete {
+                // Roll back what this batch wrote, and report why.
+                return Err(Rollback::With(written));
+            }
+            // Metered in the batch's own transaction: counted exactly when the tokens are
+            // kept, with one commit. A metering failure must not fail the tokenization,
+            // so it stays inside a savepoint.
+            let items = written
+                .values()
+                .filter(|w| matches!(w, Written::Token { .. }))
+                .count();
+            if items > 0 {
+                let items = i64::try_from(items).unwrap_or(i64::MAX);
+                let metered = conn
+                    .transaction(async |conn| limits::record_tokenize(conn, tenant, items).await)
+                    .await;
+                if let Err(e) = metered {
+                    tracing::warn!(error = %e, "cannot record tokenize usage");
                 }
-                let complete = pending
-                    .iter()
-                    .all(|p| matches!(written.get(&p.index), Some(Written::Token { .. })));
-                if batch_mode == BatchMode::AllOrNothing && !complete {
-                    // Roll back what this batch wrote, and report why.
-                    return Err(Rollback::With(written));
-                }
-                // Metered in the batch's own transaction: counted exactly when the tokens are
-                // kept, with one commit. A metering failure must not fail the tokenization,
-                // so it stays inside a savepoint.
-                let items = written
-                    .values()
-                    .filter(|w| matches!(w, Written::Token { .. }))
-                    .count();
-                if items > 0 {
-                    let items = i64::try_from(items).unwrap_or(i64::MAX);
-                    let metered = conn
-                        .transaction(async |conn| {
-                            limits::record_tokenize(conn, tenant, items).await
-                        })
-                        .await;
-                    if let Err(e) = metered {
-                        tracing::warn!(error = %e, "cannot record tokenize usage");
-                    }
-                }
-                Ok(written)
-            })
-            .await;
+            }
+            Ok(written)
+        };
+        let attempt = match scope {
+            Scope::Own => conn.transaction(batch).await,
+            Scope::Caller => batch(conn).await,
+        };
         match attempt {
             Ok(written) | Err(Rollback::With(written)) => written,
             Err(Rollback::Vault(e)) => return Err(e),
