@@ -123,6 +123,44 @@ pub async fn append(
     }
 
     // Postgres binds at most 65,535 parameters; 16 per row.
+    if let [e] = stored.as_slice() {
+        // One entry, the common case: the row and the new head in one statement, one round
+        // trip fewer.
+        use diesel::sql_types::{
+            Bool, Bytea, Int4, Int8, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+        };
+        db::sql(
+            "WITH head AS (
+                 UPDATE audit_heads SET seq = $2, hash = $16, recorded_at = $4
+                  WHERE tenant_id = $1)
+             INSERT INTO audit_log (tenant_id, seq, entry_id, recorded_at, kind, actor,
+                                    policy_id, policy_version, action_type, connector_id,
+                                    resource, simulated, outcome, details, prev_hash, hash)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+        )
+        .bind::<Text, _>(e.tenant_id.as_str())
+        .bind::<Int8, _>(e.seq)
+        .bind::<SqlUuid, _>(e.entry_id)
+        .bind::<Timestamptz, _>(e.recorded_at)
+        .bind::<Text, _>(&e.kind)
+        .bind::<Text, _>(&e.actor)
+        .bind::<Nullable<SqlUuid>, _>(e.policy_id)
+        .bind::<Nullable<Int4>, _>(e.policy_version)
+        .bind::<Nullable<Text>, _>(e.action_type.as_deref())
+        .bind::<Nullable<SqlUuid>, _>(e.connector_id)
+        .bind::<Nullable<Text>, _>(e.resource.as_deref())
+        .bind::<Bool, _>(e.simulated)
+        .bind::<Nullable<Text>, _>(e.outcome.as_deref())
+        .bind::<Jsonb, _>(&e.details)
+        .bind::<Bytea, _>(&e.prev_hash)
+        .bind::<Bytea, _>(&e.hash)
+        .execute(conn)
+        .await?;
+        return Ok(vec![Appended {
+            seq: e.seq,
+            entry_id: e.entry_id,
+        }]);
+    }
     for chunk in stored.chunks(2_000) {
         let rows: Vec<Row<'_>> = chunk
             .iter()

@@ -25,6 +25,11 @@ const RANDOM_PER_ROW: usize = NONCE_LEN + 10;
 /// How many times a surrogate that collided with an existing token is drawn again.
 const SURROGATE_ATTEMPTS: usize = 8;
 
+/// From this many rows a first round inserts plainly in a savepoint (see `write`). Below it the
+/// savepoint's two round trips cost more than speculative insertion's extra probes, and the
+/// rows go straight to `ON CONFLICT DO NOTHING`.
+const PLAIN_INSERT_MIN_ROWS: usize = 32;
+
 /// What happened to one prepared item.
 #[derive(Debug, Clone)]
 pub(super) enum Written {
@@ -264,7 +269,7 @@ pub(super) async fn write(
             .collect();
         let inserted: std::collections::HashSet<Uuid> = if batch.is_empty() {
             Default::default()
-        } else if round == 0 {
+        } else if round == 0 && batch.len() >= PLAIN_INSERT_MIN_ROWS {
             // New values are the common case: a plain insert in a savepoint costs Postgres
             // less than ON CONFLICT's speculative insertion. Any conflict undoes it, and the
             // batch goes the careful way.

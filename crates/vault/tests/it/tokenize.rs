@@ -531,3 +531,30 @@ async fn no_tokenized_value_reaches_any_table() {
         }
     }
 }
+
+/// A batch of 32 values or more is first inserted plainly in a savepoint, which a value already
+/// in the vault undoes before the batch is written with `ON CONFLICT`; a smaller batch goes
+/// straight to `ON CONFLICT`. Either way the stored token is reused and the rest is written.
+#[tokio::test]
+async fn a_stored_value_is_reused_in_small_and_large_batches() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let first = v
+        .done(&request(policy, vec![item("123-45-6789", "us_ssn")]))
+        .await;
+    let (token, id, _) = written(&first, 0);
+    for size in [3usize, 40] {
+        let mut items: Vec<Item> = (1..size)
+            .map(|i| item(&format!("ann{size}.{i}@example.com"), "email"))
+            .collect();
+        items.insert(size / 2, item("123-45-6789", "us_ssn"));
+        let result = v.done(&request(policy, items)).await;
+        assert_eq!(codes(&result), vec!["TOKENIZED"; size], "{size} values");
+        assert_eq!(
+            written(&result, size / 2),
+            (token.clone(), id, "deterministic"),
+            "{size} values: the stored token is reused"
+        );
+    }
+    assert_eq!(v.entries().await, 1 + 2 + 39);
+}
