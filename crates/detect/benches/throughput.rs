@@ -112,7 +112,59 @@ fn throughput(c: &mut Criterion) {
                 .len()
         })
     });
+    // Application logs, as the scan benchmark's objects hold them: numbers on every line.
+    let logs = app_logs();
+    group.throughput(Throughput::Bytes(logs.len() as u64));
+    group.bench_function("app_logs_bytes", |b| {
+        b.iter(|| {
+            detector
+                .scan_bytes(
+                    black_box(logs.as_bytes()),
+                    Hint::default(),
+                    &Options::default(),
+                )
+                .map(|r| r.findings.len())
+        })
+    });
     group.finish();
+}
+
+/// About 8 MiB of application log lines as `tests/benches/scan_moto.rs` writes them: a
+/// timestamp, a worker, a batch id, a duration and a queue depth on every line, an email
+/// address every 40 lines and a phone number every 97.
+fn app_logs() -> String {
+    let mut text = String::with_capacity(9 << 20);
+    let mut line = 0usize;
+    while text.len() < 8 << 20 {
+        line += 1;
+        if line.is_multiple_of(40) {
+            text.push_str(&format!(
+                "2024-05-{:02}T10:{:02}:00Z contact user7.{line}@example.com about order {}\n",
+                line % 28 + 1,
+                line % 60,
+                7000 + line
+            ));
+        } else if line.is_multiple_of(97) {
+            text.push_str(&format!(
+                "2024-05-{:02}T11:00:00Z callback requested at +1 415 555 {:04}\n",
+                line % 28 + 1,
+                line % 9000 + 100
+            ));
+        } else {
+            text.push_str(&format!(
+                "2024-05-{:02}T12:{:02}:{:02}Z INFO worker-{} processed batch {} in {} ms, \
+                 queue depth {}, status ok\n",
+                line % 28 + 1,
+                line % 60,
+                (line * 7) % 60,
+                line % 8,
+                70_000 + line,
+                line % 250 + 3,
+                line % 17
+            ));
+        }
+    }
+    text
 }
 
 /// The corpus's lines as a CSV or NDJSON file with a note column or key.
