@@ -145,8 +145,11 @@ pub async fn fingerprinted(
     // One index probe per id (docs/decisions.md, "Batches of keys are looked up one key at a
     // time"): planned generically as `finding_id = ANY($2)`, a table without statistics was
     // read whole for the tenant on every call.
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
     Ok(db::sql(
-        "SELECT f.* FROM (SELECT DISTINCT unnest($2::uuid[]) AS finding_id) AS k
+        "SELECT f.* FROM unnest($2::uuid[]) AS k(finding_id)
           CROSS JOIN LATERAL (
                 SELECT finding_id, scan_id, pii_type, fingerprint FROM findings
                  WHERE tenant_id = $1 AND finding_id = k.finding_id
@@ -154,7 +157,7 @@ pub async fn fingerprinted(
           ORDER BY f.finding_id",
     )
     .bind::<Text, _>(tenant.as_str())
-    .bind::<Array<SqlUuid>, _>(ids)
+    .bind::<Array<SqlUuid>, _>(&ids)
     .load(conn)
     .await?)
 }
