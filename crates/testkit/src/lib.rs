@@ -260,6 +260,19 @@ pub async fn rows_read(conn: &mut AsyncPgConnection, table: &str) -> i64 {
     .tuples
 }
 
+/// Both ways Postgres plans a prepared statement: for its parameters (its first five runs), and
+/// generically, without them (later runs, when that looks no costlier). A test that proves a
+/// statement's plan runs it under each.
+pub const PLAN_MODES: [&str; 2] = ["force_custom_plan", "force_generic_plan"];
+
+/// Plans the rest of the current transaction's statements `mode`, one of [`PLAN_MODES`].
+pub async fn plan_cache_mode(conn: &mut AsyncPgConnection, mode: &str) {
+    assert!(PLAN_MODES.contains(&mode), "not a plan mode: {mode}");
+    conn.batch_execute(&format!("SET LOCAL plan_cache_mode = {mode}"))
+        .await
+        .unwrap_or_else(|e| panic!("setting plan_cache_mode: {e}"));
+}
+
 /// The environment a service binary needs against `db`: the test identity provider and a
 /// master key, migrations off (the template is migrated), one worker.
 pub fn service_env(

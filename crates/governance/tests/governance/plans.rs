@@ -74,14 +74,12 @@ async fn a_batchs_risk_is_recorded_by_key_without_statistics() {
         })
         .collect();
     // Planned generically first (rolled back), then for its parameters (kept).
-    for mode in ["force_generic_plan", "force_custom_plan"] {
+    for mode in testkit::PLAN_MODES.into_iter().rev() {
         let keep = mode == "force_custom_plan";
         let outcome = env
             .conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                diesel::sql_query(format!("SET LOCAL plan_cache_mode = {mode}"))
-                    .execute(conn)
-                    .await?;
+                testkit::plan_cache_mode(conn, mode).await;
                 let before = (
                     testkit::rows_read(conn, "governance_objects").await,
                     testkit::rows_read(conn, "governance_finding_risk").await,

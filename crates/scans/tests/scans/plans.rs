@@ -14,17 +14,6 @@ const OBJECTS: usize = 2000;
 const SMALL: usize = 200;
 const FINDINGS_PER_OBJECT: usize = 10;
 
-/// Postgres plans a prepared statement for its parameters at first, and may switch to a
-/// generic plan after five runs: both must probe by key.
-const PLANS: [&str; 2] = ["force_custom_plan", "force_generic_plan"];
-
-async fn plan(conn: &mut AsyncPgConnection, mode: &str) {
-    diesel::sql_query(format!("SET LOCAL plan_cache_mode = {mode}"))
-        .execute(conn)
-        .await
-        .unwrap();
-}
-
 /// Objects and their findings as a scan records them, written in bulk and never analyzed:
 /// what Postgres knows of the tables in the middle of a first scan.
 async fn seed(conn: &mut AsyncPgConnection, connector: ConnectorId, scan: ScanId, objects: usize) {
@@ -68,11 +57,11 @@ async fn a_batchs_findings_are_read_by_key_without_statistics() {
         .iter()
         .map(|k| ("logs".to_owned(), (*k).to_owned()))
         .collect();
-    for mode in PLANS {
+    for mode in testkit::PLAN_MODES {
         let (found, reads) = w
             .conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                plan(conn, mode).await;
+                testkit::plan_cache_mode(conn, mode).await;
                 let before = (
                     testkit::rows_read(conn, "findings").await,
                     testkit::rows_read(conn, "scanned_objects").await,
@@ -137,11 +126,11 @@ async fn findings_are_read_by_id_in_either_plan() {
             .collect();
     ids.push(ids[0]);
 
-    for mode in PLANS {
+    for mode in testkit::PLAN_MODES {
         let (found, read) = w
             .conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                plan(conn, mode).await;
+                testkit::plan_cache_mode(conn, mode).await;
                 let before = testkit::rows_read(conn, "findings").await;
                 let found = scans::findings::fingerprinted(conn, &acme, &ids)
                     .await

@@ -37,15 +37,13 @@ async fn a_batchs_existing_tokens_are_found_by_key_in_either_plan() {
     .await
     .unwrap();
 
-    for mode in ["force_custom_plan", "force_generic_plan"] {
+    for mode in testkit::PLAN_MODES {
         let keyring = v.keyring.clone();
         let batch = request(policy, items.clone());
         let (again, read) = v
             .conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                diesel::sql_query(format!("SET LOCAL plan_cache_mode = {mode}"))
-                    .execute(conn)
-                    .await?;
+                testkit::plan_cache_mode(conn, mode).await;
                 let before = testkit::rows_read(conn, "vault_entries").await;
                 let again =
                     vault::tokenize::tokenize(conn, &keyring, &acme(), &batch, &crate::body)
