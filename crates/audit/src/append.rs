@@ -122,7 +122,6 @@ pub async fn append(
         stored.push(entry);
     }
 
-    // Postgres binds at most 65,535 parameters; 16 per row.
     if let [e] = stored.as_slice() {
         // One entry, the common case: the row and the new head in one statement, one round
         // trip fewer.
@@ -161,6 +160,7 @@ pub async fn append(
             entry_id: e.entry_id,
         }]);
     }
+    // Postgres binds at most 65,535 parameters; 16 per row.
     for chunk in stored.chunks(2_000) {
         let rows: Vec<Row<'_>> = chunk
             .iter()
