@@ -6,7 +6,7 @@ use ids::TenantId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use db::schema::{audit_heads, audit_log};
+use db::schema::audit_heads;
 
 use crate::entry::{Entry, GENESIS, NewEntry, to_micros};
 
@@ -15,27 +15,6 @@ use crate::entry::{Entry, GENESIS, NewEntry, to_micros};
 pub struct Appended {
     pub seq: i64,
     pub entry_id: Uuid,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = audit_log)]
-struct Row<'a> {
-    tenant_id: &'a str,
-    seq: i64,
-    entry_id: Uuid,
-    recorded_at: OffsetDateTime,
-    kind: &'a str,
-    actor: &'a str,
-    policy_id: Option<Uuid>,
-    policy_version: Option<i32>,
-    action_type: Option<&'a str>,
-    connector_id: Option<Uuid>,
-    resource: Option<&'a str>,
-    simulated: bool,
-    outcome: Option<&'a str>,
-    details: &'a serde_json::Value,
-    prev_hash: &'a [u8],
-    hash: &'a [u8],
 }
 
 /// Postgres text cannot hold NUL; a resource name that does is stored with U+FFFD instead, so
@@ -122,80 +101,49 @@ pub async fn append(
         stored.push(entry);
     }
 
-    if let [e] = stored.as_slice() {
-        // One entry, the common case: the row and the new head in one statement, one round
-        // trip fewer.
-        use diesel::sql_types::{
-            Bool, Bytea, Int4, Int8, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
-        };
-        db::sql(
-            "WITH head AS (
-                 UPDATE audit_heads SET seq = $2, hash = $16, recorded_at = $4
-                  WHERE tenant_id = $1)
-             INSERT INTO audit_log (tenant_id, seq, entry_id, recorded_at, kind, actor,
-                                    policy_id, policy_version, action_type, connector_id,
-                                    resource, simulated, outcome, details, prev_hash, hash)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-        )
-        .bind::<Text, _>(e.tenant_id.as_str())
-        .bind::<Int8, _>(e.seq)
-        .bind::<SqlUuid, _>(e.entry_id)
-        .bind::<Timestamptz, _>(e.recorded_at)
-        .bind::<Text, _>(&e.kind)
-        .bind::<Text, _>(&e.actor)
-        .bind::<Nullable<SqlUuid>, _>(e.policy_id)
-        .bind::<Nullable<Int4>, _>(e.policy_version)
-        .bind::<Nullable<Text>, _>(e.action_type.as_deref())
-        .bind::<Nullable<SqlUuid>, _>(e.connector_id)
-        .bind::<Nullable<Text>, _>(e.resource.as_deref())
-        .bind::<Bool, _>(e.simulated)
-        .bind::<Nullable<Text>, _>(e.outcome.as_deref())
-        .bind::<Jsonb, _>(&e.details)
-        .bind::<Bytea, _>(&e.prev_hash)
-        .bind::<Bytea, _>(&e.hash)
-        .execute(conn)
-        .await?;
-        return Ok(vec![Appended {
-            seq: e.seq,
-            entry_id: e.entry_id,
-        }]);
+    // The entries and the new head in one statement, whatever their number: the entries go as
+    // column arrays, which no parameter limit bounds.
+    use diesel::sql_types::{
+        Array, Bool, Bytea, Int4, Int8, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+    };
+    fn column<'a, T>(stored: &'a [Entry], f: impl Fn(&'a Entry) -> T) -> Vec<T> {
+        stored.iter().map(f).collect()
     }
-    // Postgres binds at most 65,535 parameters; 16 per row.
-    for chunk in stored.chunks(2_000) {
-        let rows: Vec<Row<'_>> = chunk
-            .iter()
-            .map(|e| Row {
-                tenant_id: e.tenant_id.as_str(),
-                seq: e.seq,
-                entry_id: e.entry_id,
-                recorded_at: e.recorded_at,
-                kind: &e.kind,
-                actor: &e.actor,
-                policy_id: e.policy_id,
-                policy_version: e.policy_version,
-                action_type: e.action_type.as_deref(),
-                connector_id: e.connector_id,
-                resource: e.resource.as_deref(),
-                simulated: e.simulated,
-                outcome: e.outcome.as_deref(),
-                details: &e.details,
-                prev_hash: &e.prev_hash,
-                hash: &e.hash,
-            })
-            .collect();
-        diesel::insert_into(audit_log::table)
-            .values(&rows)
-            .execute(conn)
-            .await?;
-    }
-    diesel::update(audit_heads::table.find(tenant.as_str()))
-        .set((
-            audit_heads::seq.eq(seq),
-            audit_heads::hash.eq(&prev_hash),
-            audit_heads::recorded_at.eq(recorded_at),
-        ))
-        .execute(conn)
-        .await?;
+    db::sql(
+        "WITH head AS (
+             UPDATE audit_heads SET seq = $3, hash = $4, recorded_at = $2 WHERE tenant_id = $1)
+         INSERT INTO audit_log (tenant_id, seq, entry_id, recorded_at, kind, actor, policy_id,
+                                policy_version, action_type, connector_id, resource, simulated,
+                                outcome, details, prev_hash, hash)
+         SELECT $1, e.seq, e.entry_id, $2, e.kind, e.actor, e.policy_id, e.policy_version,
+                e.action_type, e.connector_id, e.resource, e.simulated, e.outcome, e.details,
+                e.prev_hash, e.hash
+           FROM unnest($5::bigint[], $6::uuid[], $7::text[], $8::text[], $9::uuid[],
+                       $10::int[], $11::text[], $12::uuid[], $13::text[], $14::bool[],
+                       $15::text[], $16::jsonb[], $17::bytea[], $18::bytea[])
+                AS e(seq, entry_id, kind, actor, policy_id, policy_version, action_type,
+                     connector_id, resource, simulated, outcome, details, prev_hash, hash)",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Timestamptz, _>(recorded_at)
+    .bind::<Int8, _>(seq)
+    .bind::<Bytea, _>(&prev_hash)
+    .bind::<Array<Int8>, _>(column(&stored, |e| e.seq))
+    .bind::<Array<SqlUuid>, _>(column(&stored, |e| e.entry_id))
+    .bind::<Array<Text>, _>(column(&stored, |e| e.kind.as_str()))
+    .bind::<Array<Text>, _>(column(&stored, |e| e.actor.as_str()))
+    .bind::<Array<Nullable<SqlUuid>>, _>(column(&stored, |e| e.policy_id))
+    .bind::<Array<Nullable<Int4>>, _>(column(&stored, |e| e.policy_version))
+    .bind::<Array<Nullable<Text>>, _>(column(&stored, |e| e.action_type.as_deref()))
+    .bind::<Array<Nullable<SqlUuid>>, _>(column(&stored, |e| e.connector_id))
+    .bind::<Array<Nullable<Text>>, _>(column(&stored, |e| e.resource.as_deref()))
+    .bind::<Array<Bool>, _>(column(&stored, |e| e.simulated))
+    .bind::<Array<Nullable<Text>>, _>(column(&stored, |e| e.outcome.as_deref()))
+    .bind::<Array<Jsonb>, _>(column(&stored, |e| &e.details))
+    .bind::<Array<Bytea>, _>(column(&stored, |e| e.prev_hash.as_slice()))
+    .bind::<Array<Bytea>, _>(column(&stored, |e| e.hash.as_slice()))
+    .execute(conn)
+    .await?;
     Ok(stored
         .into_iter()
         .map(|e| Appended {

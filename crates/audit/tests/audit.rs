@@ -400,3 +400,17 @@ async fn verify_names_a_tail_cut_past_a_checkpoint() {
     assert_eq!(broken.seq, 901, "{broken}");
     assert!(broken.reason.contains("cut"), "{broken}");
 }
+
+/// One call appends any number of entries, and a single one, each in one statement with the
+/// head: 5,000 entries here, beyond what binding each column of each row (16 parameters a row,
+/// 65,535 at most) could take in one statement.
+#[tokio::test]
+async fn one_append_takes_one_entry_or_thousands() {
+    let (_db, mut conn) = connect().await;
+    let acme = tenant("acme");
+    fill(&mut conn, &acme, 1, 1).await;
+    fill(&mut conn, &acme, 5_000, 5_000).await;
+    fill(&mut conn, &acme, 1, 1).await;
+    let verified = verify(&mut conn, &acme, key().public()).await.unwrap();
+    assert_eq!(verified.entries, 5_002);
+}

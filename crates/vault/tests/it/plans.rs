@@ -7,7 +7,7 @@
 use diesel::sql_types::Uuid as SqlUuid;
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
 
-use crate::{Vault, acme, all_modes, codes, item, request};
+use crate::{Vault, acme, all_modes, body, codes, item, request, written};
 
 /// Entries of other values, written in bulk and never analyzed.
 const OTHERS: i32 = 20_000;
@@ -45,10 +45,9 @@ async fn a_batchs_existing_tokens_are_found_by_key_in_either_plan() {
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 testkit::plan_cache_mode(conn, mode).await;
                 let before = testkit::rows_read(conn, "vault_entries").await;
-                let again =
-                    vault::tokenize::tokenize(conn, &keyring, &acme(), &batch, &crate::body)
-                        .await
-                        .unwrap();
+                let again = vault::tokenize::tokenize(conn, &keyring, &acme(), &batch, &body)
+                    .await
+                    .unwrap();
                 Ok((
                     again,
                     testkit::rows_read(conn, "vault_entries").await - before,
@@ -61,8 +60,8 @@ async fn a_batchs_existing_tokens_are_found_by_key_in_either_plan() {
         };
         for i in 0..3 {
             assert_eq!(
-                crate::written(&again, i).1,
-                crate::written(&first, i).1,
+                written(&again, i).1,
+                written(&first, i).1,
                 "{mode}: item {i} gets its existing token"
             );
         }
