@@ -148,14 +148,69 @@ impl Drop for ServiceProcess {
 }
 
 /// Every secret in `secrets` (at least 8 characters each) that appears in any of `lines`.
+///
+/// A secret that starts or ends with a digit counts only where no further digit extends it
+/// on that side: `219099999` inside `256.15219099999996` (a request's timing) is another
+/// number, not the value, while `ssn=219099999,` is the value.
 pub fn leaks<'a>(lines: &[String], secrets: &[&'a str]) -> Vec<(&'a str, String)> {
     let mut found = Vec::new();
     for line in lines {
         for secret in secrets.iter().filter(|s| s.len() >= 8) {
-            if line.contains(secret) {
+            if contains_whole(line, secret) {
                 found.push((*secret, line.clone()));
             }
         }
     }
     found
+}
+
+fn contains_whole(line: &str, secret: &str) -> bool {
+    let digit_at = |s: &str, first: bool| {
+        let c = if first {
+            s.chars().next()
+        } else {
+            s.chars().next_back()
+        };
+        c.is_some_and(|c| c.is_ascii_digit())
+    };
+    let (leads, trails) = (digit_at(secret, true), digit_at(secret, false));
+    // Every occurrence, overlapping ones included.
+    let mut from = 0;
+    while let Some(offset) = line[from..].find(secret) {
+        let at = from + offset;
+        let (before, after) = (&line[..at], &line[at + secret.len()..]);
+        if !(leads && digit_at(before, false)) && !(trails && digit_at(after, true)) {
+            return true;
+        }
+        from = at + secret.chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::leaks;
+
+    #[test]
+    fn a_value_counts_as_itself_not_inside_a_longer_number() {
+        let lines = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let ssn = "219099999";
+        // Inside a request's timing: another number.
+        assert!(leaks(&lines(&[r#""elapsed_ms":256.15219099999996"#]), &[ssn]).is_empty());
+        // The value itself, however delimited.
+        for line in [
+            "ssn=219099999",
+            "\"219099999\"",
+            "x219099999y",
+            "219099999",
+            "a 2190999999 219099999 b",
+        ] {
+            assert_eq!(leaks(&lines(&[line]), &[ssn]).len(), 1, "{line}");
+        }
+        // A value that does not start or end with a digit is found anywhere.
+        assert_eq!(
+            leaks(&lines(&["1ann.lee@example.com2"]), &["ann.lee@example.com"]).len(),
+            1
+        );
+    }
 }
