@@ -179,7 +179,8 @@ fn contains_whole(line: &str, secret: &str) -> bool {
     while let Some(offset) = line[from..].find(secret) {
         let at = from + offset;
         let (before, after) = (&line[..at], &line[at + secret.len()..]);
-        if !(leads && digit_at(before, false)) && !(trails && digit_at(after, true)) {
+        let extended = leads && digit_at(before, false) || trails && digit_at(after, true);
+        if !extended {
             return true;
         }
         from = at + secret.chars().next().map_or(1, char::len_utf8);
