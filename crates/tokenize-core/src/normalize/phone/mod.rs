@@ -4,6 +4,8 @@ use phonenumber::country::Id;
 
 use crate::error::ValueError;
 
+mod valid;
+
 /// A valid phone number: its E.164 form, and how many of its written digits (from the end)
 /// are the national significant number and the extension, which format-preserving tokens
 /// replace. The digits before them (country code, trunk or international prefix) are kept.
@@ -29,7 +31,7 @@ pub fn phone(raw: &str, region: Id) -> Result<Phone, ValueError> {
     };
     let number =
         phonenumber::parse(region, raw).map_err(|_| ValueError::invalid("not a phone number"))?;
-    if !phonenumber::is_valid(&number) {
+    if !valid::is_valid(&number) {
         return Err(ValueError::invalid(
             "not a valid phone number for its country",
         ));
