@@ -47,7 +47,7 @@ const BATCH_AGE: Duration = Duration::from_secs(1);
 /// How many objects a worker reads ahead of the one it scans, and how many pieces of each it
 /// holds before the reader waits: enough to keep the storage busy while detection and writes
 /// run, and a bound on memory.
-const READ_AHEAD: usize = 2;
+const READ_AHEAD: usize = 6;
 const PIECES_AHEAD: usize = 8;
 
 /// How many scans' compiled classifier sets a worker keeps.
