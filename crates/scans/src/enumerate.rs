@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use connectors::cloud::{AccessError, Cloud, PAGE_SIZE};
-use db::schema::{findings, scan_chunks, scan_resources, scanned_objects, scans};
+use db::schema::{scan_chunks, scan_resources, scanned_objects, scans};
 use ids::{ConnectorId, ScanId, TenantId};
 
 use crate::error::ScanError;
@@ -394,28 +394,13 @@ impl Enumerator<'_> {
             // The objects' findings are resolved and an outbox event says so, together:
             // governance then sees their findings go, as when a scan finds none.
             conn.transaction(async |conn| {
-                diesel::update(
-                    findings::table
-                        .filter(findings::tenant_id.eq(tenant.as_str()))
-                        .filter(findings::connector_id.eq(source.connector.as_uuid()))
-                        .filter(findings::bucket.eq(&source.bucket))
-                        .filter(findings::object_key.eq_any(keys))
-                        .filter(findings::status.eq("open")),
+                crate::findings::forget_objects(
+                    conn,
+                    tenant,
+                    source.connector,
+                    &source.bucket,
+                    keys,
                 )
-                .set((
-                    findings::status.eq("resolved"),
-                    findings::resolved_at.eq(diesel::dsl::now),
-                ))
-                .execute(conn)
-                .await?;
-                diesel::delete(
-                    scanned_objects::table
-                        .filter(scanned_objects::tenant_id.eq(tenant.as_str()))
-                        .filter(scanned_objects::connector_id.eq(source.connector.as_uuid()))
-                        .filter(scanned_objects::bucket.eq(&source.bucket))
-                        .filter(scanned_objects::object_key.eq_any(keys)),
-                )
-                .execute(conn)
                 .await?;
                 let objects = keys
                     .iter()

@@ -137,6 +137,72 @@ pub struct Fingerprinted {
     pub fingerprint: Vec<u8>,
 }
 
+/// Resolves the open findings of some objects of one connector (`buckets[i]`, `keys[i]`),
+/// except those that scan `except` recorded. One index probe per object, and one per finding
+/// to update it, in any plan (docs/decisions.md, "Batches of keys are looked up one key at a
+/// time"): matched to an array of ids instead, the update was planned, before Postgres had
+/// statistics, as a walk of every open finding of the tenant through the open findings'
+/// partial index. That is also why the update re-checks `status <> 'resolved'` (the same, by
+/// the table's check) rather than `status = 'open'`: the latter lets the planner take the
+/// partial index, whose row count it guesses at one without statistics, over the primary key.
+pub(crate) async fn resolve_open(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+    buckets: &[&str],
+    keys: &[&str],
+    except: Option<ScanId>,
+) -> Result<(), ScanError> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    db::sql(
+        "UPDATE findings f SET status = 'resolved', resolved_at = now()
+           FROM (SELECT x.finding_id
+                   FROM unnest($4::text[], $5::text[]) AS o(bucket, object_key)
+                  CROSS JOIN LATERAL (
+                        SELECT x.finding_id FROM findings x
+                         WHERE x.tenant_id = $1 AND x.connector_id = $2 AND x.bucket = o.bucket
+                           AND x.object_key = o.object_key AND x.status = 'open'
+                           AND x.scan_id IS DISTINCT FROM $3
+                        OFFSET 0) x) g
+          WHERE f.tenant_id = $1 AND f.finding_id = g.finding_id AND f.status <> 'resolved'",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<Nullable<SqlUuid>, _>(except.map(|s| s.as_uuid()))
+    .bind::<Array<Text>, _>(buckets)
+    .bind::<Array<Text>, _>(keys)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Objects of one bucket that are gone from the storage: their open findings are resolved
+/// and what the last scans saw of them is forgotten.
+pub async fn forget_objects(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+    bucket: &str,
+    keys: &[&String],
+) -> Result<(), ScanError> {
+    let buckets = vec![bucket; keys.len()];
+    let keys: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+    resolve_open(conn, tenant, connector, &buckets, &keys, None).await?;
+    db::sql(
+        "DELETE FROM scanned_objects
+          WHERE tenant_id = $1 AND connector_id = $2 AND bucket = $3 AND object_key = ANY($4)",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<Text, _>(bucket)
+    .bind::<Array<Text>, _>(&keys)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 pub async fn fingerprinted(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,

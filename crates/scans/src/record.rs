@@ -275,24 +275,14 @@ pub async fn record(
             // What these objects held before is superseded by what was found now.
             let buckets: Vec<&str> = known.iter().map(|r| r.bucket.as_str()).collect();
             let keys: Vec<&str> = known.iter().map(|r| r.object_key.as_str()).collect();
-            db::sql(
-                "UPDATE findings f SET status = 'resolved', resolved_at = now()
-                  WHERE f.tenant_id = $1 AND f.status = 'open' AND f.finding_id = ANY(ARRAY(
-                        SELECT x.finding_id
-                          FROM unnest($4::text[], $5::text[]) AS o(bucket, object_key)
-                         CROSS JOIN LATERAL (
-                               SELECT x.finding_id FROM findings x
-                                WHERE x.tenant_id = $1 AND x.connector_id = $2
-                                  AND x.status = 'open' AND x.bucket = o.bucket
-                                  AND x.object_key = o.object_key AND x.scan_id <> $3
-                               OFFSET 0) x))",
+            crate::findings::resolve_open(
+                conn,
+                &claim.tenant,
+                connector,
+                &buckets,
+                &keys,
+                Some(claim.scan),
             )
-            .bind::<Text, _>(tenant)
-            .bind::<SqlUuid, _>(connector.as_uuid())
-            .bind::<SqlUuid, _>(claim.scan.as_uuid())
-            .bind::<Array<Text>, _>(&buckets)
-            .bind::<Array<Text>, _>(&keys)
-            .execute(conn)
             .await?;
         }
         // Findings go in as arrays: one short statement whatever their number, instead of a
