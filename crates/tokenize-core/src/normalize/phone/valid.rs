@@ -111,21 +111,27 @@ struct Region {
     types: Vec<Pattern>,
 }
 
+/// The number types the crate tells apart, in the order its `number_type` tries them.
+fn number_types(metadata: &Metadata) -> [Option<&Descriptor>; 10] {
+    let d = metadata.descriptors();
+    [
+        d.premium_rate(),
+        d.toll_free(),
+        d.shared_cost(),
+        d.voip(),
+        d.personal_number(),
+        d.pager(),
+        d.uan(),
+        d.voicemail(),
+        d.fixed_line(),
+        d.mobile(),
+    ]
+}
+
 impl Region {
     fn compile(metadata: &Metadata) -> Option<Region> {
         let d = metadata.descriptors();
-        let types = [
-            d.premium_rate(),
-            d.toll_free(),
-            d.shared_cost(),
-            d.voip(),
-            d.personal_number(),
-            d.pager(),
-            d.uan(),
-            d.voicemail(),
-            d.fixed_line(),
-            d.mobile(),
-        ];
+        let types = number_types(metadata);
         Some(Region {
             leading_digits: match metadata.leading_digits() {
                 Some(leading) => Some(compile(leading.as_str())?),
@@ -233,23 +239,10 @@ mod tests {
                         None => continue,
                     },
                 };
-                let d = metadata.descriptors();
-                let examples = [
-                    Some(d.general()),
-                    d.fixed_line(),
-                    d.mobile(),
-                    d.toll_free(),
-                    d.premium_rate(),
-                    d.shared_cost(),
-                    d.voip(),
-                    d.personal_number(),
-                    d.pager(),
-                    d.uan(),
-                    d.voicemail(),
-                ]
-                .into_iter()
-                .flatten()
-                .filter_map(|d| d.example());
+                let examples = std::iter::once(Some(metadata.descriptors().general()))
+                    .chain(number_types(metadata))
+                    .flatten()
+                    .filter_map(|d| d.example());
                 for example in examples {
                     let last = example.len() - 1;
                     let bumped = (example.as_bytes()[last] - b'0' + 1) % 10;
