@@ -24,8 +24,13 @@ pub fn phone(raw: &str, region: Id) -> Result<Phone, ValueError> {
     // A number written with `+` names its country itself. Passing the default region anyway
     // makes phonenumber 0.3 strip that region's national prefix from the number after the
     // country code: with US, `+33 1 42 68 53 00` loses its `1` and turns invalid.
-    let region = if raw.trim_start().starts_with('+') {
-        None
+    let written = raw.trim_start();
+    let region = if written.starts_with('+') {
+        // Without a region, the crate finds which region of the North American plan a `+1`
+        // number belongs to by trying each one's patterns, the slowest part of parsing it.
+        // Read as a US number it parses the same (the tests compare both), as long as its
+        // national number does not begin with `1`, the trunk prefix a US reading would strip.
+        north_american_without_trunk(written).then_some(Id::US)
     } else {
         Some(region)
     };
@@ -46,9 +51,81 @@ pub fn phone(raw: &str, region: Id) -> Result<Phone, ValueError> {
     })
 }
 
+/// Whether `written` (which starts with `+`) is `+1` and a national number whose first digit
+/// is 2 to 9, whatever separators stand between them.
+fn north_american_without_trunk(written: &str) -> bool {
+    let mut digits = written[1..]
+        .bytes()
+        .filter(|b| !matches!(b, b' ' | b'-' | b'.' | b'(' | b')'));
+    digits.next() == Some(b'1') && digits.next().is_some_and(|d| (b'2'..=b'9').contains(&d))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every North American writing the shortcut takes parses to the same number with and
+    /// without the US region, valid or not.
+    #[test]
+    fn north_american_numbers_read_the_same_with_the_us_region() {
+        let mut state = 0x853c_49e6_748f_ea9b_u64;
+        let mut digit = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            char::from(b'0' + (state % 10) as u8)
+        };
+        let mut taken = 0;
+        for n in 0..4_000 {
+            let length = [10, 10, 10, 9, 11][n % 5];
+            let national: String = (0..length).map(|_| digit()).collect();
+            let (a, b) = national.split_at(3.min(national.len()));
+            let (b, c) = b.split_at(3.min(b.len()));
+            for written in [
+                format!("+1 {national}"),
+                format!("+1{national}"),
+                format!("+1 ({a}) {b}-{c}"),
+                format!("+1-{a}-{b}-{c}"),
+                format!("+1.{a}.{b}.{c}"),
+                format!("+1 {a} {b} {c} ext. 12"),
+            ] {
+                if !north_american_without_trunk(&written) {
+                    continue;
+                }
+                taken += 1;
+                let plain = phonenumber::parse(None, &written);
+                let us = phonenumber::parse(Some(Id::US), &written);
+                match (plain, us) {
+                    (Ok(plain), Ok(us)) => {
+                        assert_eq!(plain.code().value(), us.code().value(), "{written}");
+                        assert_eq!(plain.national(), us.national(), "{written}");
+                        assert_eq!(plain.extension(), us.extension(), "{written}");
+                        assert_eq!(
+                            plain.format().mode(phonenumber::Mode::E164).to_string(),
+                            us.format().mode(phonenumber::Mode::E164).to_string(),
+                            "{written}"
+                        );
+                        assert_eq!(valid::is_valid(&plain), valid::is_valid(&us), "{written}");
+                    }
+                    (Err(_), Err(_)) => {}
+                    (plain, us) => panic!("{written}: {plain:?} without a region, {us:?} with US"),
+                }
+            }
+        }
+        assert!(taken > 15_000, "{taken} writings compared");
+        for (written, takes) in [
+            ("+1 202 555 0123", true),
+            ("+12025550123", true),
+            ("+1 (202) 555-0123", true),
+            ("+1 102 555 0123", false),
+            ("+1 1202 555 0123", false),
+            ("+44 20 7946 0958", false),
+            ("+12", true),
+            ("+1", false),
+        ] {
+            assert_eq!(north_american_without_trunk(written), takes, "{written}");
+        }
+    }
 
     #[test]
     fn phones_become_e164() {
