@@ -189,6 +189,7 @@ fn starts_with_match(regex: &Regex, text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Digits;
     use super::*;
 
     /// Both answers for one written number, if it parses.
@@ -201,24 +202,6 @@ mod tests {
             Ok(())
         } else {
             Err(format!("{written}: ours {ours}, phonenumber {theirs}"))
-        }
-    }
-
-    /// A small deterministic generator, so that a failure names a number that fails again.
-    struct Digits(u64);
-
-    impl Digits {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn string(&mut self, length: usize) -> String {
-            (0..length)
-                .map(|_| char::from(b'0' + (self.next() % 10) as u8))
-                .collect()
         }
     }
 
