@@ -95,7 +95,10 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
          fresh AS (
              SELECT r.finding_id, r.connector_id, r.bucket, r.object_key, r.sensitivity,
                     r.exposure, r.covered AS was,
-                    coalesce(f.confidence >= least(e.min, h.min), false) AS covered
+                    -- A token in an object is remediated already: covered, whatever the
+                    -- policies say (as `state::covered` scores it).
+                    f.tokenized OR coalesce(f.confidence >= least(e.min, h.min), false)
+                        AS covered
                FROM governance_finding_risk r
                JOIN findings f ON f.tenant_id = r.tenant_id AND f.finding_id = r.finding_id
                LEFT JOIN everywhere e ON e.pii_type = f.pii_type AND e.category = f.category

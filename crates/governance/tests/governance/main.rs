@@ -14,6 +14,7 @@ mod evaluate;
 mod plans;
 mod policies;
 mod remediate;
+mod risk;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
