@@ -46,8 +46,9 @@ pub struct Remediation {
     pub bucket: String,
     pub object_key: String,
     pub finding_ids: Vec<String>,
-    /// What the safety-class gate said: allowed, or gate_unavailable when the tenant's
-    /// remediation policy could not be read and the action proceeded (fail-open).
+    /// What the safety-class gate said when the action was planned: allowed; denied (the
+    /// remediation ends `blocked`); or gate_unavailable when the tenant's remediation policy
+    /// could not be read and the action proceeded (fail-open).
     pub gate: String,
     /// Why it failed or was blocked, or why its last attempt did not finish.
     pub reason: Option<String>,

@@ -16,7 +16,7 @@ use crate::{Client, area_b_error};
 const YAML: &str = "application/yaml";
 
 /// Polls a reconciliation until it ends; returns its last state.
-async fn ended(client: &Client<'_>, id: &str) -> Value {
+pub(crate) async fn ended(client: &Client<'_>, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (status, body) = client
@@ -39,7 +39,7 @@ async fn ended(client: &Client<'_>, id: &str) -> Value {
     }
 }
 
-async fn reconcile(client: &Client<'_>, body: Value) -> String {
+pub(crate) async fn reconcile(client: &Client<'_>, body: Value) -> String {
     let (status, answer) = client
         .send(Method::POST, "/governance/reconcile", Some(body.clone()))
         .await;

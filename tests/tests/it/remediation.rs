@@ -777,3 +777,79 @@ async fn after_the_rollback_window_undo_is_gone_and_the_sweeper_deletes_the_snap
     let (status, body) = undo(&admin, id, Some(json!({"force": true}))).await;
     assert_eq!(status, 410, "{body}");
 }
+
+/// A class the tenant denies when the scan plans the action: a `blocked` remediation with a
+/// signed receipt and one `action_blocked` entry, the object untouched. Allowing the class
+/// later does not run it by itself (a scan of the same object does nothing again); an enforced
+/// reconciliation plans it again, under the same action, and it runs.
+#[tokio::test]
+async fn a_class_denied_at_planning_is_blocked_with_a_receipt_until_an_enforced_reconciliation() {
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let deny = |classes: Value| {
+        let admin = &admin;
+        async move {
+            let (status, body) = admin
+                .send(
+                    Method::PUT,
+                    "/settings/remediation-policy",
+                    Some(json!({ "denied_safety_classes": classes })),
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+    };
+    deny(json!(["destructive"])).await;
+    let (bucket, connector) = masked_people(&stack, &admin, SSNS).await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    assert_eq!(done.len(), 1, "{done:?}");
+    let blocked = &done[0];
+    assert_eq!(blocked["status"], "blocked", "{blocked}");
+    assert_eq!(blocked["gate"], "denied", "{blocked}");
+    verify_receipt(&admin, blocked, "blocked").await;
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), SSNS);
+    let (status, body) = admin
+        .send(Method::GET, "/governance/remediations?status=blocked", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"].as_array().unwrap().len(), 1, "{body}");
+    let blocked_entries = |log: &Value| {
+        log["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "action_blocked")
+            .count()
+    };
+    let (_, log) = admin
+        .send(Method::GET, "/governance/audit-log?limit=100", None)
+        .await;
+    assert_eq!(blocked_entries(&log), 1, "{log}");
+
+    deny(json!([])).await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let (_, body) = admin
+        .send(Method::GET, "/governance/remediations?limit=100", None)
+        .await;
+    assert_eq!(body["data"].as_array().unwrap().len(), 1, "{body}");
+
+    let id = crate::reconcile::reconcile(&admin, json!({"mode": "dry-run"})).await;
+    let preview = crate::reconcile::ended(&admin, &id).await;
+    assert_eq!(preview["changes_planned"], 1, "{preview}");
+    let id = crate::reconcile::reconcile(&admin, json!({"mode": "enforced"})).await;
+    let run = crate::reconcile::ended(&admin, &id).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["actions_planned"], 1, "{run}");
+    let done = ended(&admin, 2).await;
+    let masked = done
+        .iter()
+        .find(|r| r["status"] == "receipted")
+        .unwrap_or_else(|| panic!("not run: {done:?}"));
+    assert_eq!(masked["gate"], "allowed", "{masked}");
+    verify_receipt(&admin, masked, "executed").await;
+    assert_eq!(
+        read(bucket.as_ref(), "people.csv").await.unwrap(),
+        b"name,ssn\nAnn Lee,***-**-9999\nBo Chan,***-**-1120\n"
+    );
+}

@@ -4,12 +4,16 @@
 //!   `findings_matched` and `last_triggered`;
 //! - for a dry-run policy, each action it would take, as `action_simulated`;
 //! - for an enforced policy, each alert as a delivery in the outbox (`action_planned`,
-//!   queued), and each tokenize, mask or quarantine as a remediation request
-//!   (`action_planned`) or, when the tenant denies its safety class, `action_blocked`.
+//!   queued), and each tokenize, mask or quarantine as a remediation request: `action_planned`,
+//!   or, when the tenant denies its safety class, a request marked `gate = 'denied'` that the
+//!   executor ends `blocked` with its receipt and its `action_blocked` entry.
 //!
 //! The ledger `governance_actions` holds one row per (object version, policy version,
-//! action, simulated): what is in it is never done again, so a batch read twice, or findings
-//! evaluated again by a reconciliation, do nothing twice.
+//! action, simulated): what is in it is not done again, so a batch read twice, or findings
+//! evaluated again by a scan, do nothing twice. An enforced reconciliation is the exception
+//! the spec asks for ("runs remediation on all matching findings, including those processed
+//! before"): it plans again the remediations that ended `blocked` or `failed`. What ran, or
+//! is running, is never done twice; what was undone waits for a new policy version.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -125,12 +129,20 @@ struct Claim<'a> {
 }
 
 #[derive(QueryableByName)]
-struct Claimed {
+struct Reopened {
     #[diesel(sql_type = SqlUuid)]
     action_id: Uuid,
+    #[diesel(sql_type = Text)]
+    bucket: String,
+    #[diesel(sql_type = Text)]
+    object_key: String,
+    #[diesel(sql_type = Text)]
+    etag: String,
 }
 
-/// Writes ledger rows for the claims and returns the ids of those that were new.
+/// Writes ledger rows for the claims and returns, for each claim that is to be acted on, its
+/// id and the ledger's id of the action: the claim's own for a new row, the existing row's for
+/// a remediation an enforced reconciliation plans again.
 #[allow(clippy::too_many_arguments, reason = "one row's columns")]
 async fn claim(
     conn: &mut AsyncPgConnection,
@@ -142,15 +154,26 @@ async fn claim(
     claims: &[Claim<'_>],
     now: OffsetDateTime,
     reconciliation: Option<Uuid>,
-) -> Result<Vec<Uuid>, DieselError> {
+) -> Result<HashMap<Uuid, Uuid>, DieselError> {
     if claims.is_empty() {
-        return Ok(Vec::new());
+        return Ok(HashMap::new());
     }
+    // Only an enforced reconciliation plans a remediation again, and only one that ended
+    // blocked or failed (the conflict's update locks the row; scans keep `DO NOTHING`).
+    let again = reconciliation.is_some() && !simulated && kind != ActionType::Alert;
     let ids: Vec<Uuid> = claims.iter().map(|c| c.id).collect();
     let buckets: Vec<&str> = claims.iter().map(|c| c.object.bucket).collect();
     let keys: Vec<&str> = claims.iter().map(|c| c.object.object_key).collect();
     let etags: Vec<&str> = claims.iter().map(|c| c.object.etag).collect();
-    let outcomes: Vec<&str> = claims.iter().map(|c| c.outcome).collect();
+    // A denied action is planned in the ledger: it is `blocked` once the executor ended its
+    // request, and only an ended request may be planned again.
+    let outcomes: Vec<&str> = claims
+        .iter()
+        .map(|c| match c.outcome {
+            "blocked" => "planned",
+            outcome => outcome,
+        })
+        .collect();
     // Finding ids travel as one text array of comma-joined ids per row (arrays of arrays
     // cannot be ragged).
     let findings: Vec<String> = claims
@@ -164,41 +187,74 @@ async fn claim(
                 .join(",")
         })
         .collect();
-    let rows: Vec<Claimed> = db::sql(
-        "INSERT INTO governance_actions (tenant_id, action_id, policy_id, policy_version,
-                action_type, connector_id, bucket, object_key, etag, simulated, outcome,
-                finding_ids, created_at, updated_at, reconciliation_id)
-         SELECT $1, a.id, $2, $3, $4, $5, a.bucket, a.object_key, a.etag, $6, a.outcome,
-                string_to_array(a.findings, ',')::uuid[], $12, $12, $14
-           FROM unnest($7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[], $13::text[])
-                AS a(id, bucket, object_key, etag, outcome, findings)
-          -- An undone remediation is not applied again until the policy version changes.
-          WHERE $6 OR NOT EXISTS (
-                SELECT 1 FROM remediation_requests r
-                 WHERE r.tenant_id = $1 AND r.connector_id = $5 AND r.bucket = a.bucket
-                   AND r.object_key = a.object_key AND r.policy_id = $2
-                   AND r.policy_version = $3 AND r.action_type = $4 AND r.status = 'undone')
-         ON CONFLICT DO NOTHING
-         RETURNING action_id",
-    )
-    .bind::<Text, _>(tenant.as_str())
-    .bind::<SqlUuid, _>(policy.id.as_uuid())
-    .bind::<Integer, _>(policy.version)
-    .bind::<Text, _>(kind.as_str())
-    .bind::<SqlUuid, _>(connector.as_uuid())
-    .bind::<Bool, _>(simulated)
-    .bind::<Array<SqlUuid>, _>(&ids)
-    .bind::<Array<Text>, _>(&buckets)
-    .bind::<Array<Text>, _>(&keys)
-    .bind::<Array<Text>, _>(&etags)
-    .bind::<Array<Text>, _>(&outcomes)
-    .bind::<diesel::sql_types::Timestamptz, _>(now)
-    .bind::<Array<Text>, _>(&findings)
-    .bind::<diesel::sql_types::Nullable<SqlUuid>, _>(reconciliation)
-    .load(conn)
-    .await?;
-    Ok(rows.into_iter().map(|r| r.action_id).collect())
+    let rows: Vec<Reopened> = db::sql(if again { REPLAN } else { CLAIM })
+        .bind::<Text, _>(tenant.as_str())
+        .bind::<SqlUuid, _>(policy.id.as_uuid())
+        .bind::<Integer, _>(policy.version)
+        .bind::<Text, _>(kind.as_str())
+        .bind::<SqlUuid, _>(connector.as_uuid())
+        .bind::<Bool, _>(simulated)
+        .bind::<Array<SqlUuid>, _>(&ids)
+        .bind::<Array<Text>, _>(&buckets)
+        .bind::<Array<Text>, _>(&keys)
+        .bind::<Array<Text>, _>(&etags)
+        .bind::<Array<Text>, _>(&outcomes)
+        .bind::<diesel::sql_types::Timestamptz, _>(now)
+        .bind::<Array<Text>, _>(&findings)
+        .bind::<diesel::sql_types::Nullable<SqlUuid>, _>(reconciliation)
+        .load(conn)
+        .await?;
+    // A batch holds each object version once, so the version names the claim.
+    let by_version: HashMap<(&str, &str, &str), Uuid> = claims
+        .iter()
+        .map(|c| ((c.object.bucket, c.object.object_key, c.object.etag), c.id))
+        .collect();
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            by_version
+                .get(&(r.bucket.as_str(), r.object_key.as_str(), r.etag.as_str()))
+                .map(|claim| (*claim, r.action_id))
+        })
+        .collect())
 }
+
+/// The claims' ledger rows, inserted where no row holds their object version yet (an undone
+/// remediation is not applied again until the policy version changes), then `$conflict`.
+macro_rules! claim_sql {
+    ($conflict:literal) => {
+        concat!(
+            "INSERT INTO governance_actions (tenant_id, action_id, policy_id, policy_version,
+                    action_type, connector_id, bucket, object_key, etag, simulated, outcome,
+                    finding_ids, created_at, updated_at, reconciliation_id)
+             SELECT $1, a.id, $2, $3, $4, $5, a.bucket, a.object_key, a.etag, $6, a.outcome,
+                    string_to_array(a.findings, ',')::uuid[], $12, $12, $14
+               FROM unnest($7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[],
+                           $13::text[]) AS a(id, bucket, object_key, etag, outcome, findings)
+              WHERE $6 OR NOT EXISTS (
+                    SELECT 1 FROM remediation_requests r
+                     WHERE r.tenant_id = $1 AND r.connector_id = $5 AND r.bucket = a.bucket
+                       AND r.object_key = a.object_key AND r.policy_id = $2
+                       AND r.policy_version = $3 AND r.action_type = $4
+                       AND r.status = 'undone') ",
+            $conflict,
+            " RETURNING action_id, bucket, object_key, etag"
+        )
+    };
+}
+
+/// New rows only.
+const CLAIM: &str = claim_sql!("ON CONFLICT DO NOTHING");
+
+/// New rows, and a row that ended blocked or failed taken again under its own action id.
+const REPLAN: &str = claim_sql!(
+    "ON CONFLICT (tenant_id, connector_id, bucket, object_key, etag, policy_id, policy_version,
+                  action_type, simulated)
+     DO UPDATE SET outcome = EXCLUDED.outcome, finding_ids = EXCLUDED.finding_ids,
+                   updated_at = EXCLUDED.updated_at,
+                   reconciliation_id = EXCLUDED.reconciliation_id
+      WHERE governance_actions.outcome IN ('blocked', 'failed')"
+);
 
 /// The alert payload: the policy, the severity, where, which types and how many. Never a
 /// value or a preview.
@@ -334,9 +390,12 @@ pub async fn apply_with_decisions(
             )
             .await?;
             tally.repeated += (claims.len() - new.len()) as u64;
-            let fresh: Vec<&Claim<'_>> = claims.iter().filter(|c| new.contains(&c.id)).collect();
+            let fresh: Vec<(&Claim<'_>, Uuid)> = claims
+                .iter()
+                .filter_map(|c| new.get(&c.id).map(|action| (c, *action)))
+                .collect();
             *by_action.entry(kind.as_str()).or_default() += fresh.len() as u64;
-            for c in &fresh {
+            for &(c, action_id) in &fresh {
                 let entry_kind = match outcome {
                     "simulated" => {
                         tally.simulated += 1;
@@ -353,7 +412,7 @@ pub async fn apply_with_decisions(
                 };
                 let mut details = json!({
                     origin_key: origin_id,
-                    "action_id": c.id.to_string(),
+                    "action_id": action_id.to_string(),
                     "findings": c.object.findings.len(),
                     "pii_types": c.object.pii_types(),
                 });
@@ -376,7 +435,7 @@ pub async fn apply_with_decisions(
                                     governance_deliveries::tenant_id.eq(batch.tenant.as_str()),
                                     governance_deliveries::delivery_id.eq(delivery),
                                     governance_deliveries::channel.eq(channel),
-                                    governance_deliveries::action_id.eq(c.id),
+                                    governance_deliveries::action_id.eq(action_id),
                                     governance_deliveries::payload.eq(payload),
                                     governance_deliveries::next_attempt_at.eq(now),
                                     governance_deliveries::created_at.eq(now),
@@ -385,18 +444,18 @@ pub async fn apply_with_decisions(
                                 .await?;
                         }
                     }
-                    (_, "planned") => {
+                    (_, "planned" | "blocked") => {
                         let request = Uuid::now_v7();
-                        let gate_said = if gate == Gate::AllowedPolicyUnreadable {
-                            "gate_unavailable"
-                        } else {
-                            "allowed"
+                        let gate_said = match gate {
+                            Gate::Denied => "denied",
+                            Gate::AllowedPolicyUnreadable => "gate_unavailable",
+                            Gate::Allowed => "allowed",
                         };
                         diesel::insert_into(remediation_requests::table)
                             .values((
                                 remediation_requests::tenant_id.eq(batch.tenant.as_str()),
                                 remediation_requests::request_id.eq(request),
-                                remediation_requests::action_id.eq(c.id),
+                                remediation_requests::action_id.eq(action_id),
                                 remediation_requests::policy_id.eq(policy.id.as_uuid()),
                                 remediation_requests::policy_version.eq(policy.version),
                                 remediation_requests::action_type.eq(kind.as_str()),
@@ -415,11 +474,12 @@ pub async fn apply_with_decisions(
                         details["gate"] = json!(gate_said);
                         details["safety_class"] = json!(safety_class(kind).as_str());
                     }
-                    (_, "blocked") => {
-                        details["safety_class"] = json!(safety_class(kind).as_str());
-                        details["gate"] = json!("denied");
-                    }
                     _ => {}
+                }
+                // A denied action is a request too: the executor ends it `blocked` and writes
+                // its `action_blocked` entry with the receipt, so nothing is written here.
+                if outcome == "blocked" {
+                    continue;
                 }
                 entries.push(
                     audit::NewEntry::new(entry_kind, audit::Actor::System)

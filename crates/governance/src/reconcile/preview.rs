@@ -271,6 +271,10 @@ pub async fn plan(
                 AND g.bucket = o.bucket AND g.object_key = o.object_key
                 AND g.etag = coalesce(s.etag, '') AND g.policy_id = pol.policy_id
                 AND g.policy_version = pol.version AND g.simulated = pol.dry
+                -- An enforced reconciliation plans again a remediation that ended blocked
+                -- or failed: not done.
+                AND (g.simulated OR g.action_type = 'alert'
+                     OR g.outcome NOT IN ('blocked', 'failed'))
               GROUP BY o.p, g.action_type",
         )
         .bind::<Text, _>(tenant.as_str())

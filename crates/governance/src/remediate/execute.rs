@@ -147,7 +147,13 @@ async fn advance(conn: &mut AsyncPgConnection, exec: &Executor, row: Row) -> Res
     // snapshot; the vault replays the same tokens).
     let mut rewritten: Option<Rewrite> = None;
     if row.state() == State::Planned {
-        let gate = settings::gate_of(&settings, &tenant, safety_class(kind));
+        // A class denied when the action was planned stays denied: the evaluation counted it
+        // blocked, and only a reconciliation plans it again.
+        let gate = if row.gate == "denied" {
+            Gate::Denied
+        } else {
+            settings::gate_of(&settings, &tenant, safety_class(kind))
+        };
         if !gate.permits() {
             block(conn, exec, &row, cosigning.mode).await?;
             return Ok(());

@@ -56,6 +56,15 @@ async fn create(env: &mut Env, tenant: &TenantId, text: &str) -> policies::Polic
 }
 
 async fn run(env: &mut Env, connector: ConnectorId, findings: &[Finding]) -> evaluate::Tally {
+    run_as(env, connector, findings, Origin::Scan(ScanId::new())).await
+}
+
+async fn run_as(
+    env: &mut Env,
+    connector: ConnectorId,
+    findings: &[Finding],
+    origin: Origin,
+) -> evaluate::Tally {
     let tenant = acme();
     let active = policies::active(&mut env.conn, &tenant).await.unwrap();
     let mut gates_conn = env.connect().await;
@@ -63,7 +72,7 @@ async fn run(env: &mut Env, connector: ConnectorId, findings: &[Finding]) -> eva
     let batch = Batch {
         tenant: &tenant,
         connector,
-        origin: Origin::Scan(ScanId::new()),
+        origin,
         objects: 4,
         findings,
         enforce: true,
@@ -208,15 +217,69 @@ async fn a_denied_safety_class_blocks_and_an_unreadable_gate_fails_open() {
     let found = findings();
     let tally = run(&mut env, connector, &found).await;
     assert_eq!((tally.blocked, tally.planned), (2, 0));
+    // Each denied action is a request the executor ends `blocked`, with its receipt and its
+    // one `action_blocked` entry, even if the tenant allows the class by then.
     assert_eq!(
-        env.count("SELECT count(*) AS n FROM remediation_requests")
+        env.count("SELECT count(*) AS n FROM remediation_requests WHERE gate = 'denied' AND status = 'planned'")
             .await,
-        0
-    );
-    assert_eq!(
-        env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_blocked' AND details->>'gate' = 'denied'").await,
         2
     );
+    let blocked_entries = "SELECT count(*) AS n FROM audit_log
+                            WHERE kind = 'action_blocked' AND details->>'gate' = 'denied'";
+    assert_eq!(env.count(blocked_entries).await, 0);
+    settings::set_remediation_policy(
+        &mut env.conn,
+        &acme(),
+        &admin(),
+        &serde_json::json!({ "denied_safety_classes": [] }),
+    )
+    .await
+    .unwrap();
+    let exec = crate::remediate::executor(&env);
+    while governance::remediate::execute::run_once(&mut env.conn, &exec)
+        .await
+        .unwrap()
+    {}
+    assert_eq!(env.count(blocked_entries).await, 2);
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_requests r JOIN remediation_receipts c USING (tenant_id, request_id) WHERE r.status = 'blocked' AND c.kind = 'blocked'")
+            .await,
+        2
+    );
+
+    // Scans do not act on what the ledger holds; an enforced reconciliation plans the blocked
+    // actions again, under their own action ids, and only once while they are in flight.
+    assert_eq!(run(&mut env, connector, &found).await.repeated, 2);
+    let reconciliation = Origin::Reconciliation(Uuid::now_v7());
+    let again = run_as(&mut env, connector, &found, reconciliation).await;
+    assert_eq!((again.planned, again.blocked, again.repeated), (2, 0, 0));
+    assert_eq!(
+        env.count("SELECT count(DISTINCT action_id) AS n FROM remediation_requests")
+            .await,
+        2
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_requests WHERE gate = 'allowed' AND status = 'planned'")
+            .await,
+        2
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_actions WHERE outcome = 'planned' AND reconciliation_id IS NOT NULL")
+            .await,
+        2
+    );
+    let twice = run_as(&mut env, connector, &found, reconciliation).await;
+    assert_eq!((twice.planned, twice.repeated), (0, 2));
+
+    // Denied again for what follows.
+    settings::set_remediation_policy(
+        &mut env.conn,
+        &acme(),
+        &admin(),
+        &serde_json::json!({ "denied_safety_classes": ["destructive"] }),
+    )
+    .await
+    .unwrap();
 
     // The policy cannot be read: the gate fails open, and the request says so. (New object
     // versions, so that the ledger does not hold them yet.)

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::{Env, acme, admin};
 
-fn executor(env: &Env) -> Executor {
+pub fn executor(env: &Env) -> Executor {
     let cosigner = remediate::Cosigner::new(None, None, env.egress).unwrap();
     executor_with(env, cosigner)
 }
