@@ -258,20 +258,20 @@ pub async fn set_cosigning(
     update: &CosigningUpdate,
     certificate: PlatformCertificate,
 ) -> Result<Cosigning, SettingsError> {
+    // Before the endpoint is looked at: the spec answers optional or required with 422 while
+    // the platform is not provisioned, whatever else the body holds.
+    if update.mode != CosigningMode::Disabled && certificate == PlatformCertificate::Missing {
+        return Err(SettingsError::ProvisioningIncomplete);
+    }
     let endpoint = update
         .endpoint_url
         .as_deref()
         .map(validate_endpoint)
         .transpose()?;
-    if update.mode != CosigningMode::Disabled {
-        if certificate == PlatformCertificate::Missing {
-            return Err(SettingsError::ProvisioningIncomplete);
-        }
-        if endpoint.is_none() {
-            return Err(SettingsError::InvalidEndpoint(
-                "is required when mode is optional or required",
-            ));
-        }
+    if update.mode != CosigningMode::Disabled && endpoint.is_none() {
+        return Err(SettingsError::InvalidEndpoint(
+            "is required when mode is optional or required",
+        ));
     }
     conn.transaction(async |conn| {
         let before = store::lock(conn, tenant).await?;

@@ -1154,4 +1154,14 @@ async fn scans_keep_risk_scores_and_drift_events_current() {
         body["data"]["policies_by_mode"],
         json!({"enforced": 0, "dry-run": 0})
     );
+
+    // The note is optional, and so is a body that would hold only it.
+    let path = format!(
+        "/governance/drift-events/{}/acknowledge",
+        gone["event_id"].as_str().unwrap()
+    );
+    let (status, body) = analyst.send(Method::POST, &path, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "acknowledged", "{body}");
+    assert_eq!(body["data"]["note"], Value::Null, "{body}");
 }

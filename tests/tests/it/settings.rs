@@ -304,15 +304,22 @@ async fn cosigning_cannot_be_enabled_before_the_platform_is_provisioned() {
         })
     );
 
+    // Whatever the endpoint: missing, not https, or fine.
     for mode in ["optional", "required"] {
-        let (status, body) = admin
-            .put(
-                "/settings/cosigning",
-                json!({ "mode": mode, "endpoint_url": "https://cosign.acme.example/sign" }),
-            )
-            .await;
-        assert_eq!(status, 422, "{body}");
-        area_b_error(&body, "cosigning_provisioning_incomplete");
+        for endpoint in [
+            json!("https://cosign.acme.example/sign"),
+            json!("http://cosign.acme.example/sign"),
+            Value::Null,
+        ] {
+            let (status, body) = admin
+                .put(
+                    "/settings/cosigning",
+                    json!({ "mode": mode, "endpoint_url": endpoint }),
+                )
+                .await;
+            assert_eq!(status, 422, "{endpoint}: {body}");
+            area_b_error(&body, "cosigning_provisioning_incomplete");
+        }
     }
     let (status, body) = admin
         .put("/settings/cosigning", json!({ "mode": "disabled" }))

@@ -3,7 +3,7 @@
 
 use actix_web::web;
 use api_types::governance::{Acknowledge, DriftEvent, DriftQuery, Summary};
-use dps_http::{ApiError, Body, Caller, Enveloped, ServiceState};
+use dps_http::{ApiError, Caller, Enveloped, OptionalBody, ServiceState};
 use governance::document::Severity;
 use governance::drift::{self, Filter, Kind};
 use ids::ConnectorId;
@@ -89,7 +89,8 @@ pub async fn acknowledge(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
     id: web::Path<String>,
-    body: Body<Acknowledge>,
+    // The note is optional, and so is a body that would hold only it.
+    body: OptionalBody<Acknowledge>,
 ) -> Result<Enveloped<DriftEvent>, ApiError> {
     let id = uuid::Uuid::parse_str(id.trim()).unwrap_or(uuid::Uuid::nil());
     let mut conn = state.conn().await?;
@@ -98,7 +99,7 @@ pub async fn acknowledge(
         &caller.tenant_id,
         &caller.user_id,
         id,
-        body.note.as_deref(),
+        body.0.as_ref().and_then(|b| b.note.as_deref()),
     )
     .await
     .map_err(errors::drift)?;
