@@ -87,9 +87,20 @@ impl Executor {
 
 /// Takes one due request and runs it as far as it goes; returns whether there was one.
 pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<bool, DieselError> {
-    let Some(row) = store::take(conn).await? else {
+    let Some(store::Taken {
+        request: row,
+        policy_deleted,
+    }) = store::take(conn).await?
+    else {
         return Ok(false);
     };
+    // Deleting a policy stops what it planned and has not started: the object is untouched
+    // yet. A request past its snapshot runs to its end (it may have written already).
+    if policy_deleted && row.state() == State::Planned {
+        discard_snapshot(conn, exec, &row).await;
+        fail(conn, &row, "policy_deleted").await?;
+        return Ok(true);
+    }
     // Only a request that has changed nothing yet gives up: once snapshotted, the object may
     // hold the new content (a write whose answer was lost), and only a definite answer from the
     // storage ends the request; until then it is retried, every 30 minutes at most.

@@ -181,7 +181,16 @@ macro_rules! redoable {
 
 /// Takes the request due first, of any tenant, and counts the attempt: one statement, committed
 /// without waiting for the disk (see `redoable!`).
-pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Row>, DieselError> {
+/// A request just taken, and whether its policy has been deleted since it was planned.
+#[derive(QueryableByName)]
+pub(crate) struct Taken {
+    #[diesel(embed)]
+    pub request: Row,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub policy_deleted: bool,
+}
+
+pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Taken>, DieselError> {
     db::sql(concat!(
         "WITH durability AS (",
         redoable!(),
@@ -206,7 +215,10 @@ pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Row>, Di
             RETURNING *)
          SELECT ",
         columns!(),
-        " FROM taken r JOIN run u ON true"
+        ", NOT EXISTS (SELECT 1 FROM governance_policies p
+                        WHERE p.tenant_id = r.tenant_id AND p.policy_id = r.policy_id)
+             AS policy_deleted
+           FROM taken r JOIN run u ON true"
     ))
     .bind::<Integer, _>(LEASE_SECONDS)
     .get_result(conn)

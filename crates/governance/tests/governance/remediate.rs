@@ -186,3 +186,48 @@ async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
     .unwrap();
     assert!(none.items.is_empty(), "another tenant sees nothing");
 }
+
+/// Deleting a policy stops what it planned and has not started: the request ends `failed`
+/// with reason `policy_deleted` and an `action_failed` entry, before any storage call (the
+/// executor's storage here is unreachable, so a call would fail it otherwise).
+#[tokio::test]
+async fn a_deleted_policy_stops_the_requests_it_planned_that_have_not_started() {
+    let mut env = Env::new().await;
+    plan_one_mask(&mut env).await;
+    let tenant = acme();
+    let policy = policies::active(&mut env.conn, &tenant).await.unwrap()[0].id;
+    policies::delete(&mut env.conn, &tenant, &admin(), policy)
+        .await
+        .unwrap();
+    let exec = executor(&env);
+    assert!(
+        remediate::execute::run_once(&mut env.conn, &exec)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !remediate::execute::run_once(&mut env.conn, &exec)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        env.count(
+            "SELECT count(*) AS n FROM remediation_requests r JOIN remediation_runs u
+                 USING (tenant_id, request_id)
+              WHERE r.status = 'failed' AND u.reason = 'policy_deleted' AND u.lkg_key IS NULL"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_actions WHERE outcome = 'failed'")
+            .await,
+        1
+    );
+    let kinds = env.audit_kinds(&tenant).await;
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("action_failed"),
+        "{kinds:?}"
+    );
+}
