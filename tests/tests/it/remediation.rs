@@ -852,4 +852,47 @@ async fn a_class_denied_at_planning_is_blocked_with_a_receipt_until_an_enforced_
         read(bucket.as_ref(), "people.csv").await.unwrap(),
         b"name,ssn\nAnn Lee,***-**-9999\nBo Chan,***-**-1120\n"
     );
+
+    // The list's filters and pages, on the two requests of the one action.
+    let policy = masked["policy_id"].as_str().unwrap();
+    let count = |query: String| {
+        let admin = &admin;
+        async move {
+            let (status, body) = admin
+                .send(Method::GET, &format!("/governance/remediations?{query}"), None)
+                .await;
+            assert_eq!(status, 200, "{query}: {body}");
+            body["data"].as_array().unwrap().len()
+        }
+    };
+    let nil = uuid::Uuid::nil();
+    for (query, n) in [
+        (format!("policy={policy}"), 2),
+        (format!("policy={nil}"), 0),
+        (format!("connector={connector}"), 2),
+        (format!("connector={nil}"), 0),
+        ("action_type=mask".to_owned(), 2),
+        ("action_type=tokenize".to_owned(), 0),
+        ("status=receipted".to_owned(), 1),
+        (format!("status=blocked&policy={policy}&action_type=mask"), 1),
+    ] {
+        assert_eq!(count(query.clone()).await, n, "{query}");
+    }
+    let (_, first) = admin
+        .send(Method::GET, "/governance/remediations?limit=1", None)
+        .await;
+    assert_eq!(first["pagination"]["has_more"], true, "{first}");
+    let cursor = first["pagination"]["next_cursor"].as_str().unwrap();
+    let (status, second) = admin
+        .send(
+            Method::GET,
+            &format!("/governance/remediations?limit=1&cursor={cursor}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["pagination"]["has_more"], false, "{second}");
+    // Newest first, each once.
+    assert_eq!(first["data"][0]["status"], "receipted", "{first}");
+    assert_eq!(second["data"][0]["status"], "blocked", "{second}");
 }

@@ -157,7 +157,7 @@ async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
     assert_eq!(receipt["resource"]["key"], "people.csv");
     assert_eq!(receipt["etag_before"], "\"e1\"");
 
-    // The list shows it, with its receipt; a page of one has a cursor to the next.
+    // The list shows it, with its receipt; a page of one that holds everything has no next.
     let page = remediate::read::list(
         &mut env.conn,
         &env.cursors,
