@@ -247,15 +247,9 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
     let token_policy = ssn_token_policy(&stack).await;
     let admin = stack.admin();
     let connector = crate::scans::connector(&admin, "HR", "people-data").await;
-    policy_of(
-        &admin,
-        "ssn-tokenize",
-        "enforced",
-        "us_ssn",
-        0.5,
-        &format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}"),
-    )
-    .await;
+    let tokenize =
+        format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}");
+    let ssn_policy = policy_of(&admin, "ssn-tokenize", "enforced", "us_ssn", 0.5, &tokenize).await;
     // A dry-run policy on the same object simulates and changes nothing.
     policy_of(
         &admin,
@@ -274,7 +268,19 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
     assert_eq!(r["action_type"], "tokenize");
     assert_eq!(r["safety_class"], "reversible");
     assert_eq!(r["gate"], "allowed");
-    assert!(r["undo_until"].is_string(), "{r}");
+    // Undo is possible for the tenant's rollback window (72 hours unless set) from execution.
+    let at = |field: &str| {
+        time::OffsetDateTime::parse(
+            r[field].as_str().unwrap(),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap_or_else(|e| panic!("{field}: {e}: {r}"))
+    };
+    assert_eq!(
+        at("undo_until") - at("executed_at"),
+        time::Duration::hours(72),
+        "{r}"
+    );
 
     // Only the SSNs changed, each into a token of the same shape; every other byte is as it was.
     let after = read(bucket.as_ref(), "people.csv").await.unwrap();
@@ -367,6 +373,18 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
     let (status, body) = undo(&admin, id, Some(json!({}))).await;
     assert_eq!(status, 409, "{body}");
     crate::area_b_error(&body, "already_undone");
+    let (_, log) = admin
+        .send(Method::GET, "/governance/audit-log?limit=100", None)
+        .await;
+    let undone: Vec<&Value> = log["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "remediation_undone")
+        .collect();
+    assert_eq!(undone.len(), 1, "{log}");
+    assert_eq!(undone[0]["actor"], "ann", "{log}");
+    assert_eq!(undone[0]["resource"], "people-data/people.csv", "{log}");
 
     // A rescan of the restored object does not tokenize it again under the same policy version.
     crate::scans::full_scan(&admin, &connector).await;
@@ -376,6 +394,31 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
         .await;
     assert_eq!(all["data"].as_array().unwrap().len(), 1, "{all}");
     assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), PEOPLE);
+
+    // A new version of the policy applies it again, to the same tokens.
+    let (status, body) = admin
+        .send_raw(
+            Method::PUT,
+            &format!("/governance/policies/{ssn_policy}"),
+            YAML,
+            &format!(
+                "apiVersion: governance.dps/v1
+kind: Policy
+metadata: {{ name: ssn-tokenize }}
+spec:
+  mode: enforced
+  conditions: [{{ category: us_ssn, min_confidence: 0.6 }}]
+  actions: [{tokenize}]
+"
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 2).await;
+    assert_eq!(done[0]["status"], "receipted", "{done:?}");
+    assert_eq!(done[0]["policy_version"], 2, "{done:?}");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), after);
 
     // No value reached any table: not the receipts, the audit log, the idempotency answers the
     // vault kept for the remediation's tokens, nor the runs. (The vault holds them sealed.)
@@ -859,7 +902,11 @@ async fn a_class_denied_at_planning_is_blocked_with_a_receipt_until_an_enforced_
         let admin = &admin;
         async move {
             let (status, body) = admin
-                .send(Method::GET, &format!("/governance/remediations?{query}"), None)
+                .send(
+                    Method::GET,
+                    &format!("/governance/remediations?{query}"),
+                    None,
+                )
                 .await;
             assert_eq!(status, 200, "{query}: {body}");
             body["data"].as_array().unwrap().len()
@@ -874,7 +921,10 @@ async fn a_class_denied_at_planning_is_blocked_with_a_receipt_until_an_enforced_
         ("action_type=mask".to_owned(), 2),
         ("action_type=tokenize".to_owned(), 0),
         ("status=receipted".to_owned(), 1),
-        (format!("status=blocked&policy={policy}&action_type=mask"), 1),
+        (
+            format!("status=blocked&policy={policy}&action_type=mask"),
+            1,
+        ),
     ] {
         assert_eq!(count(query.clone()).await, n, "{query}");
     }

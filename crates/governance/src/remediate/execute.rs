@@ -27,7 +27,6 @@ use keys::{KeyRing, TenantKeys};
 use scans::findings::Remediated;
 use serde_json::json;
 use settings::Gate;
-use time::{Duration, OffsetDateTime};
 
 use super::cached::{Actions, Storages};
 use super::content::{self, Span};
@@ -434,13 +433,13 @@ async fn write(
         }
     };
     exec.crash_point("replaced");
-    let undo_until = OffsetDateTime::now_utc() + Duration::hours(i64::from(retention_hours));
+    // Undo is possible for the window from the execution's own time.
     store::written(
         conn,
         row,
         etag_after.as_deref(),
         sha_after.as_deref(),
-        undo_until,
+        retention_hours,
     )
     .await?
     .ok_or_else(moved_on)

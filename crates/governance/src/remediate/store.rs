@@ -289,7 +289,7 @@ pub(crate) async fn written(
     row: &Row,
     etag_after: Option<&str>,
     sha256_after: Option<&[u8]>,
-    undo_until: OffsetDateTime,
+    retention_hours: u32,
 ) -> Result<Option<Row>, DieselError> {
     db::sql(concat!(
         "WITH durability AS (",
@@ -302,8 +302,8 @@ pub(crate) async fn written(
             RETURNING remediation_requests.*),
          run AS (
             UPDATE remediation_runs u
-               SET etag_after = $3, sha256_after = $4, executed_at = now(), undo_until = $5,
-                   reason = NULL
+               SET etag_after = $3, sha256_after = $4, executed_at = now(),
+                   undo_until = now() + make_interval(hours => $5), reason = NULL
               FROM moved
              WHERE u.tenant_id = moved.tenant_id AND u.request_id = moved.request_id
             RETURNING u.*)
@@ -315,7 +315,7 @@ pub(crate) async fn written(
     .bind::<SqlUuid, _>(row.request_id)
     .bind::<Nullable<Text>, _>(etag_after)
     .bind::<Nullable<Bytea>, _>(sha256_after)
-    .bind::<Timestamptz, _>(undo_until)
+    .bind::<Integer, _>(i32::try_from(retention_hours).unwrap_or(i32::MAX))
     .get_result(conn)
     .await
     .optional()
