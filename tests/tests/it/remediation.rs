@@ -946,3 +946,59 @@ async fn a_class_denied_at_planning_is_blocked_with_a_receipt_until_an_enforced_
     assert_eq!(first["data"][0]["status"], "receipted", "{first}");
     assert_eq!(second["data"][0]["status"], "blocked", "{second}");
 }
+
+/// Tokenizing a JSON object keeps it valid JSON of the same length: each SSN, in a field of its
+/// own or inside a sentence, becomes a token of its shape, and every other byte is unchanged.
+#[tokio::test]
+async fn a_tokenized_json_object_stays_valid_json_with_only_the_values_changed() {
+    let stack = Stack::new(|_| {}).await;
+    let before: &[u8] = br#"{"people": [
+  {"name": "Ann Lee", "ssn": "219-09-9999", "email": "ann.lee@example.com", "age": 41},
+  {"name": "Bo Chan", "ssn": "078-05-1120", "tags": ["hr", "payroll"]}
+], "note": "Ann's SSN 219-09-9999 was checked\ttwice", "count": 2}
+"#;
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.json", before)]).await;
+    let token_policy = ssn_token_policy(&stack).await;
+    let admin = stack.admin();
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    policy_of(
+        &admin,
+        "ssn-tokenize",
+        "enforced",
+        "us_ssn",
+        0.5,
+        &format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}"),
+    )
+    .await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "receipted", "{done:?}");
+
+    let after = read(bucket.as_ref(), "people.json").await.unwrap();
+    assert_eq!(after.len(), before.len());
+    let text = std::str::from_utf8(before).unwrap();
+    let spans: Vec<std::ops::Range<usize>> = ["219-09-9999", "078-05-1120"]
+        .iter()
+        .flat_map(|ssn| text.match_indices(ssn).map(|(at, s)| at..at + s.len()))
+        .collect();
+    assert_eq!(spans.len(), 3);
+    for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+        if spans.iter().any(|s| s.contains(&i)) {
+            if [3, 6].contains(&(i - spans.iter().find(|s| s.contains(&i)).unwrap().start)) {
+                assert_eq!(*a, b'-', "byte {i}");
+            } else {
+                assert!(a.is_ascii_digit(), "byte {i}");
+            }
+        } else {
+            assert_eq!(a, b, "byte {i} outside the values changed");
+        }
+    }
+    let parsed: Value = serde_json::from_slice(&after).expect("still JSON");
+    let ann = parsed["people"][0]["ssn"].as_str().unwrap();
+    assert_ne!(ann, "219-09-9999");
+    assert_eq!(parsed["people"][1]["tags"], json!(["hr", "payroll"]));
+    assert_eq!(parsed["count"], 2);
+    // The same value gets the same token wherever it is in the object.
+    assert!(parsed["note"].as_str().unwrap().contains(ann), "{parsed}");
+}
