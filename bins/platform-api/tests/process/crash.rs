@@ -10,6 +10,9 @@
 //! tokenization would give the same token anyway; randomized tokens are drawn afresh on each
 //! call, so only the executor's idempotency key keeps them from being issued twice. Both are run
 //! at each point where a resumed request tokenizes again.
+//!
+//! Every run checks the process's debug log for the object's values; one more run, without a
+//! kill, does the same for a mask, its policy's alert webhook and an undo.
 
 use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt as _;
@@ -544,4 +547,121 @@ async fn a_written_request_out_of_attempts_still_gets_its_receipt() {
 #[tokio::test]
 async fn a_request_killed_after_its_write_out_of_attempts_still_ends_receipted() {
     killed_at_after(FPE, "replaced", Some(8)).await;
+}
+
+/// Mask, the alert its policy sends to a webhook, and undo, with every log line at debug: no
+/// value of the object reaches a log line or a webhook body.
+#[tokio::test]
+async fn mask_its_alert_and_undo_leak_no_value_to_logs_or_webhooks() {
+    let stack = Stack::new().await;
+    let receiver = testkit::identity::http_server(|_| (200, Value::Null));
+    let mut env: HashMap<String, String> = testkit::service_env(&stack.db, &stack.master_key);
+    for (name, value) in seed::moto_platform_env(&stack.moto.url()) {
+        env.insert(name.into(), value);
+    }
+    env.insert("DPS_SCAN_WORKERS".into(), "1".into());
+    env.insert("DPS_ALLOW_PRIVATE_NETWORKS".into(), "true".into());
+    env.insert("RUST_LOG".into(), "debug".into());
+    let service = ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env);
+    let json = |v: Value| Some(("application/json", v.to_string()));
+    let (status, body) = stack
+        .send(
+            &service,
+            reqwest::Method::POST,
+            "/governance/channels",
+            json(json!({"name": "security", "type": "webhook",
+                        "url": format!("{}/hook", receiver.url())})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = stack
+        .send(
+            &service,
+            reqwest::Method::POST,
+            "/connectors",
+            json(json!({"name": "HR", "provider": "aws", "config": {
+                "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+                "external_id": "tenant-acme-7731",
+                "region": "us-east-1",
+                "buckets": [BUCKET],
+            }})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let connector = body["data"]["id"].as_str().unwrap().to_owned();
+    let yaml = "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
+  actions:
+    - { type: mask, config: { keep_last: 4 } }
+    - { type: alert, config: { channels: [security], severity: high } }
+";
+    let (status, body) = stack
+        .send(
+            &service,
+            reqwest::Method::POST,
+            "/governance/policies",
+            Some(("application/yaml", yaml.to_owned())),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = stack
+        .send(
+            &service,
+            reqwest::Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            json(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let remediation = loop {
+        let body = stack.get(&service, "/governance/remediations").await;
+        if body["data"][0]["status"] == "receipted" && !receiver.requests().is_empty() {
+            break body["data"][0].clone();
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let masked = read(stack.bucket.as_ref(), KEY).await.unwrap();
+    assert_eq!(
+        String::from_utf8(masked).unwrap(),
+        "name,ssn,email\nAnn Lee,***-**-9999,ann.lee@example.com\nBo Chan,***-**-1120,bo@example.com\n"
+    );
+    let id = remediation["remediation_id"].as_str().unwrap();
+    let (status, body) = stack
+        .send(
+            &service,
+            reqwest::Method::POST,
+            &format!("/governance/remediations/{id}/undo"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        read(stack.bucket.as_ref(), KEY).await.unwrap(),
+        PEOPLE.as_bytes()
+    );
+    let (status, lines) = service.stop();
+    assert!(status.success(), "{status}");
+
+    let values: Vec<&str> = SSNS
+        .iter()
+        .flat_map(|(written, canonical)| [*written, *canonical])
+        .chain(["ann.lee@example.com", "bo@example.com"])
+        .collect();
+    let leaks = testkit::leaks(&lines, &values);
+    assert!(leaks.is_empty(), "log lines leak values: {leaks:#?}");
+    let hooks: Vec<String> = receiver.requests().into_iter().map(|r| r.body).collect();
+    assert!(!hooks.is_empty());
+    let leaks = testkit::leaks(&hooks, &values);
+    assert!(leaks.is_empty(), "webhook bodies leak values: {leaks:#?}");
+    // The lines do cover the paths: the mask, the alert's delivery and the undo were logged.
+    for path in ["/governance/remediations/", "/undo"] {
+        assert!(lines.iter().any(|l| l.contains(path)), "no line for {path}");
+    }
 }
