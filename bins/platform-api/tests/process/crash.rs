@@ -1,4 +1,5 @@
-//! Remediation survives the process being killed at every step. platform-api runs with
+//! Remediation survives the process being killed at every step, for tokenize, mask and
+//! quarantine alike. platform-api runs with
 //! `DPS_REMEDIATION_CRASH_AT=<point>` and aborts right after that point (`copied`,
 //! `snapshotted`, `replaced`, `written`, `receipted`), then runs again on the same database
 //! without it. Each request ends in one terminal state, `receipted`, with one receipt that
@@ -46,6 +47,7 @@ const SIGABRT: i32 = 6;
 enum Action {
     /// With the token mode of the SSN rule: `format_preserving` or `randomized`.
     Tokenize(&'static str),
+    Mask,
     Quarantine,
 }
 
@@ -170,6 +172,10 @@ impl Stack {
                     "{{ type: tokenize, config: {{ tokenization_policy_id: {} }} }}",
                     self.token_policy(mode).await
                 ),
+            ),
+            Action::Mask => (
+                "ssn-mask",
+                "{ type: mask, config: { keep_last: 4 } }".to_owned(),
             ),
             Action::Quarantine => (
                 "ssn-quarantine",
@@ -341,11 +347,11 @@ async fn killed_at_after(action: Action, point: &str, attempts: Option<i32>) {
     assert_eq!(status, state_after(point));
     let original = PEOPLE.as_bytes();
     match (action, point) {
-        (Action::Tokenize(_), "copied") => {
+        (Action::Tokenize(_) | Action::Mask, "copied") => {
             assert_eq!(read(stack.bucket.as_ref(), KEY).await.unwrap(), original);
             assert_eq!(keys_under(stack.bucket.as_ref(), ".dps-lkg").await.len(), 1);
         }
-        (Action::Tokenize(_), "replaced") => {
+        (Action::Tokenize(_) | Action::Mask, "replaced") => {
             let now = read(stack.bucket.as_ref(), KEY).await.unwrap();
             assert_ne!(now, original, "the object was rewritten before the kill");
         }
@@ -451,6 +457,23 @@ async fn killed_at_after(action: Action, point: &str, attempts: Option<i32>) {
             assert!(lkg.starts_with(&format!(".dps-lkg/{request}/")), "{lkg}");
             assert_eq!(read(stack.bucket.as_ref(), lkg).await.unwrap(), original);
         }
+        Action::Mask => {
+            assert!(stack.vault().await.is_empty());
+            let now = read(stack.bucket.as_ref(), KEY).await.unwrap();
+            assert_eq!(
+                String::from_utf8(now).unwrap(),
+                PEOPLE
+                    .replace("219-09-9999", "***-**-9999")
+                    .replace("078-05-1120", "***-**-1120")
+            );
+            assert_eq!(
+                seed::s3_versions(&stack.moto.url(), BUCKET, KEY).await,
+                (2, 0),
+                "the object is written once: the original and the masked version"
+            );
+            assert_eq!(keys_under(stack.bucket.as_ref(), ".dps-lkg").await, [lkg]);
+            assert_eq!(read(stack.bucket.as_ref(), lkg).await.unwrap(), original);
+        }
         Action::Quarantine => {
             assert!(stack.vault().await.is_empty());
             assert_eq!(read(stack.bucket.as_ref(), KEY).await, None);
@@ -530,6 +553,46 @@ async fn quarantine_killed_after_the_delete_finds_the_object_gone_and_ends_once(
 #[tokio::test]
 async fn quarantine_killed_after_the_destination_copy_is_copied_again_and_ends_once() {
     killed_at(Action::Quarantine, "copied").await;
+}
+
+#[tokio::test]
+async fn quarantine_killed_after_recording_the_copy_deletes_once() {
+    killed_at(Action::Quarantine, "snapshotted").await;
+}
+
+#[tokio::test]
+async fn quarantine_killed_after_recording_the_delete_signs_one_receipt() {
+    killed_at(Action::Quarantine, "written").await;
+}
+
+#[tokio::test]
+async fn quarantine_killed_after_the_receipt_is_left_as_it_was() {
+    killed_at(Action::Quarantine, "receipted").await;
+}
+
+#[tokio::test]
+async fn mask_killed_after_the_snapshot_copy_is_copied_again_and_ends_once() {
+    killed_at(Action::Mask, "copied").await;
+}
+
+#[tokio::test]
+async fn mask_killed_after_recording_the_snapshot_writes_once() {
+    killed_at(Action::Mask, "snapshotted").await;
+}
+
+#[tokio::test]
+async fn mask_killed_after_the_write_finds_its_own_write_and_never_writes_twice() {
+    killed_at(Action::Mask, "replaced").await;
+}
+
+#[tokio::test]
+async fn mask_killed_after_recording_the_write_signs_one_receipt() {
+    killed_at(Action::Mask, "written").await;
+}
+
+#[tokio::test]
+async fn mask_killed_after_the_receipt_is_left_as_it_was() {
+    killed_at(Action::Mask, "receipted").await;
 }
 
 /// A request killed once its object is written has already changed the customer's data: however
