@@ -161,7 +161,13 @@ async fn restore(storage: &Storage, row: &Row, force: bool) -> Result<String, Un
             .as_ref()
             .is_some_and(|c| same_etag(c.etag.as_deref(), row.etag_after.as_deref())),
     };
-    if !unchanged && !force {
+    // Back at the ETag it had before the remediation: its original content, as an undo cut
+    // short after it put the snapshot back leaves it (where the ETag is the content's digest,
+    // as S3's is for a single-part object). Putting the snapshot back again changes nothing.
+    let restored_already = current
+        .as_ref()
+        .is_some_and(|c| same_etag(c.etag.as_deref(), Some(&row.etag)));
+    if !unchanged && !restored_already && !force {
         return Err(UndoError::ObjectChanged);
     }
     let snapshot = storage
