@@ -402,16 +402,18 @@ pub async fn detokenize(
     if claims.user != caller.user_id.as_str() || claims.tenant != caller.tenant_id.as_str() {
         return Err(refuse(conn, &attempt, GrantError::GrantInvalid).await);
     }
-    if claims.exp <= now_secs() {
-        return Err(refuse(conn, &attempt, GrantError::GrantExpired).await);
-    }
-    if !ids.iter().all(|id| claims.token_ids.contains(id)) {
+    // Past its time by the grant's own `exp`: not consumed, and the refusal below says why (a
+    // grant used once stays used, so a second use is a reuse whenever it comes).
+    let expired = claims.exp <= now_secs();
+    if !expired && !ids.iter().all(|id| claims.token_ids.contains(id)) {
         return Err(refuse(conn, &attempt, GrantError::NotInGrant).await);
     }
     let tenant = &caller.tenant_id;
 
-    let outcome = conn
-        .transaction(async |conn| {
+    let outcome = if expired {
+        Ok(Err(()))
+    } else {
+        conn.transaction(async |conn| {
             let consumed: Option<(String, Option<String>)> = diesel::update(
                 grants::table
                     .filter(grants::tenant_id.eq(tenant.as_str()))
@@ -453,12 +455,16 @@ pub async fn detokenize(
                     } else if entry.expires_at.is_some_and(|at| at <= now) {
                         result.status = TokenStatus::Expired;
                     } else {
-                        // Roles are checked again: the policy may have changed since the grant.
+                        // Roles and the purpose are checked again: the policy may have changed
+                        // since the grant.
                         let allowed = match allowed_by_policy.get(&entry.policy_id) {
                             Some(a) => *a,
                             None => {
                                 let a = match vault::policies::get(conn, tenant, TokenPolicyId::from_uuid(entry.policy_id)).await {
-                                    Ok(stored) => stored.policy.allowed_roles.iter().any(|r| caller.has_role(r)),
+                                    Ok(stored) => {
+                                        stored.policy.allowed_roles.iter().any(|r| caller.has_role(r))
+                                            && stored.policy.allowed_purposes.contains(&purpose)
+                                    }
                                     Err(VaultError::PolicyNotFound) => false,
                                     Err(e) => return Err(GrantError::from(e)),
                                 };
@@ -505,21 +511,21 @@ pub async fn detokenize(
             }
             Ok(Ok(results))
         })
-        .await;
+        .await
+    };
     let results = match outcome {
         Ok(Ok(results)) => results,
         Ok(Err(())) => {
-            // Not consumed: find out why, and record the refusal.
-            let row: Option<(Option<OffsetDateTime>, OffsetDateTime)> = grants::table
-                .filter(grants::tenant_id.eq(tenant.as_str()))
-                .filter(grants::jti.eq(claims.jti))
-                .select((grants::used_at, grants::expires_at))
-                .first(conn)
-                .await
-                .optional()?;
-            let error = match row {
-                Some((Some(_), _)) => GrantError::GrantReused,
-                Some((None, _)) => GrantError::GrantExpired,
+            // Not consumed: find out why, and record the refusal with the grant's purpose.
+            let error = match grant_row(conn, tenant, claims.jti).await? {
+                Some(row) => {
+                    (attempt.purpose, attempt.reason) = (Some(row.purpose), row.reason);
+                    if row.used_at.is_some() {
+                        GrantError::GrantReused
+                    } else {
+                        GrantError::GrantExpired
+                    }
+                }
                 None => GrantError::GrantInvalid,
             };
             return Err(refuse(conn, &attempt, error).await);
@@ -527,6 +533,29 @@ pub async fn detokenize(
         Err(e) => return Err(e),
     };
     Ok(Detokenized { results, trace_id })
+}
+
+/// What a refusal needs of the grant's row: whether it was used, and its purpose and reason
+/// for the audit record.
+#[derive(Debug, Queryable)]
+struct GrantRow {
+    used_at: Option<OffsetDateTime>,
+    purpose: String,
+    reason: Option<String>,
+}
+
+async fn grant_row(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    jti: Uuid,
+) -> Result<Option<GrantRow>, GrantError> {
+    Ok(grants::table
+        .filter(grants::tenant_id.eq(tenant.as_str()))
+        .filter(grants::jti.eq(jti))
+        .select((grants::used_at, grants::purpose, grants::reason))
+        .first(conn)
+        .await
+        .optional()?)
 }
 
 #[derive(Debug, Queryable, Selectable)]

@@ -851,3 +851,58 @@ async fn a_detokenization_that_reveals_nothing_creates_no_keys_for_its_tenant() 
         0
     );
 }
+
+/// A grant used once stays used: presented again after its 300 seconds, it is a reuse
+/// (GRANT_NONCE_REUSED), not an expiry. The refusal is audited with the grant's purpose.
+#[tokio::test]
+async fn a_used_grant_presented_after_its_time_is_a_reuse() {
+    let mut s = Setup::new().await;
+    let ids = s.ids.clone();
+    let grant_jwt = s.grant(&ids).await;
+    s.detokenize(&sam(), &ids, &grant_jwt).await.unwrap();
+    diesel::sql_query("UPDATE grants SET expires_at = now() - interval '1 second'")
+        .execute(&mut s.conn)
+        .await
+        .unwrap();
+    let outcome = s.detokenize(&sam(), &ids, &grant_jwt).await;
+    assert!(
+        matches!(outcome, Err(GrantError::GrantReused)),
+        "{outcome:?}"
+    );
+    let audit = s.audit(&AuditFilter::default()).await;
+    let refused = audit
+        .iter()
+        .find(|a| a.denial_code.as_deref() == Some("GRANT_NONCE_REUSED"))
+        .unwrap_or_else(|| panic!("{audit:?}"));
+    assert_eq!(refused.purpose.as_deref(), Some("fraud_review"));
+}
+
+/// The purpose is checked again at detokenize, like the roles: a policy that no longer allows
+/// the grant's purpose reveals nothing.
+#[tokio::test]
+async fn a_purpose_the_policy_no_longer_allows_reveals_nothing() {
+    let mut s = Setup::new().await;
+    let ids = s.ids.clone();
+    let grant_jwt = s.grant(&ids).await;
+    let mut changed = definition();
+    changed.allowed_purposes = vec!["billing".into()];
+    vault::policies::update(
+        &mut s.conn,
+        &acme(),
+        &"alice".parse().unwrap(),
+        s.policy,
+        &changed,
+    )
+    .await
+    .unwrap();
+    let revealed = s.detokenize(&sam(), &ids, &grant_jwt).await.unwrap();
+    assert!(
+        revealed
+            .results
+            .iter()
+            .all(|r| r.status == TokenStatus::Denied && r.value.is_none()),
+        "{:?}",
+        statuses(&revealed)
+    );
+    assert_eq!(revealed.success_count(), 0);
+}

@@ -57,6 +57,8 @@ struct Existing {
     lookup: Option<Uuid>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     revoked_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    expires_at: Option<OffsetDateTime>,
 }
 
 /// What keeps one entry per value: the token's lookup key where the token is a function of the
@@ -99,13 +101,15 @@ async fn existing(
     let rows: Vec<Existing> = db::sql(
         "SELECT e.* FROM unnest($2::uuid[]) AS k(lookup)
           CROSS JOIN LATERAL (
-                SELECT token_id, token, fingerprint, lookup, revoked_at FROM vault_entries
+                SELECT token_id, token, fingerprint, lookup, revoked_at, expires_at
+                  FROM vault_entries
                  WHERE lookup = k.lookup AND tenant_id = $1
                 OFFSET 0) e
          UNION ALL
          SELECT e.* FROM unnest($3::bytea[]) AS k(fingerprint)
           CROSS JOIN LATERAL (
-                SELECT token_id, token, fingerprint, lookup, revoked_at FROM vault_entries
+                SELECT token_id, token, fingerprint, lookup, revoked_at, expires_at
+                  FROM vault_entries
                  WHERE tenant_id = $1 AND fingerprint = k.fingerprint
                 OFFSET 0) e",
     )
@@ -198,6 +202,10 @@ pub(super) async fn write(
         let mut rows = Rows::default();
         let mut claimed: HashMap<Key, Uuid> = HashMap::new();
         let mut waiting = Vec::new();
+        // Existing entries whose token's time ran out: the value's token is theirs (it is a
+        // function of the value, or its surrogate), so the tokenize makes them active again.
+        let mut expired: Vec<Uuid> = Vec::new();
+        let now = OffsetDateTime::now_utc();
         // One draw from the system generator for the round's nonces and token-id randomness,
         // instead of two system calls per item.
         let mut random = vec![0u8; todo.len() * RANDOM_PER_ROW];
@@ -212,6 +220,9 @@ pub(super) async fn write(
                 let written = if e.revoked_at.is_some() {
                     Written::Revoked
                 } else {
+                    if e.expires_at.is_some_and(|at| at <= now) {
+                        expired.push(e.token_id);
+                    }
                     Written::Token {
                         token: Some(e.token.clone()),
                         token_id: Some(e.token_id),
@@ -260,6 +271,9 @@ pub(super) async fn write(
                 p.value.expose().as_bytes(),
             )?;
             rows.push(i, token_id, token, p, sealed);
+        }
+        if !expired.is_empty() {
+            renew(conn, tenant, stored, ttl, &expired).await?;
         }
         let batch: Vec<(usize, Uuid)> = rows
             .pending_index
@@ -343,6 +357,34 @@ pub(super) async fn write(
         out.insert(pending[i].index, Written::NoSurrogate);
     }
     Ok(out)
+}
+
+/// Makes expired entries active again under the policy's TTL now (none: they stay active), as
+/// if the value were tokenized for the first time. A revoked entry is never renewed.
+async fn renew(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    stored: &StoredPolicy,
+    ttl: Option<i64>,
+    token_ids: &[Uuid],
+) -> Result<(), VaultError> {
+    db::sql(
+        "UPDATE vault_entries v
+            SET expires_at = CASE WHEN $3::bigint IS NULL THEN NULL
+                                  ELSE now() + make_interval(secs => $3::bigint) END,
+                policy_id = $4, policy_version = $5
+           FROM unnest($2::uuid[]) AS k(token_id)
+          WHERE v.tenant_id = $1 AND v.token_id = k.token_id
+            AND v.revoked_at IS NULL AND v.expires_at <= now()",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<SqlUuid>, _>(token_ids)
+    .bind::<Nullable<Int8>, _>(ttl)
+    .bind::<SqlUuid, _>(stored.policy_id.as_uuid())
+    .bind::<Int4, _>(stored.version)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// Column arrays for one `INSERT ... SELECT FROM unnest(...)`.

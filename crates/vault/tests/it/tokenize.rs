@@ -558,3 +558,52 @@ async fn a_stored_value_is_reused_in_small_and_large_batches() {
     }
     assert_eq!(v.entries().await, 1 + 2 + 39);
 }
+
+/// A value whose deterministic or format-preserving token has expired gets that token back,
+/// active again for the policy's TTL: the token is a function of the value (or its surrogate),
+/// so handing back the expired one as if it worked would give a token no one can detokenize.
+#[tokio::test]
+async fn tokenizing_a_value_whose_token_expired_makes_it_active_again() {
+    let mut v = Vault::new().await;
+    let policy = v
+        .policy(
+            &acme(),
+            &vault::policies::Definition {
+                token_ttl_seconds: Some(3600),
+                ..all_modes()
+            },
+        )
+        .await;
+    let batch = request(
+        policy,
+        vec![item("123-45-6789", "us_ssn"), item("046 454 286", "ca_sin")],
+    );
+    let first = v.done(&batch).await;
+    let (ssn, ssn_id, _) = written(&first, 0);
+    let (sin, sin_id, _) = written(&first, 1);
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query("UPDATE vault_entries SET expires_at = now() - interval '1 second'"),
+        &mut v.conn,
+    )
+    .await
+    .unwrap();
+    let expired = "SELECT count(*) AS n FROM vault_entries WHERE expires_at <= now()";
+    assert_eq!(v.count(expired).await, 2);
+
+    let again = v.done(&batch).await;
+    assert_eq!(codes(&again), ["TOKENIZED"; 2]);
+    let (ssn_again, ssn_id_again, _) = written(&again, 0);
+    let (sin_again, sin_id_again, _) = written(&again, 1);
+    assert_eq!((ssn_again, ssn_id_again), (ssn, ssn_id));
+    assert_eq!((sin_again, sin_id_again), (sin, sin_id));
+    assert_eq!(v.count(expired).await, 0);
+    assert_eq!(
+        v.count(
+            "SELECT count(*) AS n FROM vault_entries
+              WHERE expires_at > now() + interval '3500 seconds'"
+        )
+        .await,
+        2
+    );
+    assert_eq!(v.entries().await, 2);
+}
