@@ -57,7 +57,7 @@ pub struct ScanOptions {
 }
 
 /// POST /connectors/:id/scan.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartConnectorScan {
     /// full or incremental (default full).

@@ -145,8 +145,9 @@ pub(crate) async fn stop(
     Ok(Some(ended.completed_at))
 }
 
-/// Ends running scans past their deadline as partial (timeout_minutes exceeded). Their
-/// workers see it at their next heartbeat and stop.
+/// Ends running scans past their deadline: partial (timeout_minutes exceeded), or failed when
+/// the scan is strict and short of its target. Their workers see it at their next heartbeat
+/// and stop.
 pub async fn expire(conn: &mut AsyncPgConnection) -> Result<usize, ScanError> {
     conn.transaction::<_, ScanError, _>(async |conn| {
         let late: Vec<(String, Uuid)> = db::schema::scans::table
@@ -162,10 +163,30 @@ pub async fn expire(conn: &mut AsyncPgConnection) -> Result<usize, ScanError> {
             let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
             let scan = ScanId::from_uuid(scan);
             tracing::info!(%scan, "scan timed out");
-            let reason = Some("timeout_minutes was exceeded");
-            if stop(conn, &tenant, scan, Stop::Running, Status::Partial, reason)
-                .await?
-                .is_some()
+            // Partial, unless the scan is strict and short of its target, or its enumeration
+            // failed: then failed, as if its work had ended there.
+            let row = rows::row(conn, &tenant, scan).await?;
+            let enumeration =
+                Enumeration::parse(&row.enumeration_status).ok_or(ScanError::CorruptRow)?;
+            let options = row.options()?;
+            let counts = rows::counts(conn, &tenant, scan).await?;
+            let (status, reason) = final_status(
+                options.coverage_strategy,
+                options.coverage_target,
+                &counts,
+                enumeration,
+                true,
+            );
+            if stop(
+                conn,
+                &tenant,
+                scan,
+                Stop::Running,
+                status,
+                reason.as_deref(),
+            )
+            .await?
+            .is_some()
             {
                 ended += 1;
             }

@@ -96,12 +96,17 @@ impl Counts {
         self.scanned + self.skipped + self.failed
     }
 
-    /// Scanned resources over those eligible (enumerated and not excluded by policy); 1.0
-    /// when none is eligible.
-    pub fn coverage_pct(&self) -> f64 {
+    /// Scanned resources over those eligible (enumerated and not excluded by policy). With
+    /// none eligible it is 1.0 once the enumeration is complete (nothing was left unscanned),
+    /// and 0.0 while it runs or where it failed or stopped short (nothing is known covered).
+    pub fn coverage_pct(&self, enumeration: Enumeration) -> f64 {
         let eligible = self.enumerated - self.skipped;
         if eligible <= 0 {
-            1.0
+            if enumeration == Enumeration::Complete {
+                1.0
+            } else {
+                0.0
+            }
         } else {
             self.scanned as f64 / eligible as f64
         }
@@ -235,7 +240,7 @@ impl Scan {
 
     pub fn coverage(&self) -> Coverage {
         let c = &self.counts;
-        let pct = c.coverage_pct();
+        let pct = c.coverage_pct(self.enumeration);
         Coverage {
             coverage_target: self.options.coverage_target,
             coverage_strategy: self.options.coverage_strategy,
@@ -256,8 +261,10 @@ impl Scan {
     }
 }
 
+/// Four decimals, rounded down: a coverage shown as the target has met it (0.94996 is not
+/// shown as 0.95 beside `target_met: false`).
 fn round4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
+    (x * 10_000.0 + 1e-6).floor() / 10_000.0
 }
 
 /// The completeness score: the coverage of what was enumerated, times the share of listing
@@ -295,7 +302,7 @@ pub fn final_status(
     if enumeration == Enumeration::Failed {
         return (Status::Failed, Some("enumeration failed".into()));
     }
-    let pct = counts.coverage_pct();
+    let pct = counts.coverage_pct(enumeration);
     let met = pct + 1e-9 >= target;
     if strategy == Strategy::Strict && !met {
         return (
@@ -380,8 +387,20 @@ mod tests {
             failed: 2,
             findings: 3,
         };
-        assert!((c.coverage_pct() - 0.75).abs() < 1e-9);
-        assert_eq!(Counts::default().coverage_pct(), 1.0);
+        assert!((c.coverage_pct(Enumeration::Complete) - 0.75).abs() < 1e-9);
+        assert_eq!(Counts::default().coverage_pct(Enumeration::Complete), 1.0);
+        // Nothing eligible yet: nothing is known covered until the listing is complete.
+        for unfinished in [
+            Enumeration::InProgress,
+            Enumeration::Partial,
+            Enumeration::Failed,
+        ] {
+            assert_eq!(Counts::default().coverage_pct(unfinished), 0.0);
+        }
+        assert_eq!(round4(0.94996), 0.9499);
+        assert_eq!(round4(0.95), 0.95);
+        assert_eq!(round4(2.0 / 3.0), 0.6666);
+        assert_eq!(round4(1.0), 1.0);
         assert!((completeness(0.75, Enumeration::Partial, 4, 3) - 0.5625).abs() < 1e-9);
         assert_eq!(completeness(1.0, Enumeration::Failed, 1, 0), 0.0);
     }
@@ -416,6 +435,21 @@ mod tests {
             Status::Failed
         );
         assert_eq!(final_status(best, 0.5, &all, e, true).0, Status::Partial);
+        // Timed out: strict and short of the target fails; strict and at it is partial.
+        assert_eq!(final_status(strict, 0.95, &some, e, true).0, Status::Failed);
+        assert_eq!(final_status(strict, 0.5, &all, e, true).0, Status::Partial);
+        // Still listing when the time ran out, nothing scanned: nothing is known covered.
+        assert_eq!(
+            final_status(
+                strict,
+                0.5,
+                &Counts::default(),
+                Enumeration::InProgress,
+                true
+            )
+            .0,
+            Status::Failed
+        );
         assert_eq!(
             final_status(best, 0.5, &all, Enumeration::Partial, false).0,
             Status::Partial

@@ -346,6 +346,16 @@ async fn a_full_then_an_incremental_scan_of_a_known_bucket() {
     .unwrap();
     assert_eq!(open[0].n, 0, "findings of earlier scans are still open");
 
+    // Every field of the start has a default: no body is a full scan with the tier's options.
+    let (status, body) = admin
+        .send(Method::POST, &format!("/connectors/{id}/scan"), None)
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let bare = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let done = finished(&admin, &bare).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["type"], "full", "{done}");
+
     // Deleting the connector takes its scans and findings with it.
     let (status, _) = admin
         .send(Method::DELETE, &format!("/connectors/{id}"), None)

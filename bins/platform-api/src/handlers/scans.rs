@@ -5,7 +5,7 @@ use api_types::scans::{
     ConnectorScanStarted, DeploymentConfig, ParallelStarted, Scan, ScanCancelled, ScanQuery,
     StartConnectorScan, StartParallel, Worker,
 };
-use dps_http::{ApiError, Body, Caller, Enveloped, Permitted, ServiceState, groups};
+use dps_http::{ApiError, Body, Caller, Enveloped, OptionalBody, Permitted, ServiceState, groups};
 use ids::{ConnectorId, ScanId};
 use scans::store::{self, NewScan, Origin};
 
@@ -78,8 +78,11 @@ pub async fn start_for_connector(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     id: web::Path<String>,
-    body: Body<StartConnectorScan>,
+    // Every field has a default (a full scan with the tier's options), so the body may be left
+    // out.
+    body: OptionalBody<StartConnectorScan>,
 ) -> Result<Enveloped<ConnectorScanStarted>, ApiError> {
+    let body = body.0.unwrap_or_default();
     let mut conn = state.conn().await?;
     let request = NewScan {
         connectors: std::slice::from_ref(&*id),

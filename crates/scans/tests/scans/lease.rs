@@ -310,3 +310,44 @@ async fn a_chunk_whose_workers_keep_dying_is_given_up_as_worker_lost() {
         (Status::Partial, &[hr][..])
     );
 }
+
+/// A strict scan past its deadline short of its target fails ("fail if target not met"), where
+/// a best-effort one ends partial.
+#[tokio::test]
+async fn a_strict_scan_past_its_deadline_below_its_target_fails() {
+    let mut w = World::with_storage().await;
+    let acme = w.acme.clone();
+    w.bucket("hr-exports", &[("a.txt", "a"), ("b.txt", "b")])
+        .await;
+    let hr = w.connector(&acme, "HR", "hr-exports").await;
+    let scan = w
+        .started(
+            &acme,
+            &[hr],
+            json!({ "max_workers": 1, "coverage_strategy": "strict" }),
+        )
+        .await;
+    let claim = w.claim(&acme, scan, "worker-a").await;
+    let pending = lease::pending(&mut w.conn, &claim).await.unwrap();
+    record::record(
+        &mut w.conn,
+        &claim,
+        vec![(pending[0].clone(), ssn())],
+        LEASE,
+    )
+    .await
+    .unwrap();
+    diesel::sql_query(format!(
+        "UPDATE scans SET deadline = now() - interval '1 second' WHERE scan_id = '{scan}'"
+    ))
+    .execute(&mut w.conn)
+    .await
+    .unwrap();
+    assert_eq!(lifecycle::expire(&mut w.conn).await.unwrap(), 1);
+    let view = scans::store::get(&mut w.conn, &acme, scan).await.unwrap();
+    assert_eq!(view.status, Status::Failed);
+    assert_eq!(
+        view.status_reason.as_deref(),
+        Some("coverage 0.5000 is below the strict target 0.95")
+    );
+}
