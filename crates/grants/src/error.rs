@@ -43,6 +43,7 @@ impl GrantError {
             GrantError::GrantExpired => "GRANT_EXPIRED",
             GrantError::GrantReused => "GRANT_NONCE_REUSED",
             GrantError::NotInGrant => "TOKEN_NOT_IN_GRANT",
+            GrantError::Invalid(_) => "INVALID_INPUT",
             _ => "DENIED",
         }
     }

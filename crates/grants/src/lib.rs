@@ -384,8 +384,22 @@ pub async fn detokenize(
     caller: &Principal,
     request: &DetokenizeRequest<'_>,
 ) -> Result<Detokenized, GrantError> {
-    let ids = parse_ids(request.tokens, "tokens")?;
     let trace_id = Uuid::new_v4();
+    let ids = match parse_ids(request.tokens, "tokens") {
+        Ok(ids) => ids,
+        Err(e) => {
+            // Every attempt is audited, this one too, without its ids (there may be thousands).
+            let attempt = Attempt {
+                trace_id,
+                caller,
+                token_ids: &[],
+                grant_jti: None,
+                purpose: None,
+                reason: None,
+            };
+            return Err(refuse(conn, &attempt, e).await);
+        }
+    };
     let mut attempt = Attempt {
         trace_id,
         caller,

@@ -906,3 +906,36 @@ async fn a_purpose_the_policy_no_longer_allows_reveals_nothing() {
     );
     assert_eq!(revealed.success_count(), 0);
 }
+
+/// A detokenization refused for its token list (none, or over 100) is an attempt too, and is
+/// audited as one, without the ids.
+#[tokio::test]
+async fn a_detokenization_with_a_bad_token_list_is_audited() {
+    let mut s = Setup::new().await;
+    let ids = s.ids.clone();
+    let grant_jwt = s.grant(&ids).await;
+    let too_many: Vec<String> = (0..101).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    for tokens in [Vec::new(), too_many] {
+        let outcome = s.detokenize(&sam(), &tokens, &grant_jwt).await;
+        assert!(
+            matches!(outcome, Err(GrantError::Invalid(_))),
+            "{outcome:?}"
+        );
+    }
+    let audit = s.audit(&AuditFilter::default()).await;
+    assert_eq!(audit.len(), 2, "{audit:?}");
+    assert!(
+        audit.iter().all(|a| a.outcome == "denied"
+            && a.denial_code.as_deref() == Some("INVALID_INPUT")
+            && a.tokens.is_empty()),
+        "{audit:?}"
+    );
+    // The grant is still good.
+    assert_eq!(
+        s.detokenize(&sam(), &ids, &grant_jwt)
+            .await
+            .unwrap()
+            .success_count(),
+        3
+    );
+}

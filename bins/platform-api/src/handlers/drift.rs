@@ -77,7 +77,7 @@ pub async fn list(
     tag = "governance",
     security(("bearer" = [])),
     params(("id" = String, Path, description = "Drift event id")),
-    request_body = Acknowledge,
+    request_body = Option<Acknowledge>,
     responses(
         (status = 200, description = "The event, acknowledged", body = DriftEvent),
         (status = 400, description = "VALIDATION_FAILED: a note over 1000 characters or an unknown field", body = api_types::ErrorEnvelope),

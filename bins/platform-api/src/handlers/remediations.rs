@@ -114,7 +114,7 @@ pub async fn get(
     tag = "governance",
     security(("bearer" = [])),
     params(("id" = String, Path, description = "Remediation id")),
-    request_body = UndoRequest,
+    request_body = Option<UndoRequest>,
     responses(
         (status = 200, description = "The remediation, undone", body = Remediation),
         (status = 400, description = "VALIDATION_FAILED: an unknown field or a force that is not a boolean", body = api_types::ErrorEnvelope),

@@ -64,7 +64,7 @@ pub async fn start_parallel(
     tag = "scans",
     security(("bearer" = [])),
     params(("id" = String, Path, description = "Connector id")),
-    request_body = StartConnectorScan,
+    request_body = Option<StartConnectorScan>,
     responses(
         (status = 201, description = "The scan, queued", body = ConnectorScanStarted),
         (status = 400, description = "VALIDATION_FAILED naming each invalid field or option", body = api_types::ErrorEnvelope),

@@ -5,7 +5,8 @@ use dps_http::ApiError;
 use crate::admission::{self as op, Admitted};
 use crate::{errors, wire};
 
-/// The tenant's usage this calendar month (UTC), with its quota. Admin only.
+/// The tenant's usage this calendar month (UTC), with its quota. Any user of the tenant, unless
+/// the deployment requires a role (`DPS_ROLE_REQUIREMENTS`).
 #[utoipa::path(
     get,
     path = "/api/v1/tokens/usage",
