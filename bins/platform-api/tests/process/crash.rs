@@ -105,6 +105,8 @@ impl Stack {
         }
         env.insert("DPS_SCAN_WORKERS".into(), "1".into());
         env.insert("DATABASE_POOL_SIZE".into(), "4".into());
+        // Webhooks to the test's own loopback receiver.
+        env.insert("DPS_ALLOW_PRIVATE_NETWORKS".into(), "true".into());
         // Every line the service can write, so that the leak check below sees them all.
         env.insert("RUST_LOG".into(), "debug".into());
         if let Some(point) = crash_at {
@@ -618,14 +620,7 @@ async fn a_request_killed_after_its_write_out_of_attempts_still_ends_receipted()
 async fn mask_its_alert_and_undo_leak_no_value_to_logs_or_webhooks() {
     let stack = Stack::new().await;
     let receiver = testkit::identity::http_server(|_| (200, Value::Null));
-    let mut env: HashMap<String, String> = testkit::service_env(&stack.db, &stack.master_key);
-    for (name, value) in seed::moto_platform_env(&stack.moto.url()) {
-        env.insert(name.into(), value);
-    }
-    env.insert("DPS_SCAN_WORKERS".into(), "1".into());
-    env.insert("DPS_ALLOW_PRIVATE_NETWORKS".into(), "true".into());
-    env.insert("RUST_LOG".into(), "debug".into());
-    let service = ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env);
+    let service = stack.start(None);
     let json = |v: Value| Some(("application/json", v.to_string()));
     let (status, body) = stack
         .send(
