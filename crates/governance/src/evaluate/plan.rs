@@ -396,18 +396,20 @@ pub async fn apply_with_decisions(
                 .collect();
             *by_action.entry(kind.as_str()).or_default() += fresh.len() as u64;
             for &(c, action_id) in &fresh {
+                // A denied action is a request too, whose entry the executor writes with its
+                // receipt when it ends it `blocked`: none here.
                 let entry_kind = match outcome {
                     "simulated" => {
                         tally.simulated += 1;
-                        "action_simulated"
+                        Some("action_simulated")
                     }
                     "blocked" => {
                         tally.blocked += 1;
-                        "action_blocked"
+                        None
                     }
                     _ => {
                         tally.planned += 1;
-                        "action_planned"
+                        Some("action_planned")
                     }
                 };
                 let mut details = json!({
@@ -476,11 +478,9 @@ pub async fn apply_with_decisions(
                     }
                     _ => {}
                 }
-                // A denied action is a request too: the executor ends it `blocked` and writes
-                // its `action_blocked` entry with the receipt, so nothing is written here.
-                if outcome == "blocked" {
+                let Some(entry_kind) = entry_kind else {
                     continue;
-                }
+                };
                 entries.push(
                     audit::NewEntry::new(entry_kind, audit::Actor::System)
                         .policy(policy.id, policy.version)
