@@ -20,6 +20,11 @@ pub fn vault(error: VaultError) -> ApiError {
                 .with_details(json!({ "fields": problems }))
         }
         VaultError::InvalidRequest(message) => ApiError::invalid(message),
+        VaultError::UnsupportedPiiType => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            Code::Named("UNSUPPORTED_PII_TYPE"),
+            error.to_string(),
+        ),
         VaultError::PolicyNotFound => ApiError::new(
             StatusCode::NOT_FOUND,
             Code::Named("POLICY_NOT_FOUND"),
@@ -56,8 +61,10 @@ pub fn vault(error: VaultError) -> ApiError {
     }
 }
 
-/// An ALL_OR_NOTHING batch with a failed item: 400 with the first failure's code, every failed
-/// item in `detail`, and every item's result beside it.
+/// An ALL_OR_NOTHING batch with a failed item: the first failure's code, every failed item in
+/// `detail`, and every item's result beside it. The status is the one the spec's error table
+/// gives that code (403 for TOKEN_REVOKED), and 400 for the item codes it does not list, which
+/// all say the request's own values are wrong.
 pub fn batch_rejected(
     first: vault::tokenize::ItemFailure,
     result: &vault::tokenize::Tokenized,
@@ -74,8 +81,12 @@ pub fn batch_rejected(
             _ => None,
         })
         .collect();
+    let status = match first.code {
+        "TOKEN_REVOKED" => StatusCode::FORBIDDEN,
+        _ => StatusCode::BAD_REQUEST,
+    };
     ApiError::new(
-        StatusCode::BAD_REQUEST,
+        status,
         Code::Named(first.code),
         "the ALL_OR_NOTHING batch has failed items; nothing was written",
     )

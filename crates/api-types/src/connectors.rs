@@ -15,7 +15,7 @@ pub struct Connector {
     pub provider: String,
     /// pending_test, active, disconnected or error.
     pub status: String,
-    /// Why the last connection test failed, when status is error.
+    /// Why the last connection test failed, when status is error or disconnected.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub status_message: Option<String>,
     /// The non-secret configuration fields.

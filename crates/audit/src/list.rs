@@ -100,13 +100,14 @@ pub async fn list(
 ) -> Result<Page<Entry>, ListError> {
     let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
     // Times never go backwards within a log, so `since` becomes the first seq at or after it,
-    // found through the time index.
+    // found through the time index. Entries written together share their time; `seq` breaks
+    // the tie, so none of them is skipped.
     let mut from = keyset.after_seq().map_or(1, |seq| seq + 1);
     if let Some(since) = filter.since {
         let first: Option<i64> = audit_log::table
             .filter(audit_log::tenant_id.eq(tenant.as_str()))
             .filter(audit_log::recorded_at.ge(since))
-            .order(audit_log::recorded_at)
+            .order((audit_log::recorded_at, audit_log::seq))
             .select(audit_log::seq)
             .first(conn)
             .await

@@ -7,7 +7,7 @@ use diesel_async::AsyncPgConnection;
 use ids::{ConnectorId, TenantId};
 use keys::KeyRing;
 
-use crate::cloud::{AccessError, Cloud};
+use crate::cloud::{AccessError, Cloud, Failure};
 use crate::store::{self, ConnectorError, Status};
 
 /// What the test found.
@@ -21,7 +21,9 @@ pub struct TestOutcome {
     pub error: Option<AccessError>,
 }
 
-/// Tests a connector's access and sets its status to `active`, or to `error` with the reason.
+/// Tests a connector's access and sets its status: `active`; `disconnected` when nothing
+/// answered (a network failure or a timeout); `error` when the storage or the identity service
+/// refused or answered something unusable. A failure's reason is kept in `status_message`.
 pub async fn test_connection(
     conn: &mut AsyncPgConnection,
     cloud: &Cloud,
@@ -40,13 +42,18 @@ pub async fn test_connection(
             latency: Duration::ZERO,
         },
     };
-    let (status, message) = match &probe.error {
-        None => (Status::Active, None),
-        Some(e) => (
-            Status::Error,
-            Some(format!("{}: {}", e.failure.as_str(), e.message)),
-        ),
+    let status = match &probe.error {
+        None => Status::Active,
+        // Nothing answered: the storage or its identity service is unreachable from here, which
+        // may pass without any change to the connector.
+        Some(e) if e.failure == Failure::Network => Status::Disconnected,
+        // Something answered and refused: the configuration or the grant must change.
+        Some(_) => Status::Error,
     };
+    let message = probe
+        .error
+        .as_ref()
+        .map(|e| format!("{}: {}", e.failure.as_str(), e.message));
     tracing::info!(
         connector = %id,
         status = status.as_str(),

@@ -368,7 +368,7 @@ pub async fn delete(
     Ok(())
 }
 
-/// Records the outcome of a connection test: `active`, or `error` with the reason.
+/// Records the outcome of a connection test: the status and, for a failure, the reason.
 pub async fn set_status(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,

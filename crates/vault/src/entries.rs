@@ -113,7 +113,7 @@ pub async fn list(
     let pii_type = pii_type
         .map(|t| {
             t.parse::<PiiType>()
-                .map_err(|_| VaultError::InvalidRequest("pii_type is not a supported PII type"))
+                .map_err(|_| VaultError::UnsupportedPiiType)
         })
         .transpose()?;
     let status = status.map(Status::parse).transpose()?;

@@ -23,6 +23,9 @@ pub enum VaultError {
     Invalid(Vec<FieldProblem>),
     #[error("{0}")]
     InvalidRequest(&'static str),
+    /// A request names a PII type the service does not know (a list's `pii_type` filter).
+    #[error("pii_type is not a supported PII type")]
+    UnsupportedPiiType,
     #[error("no such policy")]
     PolicyNotFound,
     #[error("no such token")]

@@ -125,7 +125,6 @@ async fn the_vault_lists_entries_without_values_and_filters_by_type_and_status()
     for query in [
         format!("?cursor={tampered}"),
         "?status=gone".into(),
-        "?pii_type=us_zip".into(),
         "?limit=101".into(),
         "?limit=0".into(),
     ] {
@@ -133,6 +132,9 @@ async fn the_vault_lists_entries_without_values_and_filters_by_type_and_status()
         assert_eq!(status, 400, "{query}");
         area_a_error(&body, "INVALID_INPUT");
     }
+    let (status, body) = get(&t, &reader, "?pii_type=us_zip").await;
+    assert_eq!(status, 400, "{body}");
+    area_a_error(&body, "UNSUPPORTED_PII_TYPE");
 
     // Another tenant sees nothing, and cannot use this tenant's cursor.
     let stranger = t.app.token("globex", "gina", &["admin"]);
@@ -187,6 +189,19 @@ async fn revocation_needs_a_reason_and_a_role_and_is_idempotent() {
         body["results"][0]["error"]["code"], "TOKEN_REVOKED",
         "{body}"
     );
+    // In an ALL_OR_NOTHING batch it rejects the batch with the status the spec gives the code.
+    let entries = t.entries().await;
+    let (status, body) = t
+        .tokenize(json!({
+            "policy_id": policy,
+            "batch_mode": "ALL_OR_NOTHING",
+            "items": [item("123-45-6789", "us_ssn"), item("234-56-7890", "us_ssn")]
+        }))
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let error = area_a_error(&body, "TOKEN_REVOKED");
+    assert_eq!(error["results"][1]["status"], "SKIPPED", "{error}");
+    assert_eq!(t.entries().await, entries);
 
     for (token_id, who) in [
         (uuid::Uuid::new_v4().to_string(), &t.admin),

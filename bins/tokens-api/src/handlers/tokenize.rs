@@ -18,6 +18,7 @@ use crate::{Extra, errors, wire};
         (status = 200, description = "Per-item results (BEST_EFFORT, or an ALL_OR_NOTHING batch that fully succeeded)", body = TokenizeResponse),
         (status = 400, description = "INVALID_INPUT, or an ALL_OR_NOTHING batch with a failed item: the first failure's code, with every result", body = api_types::ErrorBody),
         (status = 401, description = "Missing, unknown or revoked API key", body = api_types::ErrorBody),
+        (status = 403, description = "TOKEN_REVOKED: an ALL_OR_NOTHING batch whose first failed item is a revoked value, with every result", body = api_types::ErrorBody),
         (status = 404, description = "POLICY_NOT_FOUND", body = api_types::ErrorBody),
         (status = 409, description = "IDEMPOTENCY_KEY_REUSED: the key came with a different body", body = api_types::ErrorBody),
         (status = 429, description = "RATE_LIMIT_EXCEEDED, or QUOTA_EXCEEDED", body = api_types::ErrorBody),

@@ -16,7 +16,7 @@ use crate::{Extra, errors, wire};
     ),
     responses(
         (status = 200, description = "One page of entries", body = VaultList),
-        (status = 400, description = "INVALID_INPUT: a bad limit, filter or cursor", body = api_types::ErrorBody),
+        (status = 400, description = "INVALID_INPUT: a bad limit, status or cursor; UNSUPPORTED_PII_TYPE: an unknown pii_type", body = api_types::ErrorBody),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
     ),
 )]

@@ -300,6 +300,35 @@ async fn the_connection_test_lists_and_reads_for_real_and_records_the_outcome() 
             .is_some_and(|m| m.starts_with("not_found")),
         "{stored:?}"
     );
+    // Storage that does not answer at all: the connector is disconnected, not in error, and a
+    // test that reaches it again makes it active.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let unreachable = testkit::seed::moto_cloud(&format!("http://127.0.0.1:{closed}"));
+    let outcome = connectors::test_connection(&mut conn, &unreachable, &keyring, &acme, good.id)
+        .await
+        .unwrap();
+    assert!(!outcome.connected);
+    let error = outcome.error.expect("a failure");
+    assert_eq!(error.failure, connectors::Failure::Network, "{error:?}");
+    let stored = store::get(&mut conn, &acme, good.id).await.unwrap();
+    assert_eq!(stored.status, Status::Disconnected);
+    assert!(
+        stored
+            .status_message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("network")),
+        "{stored:?}"
+    );
+    connectors::test_connection(&mut conn, &cloud, &keyring, &acme, good.id)
+        .await
+        .unwrap();
+    let stored = store::get(&mut conn, &acme, good.id).await.unwrap();
+    assert_eq!(stored.status, Status::Active);
+    assert_eq!(stored.status_message, None);
+
     // Another tenant cannot test it.
     let globex: ids::TenantId = "globex".parse().unwrap();
     assert!(matches!(
