@@ -53,6 +53,9 @@ pub(crate) struct Shape {
     chars: Vec<char>,
     /// (index into `chars`, kind), in reading order.
     slots: Vec<(usize, Slot)>,
+    /// Whether a rendering would copy a character that may carry the value: a digit outside
+    /// ASCII anywhere, or a letter outside ASCII where the shape changes characters.
+    foreign: bool,
 }
 
 impl Shape {
@@ -65,7 +68,21 @@ impl Shape {
             .filter(|(i, c)| !keep(*i, **c))
             .filter_map(|(i, c)| Slot::of(*c).map(|s| (i, s)))
             .collect();
-        Self { chars, slots }
+        let foreign = chars.iter().enumerate().any(|(i, &c)| {
+            !c.is_ascii() && (c.is_numeric() || (c.is_alphanumeric() && !keep(i, c)))
+        });
+        Self {
+            chars,
+            slots,
+            foreign,
+        }
+    }
+
+    /// Whether rendering would copy characters of the value that the slots cannot change
+    /// (`١٢٣`, `４７２１`, `é` in an email's local part): a token made of this shape would
+    /// carry part of the value in clear.
+    pub fn copies_foreign_characters(&self) -> bool {
+        self.foreign
     }
 
     pub fn slots(&self) -> &[(usize, Slot)] {

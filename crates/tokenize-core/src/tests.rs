@@ -27,6 +27,7 @@ fn fpe_token(t: PiiType, raw: &str) -> String {
     match format_preserving(&fpe_key(), &norm(t, raw)) {
         FormatPreserving::Enciphered(token) => token,
         FormatPreserving::Surrogate(_) => panic!("{t}: expected FF1, got a surrogate"),
+        FormatPreserving::Unshapeable => panic!("{t}: expected FF1, got no token"),
     }
 }
 
@@ -203,6 +204,39 @@ fn phone_tokens_keep_the_country_code_and_the_written_shape() {
     )
     .unwrap();
     assert_eq!(fr.value.expose(), "+33142685300");
+}
+
+#[test]
+fn values_written_with_non_ascii_letters_or_digits_get_no_format_preserving_token() {
+    // Slots hold ASCII letters and digits only, so a token of these shapes would copy the
+    // other characters, which are the value itself.
+    for (t, raw) in [
+        (
+            PiiType::CaseNumber,
+            "\u{661}\u{662}\u{663}\u{664}\u{665}\u{666}\u{667}\u{668}\u{669}-1",
+        ),
+        (PiiType::CaseNumber, "CASE-\u{c9}T\u{c9}-20240017"),
+    ] {
+        let value = norm(t, raw);
+        assert!(
+            matches!(
+                format_preserving(&fpe_key(), &value),
+                FormatPreserving::Unshapeable
+            ),
+            "{raw}"
+        );
+    }
+    // A phone number written with digits outside ASCII is not taken as a phone number at all.
+    assert!(
+        normalize::normalize(
+            PiiType::Phone,
+            "+1 415 892 \u{ff14}\u{ff17}\u{ff12}\u{ff11}",
+            &NormalizeOptions::default(),
+        )
+        .is_err()
+    );
+    // Other characters the token keeps as they are, such as a currency sign, are fine.
+    assert!(fpe_token(PiiType::Monetary, "\u{20ac}12,345.67").starts_with('\u{20ac}'));
 }
 
 #[test]

@@ -152,6 +152,9 @@ pub enum FormatPreserving {
     /// The domain is below FF1's floor: the caller draws surrogates until the vault finds one
     /// that is unique in the tenant.
     Surrogate(Surrogate),
+    /// The value is written with letters or digits outside ASCII where the token would keep
+    /// them as they are: no format-preserving token is made, since it would carry them.
+    Unshapeable,
 }
 
 /// Draws random tokens of one value's shape.
@@ -319,6 +322,9 @@ pub fn format_preserving(key: &FpeKey, value: &Normalized) -> FormatPreserving {
         });
     }
     let shape = shape_of(value);
+    if shape.copies_foreign_characters() {
+        return FormatPreserving::Unshapeable;
+    }
     let pii_type = value.pii_type;
     let enciphered = fpe::encipher(key, pii_type.as_str().as_bytes(), &shape, |values| {
         acceptable(pii_type, values)

@@ -143,9 +143,13 @@ fn checked(year: u32, month: u32, day: u32) -> Result<Ymd, ValueError> {
     if !(1000..=9999).contains(&year) {
         return Err(ValueError::invalid("the year must have four digits"));
     }
-    let (year, month, day) = (year as u16, month as u8, day as u8);
+    let not_a_date = || ValueError::invalid("not a calendar date");
+    // Checked before narrowing: month 257 must not wrap to January.
+    let year = u16::try_from(year).map_err(|_| not_a_date())?;
+    let month = u8::try_from(month).map_err(|_| not_a_date())?;
+    let day = u8::try_from(day).map_err(|_| not_a_date())?;
     if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
-        return Err(ValueError::invalid("not a calendar date"));
+        return Err(not_a_date());
     }
     Ok(Ymd { year, month, day })
 }
@@ -439,6 +443,11 @@ mod tests {
             "March 32, 2020",
             "Smarch 4, 2020",
             "0999-01-01",
+            // Parts too large for their field are refused, not wrapped (257 is 1 mod 256).
+            "2020-257-4",
+            "2020-03-260",
+            "2020/769/1",
+            "March 260, 2020",
         ] {
             assert!(date(bad).is_err(), "{bad}");
         }

@@ -125,6 +125,13 @@ pub(super) fn prepare(
                     pending.fingerprint = Some(fingerprint_as_written(&keys.fingerprint, &value));
                     pending.surrogate = Some(s);
                 }
+                FormatPreserving::Unshapeable => {
+                    return Err(RuleFailure {
+                        code: ItemCode::InvalidValue,
+                        reason: "a format-preserving token needs the value's letters and digits \
+                                 in ASCII; this value has others it would copy",
+                    });
+                }
             },
         }
         Ok(pending)

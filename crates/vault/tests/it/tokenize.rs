@@ -296,6 +296,37 @@ async fn fail_open_protects_what_the_rules_cannot_handle_in_randomized_mode() {
 }
 
 #[tokio::test]
+async fn a_value_written_in_another_script_gets_no_format_preserving_token_that_would_copy_it() {
+    let mut v = Vault::new().await;
+    let arabic_indic = "\u{661}\u{662}\u{663}\u{664}\u{665}\u{666}\u{667}\u{668}\u{669}-1";
+    let mut definition = all_modes();
+    definition
+        .type_rules
+        .insert("case_number".into(), rule("format_preserving"));
+    let closed = v.policy(&acme(), &definition).await;
+    let result = v
+        .done(&request(closed, vec![item(arabic_indic, "case_number")]))
+        .await;
+    assert_eq!(codes(&result), ["INVALID_VALUE"]);
+    definition.failure_mode = Some("fail_open".into());
+    let open = v.policy(&acme(), &definition).await;
+    let result = v
+        .done(&request(open, vec![item(arabic_indic, "case_number")]))
+        .await;
+    let ItemOutcome::Tokenized {
+        token: Some(token),
+        fallback: Some(fallback),
+        ..
+    } = &result.results[0].outcome
+    else {
+        panic!("{:?}", result.results[0])
+    };
+    assert!(token.starts_with("rtk_"), "{token}");
+    assert_eq!(fallback.reason_code, "INVALID_VALUE");
+    assert!(!body(&result).windows(2).any(|w| w == "\u{661}".as_bytes()));
+}
+
+#[tokio::test]
 async fn requests_outside_the_limits_or_naming_no_policy_of_the_tenant_are_refused() {
     let mut v = Vault::new().await;
     let policy = v.policy(&acme(), &all_modes()).await;
