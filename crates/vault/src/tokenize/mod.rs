@@ -16,7 +16,7 @@ use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use ids::{TenantId, TokenId, TokenPolicyId};
 use keys::KeyRing;
 use ring::rand::SystemRandom;
-use tokenize_core::{ItemCode, Mode};
+use tokenize_core::{ItemCode, MacKey, Mode};
 use uuid::Uuid;
 
 use crate::VaultError;
@@ -87,25 +87,46 @@ pub struct Request {
 }
 
 impl Request {
-    /// A digest of everything the request asks for: the same idempotency key with another
-    /// request is refused. Each field is length-prefixed, so no two requests share an encoding.
-    fn digest(&self) -> Vec<u8> {
+    /// Every field the request asks for, in order: the same idempotency key with another
+    /// request is refused.
+    fn fields(&self) -> Vec<&[u8]> {
+        let mut fields: Vec<&[u8]> = Vec::with_capacity(4 + 3 * self.items.len());
+        fields.push(self.policy_id.as_bytes());
+        fields.push(match self.batch_mode {
+            BatchMode::BestEffort => b"BEST_EFFORT",
+            BatchMode::AllOrNothing => b"ALL_OR_NOTHING",
+        });
+        fields.push(self.idempotency_key.as_deref().unwrap_or("").as_bytes());
+        for item in &self.items {
+            fields.push(item.value.as_bytes());
+            fields.push(item.pii_type.as_bytes());
+            fields.push(item.mode.as_deref().map_or(b"\0" as &[u8], str::as_bytes));
+        }
+        fields
+    }
+
+    /// The request's digest as stored with its idempotency key: an HMAC under the tenant's
+    /// fingerprint key, so that the stored digest of a one-value batch cannot be searched
+    /// offline for the value (a nine-digit SSN is a billion guesses). Each field is
+    /// length-prefixed, so no two requests share an encoding.
+    fn digest(&self, key: &MacKey) -> Vec<u8> {
+        let mut fields = self.fields();
+        fields.insert(0, b"dps-tokenize-request-v2");
+        key.mac(&fields).to_vec()
+    }
+
+    /// The unkeyed digest that releases before v2 stored. A key claimed by one of them is
+    /// still live for up to `IDEMPOTENCY_HOURS` after an upgrade, and its retry must replay,
+    /// not be refused; migration 30 deleted the expired rows that held such digests.
+    fn legacy_digest(&self) -> Vec<u8> {
         let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
         let mut field = |bytes: &[u8]| {
             ctx.update(&(bytes.len() as u64).to_be_bytes());
             ctx.update(bytes);
         };
         field(b"dps-tokenize-request-v1");
-        field(self.policy_id.as_bytes());
-        field(match self.batch_mode {
-            BatchMode::BestEffort => b"BEST_EFFORT",
-            BatchMode::AllOrNothing => b"ALL_OR_NOTHING",
-        });
-        field(self.idempotency_key.as_deref().unwrap_or("").as_bytes());
-        for item in &self.items {
-            field(item.value.as_bytes());
-            field(item.pii_type.as_bytes());
-            field(item.mode.as_deref().map_or(b"\0" as &[u8], str::as_bytes));
+        for f in self.fields() {
+            field(f);
         }
         ctx.finish().as_ref().to_vec()
     }
@@ -212,7 +233,7 @@ pub async fn tokenize(
         (Some(key), Run::Write) => key,
         _ => return run(conn, keyring, tenant, request, respond, Scope::Own).await,
     };
-    let hash = request.digest();
+    let hash = request.digest(&keyring.tenant(conn, tenant).await?.fingerprint);
     let attempt = conn
         .transaction(async |conn| {
             // Claimed when new, or when the row left by an earlier request has expired (then
@@ -240,7 +261,7 @@ pub async fn tokenize(
                 .bind::<Text, _>(key)
                 .get_result(conn)
                 .await?;
-                if stored.request_hash != hash {
+                if stored.request_hash != hash && stored.request_hash != request.legacy_digest() {
                     return Err(Rollback::Vault(VaultError::IdempotencyKeyReused));
                 }
                 return Ok(Outcome::Replayed {
@@ -265,10 +286,44 @@ pub async fn tokenize(
             }
         })
         .await;
+    if matches!(attempt, Ok(Outcome::Done { .. })) && limits::housekeeping_due() {
+        // After the commit and outside it: the answer is durable whatever this does.
+        if let Err(e) = forget_expired_keys(conn, tenant).await {
+            tracing::warn!(error = %e, "expired idempotency keys were not deleted");
+        }
+    }
     match attempt {
         Ok(outcome) | Err(Rollback::With(outcome)) => Ok(outcome),
         Err(Rollback::Vault(e)) => Err(e),
     }
+}
+
+/// The most expired keys one sweep deletes: a sweep runs for about one keyed batch in 85, and
+/// each batch adds one key, so this keeps up with any rate and bounds the statement.
+const SWEEP_ROWS: i64 = 1000;
+
+/// Deletes up to [`SWEEP_ROWS`] of the tenant's expired idempotency keys, oldest first, and
+/// says how many. Keyed tokenize calls run it now and then; an expired key is never replayed
+/// (it is taken over in place when reused), so this only keeps the table to a day of keys. The
+/// age is checked again on the row deleted, so a key taken over meanwhile is kept.
+pub async fn forget_expired_keys(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<usize, VaultError> {
+    Ok(db::sql(
+        "DELETE FROM idempotency_keys
+          WHERE tenant_id = $1 AND key IN (
+                SELECT key FROM idempotency_keys
+                 WHERE tenant_id = $1 AND created_at < now() - make_interval(hours => $2)
+                 ORDER BY created_at
+                 LIMIT $3)
+            AND created_at < now() - make_interval(hours => $2)",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Int4, _>(IDEMPOTENCY_HOURS)
+    .bind::<diesel::sql_types::Int8, _>(SWEEP_ROWS)
+    .execute(conn)
+    .await?)
 }
 
 /// The request's own limits, checked before anything is read.

@@ -297,3 +297,135 @@ async fn a_metering_failure_fails_no_tokenization_with_or_without_a_key() {
         .unwrap();
     assert!(matches!(outcome, Outcome::Replayed { .. }), "{outcome:?}");
 }
+
+/// The digest releases before v2 stored: SHA-256 over the length-prefixed fields, without a key.
+/// Anyone who can read the table can compute it for a guessed value.
+fn unkeyed_digest(r: &Request) -> Vec<u8> {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut field = |bytes: &[u8]| {
+        ctx.update(&(bytes.len() as u64).to_be_bytes());
+        ctx.update(bytes);
+    };
+    field(b"dps-tokenize-request-v1");
+    field(r.policy_id.as_bytes());
+    field(b"BEST_EFFORT");
+    field(r.idempotency_key.as_deref().unwrap_or("").as_bytes());
+    for item in &r.items {
+        field(item.value.as_bytes());
+        field(item.pii_type.as_bytes());
+        field(item.mode.as_deref().map_or(b"\0" as &[u8], str::as_bytes));
+    }
+    ctx.finish().as_ref().to_vec()
+}
+
+#[tokio::test]
+async fn the_stored_digest_cannot_be_searched_for_the_value_and_older_digests_still_replay() {
+    use diesel::sql_types::Bytea;
+    use diesel_async::RunQueryDsl as _;
+    #[derive(diesel::QueryableByName)]
+    struct Stored {
+        #[diesel(sql_type = Bytea)]
+        request_hash: Vec<u8>,
+    }
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let one_ssn = keyed(request(policy, vec![item("123-45-6789", "us_ssn")]), "k-1");
+    let sent = body(&v.done(&one_ssn).await);
+    let stored: Stored = diesel::sql_query("SELECT request_hash FROM idempotency_keys")
+        .get_result(&mut v.conn)
+        .await
+        .unwrap();
+    // Everything else in a one-value request is known to whoever reads the row, so an unkeyed
+    // digest would give the value away to a search of the SSN space.
+    assert_eq!(stored.request_hash.len(), 32);
+    assert_ne!(stored.request_hash, unkeyed_digest(&one_ssn));
+
+    // A key an older release claimed (with the unkeyed digest) still replays its body once
+    // upgraded, and still refuses another request.
+    diesel::sql_query("UPDATE idempotency_keys SET request_hash = $1")
+        .bind::<Bytea, _>(unkeyed_digest(&one_ssn))
+        .execute(&mut v.conn)
+        .await
+        .unwrap();
+    let Ok(Outcome::Replayed { body: replayed }) = v.tokenize(&acme(), &one_ssn).await else {
+        panic!("an older release's key must replay");
+    };
+    assert_eq!(replayed, sent);
+    let mut other = one_ssn.clone();
+    other.items[0] = item("234-56-7890", "us_ssn");
+    assert!(matches!(
+        v.tokenize(&acme(), &other).await,
+        Err(VaultError::IdempotencyKeyReused)
+    ));
+}
+
+#[tokio::test]
+async fn expired_keys_are_deleted_and_live_ones_kept() {
+    use diesel_async::RunQueryDsl as _;
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    let other = v.policy(&globex(), &all_modes()).await;
+    for key in ["old-1", "old-2", "live"] {
+        v.done(&keyed(
+            request(policy, vec![item("ann@example.com", "email")]),
+            key,
+        ))
+        .await;
+    }
+    let globex_old = keyed(
+        request(other, vec![item("ann@example.com", "email")]),
+        "old-1",
+    );
+    assert!(matches!(
+        v.tokenize(&globex(), &globex_old).await,
+        Ok(Outcome::Done { .. })
+    ));
+    diesel::sql_query(
+        "UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 minute' \
+         WHERE key LIKE 'old-%'",
+    )
+    .execute(&mut v.conn)
+    .await
+    .unwrap();
+
+    assert_eq!(
+        vault::tokenize::forget_expired_keys(&mut v.conn, &acme())
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        vault::tokenize::forget_expired_keys(&mut v.conn, &acme())
+            .await
+            .unwrap(),
+        0
+    );
+    #[derive(diesel::QueryableByName)]
+    struct Key {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        tenant_id: String,
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        key: String,
+    }
+    let left: Vec<Key> =
+        diesel::sql_query("SELECT tenant_id, key FROM idempotency_keys ORDER BY tenant_id, key")
+            .load(&mut v.conn)
+            .await
+            .unwrap();
+    let left: Vec<(String, String)> = left.into_iter().map(|k| (k.tenant_id, k.key)).collect();
+    assert_eq!(
+        left,
+        [
+            ("acme".to_owned(), "live".to_owned()),
+            ("globex".to_owned(), "old-1".to_owned())
+        ]
+    );
+    let live = keyed(
+        request(policy, vec![item("ann@example.com", "email")]),
+        "live",
+    );
+    assert!(matches!(
+        v.tokenize(&acme(), &live).await,
+        Ok(Outcome::Replayed { .. })
+    ));
+}
