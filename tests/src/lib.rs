@@ -53,6 +53,14 @@ pub fn default_env(db: &TestDatabase) -> HashMap<String, String> {
         ("HTTP_WORKERS".to_owned(), "1".to_owned()),
         // Webhooks in tests go to servers on loopback.
         ("DPS_ALLOW_PRIVATE_NETWORKS".to_owned(), "true".to_owned()),
+        // Tests stay on loopback. An Azure connector's own secret is exchanged at Entra ID
+        // without any platform credential, so a connector a test makes up would reach the
+        // internet (and wait out its timeouts where there is none): its Entra ID is a closed
+        // loopback port unless the test runs one.
+        (
+            "AZURE_AUTHORITY_HOST".to_owned(),
+            "http://127.0.0.1:1".to_owned(),
+        ),
     ])
 }
 

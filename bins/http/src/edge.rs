@@ -202,9 +202,9 @@ pub async fn edge(
         .request()
         .match_pattern()
         .unwrap_or_else(|| "<unmatched>".into());
-    let method = response.request().method().to_string();
+    let method = crate::metrics::method_label(response.request().method());
     let elapsed = started.elapsed();
-    crate::metrics::request(settings.service, &route, &method, status, elapsed);
+    crate::metrics::request(settings.service, &route, method, status, elapsed);
     if status == 429 {
         crate::metrics::rate_limited(settings.service, &route);
     }

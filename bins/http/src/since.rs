@@ -8,17 +8,25 @@ pub fn since(raw: &str) -> Result<time::OffsetDateTime, ApiError> {
     use time::format_description::well_known::{Iso8601, Rfc3339};
     use time::{Date, OffsetDateTime, PrimitiveDateTime};
     let raw = raw.trim();
-    OffsetDateTime::parse(raw, &Rfc3339)
+    let invalid = |message: &'static str| {
+        ApiError::invalid(message).with_details(serde_json::json!({ "field": "since" }))
+    };
+    let at = OffsetDateTime::parse(raw, &Rfc3339)
         .or_else(|_| OffsetDateTime::parse(raw, &Iso8601::DEFAULT))
         .or_else(|_| PrimitiveDateTime::parse(raw, &Iso8601::DEFAULT).map(|t| t.assume_utc()))
         .or_else(|_| Date::parse(raw, &Iso8601::DEFAULT).map(|d| d.midnight().assume_utc()))
         .map_err(|_| {
-            ApiError::invalid(
+            invalid(
                 "since must be an ISO 8601 date or date-time, such as 2026-11-23 or \
                  2026-11-23T10:00:00Z",
             )
-            .with_details(serde_json::json!({ "field": "since" }))
-        })
+        })?;
+    // ISO 8601 allows signed six-digit years; Postgres stores none before 4713 BC. Nothing
+    // this service keeps predates year 1, so the database is never asked about such a time.
+    if at.to_offset(time::UtcOffset::UTC).year() < 1 {
+        return Err(invalid("since must be in year 1 or later"));
+    }
+    Ok(at)
 }
 
 #[cfg(test)]
@@ -35,7 +43,14 @@ mod tests {
         assert_eq!(utc("2026-11-23T12:00:00.000Z"), noon);
         assert_eq!(utc("20261123T120000Z"), noon);
         assert_eq!(utc("2026-11-23"), Some(1_795_392_000));
-        for bad in ["yesterday", "2026-13-01", "", "1700000000"] {
+        for bad in [
+            "yesterday",
+            "2026-13-01",
+            "",
+            "1700000000",
+            "-005000-01-01",
+            "+000000-06-01T00:00:00Z",
+        ] {
             assert!(since(bad).is_err(), "{bad}");
         }
     }

@@ -100,6 +100,15 @@ async fn metrics_are_served_off_the_public_port_and_follow_the_traffic() {
         assert_eq!(response.status(), expected);
     }
 
+    // A method the client made up is counted, but not as a label of its own.
+    let made_up = reqwest::Method::from_bytes(b"ZZZMADEUP").unwrap();
+    let response = http
+        .request(made_up, format!("{base}/usage"))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_client_error());
+
     let text = http
         .get(format!("{metrics}/metrics"))
         .send()
@@ -144,6 +153,8 @@ async fn metrics_are_served_off_the_public_port_and_follow_the_traffic() {
         ) == Some(1.0),
         "a latency histogram with buckets: {text}"
     );
+    assert!(!text.contains("ZZZMADEUP"), "{text}");
+    assert!(text.contains(r#"method="OTHER""#), "{text}");
     assert!(series("dps_db_pool_max_connections").is_some_and(|n| n >= 1.0));
     assert!(series("dps_db_pool_wait_seconds_count").is_some_and(|n| n >= 1.0));
     assert!(series(r#"dps_db_pool_connections{state="idle"}"#).is_some());

@@ -27,9 +27,11 @@ impl LogFormat {
     }
 }
 
-/// Installs the global subscriber. The level comes from `RUST_LOG` (default `info`). Calling it
-/// twice is harmless.
+/// Installs the global subscriber, and the panic hook that logs through it without a panic's
+/// data ([`crate::install_panic_hook`]). The level comes from `RUST_LOG` (default `info`).
+/// Calling it twice is harmless.
 pub fn init_tracing(format: LogFormat) {
+    crate::install_panic_hook();
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -278,12 +278,14 @@ impl Worker {
         loop {
             tokio::select! {
                 done = &mut running => {
-                    // A detection that panicked fails its object, not the worker.
+                    // A detection that panicked fails its object, not the worker. The error's
+                    // panic message may quote the object's text, so only its kind is logged
+                    // (the panic hook logged where it happened).
                     return Ok(Some(done.unwrap_or_else(|e| {
                         tracing::error!(
                             scan = %scope.claim.scan,
                             resource = resource.idx,
-                            error = %e,
+                            error = if e.is_panic() { "panicked" } else { "cancelled" },
                             "detection failed on an object"
                         );
                         Outcome::Failed("internal".into())

@@ -48,6 +48,13 @@ pub fn read(bytes: &[u8], syntax: Syntax) -> Result<(Value, Vec<Problem>), Vec<P
     let Ok(text) = std::str::from_utf8(bytes) else {
         return Err(vec![Problem::root("the document is not valid UTF-8")]);
     };
+    // The source is stored as text, which Postgres refuses with a NUL in it. YAML readers
+    // also take a raw NUL for the end of the stream, so what follows it would go unread.
+    if text.contains('\0') {
+        return Err(vec![Problem::root(
+            "the document holds the NUL character (U+0000), which cannot be stored",
+        )]);
+    }
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err(vec![Problem::root("the document is empty")]);
@@ -476,6 +483,16 @@ mod tests {
             serde_json::json!({"a": 1, "b": 0.5, "c": "on", "d": true, "e": null, "f": "1",
                 "g": 31, "h": 1000.0, "i": 1.0, "j": 0.5, "k": "12ab"})
         );
+    }
+
+    #[test]
+    fn a_raw_nul_is_refused_even_where_yaml_would_stop_reading_at_it() {
+        // A YAML reader takes the NUL for the end of the stream and finds a valid mapping.
+        for text in ["a: 1\n# note\0\nb: 2\n", "a: 1\0"] {
+            let problems = yaml(text).unwrap_err();
+            assert!(problems[0].reason.contains("NUL"), "{problems:?}");
+        }
+        assert!(read(b"{\"a\": 1}\0", Syntax::Json).is_err());
     }
 
     #[test]
