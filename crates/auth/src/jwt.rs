@@ -199,7 +199,8 @@ impl JwtVerifier {
             return Err(JwtError::KeysUnavailable);
         };
         let response = http.get(url).send().await.map_err(|e| {
-            tracing::error!(error = %e, "cannot fetch the JWKS");
+            // Without the URL: a JWKS URL may carry a key in its query.
+            tracing::error!(error = %e.without_url(), "cannot fetch the JWKS");
             JwtError::KeysUnavailable
         })?;
         if !response.status().is_success() {
@@ -207,7 +208,7 @@ impl JwtVerifier {
             return Err(JwtError::KeysUnavailable);
         }
         let bytes = response.bytes().await.map_err(|e| {
-            tracing::error!(error = %e, "cannot read the JWKS response");
+            tracing::error!(error = %e.without_url(), "cannot read the JWKS response");
             JwtError::KeysUnavailable
         })?;
         Ok(bytes.to_vec())

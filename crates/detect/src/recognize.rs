@@ -29,6 +29,17 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b >= 0x80
 }
 
+/// Whether the letter at `i` ends a backslash escape (`\n`, `\t`, `\r`, `\b`, `\f`), as JSON
+/// strings, CSV exports and log lines write line breaks and tabs: an odd run of backslashes
+/// just before it. Such a letter is a separator, not part of the value beside it.
+fn escape_letter(bytes: &[u8], i: usize) -> bool {
+    if !bytes.get(i).is_some_and(|b| b"bfnrt".contains(b)) {
+        return false;
+    }
+    let run = bytes[..i].iter().rev().take_while(|&&b| b == b'\\').count();
+    run % 2 == 1
+}
+
 impl Recognizers<'_> {
     pub(crate) fn email_at(&self, text: &str, at: usize) -> Vec<Candidate> {
         let bytes = text.as_bytes();
@@ -41,6 +52,10 @@ impl Recognizers<'_> {
         }
         if start > 0 && local(bytes[start - 1]) {
             return Vec::new();
+        }
+        // `"Contact:\nann@example.com"`: the `n` belongs to the escape, not the address.
+        if start < at && escape_letter(bytes, start) {
+            start += 1;
         }
         let mut end = at + 1;
         while end < bytes.len() && end - at <= MAX_EMAIL_DOMAIN && domain(bytes[end]) {
@@ -210,7 +225,11 @@ impl Recognizers<'_> {
         }
         let span = &text[start..end];
         let after = bytes.get(end).copied();
-        let before = start.checked_sub(1).map(|i| bytes[i]);
+        // An escape's letter (`\t219-09-9999`) separates like the whitespace it stands for.
+        let before = start
+            .checked_sub(1)
+            .filter(|&i| !escape_letter(bytes, i))
+            .map(|i| bytes[i]);
         // Part of a longer token: letters or digits glued on either side, a hyphenated
         // identifier (UUIDs, SKUs), a version (v1.2.3), a timestamp (2024-01-02T10:00).
         let glued_after = after.is_some_and(is_word)

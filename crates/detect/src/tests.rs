@@ -328,3 +328,21 @@ fn ten_bare_digits_of_a_dialable_north_american_number_are_a_phone() {
         assert!(types(text).is_empty(), "{text}: {:?}", types(text));
     }
 }
+
+#[test]
+fn a_backslash_escape_before_a_value_is_a_separator_not_part_of_it() {
+    // As JSON strings and log lines write a line break or a tab.
+    assert_eq!(
+        types(r#"{"note":"Contact:\nann@example.com"}"#),
+        [(PiiType::Email, "ann@example.com".into())]
+    );
+    assert_eq!(
+        types(r#"{"note":"SSN\t219-09-9999"}"#),
+        [(PiiType::UsSsn, "219-09-9999".into())]
+    );
+    // An escaped backslash is not an escape of the letter after it.
+    assert_eq!(
+        types(r#"{"path":"C:\\nann@example.com"}"#),
+        [(PiiType::Email, "nann@example.com".into())]
+    );
+}

@@ -142,13 +142,26 @@ fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("benchmarking")
     } else if a == 192 && b == 0 && ip.octets()[2] == 0 {
         Some("protocol assignment")
+    } else if matches!(
+        (a, b, ip.octets()[2]),
+        (192, 0, 2) | (198, 51, 100) | (203, 0, 113)
+    ) {
+        Some("documentation")
+    } else if (a, b, ip.octets()[2]) == (192, 88, 99) {
+        Some("6to4 relay anycast")
     } else {
         None
     }
 }
 
+/// IPv6 is judged by what may be called rather than by what may not: global unicast
+/// (2000::/3) outside the special-purpose blocks. Forms that carry an IPv4 address a
+/// translator would reach (IPv4-compatible, NAT64's well-known /96, 6to4) are judged by that
+/// address; every other block is refused, Teredo, local-use NAT64 prefixes and site-local
+/// included.
 fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    let first = ip.segments()[0];
+    let seg = ip.segments();
+    let first = seg[0];
     if ip.is_loopback() {
         Some("loopback")
     } else if ip.is_unspecified() {
@@ -156,21 +169,35 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     } else if (first & 0xfe00) == 0xfc00 {
         // Unique local, which also holds AWS's IPv6 metadata address fd00:ec2::254.
         Some("private")
-    } else if (first & 0xffc0) == 0xfe80 {
+    } else if (first & 0xffc0) == 0xfe80 || (first & 0xffc0) == 0xfec0 {
         Some("link-local or metadata")
     } else if ip.is_multicast() {
         Some("multicast or reserved")
     } else if let Some(v4) = ip.to_ipv4() {
-        // IPv4-compatible (::a.b.c.d) and NAT64 forms carry an IPv4 address too.
+        // IPv4-compatible (::a.b.c.d).
         forbidden_v4(v4)
-    } else if first == 0x0064 && ip.segments()[1] == 0xff9b {
-        let [.., c, d] = ip.segments();
-        let [a, b] = c.to_be_bytes();
-        let [e, f] = d.to_be_bytes();
-        forbidden_v4(Ipv4Addr::new(a, b, e, f))
+    } else if seg[..6] == [0x0064, 0xff9b, 0, 0, 0, 0] {
+        // NAT64's well-known prefix, 64:ff9b::/96: the last 32 bits are the IPv4 address.
+        forbidden_v4(embedded_v4(seg[6], seg[7]))
+    } else if first == 0x2002 {
+        // 6to4: bits 16 to 47 are the IPv4 address the relay reaches.
+        forbidden_v4(embedded_v4(seg[1], seg[2]))
+    } else if (first & 0xe000) != 0x2000 {
+        Some("reserved")
+    } else if first == 0x2001 && seg[1] < 0x0200 {
+        // 2001::/23, IETF protocol assignments: Teredo (2001::/32), benchmarking, ORCHID.
+        Some("protocol assignment")
+    } else if (first == 0x2001 && seg[1] == 0x0db8) || (first & 0xfff0) == 0x3ff0 {
+        Some("documentation")
     } else {
         None
     }
+}
+
+fn embedded_v4(high: u16, low: u16) -> Ipv4Addr {
+    let [a, b] = high.to_be_bytes();
+    let [c, d] = low.to_be_bytes();
+    Ipv4Addr::new(a, b, c, d)
 }
 
 /// Resolves with the system resolver and refuses the name when any address it gives is
@@ -220,12 +247,38 @@ mod tests {
             "::ffff:169.254.169.254",
             "64:ff9b::a9fe:a9fe",
             "224.0.0.1",
+            // IPv4 inside other IPv6 forms: 6to4 of the metadata address and of loopback,
+            // Teredo, a local-use NAT64 prefix, IPv4-translated, site-local, discard-only.
+            "2002:a9fe:a9fe::1",
+            "2002:7f00:1::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "64:ff9b:1:a9fe:a9:fe00:808:808",
+            "::ffff:0:7f00:1",
+            "fec0::1",
+            "100::1",
+            // Documentation and other reserved blocks.
+            "2001:db8::1",
+            "3fff::1",
+            "192.0.2.10",
+            "198.51.100.7",
+            "203.0.113.5",
+            "192.88.99.1",
+            "240.0.0.1",
         ] {
-            let ip: IpAddr = ip.parse().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+            let ip: IpAddr = ip.parse().unwrap();
             assert!(forbidden(ip).is_some(), "{ip}");
         }
-        for ip in ["8.8.8.8", "2606:4700::1111", "93.184.216.34"] {
-            let ip: IpAddr = ip.parse().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        for ip in [
+            "8.8.8.8",
+            "2606:4700::1111",
+            "93.184.216.34",
+            // The well-known NAT64 prefix (DNS64 networks) and 6to4 of a public address are
+            // judged by the IPv4 address they carry.
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+            "2a00:1450:4001:80b::200e",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
             assert_eq!(forbidden(ip), None, "{ip}");
         }
     }

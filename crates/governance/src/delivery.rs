@@ -67,6 +67,9 @@ enum Attempt {
     Refused(String),
     /// The channel is gone: nothing to retry.
     NoChannel,
+    /// The channel's URL is not one the service may call now (the address rules tightened
+    /// since it was made): nothing to retry.
+    NotAllowed(String),
 }
 
 /// Sends what is due, once; returns how many deliveries were attempted.
@@ -74,6 +77,7 @@ pub async fn run_once(
     conn: &mut AsyncPgConnection,
     keyring: &KeyRing,
     client: &reqwest::Client,
+    egress: egress::Egress,
 ) -> Result<usize, diesel::result::Error> {
     let now = OffsetDateTime::now_utc();
     let due: Vec<Due> = conn
@@ -112,7 +116,12 @@ pub async fn run_once(
             continue;
         };
         let attempt = match destination(conn, keyring, &tenant, &d.channel).await {
-            Some(to) => send(client, &to, d).await,
+            // Checked again at each send: the client's resolver checks the addresses of host
+            // names, but a URL naming an address connects without resolving anything.
+            Some(to) => match egress.check_url(&to.url) {
+                Ok(_) => send(client, &to, d).await,
+                Err(e) => Attempt::NotAllowed(format!("the channel's URL is not allowed: {e}")),
+            },
             None => Attempt::NoChannel,
         };
         record(conn, &tenant, d, attempt).await?;
@@ -202,6 +211,12 @@ async fn record(
                 json!({ "error": "the channel was deleted" }),
             )),
         ),
+        Attempt::NotAllowed(error) => (
+            "failed",
+            Some(error.clone()),
+            now,
+            Some(("action_failed", "failed", json!({ "error": error }))),
+        ),
         Attempt::Refused(error) if gave_up => (
             "failed",
             Some(error.clone()),
@@ -279,7 +294,7 @@ pub fn spawn(pool: db::Pool, keyring: std::sync::Arc<KeyRing>, egress: egress::E
         let (pool, keyring, client) = (pool.clone(), keyring.clone(), client.clone());
         async move {
             let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-            run_once(&mut conn, &keyring, &client)
+            run_once(&mut conn, &keyring, &client, egress)
                 .await
                 .map(|sent| sent > 0)
                 .map_err(|e| e.to_string())

@@ -250,13 +250,17 @@ pub async fn cosigning(
 }
 
 /// Sets the co-signing decision. `optional` and `required` need an `https` endpoint and a
-/// provisioned platform certificate. A change records a `cosigning_changed` audit entry.
+/// provisioned platform certificate. `reachable` says whether the service's outbound address
+/// rules allow the endpoint (the platform's `egress`): a URL naming a private or metadata
+/// address is refused here, not found out when every remediation fails `cosign_failed`. A
+/// change records a `cosigning_changed` audit entry.
 pub async fn set_cosigning(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     actor: &UserId,
     update: &CosigningUpdate,
     certificate: PlatformCertificate,
+    reachable: impl Fn(&str) -> bool,
 ) -> Result<Cosigning, SettingsError> {
     // Before the endpoint is looked at: the spec answers optional or required with 422 while
     // the platform is not provisioned, whatever else the body holds.
@@ -268,6 +272,11 @@ pub async fn set_cosigning(
         .as_deref()
         .map(validate_endpoint)
         .transpose()?;
+    if endpoint.as_deref().is_some_and(|url| !reachable(url)) {
+        return Err(SettingsError::InvalidEndpoint(
+            "must not point at a private, loopback, link-local or reserved address",
+        ));
+    }
     if update.mode != CosigningMode::Disabled && endpoint.is_none() {
         return Err(SettingsError::InvalidEndpoint(
             "is required when mode is optional or required",

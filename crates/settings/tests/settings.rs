@@ -505,6 +505,7 @@ async fn cosigning_cannot_be_optional_or_required_until_the_platform_is_provisio
             &alice,
             &cosign(mode, Some(ENDPOINT)),
             PlatformCertificate::Missing,
+            |_| true,
         )
         .await;
         assert!(
@@ -522,6 +523,7 @@ async fn cosigning_cannot_be_optional_or_required_until_the_platform_is_provisio
         &alice,
         &cosign(CosigningMode::Disabled, None),
         PlatformCertificate::Missing,
+        |_| true,
     )
     .await
     .unwrap();
@@ -565,6 +567,7 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
             &alice,
             &update,
             PlatformCertificate::Provisioned,
+            |_| true,
         )
         .await;
         match result {
@@ -583,6 +586,7 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
         &alice,
         &cosign(CosigningMode::Required, Some(ENDPOINT)),
         PlatformCertificate::Provisioned,
+        |_| true,
     )
     .await
     .unwrap();
@@ -609,6 +613,7 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
         &bob,
         &cosign(CosigningMode::Required, Some(ENDPOINT)),
         PlatformCertificate::Provisioned,
+        |_| true,
     )
     .await
     .unwrap();
@@ -627,6 +632,7 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
             &bob,
             &update,
             PlatformCertificate::Provisioned,
+            |_| true,
         )
         .await
         .unwrap();
@@ -864,6 +870,7 @@ async fn a_change_whose_audit_entry_cannot_be_written_is_not_applied() {
         &alice,
         &cosign(CosigningMode::Required, Some(ENDPOINT)),
         PlatformCertificate::Provisioned,
+        |_| true,
     )
     .await;
     assert!(
@@ -916,6 +923,7 @@ async fn settings_belong_to_their_tenant_only() {
         &alice,
         &cosign(CosigningMode::Optional, Some(ENDPOINT)),
         PlatformCertificate::Provisioned,
+        |_| true,
     )
     .await
     .unwrap();

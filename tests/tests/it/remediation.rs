@@ -1017,3 +1017,38 @@ async fn a_tokenized_json_object_stays_valid_json_with_only_the_values_changed()
     // The same value gets the same token wherever it is in the object.
     assert!(parsed["note"].as_str().unwrap().contains(ann), "{parsed}");
 }
+
+/// Masking a JSON object keeps it JSON whatever the values sit in: a bare number becomes a
+/// string of the mask, a value after an escape (`\t`) is found without the escape's letter, a
+/// byte-order mark is kept and does not shift the values, and a value shorter than `keep_last`
+/// is still masked.
+#[tokio::test]
+async fn masked_json_stays_json_around_numbers_escapes_and_a_byte_order_mark() {
+    let stack = Stack::new(|_| {}).await;
+    let before: &[u8] = b"\xEF\xBB\xBF{\"rows\": [{\"ssn\": 219099999, \"note\": \"line\\t078-05-1120\"}], \"id\": \"219-09-9999\"}\n";
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.json", before)]).await;
+    let admin = stack.admin();
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    policy_of(
+        &admin,
+        "ssn-mask",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: mask, config: { keep_last: 4 } }",
+    )
+    .await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "receipted", "{done:?}");
+
+    let after = read(bucket.as_ref(), "people.json").await.unwrap();
+    let expected: &[u8] = b"\xEF\xBB\xBF{\"rows\": [{\"ssn\": \"*****9999\", \"note\": \"line\\t***-**-1120\"}], \"id\": \"***-**-9999\"}\n";
+    assert_eq!(
+        String::from_utf8_lossy(&after),
+        String::from_utf8_lossy(expected)
+    );
+    let parsed: Value = serde_json::from_slice(&after[3..]).expect("still JSON");
+    assert_eq!(parsed["rows"][0]["ssn"], "*****9999");
+}

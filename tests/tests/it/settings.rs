@@ -366,6 +366,8 @@ async fn a_provisioned_platform_accepts_cosigning_and_never_returns_its_material
     let app = TestApp::spawn_with(Service::Platform, move |env| {
         env.insert("DPS_COSIGNING_CLIENT_CERT_FILE".into(), cert_path);
         env.insert("DPS_COSIGNING_CLIENT_KEY_FILE".into(), key_path);
+        // Production's address rules, to see them applied to the endpoint.
+        env.insert("DPS_ALLOW_PRIVATE_NETWORKS".into(), "false".into());
     })
     .await;
     let admin = Admin::of(&app, "acme", "alice");
@@ -374,6 +376,23 @@ async fn a_provisioned_platform_accepts_cosigning_and_never_returns_its_material
         .put("/settings/cosigning", json!({ "mode": "required" }))
         .await;
     assert_eq!(status, 400, "an endpoint is required: {body}");
+    // An endpoint the platform may not call is refused when set, not found out when every
+    // remediation fails to be co-signed.
+    for unreachable in [
+        "https://169.254.169.254/latest/",
+        "https://10.0.0.5/sign",
+        "https://[::ffff:127.0.0.1]/sign",
+    ] {
+        let (status, body) = admin
+            .put(
+                "/settings/cosigning",
+                json!({ "mode": "required", "endpoint_url": unreachable }),
+            )
+            .await;
+        assert_eq!(status, 400, "{unreachable}: {body}");
+        area_b_error(&body, "VALIDATION_FAILED");
+    }
+    assert_eq!(audit_count(&app, "acme", "cosigning_changed").await, 0);
     let (status, body) = admin
         .put(
             "/settings/cosigning",

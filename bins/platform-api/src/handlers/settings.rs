@@ -170,6 +170,7 @@ pub async fn put_cosigning(
         &caller.user_id,
         &wire::cosigning_update(&body),
         extra.cosigning_certificate,
+        |url| extra.egress.check_url(url).is_ok(),
     )
     .await
     .map_err(errors::settings)?;

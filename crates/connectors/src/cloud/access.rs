@@ -38,6 +38,9 @@ pub enum Failure {
     /// gone, or something already exists where a create-only write was asked. Nothing was
     /// written; the caller reads the object again before deciding anything.
     Changed,
+    /// The object is larger than the caller may read whole. Nothing was read; asking again
+    /// gives the same answer.
+    TooLarge,
 }
 
 impl Failure {
@@ -49,6 +52,7 @@ impl Failure {
             Failure::Network => "network",
             Failure::Provider => "provider",
             Failure::Changed => "object_changed",
+            Failure::TooLarge => "too_large",
         }
     }
 }

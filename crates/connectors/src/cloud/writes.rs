@@ -44,7 +44,7 @@ impl Bucket {
     /// [`Failure::Changed`] when the object's ETag differs or the object is gone (the service
     /// checks `If-Match`, and the answer's ETag is checked again here, as fake-gcs-server
     /// ignores `If-Match`). An object larger than `max_bytes` is refused
-    /// ([`Failure::Provider`]) before its content is read.
+    /// ([`Failure::TooLarge`]) before its content is read.
     pub async fn read_whole(
         &self,
         key: &str,
@@ -210,7 +210,7 @@ fn is_media_type(text: &str) -> bool {
 
 fn too_large(key: &str, size: u64, max_bytes: u64) -> AccessError {
     AccessError::new(
-        Failure::Provider,
+        Failure::TooLarge,
         format!("{key} is {size} bytes, more than the {max_bytes} that may be read whole"),
     )
 }

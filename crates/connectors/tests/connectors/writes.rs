@@ -101,7 +101,7 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
     );
     assert_eq!(main.head("docs/none.csv").await.unwrap(), None);
     let big = main.read_whole(KEY, None, 8).await.unwrap_err();
-    assert_eq!(big.failure, Failure::Provider, "{big:?}");
+    assert_eq!(big.failure, Failure::TooLarge, "{big:?}");
     assert!(big.message.contains("more than the 8"), "{big:?}");
 
     // Replace with the current ETag: exactly the new bytes, and the ETag listing and head show.

@@ -6,6 +6,9 @@
 
 use std::collections::HashSet;
 
+/// Mask characters that would break the CSV, TSV or JSON the mask is written into.
+const MASK_CHARS_REFUSED: &str = "\"'\\,;|`";
+
 use detect::Selector;
 use ids::{ConnectorId, TokenPolicyId};
 use serde_json::{Map, Value};
@@ -504,6 +507,17 @@ impl Walk {
                     self.problem(&at.key("char"), "must be a visible character");
                     return None;
                 }
+                // The mask is written into CSV cells and JSON strings as it is: a quote, a
+                // backslash or a delimiter would break the object it is written into.
+                if MASK_CHARS_REFUSED.contains(c) {
+                    self.problem(
+                        &at.key("char"),
+                        format!(
+                            "must not be a quote, a backslash or a delimiter ({MASK_CHARS_REFUSED})"
+                        ),
+                    );
+                    return None;
+                }
                 Some(c)
             }),
         };
@@ -664,6 +678,20 @@ mod tests {
                 "/spec/actions/0/config"
             ]
         );
+    }
+
+    #[test]
+    fn a_mask_character_that_would_break_csv_or_json_is_refused() {
+        for c in ["\"", "\\", ",", ";", "'", "|", " "] {
+            let mut v = valid();
+            v["spec"]["actions"][1]["config"] = json!({"char": c});
+            assert_eq!(problems(&v)[0].0, "/spec/actions/1/config/char", "{c:?}");
+        }
+        for c in ["#", "x", "\u{2022}"] {
+            let mut v = valid();
+            v["spec"]["actions"][1]["config"] = json!({"char": c});
+            assert!(from_value(&v).is_ok(), "{c:?}");
+        }
     }
 
     #[test]

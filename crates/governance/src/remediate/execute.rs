@@ -29,7 +29,7 @@ use serde_json::json;
 use settings::Gate;
 
 use super::cached::{Actions, Storages};
-use super::content::{self, Span};
+use super::content;
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
 use super::stop::Stop;
@@ -466,10 +466,15 @@ async fn rewrite(
         .tenant(conn, &tenant)
         .await
         .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))?;
-    let spans = find_values(conn, &keys, &tenant, row, bytes).await?;
-    if spans.is_empty() {
+    let found = find_values(conn, &keys, &tenant, row, bytes).await?;
+    // Every finding of the request is marked remediated when it ends, so each must be found
+    // again in the bytes that were scanned (the read is conditional on their ETag). One that is
+    // not (the detector or the tenant's classifiers changed since) fails the request rather
+    // than be reported remediated while its value stays in the object.
+    if found.spans.is_empty() || found.missing > 0 {
         return Err(Stop::Fail("values_not_found".into()));
     }
+    let spans = found.spans;
     match action {
         Action::Mask(mask) => Ok(content::rewrite(bytes, &spans, |s| {
             content::mask(&s.value, usize::from(mask.keep_last), mask.char)
@@ -503,7 +508,7 @@ async fn find_values(
     tenant: &TenantId,
     row: &Row,
     bytes: &[u8],
-) -> Result<Vec<Span>, Stop> {
+) -> Result<content::Found, Stop> {
     let findings = scans::findings::fingerprinted(conn, tenant, &row.finding_ids)
         .await
         .map_err(|e| Stop::Retry(e.to_string()))?;

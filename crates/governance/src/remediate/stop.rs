@@ -27,6 +27,8 @@ impl Stop {
         match e.failure {
             Failure::Changed => Stop::Fail("object_changed".into()),
             Failure::NotFound => Stop::Fail("object_not_found".into()),
+            // The same size tomorrow: retrying would only delay the answer.
+            Failure::TooLarge => Stop::Fail("object_too_large".into()),
             Failure::Permission => Stop::Fail(format!("permission: {}", e.message)),
             _ => Stop::Retry(format!("{}: {}", e.failure.as_str(), e.message)),
         }

@@ -199,6 +199,7 @@ async fn set_cosigning(env: &mut Env, mode: settings::CosigningMode, endpoint: &
             endpoint_url: Some(endpoint.to_owned()),
         },
         settings::PlatformCertificate::Provisioned,
+        |_| true,
     )
     .await
     .unwrap();

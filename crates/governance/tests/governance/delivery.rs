@@ -72,13 +72,14 @@ spec:
     secret
 }
 
+/// The address rules of the tests: loopback allowed.
+const OPEN: egress::Egress = egress::Egress {
+    allow_private: true,
+};
+
 fn client() -> reqwest::Client {
     boot::install_tls_provider();
-    egress::Egress {
-        allow_private: true,
-    }
-    .client(std::time::Duration::from_secs(5))
-    .unwrap()
+    OPEN.client(std::time::Duration::from_secs(5)).unwrap()
 }
 
 #[tokio::test]
@@ -86,7 +87,7 @@ async fn an_alert_is_posted_signed_with_a_stable_delivery_id_and_no_values() {
     let mut env = Env::new().await;
     let server = testkit::identity::http_server(|_| (204, Value::Null));
     let secret = queued(&mut env, &format!("{}/hook?token=t0k", server.url())).await;
-    let sent = delivery::run_once(&mut env.conn, &env.keyring, &client())
+    let sent = delivery::run_once(&mut env.conn, &env.keyring, &client(), OPEN)
         .await
         .unwrap();
     assert_eq!(sent, 1);
@@ -130,7 +131,7 @@ async fn an_alert_is_posted_signed_with_a_stable_delivery_id_and_no_values() {
     );
     // Nothing more to send.
     assert_eq!(
-        delivery::run_once(&mut env.conn, &env.keyring, &client())
+        delivery::run_once(&mut env.conn, &env.keyring, &client(), OPEN)
             .await
             .unwrap(),
         0
@@ -143,7 +144,7 @@ async fn a_refused_delivery_is_retried_with_the_same_id_and_given_up_after_a_day
     let server = testkit::identity::http_server(|_| (503, Value::Null));
     queued(&mut env, &format!("{}/hook", server.url())).await;
     let client = client();
-    delivery::run_once(&mut env.conn, &env.keyring, &client)
+    delivery::run_once(&mut env.conn, &env.keyring, &client, OPEN)
         .await
         .unwrap();
     assert_eq!(
@@ -153,7 +154,7 @@ async fn a_refused_delivery_is_retried_with_the_same_id_and_given_up_after_a_day
     );
     // Not due yet: nothing is sent.
     assert_eq!(
-        delivery::run_once(&mut env.conn, &env.keyring, &client)
+        delivery::run_once(&mut env.conn, &env.keyring, &client, OPEN)
             .await
             .unwrap(),
         0
@@ -162,7 +163,7 @@ async fn a_refused_delivery_is_retried_with_the_same_id_and_given_up_after_a_day
         .execute(&mut env.conn)
         .await
         .unwrap();
-    delivery::run_once(&mut env.conn, &env.keyring, &client)
+    delivery::run_once(&mut env.conn, &env.keyring, &client, OPEN)
         .await
         .unwrap();
     let requests = server.requests();
@@ -178,12 +179,37 @@ async fn a_refused_delivery_is_retried_with_the_same_id_and_given_up_after_a_day
     .execute(&mut env.conn)
     .await
     .unwrap();
-    delivery::run_once(&mut env.conn, &env.keyring, &client)
+    delivery::run_once(&mut env.conn, &env.keyring, &client, OPEN)
         .await
         .unwrap();
     assert_eq!(
         env.count("SELECT count(*) AS n FROM governance_deliveries WHERE status = 'failed' AND attempts = 3").await,
         1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_failed'")
+            .await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_channel_made_under_looser_address_rules_is_not_posted_to_under_stricter_ones() {
+    let mut env = Env::new().await;
+    let server = testkit::identity::http_server(|_| (204, Value::Null));
+    // Made while private addresses were allowed: a URL naming a loopback address.
+    queued(&mut env, &format!("{}/hook", server.url())).await;
+    let strict = egress::Egress {
+        allow_private: false,
+    };
+    delivery::run_once(&mut env.conn, &env.keyring, &client(), strict)
+        .await
+        .unwrap();
+    assert!(server.requests().is_empty(), "nothing is sent");
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries WHERE status = 'failed' AND last_error LIKE '%not allowed%'").await,
+        1,
+        "and it is not retried"
     );
     assert_eq!(
         env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_failed'")
