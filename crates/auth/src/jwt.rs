@@ -20,6 +20,10 @@ pub const JWT_LEEWAY: Duration = Duration::from_secs(60);
 /// The least time between two JWKS fetches, so that tokens with made-up `kid`s cannot make the
 /// service hammer the identity provider.
 const MIN_REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+/// How long a loaded key set is trusted before it is fetched again: a key the identity
+/// provider withdrew (a leaked one) stops being accepted within this time, whether or not a
+/// token with an unknown kid comes along.
+const MAX_KEY_SET_AGE: Duration = Duration::from_secs(600);
 
 /// Longer tokens are refused before any parsing.
 const MAX_TOKEN_LEN: usize = 16 * 1024;
@@ -92,6 +96,8 @@ pub enum JwtError {
 struct KeyCache {
     keys: HashMap<String, Jwk>,
     loaded: bool,
+    /// When the set was last loaded.
+    loaded_at: Option<Instant>,
 }
 
 /// Verifies access tokens. Cheap to share: wrap it in an `Arc`.
@@ -101,6 +107,9 @@ pub struct JwtVerifier {
     cache: RwLock<KeyCache>,
     /// When the last fetch was attempted; also serializes fetches.
     last_fetch: Mutex<Option<Instant>>,
+    /// [`MAX_KEY_SET_AGE`] and [`MIN_REFETCH_INTERVAL`] unless set otherwise.
+    max_key_set_age: Duration,
+    min_refetch: Duration,
 }
 
 impl std::fmt::Debug for JwtVerifier {
@@ -122,7 +131,17 @@ impl JwtVerifier {
             http,
             cache: RwLock::new(KeyCache::default()),
             last_fetch: Mutex::new(None),
+            max_key_set_age: MAX_KEY_SET_AGE,
+            min_refetch: MIN_REFETCH_INTERVAL,
         }
+    }
+
+    /// Sets how long a loaded key set is trusted before it is loaded again, and the least time
+    /// between two loads (10 minutes and 1 minute by default).
+    pub fn with_reload(mut self, max_key_set_age: Duration, min_refetch: Duration) -> Self {
+        self.max_key_set_age = max_key_set_age;
+        self.min_refetch = min_refetch;
+        self
     }
 
     /// Loads the keys now, regardless of when they were last fetched. Call once at start-up.
@@ -139,7 +158,7 @@ impl JwtVerifier {
             return true;
         }
         let mut last = self.last_fetch.lock().await;
-        if last.is_some_and(|at| at.elapsed() < MIN_REFETCH_INTERVAL) {
+        if last.is_some_and(|at| at.elapsed() < self.min_refetch) {
             return false;
         }
         *last = Some(Instant::now());
@@ -183,6 +202,7 @@ impl JwtVerifier {
         let mut cache = self.cache.write().await;
         cache.keys = keys;
         cache.loaded = true;
+        cache.loaded_at = Some(Instant::now());
         tracing::info!(keys = count, "loaded the trusted signing keys");
         Ok(count)
     }
@@ -217,6 +237,19 @@ impl JwtVerifier {
     /// Finds the key for `kid`, refetching the set when the kid is unknown and the last fetch
     /// was at least [`MIN_REFETCH_INTERVAL`] ago.
     async fn key(&self, kid: &str) -> Result<Jwk, JwtError> {
+        let stale = {
+            let cache = self.cache.read().await;
+            let stale = cache
+                .loaded_at
+                .is_some_and(|at| at.elapsed() >= self.max_key_set_age);
+            if !stale && let Some(jwk) = cache.keys.get(kid) {
+                return Ok(jwk.clone());
+            }
+            stale
+        };
+        if stale {
+            self.reload_stale().await;
+        }
         {
             let cache = self.cache.read().await;
             if let Some(jwk) = cache.keys.get(kid) {
@@ -228,7 +261,7 @@ impl JwtVerifier {
         if let Some(jwk) = self.cache.read().await.keys.get(kid) {
             return Ok(jwk.clone());
         }
-        let due = last.is_none_or(|at| at.elapsed() >= MIN_REFETCH_INTERVAL);
+        let due = last.is_none_or(|at| at.elapsed() >= self.min_refetch);
         if !due {
             return Err(JwtError::UnknownKey);
         }
@@ -242,6 +275,27 @@ impl JwtVerifier {
             Some(jwk) => Ok(jwk.clone()),
             None if fetched.is_err() && !cache.loaded => Err(JwtError::KeysUnavailable),
             None => Err(JwtError::UnknownKey),
+        }
+    }
+
+    /// Loads the key set again when it is older than [`MAX_KEY_SET_AGE`], one caller at a time
+    /// and at most once a [`MIN_REFETCH_INTERVAL`]. A failed load keeps the keys there are (the
+    /// identity provider being down must not lock every caller out) and is logged.
+    async fn reload_stale(&self) {
+        let mut last = self.last_fetch.lock().await;
+        let still_stale = self
+            .cache
+            .read()
+            .await
+            .loaded_at
+            .is_some_and(|at| at.elapsed() >= self.max_key_set_age);
+        if !still_stale || last.is_some_and(|at| at.elapsed() < self.min_refetch) {
+            return;
+        }
+        *last = Some(Instant::now());
+        drop(last);
+        if self.fetch_into_cache().await.is_err() {
+            tracing::warn!("the trusted signing keys could not be reloaded; the loaded ones stay");
         }
     }
 

@@ -310,6 +310,33 @@ async fn an_unknown_kid_refetches_at_most_once_a_minute() {
 }
 
 #[tokio::test]
+async fn a_key_the_identity_provider_withdrew_stops_verifying_once_the_set_is_reloaded() {
+    let jwks = temp_file("withdrawn");
+    let leaked = TokenMinter::generate("ed-1", ISSUER, AUDIENCE).unwrap();
+    std::fs::write(&jwks, leaked.jwks_json()).unwrap();
+    let v = verifier(&jwks).with_reload(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_millis(100),
+    );
+    v.refresh().await.unwrap();
+    let token = leaked.sign(claims()).unwrap();
+    assert!(v.verify(&token).await.is_ok());
+
+    // The provider withdraws the leaked key and keeps signing with another.
+    let kept = TokenMinter::generate("ed-2", ISSUER, AUDIENCE).unwrap();
+    std::fs::write(&jwks, kept.jwks_json()).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    assert_eq!(v.verify(&token).await.unwrap_err(), JwtError::UnknownKey);
+    assert!(v.verify(&kept.sign(claims()).unwrap()).await.is_ok());
+
+    // A set that cannot be loaded keeps the keys there are.
+    std::fs::write(&jwks, "not a key set").unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    assert!(v.verify(&kept.sign(claims()).unwrap()).await.is_ok());
+    std::fs::remove_file(&jwks).unwrap();
+}
+
+#[tokio::test]
 async fn a_missing_jwks_is_reported_as_unavailable_keys() {
     let v = verifier(&PathBuf::from("/nonexistent/jwks.json"));
     assert_eq!(v.refresh().await.unwrap_err(), JwtError::KeysUnavailable);

@@ -65,7 +65,7 @@ impl Tracker {
             Tracker::Csv(t) => Location::Csv {
                 row: t.record,
                 column: t.field + 1,
-                header: t.header().map(str::to_owned),
+                header: t.header().filter(|h| !data_like(h)).map(str::to_owned),
             },
             Tracker::Json(t) => Location::Json {
                 line: t.line,
@@ -82,6 +82,13 @@ impl Tracker {
             Tracker::Json(t) => t.key(),
         }
     }
+}
+
+/// Whether a header or key looks like data rather than a name: an `@`, or five digits or more.
+/// Locations are stored and shown with findings, which hold no values; a CSV without a header
+/// row gives its first data row as headers, and JSON objects can be keyed by emails or ids.
+fn data_like(text: &str) -> bool {
+    text.contains('@') || text.bytes().filter(u8::is_ascii_digit).count() >= 5
 }
 
 /// Lines of plain text.
@@ -380,6 +387,10 @@ impl Json {
                 Frame::Object { key, .. } if key.1 == key.0 => {}
                 Frame::Object { key, .. } => {
                     let key = &self.names[key.0..key.1];
+                    if data_like(key) {
+                        path.push_str("[\"…\"]");
+                        continue;
+                    }
                     let plain = key
                         .chars()
                         .next()
@@ -427,6 +438,28 @@ mod tests {
             tracker.feed(piece);
         }
         (tracker.location(offset), tracker.label().map(str::to_owned))
+    }
+
+    #[test]
+    fn headers_and_keys_that_look_like_data_are_not_locations() {
+        // A CSV without a header row: its first data row is taken for the headers.
+        let text = "Ann Lee,123-45-6789,ann@example.com,Notes 2024\nBo,234-56-7890,bo@example.com,x\n";
+        let header = |needle: &str| match at(Format::Csv, text, needle, 1000).0 {
+            Location::Csv { header, .. } => header,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(header("Bo,"), Some("Ann Lee".into()));
+        assert_eq!(header("234-56"), None);
+        assert_eq!(header("bo@"), None);
+        assert_eq!(header("x\n"), Some("Notes 2024".into()));
+        // JSON keyed by an email or a card number.
+        let doc = r#"{"alice@example.com": {"phone": 17}, "4111111111111111": 28}"#;
+        for (needle, expected) in [("17", r#"$["…"].phone"#), ("28", r#"$["…"]"#)] {
+            match at(Format::Json, doc, needle, 3).0 {
+                Location::Json { path, .. } => assert_eq!(path, expected),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -469,8 +469,8 @@ pub async fn detokenize(
                     } else if entry.expires_at.is_some_and(|at| at <= now) {
                         result.status = TokenStatus::Expired;
                     } else {
-                        // Roles and the purpose are checked again: the policy may have changed
-                        // since the grant.
+                        // Roles, the purpose and the need for a reason are checked again: the
+                        // policy may have changed since the grant.
                         let allowed = match allowed_by_policy.get(&entry.policy_id) {
                             Some(a) => *a,
                             None => {
@@ -478,6 +478,7 @@ pub async fn detokenize(
                                     Ok(stored) => {
                                         stored.policy.allowed_roles.iter().any(|r| caller.has_role(r))
                                             && stored.policy.allowed_purposes.contains(&purpose)
+                                            && (!stored.policy.require_reason || reason.is_some())
                                     }
                                     Err(VaultError::PolicyNotFound) => false,
                                     Err(e) => return Err(GrantError::from(e)),

@@ -907,6 +907,33 @@ async fn a_purpose_the_policy_no_longer_allows_reveals_nothing() {
     assert_eq!(revealed.success_count(), 0);
 }
 
+/// A grant issued without a reason under a policy that did not need one reveals nothing once
+/// the policy requires a reason.
+#[tokio::test]
+async fn a_grant_without_a_reason_reveals_nothing_once_the_policy_requires_one() {
+    let mut s = Setup::new().await;
+    let ids = s.ids.clone();
+    let mut relaxed = definition();
+    relaxed.require_reason = false;
+    let alice = "alice".parse().unwrap();
+    vault::policies::update(&mut s.conn, &acme(), &alice, s.policy, &relaxed)
+        .await
+        .unwrap();
+    let grant_jwt = s.issue(&sam(), &grant_request(&ids, None)).await.unwrap();
+    vault::policies::update(&mut s.conn, &acme(), &alice, s.policy, &definition())
+        .await
+        .unwrap();
+    let revealed = s.detokenize(&sam(), &ids, &grant_jwt).await.unwrap();
+    assert!(
+        revealed
+            .results
+            .iter()
+            .all(|r| r.status == TokenStatus::Denied && r.value.is_none()),
+        "{:?}",
+        statuses(&revealed)
+    );
+}
+
 /// A detokenization refused for its token list (none, or over 100) is an attempt too, and is
 /// audited as one, without the ids.
 #[tokio::test]

@@ -49,6 +49,21 @@ pub fn is_remediation_copy(key: &str) -> bool {
 }
 
 /// One listing source.
+/// The prefixes to list so that each key is listed once: sorted, without repeats, and without a
+/// prefix another one already covers (`hr/2024/` under `hr/`). An empty prefix covers all.
+fn covering(mut prefixes: Vec<String>) -> Vec<Option<String>> {
+    prefixes.sort();
+    let mut kept: Vec<String> = Vec::with_capacity(prefixes.len());
+    for p in prefixes {
+        if !kept.iter().any(|k| p.starts_with(k.as_str())) {
+            kept.push(p);
+        }
+    }
+    kept.into_iter()
+        .map(|p| (!p.is_empty()).then_some(p))
+        .collect()
+}
+
 struct Source {
     connector: ConnectorId,
     bucket: String,
@@ -113,16 +128,21 @@ pub async fn enumerate(
             }
         };
         let buckets = match storage.buckets().await {
-            Ok(b) => b,
+            // Each bucket once, or its objects would be two resources with twice the findings.
+            Ok(mut b) => {
+                b.sort();
+                b.dedup();
+                b
+            }
             Err(e) => {
                 enumerator.fail_source(connector, None, &e);
                 continue;
             }
         };
         let prefixes: Vec<Option<String>> = if !options.prefixes.is_empty() {
-            options.prefixes.iter().cloned().map(Some).collect()
+            covering(options.prefixes.clone())
         } else if !config.prefixes().is_empty() {
-            config.prefixes().into_iter().map(Some).collect()
+            covering(config.prefixes())
         } else {
             vec![None]
         };
@@ -330,11 +350,13 @@ impl Enumerator<'_> {
                 }
             };
             for object in page.objects {
-                if !has_file_type(&object.key, types) || is_remediation_copy(&object.key) {
-                    continue;
-                }
+                // Seen whatever this scan reads: an object is gone only when the listing no
+                // longer holds it, not when this scan's file types leave it out.
                 if !baseline.is_empty() {
                     seen.insert(object.key.clone());
+                }
+                if !has_file_type(&object.key, types) || is_remediation_copy(&object.key) {
+                    continue;
                 }
                 let unchanged = incremental
                     && baseline

@@ -142,6 +142,9 @@ impl<'a> Objects<'a> {
 /// Records what the scan saw of these objects and returns the ones a scan had seen before:
 /// only those can hold findings to supersede. A first scan of a bucket therefore never looks
 /// for old findings, and never depends on how Postgres plans that search.
+/// The skip reason of an object larger than the scan reads.
+pub(crate) const SIZE_LIMIT: &str = "size_limit";
+
 async fn remember<'a>(
     conn: &mut AsyncPgConnection,
     claim: &Claim,
@@ -265,9 +268,15 @@ pub async fn record(
         let Some(connector) = batch.iter().map(|(r, _)| r.connector_id).next() else {
             return Ok(Held::Yes);
         };
+        // What was read: an object skipped for its size was not, so what it held before is
+        // neither superseded nor remembered (a later scan with room for it reads it again).
         let seen: Vec<&Resource> = batch
             .iter()
-            .filter(|(_, o)| matches!(o, Outcome::Scanned(_) | Outcome::Skipped(_)))
+            .filter(|(_, o)| match o {
+                Outcome::Scanned(_) => true,
+                Outcome::Skipped(reason) => reason != SIZE_LIMIT,
+                _ => false,
+            })
             .map(|(r, _)| r)
             .collect();
         let known = remember(conn, &claim, connector, &seen).await?;

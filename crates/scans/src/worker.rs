@@ -335,7 +335,7 @@ impl Detection {
             };
             read += piece.len() as u64;
             if read > self.max_bytes {
-                return Outcome::Skipped("size_limit".into());
+                return Outcome::Skipped(record::SIZE_LIMIT.into());
             }
             if let Err(reason) = stream.push(&piece, &mut found) {
                 return skip(reason);
@@ -402,7 +402,7 @@ impl ReadAhead {
 
     fn start(&mut self, resource: &Resource) -> Next {
         if resource.size as u64 > self.max_bytes {
-            return Next::Decided(Outcome::Skipped("size_limit".into()));
+            return Next::Decided(Outcome::Skipped(record::SIZE_LIMIT.into()));
         }
         if let Some(ext) = extension(&resource.object_key)
             && UNSUPPORTED.contains(&ext.as_str())

@@ -283,8 +283,8 @@ async fn a_full_then_an_incremental_scan_of_a_known_bucket() {
     let done = finished(&admin, &incremental).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(
-        done["coverage"]["total_enumerated"], 2,
-        "only the changed and the new object: {done}"
+        done["coverage"]["total_enumerated"], 3,
+        "the changed and the new object, and big.txt, never read for its size: {done}"
     );
     assert_eq!(done["connectors"], json!([id]));
     let (_, body) = admin
@@ -316,6 +316,26 @@ async fn a_full_then_an_incremental_scan_of_a_known_bucket() {
     assert_eq!(body["data"], json!([]));
     let (status, body) = admin.send(Method::GET, "/scans?status=done", None).await;
     assert_eq!(status, 400, "{body}");
+
+    // An incremental scan of CSV files only leaves the others' findings open: a file type
+    // left out of a scan is not a deleted object.
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{id}/scan"),
+            Some(json!({"type": "incremental", "options": {"file_types": ["csv"]}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let csv_only = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    assert_eq!(finished(&admin, &csv_only).await["status"], "completed");
+    let (_, body) = admin
+        .send(Method::GET, &format!("/connectors/{id}"), None)
+        .await;
+    assert_eq!(
+        body["data"]["findings_count"], c["findings_count"],
+        "{body}"
+    );
 
     // A full rescan supersedes what each object held: as many findings are open as before,
     // the new ones, and the old ones are resolved.

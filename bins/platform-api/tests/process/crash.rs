@@ -552,6 +552,61 @@ async fn quarantine_killed_after_the_delete_finds_the_object_gone_and_ends_once(
     killed_at(Action::Quarantine, "replaced").await;
 }
 
+/// A quarantine killed after its delete, whose key someone fills again before the restart,
+/// fails `object_changed`; its copy at the destination is then the only copy of the original,
+/// and it is kept for the rollback window, not deleted with the failed request.
+#[tokio::test]
+async fn a_failed_quarantine_whose_original_is_gone_keeps_its_copy() {
+    let mut stack = Stack::new().await;
+    let doomed = stack.start(Some("replaced"));
+    stack.plan(&doomed, Action::Quarantine).await;
+    let (status, lines) = doomed.exited(Duration::from_secs(120));
+    assert_eq!(status.signal(), Some(SIGABRT), "{status}: {lines:#?}");
+    let (request, _) = stack.request().await;
+    assert_eq!(read(stack.bucket.as_ref(), KEY).await, None, "deleted");
+    seed::put_all(stack.bucket.as_ref(), &[(KEY, b"a new nightly export\n")]).await;
+    diesel::sql_query(
+        "UPDATE remediation_requests SET next_attempt_at = now()
+          WHERE tenant_id = $1 AND request_id = $2",
+    )
+    .bind::<Text, _>(TENANT)
+    .bind::<SqlUuid, _>(request)
+    .execute(&mut stack.conn)
+    .await
+    .unwrap();
+
+    let service = stack.start(None);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let remediation = loop {
+        let body = stack
+            .get(&service, &format!("/governance/remediations/{request}"))
+            .await;
+        if body["data"]["status"] == "failed" {
+            break body["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(remediation["reason"], "object_changed", "{remediation}");
+    let copies = keys_under(stack.held.as_ref(), "q/.dps-quarantine").await;
+    assert_eq!(copies.len(), 1, "the original's only copy is kept");
+    assert_eq!(
+        read(stack.held.as_ref(), &copies[0]).await.unwrap(),
+        PEOPLE.as_bytes()
+    );
+    assert_eq!(
+        stack
+            .count(
+                "SELECT count(*) AS n FROM remediation_runs WHERE tenant_id = $1 \
+                 AND request_id = $2 AND undo_until > now() AND lkg_deleted_at IS NULL",
+                request,
+            )
+            .await,
+        1,
+        "kept until the window ends"
+    );
+}
+
 #[tokio::test]
 async fn quarantine_killed_after_the_destination_copy_is_copied_again_and_ends_once() {
     killed_at(Action::Quarantine, "copied").await;

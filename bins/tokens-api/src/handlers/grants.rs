@@ -40,7 +40,10 @@ pub async fn grant(
     let grant = grants::issue(&mut conn, &extra.grant_keys, &caller.0, &request)
         .await
         .map_err(errors::grant)?;
-    Ok(HttpResponse::Ok().json(wire::grant(grant)))
+    // A grant is a credential: no cache along the way may keep it.
+    Ok(HttpResponse::Ok()
+        .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
+        .json(wire::grant(grant)))
 }
 
 /// Reveals tokens under a grant issued to the same caller. The grant is consumed.
@@ -81,7 +84,10 @@ pub async fn detokenize(
     .await
     .map_err(errors::grant);
     count_detokenize(&revealed);
-    Ok(HttpResponse::Ok().json(wire::detokenized(revealed?)))
+    // Plaintext: no cache along the way may keep it.
+    Ok(HttpResponse::Ok()
+        .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
+        .json(wire::detokenized(revealed?)))
 }
 
 /// The detokenization audit: every attempt, granted or not. Admin only.

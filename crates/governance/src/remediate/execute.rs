@@ -123,7 +123,24 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<b
                     store::retry_later(conn, &current, &reason).await?;
                 }
                 Some(current) => {
-                    discard_snapshot(conn, exec, &current).await;
+                    // Once snapshotted, the write may have reached the object before the answer
+                    // was lost (a quarantine's delete, a put), and whatever holds the key now
+                    // may be someone else's: the snapshot can be the only copy of the
+                    // original. It is deleted only when the object is provably still the
+                    // original; otherwise it is kept for the rollback window.
+                    if current.state() == State::Planned
+                        || still_original(conn, exec, &current).await
+                    {
+                        discard_snapshot(conn, exec, &current).await;
+                    } else {
+                        let hours = settings::read(conn, &current.tenant()?)
+                            .await
+                            .as_ref()
+                            .map_or(settings::LKG_RETENTION_DEFAULT_HOURS, |s| {
+                                s.retention_hours()
+                            });
+                        store::keep_snapshot(conn, &current, hours).await?;
+                    }
                     fail(conn, &current, &reason).await?;
                 }
                 None => {}
@@ -284,7 +301,13 @@ pub(crate) fn quarantine_location(
     row: &Row,
     destination: &crate::document::Destination,
 ) -> (String, String) {
-    let prefix = destination.prefix.as_deref().unwrap_or("");
+    // `.dps-quarantine` must be a path segment of its own, which scans skip: a prefix `held`
+    // is `held/`, not `held.dps-quarantine/...`, which a scan would find and quarantine again.
+    let prefix = match destination.prefix.as_deref() {
+        Some(p) if !p.is_empty() && !p.ends_with('/') => format!("{p}/"),
+        Some(p) => p.to_owned(),
+        None => String::new(),
+    };
     (
         destination.bucket.clone(),
         format!(
@@ -601,6 +624,27 @@ async fn fail(conn: &mut AsyncPgConnection, row: &Row, reason: &str) -> Result<(
     )
     .await
     .map(drop)
+}
+
+/// Whether the request's object is still at the ETag it was planned on: nothing was written.
+/// Any doubt (the storage cannot be asked) answers no.
+async fn still_original(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row) -> bool {
+    let Ok(tenant) = row.tenant() else {
+        return false;
+    };
+    let Ok(storage) = open_storage(conn, exec, &tenant, row).await else {
+        return false;
+    };
+    let Ok(source) = storage.bucket(&row.bucket) else {
+        return false;
+    };
+    match source.head(&row.object_key).await {
+        Ok(Some(head)) => head
+            .etag
+            .as_deref()
+            .is_some_and(|etag| etag.trim_matches('"') == row.etag.trim_matches('"')),
+        _ => false,
+    }
 }
 
 /// A failed request's snapshot is of no use: deleted at once (a failure to delete is left to

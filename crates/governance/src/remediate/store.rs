@@ -471,6 +471,25 @@ pub(crate) async fn gate_unavailable(
 }
 
 /// Records that a request's snapshot is deleted.
+/// Keeps a failed request's snapshot for `hours` instead of deleting it: the object may have
+/// lost the bytes it holds (the sweeper takes it once `undo_until` passes).
+pub(crate) async fn keep_snapshot(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+    hours: u32,
+) -> Result<(), DieselError> {
+    db::sql(
+        "UPDATE remediation_runs SET undo_until = now() + make_interval(hours => $3)
+          WHERE tenant_id = $1 AND request_id = $2",
+    )
+    .bind::<Text, _>(&row.tenant_id)
+    .bind::<SqlUuid, _>(row.request_id)
+    .bind::<Integer, _>(i32::try_from(hours).unwrap_or(i32::MAX))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 pub(crate) async fn snapshot_deleted(
     conn: &mut AsyncPgConnection,
     row: &Row,
