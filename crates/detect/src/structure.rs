@@ -443,7 +443,8 @@ mod tests {
     #[test]
     fn headers_and_keys_that_look_like_data_are_not_locations() {
         // A CSV without a header row: its first data row is taken for the headers.
-        let text = "Ann Lee,123-45-6789,ann@example.com,Notes 2024\nBo,234-56-7890,bo@example.com,x\n";
+        let text =
+            "Ann Lee,123-45-6789,ann@example.com,Notes 2024\nBo,234-56-7890,bo@example.com,x\n";
         let header = |needle: &str| match at(Format::Csv, text, needle, 1000).0 {
             Location::Csv { header, .. } => header,
             other => panic!("{other:?}"),

@@ -1,6 +1,8 @@
 //! The expiry sweeper: a tokenize or mask snapshot is deleted once its undo window has passed
-//! (a failed request's snapshot, which has no window, at once). A quarantined object's copy is
-//! the quarantine itself and is never swept.
+//! (a failed request's snapshot at once, unless it was kept for the window because it may be
+//! the original's only copy). A quarantined object's copy is the quarantine itself and is
+//! never swept while it stands; once undone (the object is back) or failed, it goes like any
+//! snapshot, after the window.
 
 use diesel::result::Error as DieselError;
 use diesel::sql_types::Text;
@@ -12,22 +14,26 @@ use super::store::{self, COLUMNS, Row};
 /// Snapshots looked at per step.
 const PER_STEP: i32 = 50;
 
-/// Deletes the snapshots due; returns how many requests it looked at.
+/// Deletes the snapshots due, a random sample of them at a time (so that snapshots whose
+/// delete keeps failing, a bucket gone or a permission withdrawn, cannot hold the head of the
+/// queue); returns how many it deleted, so that a step that deleted nothing waits before the
+/// next instead of asking the provider again at once.
 pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<usize, DieselError> {
     let due: Vec<Row> = diesel::sql_query(format!(
         "SELECT {COLUMNS} FROM remediation_runs u
            JOIN remediation_requests r
              ON r.tenant_id = u.tenant_id AND r.request_id = u.request_id
           WHERE u.lkg_deleted_at IS NULL AND u.lkg_key IS NOT NULL
-            AND r.action_type <> $1
+            AND (r.action_type <> $1 OR r.status IN ('undone', 'failed'))
             AND ((u.undo_until IS NOT NULL AND u.undo_until < now())
-                 OR r.status IN ('failed', 'blocked'))
-          ORDER BY u.undo_until NULLS FIRST
+                 OR (u.undo_until IS NULL AND r.status IN ('failed', 'blocked')))
+          ORDER BY random()
           LIMIT {PER_STEP}"
     ))
     .bind::<Text, _>("quarantine")
     .load(conn)
     .await?;
+    let mut deleted_count = 0;
     for row in &due {
         let Ok(tenant) = row.tenant() else { continue };
         let Ok((bucket, key)) = snapshot_of(row) else {
@@ -46,11 +52,14 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<u
             Err(_) => Err("the connector's storage could not be opened".to_owned()),
         };
         match deleted {
-            Ok(()) => store::snapshot_deleted(conn, row).await?,
+            Ok(()) => {
+                store::snapshot_deleted(conn, row).await?;
+                deleted_count += 1;
+            }
             Err(reason) => {
                 tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, %reason, "an expired snapshot could not be deleted; it is tried again");
             }
         }
     }
-    Ok(due.len())
+    Ok(deleted_count)
 }
