@@ -315,6 +315,7 @@ pub fn undo(error: governance::remediate::UndoError) -> ApiError {
         UndoError::ObjectChanged => conflict("object_changed_since_remediation")
             .with_details(json!({ "hint": "send {\"force\": true} to restore over the change" })),
         UndoError::Busy => conflict("undo_in_progress"),
+        UndoError::SnapshotChanged => conflict("snapshot_changed"),
         UndoError::Expired => ApiError::new(
             StatusCode::GONE,
             Code::Named("lkg_expired"),

@@ -167,16 +167,29 @@ async fn send(client: &reqwest::Client, to: &Destination, d: &Due) -> Attempt {
     }
 }
 
+/// What a failed send tells the tenant: the kind of failure only. The full chain (a name that
+/// does not resolve, an address the rules refuse, a TLS error) goes to the service's log: told
+/// to the tenant, it would let a channel's URL probe which internal names exist and which
+/// ports answer.
 fn describe(e: reqwest::Error) -> String {
     let e = e.without_url();
-    let mut text = e.to_string();
+    let mut detail = e.to_string();
     let mut source = std::error::Error::source(&e);
     while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
         source = s.source();
     }
-    text.chars().take(300).collect()
+    let detail: String = detail.chars().take(300).collect();
+    tracing::warn!(error = %detail, "an alert delivery failed");
+    if e.is_timeout() {
+        "the receiver did not answer in time".into()
+    } else if e.is_connect() {
+        "the receiver could not be reached (no connection, or an address the service may not call)"
+            .into()
+    } else {
+        "the request to the receiver failed".into()
+    }
 }
 
 async fn record(

@@ -44,6 +44,11 @@ impl GrantError {
             GrantError::GrantReused => "GRANT_NONCE_REUSED",
             GrantError::NotInGrant => "TOKEN_NOT_IN_GRANT",
             GrantError::Invalid(_) => "INVALID_INPUT",
+            // Nothing was revealed because the service failed, not because the caller may not.
+            GrantError::Key
+            | GrantError::AuditUnavailable
+            | GrantError::Vault(_)
+            | GrantError::Database(_) => "SERVICE_UNAVAILABLE",
             _ => "DENIED",
         }
     }

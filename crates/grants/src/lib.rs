@@ -532,7 +532,11 @@ pub async fn detokenize(
         Ok(Ok(results)) => results,
         Ok(Err(())) => {
             // Not consumed: find out why, and record the refusal with the grant's purpose.
-            let error = match grant_row(conn, tenant, claims.jti).await? {
+            let row = match grant_row(conn, tenant, claims.jti).await {
+                Ok(row) => row,
+                Err(e) => return Err(refuse(conn, &attempt, e).await),
+            };
+            let error = match row {
                 Some(row) => {
                     (attempt.purpose, attempt.reason) = (Some(row.purpose), row.reason);
                     if row.used_at.is_some() {
@@ -545,7 +549,10 @@ pub async fn detokenize(
             };
             return Err(refuse(conn, &attempt, error).await);
         }
-        Err(e) => return Err(e),
+        // The transaction rolled back (a value that would not open, a policy that no longer
+        // reads, a lock wait cut short): the grant was not consumed and nothing was revealed,
+        // and the attempt is still recorded, as every attempt is.
+        Err(e) => return Err(refuse(conn, &attempt, e).await),
     };
     Ok(Detokenized { results, trace_id })
 }

@@ -691,6 +691,15 @@ async fn without_an_audit_record_nothing_is_revealed_and_the_grant_is_kept() {
             .await,
         0
     );
+    // The attempt is still on record: denied, for the service's failure, not the caller's.
+    assert_eq!(
+        s.count(
+            "SELECT count(*) AS n FROM detokenization_audit \
+             WHERE outcome = 'denied' AND denial_code = 'SERVICE_UNAVAILABLE'"
+        )
+        .await,
+        1
+    );
     diesel::sql_query("ALTER TABLE detokenization_audit DROP CONSTRAINT test_refuse")
         .execute(&mut s.conn)
         .await

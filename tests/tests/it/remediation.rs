@@ -721,10 +721,41 @@ async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_obj
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), changed);
+    // The version the forced undo wrote over was copied first, beside the snapshot.
+    let lkg = masked["lkg_location"]["key"].as_str().unwrap();
+    assert_eq!(
+        read(bucket.as_ref(), &format!("{lkg}.displaced-by-undo"))
+            .await
+            .unwrap(),
+        b"edited later"
+    );
     let (status, body) = admin
         .send(Method::POST, &path, Some(json!({"force": "yes"})))
         .await;
     assert_eq!(status, 400, "{body}");
+}
+
+/// A snapshot that no longer holds the original bytes is not restored: undo would write
+/// something else and call it the original.
+#[tokio::test]
+async fn undo_refuses_a_snapshot_that_was_changed() {
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let (bucket, connector) = masked_people(&stack, &admin, SSNS).await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "receipted", "{done:?}");
+    let masked = read(bucket.as_ref(), "people.csv").await.unwrap();
+    let lkg = done[0]["lkg_location"]["key"].as_str().unwrap();
+    bucket
+        .put(&ObjectPath::from(lkg), b"not the original".to_vec().into())
+        .await
+        .unwrap();
+    let id = done[0]["remediation_id"].as_str().unwrap();
+    let (status, body) = undo(&admin, id, None).await;
+    assert_eq!(status, 409, "{body}");
+    crate::area_b_error(&body, "snapshot_changed");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), masked);
 }
 
 #[tokio::test]

@@ -34,6 +34,10 @@ pub enum UndoError {
     Expired,
     #[error("the object changed since the remediation wrote it")]
     ObjectChanged,
+    /// The snapshot no longer holds the bytes the remediation copied: restoring it would
+    /// write something else and call it the original.
+    #[error("the snapshot does not hold the original bytes any more; nothing was restored")]
+    SnapshotChanged,
     #[error("another undo of this remediation is running")]
     Busy,
     #[error("the storage could not be reached: {0}")]
@@ -76,7 +80,7 @@ pub async fn undo(
                 return Err(UndoError::Expired);
             }
             let storage = super::execute::open_storage(conn, exec, tenant, &row).await?;
-            let restored = restore(&storage, &row, force).await?;
+            let (restored, displaced) = restore(&storage, &row, force).await?;
             let receipt = exec
                 .receipts
                 .undone(conn, tenant, &row, actor.as_str(), &restored, force)
@@ -84,6 +88,10 @@ pub async fn undo(
             let mut entry = receipt::entry("remediation_undone", &row, "undone", &receipt);
             entry.actor = audit::Actor::User(actor.clone());
             entry.details["forced"] = json!(force);
+            if let Some((bucket, key)) = &displaced {
+                // Where the version a forced undo replaced was kept.
+                entry.details["displaced"] = json!({ "bucket": bucket, "key": key });
+            }
             store::end(
                 conn,
                 &row,
@@ -145,8 +153,13 @@ async fn lock(conn: &mut AsyncPgConnection, tenant: &TenantId, id: Uuid) -> Resu
     }
 }
 
-/// Puts the snapshot back; returns the restored object's ETag.
-async fn restore(storage: &Storage, row: &Row, force: bool) -> Result<String, UndoError> {
+/// Puts the snapshot back; returns the restored object's ETag and, for a forced undo over a
+/// newer version, where that version was copied first.
+async fn restore(
+    storage: &Storage,
+    row: &Row,
+    force: bool,
+) -> Result<(String, Option<(String, String)>), UndoError> {
     let storage_error = |e: connectors::cloud::AccessError| match e.failure {
         Failure::Changed => UndoError::ObjectChanged,
         _ => UndoError::Storage(format!("{}: {}", e.failure.as_str(), e.message)),
@@ -179,6 +192,23 @@ async fn restore(storage: &Storage, row: &Row, force: bool) -> Result<String, Un
             Failure::NotFound => UndoError::Expired,
             _ => storage_error(e),
         })?;
+    if row.sha256_before.as_deref() != Some(super::execute::sha256(&snapshot.bytes).as_slice()) {
+        return Err(UndoError::SnapshotChanged);
+    }
+    // A forced undo writes over a version nobody else has a copy of: it is copied first, beside
+    // the snapshot, as the remediation copied the original before writing.
+    let displaced = match &current {
+        Some(c) if !unchanged && !restored_already => {
+            let etag = c.etag.as_deref().ok_or(UndoError::ObjectChanged)?;
+            let key = format!("{lkg_key}.displaced-by-undo");
+            storage
+                .copy_if_match(&row.bucket, &row.object_key, etag, &lkg_bucket, &key)
+                .await
+                .map_err(storage_error)?;
+            Some((lkg_bucket.clone(), key))
+        }
+        _ => None,
+    };
     let (bytes, content_type) = (snapshot.bytes, snapshot.content_type.as_deref());
     let restored = match current.and_then(|c| c.etag) {
         Some(etag) => {
@@ -193,7 +223,7 @@ async fn restore(storage: &Storage, row: &Row, force: bool) -> Result<String, Un
         }
     }
     .map_err(storage_error)?;
-    Ok(restored)
+    Ok((restored, displaced))
 }
 
 /// ETags compared as providers give them, with or without their quotes.
