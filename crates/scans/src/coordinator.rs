@@ -128,6 +128,7 @@ impl Coordinator {
         let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
         lifecycle::expire(&mut conn).await?;
         lifecycle::reap(&mut conn).await?;
+        lifecycle::finalize_left_behind(&mut conn).await?;
         // Scans whose enumeration stopped with the process that ran it.
         let stuck: Vec<(String, Uuid)> = scans::table
             .filter(scans::status.eq("running"))

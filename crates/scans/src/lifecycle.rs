@@ -255,62 +255,94 @@ async fn close_chunks(
 /// Gives up chunks whose lease expired `MAX_ATTEMPTS` times: their unrecorded resources fail
 /// with `worker_lost`, and their scans end if nothing else is left.
 pub async fn reap(conn: &mut AsyncPgConnection) -> Result<usize, ScanError> {
-    let dead: Vec<(String, Uuid, i32, i32, i32)> = diesel::update(
-        scan_chunks::table
-            .filter(scan_chunks::status.eq("running"))
-            .filter(scan_chunks::lease_until.lt(diesel::dsl::now))
-            .filter(scan_chunks::attempts.ge(MAX_ATTEMPTS)),
-    )
-    .set((
-        scan_chunks::status.eq("failed"),
-        scan_chunks::completed_at.eq(diesel::dsl::now),
-    ))
-    .returning((
-        scan_chunks::tenant_id,
-        scan_chunks::scan_id,
-        scan_chunks::chunk_no,
-        scan_chunks::start_index,
-        scan_chunks::end_index,
-    ))
-    .get_results(conn)
-    .await?;
-    for (tenant, scan, chunk_no, start, end) in &dead {
-        let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
-        let scan = ScanId::from_uuid(*scan);
-        conn.transaction::<_, ScanError, _>(async |conn| {
-            let lost = diesel::update(
-                scan_resources::table
-                    .filter(scan_resources::tenant_id.eq(tenant.as_str()))
-                    .filter(scan_resources::scan_id.eq(scan.as_uuid()))
-                    .filter(scan_resources::idx.between(start, end))
-                    .filter(scan_resources::state.eq("pending")),
+    // Giving a chunk up and failing its unrecorded resources are one transaction: a crash in
+    // between would leave resources pending under a failed chunk, never counted.
+    let dead = conn
+        .transaction::<_, ScanError, _>(async |conn| {
+            let dead: Vec<(String, Uuid, i32, i32, i32)> = diesel::update(
+                scan_chunks::table
+                    .filter(scan_chunks::status.eq("running"))
+                    .filter(scan_chunks::lease_until.lt(diesel::dsl::now))
+                    .filter(scan_chunks::attempts.ge(MAX_ATTEMPTS)),
             )
             .set((
-                scan_resources::state.eq("failed"),
-                scan_resources::reason.eq("worker_lost"),
+                scan_chunks::status.eq("failed"),
+                scan_chunks::completed_at.eq(diesel::dsl::now),
             ))
-            .execute(conn)
-            .await? as i32;
-            if lost > 0 {
-                let mut more = Reasons::default();
-                more.failed.insert("worker_lost".into(), i64::from(lost));
-                let reasons = chunk_reasons(conn, &tenant, scan, *chunk_no, &more).await?;
-                diesel::update(
-                    scan_chunks::table
-                        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
-                        .filter(scan_chunks::scan_id.eq(scan.as_uuid()))
-                        .filter(scan_chunks::chunk_no.eq(chunk_no)),
+            .returning((
+                scan_chunks::tenant_id,
+                scan_chunks::scan_id,
+                scan_chunks::chunk_no,
+                scan_chunks::start_index,
+                scan_chunks::end_index,
+            ))
+            .get_results(conn)
+            .await?;
+            for (tenant, scan, chunk_no, start, end) in &dead {
+                let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
+                let scan = ScanId::from_uuid(*scan);
+                let lost = diesel::update(
+                    scan_resources::table
+                        .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+                        .filter(scan_resources::scan_id.eq(scan.as_uuid()))
+                        .filter(scan_resources::idx.between(start, end))
+                        .filter(scan_resources::state.eq("pending")),
                 )
-                .set(scan_chunks::reasons.eq(reasons))
+                .set((
+                    scan_resources::state.eq("failed"),
+                    scan_resources::reason.eq("worker_lost"),
+                ))
                 .execute(conn)
-                .await?;
+                .await? as i32;
+                if lost > 0 {
+                    let mut more = Reasons::default();
+                    more.failed.insert("worker_lost".into(), i64::from(lost));
+                    let reasons = chunk_reasons(conn, &tenant, scan, *chunk_no, &more).await?;
+                    diesel::update(
+                        scan_chunks::table
+                            .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+                            .filter(scan_chunks::scan_id.eq(scan.as_uuid()))
+                            .filter(scan_chunks::chunk_no.eq(chunk_no)),
+                    )
+                    .set(scan_chunks::reasons.eq(reasons))
+                    .execute(conn)
+                    .await?;
+                }
             }
-            Ok(())
+            Ok(dead)
         })
         .await?;
-        try_finalize(conn, &tenant, scan).await?;
+    for (tenant, scan, ..) in &dead {
+        let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
+        try_finalize(conn, &tenant, ScanId::from_uuid(*scan)).await?;
     }
     Ok(dead.len())
+}
+
+/// Ends the running scans that have nothing left to run (enumeration over, no open chunk)
+/// but were not ended: the process that completed their last chunk stopped, or its
+/// finalizing transaction failed, between the two. Returns how many it ended.
+pub async fn finalize_left_behind(conn: &mut AsyncPgConnection) -> Result<usize, ScanError> {
+    use db::schema::scans;
+    let open = scan_chunks::table
+        .filter(scan_chunks::tenant_id.eq(scans::tenant_id))
+        .filter(scan_chunks::scan_id.eq(scans::scan_id))
+        .filter(scan_chunks::status.eq_any(["pending", "running"]));
+    let done: Vec<(String, Uuid)> = scans::table
+        .filter(scans::status.eq("running"))
+        .filter(scans::enumeration_status.ne("in_progress"))
+        .filter(diesel::dsl::not(diesel::dsl::exists(open)))
+        .select((scans::tenant_id, scans::scan_id))
+        .load(conn)
+        .await?;
+    let mut ended = 0;
+    for (tenant, scan) in done {
+        let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
+        if try_finalize(conn, &tenant, ScanId::from_uuid(scan)).await? {
+            ended += 1;
+        }
+    }
+    Ok(ended)
 }
 
 /// Takes the oldest queued scan and marks it running: its deadline is now plus its

@@ -123,6 +123,27 @@ async fn a_holder_whose_lease_was_taken_over_writes_nothing() {
     let view = scans::store::get(&mut w.conn, &acme, scan).await.unwrap();
     assert_eq!(view.status, Status::Completed);
     assert_eq!((view.counts.scanned, view.counts.findings), (3, 3));
+    // Had the process stopped between completing the last chunk and ending the scan, the
+    // coordinator's sweep ends it: nothing is left to run.
+    {
+        use diesel_async::RunQueryDsl as _;
+        diesel::sql_query(
+            "UPDATE scans SET status = 'running', status_reason = NULL, completed_at = NULL",
+        )
+        .execute(&mut w.conn)
+        .await
+        .unwrap();
+    }
+    assert_eq!(
+        lifecycle::finalize_left_behind(&mut w.conn).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        lifecycle::finalize_left_behind(&mut w.conn).await.unwrap(),
+        0
+    );
+    let view = scans::store::get(&mut w.conn, &acme, scan).await.unwrap();
+    assert_eq!(view.status, Status::Completed);
     assert_eq!(findings_rows(&mut w).await, 3);
     let workers = scans::store::workers(&mut w.conn, &acme, scan)
         .await
