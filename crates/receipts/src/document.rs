@@ -143,6 +143,16 @@ impl SignedReceipt {
         let message = self
             .canonical_receipt()
             .map_err(|e| VerifyError::Malformed(e.to_string()))?;
+        // The platform's own signature, echoed back under the platform's kid and served from
+        // the platform's public JWKS, would verify: a co-signature is never made with the
+        // platform's key.
+        if let Some(platform) = self.signature(SignerRole::Platform)
+            && (platform.kid == kid || key.verifies(&message, &platform.signature))
+        {
+            return Err(VerifyError::Malformed(
+                "the co-signer's key is the platform's own".into(),
+            ));
+        }
         if !key.verifies(&message, signature) {
             return Err(VerifyError::BadSignature);
         }

@@ -378,6 +378,20 @@ fn a_cosignature_is_checked_before_it_is_added_and_with_the_cosigners_key() {
     assert!(!verify_detached(&message, &answer, signer.public_key()));
     assert!(!verify_detached(b"other bytes", &answer, &cosigner_key));
 
+    // The platform's own signature echoed back, checked with the platform's key (as a
+    // co-signer answering with the platform's kid and serving its public JWKS would have it),
+    // is not a co-signature.
+    let platform = document.signature(SignerRole::Platform).unwrap().clone();
+    for kid in [platform.kid.as_str(), "acme-cosigner-1"] {
+        assert!(
+            matches!(
+                document.add_cosignature(kid, &platform.signature, signer.public_key()),
+                Err(VerifyError::Malformed(_))
+            ),
+            "{kid}"
+        );
+    }
+
     // An answer from another key, or over other bytes, is not stored.
     let forged = URL_SAFE_NO_PAD.encode(pair.sign(b"other bytes"));
     assert_eq!(

@@ -236,6 +236,36 @@ spec:
         (all[0].request_id, all[0].status.clone())
     }
 
+    /// Makes `request` due now: a killed process's lease (five minutes of `next_attempt_at`)
+    /// would otherwise run out before anyone takes the request again.
+    async fn due_now(&mut self, request: Uuid) {
+        diesel::sql_query(
+            "UPDATE remediation_requests SET next_attempt_at = now()
+              WHERE tenant_id = $1 AND request_id = $2",
+        )
+        .bind::<Text, _>(TENANT)
+        .bind::<SqlUuid, _>(request)
+        .execute(&mut self.conn)
+        .await
+        .unwrap();
+    }
+
+    /// Waits (a minute at most) until `request` has ended, and returns it as the API shows it.
+    async fn ended(&self, service: &ServiceProcess, request: Uuid) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let body = self
+                .get(service, &format!("/governance/remediations/{request}"))
+                .await;
+            let status = body["data"]["status"].as_str().unwrap_or_default();
+            if ["receipted", "blocked", "failed", "undone"].contains(&status) {
+                return body["data"].clone();
+            }
+            assert!(Instant::now() < deadline, "still {status}: {body}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     async fn count(&mut self, sql: &str, request: Uuid) -> i64 {
         #[derive(QueryableByName)]
         struct Count {
@@ -363,17 +393,7 @@ async fn killed_at_after(action: Action, point: &str, attempts: Option<i32>) {
         _ => {}
     }
 
-    // A killed process's lease (five minutes of `next_attempt_at`) runs out before anyone
-    // takes the request again; the test ends it at once instead of waiting.
-    diesel::sql_query(
-        "UPDATE remediation_requests SET next_attempt_at = now()
-          WHERE tenant_id = $1 AND request_id = $2",
-    )
-    .bind::<Text, _>(TENANT)
-    .bind::<SqlUuid, _>(request)
-    .execute(&mut stack.conn)
-    .await
-    .unwrap();
+    stack.due_now(request).await;
     if let Some(attempts) = attempts {
         diesel::sql_query(
             "UPDATE remediation_runs SET attempts = $3 WHERE tenant_id = $1 AND request_id = $2",
@@ -387,18 +407,7 @@ async fn killed_at_after(action: Action, point: &str, attempts: Option<i32>) {
     }
 
     let service = stack.start(None);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let remediation = loop {
-        let body = stack
-            .get(&service, &format!("/governance/remediations/{request}"))
-            .await;
-        let status = body["data"]["status"].as_str().unwrap_or_default();
-        if ["receipted", "blocked", "failed", "undone"].contains(&status) {
-            break body["data"].clone();
-        }
-        assert!(Instant::now() < deadline, "still {status}: {body}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let remediation = stack.ended(&service, request).await;
     assert_eq!(remediation["status"], "receipted", "{remediation}");
     assert_eq!(remediation["reason"], Value::Null, "{remediation}");
     if point == "receipted" {
@@ -565,28 +574,11 @@ async fn a_failed_quarantine_whose_original_is_gone_keeps_its_copy() {
     let (request, _) = stack.request().await;
     assert_eq!(read(stack.bucket.as_ref(), KEY).await, None, "deleted");
     seed::put_all(stack.bucket.as_ref(), &[(KEY, b"a new nightly export\n")]).await;
-    diesel::sql_query(
-        "UPDATE remediation_requests SET next_attempt_at = now()
-          WHERE tenant_id = $1 AND request_id = $2",
-    )
-    .bind::<Text, _>(TENANT)
-    .bind::<SqlUuid, _>(request)
-    .execute(&mut stack.conn)
-    .await
-    .unwrap();
+    stack.due_now(request).await;
 
     let service = stack.start(None);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let remediation = loop {
-        let body = stack
-            .get(&service, &format!("/governance/remediations/{request}"))
-            .await;
-        if body["data"]["status"] == "failed" {
-            break body["data"].clone();
-        }
-        assert!(Instant::now() < deadline, "{body}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let remediation = stack.ended(&service, request).await;
+    assert_eq!(remediation["status"], "failed", "{remediation}");
     assert_eq!(remediation["reason"], "object_changed", "{remediation}");
     let copies = keys_under(stack.held.as_ref(), "q/.dps-quarantine").await;
     assert_eq!(copies.len(), 1, "the original's only copy is kept");

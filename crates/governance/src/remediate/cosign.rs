@@ -35,8 +35,10 @@ use super::store::{self, Row, StoredReceipt};
 /// Pending receipts taken per run.
 const PER_RUN: i32 = 16;
 
-/// How long a taken receipt is its taker's: longer than one exchange can last.
-const LEASE_SECONDS: i32 = 120;
+/// How long a taken receipt is its taker's: longer than the whole run can last (its receipts
+/// are sent one after another, each exchange up to the co-signer's timeout), so that another
+/// replica never sends a receipt this run still holds.
+const LEASE_SECONDS: i32 = PER_RUN * super::cosigner::TIMEOUT.as_secs() as i32 + 60;
 
 /// How long a pending receipt keeps being sent, counted from when it was issued.
 const GIVE_UP_AFTER_HOURS: i32 = 24;

@@ -215,9 +215,15 @@ impl Cosigner {
             .await?
             .ok_or(CosignError::Malformed("not a JSON object"))?;
         let (signature, kid) = parse_answer(&answer)?;
-        let key = self.key(client, url, kid).await?;
+        let mut key = self.key(client, url, kid).await?;
         if !receipts::verify_detached(message, signature, &key) {
-            return Err(CosignError::BadSignature);
+            // A key rotated under the same kid leaves the cached set stale: it is fetched
+            // once more before the answer is called bad.
+            self.forget(url);
+            key = self.key(client, url, kid).await?;
+            if !receipts::verify_detached(message, signature, &key) {
+                return Err(CosignError::BadSignature);
+            }
         }
         let mut cosigned = document.clone();
         cosigned
@@ -271,6 +277,13 @@ impl Cosigner {
             );
         }
         key.ok_or(CosignError::UnknownKid)
+    }
+
+    /// Drops the cached JWKS of `url`'s origin.
+    fn forget(&self, url: &Url) {
+        if let Ok(mut cache) = self.jwks.lock() {
+            cache.remove(&url.origin().ascii_serialization());
+        }
     }
 
     fn cached(&self, origin: &str, kid: &str) -> Option<PublicKey> {
