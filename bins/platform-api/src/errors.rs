@@ -321,6 +321,11 @@ pub fn undo(error: governance::remediate::UndoError) -> ApiError {
             Code::Named("lkg_expired"),
             message.clone(),
         ),
+        UndoError::ConnectorDeleted => ApiError::new(
+            StatusCode::GONE,
+            Code::Named("connector_deleted"),
+            message.clone(),
+        ),
         UndoError::Storage(_) => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             Code::Named("storage_unavailable"),

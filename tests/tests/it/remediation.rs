@@ -1083,3 +1083,23 @@ async fn masked_json_stays_json_around_numbers_escapes_and_a_byte_order_mark() {
     let parsed: Value = serde_json::from_slice(&after[3..]).expect("still JSON");
     assert_eq!(parsed["rows"][0]["ssn"], "*****9999");
 }
+
+/// Undo after the remediation's connector was deleted: the snapshot is out of reach for good,
+/// which is 410, not a 503 inviting a retry that cannot succeed.
+#[tokio::test]
+async fn undo_after_the_connector_is_deleted_is_gone() {
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let (_bucket, connector) = masked_people(&stack, &admin, SSNS).await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "receipted", "{done:?}");
+    let (status, body) = admin
+        .send(Method::DELETE, &format!("/connectors/{connector}"), None)
+        .await;
+    assert!(status == 204 || status == 200, "{status}: {body}");
+    let id = done[0]["remediation_id"].as_str().unwrap();
+    let (status, body) = undo(&admin, id, None).await;
+    assert_eq!(status, 410, "{body}");
+    crate::area_b_error(&body, "connector_deleted");
+}

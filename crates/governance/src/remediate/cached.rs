@@ -47,6 +47,13 @@ impl Storages {
         }
     }
 
+    /// Drops a connector's opened storage, so that the next open reads the connector again.
+    pub(crate) fn forget(&self, key: &(TenantId, ConnectorId)) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(key);
+        }
+    }
+
     pub(crate) fn put(&self, key: (TenantId, ConnectorId), storage: &Storage) {
         if let Ok(mut map) = self.0.lock() {
             map.retain(|_, (_, at)| at.elapsed() < STORAGE_TTL);

@@ -40,6 +40,10 @@ pub enum UndoError {
     SnapshotChanged,
     #[error("another undo of this remediation is running")]
     Busy,
+    /// The remediation's connector was deleted: its storage, and the snapshot in it, are out
+    /// of the service's reach for good.
+    #[error("the remediation's connector was deleted; its snapshot cannot be reached")]
+    ConnectorDeleted,
     #[error("the storage could not be reached: {0}")]
     Storage(String),
     #[error("database error")]
@@ -50,6 +54,7 @@ impl From<Stop> for UndoError {
     fn from(stop: Stop) -> Self {
         match stop {
             Stop::Database(e) => UndoError::Database(e),
+            Stop::Fail(reason) if reason == "connector_deleted" => UndoError::ConnectorDeleted,
             Stop::Fail(reason) | Stop::Retry(reason) => UndoError::Storage(reason),
         }
     }
@@ -79,6 +84,9 @@ pub async fn undo(
             if row.lkg_deleted_at.is_some() || row.undo_until.is_none_or(|until| now >= until) {
                 return Err(UndoError::Expired);
             }
+            // Opened afresh: an undo is rare and asked by a person, and must see the connector
+            // as it is now (deleted, or with new credentials), not as it was a minute ago.
+            exec.storages.forget(&(tenant.clone(), row.connector()));
             let storage = super::execute::open_storage(conn, exec, tenant, &row).await?;
             let (restored, displaced) = restore(&storage, &row, force).await?;
             let receipt = exec
