@@ -202,24 +202,42 @@ pub async fn enumerate(
             )
         })
         .collect();
-    for batch in chunks.chunks(1000) {
-        diesel::insert_into(scan_chunks::table)
-            .values(batch.to_vec())
-            .execute(conn)
-            .await?;
-    }
-    diesel::update(
-        scans::table
+    // The chunks and the enumeration's end are one transaction, under the scan row's lock: a
+    // crash between them would leave chunks whose insert every restart then collides with,
+    // and a scan cancelled or timed out while it was listed gets no chunks to run.
+    let (sources_total, sources_listed) = (enumerator.sources_total, enumerator.sources_listed);
+    conn.transaction::<_, ScanError, _>(async |conn| {
+        let running = match rows::lock(conn, tenant, scan).await? {
+            Some(row) => row.status()? == crate::model::Status::Running,
+            None => false,
+        };
+        if running {
+            for batch in chunks.chunks(1000) {
+                diesel::insert_into(scan_chunks::table)
+                    .values(batch.to_vec())
+                    .execute(conn)
+                    .await?;
+            }
+        }
+        let target = scans::table
             .filter(scans::tenant_id.eq(tenant.as_str()))
-            .filter(scans::scan_id.eq(scan.as_uuid())),
-    )
-    .set((
-        scans::enumeration_status.eq(status.as_str()),
-        scans::sources_total.eq(enumerator.sources_total),
-        scans::sources_listed.eq(enumerator.sources_listed),
-        scans::status_reason.eq(reason),
-    ))
-    .execute(conn)
+            .filter(scans::scan_id.eq(scan.as_uuid()));
+        let listed = (
+            scans::enumeration_status.eq(status.as_str()),
+            scans::sources_total.eq(sources_total),
+            scans::sources_listed.eq(sources_listed),
+        );
+        if running {
+            diesel::update(target)
+                .set((listed, scans::status_reason.eq(reason)))
+                .execute(conn)
+                .await?;
+        } else {
+            // An ended scan keeps the reason it ended with.
+            diesel::update(target).set(listed).execute(conn).await?;
+        }
+        Ok(())
+    })
     .await?;
     tracing::info!(
         %scan,
