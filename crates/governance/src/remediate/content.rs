@@ -147,9 +147,10 @@ pub fn find(
                 span.quote = !in_string;
             }
         }
-        detect::Format::Csv => {
-            // Outside quotes a comma ends a cell: a value holding one was read across cells
-            // (`7,$12,500` as `$12,500`), and replacing it would join them.
+        // Outside quotes a comma ends a cell: a value holding one was read across cells
+        // (`7,$12,500` as `$12,500`), and replacing it would join them. The object is walked
+        // only when a value holds a comma.
+        detect::Format::Csv if kept.iter().any(|s| s.value.contains(',')) => {
             let quoted = quoted(bytes, &kept, false);
             if kept
                 .iter()
@@ -159,7 +160,7 @@ pub fn find(
                 return Err(Unsupported::AcrossCells);
             }
         }
-        detect::Format::Text | detect::Format::Tsv => {}
+        detect::Format::Csv | detect::Format::Text | detect::Format::Tsv => {}
     }
     Ok(Found {
         spans: kept,

@@ -639,10 +639,7 @@ async fn still_original(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row
         return false;
     };
     match source.head(&row.object_key).await {
-        Ok(Some(head)) => head
-            .etag
-            .as_deref()
-            .is_some_and(|etag| etag.trim_matches('"') == row.etag.trim_matches('"')),
+        Ok(Some(head)) => store::same_etag(head.etag.as_deref(), Some(&row.etag)),
         _ => false,
     }
 }

@@ -504,3 +504,11 @@ pub(crate) async fn snapshot_deleted(
     .await?;
     Ok(())
 }
+
+/// ETags compared as providers give them, with or without their quotes.
+pub(crate) fn same_etag(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.trim_matches('"') == b.trim_matches('"'),
+        _ => false,
+    }
+}

@@ -18,7 +18,7 @@ use super::execute::{Executor, MAX_OBJECT_BYTES, snapshot_of};
 use super::receipt;
 use super::rescore::Changed;
 use super::stop::Stop;
-use super::store::{self, Ending, Row, State};
+use super::store::{self, Ending, Row, State, same_etag};
 use crate::document::ActionType;
 
 #[derive(Debug, thiserror::Error)]
@@ -232,12 +232,4 @@ async fn restore(
     }
     .map_err(storage_error)?;
     Ok((restored, displaced))
-}
-
-/// ETags compared as providers give them, with or without their quotes.
-fn same_etag(a: Option<&str>, b: Option<&str>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => a.trim_matches('"') == b.trim_matches('"'),
-        _ => false,
-    }
 }

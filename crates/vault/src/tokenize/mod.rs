@@ -87,10 +87,11 @@ pub struct Request {
 }
 
 impl Request {
-    /// Every field the request asks for, in order: the same idempotency key with another
-    /// request is refused.
-    fn fields(&self) -> Vec<&[u8]> {
+    /// `label`, then every field the request asks for, in order: the same idempotency key with
+    /// another request is refused.
+    fn fields(&self, label: &'static [u8]) -> Vec<&[u8]> {
         let mut fields: Vec<&[u8]> = Vec::with_capacity(4 + 3 * self.items.len());
+        fields.push(label);
         fields.push(self.policy_id.as_bytes());
         fields.push(match self.batch_mode {
             BatchMode::BestEffort => b"BEST_EFFORT",
@@ -110,9 +111,7 @@ impl Request {
     /// offline for the value (a nine-digit SSN is a billion guesses). Each field is
     /// length-prefixed, so no two requests share an encoding.
     fn digest(&self, key: &MacKey) -> Vec<u8> {
-        let mut fields = self.fields();
-        fields.insert(0, b"dps-tokenize-request-v2");
-        key.mac(&fields).to_vec()
+        key.mac(&self.fields(b"dps-tokenize-request-v2")).to_vec()
     }
 
     /// The unkeyed digest that releases before v2 stored. A key claimed by one of them is
@@ -124,8 +123,7 @@ impl Request {
             ctx.update(&(bytes.len() as u64).to_be_bytes());
             ctx.update(bytes);
         };
-        field(b"dps-tokenize-request-v1");
-        for f in self.fields() {
+        for f in self.fields(b"dps-tokenize-request-v1") {
             field(f);
         }
         ctx.finish().as_ref().to_vec()
