@@ -89,10 +89,18 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<b
     let Some(store::Taken {
         request: row,
         policy_deleted,
+        connector_deleted,
     }) = store::take(conn).await?
     else {
         return Ok(false);
     };
+    // A deleted connector withdraws the service's access to its storage at once: the storage
+    // opened with its credentials is dropped, so every step below finds the connector gone
+    // (`connector_deleted`, with the snapshot kept on record) instead of acting through a
+    // cached handle for up to a minute more.
+    if connector_deleted {
+        exec.storages.forget(&(row.tenant()?, row.connector()));
+    }
     // Deleting a policy stops what it planned and has not started: the object is untouched
     // yet. A request past its snapshot runs to its end (it may have written already).
     if policy_deleted && row.state() == State::Planned {

@@ -181,13 +181,16 @@ macro_rules! redoable {
 
 /// Takes the request due first, of any tenant, and counts the attempt: one statement, committed
 /// without waiting for the disk (see `redoable!`).
-/// A request just taken, and whether its policy has been deleted since it was planned.
+/// A request just taken, and whether its policy or its connector has been deleted since it was
+/// planned.
 #[derive(QueryableByName)]
 pub(crate) struct Taken {
     #[diesel(embed)]
     pub request: Row,
     #[diesel(sql_type = diesel::sql_types::Bool)]
     pub policy_deleted: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub connector_deleted: bool,
 }
 
 pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Taken>, DieselError> {
@@ -217,7 +220,10 @@ pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Taken>, 
         columns!(),
         ", NOT EXISTS (SELECT 1 FROM governance_policies p
                         WHERE p.tenant_id = r.tenant_id AND p.policy_id = r.policy_id)
-             AS policy_deleted
+             AS policy_deleted,
+             NOT EXISTS (SELECT 1 FROM connectors c
+                        WHERE c.tenant_id = r.tenant_id AND c.connector_id = r.connector_id)
+             AS connector_deleted
            FROM taken r JOIN run u ON true"
     ))
     .bind::<Integer, _>(LEASE_SECONDS)

@@ -187,6 +187,52 @@ async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
     assert!(none.items.is_empty(), "another tenant sees nothing");
 }
 
+/// Deleting a connector withdraws access at once, even from an executor that opened its
+/// storage a moment before: the next run of its request ends `failed`, `connector_deleted`,
+/// instead of calling the storage again through the cached handle (here unreachable, which
+/// would only retry the request).
+#[tokio::test]
+async fn a_deleted_connector_ends_its_requests_even_with_its_storage_cached() {
+    let mut env = Env::new().await;
+    plan_one_mask(&mut env).await;
+    let tenant = acme();
+    let exec = executor(&env);
+    // The first run opens the connector's storage (and keeps it) and fails to reach it.
+    assert!(
+        remediate::execute::run_once(&mut env.conn, &exec)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_requests WHERE status = 'planned'")
+            .await,
+        1
+    );
+    diesel::sql_query("DELETE FROM connectors WHERE tenant_id = $1")
+        .bind::<Text, _>(tenant.as_str())
+        .execute(&mut env.conn)
+        .await
+        .unwrap();
+    diesel::sql_query("UPDATE remediation_requests SET next_attempt_at = now()")
+        .execute(&mut env.conn)
+        .await
+        .unwrap();
+    assert!(
+        remediate::execute::run_once(&mut env.conn, &exec)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        env.count(
+            "SELECT count(*) AS n FROM remediation_requests r JOIN remediation_runs u
+                 USING (tenant_id, request_id)
+              WHERE r.status = 'failed' AND u.reason = 'connector_deleted'"
+        )
+        .await,
+        1
+    );
+}
+
 /// Deleting a policy stops what it planned and has not started: the request ends `failed`
 /// with reason `policy_deleted` and an `action_failed` entry, before any storage call (the
 /// executor's storage here is unreachable, so a call would fail it otherwise).
