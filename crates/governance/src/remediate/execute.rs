@@ -291,15 +291,31 @@ pub(crate) fn lkg_location(storage: &Storage, row: &Row) -> (String, String) {
     match storage.lkg_bucket() {
         Some(bucket) => (
             bucket.to_owned(),
-            format!(
-                ".dps-lkg/{}/{}/{}",
-                row.request_id, row.bucket, row.object_key
+            under_key_limit(
+                format!(".dps-lkg/{}/{}/", row.request_id, row.bucket),
+                &row.object_key,
             ),
         ),
         None => (
             row.bucket.clone(),
-            format!(".dps-lkg/{}/{}", row.request_id, row.object_key),
+            under_key_limit(format!(".dps-lkg/{}/", row.request_id), &row.object_key),
         ),
+    }
+}
+
+/// The longest object name all three providers take: 1,024 bytes of UTF-8 on S3 and GCS, 1,024
+/// characters on Azure.
+const MAX_OBJECT_KEY_BYTES: usize = 1024;
+
+/// `head` followed by the object's key, or, where that would pass the providers' limit on a
+/// name, by `sha256-` and the key's SHA-256 in hex. The request id in `head` keeps the name
+/// unique either way, and the request records the object's full key. Without this, a key
+/// longer than about 970 bytes could never be snapshotted or quarantined.
+fn under_key_limit(head: String, key: &str) -> String {
+    if head.len() + key.len() <= MAX_OBJECT_KEY_BYTES {
+        head + key
+    } else {
+        head + "sha256-" + &audit::hex(&sha256(key.as_bytes()))
     }
 }
 
@@ -318,9 +334,9 @@ pub(crate) fn quarantine_location(
     };
     (
         destination.bucket.clone(),
-        format!(
-            "{prefix}.dps-quarantine/{}/{}/{}",
-            row.request_id, row.bucket, row.object_key
+        under_key_limit(
+            format!("{prefix}.dps-quarantine/{}/{}/", row.request_id, row.bucket),
+            &row.object_key,
         ),
     )
 }
@@ -696,5 +712,34 @@ async fn discard_snapshot(conn: &mut AsyncPgConnection, exec: &Executor, row: &R
         && recorded.is_some()
     {
         let _ = store::snapshot_deleted(conn, row).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_name_keeps_the_key_while_it_fits_and_hashes_it_when_not() {
+        let head = ".dps-lkg/0192f3a4-5b6c-7d8e-9f00-112233445566/".to_owned();
+        assert_eq!(
+            under_key_limit(head.clone(), "exports/people.csv"),
+            format!("{head}exports/people.csv")
+        );
+        let fits = "k".repeat(MAX_OBJECT_KEY_BYTES - head.len());
+        assert_eq!(
+            under_key_limit(head.clone(), &fits),
+            format!("{head}{fits}")
+        );
+        let long = "k".repeat(MAX_OBJECT_KEY_BYTES - head.len() + 1);
+        let named = under_key_limit(head.clone(), &long);
+        assert_eq!(named.len(), head.len() + "sha256-".len() + 64);
+        assert_eq!(
+            named,
+            format!("{head}sha256-{}", audit::hex(&sha256(long.as_bytes())))
+        );
+        // Multi-byte characters count as their UTF-8 bytes.
+        let wide = "é".repeat(500);
+        assert!(under_key_limit(head, &wide).contains("sha256-"));
     }
 }
