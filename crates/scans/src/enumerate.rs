@@ -104,11 +104,15 @@ pub async fn enumerate(
         sources_total: 0,
         sources_listed: 0,
         problems: Vec::new(),
+        ended: false,
     };
     // Where each connector's resources begin: chunks never straddle two connectors, so each
     // has one connector's configuration (GET /scans/:id/deployment-config).
     let mut starts: Vec<i32> = Vec::new();
     for connector in connector_ids {
+        if enumerator.ended {
+            break;
+        }
         starts.push(enumerator.next_idx);
         let config = match connectors::store::config(conn, &keys, tenant, connector).await {
             Ok(config) => config,
@@ -156,6 +160,9 @@ pub async fn enumerate(
         let baseline = baseline(conn, tenant, connector).await?;
         let incremental = kind == Kind::Incremental;
         for bucket_name in buckets {
+            if enumerator.ended {
+                break;
+            }
             let bucket = match storage.bucket(&bucket_name) {
                 Ok(b) => b,
                 Err(e) => {
@@ -164,6 +171,9 @@ pub async fn enumerate(
                 }
             };
             for prefix in &prefixes {
+                if enumerator.ended {
+                    break;
+                }
                 let source = Source {
                     connector,
                     bucket: bucket_name.clone(),
@@ -320,6 +330,9 @@ struct Enumerator<'a> {
     sources_total: i32,
     sources_listed: i32,
     problems: Vec<String>,
+    /// The scan ended (cancelled, timed out) while it was listed: listing stops at the next
+    /// page, and nothing more is judged deleted.
+    ended: bool,
 }
 
 impl Enumerator<'_> {
@@ -354,6 +367,13 @@ impl Enumerator<'_> {
                 // The cap is the caller's choice: the source counts as listed, but objects
                 // past it were not seen, so nothing is judged deleted.
                 self.sources_listed += 1;
+                return Ok(());
+            }
+            // A scan cancelled or timed out while it is listed stops calling the storage at
+            // once, not after listing millions of objects, and resolves nothing: one short
+            // read per page of 1,000 objects.
+            if !rows::running(conn, self.tenant, self.scan).await? {
+                self.ended = true;
                 return Ok(());
             }
             let page = match bucket

@@ -62,6 +62,22 @@ pub(crate) async fn row(
         .ok_or(ScanError::NotFound)
 }
 
+/// Whether the scan is still `running` (false once it ended or is gone).
+pub(crate) async fn running(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: ScanId,
+) -> Result<bool, ScanError> {
+    let status: Option<String> = scans::table
+        .filter(scans::tenant_id.eq(tenant.as_str()))
+        .filter(scans::scan_id.eq(id.as_uuid()))
+        .select(scans::status)
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(status.as_deref() == Some(Status::Running.as_str()))
+}
+
 /// The scan's row, locked until the transaction ends.
 pub(crate) async fn lock(
     conn: &mut AsyncPgConnection,

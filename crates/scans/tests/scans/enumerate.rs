@@ -201,6 +201,52 @@ async fn an_incremental_scan_covers_what_changed_and_resolves_what_was_deleted()
     ));
 }
 
+/// A scan cancelled before or while it is listed stops listing at the next page and judges
+/// nothing deleted: an object gone from the storage keeps its open finding until a scan that
+/// runs to its end says so.
+#[tokio::test]
+async fn a_scan_cancelled_while_it_is_listed_stops_and_resolves_nothing() {
+    let mut w = World::with_storage().await;
+    let acme = w.acme.clone();
+    let bucket = w
+        .bucket("hr-exports", &[("a.txt", "alpha"), ("b.txt", "bravo")])
+        .await;
+    let hr = w.connector(&acme, "HR", "hr-exports").await;
+    let full = w.started(&acme, &[hr], json!({ "max_workers": 1 })).await;
+    w.run(&acme, full, |_| {
+        Outcome::Scanned(vec![finding("ssn", "government_id")])
+    })
+    .await;
+    bucket.delete(&Path::from("b.txt")).await.unwrap();
+
+    let scan = w
+        .scan_of(&acme, &[hr], "incremental", json!({ "max_workers": 1 }))
+        .await;
+    let started = scans::lifecycle::start_next(&mut w.conn).await.unwrap();
+    assert_eq!(started, Some((acme.clone(), scan)));
+    scans::lifecycle::cancel(&mut w.conn, &acme, scan)
+        .await
+        .unwrap();
+    let cloud = w.cloud.clone().unwrap();
+    scans::enumerate::enumerate(&mut w.conn, &cloud, &w.keyring, &acme, scan)
+        .await
+        .unwrap();
+
+    assert_eq!(
+        open_findings(&mut w, hr).await,
+        [("government_id".to_owned(), 2)],
+        "a cancelled scan judges nothing deleted"
+    );
+    let view = scans::store::get(&mut w.conn, &acme, scan).await.unwrap();
+    assert_eq!(view.status, Status::Cancelled);
+    assert_eq!(view.status_reason.as_deref(), Some("cancelled by request"));
+    assert_eq!(view.counts.enumerated, 0, "nothing listed after the cancel");
+    assert_eq!(
+        count(&mut w.conn, "SELECT count(*) AS n FROM scan_chunks WHERE scan_id NOT IN (SELECT scan_id FROM scans WHERE kind = 'full')").await,
+        0
+    );
+}
+
 #[tokio::test]
 async fn sources_that_cannot_be_listed_make_the_scan_partial_or_failed() {
     let mut w = World::with_storage().await;
