@@ -153,9 +153,13 @@ impl Receipts {
     /// it runs (`required` co-signing): the executed receipt's fields, of kind `planned`, with
     /// the after-state (`sha256_before`, which is read with the object, the ETag and SHA-256
     /// after, the snapshot, `executed_at`, `undo_until`) null.
+    /// The planned receipt a `required` co-signer is asked to approve. It is the same document
+    /// on every attempt (its id and time come from the request, and Ed25519 signs
+    /// deterministically), so a co-signer that approved one whose answer was lost is asked
+    /// again about that receipt, not about a second one for the same action.
     pub(crate) fn planned(&self, row: &Row) -> Result<(Uuid, receipts::SignedReceipt), Stop> {
-        let id = Uuid::now_v7();
-        let receipt = body("planned", id, row, OffsetDateTime::now_utc());
+        let id = planned_receipt_id(row);
+        let receipt = body("planned", id, row, row.created_at);
         let document = self
             .signer
             .sign_receipt(receipt)
@@ -227,4 +231,17 @@ pub(crate) fn entry(
             "safety_class": class,
             "gate": row.gate,
         }))
+}
+
+/// A UUIDv7 for the request's planned receipt: the request's planning time, and bits of a hash
+/// of the request id, so that it is the same on every attempt and no other receipt's.
+fn planned_receipt_id(row: &Row) -> Uuid {
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    hash.update(b"dps planned receipt\0");
+    hash.update(row.request_id.as_bytes());
+    let digest = hash.finish();
+    let mut bits = [0u8; 10];
+    bits.copy_from_slice(&digest.as_ref()[..10]);
+    let millis = (row.created_at.unix_timestamp_nanos() / 1_000_000).max(0) as u64;
+    uuid::Builder::from_unix_timestamp_millis(millis, &bits).into_uuid()
 }

@@ -334,6 +334,48 @@ async fn a_cosigned_planned_receipt_is_sent_once_and_lets_the_action_run() {
     assert_eq!(stored_receipts(&mut env).await.len(), 1);
 }
 
+/// A required co-signer that refused (here, a signature that does not verify, as a lost answer
+/// would also leave it) is asked again about the same planned receipt, byte for byte, not
+/// about a new one for the same action; the receipt it approves is the one stored.
+#[tokio::test]
+async fn a_retried_approval_sends_the_same_planned_receipt() {
+    let pki = Pki::new();
+    let server = CosignServer::start(&pki, Answer::WrongSignature).await;
+    let mut env = Env::new().await;
+    plan_one_mask(&mut env).await;
+    set_cosigning(&mut env, settings::CosigningMode::Required, &server.url()).await;
+    let mut exec = executor_with(&env, cosigner(&pki, OPEN));
+    // As above: past the approval, the run stops at the tenant's keys.
+    let (other, _) = keys::MasterKey::generate().unwrap();
+    exec.keyring = std::sync::Arc::new(keys::KeyRing::new(std::sync::Arc::new(other)));
+    assert!(
+        remediate::execute::run_once(&mut env.conn, &exec)
+            .await
+            .unwrap()
+    );
+    assert!(stored_receipts(&mut env).await.is_empty());
+    server.answer(Answer::Sign);
+    due_now(&mut env).await;
+    assert!(
+        remediate::execute::run_once(&mut env.conn, &exec)
+            .await
+            .unwrap()
+    );
+    let posts = server.posts();
+    assert_eq!(posts.len(), 2);
+    assert_eq!(
+        posts[0].body, posts[1].body,
+        "the same receipt, byte for byte"
+    );
+    let stored = stored_receipts(&mut env).await;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].cosign_status, "cosigned");
+    assert_eq!(
+        stored[0].document["receipt"]["receipt_id"],
+        posts[0].body["receipt"]["receipt_id"]
+    );
+}
+
 /// The tenant denies the action's class: the request ends blocked, with a receipt that is
 /// co-signed as the tenant's mode says.
 async fn blocked_receipt(env: &mut Env, exec: &remediate::Executor) {
