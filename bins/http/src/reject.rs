@@ -11,8 +11,9 @@ use crate::error::ApiError;
 pub(crate) fn sanitize_serde_message(message: &str) -> String {
     for prefix in ["invalid type: ", "invalid value: ", "unknown variant "] {
         if let Some(rest) = message.strip_prefix(prefix) {
+            // The last ", expected ": the echoed value may hold those words itself.
             let expected = rest
-                .find(", expected ")
+                .rfind(", expected ")
                 .map(|i| &rest[i + 2..])
                 .unwrap_or("");
             let kind = prefix.trim_end_matches(": ").trim_end();
@@ -23,7 +24,24 @@ pub(crate) fn sanitize_serde_message(message: &str) -> String {
             };
         }
     }
-    // Other serde messages ("missing field `x`", "unknown field `y`") name fields, not values.
+    // An unknown field is named by the client, who may have sent a value as a key: it is
+    // repeated only when it looks like a field name.
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let (name, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let named = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            && name.bytes().filter(u8::is_ascii_digit).count() < 5;
+        return if named {
+            format!("unknown field `{name}`{expected}")
+        } else {
+            format!("unknown field{expected}")
+        };
+    }
+    // Other serde messages ("missing field `x`", "duplicate field `y`") name the service's own
+    // fields.
     message.to_owned()
 }
 
@@ -118,5 +136,28 @@ mod tests {
             sanitize_serde_message("missing field `items`"),
             "missing field `items`"
         );
+        // A value that holds the words the message is split on.
+        assert_eq!(
+            sanitize_serde_message(
+                "invalid type: string \"x, expected 123-45-6789\", expected a sequence"
+            ),
+            "invalid type, expected a sequence"
+        );
+        assert_eq!(
+            sanitize_serde_message(
+                "unknown variant `x, expected 219-09-9999`, expected one of `a`, `b`"
+            ),
+            "unknown variant, expected one of `a`, `b`"
+        );
+        // An unknown field is named only when it looks like a name.
+        assert_eq!(
+            sanitize_serde_message("unknown field `note`, expected `tokens` or `grant_jwt`"),
+            "unknown field `note`, expected `tokens` or `grant_jwt`"
+        );
+        for key in ["ann.lee@example.com", "219-09-9999", "Ann Lee", "123456789"] {
+            let message =
+                sanitize_serde_message(&format!("unknown field `{key}`, expected `items`"));
+            assert_eq!(message, "unknown field, expected `items`", "{key}");
+        }
     }
 }

@@ -23,10 +23,15 @@ pub fn since(raw: &str) -> Result<time::OffsetDateTime, ApiError> {
         })?;
     // ISO 8601 allows signed six-digit years; Postgres stores none before 4713 BC. Nothing
     // this service keeps predates year 1, so the database is never asked about such a time.
-    if at.to_offset(time::UtcOffset::UTC).year() < 1 {
+    // The parsers do not check that the instant stays within years -9999 to 9999 once moved
+    // to UTC (`9999-12-31T23:59:59-01:00` is in year 10000), so the move is checked here.
+    let Some(utc) = at.checked_to_offset(time::UtcOffset::UTC) else {
+        return Err(invalid("since must be no later than 9999-12-31T23:59:59Z"));
+    };
+    if utc.year() < 1 {
         return Err(invalid("since must be in year 1 or later"));
     }
-    Ok(at)
+    Ok(utc)
 }
 
 #[cfg(test)]
@@ -43,6 +48,7 @@ mod tests {
         assert_eq!(utc("2026-11-23T12:00:00.000Z"), noon);
         assert_eq!(utc("20261123T120000Z"), noon);
         assert_eq!(utc("2026-11-23"), Some(1_795_392_000));
+        assert!(since("9999-12-31T23:59:59Z").is_ok());
         for bad in [
             "yesterday",
             "2026-13-01",
@@ -50,6 +56,9 @@ mod tests {
             "1700000000",
             "-005000-01-01",
             "+000000-06-01T00:00:00Z",
+            // Within range as written, past year 9999 in UTC.
+            "9999-12-31T23:59:59-01:00",
+            "-009999-01-01T00:00:00+01:00",
         ] {
             assert!(since(bad).is_err(), "{bad}");
         }

@@ -371,6 +371,24 @@ async fn refuse(
     error
 }
 
+/// Records a detokenization attempt whose request could not be read (not JSON, an unknown
+/// field, a wrong type, too large), as denied with `code`, without token ids: none of them can
+/// be trusted. Every attempt an authenticated caller makes is audited, this one too. A failure
+/// to record is logged; the refusal stands either way.
+pub async fn refuse_unreadable(conn: &mut AsyncPgConnection, caller: &Principal, code: &str) {
+    let attempt = Attempt {
+        trace_id: Uuid::new_v4(),
+        caller,
+        token_ids: &[],
+        grant_jti: None,
+        purpose: None,
+        reason: None,
+    };
+    if let Err(e) = record(conn, &attempt, "denied", Some(code), json!([])).await {
+        tracing::error!(error = %e, trace_id = %attempt.trace_id, "cannot audit a refused detokenization");
+    }
+}
+
 /// Detokenizes `request.tokens` under `request.grant_jwt` for `caller`.
 ///
 /// The grant must verify, belong to the caller's user and tenant, cover every requested token,

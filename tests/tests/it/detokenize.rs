@@ -527,3 +527,55 @@ async fn every_attempt_is_audited_without_values_and_listed_for_admins() {
         assert!(!dump.contains(value), "{value} is in the dump");
     }
 }
+
+/// A detokenize request whose body cannot be read (an unknown field, a wrong type, not JSON)
+/// is an attempt too: refused 400, and audited denied `INVALID_INPUT` without token ids (none
+/// can be trusted) and without anything the body carried.
+#[tokio::test]
+async fn an_unreadable_detokenize_body_is_refused_and_audited() {
+    let t = Tokens::spawn().await;
+    let (_, ids) = tokenized(&t).await;
+    let sam = t.app.token("acme", "sam", &["support"]);
+    let grant_jwt = grant(&t, "sam", &ids).await;
+    let bodies = [
+        json!({ "tokens": ids, "grant_jwt": grant_jwt, "note": "219-09-9999" }),
+        json!({ "tokens": "219-09-9999", "grant_jwt": grant_jwt }),
+    ];
+    for body in bodies {
+        let (status, answer) = post(&t, &sam, "/detokenize", body).await;
+        assert_eq!(status, 400, "{answer}");
+        area_a_error(&answer, "INVALID_INPUT");
+    }
+    let response = t
+        .app
+        .http
+        .post(t.app.url("/detokenize"))
+        .bearer_auth(&sam)
+        .header("content-type", "text/plain")
+        .body("tokens=219-09-9999")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+
+    let (status, page) = t.get(&t.admin, "/audit/detokenizations").await;
+    assert_eq!(status, 200, "{page}");
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3, "{page}");
+    for item in items {
+        assert_eq!(item["user_id"], "sam");
+        assert_eq!(item["outcome"], "denied");
+        assert_eq!(item["denial_code"], "INVALID_INPUT");
+        assert_eq!(item["tokens"], json!([]));
+    }
+    assert!(!page.to_string().contains("219-09-9999"));
+    // The grant was not consumed by any of them.
+    let (status, revealed) = post(
+        &t,
+        &sam,
+        "/detokenize",
+        json!({ "tokens": ids, "grant_jwt": grant_jwt }),
+    )
+    .await;
+    assert_eq!(status, 200, "{revealed}");
+}

@@ -67,9 +67,19 @@ pub async fn detokenize(
         input: body,
         mut conn,
         ..
-    }: Admitted<op::Detokenize, Body<DetokenizeRequest>>,
+    }: Admitted<op::Detokenize, Result<Body<DetokenizeRequest>, ApiError>>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
+    // An attempt whose body cannot be read is still an attempt: audited, then refused.
+    let body = match body {
+        Ok(body) => body,
+        Err(e) => {
+            grants::refuse_unreadable(&mut conn, &caller.0, e.code.render(dps_http::Area::Tokens))
+                .await;
+            count_detokenize(Err(&e));
+            return Err(e);
+        }
+    };
     let request = grants::DetokenizeRequest {
         tokens: &body.tokens,
         grant_jwt: &body.grant_jwt,
@@ -83,7 +93,7 @@ pub async fn detokenize(
     )
     .await
     .map_err(errors::grant);
-    count_detokenize(&revealed);
+    count_detokenize(revealed.as_ref());
     // Plaintext: no cache along the way may keep it.
     Ok(HttpResponse::Ok()
         .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
@@ -135,7 +145,7 @@ pub async fn audit(
 }
 
 /// Counts a detokenize request: a grant used, or a refusal by its code; and its tokens.
-fn count_detokenize(revealed: &Result<grants::Detokenized, ApiError>) {
+fn count_detokenize(revealed: Result<&grants::Detokenized, &ApiError>) {
     use dps_http::metrics::{DETOKENIZE_REQUESTS, DETOKENIZE_TOKENS};
     match revealed {
         Ok(revealed) => {
