@@ -214,6 +214,12 @@ impl Csv {
                     b'"' => self.in_quotes = true,
                     b'\n' => {
                         self.end_field();
+                        if self.record == 0 && self.headers.iter().any(|h| data_like(h)) {
+                            // A first row holding data (an email, a number of five digits
+                            // or more) is not a header row, and none of its cells names a
+                            // column: a name beside an SSN would be stored as a location.
+                            self.headers.clear();
+                        }
                         self.record += 1;
                         self.field = 0;
                     }
@@ -449,10 +455,19 @@ mod tests {
             Location::Csv { header, .. } => header,
             other => panic!("{other:?}"),
         };
-        assert_eq!(header("Bo,"), Some("Ann Lee".into()));
-        assert_eq!(header("234-56"), None);
-        assert_eq!(header("bo@"), None);
-        assert_eq!(header("x\n"), Some("Notes 2024".into()));
+        // A first row with data in it names no column, not even where the cell looks like a
+        // name.
+        for needle in ["Bo,", "234-56", "bo@", "x\n"] {
+            assert_eq!(header(needle), None, "{needle}");
+        }
+        // A header row names its columns.
+        let text = "name,ssn,email\nBo,234-56-7890,bo@example.com\n";
+        let header = |needle: &str| match at(Format::Csv, text, needle, 1).0 {
+            Location::Csv { header, .. } => header,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(header("234-56"), Some("ssn".into()));
+        assert_eq!(header("bo@"), Some("email".into()));
         // JSON keyed by an email or a card number.
         let doc = r#"{"alice@example.com": {"phone": 17}, "4111111111111111": 28}"#;
         for (needle, expected) in [("17", r#"$["…"].phone"#), ("28", r#"$["…"]"#)] {
