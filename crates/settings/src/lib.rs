@@ -419,9 +419,9 @@ fn parse_denied_classes(body: &Value) -> Result<Vec<SafetyClass>, SettingsError>
         .collect())
 }
 
-/// A co-signing endpoint must be an absolute `https` URL with a host and no credentials: the
-/// platform authenticates with its client certificate, so a password in the URL is never
-/// needed and would be stored and shown.
+/// A co-signing endpoint must be an absolute `https` URL with a host and no credentials, query
+/// or fragment: the platform authenticates with its client certificate, so a password or a
+/// token in the URL is never needed and would be stored and shown.
 fn validate_endpoint(raw: &str) -> Result<String, SettingsError> {
     if raw.len() > MAX_ENDPOINT_URL_LEN {
         return Err(SettingsError::InvalidEndpoint(
@@ -441,6 +441,13 @@ fn validate_endpoint(raw: &str) -> Result<String, SettingsError> {
     }
     if url.fragment().is_some() {
         return Err(SettingsError::InvalidEndpoint("must not carry a fragment"));
+    }
+    // A query is where URL-borne tokens live; the URL is stored in clear and written into the
+    // audit log, which cannot be scrubbed, and mutual TLS needs no token.
+    if url.query().is_some() {
+        return Err(SettingsError::InvalidEndpoint(
+            "must not carry a query string",
+        ));
     }
     Ok(url.to_string())
 }
@@ -520,6 +527,8 @@ mod tests {
             "cosign.example.com",
             "https://user:pw@cosign.example.com",
             "https://cosign.example.com/#frag",
+            "https://cosign.example.com/v1/sign?token=s3cr3t",
+            "https://cosign.example.com/v1/sign?",
             "ftp://cosign.example.com",
             "",
         ] {
