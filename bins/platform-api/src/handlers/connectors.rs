@@ -178,14 +178,16 @@ pub async fn test(
 ) -> Result<Enveloped<ConnectionTest>, ApiError> {
     let id = connector_id(&id)?;
     let mut conn = state.conn().await?;
-    let outcome = connectors::test_connection(
-        &mut conn,
-        &extra.cloud,
-        &extra.keyring,
-        &caller.tenant_id,
-        id,
-    )
-    .await
-    .map_err(errors::connectors)?;
+    let config = connectors::probe::test_config(&mut conn, &extra.keyring, &caller.tenant_id, id)
+        .await
+        .map_err(errors::connectors)?;
+    // No pooled connection is held while the storage is called (up to 20 s): a few slow
+    // tests must not take the pool from every other request.
+    drop(conn);
+    let found = connectors::probe::probe(&extra.cloud, id, &config).await;
+    let mut conn = state.conn().await?;
+    let outcome = connectors::probe::record_test(&mut conn, &caller.tenant_id, id, found)
+        .await
+        .map_err(errors::connectors)?;
     Ok(Enveloped::ok(wire::connection_test(outcome)))
 }

@@ -274,19 +274,31 @@ impl Storage {
 
     /// Lists each bucket's first objects under the given prefixes and reads the start of one
     /// object per bucket, to prove both list and read access. Starts no scan.
-    pub async fn probe(&self, prefixes: &[String]) -> Probe {
+    /// Lists the buckets and samples each, one after another, until `deadline` has passed
+    /// or a bucket does not answer at all (a network failure would only repeat for the
+    /// others): a test answers an HTTP request.
+    pub async fn probe(&self, prefixes: &[String], deadline: Duration) -> Probe {
         const SAMPLE: usize = 10;
         let started = Instant::now();
+        let until = tokio::time::Instant::now() + deadline;
         let mut probe = Probe {
             buckets_accessible: Vec::new(),
             sample_objects: 0,
             error: None,
             latency: Duration::ZERO,
         };
-        let buckets = match self.buckets().await {
-            Ok(buckets) => buckets,
-            Err(e) => {
+        let late = |what: String| {
+            AccessError::new(Failure::Network, format!("{what} within {deadline:?}"))
+        };
+        let buckets = match tokio::time::timeout_at(until, self.buckets()).await {
+            Ok(Ok(buckets)) => buckets,
+            Ok(Err(e)) => {
                 probe.error = Some(e);
+                probe.latency = started.elapsed();
+                return probe;
+            }
+            Err(_) => {
+                probe.error = Some(late("the storage listed no bucket".to_owned()));
                 probe.latency = started.elapsed();
                 return probe;
             }
@@ -297,19 +309,32 @@ impl Storage {
                 "the credentials can list no bucket, and the connector names none",
             ));
         }
-        for name in buckets {
-            match self.probe_bucket(&name, prefixes, SAMPLE).await {
-                Ok(seen) => {
+        let total = buckets.len();
+        for (checked, name) in buckets.into_iter().enumerate() {
+            let outcome =
+                tokio::time::timeout_at(until, self.probe_bucket(&name, prefixes, SAMPLE)).await;
+            match outcome {
+                Ok(Ok(seen)) => {
                     probe.buckets_accessible.push(name);
                     probe.sample_objects += seen;
                 }
-                Err(e) => {
+                Ok(Err(e)) => {
+                    let unreachable = e.failure == Failure::Network;
                     if probe.error.is_none() {
                         probe.error = Some(AccessError::new(
                             e.failure,
                             format!("bucket {name}: {}", e.message),
                         ));
                     }
+                    if unreachable {
+                        break;
+                    }
+                }
+                Err(_) => {
+                    probe.error = Some(late(format!(
+                        "the storage answered for {checked} of {total} buckets"
+                    )));
+                    break;
                 }
             }
         }

@@ -336,3 +336,55 @@ async fn the_connection_test_lists_and_reads_for_real_and_records_the_outcome() 
         Err(ConnectorError::NotFound)
     ));
 }
+
+/// A storage that accepts connections and never answers: the connection test gives up at its
+/// deadline, says how far it got, and counts as a network failure (the connector is
+/// `disconnected`), instead of waiting out every bucket's own timeouts in turn.
+#[tokio::test]
+async fn a_connection_test_gives_up_at_its_deadline() {
+    let db = testkit::database().await;
+    let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let silent = testkit::seed::moto_cloud(&format!("http://127.0.0.1:{port}"));
+    let (master, _) = keys::MasterKey::generate().unwrap();
+    let keyring = keys::KeyRing::new(Arc::new(master));
+    let acme: ids::TenantId = "acme".parse().unwrap();
+    let mut config = moto_bucket("hr-exports");
+    config["buckets"] = json!(["hr-exports", "finance", "legal"]);
+    let created = store::create(&mut conn, &keyring, &acme, &new("HR", "aws", &config))
+        .await
+        .unwrap();
+    let config = connectors::probe::test_config(&mut conn, &keyring, &acme, created.id)
+        .await
+        .unwrap();
+    let storage = silent.open(created.id, &config).unwrap();
+    let probe = storage
+        .probe(&[], std::time::Duration::from_millis(500))
+        .await;
+    assert!(probe.buckets_accessible.is_empty());
+    let error = probe.error.expect("a failure");
+    assert_eq!(error.failure, connectors::Failure::Network);
+    assert_eq!(
+        error.message,
+        "the storage answered for 0 of 3 buckets within 500ms"
+    );
+    let outcome = connectors::probe::record_test(&mut conn, &acme, created.id, {
+        let mut p = storage
+            .probe(&[], std::time::Duration::from_millis(200))
+            .await;
+        p.latency = std::time::Duration::ZERO;
+        p
+    })
+    .await
+    .unwrap();
+    assert!(!outcome.connected);
+    let stored = store::get(&mut conn, &acme, created.id).await.unwrap();
+    assert_eq!(stored.status, Status::Disconnected);
+}
