@@ -52,6 +52,9 @@ const OPTIONAL: &[&str] = &["buckets", "prefixes", "file_types", "lkg_location"]
 /// Limits on the optional lists.
 const MAX_BUCKETS: usize = 100;
 const MAX_PREFIXES: usize = 100;
+/// At most this many file types, in a connector's configuration or a scan's options: every
+/// listed object is checked against them, and they are stored and shown with the connector.
+pub const MAX_FILE_TYPES: usize = 100;
 const MAX_PREFIX_LEN: usize = 1024;
 
 /// The file types the detection engine reads by their structure (`gz` for any of them
@@ -330,6 +333,9 @@ fn check_list(provider: Provider, field: &str, value: &Value) -> Result<(), Stri
             }
         }
         "file_types" => {
+            if texts.len() > MAX_FILE_TYPES {
+                return Err(format!("at most {MAX_FILE_TYPES} entries"));
+            }
             if let Some(index) = texts.iter().position(|t| file_type(t).is_none()) {
                 return Err(format!(
                     "entry {index} must be a file extension: 1 to {MAX_FILE_TYPE_LEN} letters, \
@@ -506,6 +512,18 @@ mod tests {
         );
         assert!(!azure.public.contains_key("client_secret"));
         assert_eq!(azure.text("client_secret"), "s3cr3t-value");
+        // At most 100 file types.
+        let with_types = |n: usize| {
+            let types: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+            validate(
+                Provider::Aws,
+                &json!({"role_arn": "arn:aws:iam::123456789012:role/dps-scanner", "external_id": "tenant-42",
+                        "region": "us-east-1", "file_types": types}),
+            )
+        };
+        assert!(with_types(MAX_FILE_TYPES).is_ok());
+        let refused = with_types(MAX_FILE_TYPES + 1).unwrap_err();
+        assert!(refused[0].message.contains("at most 100"), "{refused:?}");
     }
 
     #[test]

@@ -219,6 +219,12 @@ pub fn validate(options: Option<&Value>, tier: Tier) -> Result<Options, Vec<Fiel
     }
     if let Some(v) = object.get("file_types") {
         let types = strings(v, "file_types", &mut errors);
+        if types.len() > connectors::config::MAX_FILE_TYPES {
+            errors.push(error(
+                "file_types",
+                format!("at most {} entries", connectors::config::MAX_FILE_TYPES),
+            ));
+        }
         for t in &types {
             let Some(t) = connectors::config::file_type(t) else {
                 errors.push(error(
@@ -318,5 +324,21 @@ mod tests {
             let refused = validate(Some(&json!({ "file_types": [bad] })), Tier::standard());
             assert!(refused.is_err(), "{bad:?}");
         }
+        let types =
+            |n: usize| json!({ "file_types": (0..n).map(|i| format!("t{i}")).collect::<Vec<_>>() });
+        assert_eq!(
+            validate(Some(&types(100)), Tier::standard())
+                .unwrap()
+                .file_types
+                .len(),
+            100
+        );
+        let refused = validate(Some(&types(101)), Tier::standard()).unwrap_err();
+        assert_eq!(refused[0].field, "options.file_types");
+        assert!(
+            refused[0].message.contains("at most 100"),
+            "{}",
+            refused[0].message
+        );
     }
 }
