@@ -155,6 +155,38 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
     }
 }
 
+/// Any JSON value as the body (an object or not), for an endpoint whose own validation must
+/// answer for every shape with its own error code (`PUT /settings/remediation-policy`:
+/// `invalid_safety_class` for a non-list, an unknown class or an unknown field). Only syntax
+/// is checked here: JSON `Content-Type`, the size limit, well-formed JSON. NUL characters are
+/// not refused here: the endpoint must take only values it recognizes.
+#[derive(Debug)]
+pub struct AnyJson(pub serde_json::Value);
+
+impl FromRequest for AnyJson {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let json = syntax(req) == Some(Syntax::Json);
+        let body = read(req, payload);
+        Box::pin(async move {
+            if !json {
+                return Err(ApiError::invalid(
+                    "the request body must be JSON (Content-Type: application/json)",
+                ));
+            }
+            let bytes = body.await?;
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                return Err(ApiError::invalid("the request body is empty"));
+            }
+            serde_json::from_slice(&bytes)
+                .map(AnyJson)
+                .map_err(serde_json_error)
+        })
+    }
+}
+
 /// A JSON body that may be left out: no bytes at all is `None`; anything else must be a JSON
 /// object of `T`, by the same rules as [`Body`] (a malformed body is a 400, never `None`).
 #[derive(Debug)]

@@ -28,13 +28,7 @@ pub(crate) fn sanitize_serde_message(message: &str) -> String {
     // repeated only when it looks like a field name.
     if let Some(rest) = message.strip_prefix("unknown field `") {
         let (name, expected) = rest.split_once('`').unwrap_or((rest, ""));
-        let named = !name.is_empty()
-            && name.len() <= 64
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-            && name.bytes().filter(u8::is_ascii_digit).count() < 5;
-        return if named {
+        return if ids::field_name_like(name) {
             format!("unknown field `{name}`{expected}")
         } else {
             format!("unknown field{expected}")

@@ -1,7 +1,9 @@
 #![doc = include_str!("../README.md")]
 
+mod field;
 mod identity;
 mod records;
 
+pub use field::field_name_like;
 pub use identity::{IdentityError, Principal, Role, TenantId, UserId};
 pub use records::{ClassifierId, ConnectorId, FindingId, PolicyId, ScanId, TokenId, TokenPolicyId};

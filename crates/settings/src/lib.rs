@@ -385,8 +385,13 @@ fn parse_denied_classes(body: &Value) -> Result<Vec<SafetyClass>, SettingsError>
         ));
     };
     if let Some(unknown) = object.keys().find(|k| *k != "denied_safety_classes") {
-        let name: String = unknown.chars().take(64).collect();
-        return Err(invalid_class(format!("unknown field `{name}`"), None));
+        // Named back only when it looks like a field name: a client may send a value as a key.
+        let message = if ids::field_name_like(unknown) {
+            format!("unknown field `{unknown}`")
+        } else {
+            "unknown field".to_owned()
+        };
+        return Err(invalid_class(message, None));
     }
     let Some(list) = object.get("denied_safety_classes") else {
         return Err(invalid_class("missing field `denied_safety_classes`", None));

@@ -238,6 +238,9 @@ async fn the_remediation_policy_is_a_deny_list_and_refuses_bad_bodies_as_invalid
         json!({ "denied_safety_classes": null }),
         json!({ "denied_safety_classes": [], "note": "x" }),
         json!({}),
+        // A NUL makes an unknown class or field, not a different kind of error.
+        json!({ "denied_safety_classes": ["read_only\u{0}"] }),
+        json!({ "denied_safety_classes": [], "x\u{0}": 1 }),
     ] {
         let (status, body) = admin.put("/settings/remediation-policy", bad.clone()).await;
         assert_eq!(status, 400, "{bad}: {body}");

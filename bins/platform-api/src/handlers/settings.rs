@@ -108,8 +108,16 @@ pub async fn get_remediation_policy(
 pub async fn put_remediation_policy(
     Permitted(caller, _): Permitted<groups::Settings>,
     state: web::Data<ServiceState>,
-    body: Body<serde_json::Value>,
+    body: dps_http::AnyJson,
 ) -> Result<Enveloped<RemediationPolicy>, ApiError> {
+    // A body that is not an object is malformed, as everywhere. Within an object, the
+    // settings crate judges every field and answers `invalid_safety_class` for a non-list, an
+    // unknown class or an unknown field, as the spec requires: a NUL in a class or a field name
+    // makes it just an unknown one (only valid classes are ever stored).
+    let body = body.0;
+    if !body.is_object() {
+        return Err(ApiError::invalid("the request body must be a JSON object"));
+    }
     let mut conn = state.conn().await?;
     let view =
         settings::set_remediation_policy(&mut conn, &caller.tenant_id, &caller.user_id, &body)
