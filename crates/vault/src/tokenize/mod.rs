@@ -231,14 +231,29 @@ pub async fn tokenize(
         (Some(key), Run::Write) => key,
         _ => return run(conn, keyring, tenant, request, respond, Scope::Own).await,
     };
-    let hash = request.digest(&keyring.tenant(conn, tenant).await?.fingerprint);
+    let fingerprint = &keyring.tenant(conn, tenant).await?.fingerprint;
+    let hash = request.digest(fingerprint);
+    let raw = key;
+    let key = &stored_key(fingerprint, raw);
+    // A key stored in clear by an earlier release stays live for up to IDEMPOTENCY_HOURS after
+    // an upgrade, and its retry must replay; a raw key shaped like a stored one is never
+    // looked up that way.
+    let legacy = if raw.starts_with(STORED_KEY_PREFIX) {
+        ""
+    } else {
+        raw.as_str()
+    };
     let attempt = conn
         .transaction(async |conn| {
             // Claimed when new, or when the row left by an earlier request has expired (then
             // taken over in place); a live row is not touched, and the request replays it.
             let claimed = db::sql(
                 "INSERT INTO idempotency_keys AS k (tenant_id, key, request_hash, status, response)
-                 VALUES ($1, $2, $3, 0, '')
+                 SELECT $1, $2, $3, 0, ''
+                  WHERE NOT EXISTS (
+                        SELECT 1 FROM idempotency_keys
+                         WHERE tenant_id = $1 AND key = $5
+                           AND created_at >= now() - make_interval(hours => $4))
                  ON CONFLICT (tenant_id, key) DO UPDATE
                     SET request_hash = EXCLUDED.request_hash, status = 0, response = '',
                         created_at = now()
@@ -248,15 +263,18 @@ pub async fn tokenize(
             .bind::<Text, _>(key)
             .bind::<Bytea, _>(&hash)
             .bind::<Int4, _>(IDEMPOTENCY_HOURS)
+            .bind::<Text, _>(legacy)
             .execute(conn)
             .await?;
             if claimed == 0 {
                 let stored: Stored = db::sql(
                     "SELECT request_hash, response FROM idempotency_keys \
-                     WHERE tenant_id = $1 AND key = $2",
+                     WHERE tenant_id = $1 AND key IN ($2, $3) \
+                     ORDER BY created_at DESC LIMIT 1",
                 )
                 .bind::<Text, _>(tenant.as_str())
                 .bind::<Text, _>(key)
+                .bind::<Text, _>(legacy)
                 .get_result(conn)
                 .await?;
                 if stored.request_hash != hash && stored.request_hash != request.legacy_digest() {
@@ -294,6 +312,21 @@ pub async fn tokenize(
         Ok(outcome) | Err(Rollback::With(outcome)) => Ok(outcome),
         Err(Rollback::Vault(e)) => Err(e),
     }
+}
+
+/// How a stored idempotency key begins: the rest is an HMAC of the client's key.
+const STORED_KEY_PREFIX: &str = "h1:";
+
+/// The idempotency key as stored: `h1:` and an HMAC of the client's key under the tenant's
+/// fingerprint key, in base64url. Clients often build keys from the record they send
+/// (`ssn-123-45-6789`), and no table holds a value in clear.
+fn stored_key(fingerprint: &MacKey, key: &str) -> String {
+    use base64::Engine as _;
+    let mac = fingerprint.mac(&[b"dps-idempotency-key-v1", key.as_bytes()]);
+    format!(
+        "{STORED_KEY_PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac)
+    )
 }
 
 /// The most expired keys one sweep deletes: a sweep runs for about one keyed batch in 85, and
