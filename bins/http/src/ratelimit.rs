@@ -39,14 +39,35 @@ pub fn rate_limited(retry_after: u64) -> ApiError {
     error
 }
 
-/// Addresses remembered at most; past it, windows that ended are dropped first.
+/// Addresses remembered at most; past it, windows that ended are dropped (once per window),
+/// and an address still not remembered shares one budget with every other such address.
 const MAX_ADDRESSES: usize = 100_000;
 
 /// Requests per minute per client address, in fixed one-minute windows like the other limits.
+/// An IPv6 client counts by its /64, which one host is commonly given whole.
 #[derive(Debug)]
 pub struct AnonymousBudget {
     per_minute: u32,
-    windows: Mutex<HashMap<Option<IpAddr>, (i64, u32)>>,
+    windows: Mutex<Windows>,
+}
+
+#[derive(Debug, Default)]
+struct Windows {
+    counts: HashMap<Option<IpAddr>, (i64, u32)>,
+    /// The window in which ended windows were last dropped.
+    swept: i64,
+}
+
+/// The key an address counts under: an IPv6 address by its /64.
+fn client(addr: Option<IpAddr>) -> Option<IpAddr> {
+    match addr {
+        Some(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            Some(IpAddr::V6(bits.into()))
+        }
+        Some(IpAddr::V6(v6)) => v6.to_ipv4_mapped().map(IpAddr::V4),
+        other => other,
+    }
 }
 
 /// One anonymous request's count.
@@ -62,7 +83,7 @@ impl AnonymousBudget {
     pub fn new(per_minute: u32) -> Self {
         Self {
             per_minute: per_minute.max(1),
-            windows: Mutex::new(HashMap::new()),
+            windows: Mutex::new(Windows::default()),
         }
     }
 
@@ -86,12 +107,20 @@ impl AnonymousBudget {
     /// Counts one request from `addr` at Unix time `now`.
     pub fn hit(&self, addr: Option<IpAddr>, now: i64) -> AnonymousDecision {
         let window = Self::window(now);
+        let mut key = client(addr);
         let count = match self.windows.lock() {
             Ok(mut windows) => {
-                if windows.len() >= MAX_ADDRESSES {
-                    windows.retain(|_, (w, _)| *w == window);
+                let Windows { counts, swept } = &mut *windows;
+                if counts.len() >= MAX_ADDRESSES && *swept != window {
+                    counts.retain(|_, (w, _)| *w == window);
+                    *swept = window;
                 }
-                let entry = windows.entry(addr).or_insert((window, 0));
+                // Still full: a new address shares the budget of unknown addresses, so a flood
+                // from many addresses neither grows the map nor escapes the limit.
+                if counts.len() >= MAX_ADDRESSES && !counts.contains_key(&key) {
+                    key = None;
+                }
+                let entry = counts.entry(key).or_insert((window, 0));
                 if entry.0 != window {
                     *entry = (window, 0);
                 }
@@ -112,7 +141,7 @@ impl AnonymousBudget {
             .windows
             .lock()
             .ok()
-            .and_then(|w| w.get(&addr).copied())
+            .and_then(|w| w.counts.get(&client(addr)).copied())
             .filter(|(w, _)| *w == window)
             .map_or(0, |(_, n)| n);
         self.decide(window, count, now)
@@ -144,5 +173,39 @@ mod tests {
             !budget.hit(a, now + 60).exceeded,
             "a new window starts afresh"
         );
+    }
+
+    #[test]
+    fn an_ipv6_client_counts_by_its_64_and_a_flood_of_addresses_shares_one_budget() {
+        let budget = AnonymousBudget::new(2);
+        let now = 1_700_000_030;
+        let v6 = |low: u16| Some(IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, low]));
+        budget.hit(v6(1), now);
+        budget.hit(v6(2), now);
+        assert!(budget.hit(v6(3), now).exceeded, "one /64, one budget");
+        let mapped = Some(IpAddr::from([0, 0, 0, 0, 0, 0xffff, 0x0a00, 0x0001]));
+        assert_eq!(client(mapped), Some(IpAddr::from([10, 0, 0, 1])));
+
+        let budget = AnonymousBudget::new(2);
+        for i in 0..MAX_ADDRESSES as u32 {
+            budget.hit(Some(IpAddr::from(i.to_be_bytes())), now);
+        }
+        let len = || budget.windows.lock().unwrap().counts.len();
+        assert_eq!(len(), MAX_ADDRESSES);
+        // Past the cap, new addresses share one budget and the map stays bounded.
+        let fresh = |i: u32| Some(IpAddr::from((0x0b00_0000 + i).to_be_bytes()));
+        assert!(!budget.hit(fresh(1), now).exceeded);
+        assert!(!budget.hit(fresh(2), now).exceeded);
+        assert!(budget.hit(fresh(3), now).exceeded);
+        assert!(len() <= MAX_ADDRESSES + 1);
+        // An address remembered keeps its own budget.
+        assert!(
+            !budget
+                .hit(Some(IpAddr::from(7u32.to_be_bytes())), now)
+                .exceeded
+        );
+        // The next window drops the ended ones.
+        assert!(!budget.hit(fresh(4), now + 60).exceeded);
+        assert_eq!(len(), 1);
     }
 }

@@ -293,8 +293,22 @@ const LINKS: &[LinkSpec] = {
     ]
 };
 
+/// The scan token key is left out: it derives every scan's worker token.
+impl std::fmt::Debug for Extra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extra")
+            .field("cloud", &self.cloud)
+            .field("scan_tier", &self.scan_tier)
+            .field("scan_workers", &self.scan_workers)
+            .field("scan_lease_seconds", &self.scan_lease_seconds)
+            .field("scan_worker_image", &self.scan_worker_image)
+            .field("coordinator_url", &self.coordinator_url)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What platform-api's handlers need beyond the shared state.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Extra {
     /// Whether the operator provisioned the co-signing client certificate.
     pub cosigning_certificate: settings::PlatformCertificate,

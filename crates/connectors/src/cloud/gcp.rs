@@ -34,7 +34,7 @@ const READ_ONLY: &str = "https://www.googleapis.com/auth/devstorage.read_only";
 const READ_WRITE: &str = "https://www.googleapis.com/auth/devstorage.read_write";
 
 /// Where the platform's subject token comes from, per the `external_account` file.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum SubjectSource {
     File {
         path: PathBuf,
@@ -43,6 +43,23 @@ pub enum SubjectSource {
         url: String,
         headers: Vec<(String, String)>,
     },
+}
+
+/// Header values are left out: a URL source's headers carry a bearer token (GitHub Actions'
+/// request token, for one).
+impl fmt::Debug for SubjectSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubjectSource::File { path } => f.debug_struct("File").field("path", path).finish(),
+            SubjectSource::Url { url, headers } => {
+                let names: Vec<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
+                f.debug_struct("Url")
+                    .field("url", url)
+                    .field("header_names", &names)
+                    .finish()
+            }
+        }
+    }
 }
 
 /// The platform's GCP identity: an `external_account` credentials file (the format `gcloud iam
@@ -589,6 +606,17 @@ fn bucket_posture(metadata: Option<&Value>, iam: Option<&Value>) -> Posture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subject_source_prints_header_names_not_values() {
+        let source = SubjectSource::Url {
+            url: "http://127.0.0.1:9/token".into(),
+            headers: vec![("Authorization".into(), "Bearer req-t0ken-value".into())],
+        };
+        let printed = format!("{source:?}");
+        assert!(printed.contains("Authorization"), "{printed}");
+        assert!(!printed.contains("req-t0ken-value"), "{printed}");
+    }
 
     #[test]
     fn bucket_posture_reads_metadata_and_public_bindings() {
