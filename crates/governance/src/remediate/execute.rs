@@ -125,6 +125,12 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<b
         Err(Stop::Fail(reason)) => {
             let current = store::one(conn, &row.tenant()?, row.request_id).await?;
             match current {
+                // Another taker holds the request now (this one's lease ran out): whatever it
+                // found, this run must not fail, keep or discard anything of a request
+                // another is moving, or has finished.
+                Some(current) if current.next_attempt_at != row.next_attempt_at => {
+                    tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, %reason, "a remediation step failed after its lease passed to another taker; left to that taker");
+                }
                 // The object holds the new content: only the receipt is missing, and it is
                 // retried, never failed.
                 Some(current) if current.state() == State::Written => {

@@ -100,6 +100,11 @@ pub struct Row {
     pub created_at: OffsetDateTime,
     #[diesel(sql_type = Timestamptz)]
     pub updated_at: OffsetDateTime,
+    /// When a taker may take the request next. A take sets it to the end of the taker's lease,
+    /// so it also says which taker holds the request: one whose value no longer matches lost
+    /// its lease to another, and must not move the request.
+    #[diesel(sql_type = Timestamptz)]
+    pub next_attempt_at: OffsetDateTime,
     #[diesel(sql_type = Integer)]
     pub attempts: i32,
     #[diesel(sql_type = Nullable<Text>)]
@@ -158,7 +163,7 @@ macro_rules! columns {
     () => {
         "r.tenant_id, r.request_id, r.action_id, r.policy_id,
         r.policy_version, r.action_type, r.connector_id, r.bucket, r.object_key, r.etag,
-        r.finding_ids, r.gate, r.status, r.created_at, r.updated_at,
+        r.finding_ids, r.gate, r.status, r.created_at, r.updated_at, r.next_attempt_at,
         coalesce(u.attempts, 0) AS attempts, u.reason, u.lkg_bucket, u.lkg_key, u.sha256_before,
         u.etag_after, u.sha256_after, u.executed_at, u.undo_until, u.undone_at, u.undone_by,
         u.lkg_deleted_at"
@@ -266,6 +271,7 @@ pub(crate) async fn snapshotted(
         "WITH moved AS (
             UPDATE remediation_requests SET status = 'snapshotted', updated_at = now()
              WHERE tenant_id = $1 AND request_id = $2 AND status = 'planned'
+               AND next_attempt_at = $6
             RETURNING *),
          run AS (
             UPDATE remediation_runs u
@@ -282,6 +288,7 @@ pub(crate) async fn snapshotted(
     .bind::<Text, _>(lkg.0)
     .bind::<Text, _>(lkg.1)
     .bind::<Bytea, _>(sha256_before)
+    .bind::<Timestamptz, _>(row.next_attempt_at)
     .get_result(conn)
     .await
     .optional()
@@ -305,6 +312,7 @@ pub(crate) async fn written(
             UPDATE remediation_requests SET status = 'written', updated_at = now()
               FROM durability
              WHERE tenant_id = $1 AND request_id = $2 AND status = 'snapshotted'
+               AND next_attempt_at = $6
             RETURNING remediation_requests.*),
          run AS (
             UPDATE remediation_runs u
@@ -322,6 +330,7 @@ pub(crate) async fn written(
     .bind::<Nullable<Text>, _>(etag_after)
     .bind::<Nullable<Bytea>, _>(sha256_after)
     .bind::<Integer, _>(i32::try_from(retention_hours).unwrap_or(i32::MAX))
+    .bind::<Timestamptz, _>(row.next_attempt_at)
     .get_result(conn)
     .await
     .optional()
@@ -447,14 +456,17 @@ pub(crate) async fn retry_later(
     db::sql(
         "WITH r AS (
             UPDATE remediation_requests SET next_attempt_at = now() + make_interval(secs => $3)
-             WHERE tenant_id = $1 AND request_id = $2
+             WHERE tenant_id = $1 AND request_id = $2 AND next_attempt_at = $5
+            RETURNING 1
          )
-         UPDATE remediation_runs SET reason = $4 WHERE tenant_id = $1 AND request_id = $2",
+         UPDATE remediation_runs SET reason = $4
+          WHERE tenant_id = $1 AND request_id = $2 AND EXISTS (SELECT 1 FROM r)",
     )
     .bind::<Text, _>(&row.tenant_id)
     .bind::<SqlUuid, _>(row.request_id)
     .bind::<Integer, _>(backoff.min(1800))
     .bind::<Text, _>(reason)
+    .bind::<Timestamptz, _>(row.next_attempt_at)
     .execute(conn)
     .await?;
     Ok(())
