@@ -161,6 +161,10 @@ async fn references(
             .filter(governance_channels::tenant_id.eq(tenant.as_str()))
             .filter(governance_channels::name.eq_any(&channels))
             .select(governance_channels::name)
+            // Held until the policy commits: a concurrent delete of the channel (which locks
+            // it for update, then looks for the policies alerting it) either waits and then
+            // sees this policy, or deleted it first, and the policy is refused.
+            .for_share()
             .load(conn)
             .await?
     };

@@ -8,8 +8,8 @@
 //! recorded again, so no count is doubled.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Integer, Nullable, Text, Uuid as SqlUuid};
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel::sql_types::{BigInt, Integer, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -49,9 +49,30 @@ struct ClaimRow {
     end_index: i32,
 }
 
+/// The chunks a worker may claim (`$1`: the most attempts a chunk may have had): pending, or
+/// running on a lease that ran out, of a running scan whose live chunks are fewer than its
+/// `max_workers`.
+macro_rules! due_chunks {
+    () => {
+        "FROM scan_chunks k
+           JOIN scans s ON s.tenant_id = k.tenant_id AND s.scan_id = k.scan_id
+          WHERE s.status = 'running'
+            AND (k.status = 'pending'
+                 OR (k.status = 'running' AND k.lease_until < now() AND k.attempts < $1))
+            AND (SELECT count(*) FROM scan_chunks r
+                  WHERE r.tenant_id = k.tenant_id AND r.scan_id = k.scan_id
+                    AND r.status = 'running' AND r.lease_until >= now())
+                < s.max_workers"
+    };
+}
+
 /// Claims the next chunk that is pending, or whose holder's lease expired, of a running scan
 /// (of `only`, when given), respecting each scan's worker count. Concurrent claimers skip each
-/// other's rows (SKIP LOCKED), so each chunk goes to one worker.
+/// other's rows (SKIP LOCKED), so each chunk goes to one worker; claims of one scan are
+/// serialized (a transaction-scoped advisory lock on the scan), so that each counts the
+/// chunks the others claimed against `max_workers`: within one statement, a claim could not
+/// see a concurrent one, and a scan woken with many idle workers ran more chunks at once than
+/// its `max_workers`.
 pub async fn claim(
     conn: &mut AsyncPgConnection,
     worker_id: &str,
@@ -59,41 +80,21 @@ pub async fn claim(
     lease_seconds: i64,
 ) -> Result<Option<Claim>, ScanError> {
     let (tenant, scan) = match only {
-        Some((t, s)) => (Some(t.as_str().to_owned()), Some(s.as_uuid())),
-        None => (None, None),
+        Some((t, s)) => (t.as_str().to_owned(), s.as_uuid()),
+        None => match due_scan(conn).await? {
+            Some(due) => (due.tenant_id, due.scan_id),
+            None => return Ok(None),
+        },
     };
-    let rows: Vec<ClaimRow> = db::sql(
-        "UPDATE scan_chunks c
-            SET status = 'running', worker_id = $1,
-                lease_until = now() + make_interval(secs => $2),
-                fence = c.fence + 1, attempts = c.attempts + 1,
-                started_at = coalesce(c.started_at, now())
-           FROM (SELECT k.tenant_id, k.scan_id, k.chunk_no
-                   FROM scan_chunks k
-                   JOIN scans s ON s.tenant_id = k.tenant_id AND s.scan_id = k.scan_id
-                  WHERE s.status = 'running'
-                    AND (k.status = 'pending'
-                         OR (k.status = 'running' AND k.lease_until < now()
-                             AND k.attempts < $5))
-                    AND ($3::text IS NULL OR (k.tenant_id = $3 AND k.scan_id = $4))
-                    AND (SELECT count(*) FROM scan_chunks r
-                          WHERE r.tenant_id = k.tenant_id AND r.scan_id = k.scan_id
-                            AND r.status = 'running' AND r.lease_until >= now())
-                        < s.max_workers
-                  ORDER BY s.created_at, k.chunk_no
-                  LIMIT 1
-                  FOR UPDATE OF k SKIP LOCKED) pick
-          WHERE c.tenant_id = pick.tenant_id AND c.scan_id = pick.scan_id
-            AND c.chunk_no = pick.chunk_no
-      RETURNING c.tenant_id, c.scan_id, c.chunk_no, c.fence, c.start_index, c.end_index",
-    )
-    .bind::<Text, _>(worker_id)
-    .bind::<BigInt, _>(lease_seconds)
-    .bind::<Nullable<Text>, _>(tenant)
-    .bind::<Nullable<SqlUuid>, _>(scan)
-    .bind::<Integer, _>(MAX_ATTEMPTS)
-    .load(conn)
-    .await?;
+    let rows: Vec<ClaimRow> = conn
+        .transaction::<_, ScanError, _>(async |conn| {
+            db::sql("SELECT pg_advisory_xact_lock(hashtext('dps-claim:' || $1::text))")
+                .bind::<SqlUuid, _>(scan)
+                .execute(conn)
+                .await?;
+            Ok(claim_of(conn, worker_id, &tenant, scan, lease_seconds).await?)
+        })
+        .await?;
     let Some(row) = rows.into_iter().next() else {
         return Ok(None);
     };
@@ -105,6 +106,60 @@ pub async fn claim(
         start: row.start_index,
         end: row.end_index,
     }))
+}
+
+#[derive(QueryableByName)]
+struct DueScan {
+    #[diesel(sql_type = Text)]
+    tenant_id: String,
+    #[diesel(sql_type = SqlUuid)]
+    scan_id: Uuid,
+}
+
+/// The scan whose chunk is due first, among running scans with room for another worker.
+async fn due_scan(conn: &mut AsyncPgConnection) -> Result<Option<DueScan>, ScanError> {
+    Ok(db::sql(concat!(
+        "SELECT k.tenant_id, k.scan_id ",
+        due_chunks!(),
+        " ORDER BY s.created_at, k.chunk_no LIMIT 1"
+    ))
+    .bind::<Integer, _>(MAX_ATTEMPTS)
+    .get_result(conn)
+    .await
+    .optional()?)
+}
+
+/// Claims the due chunk of one scan, if it has room for another worker.
+async fn claim_of(
+    conn: &mut AsyncPgConnection,
+    worker_id: &str,
+    tenant: &str,
+    scan: Uuid,
+    lease_seconds: i64,
+) -> Result<Vec<ClaimRow>, diesel::result::Error> {
+    db::sql(concat!(
+        "UPDATE scan_chunks c
+            SET status = 'running', worker_id = $2,
+                lease_until = now() + make_interval(secs => $3),
+                fence = c.fence + 1, attempts = c.attempts + 1,
+                started_at = coalesce(c.started_at, now())
+           FROM (SELECT k.tenant_id, k.scan_id, k.chunk_no ",
+        due_chunks!(),
+        "           AND k.tenant_id = $4 AND k.scan_id = $5
+                  ORDER BY k.chunk_no
+                  LIMIT 1
+                  FOR UPDATE OF k SKIP LOCKED) pick
+          WHERE c.tenant_id = pick.tenant_id AND c.scan_id = pick.scan_id
+            AND c.chunk_no = pick.chunk_no
+      RETURNING c.tenant_id, c.scan_id, c.chunk_no, c.fence, c.start_index, c.end_index"
+    ))
+    .bind::<Integer, _>(MAX_ATTEMPTS)
+    .bind::<Text, _>(worker_id)
+    .bind::<BigInt, _>(lease_seconds)
+    .bind::<Text, _>(tenant)
+    .bind::<SqlUuid, _>(scan)
+    .load(conn)
+    .await
 }
 
 /// Whether the worker still holds its chunk.

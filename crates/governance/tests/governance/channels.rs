@@ -167,3 +167,67 @@ spec:
         ]
     );
 }
+
+/// A policy created while its channel is being deleted: the creation waits for the delete and
+/// is then refused for naming a channel that is gone, rather than an enforced policy whose
+/// alerts go nowhere.
+#[tokio::test]
+async fn a_policy_created_during_its_channels_delete_is_refused() {
+    use diesel::sql_types::Text;
+    use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
+    let mut env = Env::new().await;
+    env.channel(&acme(), "security").await;
+    let mut deleter = env.connect().await;
+    let (locked_tx, locked_rx) = tokio::sync::oneshot::channel::<()>();
+    let (created_tx, created_rx) = tokio::sync::oneshot::channel::<bool>();
+    let mut creator = env.connect().await;
+    let create = tokio::spawn(async move {
+        locked_rx.await.unwrap();
+        let body = "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: alerts }
+spec:
+  mode: enforced
+  conditions: [{ category: email, min_confidence: 0.9 }]
+  actions: [{ type: alert, config: { channels: [security], severity: medium } }]
+";
+        let outcome = governance::policies::create(
+            &mut creator,
+            &acme(),
+            &admin(),
+            body.as_bytes(),
+            Syntax::Yaml,
+        )
+        .await;
+        let _ = created_tx.send(outcome.is_ok());
+        outcome.is_ok()
+    });
+    // The delete's first step (as channels::delete takes it), then the delete, committed
+    // while the creation runs.
+    deleter
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            diesel::sql_query(
+                "SELECT host FROM governance_channels WHERE tenant_id = $1 AND name = 'security' FOR UPDATE",
+            )
+            .bind::<Text, _>(acme().as_str())
+            .execute(conn)
+            .await?;
+            locked_tx.send(()).unwrap();
+            // The creation either finishes meanwhile (not waiting on the channel) or waits.
+            let early = tokio::time::timeout(std::time::Duration::from_millis(500), created_rx).await;
+            assert!(early.is_err(), "the creation did not wait for the channel's delete");
+            diesel::sql_query("DELETE FROM governance_channels WHERE tenant_id = $1 AND name = 'security'")
+                .bind::<Text, _>(acme().as_str())
+                .execute(conn)
+                .await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert!(!create.await.unwrap(), "a policy naming a deleted channel");
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_policies")
+            .await,
+        0
+    );
+}

@@ -204,6 +204,59 @@ async fn claims_never_exceed_the_scans_worker_count() {
     assert!(pending.iter().all(|r| r.connector_id == right));
 }
 
+/// Many idle workers claiming at once (a new scan wakes them all) still hold no more chunks
+/// than the scan's `max_workers`: each claim sees the others'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_claims_never_exceed_the_scans_worker_count() {
+    let mut w = World::with_storage().await;
+    let acme = w.acme.clone();
+    let mut connectors = Vec::new();
+    for name in ["b-one", "b-two", "b-three", "b-four", "b-five", "b-six"] {
+        w.bucket(name, &[("x.txt", "x")]).await;
+        connectors.push(w.connector(&acme, name, name).await);
+    }
+    // Six connectors: six chunks, for two workers at most.
+    let scan = w
+        .started(&acme, &connectors, json!({ "max_workers": 2 }))
+        .await;
+    let claimers = 12;
+    let mut conns = Vec::new();
+    for _ in 0..claimers {
+        conns.push(w.connect().await);
+    }
+    for round in 0..20 {
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(claimers));
+        let mut tasks = Vec::new();
+        for (i, mut conn) in conns.drain(..).enumerate() {
+            let tenant = acme.clone();
+            let start = start.clone();
+            tasks.push(tokio::spawn(async move {
+                start.wait().await;
+                let claim =
+                    lease::claim(&mut conn, &format!("w-{i}"), Some((&tenant, scan)), LEASE)
+                        .await
+                        .unwrap();
+                (conn, claim.is_some())
+            }));
+        }
+        let mut claimed = 0;
+        for task in tasks {
+            let (conn, got) = task.await.unwrap();
+            conns.push(conn);
+            claimed += usize::from(got);
+        }
+        assert_eq!(claimed, 2, "round {round}");
+        // Every lease runs out, and the next round claims again.
+        expire_leases(&mut w.conn, scan).await;
+        diesel::sql_query(
+            "UPDATE scan_chunks SET status = 'pending', attempts = 0 WHERE status = 'running'",
+        )
+        .execute(&mut w.conn)
+        .await
+        .unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_scan_past_its_deadline_ends_partial_and_its_holder_stops() {
     let mut w = World::with_storage().await;
