@@ -6,7 +6,7 @@ use std::time::Duration;
 use diesel::QueryableByName;
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;
-use diesel::sql_types::{Integer, Jsonb, Text, Uuid as SqlUuid};
+use diesel::sql_types::{Integer, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
 use serde_json::{Value, json};
@@ -22,8 +22,9 @@ use crate::policies::{Active, active};
 
 /// Objects evaluated per transaction when an enforced reconciliation runs.
 const OBJECTS_PER_STEP: i64 = 500;
-/// How long a runner holds a reconciliation without renewing.
-const LEASE: &str = "2 minutes";
+/// How long a runner holds a reconciliation without renewing. It is renewed before and after
+/// the plan (one statement that may take minutes at a million findings) and after every step.
+const LEASE: &str = "10 minutes";
 
 #[derive(QueryableByName)]
 struct Claimed {
@@ -37,6 +38,8 @@ struct Claimed {
     scope: Value,
     #[diesel(sql_type = Integer)]
     max_actions: i32,
+    #[diesel(sql_type = Timestamptz)]
+    lease_until: OffsetDateTime,
 }
 
 /// A reconciliation this runner holds.
@@ -46,6 +49,27 @@ struct Job {
     mode: Mode,
     scope: Scope,
     max_actions: u64,
+    /// The lease end this runner last wrote: its token. Every write of the run requires it
+    /// unchanged, so a runner whose lease ran out (and whose reconciliation another runner took)
+    /// writes nothing more.
+    lease: std::sync::Mutex<OffsetDateTime>,
+}
+
+impl Job {
+    fn lease(&self) -> OffsetDateTime {
+        self.lease.lock().map_or(OffsetDateTime::UNIX_EPOCH, |l| *l)
+    }
+
+    fn renewed(&self, until: OffsetDateTime) {
+        if let Ok(mut lease) = self.lease.lock() {
+            *lease = until;
+        }
+    }
+}
+
+/// The runner lost its lease to another: it stops, writing nothing more.
+fn lease_lost() -> DieselError {
+    DieselError::QueryBuilderError("the reconciliation's lease passed to another runner".into())
 }
 
 /// Takes and runs one reconciliation; returns whether there was one. `gates_conn` reads the
@@ -64,7 +88,8 @@ pub async fn run_once(
                  ORDER BY created_at
                  LIMIT 1
                    FOR UPDATE SKIP LOCKED)
-         RETURNING r.tenant_id, r.reconciliation_id, r.mode, r.scope, r.max_actions"
+         RETURNING r.tenant_id, r.reconciliation_id, r.mode, r.scope, r.max_actions,
+                   r.lease_until"
     ))
     .get_result(conn)
     .await
@@ -78,13 +103,15 @@ pub async fn run_once(
         mode: Mode::parse(&claimed.mode).unwrap_or(Mode::DryRun),
         scope: Scope::from_value(&claimed.scope).unwrap_or_default(),
         max_actions: u64::try_from(claimed.max_actions).unwrap_or(0),
+        lease: std::sync::Mutex::new(claimed.lease_until),
     };
-    match run(conn, gates_conn, &job).await {
-        Ok(()) => {}
-        Err(e) => {
+    if let Err(e) = run(conn, gates_conn, &job).await {
+        if holds(conn, &job).await? {
             tracing::error!(tenant = %job.tenant, reconciliation = %job.id, error = %e, "a reconciliation failed");
             let counts = current_counts(conn, &job).await.unwrap_or_default();
             finish(conn, &job, Status::Failed, counts, Some("database error")).await?;
+        } else {
+            tracing::warn!(tenant = %job.tenant, reconciliation = %job.id, error = %e, "a reconciliation's lease passed to another runner; this one stops");
         }
     }
     Ok(true)
@@ -101,6 +128,7 @@ async fn run(
         .filter(|p| job.scope.policies.is_empty() || job.scope.policies.contains(&p.id))
         .collect();
     let gates = Gates::read(gates_conn, &job.tenant, &policies).await;
+    renew(conn, job).await?;
     let plan: Plan = conn
         .transaction(async |conn| {
             // The plan groups per object: give its hash tables room rather than disk.
@@ -110,6 +138,7 @@ async fn run(
             preview::plan(conn, &job.tenant, &job.scope.connectors, &policies, &gates).await
         })
         .await?;
+    renew(conn, job).await?;
     let mut counts = plan.dry_run_counts();
     if job.mode == Mode::DryRun {
         save_plan(conn, job, &plan, &counts).await?;
@@ -198,16 +227,58 @@ async fn save_plan(
     plan: &Plan,
     counts: &Counts,
 ) -> Result<(), DieselError> {
-    diesel::update(governance_reconciliations::table)
+    let saved = diesel::update(governance_reconciliations::table)
         .filter(governance_reconciliations::tenant_id.eq(job.tenant.as_str()))
         .filter(governance_reconciliations::reconciliation_id.eq(job.id))
+        .filter(governance_reconciliations::lease_until.eq(job.lease()))
         .set((
             governance_reconciliations::plan.eq(json!(plan.items)),
             governance_reconciliations::counts.eq(json!(counts)),
         ))
         .execute(conn)
-        .await
-        .map(drop)
+        .await?;
+    if saved == 0 {
+        return Err(lease_lost());
+    }
+    Ok(())
+}
+
+/// Renews the lease, which must still be this runner's.
+async fn renew(conn: &mut AsyncPgConnection, job: &Job) -> Result<(), DieselError> {
+    let until: Option<OffsetDateTime> = diesel::sql_query(format!(
+        "UPDATE governance_reconciliations SET lease_until = now() + interval '{LEASE}'
+          WHERE tenant_id = $1 AND reconciliation_id = $2 AND lease_until = $3
+            AND status = 'running'
+         RETURNING lease_until"
+    ))
+    .bind::<Text, _>(job.tenant.as_str())
+    .bind::<SqlUuid, _>(job.id)
+    .bind::<Timestamptz, _>(job.lease())
+    .get_result::<Lease>(conn)
+    .await
+    .optional()?
+    .map(|l| l.lease_until);
+    job.renewed(until.ok_or_else(lease_lost)?);
+    Ok(())
+}
+
+#[derive(QueryableByName)]
+struct Lease {
+    #[diesel(sql_type = Timestamptz)]
+    lease_until: OffsetDateTime,
+}
+
+/// Whether this runner still holds the reconciliation.
+async fn holds(conn: &mut AsyncPgConnection, job: &Job) -> Result<bool, DieselError> {
+    let held: i64 = governance_reconciliations::table
+        .filter(governance_reconciliations::tenant_id.eq(job.tenant.as_str()))
+        .filter(governance_reconciliations::reconciliation_id.eq(job.id))
+        .filter(governance_reconciliations::status.eq("running"))
+        .filter(governance_reconciliations::lease_until.eq(job.lease()))
+        .count()
+        .get_result(conn)
+        .await?;
+    Ok(held > 0)
 }
 
 /// Saves the counts so far and renews the lease.
@@ -216,17 +287,23 @@ async fn progress(
     job: &Job,
     counts: &Counts,
 ) -> Result<(), DieselError> {
-    diesel::sql_query(format!(
+    let until: Option<Lease> = diesel::sql_query(format!(
         "UPDATE governance_reconciliations
             SET counts = $3, lease_until = now() + interval '{LEASE}'
-          WHERE tenant_id = $1 AND reconciliation_id = $2"
+          WHERE tenant_id = $1 AND reconciliation_id = $2 AND lease_until = $4
+            AND status = 'running'
+         RETURNING lease_until"
     ))
     .bind::<Text, _>(job.tenant.as_str())
     .bind::<SqlUuid, _>(job.id)
     .bind::<Jsonb, _>(json!(counts))
-    .execute(conn)
+    .bind::<Timestamptz, _>(job.lease())
+    .get_result(conn)
     .await
-    .map(drop)
+    .optional()?;
+    // Lost: the step's transaction rolls back, and the run stops.
+    job.renewed(until.ok_or_else(lease_lost)?.lease_until);
+    Ok(())
 }
 
 async fn current_counts(conn: &mut AsyncPgConnection, job: &Job) -> Result<Counts, DieselError> {
@@ -249,9 +326,11 @@ async fn finish(
 ) -> Result<(), DieselError> {
     let now = OffsetDateTime::now_utc();
     conn.transaction(async |conn| {
-        diesel::update(governance_reconciliations::table)
+        let ended = diesel::update(governance_reconciliations::table)
             .filter(governance_reconciliations::tenant_id.eq(job.tenant.as_str()))
             .filter(governance_reconciliations::reconciliation_id.eq(job.id))
+            .filter(governance_reconciliations::status.eq("running"))
+            .filter(governance_reconciliations::lease_until.eq(job.lease()))
             .set((
                 governance_reconciliations::status.eq(status.as_str()),
                 governance_reconciliations::counts.eq(json!(counts)),
@@ -261,6 +340,10 @@ async fn finish(
             ))
             .execute(conn)
             .await?;
+        if ended == 0 {
+            // Another runner holds it now: it ends the reconciliation, and audits it, once.
+            return Err(lease_lost());
+        }
         let mut details = json!({
             "reconciliation_id": job.id.to_string(),
             "mode": job.mode.as_str(),
