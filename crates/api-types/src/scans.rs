@@ -256,6 +256,17 @@ pub struct ScanQuery {
     pub cursor: Option<String>,
 }
 
+/// GET /scans/:id/deployment-config query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DeploymentQuery {
+    /// A `chunk_id` of the scan (`chunk-0`, ...): only that chunk is returned, so that a large
+    /// scan's configuration can be fetched one chunk at a time. All chunks when left out.
+    #[serde(default)]
+    pub chunk: Option<String>,
+}
+
 /// The environment a scan worker in the customer's infrastructure runs with, beside the
 /// platform's own (database, master key, cloud identity).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -382,11 +382,14 @@ pub struct Deployment {
 }
 
 /// The scan's chunks with their objects and each one's connector configuration (never a
-/// secret). Empty until the scan has been enumerated.
+/// secret), or only chunk `only` (a scan of a million objects is a response of a hundred
+/// megabytes whole; a deployment may fetch its chunks one at a time). Empty until the scan
+/// has been enumerated, and for a chunk the scan does not have.
 pub async fn deployment(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     id: ScanId,
+    only: Option<i32>,
 ) -> Result<Deployment, ScanError> {
     let scan = rows::row(conn, tenant, id).await?;
     let status = Status::parse(&scan.status).ok_or(ScanError::CorruptRow)?;
@@ -396,13 +399,20 @@ pub async fn deployment(
         .await?
         .into_iter()
         .map(|w| (w.chunk_no, w.start_index, w.end_index))
+        .filter(|(chunk_no, ..)| only.is_none_or(|n| n == *chunk_no))
         .collect();
+    // The resources of the chunks shown, and no others.
+    let (first, last) = (
+        ranges.iter().map(|r| r.1).min().unwrap_or(0),
+        ranges.iter().map(|r| r.2).max().unwrap_or(-1),
+    );
     let resources: Vec<(i32, Uuid, String, String)> = if ranges.is_empty() {
         Vec::new()
     } else {
         scan_resources::table
             .filter(scan_resources::tenant_id.eq(tenant.as_str()))
             .filter(scan_resources::scan_id.eq(id.as_uuid()))
+            .filter(scan_resources::idx.between(first, last))
             .order(scan_resources::idx)
             .select((
                 scan_resources::idx,

@@ -598,6 +598,20 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
     files.sort();
     expected.sort();
     assert_eq!(files, expected);
+    // One chunk at a time, as a large scan's deployment would fetch them.
+    let (status, one) = admin
+        .send(Method::GET, &format!("{path}?chunk=chunk-1"), None)
+        .await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["data"]["chunks"], json!([chunks[1].clone()]));
+    assert_eq!(one["data"]["environment"], config["environment"]);
+    for bad in ["1", "chunk-x", "chunk--1"] {
+        let (status, body) = admin
+            .send(Method::GET, &format!("{path}?chunk={bad}"), None)
+            .await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert_eq!(body["error"]["details"]["field"], "chunk", "{body}");
+    }
 
     // Any user of the tenant sees it, as the spec's role model has it; a deployment that
     // wants only admins to (it holds the worker token) sets DPS_ROLE_REQUIREMENTS=scans=admin.

@@ -249,7 +249,7 @@ pub async fn workers(
     path = "/api/v1/scans/{id}/deployment-config",
     tag = "scans",
     security(("bearer" = [])),
-    params(("id" = String, Path, description = "Scan id")),
+    params(("id" = String, Path, description = "Scan id"), api_types::scans::DeploymentQuery),
     responses(
         (status = 200, description = "The deployment configuration; chunks is empty until the scan is enumerated", body = DeploymentConfig),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
@@ -263,10 +263,25 @@ pub async fn deployment_config(
     extra: web::Data<Extra>,
     request: actix_web::HttpRequest,
     id: web::Path<String>,
+    query: web::Query<api_types::scans::DeploymentQuery>,
 ) -> Result<Enveloped<DeploymentConfig>, ApiError> {
     let id = scan_id(&id)?;
+    let only = query
+        .chunk
+        .as_deref()
+        .map(|chunk| {
+            chunk
+                .strip_prefix("chunk-")
+                .and_then(|n| n.parse::<i32>().ok())
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| {
+                    ApiError::invalid("chunk must be a chunk_id of the scan, such as chunk-0")
+                        .with_details(serde_json::json!({ "field": "chunk" }))
+                })
+        })
+        .transpose()?;
     let mut conn = state.conn().await?;
-    let deployment = store::deployment(&mut conn, &caller.tenant_id, id)
+    let deployment = store::deployment(&mut conn, &caller.tenant_id, id, only)
         .await
         .map_err(errors::scans)?;
     let coordinator = extra.coordinator_url.clone().unwrap_or_else(|| {

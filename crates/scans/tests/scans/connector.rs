@@ -103,7 +103,7 @@ async fn forgetting_a_connector_leaves_a_finished_shared_scan_with_only_the_othe
         (workers[0].files_processed, workers[0].findings_count),
         (2, 2)
     );
-    let deployment = scans::store::deployment(&mut w.conn, &acme, shared)
+    let deployment = scans::store::deployment(&mut w.conn, &acme, shared, None)
         .await
         .unwrap();
     assert_eq!(deployment.chunks.len(), 1);

@@ -45,7 +45,7 @@ async fn only_objects_of_the_requested_types_under_the_requested_prefixes_are_co
     assert!(pending.iter().all(|r| r.size == 1));
 
     // What a worker elsewhere would be given: the objects and the connector's public config.
-    let deployment = scans::store::deployment(&mut w.conn, &acme, scan)
+    let deployment = scans::store::deployment(&mut w.conn, &acme, scan, None)
         .await
         .unwrap();
     assert_eq!(deployment.status, Status::Running);

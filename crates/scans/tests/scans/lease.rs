@@ -173,6 +173,22 @@ async fn claims_never_exceed_the_scans_worker_count() {
         .await
         .unwrap();
     assert_eq!(workers.len(), 2);
+    // A deployment may fetch its chunks one at a time.
+    let all = scans::store::deployment(&mut w.conn, &acme, scan, None)
+        .await
+        .unwrap();
+    assert_eq!(all.chunks.len(), 2);
+    let one = scans::store::deployment(&mut w.conn, &acme, scan, Some(1))
+        .await
+        .unwrap();
+    assert_eq!(one.chunks.len(), 1);
+    assert_eq!(one.chunks[0].chunk_no, 1);
+    assert_eq!(one.chunks[0].files, ["right/r.txt"]);
+    assert_eq!(one.chunks[0].connector_id, right);
+    let none = scans::store::deployment(&mut w.conn, &acme, scan, Some(7))
+        .await
+        .unwrap();
+    assert!(none.chunks.is_empty());
 
     let first = w.claim(&acme, scan, "worker-a").await;
     assert_eq!(first.chunk_no, 0);
