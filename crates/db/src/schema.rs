@@ -116,6 +116,7 @@ diesel::table! {
         created_at -> Timestamptz,
         resolved_at -> Nullable<Timestamptz>,
         tokenized -> Bool,
+        // txid: xid8 (no diesel type; SQL only)
     }
 }
 

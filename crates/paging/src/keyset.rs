@@ -181,14 +181,43 @@ impl<'a> Keyset<'a> {
 
     /// Cuts the page from rows read with [`Keyset::fetch`], and signs the cursor of the last
     /// row kept when more follow.
-    pub fn page<T>(&self, mut rows: Vec<T>, position: impl Fn(&T) -> Position) -> Page<T> {
-        let keep = self.limit.get() as usize;
-        let has_more = rows.len() > keep;
+    pub fn page<T>(&self, rows: Vec<T>, position: impl Fn(&T) -> Position) -> Page<T> {
+        self.page_settled(rows, usize::MAX, position)
+    }
+
+    /// Like [`Keyset::page`], for a list whose rows past the first `settled` may still have
+    /// rows committed before them (`scans::findings::list`): when more rows follow than the
+    /// page shows, it ends after at most `settled` rows, so that no cursor passes an unsettled
+    /// row. A page cut to nothing says more follow and resumes where it began.
+    pub fn page_settled<T>(
+        &self,
+        mut rows: Vec<T>,
+        settled: usize,
+        position: impl Fn(&T) -> Position,
+    ) -> Page<T> {
+        let limit = self.limit.get() as usize;
+        let has_more = rows.len() > limit;
+        let keep = if has_more { limit.min(settled) } else { limit };
         rows.truncate(keep);
-        let next_cursor = rows
-            .last()
-            .filter(|_| has_more)
-            .map(|last| self.cursors.encode(self.tenant, self.list, position(last)));
+        let next_cursor = has_more.then(|| {
+            let at = rows
+                .last()
+                .map(&position)
+                .or(self.after)
+                .unwrap_or(match self.order {
+                    // Before every row of the lists that page this way (txids and times are
+                    // never below zero).
+                    Order::Ascending => Position {
+                        micros: 0,
+                        id: uuid::Uuid::nil(),
+                    },
+                    Order::Descending => Position {
+                        micros: i64::MAX,
+                        id: uuid::Uuid::max(),
+                    },
+                });
+            self.cursors.encode(self.tenant, self.list, at)
+        });
         Page {
             items: rows,
             pagination: Pagination {
@@ -211,6 +240,45 @@ mod tests {
         for bad in [0, -1, 101, i64::MAX] {
             assert!(Limit::parse(Some(bad), 20).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_page_ends_at_its_settled_rows_when_more_follow() {
+        let key = CursorKey::new(&[1u8; 32]);
+        let tenant: TenantId = "acme".parse().unwrap();
+        let limit = Limit::parse(Some(3), 20).unwrap();
+        let ids: Vec<uuid::Uuid> = (0..4).map(|_| uuid::Uuid::now_v7()).collect();
+        let keyset = Keyset::new(&key, &tenant, "things", limit, None, Order::Ascending).unwrap();
+        // Two settled of four read: the page shows two and resumes after the second.
+        let page = keyset.page_settled(ids.clone(), 2, |id| Position::id(*id));
+        assert_eq!(page.items, ids[..2]);
+        let cursor = page.pagination.next_cursor.unwrap();
+        assert_eq!(key.decode(&tenant, "things", &cursor).unwrap().id, ids[1]);
+        // The last page shows everything, settled or not: no cursor can pass what it shows.
+        let last = keyset.page_settled(ids[..3].to_vec(), 0, |id| Position::id(*id));
+        assert_eq!(last.items, ids[..3]);
+        assert!(!last.pagination.has_more);
+        // Nothing settled: an empty page that resumes where it began.
+        let one = Limit::parse(Some(1), 20).unwrap();
+        let resumed = Keyset::new(
+            &key,
+            &tenant,
+            "things",
+            one,
+            Some(&cursor),
+            Order::Ascending,
+        )
+        .unwrap();
+        let empty = resumed.page_settled(ids[2..].to_vec(), 0, |id| Position::id(*id));
+        assert!(empty.items.is_empty());
+        assert!(empty.pagination.has_more);
+        let again = empty.pagination.next_cursor.unwrap();
+        assert_eq!(key.decode(&tenant, "things", &again).unwrap().id, ids[1]);
+        let first = keyset.page_settled(ids.clone(), 0, |id| Position::id(*id));
+        let start = key
+            .decode(&tenant, "things", &first.pagination.next_cursor.unwrap())
+            .unwrap();
+        assert_eq!((start.micros, start.id), (0, uuid::Uuid::nil()));
     }
 
     #[test]

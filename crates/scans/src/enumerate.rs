@@ -452,37 +452,49 @@ impl Enumerator<'_> {
         let scan = self.scan;
         for keys in gone.chunks(500) {
             // The objects' findings are resolved and an outbox event says so, together:
-            // governance then sees their findings go, as when a scan finds none.
-            conn.transaction(async |conn| {
-                crate::findings::forget_objects(
-                    conn,
-                    tenant,
-                    source.connector,
-                    &source.bucket,
-                    keys,
-                )
+            // governance then sees their findings go, as when a scan finds none. Only while
+            // the scan runs, checked under a share of its row as a worker's record is: a scan
+            // cancelled or timed out during its last page, or whose connector is being
+            // deleted, resolves nothing.
+            let resolved = conn
+                .transaction(async |conn| {
+                    if !rows::running_shared(conn, tenant, scan).await? {
+                        return Ok::<_, ScanError>(false);
+                    }
+                    crate::findings::forget_objects(
+                        conn,
+                        tenant,
+                        source.connector,
+                        &source.bucket,
+                        keys,
+                    )
+                    .await?;
+                    let objects = keys
+                        .iter()
+                        .map(|key| crate::outbox::RecordedObject {
+                            bucket: source.bucket.clone(),
+                            object_key: (*key).clone(),
+                            state: "deleted".to_owned(),
+                            findings: 0,
+                        })
+                        .collect();
+                    crate::outbox::write(
+                        conn,
+                        tenant,
+                        scan,
+                        &crate::outbox::Event::ObjectsRecorded {
+                            connector: source.connector,
+                            objects,
+                        },
+                    )
+                    .await?;
+                    Ok(true)
+                })
                 .await?;
-                let objects = keys
-                    .iter()
-                    .map(|key| crate::outbox::RecordedObject {
-                        bucket: source.bucket.clone(),
-                        object_key: (*key).clone(),
-                        state: "deleted".to_owned(),
-                        findings: 0,
-                    })
-                    .collect();
-                crate::outbox::write(
-                    conn,
-                    tenant,
-                    scan,
-                    &crate::outbox::Event::ObjectsRecorded {
-                        connector: source.connector,
-                        objects,
-                    },
-                )
-                .await
-            })
-            .await?;
+            if !resolved {
+                self.ended = true;
+                return Ok(());
+            }
         }
         Ok(())
     }

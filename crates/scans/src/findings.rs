@@ -320,7 +320,16 @@ fn like_prefix(prefix: &str) -> String {
     out
 }
 
-/// One page of the tenant's findings, oldest first.
+/// One page of the tenant's findings, in the order their batches were written.
+///
+/// Finding ids are minted by scan workers before their batch commits, on their own clocks, so
+/// id order is not commit order: a batch that commits late can hold ids below a cursor already
+/// handed out, and a client resuming from that cursor would never see it. The list pages by
+/// `(txid, finding_id)` instead, the writing transaction first, and never hands out a cursor
+/// past the watermark `pg_snapshot_xmin`: every transaction that could still commit a finding
+/// has a txid at or above it, so nothing can appear behind such a cursor. Rows above the
+/// watermark are shown on a last page (no cursor follows it); when more rows follow, the page
+/// ends at the watermark, and may then be empty with a cursor to come back with.
 pub async fn list(
     conn: &mut AsyncPgConnection,
     cursors: &paging::CursorKey,
@@ -331,7 +340,9 @@ pub async fn list(
 ) -> Result<paging::Page<StoredFinding>, ScanError> {
     use db::schema::findings::dsl as f;
     use diesel::TextExpressionMethods as _;
+    use diesel::dsl::sql;
     use diesel::expression_methods::EscapeExpressionMethods as _;
+    use diesel::sql_types::{BigInt, Bool, Text, Uuid as SqlUuid};
     use diesel::{ExpressionMethods as _, QueryDsl as _, SelectableHelper as _};
     let keyset = paging::Keyset::new(
         cursors,
@@ -344,8 +355,12 @@ pub async fn list(
     .map_err(|_| ScanError::BadCursor)?;
     let mut query = f::findings
         .filter(f::tenant_id.eq(tenant.as_str()))
-        .select(StoredFinding::as_select())
-        .order(f::finding_id)
+        .select((
+            StoredFinding::as_select(),
+            sql::<BigInt>("findings.txid::text::bigint"),
+            sql::<BigInt>("pg_snapshot_xmin(pg_current_snapshot())::text::bigint"),
+        ))
+        .order((sql::<BigInt>("findings.txid"), f::finding_id))
         .limit(keyset.fetch())
         .into_boxed();
     if let Some(connector) = filter.connector {
@@ -378,11 +393,29 @@ pub async fn list(
             None => query = query.filter(f::bucket.like(like_prefix(prefix)).escape('\\')),
         }
     }
-    if let Some(after) = keyset.after_id::<f::finding_id, _>() {
-        query = query.filter(after);
+    // The cursor holds the last row's (txid, finding_id). One issued before findings carried a
+    // txid holds 0 and an id: the rows written then have txid 0, so it resumes among them.
+    if let Some(after) = keyset.position() {
+        query = query.filter(
+            sql::<Bool>("(findings.txid, findings.finding_id) > (")
+                .bind::<Text, _>(after.micros.to_string())
+                .sql("::xid8, ")
+                .bind::<SqlUuid, _>(after.id)
+                .sql(")"),
+        );
     }
-    let rows: Vec<StoredFinding> = query.load(conn).await?;
-    Ok(keyset.page(rows, |r| paging::Position::id(r.finding_id)))
+    let rows: Vec<(StoredFinding, i64, i64)> = query.load(conn).await?;
+    // Rows are in txid order, so those below the watermark come first.
+    let settled = rows
+        .iter()
+        .take_while(|(_, txid, watermark)| txid < watermark)
+        .count();
+    Ok(keyset
+        .page_settled(rows, settled, |(r, txid, _)| paging::Position {
+            micros: *txid,
+            id: r.finding_id,
+        })
+        .map(|(r, _, _)| r))
 }
 
 /// One finding of the tenant.

@@ -78,6 +78,25 @@ pub(crate) async fn running(
     Ok(status.as_deref() == Some(Status::Running.as_str()))
 }
 
+/// Whether the scan is still `running`, its row shared until the transaction ends: a cancel,
+/// a timeout or a connector's deletion (which update the row) waits for the transaction to
+/// end, and one that committed first is seen.
+pub(crate) async fn running_shared(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: ScanId,
+) -> Result<bool, ScanError> {
+    let status: Option<String> = scans::table
+        .filter(scans::tenant_id.eq(tenant.as_str()))
+        .filter(scans::scan_id.eq(id.as_uuid()))
+        .select(scans::status)
+        .for_share()
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(status.as_deref() == Some(Status::Running.as_str()))
+}
+
 /// The scan's row, locked until the transaction ends.
 pub(crate) async fn lock(
     conn: &mut AsyncPgConnection,

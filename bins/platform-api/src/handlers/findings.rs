@@ -14,7 +14,8 @@ fn field(name: &'static str, message: &'static str) -> ApiError {
     ApiError::invalid(message).with_details(serde_json::json!({ "field": name }))
 }
 
-/// Lists the tenant's findings, oldest first.
+/// Lists the tenant's findings in the order their scans wrote them (docs/decisions.md, "The
+/// findings list pages in commit order").
 #[utoipa::path(
     get,
     path = "/api/v1/findings",

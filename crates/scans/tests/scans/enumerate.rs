@@ -201,6 +201,83 @@ async fn an_incremental_scan_covers_what_changed_and_resolves_what_was_deleted()
     ));
 }
 
+/// A cancel that commits while the listing's last page is being judged wins: the objects the
+/// listing no longer shows keep their open findings.
+#[tokio::test]
+async fn a_scan_cancelled_as_its_last_page_is_judged_resolves_nothing() {
+    use diesel_async::{
+        AnsiTransactionManager, AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _,
+        TransactionManager as _,
+    };
+    let mut w = World::with_storage().await;
+    let acme = w.acme.clone();
+    let bucket = w
+        .bucket("hr-exports", &[("a.txt", "alpha"), ("b.txt", "bravo")])
+        .await;
+    let hr = w.connector(&acme, "HR", "hr-exports").await;
+    let full = w.started(&acme, &[hr], json!({ "max_workers": 1 })).await;
+    w.run(&acme, full, |_| {
+        Outcome::Scanned(vec![finding("ssn", "government_id")])
+    })
+    .await;
+    bucket.delete(&Path::from("b.txt")).await.unwrap();
+    let scan = w
+        .scan_of(&acme, &[hr], "incremental", json!({ "max_workers": 1 }))
+        .await;
+    let started = scans::lifecycle::start_next(&mut w.conn).await.unwrap();
+    assert_eq!(started, Some((acme.clone(), scan)));
+
+    // A cancel is under way: it holds the scan's row while the listing runs.
+    let mut cancelling = w.connect().await;
+    AnsiTransactionManager::begin_transaction(&mut cancelling)
+        .await
+        .unwrap();
+    diesel::sql_query("SELECT 1 FROM scans WHERE scan_id = $1 FOR UPDATE")
+        .bind::<diesel::sql_types::Uuid, _>(scan.as_uuid())
+        .execute(&mut cancelling)
+        .await
+        .unwrap();
+    let (cloud, keyring, url) = (
+        w.cloud.clone().unwrap(),
+        w.keyring.clone(),
+        w.db.url.clone(),
+    );
+    let tenant = acme.clone();
+    let listing = tokio::spawn(async move {
+        let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+        scans::enumerate::enumerate(&mut conn, &cloud, &keyring, &tenant, scan).await
+    });
+    // The listing has read every page and waits for the row before judging what is gone.
+    let mut waited = 0;
+    while count(
+        &mut w.conn,
+        "SELECT count(*) AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
+    .await
+        == 0
+    {
+        waited += 1;
+        assert!(waited < 500, "the listing never waited for the scan's row");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    scans::lifecycle::cancel(&mut cancelling, &acme, scan)
+        .await
+        .unwrap();
+    AnsiTransactionManager::commit_transaction(&mut cancelling)
+        .await
+        .unwrap();
+    listing.await.unwrap().unwrap();
+
+    assert_eq!(
+        open_findings(&mut w, hr).await,
+        [("government_id".to_owned(), 2)],
+        "a scan cancelled before its judgement judges nothing deleted"
+    );
+    let view = scans::store::get(&mut w.conn, &acme, scan).await.unwrap();
+    assert_eq!(view.status, Status::Cancelled);
+}
+
 /// A scan cancelled before or while it is listed stops listing at the next page and judges
 /// nothing deleted: an object gone from the storage keeps its open finding until a scan that
 /// runs to its end says so.

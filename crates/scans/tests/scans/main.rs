@@ -13,6 +13,7 @@ mod common;
 mod classifiers;
 mod connector;
 mod enumerate;
+mod findings;
 mod lease;
 mod outbox;
 mod plans;

@@ -1,0 +1,2 @@
+DROP INDEX findings_list_idx;
+ALTER TABLE findings DROP COLUMN txid;
