@@ -301,16 +301,36 @@ pub async fn existing(
     Ok(found.into_iter().map(ConnectorId::from_uuid).collect())
 }
 
+/// A connector's configuration as stored: the public fields, and the secrets still sealed under
+/// the tenant's data key, bound to the connector's id. What must reach a connector's storage
+/// after the connector is deleted keeps this (remediation's snapshots still to delete), never
+/// the opened secrets; [`open_config`] opens it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SealedConfig {
+    pub provider: String,
+    pub public: Value,
+    pub key_version: Option<i32>,
+    pub sealed: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for SealedConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SealedConfig")
+            .field("provider", &self.provider)
+            .field("key_version", &self.key_version)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Provider, public configuration, and the sealed secrets with their key version.
 type SecretRow = (String, Value, Option<i32>, Option<Vec<u8>>);
 
-/// The full configuration, secrets opened: for connecting, never for showing.
-pub async fn config(
+/// The configuration as stored, secrets sealed.
+pub async fn sealed_config(
     conn: &mut AsyncPgConnection,
-    keys: &TenantKeys,
     tenant: &TenantId,
     id: ConnectorId,
-) -> Result<Config, ConnectorError> {
+) -> Result<SealedConfig, ConnectorError> {
     let row: Option<SecretRow> = connectors::table
         .filter(connectors::tenant_id.eq(tenant.as_str()))
         .filter(connectors::connector_id.eq(id.as_uuid()))
@@ -323,19 +343,33 @@ pub async fn config(
         .first(conn)
         .await
         .optional()?;
-    let (provider, public, version, sealed) = row.ok_or(ConnectorError::NotFound)?;
-    let provider = Provider::parse(&provider).ok_or(ConnectorError::CorruptRow)?;
-    let Value::Object(public) = public else {
+    let (provider, public, key_version, sealed) = row.ok_or(ConnectorError::NotFound)?;
+    Ok(SealedConfig {
+        provider,
+        public,
+        key_version,
+        sealed,
+    })
+}
+
+/// Opens a stored configuration of connector `id`: for connecting, never for showing.
+pub fn open_config(
+    keys: &TenantKeys,
+    id: ConnectorId,
+    stored: &SealedConfig,
+) -> Result<Config, ConnectorError> {
+    let provider = Provider::parse(&stored.provider).ok_or(ConnectorError::CorruptRow)?;
+    let Value::Object(public) = &stored.public else {
         return Err(ConnectorError::CorruptRow);
     };
-    let secrets = match (version, sealed) {
+    let secrets = match (stored.key_version, &stored.sealed) {
         (Some(key_version), Some(sealed)) => {
             let plain = keys.open_secret(
                 SECRET_PURPOSE,
                 id.as_bytes(),
                 &SealedSecret {
                     key_version,
-                    sealed,
+                    sealed: sealed.clone(),
                 },
             )?;
             serde_json::from_slice(&plain).map_err(|_| ConnectorError::Crypto)?
@@ -344,9 +378,19 @@ pub async fn config(
     };
     Ok(Config {
         provider,
-        public,
+        public: public.clone(),
         secrets,
     })
+}
+
+/// The full configuration, secrets opened: for connecting, never for showing.
+pub async fn config(
+    conn: &mut AsyncPgConnection,
+    keys: &TenantKeys,
+    tenant: &TenantId,
+    id: ConnectorId,
+) -> Result<Config, ConnectorError> {
+    open_config(keys, id, &sealed_config(conn, tenant, id).await?)
 }
 
 /// Deletes a connector. Its scans and findings go with it (their foreign keys cascade).

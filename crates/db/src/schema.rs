@@ -427,6 +427,18 @@ diesel::table! {
 }
 
 diesel::table! {
+    remediation_retained_storage (tenant_id, connector_id) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        provider -> Text,
+        config -> Jsonb,
+        secret_key_version -> Nullable<Int4>,
+        secret_sealed -> Nullable<Bytea>,
+        retained_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     remediation_runs (tenant_id, request_id) {
         tenant_id -> Text,
         request_id -> Uuid,
@@ -667,6 +679,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     rate_limit_counters,
     remediation_receipts,
     remediation_requests,
+    remediation_retained_storage,
     remediation_runs,
     scan_chunks,
     scan_classifiers,

@@ -125,6 +125,11 @@ async fn delete_once(
         governance::drift::forget_connector(conn, tenant, id)
             .await
             .map_err(PlatformError::Governance)?;
+        // Snapshots of originals that remediation left in the customer's storage must still
+        // be deleted after the connector is gone.
+        governance::remediate::retain::retain_storage(conn, tenant, id)
+            .await
+            .map_err(PlatformError::Governance)?;
         store::delete(conn, tenant, id).await?;
         Ok(())
     })

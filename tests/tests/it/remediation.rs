@@ -1103,3 +1103,72 @@ async fn undo_after_the_connector_is_deleted_is_gone() {
     assert_eq!(status, 410, "{body}");
     crate::area_b_error(&body, "connector_deleted");
 }
+
+/// How many deleted connectors' storage configurations are kept for their snapshots.
+async fn kept(conn: &mut diesel_async::AsyncPgConnection) -> i64 {
+    #[derive(QueryableByName)]
+    struct N {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    diesel::sql_query("SELECT count(*) AS n FROM remediation_retained_storage")
+        .get_result::<N>(conn)
+        .await
+        .unwrap()
+        .n
+}
+
+/// A deleted connector's snapshots, copies of the originals in the customer's bucket, are
+/// still deleted: at the sweeper's next pass, since no undo can reach them any more, through
+/// the configuration the deletion kept, which goes once nothing is left to delete.
+#[tokio::test]
+async fn a_deleted_connectors_snapshots_are_swept_at_once_and_its_kept_configuration_goes() {
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let (bucket, connector) = masked_people(&stack, &admin, SSNS).await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    let r = &done[0];
+    assert_eq!(r["status"], "receipted", "{r}");
+    let lkg = r["lkg_location"]["key"].as_str().unwrap().to_owned();
+    assert_eq!(read(bucket.as_ref(), &lkg).await.unwrap(), SSNS);
+    let id = r["remediation_id"].as_str().unwrap();
+
+    let (status, body) = admin
+        .send(Method::DELETE, &format!("/connectors/{connector}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let mut conn = stack.platform.conn().await;
+    assert_eq!(
+        kept(&mut conn).await,
+        1,
+        "the deletion kept the storage's configuration"
+    );
+
+    // Well inside the rollback window, the snapshot goes at the next pass.
+    let exec = stack.executor();
+    governance::remediate::sweep::run_once(&mut conn, &exec)
+        .await
+        .unwrap();
+    assert_eq!(
+        read(bucket.as_ref(), &lkg).await,
+        None,
+        "the snapshot is deleted"
+    );
+    assert_ne!(
+        read(bucket.as_ref(), "people.csv").await.unwrap(),
+        SSNS,
+        "the remediated object stays remediated"
+    );
+    let (_, body) = admin
+        .send(Method::GET, &format!("/governance/remediations/{id}"), None)
+        .await;
+    assert_eq!(body["data"]["lkg_available"], false, "{body}");
+    assert_eq!(
+        kept(&mut conn).await,
+        0,
+        "nothing is kept once nothing is left"
+    );
+    let (status, body) = undo(&admin, id, None).await;
+    assert_eq!(status, 410, "{body}");
+}

@@ -6,8 +6,8 @@
 //! `stop` (why a step stopped), `store` (the state machine's rows), `cosigner` (the mutual-TLS
 //! client of tenants' co-signing services), `receipt` (signed receipts), `cosign` (co-signing
 //! as each tenant's setting says), `rescore` (findings and risk after a change), `tokens` (the
-//! vault), `execute` (the steps), `undo`, `sweep` (expired snapshots) and `read` (the API's
-//! view).
+//! vault), `execute` (the steps), `undo`, `sweep` (expired snapshots), `retain` (a deleted
+//! connector's snapshots) and `read` (the API's view).
 
 mod cached;
 pub mod content;
@@ -18,6 +18,7 @@ mod issued;
 pub mod read;
 pub mod receipt;
 pub mod rescore;
+pub mod retain;
 pub mod stop;
 pub mod store;
 pub mod sweep;

@@ -2,13 +2,16 @@
 //! (a failed request's snapshot at once, unless it was kept for the window because it may be
 //! the original's only copy). A quarantined object's copy is the quarantine itself and is
 //! never swept while it stands; once undone (the object is back) or failed, it goes like any
-//! snapshot, after the window.
+//! snapshot, after the window. A deleted connector's snapshots go at once, through the
+//! configuration its deletion kept (`retain`).
 
 use diesel::result::Error as DieselError;
 use diesel::sql_types::Text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use super::execute::{Executor, open_storage, snapshot_of};
+use super::retain;
+use super::stop::Stop;
 use super::store::{self, COLUMNS, Row};
 
 /// Snapshots looked at per step.
@@ -26,7 +29,9 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<u
           WHERE u.lkg_deleted_at IS NULL AND u.lkg_key IS NOT NULL
             AND (r.action_type <> $1 OR r.status IN ('undone', 'failed'))
             AND ((u.undo_until IS NOT NULL AND u.undo_until < now())
-                 OR (u.undo_until IS NULL AND r.status IN ('failed', 'blocked')))
+                 OR (u.undo_until IS NULL AND r.status IN ('failed', 'blocked'))
+                 OR EXISTS (SELECT 1 FROM remediation_retained_storage s
+                             WHERE s.tenant_id = r.tenant_id AND s.connector_id = r.connector_id))
           ORDER BY random()
           LIMIT {PER_STEP}"
     ))
@@ -39,13 +44,25 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<u
         let Ok((bucket, key)) = snapshot_of(row) else {
             continue;
         };
-        let deleted = match open_storage(conn, exec, &tenant, row).await {
+        let storage = match open_storage(conn, exec, &tenant, row).await {
+            // A deleted connector's storage, through what its deletion kept.
+            Err(Stop::Fail(reason)) => {
+                match retain::retained_storage(conn, exec, &tenant, row.connector()).await {
+                    Ok(Some(storage)) => Ok(storage),
+                    Ok(None) => Err(Stop::Fail(reason)),
+                    Err(e) => Err(e),
+                }
+            }
+            opened => opened,
+        };
+        let deleted = match storage {
             Ok(storage) => match storage.bucket(&bucket) {
                 Ok(bucket) => bucket.delete(&key).await.map_err(|e| e.message),
                 Err(e) => Err(e.message),
             },
-            // A deleted connector's storage is out of reach for good.
-            Err(super::stop::Stop::Fail(reason)) => {
+            // Deleted before its configuration was kept for this (or kept nothing): out of
+            // reach for good.
+            Err(Stop::Fail(reason)) => {
                 tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, %reason, "a snapshot is out of reach; it is forgotten");
                 Ok(())
             }
@@ -61,5 +78,6 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<u
             }
         }
     }
+    retain::release(conn).await?;
     Ok(deleted_count)
 }

@@ -1,0 +1,170 @@
+//! A deleted connector's snapshots. A tokenize or mask snapshot is a copy of the original
+//! object, values and all, in the customer's own storage; the sweeper deletes it when its undo
+//! window ends. A connector deleted before then takes its credentials with it, and the copies
+//! would stay for good. So the transaction that deletes a connector keeps its configuration
+//! here (secrets still sealed) while any of its snapshots may remain, the sweeper deletes those
+//! snapshots at once (no undo can reach them any more), and then this row.
+//!
+//! A standing quarantine is not a snapshot: it is the object itself, moved where the tenant's
+//! policy said, and stays.
+
+use diesel::QueryableByName;
+use diesel::result::Error as DieselError;
+use diesel::sql_types::{Bool, Bytea, Int4, Jsonb, Nullable, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use ids::{ConnectorId, TenantId};
+
+use super::execute::Executor;
+use super::stop::Stop;
+use connectors::Storage;
+
+/// Whether a connector has a snapshot not deleted yet that is not a standing quarantine, or a
+/// request still under way (which may yet leave one): what the sweeper still has to delete.
+/// `$1` is the tenant, `$2` the connector.
+const PENDING: &str = "SELECT EXISTS (
+        SELECT 1 FROM remediation_requests r
+          LEFT JOIN remediation_runs u
+                 ON u.tenant_id = r.tenant_id AND u.request_id = r.request_id
+         WHERE r.tenant_id = $1 AND r.connector_id = $2
+           AND (r.status IN ('planned', 'snapshotted', 'written')
+                OR (u.lkg_key IS NOT NULL AND u.lkg_deleted_at IS NULL
+                    AND (r.action_type <> 'quarantine' OR r.status IN ('undone', 'failed'))))
+       ) AS pending";
+
+#[derive(QueryableByName)]
+struct Pending {
+    #[diesel(sql_type = Bool)]
+    pending: bool,
+}
+
+async fn pending(
+    conn: &mut AsyncPgConnection,
+    tenant: &str,
+    connector: uuid::Uuid,
+) -> Result<bool, DieselError> {
+    let row: Pending = db::sql(PENDING)
+        .bind::<Text, _>(tenant)
+        .bind::<SqlUuid, _>(connector)
+        .get_result(conn)
+        .await?;
+    Ok(row.pending)
+}
+
+/// Keeps `connector`'s configuration when snapshots of it may remain. Call it in the
+/// transaction that deletes the connector, before its row goes.
+pub async fn retain_storage(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+) -> Result<(), DieselError> {
+    if !pending(conn, tenant.as_str(), connector.as_uuid()).await? {
+        return Ok(());
+    }
+    let stored = match connectors::store::sealed_config(conn, tenant, connector).await {
+        Ok(stored) => stored,
+        // Already gone: nothing to keep.
+        Err(connectors::ConnectorError::NotFound) => return Ok(()),
+        Err(connectors::ConnectorError::Database(e)) => return Err(e),
+        Err(_) => return Err(DieselError::RollbackTransaction),
+    };
+    db::sql(
+        "INSERT INTO remediation_retained_storage
+                (tenant_id, connector_id, provider, config, secret_key_version, secret_sealed)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (tenant_id, connector_id) DO NOTHING",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<Text, _>(&stored.provider)
+    .bind::<Jsonb, _>(&stored.public)
+    .bind::<Nullable<Int4>, _>(stored.key_version)
+    .bind::<Nullable<Bytea>, _>(stored.sealed.as_deref())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+#[derive(QueryableByName)]
+struct Retained {
+    #[diesel(sql_type = Text)]
+    provider: String,
+    #[diesel(sql_type = Jsonb)]
+    config: serde_json::Value,
+    #[diesel(sql_type = Nullable<Int4>)]
+    secret_key_version: Option<i32>,
+    #[diesel(sql_type = Nullable<Bytea>)]
+    secret_sealed: Option<Vec<u8>>,
+}
+
+/// A deleted connector's storage, opened from what [`retain_storage`] kept; `None` when
+/// nothing was kept (it was deleted with no snapshot left, or before this existed).
+pub(crate) async fn retained_storage(
+    conn: &mut AsyncPgConnection,
+    exec: &Executor,
+    tenant: &TenantId,
+    connector: ConnectorId,
+) -> Result<Option<Storage>, Stop> {
+    let row: Option<Retained> = db::sql(
+        "SELECT provider, config, secret_key_version, secret_sealed
+           FROM remediation_retained_storage WHERE tenant_id = $1 AND connector_id = $2",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .get_result(conn)
+    .await
+    .map(Some)
+    .or_else(|e| match e {
+        DieselError::NotFound => Ok(None),
+        e => Err(e),
+    })
+    .map_err(|e| Stop::Retry(e.to_string()))?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let keys = exec
+        .keyring
+        .tenant(conn, tenant)
+        .await
+        .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))?;
+    let stored = connectors::store::SealedConfig {
+        provider: row.provider,
+        public: row.config,
+        key_version: row.secret_key_version,
+        sealed: row.secret_sealed,
+    };
+    let config = connectors::store::open_config(&keys, connector, &stored)
+        .map_err(|e| Stop::Retry(e.to_string()))?;
+    exec.cloud
+        .open(connector, &config)
+        .map(Some)
+        .map_err(|e| Stop::Retry(e.message))
+}
+
+#[derive(QueryableByName)]
+struct Kept {
+    #[diesel(sql_type = Text)]
+    tenant_id: String,
+    #[diesel(sql_type = SqlUuid)]
+    connector_id: uuid::Uuid,
+}
+
+/// Drops what was kept of deleted connectors that have no snapshot left to delete.
+pub(crate) async fn release(conn: &mut AsyncPgConnection) -> Result<usize, DieselError> {
+    let kept: Vec<Kept> =
+        db::sql("SELECT tenant_id, connector_id FROM remediation_retained_storage")
+            .load(conn)
+            .await?;
+    let mut released = 0;
+    for k in kept {
+        if !pending(conn, &k.tenant_id, k.connector_id).await? {
+            released += db::sql(
+                "DELETE FROM remediation_retained_storage WHERE tenant_id = $1 AND connector_id = $2",
+            )
+            .bind::<Text, _>(&k.tenant_id)
+            .bind::<SqlUuid, _>(k.connector_id)
+            .execute(conn)
+            .await?;
+        }
+    }
+    Ok(released)
+}
