@@ -68,14 +68,7 @@ pub(crate) async fn running(
     tenant: &TenantId,
     id: ScanId,
 ) -> Result<bool, ScanError> {
-    let status: Option<String> = scans::table
-        .filter(scans::tenant_id.eq(tenant.as_str()))
-        .filter(scans::scan_id.eq(id.as_uuid()))
-        .select(scans::status)
-        .first(conn)
-        .await
-        .optional()?;
-    Ok(status.as_deref() == Some(Status::Running.as_str()))
+    status_is_running(conn, tenant, id, false).await
 }
 
 /// Whether the scan is still `running`, its row shared until the transaction ends: a cancel,
@@ -86,14 +79,24 @@ pub(crate) async fn running_shared(
     tenant: &TenantId,
     id: ScanId,
 ) -> Result<bool, ScanError> {
-    let status: Option<String> = scans::table
+    status_is_running(conn, tenant, id, true).await
+}
+
+async fn status_is_running(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: ScanId,
+    shared: bool,
+) -> Result<bool, ScanError> {
+    let query = scans::table
         .filter(scans::tenant_id.eq(tenant.as_str()))
         .filter(scans::scan_id.eq(id.as_uuid()))
-        .select(scans::status)
-        .for_share()
-        .first(conn)
-        .await
-        .optional()?;
+        .select(scans::status);
+    let status: Option<String> = if shared {
+        query.for_share().first(conn).await.optional()?
+    } else {
+        query.first(conn).await.optional()?
+    };
     Ok(status.as_deref() == Some(Status::Running.as_str()))
 }
 

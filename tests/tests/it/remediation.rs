@@ -160,6 +160,26 @@ pub(crate) async fn masked_people(
     (bucket, connector)
 }
 
+/// SSNs masked by a full scan: the bucket, the connector, the remediation (receipted) and its
+/// snapshot's key, the snapshot holding the original.
+async fn masked_with_snapshot(
+    stack: &Stack,
+    admin: &Client<'_>,
+) -> (
+    std::sync::Arc<dyn object_store::ObjectStore>,
+    String,
+    Value,
+    String,
+) {
+    let (bucket, connector) = masked_people(stack, admin, SSNS).await;
+    crate::scans::full_scan(admin, &connector).await;
+    let r = ended(admin, 1).await.remove(0);
+    assert_eq!(r["status"], "receipted", "{r}");
+    let lkg = r["lkg_location"]["key"].as_str().unwrap().to_owned();
+    assert_eq!(read(bucket.as_ref(), &lkg).await.unwrap(), SSNS);
+    (bucket, connector, r, lkg)
+}
+
 /// POST /governance/remediations/:id/undo with `body`.
 pub(crate) async fn undo(admin: &Client<'_>, id: &str, body: Option<Value>) -> (u16, Value) {
     admin
@@ -829,13 +849,7 @@ async fn a_gate_that_cannot_be_read_fails_open_and_says_so_and_only_admins_see_r
 async fn after_the_rollback_window_undo_is_gone_and_the_sweeper_deletes_the_snapshot() {
     let stack = Stack::new(|_| {}).await;
     let admin = stack.admin();
-    let (bucket, connector) = masked_people(&stack, &admin, SSNS).await;
-    crate::scans::full_scan(&admin, &connector).await;
-    let done = ended(&admin, 1).await;
-    let r = &done[0];
-    assert_eq!(r["status"], "receipted", "{r}");
-    let lkg = r["lkg_location"]["key"].as_str().unwrap().to_owned();
-    assert_eq!(read(bucket.as_ref(), &lkg).await.unwrap(), SSNS);
+    let (bucket, _connector, r, lkg) = masked_with_snapshot(&stack, &admin).await;
     let id = r["remediation_id"].as_str().unwrap();
 
     // Inside the window the sweeper leaves the snapshot alone.
@@ -1125,13 +1139,7 @@ async fn kept(conn: &mut diesel_async::AsyncPgConnection) -> i64 {
 async fn a_deleted_connectors_snapshots_are_swept_at_once_and_its_kept_configuration_goes() {
     let stack = Stack::new(|_| {}).await;
     let admin = stack.admin();
-    let (bucket, connector) = masked_people(&stack, &admin, SSNS).await;
-    crate::scans::full_scan(&admin, &connector).await;
-    let done = ended(&admin, 1).await;
-    let r = &done[0];
-    assert_eq!(r["status"], "receipted", "{r}");
-    let lkg = r["lkg_location"]["key"].as_str().unwrap().to_owned();
-    assert_eq!(read(bucket.as_ref(), &lkg).await.unwrap(), SSNS);
+    let (bucket, connector, r, lkg) = masked_with_snapshot(&stack, &admin).await;
     let id = r["remediation_id"].as_str().unwrap();
 
     let (status, body) = admin

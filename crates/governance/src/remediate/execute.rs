@@ -266,11 +266,7 @@ pub(crate) async fn open_storage(
     if let Some(storage) = exec.storages.get(&key) {
         return Ok(storage);
     }
-    let keys = exec
-        .keyring
-        .tenant(conn, tenant)
-        .await
-        .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))?;
+    let keys = tenant_keys(conn, exec, tenant).await?;
     let config = match connectors::store::config(conn, &keys, tenant, row.connector()).await {
         Ok(config) => config,
         Err(connectors::ConnectorError::NotFound) => {
@@ -284,6 +280,18 @@ pub(crate) async fn open_storage(
         .map_err(|e| Stop::Retry(e.message))?;
     exec.storages.put(key, &storage);
     Ok(storage)
+}
+
+/// The tenant's keys, for opening a connector's sealed secrets.
+pub(crate) async fn tenant_keys(
+    conn: &mut AsyncPgConnection,
+    exec: &Executor,
+    tenant: &TenantId,
+) -> Result<Arc<TenantKeys>, Stop> {
+    exec.keyring
+        .tenant(conn, tenant)
+        .await
+        .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))
 }
 
 fn bucket(storage: &Storage, name: &str) -> Result<Bucket, Stop> {

@@ -121,11 +121,7 @@ pub(crate) async fn retained_storage(
     let Some(row) = row else {
         return Ok(None);
     };
-    let keys = exec
-        .keyring
-        .tenant(conn, tenant)
-        .await
-        .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))?;
+    let keys = super::execute::tenant_keys(conn, exec, tenant).await?;
     let stored = connectors::store::SealedConfig {
         provider: row.provider,
         public: row.config,

@@ -201,14 +201,9 @@ async fn an_incremental_scan_covers_what_changed_and_resolves_what_was_deleted()
     ));
 }
 
-/// A cancel that commits while the listing's last page is being judged wins: the objects the
-/// listing no longer shows keep their open findings.
-#[tokio::test]
-async fn a_scan_cancelled_as_its_last_page_is_judged_resolves_nothing() {
-    use diesel_async::{
-        AnsiTransactionManager, AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _,
-        TransactionManager as _,
-    };
+/// Two objects scanned in full with a finding each, one of them deleted since, and an
+/// incremental scan of the connector started (not yet listed).
+async fn incremental_after_a_deletion() -> (World, ids::ConnectorId, ids::ScanId) {
     let mut w = World::with_storage().await;
     let acme = w.acme.clone();
     let bucket = w
@@ -226,6 +221,19 @@ async fn a_scan_cancelled_as_its_last_page_is_judged_resolves_nothing() {
         .await;
     let started = scans::lifecycle::start_next(&mut w.conn).await.unwrap();
     assert_eq!(started, Some((acme.clone(), scan)));
+    (w, hr, scan)
+}
+
+/// A cancel that commits while the listing's last page is being judged wins: the objects the
+/// listing no longer shows keep their open findings.
+#[tokio::test]
+async fn a_scan_cancelled_as_its_last_page_is_judged_resolves_nothing() {
+    use diesel_async::{
+        AnsiTransactionManager, AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _,
+        TransactionManager as _,
+    };
+    let (mut w, hr, scan) = incremental_after_a_deletion().await;
+    let acme = w.acme.clone();
 
     // A cancel is under way: it holds the scan's row while the listing runs.
     let mut cancelling = w.connect().await;
@@ -283,24 +291,8 @@ async fn a_scan_cancelled_as_its_last_page_is_judged_resolves_nothing() {
 /// runs to its end says so.
 #[tokio::test]
 async fn a_scan_cancelled_while_it_is_listed_stops_and_resolves_nothing() {
-    let mut w = World::with_storage().await;
+    let (mut w, hr, scan) = incremental_after_a_deletion().await;
     let acme = w.acme.clone();
-    let bucket = w
-        .bucket("hr-exports", &[("a.txt", "alpha"), ("b.txt", "bravo")])
-        .await;
-    let hr = w.connector(&acme, "HR", "hr-exports").await;
-    let full = w.started(&acme, &[hr], json!({ "max_workers": 1 })).await;
-    w.run(&acme, full, |_| {
-        Outcome::Scanned(vec![finding("ssn", "government_id")])
-    })
-    .await;
-    bucket.delete(&Path::from("b.txt")).await.unwrap();
-
-    let scan = w
-        .scan_of(&acme, &[hr], "incremental", json!({ "max_workers": 1 }))
-        .await;
-    let started = scans::lifecycle::start_next(&mut w.conn).await.unwrap();
-    assert_eq!(started, Some((acme.clone(), scan)));
     scans::lifecycle::cancel(&mut w.conn, &acme, scan)
         .await
         .unwrap();
