@@ -305,11 +305,18 @@ pub async fn existing(
 /// the tenant's data key, bound to the connector's id. What must reach a connector's storage
 /// after the connector is deleted keeps this (remediation's snapshots still to delete), never
 /// the opened secrets; [`open_config`] opens it.
-#[derive(Clone, PartialEq, Eq)]
+///
+/// Read positionally from a select of (provider, config, secret_key_version, secret_sealed),
+/// or by those column names from raw SQL.
+#[derive(Clone, PartialEq, Eq, Queryable, QueryableByName)]
 pub struct SealedConfig {
+    #[diesel(sql_type = diesel::sql_types::Text)]
     pub provider: String,
+    #[diesel(sql_type = diesel::sql_types::Jsonb, column_name = config)]
     pub public: Value,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Int4>, column_name = secret_key_version)]
     pub key_version: Option<i32>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Bytea>, column_name = secret_sealed)]
     pub sealed: Option<Vec<u8>>,
 }
 
@@ -322,16 +329,13 @@ impl std::fmt::Debug for SealedConfig {
     }
 }
 
-/// Provider, public configuration, and the sealed secrets with their key version.
-type SecretRow = (String, Value, Option<i32>, Option<Vec<u8>>);
-
 /// The configuration as stored, secrets sealed.
 pub async fn sealed_config(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     id: ConnectorId,
 ) -> Result<SealedConfig, ConnectorError> {
-    let row: Option<SecretRow> = connectors::table
+    connectors::table
         .filter(connectors::tenant_id.eq(tenant.as_str()))
         .filter(connectors::connector_id.eq(id.as_uuid()))
         .select((
@@ -342,14 +346,8 @@ pub async fn sealed_config(
         ))
         .first(conn)
         .await
-        .optional()?;
-    let (provider, public, key_version, sealed) = row.ok_or(ConnectorError::NotFound)?;
-    Ok(SealedConfig {
-        provider,
-        public,
-        key_version,
-        sealed,
-    })
+        .optional()?
+        .ok_or(ConnectorError::NotFound)
 }
 
 /// Opens a stored configuration of connector `id`: for connecting, never for showing.

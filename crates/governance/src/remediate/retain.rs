@@ -8,9 +8,9 @@
 //! A standing quarantine is not a snapshot: it is the object itself, moved where the tenant's
 //! policy said, and stays.
 
-use diesel::QueryableByName;
 use diesel::result::Error as DieselError;
 use diesel::sql_types::{Bool, Bytea, Int4, Jsonb, Nullable, Text, Uuid as SqlUuid};
+use diesel::{OptionalExtension as _, QueryableByName};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
 
@@ -84,18 +84,6 @@ pub async fn retain_storage(
     Ok(())
 }
 
-#[derive(QueryableByName)]
-struct Retained {
-    #[diesel(sql_type = Text)]
-    provider: String,
-    #[diesel(sql_type = Jsonb)]
-    config: serde_json::Value,
-    #[diesel(sql_type = Nullable<Int4>)]
-    secret_key_version: Option<i32>,
-    #[diesel(sql_type = Nullable<Bytea>)]
-    secret_sealed: Option<Vec<u8>>,
-}
-
 /// A deleted connector's storage, opened from what [`retain_storage`] kept; `None` when
 /// nothing was kept (it was deleted with no snapshot left, or before this existed).
 pub(crate) async fn retained_storage(
@@ -104,7 +92,7 @@ pub(crate) async fn retained_storage(
     tenant: &TenantId,
     connector: ConnectorId,
 ) -> Result<Option<Storage>, Stop> {
-    let row: Option<Retained> = db::sql(
+    let stored: Option<connectors::store::SealedConfig> = db::sql(
         "SELECT provider, config, secret_key_version, secret_sealed
            FROM remediation_retained_storage WHERE tenant_id = $1 AND connector_id = $2",
     )
@@ -112,28 +100,23 @@ pub(crate) async fn retained_storage(
     .bind::<SqlUuid, _>(connector.as_uuid())
     .get_result(conn)
     .await
-    .map(Some)
-    .or_else(|e| match e {
-        DieselError::NotFound => Ok(None),
-        e => Err(e),
-    })
+    .optional()
     .map_err(|e| Stop::Retry(e.to_string()))?;
-    let Some(row) = row else {
+    let Some(stored) = stored else {
         return Ok(None);
     };
     let keys = super::execute::tenant_keys(conn, exec, tenant).await?;
-    let stored = connectors::store::SealedConfig {
-        provider: row.provider,
-        public: row.config,
-        key_version: row.secret_key_version,
-        sealed: row.secret_sealed,
-    };
     let config = connectors::store::open_config(&keys, connector, &stored)
         .map_err(|e| Stop::Retry(e.to_string()))?;
-    exec.cloud
+    let storage = exec
+        .cloud
         .open(connector, &config)
-        .map(Some)
-        .map_err(|e| Stop::Retry(e.message))
+        .map_err(|e| Stop::Retry(e.message))?;
+    // Kept for the next snapshots of the same pass, as `open_storage` keeps a live connector's
+    // (which finds it there first). The executor drops a deleted connector's cached storage
+    // before it could use it, and undo never reads the cache.
+    exec.storages.put((tenant.clone(), connector), &storage);
+    Ok(Some(storage))
 }
 
 #[derive(QueryableByName)]
