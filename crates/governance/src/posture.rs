@@ -217,6 +217,9 @@ pub async fn record(
     connector: ConnectorId,
     observations: &[Observation],
 ) -> Result<Vec<NewEvent>, DieselError> {
+    // Once any batch being recorded under the old exposure has committed, so that its rows are
+    // read and rescored here; a batch recorded after this commits reads the new exposure.
+    crate::risk::state::lock_connector(conn, tenant, connector).await?;
     let stored: Vec<Stored> = governance_buckets::table
         .filter(governance_buckets::tenant_id.eq(tenant.as_str()))
         .filter(governance_buckets::connector_id.eq(connector.as_uuid()))

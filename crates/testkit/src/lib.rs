@@ -260,6 +260,34 @@ pub async fn rows_read(conn: &mut AsyncPgConnection, table: &str) -> i64 {
     .tuples
 }
 
+/// Waits until some session of this connection's database waits for a lock: for tests that hold
+/// a row and must know a concurrent statement has reached it before they let go. Panics after
+/// ten seconds.
+pub async fn wait_for_lock_wait(conn: &mut AsyncPgConnection) {
+    use diesel::sql_types::BigInt;
+    use diesel_async::RunQueryDsl as _;
+    #[derive(diesel::QueryableByName)]
+    struct Waiting {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    for _ in 0..500 {
+        let waiting = diesel::sql_query(
+            "SELECT count(*) AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .get_result::<Waiting>(conn)
+        .await
+        .unwrap_or_else(|e| panic!("reading pg_stat_activity: {e}"))
+        .n;
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("no session waited for a lock within ten seconds");
+}
+
 /// Both ways Postgres plans a prepared statement: for its parameters (its first five runs), and
 /// generically, without them (later runs, when that looks no costlier). A test that proves a
 /// statement's plan runs it under each.

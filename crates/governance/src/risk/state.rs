@@ -70,8 +70,8 @@ struct BucketExposure {
     public: Option<bool>,
 }
 
-/// A finding with its sensitivity and whether an enforced policy covers it.
-type Scored<'a> = (&'a Finding, f64, bool);
+/// A finding with its sensitivity, whether an enforced policy covers it, and its score.
+type Scored<'a> = (&'a Finding, f64, bool, i16);
 
 /// Whether an enforced policy in scope matches the finding.
 fn covered(policies: &[Active], connector: ConnectorId, f: &Finding) -> bool {
@@ -104,9 +104,25 @@ pub async fn exposures(
         .collect())
 }
 
+/// Takes, until the transaction ends, the lock that makes changes to a connector's risk one at
+/// a time: recording batches, and rescoring a bucket whose exposure changed (whose rows a
+/// batch recorded under the old exposure would otherwise keep it).
+pub(crate) async fn lock_connector(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+) -> Result<(), DieselError> {
+    db::sql("SELECT pg_advisory_xact_lock(hashtext('dps-risk:' || $1 || '/' || $2::text))")
+        .bind::<Text, _>(tenant.as_str())
+        .bind::<SqlUuid, _>(connector.as_uuid())
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
 /// Records the risk of a batch's scanned objects (`objects`: bucket and key of each object the
 /// scan read, with or without findings) from their open `findings`, and returns how each
-/// object's risk moved.
+/// object's risk moved. A finding of an object not in `objects` is not recorded.
 pub async fn record_batch(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
@@ -118,6 +134,11 @@ pub async fn record_batch(
     if objects.is_empty() {
         return Ok(Vec::new());
     }
+    // The scan's evaluation and the remediation rescore may record the same objects at once:
+    // each must read what the other wrote as its `previous`, or both move the connector's sums
+    // by the same findings. Holding the lock also means no other transaction inserts these
+    // objects' finding risk while this one replaces it, so that insert needs no `ON CONFLICT`.
+    lock_connector(conn, tenant, connector).await?;
     let now = OffsetDateTime::now_utc();
     let mut buckets: Vec<&str> = objects.iter().map(|(b, _)| *b).collect();
     buckets.sort_unstable();
@@ -158,21 +179,20 @@ pub async fn record_batch(
 
     // Each object's findings, and each finding's own risk.
     let mut by_object: HashMap<(&str, &str), Vec<Scored<'_>>> = HashMap::new();
-    let mut finding_rows = FindingRows::default();
     for f in findings {
         let sensitivity = model::finding_sensitivity(&f.pii_type, &f.category, f.confidence);
         let is_covered = covered(policies, connector, f);
-        let exposure = exposure_of(&f.bucket);
-        let score = model::finding_score(sensitivity, exposure, is_covered);
-        finding_rows.push(f, sensitivity, exposure, is_covered, score);
+        let score = model::finding_score(sensitivity, exposure_of(&f.bucket), is_covered);
         by_object
             .entry((f.bucket.as_str(), f.object_key.as_str()))
             .or_default()
-            .push((f, sensitivity, is_covered));
+            .push((f, sensitivity, is_covered, score));
     }
 
     let mut changes = Vec::new();
     let mut rows = ObjectRows::default();
+    // Only the findings of the objects recorded here, whose rows the upsert below locks.
+    let mut finding_rows = FindingRows::default();
     let (mut d_findings, mut d_covered, mut d_weight) = (0i64, 0i64, 0f64);
     for &(bucket, key) in objects {
         let found = by_object
@@ -185,10 +205,13 @@ pub async fn record_batch(
             continue;
         }
         let count = found.len() as i32;
-        let covered_count = found.iter().filter(|(_, _, c)| *c).count() as i32;
+        let covered_count = found.iter().filter(|(_, _, c, _)| *c).count() as i32;
         let exposure = exposure_of(bucket);
+        for &(f, sensitivity, is_covered, score) in found {
+            finding_rows.push(f, sensitivity, exposure, is_covered, score);
+        }
         let factors = Factors {
-            sensitivity: found.iter().map(|(_, s, _)| *s).fold(0.0, f64::max),
+            sensitivity: found.iter().map(|(_, s, _, _)| *s).fold(0.0, f64::max),
             volume: model::volume(count as u64, FILE_SATURATION),
             exposure,
             policy_coverage: if count == 0 {
@@ -202,7 +225,7 @@ pub async fn record_batch(
         } else {
             model::score(&factors)
         };
-        let etag = found.first().map(|(f, _, _)| f.etag.as_str()).unwrap_or("");
+        let etag = found.first().map(|(f, ..)| f.etag.as_str()).unwrap_or("");
         rows.push(bucket, key, etag, count, covered_count, &factors, score);
         d_findings += i64::from(count) - before.map_or(0, |p| i64::from(p.findings_count));
         d_covered += i64::from(covered_count) - before.map_or(0, |p| i64::from(p.covered_count));
@@ -242,8 +265,8 @@ pub async fn record_batch(
     for row in &gone {
         *by_category.entry(row.category.as_str()).or_default() -= 1;
     }
-    for f in findings {
-        *by_category.entry(f.category.as_str()).or_default() += 1;
+    for category in &finding_rows.categories {
+        *by_category.entry(category).or_default() += 1;
     }
     by_category.retain(|_, n| *n != 0);
     if !by_category.is_empty() {
@@ -373,7 +396,9 @@ impl<'a> ObjectRows<'a> {
     }
 }
 
-/// Columns of `governance_finding_risk` rows to insert.
+/// Columns of `governance_finding_risk` rows to insert. A plain insert: the batch deleted its
+/// objects' rows under the connector's lock, and `ON CONFLICT`'s speculative insertion cost a
+/// fifth of the statement (docs/decisions.md, "One recording of a connector's risk at a time").
 #[derive(Default)]
 struct FindingRows<'a> {
     ids: Vec<Uuid>,
@@ -416,11 +441,7 @@ impl<'a> FindingRows<'a> {
                FROM unnest($3::uuid[], $4::text[], $5::text[], $6::real[], $7::real[],
                            $8::bool[], $9::smallint[], $11::text[])
                     AS r(finding_id, bucket, object_key, sensitivity, exposure, covered,
-                         risk_score, category)
-             ON CONFLICT (tenant_id, finding_id) DO UPDATE SET
-                 sensitivity = EXCLUDED.sensitivity, exposure = EXCLUDED.exposure,
-                 covered = EXCLUDED.covered, risk_score = EXCLUDED.risk_score,
-                 computed_at = EXCLUDED.computed_at",
+                         risk_score, category)",
         )
         .bind::<Text, _>(tenant.as_str())
         .bind::<SqlUuid, _>(connector.as_uuid())

@@ -2,7 +2,11 @@
 //! Postgres.
 
 use diesel::sql_types::{Bool, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
+use diesel_async::{
+    AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _, SimpleAsyncConnection as _,
+};
+use governance::evaluate::matching::Finding;
+use governance::risk::state::record_batch;
 use uuid::Uuid;
 
 use crate::{Env, acme};
@@ -60,4 +64,146 @@ async fn tokens_stay_covered_when_the_policies_change() {
     };
     assert_eq!(env.count(&covered(plain)).await, 0);
     assert_eq!(env.count(&covered(token)).await, 1);
+}
+
+/// Three SSN findings in `logs/people.csv`.
+fn three_ssns() -> Vec<Finding> {
+    (0..3)
+        .map(|_| Finding {
+            id: Uuid::now_v7(),
+            bucket: "logs".into(),
+            object_key: "people.csv".into(),
+            etag: "etag-1".into(),
+            pii_type: "us_ssn".into(),
+            category: "government_id".into(),
+            confidence: 0.9,
+            tokenized: false,
+        })
+        .collect()
+}
+
+/// Two recordings of the same object at once (the scan's evaluation and the remediation
+/// rescore read the same open findings) both succeed, and count each finding once: the second
+/// waits for the first to commit, reads its rows as what was there before, and replaces them.
+/// Without that wait, the second read nothing before and added the findings to the
+/// connector's sums a second time.
+#[tokio::test]
+async fn two_recordings_of_one_object_at_once_keep_one_row_per_finding() {
+    let mut env = Env::new().await;
+    let tenant = acme();
+    let connector = env.connector(&tenant, "Logs").await;
+    let findings = three_ssns();
+    let objects = [("logs", "people.csv")];
+
+    let mut first = env.connect().await;
+    first.batch_execute("BEGIN").await.unwrap();
+    let changes = record_batch(&mut first, &tenant, connector, &objects, &findings, &[])
+        .await
+        .unwrap();
+    assert_eq!(changes.len(), 1);
+
+    // The second starts while the first is still open, and must wait for it.
+    let url = env._db.url.clone();
+    let (second_tenant, second_findings) = (tenant.clone(), findings.clone());
+    let second = tokio::spawn(async move {
+        let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+        conn.transaction(async |conn| {
+            record_batch(
+                conn,
+                &second_tenant,
+                connector,
+                &objects,
+                &second_findings,
+                &[],
+            )
+            .await
+        })
+        .await
+    });
+    testkit::wait_for_lock_wait(&mut env.conn).await;
+    first.batch_execute("COMMIT").await.unwrap();
+    let changes = second
+        .await
+        .unwrap()
+        .expect("the second recording succeeds");
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].previous, Some((3, changes[0].current.1)));
+
+    let rows = env
+        .count(
+            "SELECT count(*) AS n FROM governance_finding_risk
+              WHERE tenant_id = 'acme' AND object_key = 'people.csv'",
+        )
+        .await;
+    assert_eq!(rows, 3);
+    let counted = env
+        .count(
+            "SELECT findings AS n FROM governance_category_counts
+              WHERE tenant_id = 'acme' AND category = 'government_id'",
+        )
+        .await;
+    assert_eq!(counted, 3, "the second recording moved no count");
+    let summed = env
+        .count("SELECT findings_count AS n FROM governance_connector_risk WHERE tenant_id = 'acme'")
+        .await;
+    assert_eq!(summed, 3, "the connector's sums hold each finding once");
+}
+
+/// A bucket found public while a batch of it is being recorded under the unknown exposure: the
+/// posture check waits for the batch, then rescores its rows. Without that wait, the check saw
+/// no findings in the bucket, rescored nothing, and the batch's rows kept the unknown exposure
+/// until the bucket's exposure next changed.
+#[tokio::test]
+async fn a_bucket_found_public_during_a_batch_rescores_that_batch() {
+    let mut env = Env::new().await;
+    let tenant = acme();
+    let connector = env.connector(&tenant, "Logs").await;
+    let findings = three_ssns();
+    let objects = [("logs", "people.csv")];
+
+    let mut batch = env.connect().await;
+    batch.batch_execute("BEGIN").await.unwrap();
+    record_batch(&mut batch, &tenant, connector, &objects, &findings, &[])
+        .await
+        .unwrap();
+
+    let url = env._db.url.clone();
+    let check_tenant = tenant.clone();
+    let check = tokio::spawn(async move {
+        let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+        let observations = [governance::posture::Observation {
+            bucket: "logs".into(),
+            accessible: true,
+            posture: connectors::Posture {
+                public: Some(true),
+                ..Default::default()
+            },
+        }];
+        conn.transaction(async |conn| {
+            governance::posture::record(conn, &check_tenant, connector, &observations).await
+        })
+        .await
+    });
+    testkit::wait_for_lock_wait(&mut env.conn).await;
+    batch.batch_execute("COMMIT").await.unwrap();
+    check.await.unwrap().expect("the posture check succeeds");
+
+    let public = governance::risk::model::exposure(Some(true));
+    let stale = env
+        .count(&format!(
+            "SELECT count(*) AS n FROM governance_finding_risk
+              WHERE tenant_id = 'acme' AND exposure <> {public}"
+        ))
+        .await;
+    assert_eq!(
+        stale, 0,
+        "every finding of the public bucket is scored public"
+    );
+    let stale_objects = env
+        .count(&format!(
+            "SELECT count(*) AS n FROM governance_objects
+              WHERE tenant_id = 'acme' AND exposure <> {public}"
+        ))
+        .await;
+    assert_eq!(stale_objects, 0, "the object is scored public");
 }

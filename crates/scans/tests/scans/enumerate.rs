@@ -256,19 +256,7 @@ async fn a_scan_cancelled_as_its_last_page_is_judged_resolves_nothing() {
         scans::enumerate::enumerate(&mut conn, &cloud, &keyring, &tenant, scan).await
     });
     // The listing has read every page and waits for the row before judging what is gone.
-    let mut waited = 0;
-    while count(
-        &mut w.conn,
-        "SELECT count(*) AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock'",
-    )
-    .await
-        == 0
-    {
-        waited += 1;
-        assert!(waited < 500, "the listing never waited for the scan's row");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    testkit::wait_for_lock_wait(&mut w.conn).await;
     scans::lifecycle::cancel(&mut cancelling, &acme, scan)
         .await
         .unwrap();
