@@ -23,7 +23,7 @@ use connectors::{Cloud, Failure, Posture};
 use diesel::QueryableByName;
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;
-use diesel::sql_types::{Integer, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, Integer, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
 use keys::KeyRing;
@@ -80,6 +80,36 @@ pub async fn queue(
             .await?;
     }
     Ok(())
+}
+
+/// Queues a check of the connector when one of `buckets` (where a batch being recorded found
+/// data) was never checked. Its findings are then recorded with the bucket's exposure from the
+/// next batches on, instead of all rescored when the first scan's check comes at its end.
+pub async fn queue_first_sight(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+    buckets: &[&str],
+) -> Result<(), DieselError> {
+    if buckets.is_empty() {
+        return Ok(());
+    }
+    db::sql(
+        "INSERT INTO governance_posture_checks (tenant_id, connector_id, requested_at)
+         SELECT $1, $2, now()
+          WHERE EXISTS (
+                SELECT 1 FROM unnest($3::text[]) AS b(bucket)
+                 WHERE NOT EXISTS (
+                       SELECT 1 FROM governance_buckets g
+                        WHERE g.tenant_id = $1 AND g.connector_id = $2 AND g.bucket = b.bucket))
+         ON CONFLICT DO NOTHING",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .bind::<Array<Text>, _>(buckets)
+    .execute(conn)
+    .await
+    .map(drop)
 }
 
 fn state(risk: BucketRisk, stored: Option<&Stored>) -> Value {

@@ -173,6 +173,12 @@ async fn evaluate_event(
     } else {
         Decisions::new()
     };
+    // A bucket with findings that was never checked is checked now rather than when the scan
+    // ends, so that its later batches are recorded with its exposure.
+    let mut found_in: Vec<&str> = findings.iter().map(|f| f.bucket.as_str()).collect();
+    found_in.sort_unstable();
+    found_in.dedup();
+    crate::posture::queue_first_sight(conn, &delivered.tenant, *connector, &found_in).await?;
     // Risk and drift follow every scanned object, with or without policies; a deleted object
     // has no findings left.
     let scanned: Vec<(&str, &str)> = objects

@@ -207,3 +207,62 @@ async fn a_bucket_found_public_during_a_batch_rescores_that_batch() {
         .await;
     assert_eq!(stale_objects, 0, "the object is scored public");
 }
+
+/// A bucket where a batch found data is checked at first sight, once: a check is queued while
+/// it was never checked, and not again once its posture is stored.
+#[tokio::test]
+async fn a_bucket_with_findings_is_checked_at_first_sight_only() {
+    let mut env = Env::new().await;
+    let tenant = acme();
+    let connector = env.connector(&tenant, "Logs").await;
+    let queued = "SELECT count(*) AS n FROM governance_posture_checks WHERE tenant_id = 'acme'";
+
+    governance::posture::queue_first_sight(&mut env.conn, &tenant, connector, &[])
+        .await
+        .unwrap();
+    assert_eq!(env.count(queued).await, 0, "no bucket, no check");
+    governance::posture::queue_first_sight(&mut env.conn, &tenant, connector, &["logs"])
+        .await
+        .unwrap();
+    governance::posture::queue_first_sight(&mut env.conn, &tenant, connector, &["logs"])
+        .await
+        .unwrap();
+    assert_eq!(
+        env.count(queued).await,
+        1,
+        "one check for a bucket never seen"
+    );
+
+    // The check ran: the bucket's posture is stored and the queue is empty.
+    let observations = [governance::posture::Observation {
+        bucket: "logs".into(),
+        accessible: true,
+        posture: connectors::Posture {
+            public: Some(false),
+            ..Default::default()
+        },
+    }];
+    governance::posture::record(&mut env.conn, &tenant, connector, &observations)
+        .await
+        .unwrap();
+    diesel::sql_query("DELETE FROM governance_posture_checks")
+        .execute(&mut env.conn)
+        .await
+        .unwrap();
+    governance::posture::queue_first_sight(&mut env.conn, &tenant, connector, &["logs"])
+        .await
+        .unwrap();
+    assert_eq!(
+        env.count(queued).await,
+        0,
+        "a bucket checked before waits for the scan's end"
+    );
+    governance::posture::queue_first_sight(&mut env.conn, &tenant, connector, &["logs", "new"])
+        .await
+        .unwrap();
+    assert_eq!(
+        env.count(queued).await,
+        1,
+        "a new bucket beside it is checked"
+    );
+}
