@@ -1180,3 +1180,48 @@ async fn a_deleted_connectors_snapshots_are_swept_at_once_and_its_kept_configura
     let (status, body) = undo(&admin, id, None).await;
     assert_eq!(status, 410, "{body}");
 }
+
+/// Values a tenant's own classifier found are found again and masked, in every object of the
+/// scan: the executor reads the classifiers the scan ran with (once per scan, then from its
+/// cache) and masks exactly those values, keeping their separators.
+#[tokio::test]
+async fn a_custom_classifiers_values_are_masked_in_every_object_of_the_scan() {
+    let stack = Stack::new(|_| {}).await;
+    let bucket = seed::s3_bucket(&stack.moto.url(), "badges").await;
+    let objects: [(&str, &[u8]); 2] = [
+        ("staff.txt", b"badge EMP-204518 issued to Ann".as_slice()),
+        ("visitors.txt", b"badge EMP-771203 returned".as_slice()),
+    ];
+    seed::put_all(bucket.as_ref(), &objects).await;
+    let admin = stack.admin();
+    let (status, body) = admin
+        .send_raw(
+            Method::POST,
+            "/classifiers",
+            YAML,
+            "name: employee_id\ncategory: personal\nregex: 'EMP-[0-9]{6}'\nkeywords: [badge]\n",
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let connector = crate::scans::connector(&admin, "Badges", "badges").await;
+    policy_of(
+        &admin,
+        "badge-mask",
+        "enforced",
+        "custom:employee_id",
+        0.5,
+        "{ type: mask, config: { keep_last: 2 } }",
+    )
+    .await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 2).await;
+    assert!(done.iter().all(|r| r["status"] == "receipted"), "{done:?}");
+    assert_eq!(
+        read(bucket.as_ref(), "staff.txt").await.unwrap(),
+        b"badge ***-****18 issued to Ann"
+    );
+    assert_eq!(
+        read(bucket.as_ref(), "visitors.txt").await.unwrap(),
+        b"badge ***-****03 returned"
+    );
+}

@@ -1,13 +1,15 @@
 //! What the executor keeps between requests, to spare each request the same reads: connectors'
-//! opened storages (briefly) and policy versions' actions (which never change).
+//! opened storages (briefly), policy versions' actions and scans' classifiers (which never
+//! change).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use connectors::cloud::Storage;
+use detect::ClassifierSpec;
 use diesel_async::AsyncPgConnection;
-use ids::{ConnectorId, PolicyId, TenantId};
+use ids::{ConnectorId, PolicyId, ScanId, TenantId};
 
 use super::stop::Stop;
 use super::store::Row;
@@ -105,5 +107,54 @@ impl Actions {
             map.insert(key, action.clone());
         }
         Ok(action)
+    }
+}
+
+/// The tenant classifiers each scan ran with, as the executor read them, to find a request's
+/// values again. A scan's classifiers are stored with the scan when it is created and never
+/// changed, so an entry is never stale; the map is emptied when it reaches [`SCANS_KEPT`]
+/// entries, which bounds it.
+#[derive(Clone, Default)]
+pub struct ScanClassifiers(Arc<Mutex<HashMap<(TenantId, ScanId), RanWith>>>);
+
+/// The classifiers one scan ran with.
+type RanWith = Arc<Vec<ClassifierSpec>>;
+
+/// How many scans' classifiers are kept at most.
+const SCANS_KEPT: usize = 1024;
+
+impl std::fmt::Debug for ScanClassifiers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.0.lock().map(|m| m.len()).unwrap_or(0);
+        f.debug_struct("ScanClassifiers")
+            .field("kept", &kept)
+            .finish()
+    }
+}
+
+impl ScanClassifiers {
+    /// The classifiers `scan` ran with (none when it ran with the built-in ones only).
+    pub(crate) async fn get(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        scan: ScanId,
+    ) -> Result<RanWith, Stop> {
+        let key = (tenant.clone(), scan);
+        if let Some(specs) = self.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(specs);
+        }
+        let specs = Arc::new(
+            scans::classifiers::for_scan(conn, tenant, scan)
+                .await
+                .map_err(|e| Stop::Retry(e.to_string()))?,
+        );
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= SCANS_KEPT {
+                map.clear();
+            }
+            map.insert(key, specs.clone());
+        }
+        Ok(specs)
     }
 }

@@ -28,7 +28,7 @@ use scans::findings::Remediated;
 use serde_json::json;
 use settings::Gate;
 
-use super::cached::{Actions, Storages};
+use super::cached::{Actions, ScanClassifiers, Storages};
 use super::content;
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
@@ -53,6 +53,8 @@ pub struct Executor {
     pub storages: Storages,
     /// Policy versions' actions, as read (see [`Actions`]).
     pub actions: Actions,
+    /// The classifiers scans ran with, as read (see [`ScanClassifiers`]).
+    pub scan_classifiers: ScanClassifiers,
 }
 
 impl std::fmt::Debug for Executor {
@@ -73,6 +75,7 @@ impl Executor {
             crash_at: None,
             storages: Storages::default(),
             actions: Actions::default(),
+            scan_classifiers: ScanClassifiers::default(),
         }
     }
 
@@ -527,7 +530,7 @@ async fn rewrite(
         .tenant(conn, &tenant)
         .await
         .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))?;
-    let found = find_values(conn, &keys, &tenant, row, bytes).await?;
+    let found = find_values(conn, exec, &keys, &tenant, row, bytes).await?;
     // Every finding of the request is marked remediated when it ends, so each must be found
     // again in the bytes that were scanned (the read is conditional on their ETag). One that is
     // not (the detector or the tenant's classifiers changed since) fails the request rather
@@ -565,6 +568,7 @@ async fn rewrite(
 /// classifiers of the scans that found them.
 async fn find_values(
     conn: &mut AsyncPgConnection,
+    exec: &Executor,
     keys: &TenantKeys,
     tenant: &TenantId,
     row: &Row,
@@ -581,11 +585,11 @@ async fn find_values(
     let mut specs = Vec::new();
     for f in &findings {
         if scans_seen.insert(f.scan_id, ()).is_none() {
-            specs.extend(
-                scans::classifiers::for_scan(conn, tenant, ids::ScanId::from_uuid(f.scan_id))
-                    .await
-                    .map_err(|e| Stop::Retry(e.to_string()))?,
-            );
+            let ran_with = exec
+                .scan_classifiers
+                .get(conn, tenant, ids::ScanId::from_uuid(f.scan_id))
+                .await?;
+            specs.extend(ran_with.iter().cloned());
         }
     }
     // The built-in recognizers cost milliseconds to build: built once per process. A tenant's

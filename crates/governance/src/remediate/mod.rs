@@ -27,7 +27,7 @@ pub mod undo;
 
 use std::time::Duration;
 
-pub use cached::{Actions, Storages};
+pub use cached::{Actions, ScanClassifiers, Storages};
 pub use cosigner::{CosignError, Cosigner, CosignerBuildError};
 pub use execute::{Executor, MAX_OBJECT_BYTES};
 pub use issued::VaultTokens;
