@@ -64,22 +64,51 @@ impl Storages {
     }
 }
 
+/// Values that never change once written, as the executor read them: an entry is never stale.
+/// The map is emptied when it reaches [`KEPT`] entries, which bounds it.
+struct Unchanging<K, V>(Mutex<HashMap<K, V>>);
+
+/// How many entries each [`Unchanging`] map keeps at most.
+const KEPT: usize = 1024;
+
+impl<K, V> Default for Unchanging<K, V> {
+    fn default() -> Self {
+        Unchanging(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V: Clone> Unchanging<K, V> {
+    fn get(&self, key: &K) -> Option<V> {
+        self.0.lock().ok().and_then(|m| m.get(key).cloned())
+    }
+
+    fn put(&self, key: K, value: &V) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= KEPT {
+                map.clear();
+            }
+            map.insert(key, value.clone());
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.lock().map(|m| m.len()).unwrap_or(0)
+    }
+}
+
 /// Each policy version's actions as the executor read them. A policy version is never changed
-/// (a change makes a new version) and stays when its policy is deleted, so an entry is never
-/// stale; the map is emptied when it reaches [`ACTIONS_KEPT`] entries, which bounds it.
+/// (a change makes a new version) and stays when its policy is deleted.
 #[derive(Clone, Default)]
-pub struct Actions(Arc<Mutex<HashMap<ActionKey, Action>>>);
+pub struct Actions(Arc<Unchanging<ActionKey, Action>>);
 
 /// A policy version's action of one type, of one tenant.
 type ActionKey = (TenantId, PolicyId, i32, ActionType);
 
-/// How many policy versions' actions are kept at most.
-const ACTIONS_KEPT: usize = 1024;
-
 impl std::fmt::Debug for Actions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kept = self.0.lock().map(|m| m.len()).unwrap_or(0);
-        f.debug_struct("Actions").field("kept", &kept).finish()
+        f.debug_struct("Actions")
+            .field("kept", &self.0.len())
+            .finish()
     }
 }
 
@@ -93,41 +122,31 @@ impl Actions {
         kind: ActionType,
     ) -> Result<Action, Stop> {
         let key = (tenant.clone(), row.policy(), row.policy_version, kind);
-        if let Some(action) = self.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        if let Some(action) = self.0.get(&key) {
             return Ok(action);
         }
         let action =
             crate::policies::action_at(conn, tenant, row.policy(), row.policy_version, kind)
                 .await?
                 .ok_or_else(|| Stop::Fail("policy_version_missing".into()))?;
-        if let Ok(mut map) = self.0.lock() {
-            if map.len() >= ACTIONS_KEPT {
-                map.clear();
-            }
-            map.insert(key, action.clone());
-        }
+        self.0.put(key, &action);
         Ok(action)
     }
 }
 
 /// The tenant classifiers each scan ran with, as the executor read them, to find a request's
 /// values again. A scan's classifiers are stored with the scan when it is created and never
-/// changed, so an entry is never stale; the map is emptied when it reaches [`SCANS_KEPT`]
-/// entries, which bounds it.
+/// changed.
 #[derive(Clone, Default)]
-pub struct ScanClassifiers(Arc<Mutex<HashMap<(TenantId, ScanId), RanWith>>>);
+pub struct ScanClassifiers(Arc<Unchanging<(TenantId, ScanId), RanWith>>);
 
 /// The classifiers one scan ran with.
 type RanWith = Arc<Vec<ClassifierSpec>>;
 
-/// How many scans' classifiers are kept at most.
-const SCANS_KEPT: usize = 1024;
-
 impl std::fmt::Debug for ScanClassifiers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kept = self.0.lock().map(|m| m.len()).unwrap_or(0);
         f.debug_struct("ScanClassifiers")
-            .field("kept", &kept)
+            .field("kept", &self.0.len())
             .finish()
     }
 }
@@ -141,7 +160,7 @@ impl ScanClassifiers {
         scan: ScanId,
     ) -> Result<RanWith, Stop> {
         let key = (tenant.clone(), scan);
-        if let Some(specs) = self.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        if let Some(specs) = self.0.get(&key) {
             return Ok(specs);
         }
         let specs = Arc::new(
@@ -149,12 +168,7 @@ impl ScanClassifiers {
                 .await
                 .map_err(|e| Stop::Retry(e.to_string()))?,
         );
-        if let Ok(mut map) = self.0.lock() {
-            if map.len() >= SCANS_KEPT {
-                map.clear();
-            }
-            map.insert(key, specs.clone());
-        }
+        self.0.put(key, &specs);
         Ok(specs)
     }
 }

@@ -191,7 +191,8 @@ pub async fn record_batch(
 
     let mut changes = Vec::new();
     let mut rows = ObjectRows::default();
-    // Only the findings of the objects recorded here, whose rows the upsert below locks.
+    // Only the findings of the objects recorded here: their old rows are deleted below, under
+    // the connector's lock, so each of these rows is new.
     let mut finding_rows = FindingRows::default();
     let (mut d_findings, mut d_covered, mut d_weight) = (0i64, 0i64, 0f64);
     for &(bucket, key) in objects {
