@@ -256,16 +256,7 @@ async fn a_scan_runs_the_classifiers_the_tenant_had_when_it_was_created() {
         token: app.token("acme", "ann", &["admin"]),
     };
     let connector = crate::scans::connector(&admin, "Badges", "badges").await;
-    let (status, body) = admin
-        .send_raw(
-            Method::POST,
-            "/classifiers",
-            YAML,
-            "name: employee_id\ncategory: personal\nregex: 'EMP-[0-9]{6}'\nkeywords: [badge]\n",
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let classifier = body["data"]["id"].as_str().unwrap().to_owned();
+    let classifier = employee_id(&admin).await;
 
     let scan_once = async |admin: &Client<'_>| {
         let (status, body) = admin
@@ -322,6 +313,21 @@ async fn a_scan_runs_the_classifiers_the_tenant_had_when_it_was_created() {
     assert_eq!(kept[0].n, 1);
     let (_, done) = scan_once(&admin).await;
     assert_eq!(done["progress"]["findings_count"], 0, "{done}");
+}
+
+/// Creates acme's `employee_id` classifier (`EMP-` and six digits, near "badge", category
+/// personal) over HTTP; returns its id.
+pub(crate) async fn employee_id(admin: &Client<'_>) -> String {
+    let (status, body) = admin
+        .send_raw(
+            Method::POST,
+            "/classifiers",
+            YAML,
+            "name: employee_id\ncategory: personal\nregex: 'EMP-[0-9]{6}'\nkeywords: [badge]\n",
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
 }
 
 #[derive(diesel::QueryableByName)]

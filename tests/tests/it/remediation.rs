@@ -1194,15 +1194,7 @@ async fn a_custom_classifiers_values_are_masked_in_every_object_of_the_scan() {
     ];
     seed::put_all(bucket.as_ref(), &objects).await;
     let admin = stack.admin();
-    let (status, body) = admin
-        .send_raw(
-            Method::POST,
-            "/classifiers",
-            YAML,
-            "name: employee_id\ncategory: personal\nregex: 'EMP-[0-9]{6}'\nkeywords: [badge]\n",
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    crate::classifiers::employee_id(&admin).await;
     let connector = crate::scans::connector(&admin, "Badges", "badges").await;
     policy_of(
         &admin,

@@ -7,6 +7,7 @@ use diesel_async::{
 };
 use governance::evaluate::matching::Finding;
 use governance::risk::state::record_batch;
+use ids::{ConnectorId, TenantId};
 use uuid::Uuid;
 
 use crate::{Env, acme};
@@ -82,6 +83,26 @@ fn three_ssns() -> Vec<Finding> {
         .collect()
 }
 
+/// The object [`three_ssns`] are in.
+const PEOPLE: (&str, &str) = ("logs", "people.csv");
+
+/// A connector of acme's and a batch of [`three_ssns`] recorded in a transaction left open on a
+/// connection of its own (returned, with the findings).
+async fn batch_left_open(
+    env: &mut Env,
+) -> (TenantId, ConnectorId, Vec<Finding>, AsyncPgConnection) {
+    let tenant = acme();
+    let connector = env.connector(&tenant, "Logs").await;
+    let findings = three_ssns();
+    let mut open = env.connect().await;
+    open.batch_execute("BEGIN").await.unwrap();
+    let changes = record_batch(&mut open, &tenant, connector, &[PEOPLE], &findings, &[])
+        .await
+        .unwrap();
+    assert_eq!(changes.len(), 1);
+    (tenant, connector, findings, open)
+}
+
 /// Two recordings of the same object at once (the scan's evaluation and the remediation
 /// rescore read the same open findings) both succeed, and count each finding once: the second
 /// waits for the first to commit, reads its rows as what was there before, and replaces them.
@@ -90,17 +111,8 @@ fn three_ssns() -> Vec<Finding> {
 #[tokio::test]
 async fn two_recordings_of_one_object_at_once_keep_one_row_per_finding() {
     let mut env = Env::new().await;
-    let tenant = acme();
-    let connector = env.connector(&tenant, "Logs").await;
-    let findings = three_ssns();
-    let objects = [("logs", "people.csv")];
-
-    let mut first = env.connect().await;
-    first.batch_execute("BEGIN").await.unwrap();
-    let changes = record_batch(&mut first, &tenant, connector, &objects, &findings, &[])
-        .await
-        .unwrap();
-    assert_eq!(changes.len(), 1);
+    let (tenant, connector, findings, mut first) = batch_left_open(&mut env).await;
+    let objects = [PEOPLE];
 
     // The second starts while the first is still open, and must wait for it.
     let url = env._db.url.clone();
@@ -156,16 +168,7 @@ async fn two_recordings_of_one_object_at_once_keep_one_row_per_finding() {
 #[tokio::test]
 async fn a_bucket_found_public_during_a_batch_rescores_that_batch() {
     let mut env = Env::new().await;
-    let tenant = acme();
-    let connector = env.connector(&tenant, "Logs").await;
-    let findings = three_ssns();
-    let objects = [("logs", "people.csv")];
-
-    let mut batch = env.connect().await;
-    batch.batch_execute("BEGIN").await.unwrap();
-    record_batch(&mut batch, &tenant, connector, &objects, &findings, &[])
-        .await
-        .unwrap();
+    let (tenant, connector, _, mut batch) = batch_left_open(&mut env).await;
 
     let url = env._db.url.clone();
     let check_tenant = tenant.clone();
