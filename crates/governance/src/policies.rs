@@ -229,6 +229,37 @@ fn audit_details(document: &PolicyDocument, version: i32) -> Value {
 }
 
 /// Reads, checks and stores a new policy at version 1.
+/// Waits, until the transaction ends, for every transaction that records risk under the
+/// tenant's policies as it read them (evaluation runs, rescores, coverage refreshes: each takes
+/// [`lock_for_reading`] before it reads them), and keeps new ones from reading the policies
+/// until this change commits. Take it first in a transaction that changes a policy, before any
+/// other lock. Without it, a run that read the policies before the change could record
+/// findings after the change's coverage refresh had passed them, under the old coverage.
+async fn lock_for_change(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<(), DieselError> {
+    db::sql("SELECT pg_advisory_xact_lock(hashtext('dps-policies:' || $1))")
+        .bind::<diesel::sql_types::Text, _>(tenant.as_str())
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// Holds the tenant's policies as they are now until the transaction ends: a change waits for
+/// it (see [`lock_for_change`]). Take it before reading the policies that a transaction records
+/// coverage under.
+pub async fn lock_for_reading(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<(), DieselError> {
+    db::sql("SELECT pg_advisory_xact_lock_shared(hashtext('dps-policies:' || $1))")
+        .bind::<diesel::sql_types::Text, _>(tenant.as_str())
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
 pub async fn create(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
@@ -240,6 +271,7 @@ pub async fn create(
     let source = String::from_utf8_lossy(body).into_owned();
     let id = PolicyId::new();
     conn.transaction(async |conn| {
+        lock_for_change(conn, tenant).await?;
         check_references(conn, tenant, &document).await?;
         let now = OffsetDateTime::now_utc();
         let (conditions, actions) = counts(&document);
@@ -318,6 +350,7 @@ pub async fn update(
     let document = document::parse(body, syntax).map_err(PolicyError::Invalid)?;
     let source = String::from_utf8_lossy(body).into_owned();
     conn.transaction(async |conn| {
+        lock_for_change(conn, tenant).await?;
         let current: i32 = governance_policies::table
             .filter(governance_policies::tenant_id.eq(tenant.as_str()))
             .filter(governance_policies::policy_id.eq(id.as_uuid()))
@@ -380,6 +413,7 @@ pub async fn delete(
     id: PolicyId,
 ) -> Result<(), PolicyError> {
     conn.transaction(async |conn| {
+        lock_for_change(conn, tenant).await?;
         let (name, version): (String, i32) = diesel::delete(governance_policies::table)
             .filter(governance_policies::tenant_id.eq(tenant.as_str()))
             .filter(governance_policies::policy_id.eq(id.as_uuid()))

@@ -890,15 +890,33 @@ async fn scans_keep_risk_scores_and_drift_events_current() {
     assert!(people_score > 0);
     assert_eq!(people["remediation_status"], "none");
 
-    // Risk at each level, highest first; the never-checked bucket is not scored as safe.
-    let (_, body) = admin
-        .send(Method::GET, "/governance/risk-scores?level=finding", None)
-        .await;
+    // Risk at each level, highest first. The batch that found data in the never-checked bucket
+    // queued its posture check: once it has run, the findings are scored private (0.2), below
+    // the unknown exposure (0.6) the drift event's score was computed with.
+    let body = {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let (_, body) = admin
+                .send(Method::GET, "/governance/risk-scores?level=finding", None)
+                .await;
+            if body["data"][0]["factors"]["exposure"] == 0.2 {
+                break body;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never checked: {body}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    };
     let findings = body["data"].as_array().unwrap();
     assert_eq!(findings.len(), 3, "{body}");
     assert!(findings[0]["risk_score"].as_i64() >= findings[2]["risk_score"].as_i64());
     assert_eq!(findings[0]["entity_type"], "finding");
-    assert_eq!(findings[0]["factors"]["exposure"], 0.6);
+    assert!(
+        findings.iter().all(|f| f["factors"]["exposure"] == 0.2),
+        "{body}"
+    );
     let (status, _) = admin
         .send(
             Method::GET,
@@ -913,7 +931,10 @@ async fn scans_keep_risk_scores_and_drift_events_current() {
     let files = body["data"].as_array().unwrap();
     assert_eq!(files.len(), 2, "{body}");
     assert_eq!(files[0]["entity_id"], "finance/people.csv");
-    assert_eq!(files[0]["risk_score"], people_score);
+    assert!(
+        files[0]["risk_score"].as_i64().unwrap() <= people_score,
+        "rescored private: {body}"
+    );
     let (_, body) = admin
         .send(Method::GET, "/governance/risk-scores", None)
         .await;

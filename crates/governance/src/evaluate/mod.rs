@@ -133,6 +133,7 @@ async fn evaluate_event(
         }
     };
     if !tenants.0.contains_key(&delivered.tenant) {
+        crate::policies::lock_for_reading(conn, &delivered.tenant).await?;
         let policies = active(conn, &delivered.tenant).await?;
         let gates = Gates::read(gates_conn, &delivered.tenant, &policies).await;
         tenants

@@ -68,6 +68,10 @@ struct ObjectRow {
 /// Recomputes the tenant's coverage under its current enforced policies; returns how many
 /// findings changed. Call it in a transaction.
 pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<u64, DieselError> {
+    crate::policies::lock_for_reading(conn, tenant).await?;
+    // After any batch being recorded in the tenant's connectors has committed, and before any
+    // other records them: the counts moved below are deltas from the rows read here.
+    super::state::lock_connectors(conn, tenant).await?;
     let enforced: Vec<_> = active(conn, tenant)
         .await?
         .into_iter()

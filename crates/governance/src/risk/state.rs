@@ -120,6 +120,30 @@ pub(crate) async fn lock_connector(
         .map(drop)
 }
 
+/// Takes [`lock_connector`] for every connector of the tenant with risk recorded, in the order
+/// of their ids.
+pub(crate) async fn lock_connectors(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<(), DieselError> {
+    #[derive(QueryableByName)]
+    struct Connector {
+        #[diesel(sql_type = SqlUuid)]
+        connector_id: Uuid,
+    }
+    let connectors: Vec<Connector> = db::sql(
+        "SELECT connector_id FROM governance_connector_risk WHERE tenant_id = $1
+          ORDER BY connector_id",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .load(conn)
+    .await?;
+    for c in connectors {
+        lock_connector(conn, tenant, ConnectorId::from_uuid(c.connector_id)).await?;
+    }
+    Ok(())
+}
+
 /// Records the risk of a batch's scanned objects (`objects`: bucket and key of each object the
 /// scan read, with or without findings) from their open `findings`, and returns how each
 /// object's risk moved. A finding of an object not in `objects` is not recorded.

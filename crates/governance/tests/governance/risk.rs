@@ -1,7 +1,7 @@
 //! Coverage recomputed after a policy change (`risk::coverage::refresh`) against a real
 //! Postgres.
 
-use diesel::sql_types::{Bool, Uuid as SqlUuid};
+use diesel::sql_types::{Bool, Float4, Text, Uuid as SqlUuid};
 use diesel_async::{
     AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _, SimpleAsyncConnection as _,
 };
@@ -268,4 +268,157 @@ async fn a_bucket_with_findings_is_checked_at_first_sight_only() {
         1,
         "a new bucket beside it is checked"
     );
+}
+
+/// An enforced policy that covers [`three_ssns`].
+const MASK_SSNS: &str = "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
+  actions: [{ type: mask, config: { keep_last: 4 } }]
+";
+
+/// Writes `findings` as a scan would have, open, so that a coverage refresh can read them.
+async fn stored(env: &mut Env, connector: ConnectorId, findings: &[Finding]) {
+    for f in findings {
+        diesel::sql_query(
+            "INSERT INTO findings (tenant_id, finding_id, scan_id, connector_id, bucket,
+                                   object_key, pii_type, category, confidence, location, preview,
+                                   fingerprint, status, created_at, tokenized)
+             VALUES ('acme', $1, gen_random_uuid(), $2, $3, $4, $5, $6, $7, '{}', '***-**-6789',
+                     '\\x00', 'open', now(), false)",
+        )
+        .bind::<SqlUuid, _>(f.id)
+        .bind::<SqlUuid, _>(connector.as_uuid())
+        .bind::<Text, _>(&f.bucket)
+        .bind::<Text, _>(&f.object_key)
+        .bind::<Text, _>(&f.pii_type)
+        .bind::<Text, _>(&f.category)
+        .bind::<Float4, _>(f.confidence)
+        .execute(&mut env.conn)
+        .await
+        .unwrap();
+    }
+}
+
+/// Covered finding risk rows, and the connector's covered count.
+async fn covered(env: &mut Env) -> (i64, i64) {
+    let rows = env
+        .count(
+            "SELECT count(*) AS n FROM governance_finding_risk
+              WHERE tenant_id = 'acme' AND covered",
+        )
+        .await;
+    let summed = env
+        .count("SELECT covered_count AS n FROM governance_connector_risk WHERE tenant_id = 'acme'")
+        .await;
+    (rows, summed)
+}
+
+async fn create_mask_policy(conn: &mut AsyncPgConnection, tenant: &TenantId) {
+    governance::policies::create(
+        conn,
+        tenant,
+        &crate::admin(),
+        MASK_SSNS.as_bytes(),
+        governance::document::Syntax::Yaml,
+    )
+    .await
+    .expect("the policy is created");
+}
+
+/// A policy change waits for a run that is recording under the policies it read before, so
+/// the change's coverage refresh finds that run's rows and covers them. Without the wait, the
+/// run could commit its rows after the refresh had passed, under the old coverage.
+#[tokio::test]
+async fn a_policy_change_waits_for_a_run_recording_under_the_old_policies() {
+    let mut env = Env::new().await;
+    let tenant = acme();
+    let connector = env.connector(&tenant, "Logs").await;
+    let findings = three_ssns();
+    stored(&mut env, connector, &findings).await;
+    let mut run = env.connect().await;
+    run.batch_execute("BEGIN").await.unwrap();
+    governance::policies::lock_for_reading(&mut run, &tenant)
+        .await
+        .unwrap();
+    let policies = governance::policies::active(&mut run, &tenant)
+        .await
+        .unwrap();
+    assert!(policies.is_empty());
+    record_batch(
+        &mut run,
+        &tenant,
+        connector,
+        &[PEOPLE],
+        &findings,
+        &policies,
+    )
+    .await
+    .unwrap();
+
+    let url = env._db.url.clone();
+    let change_tenant = tenant.clone();
+    let change = tokio::spawn(async move {
+        let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+        create_mask_policy(&mut conn, &change_tenant).await;
+    });
+    testkit::wait_for_lock_wait(&mut env.conn).await;
+    run.batch_execute("COMMIT").await.unwrap();
+    change.await.unwrap();
+
+    let changed = env
+        .conn
+        .transaction(async |conn| governance::risk::coverage::refresh(conn, &tenant).await)
+        .await
+        .unwrap();
+    assert_eq!(changed, 3);
+    assert_eq!(covered(&mut env).await, (3, 3));
+}
+
+/// A coverage refresh waits for a batch being recorded in one of the tenant's connectors, then
+/// covers its rows too, and moves the connector's sums once for each.
+#[tokio::test]
+async fn a_coverage_refresh_waits_for_a_batch_being_recorded() {
+    let mut env = Env::new().await;
+    let tenant = acme();
+    let connector = env.connector(&tenant, "Logs").await;
+    // An earlier batch, committed: the connector has risk recorded.
+    let earlier: Vec<Finding> = three_ssns()
+        .into_iter()
+        .map(|f| Finding {
+            object_key: "older.csv".into(),
+            ..f
+        })
+        .collect();
+    stored(&mut env, connector, &earlier).await;
+    let older = [("logs", "older.csv")];
+    record_batch(&mut env.conn, &tenant, connector, &older, &earlier, &[])
+        .await
+        .unwrap();
+    create_mask_policy(&mut env.conn, &tenant).await;
+    // A batch recorded under no policy, still open.
+    let findings = three_ssns();
+    stored(&mut env, connector, &findings).await;
+    let mut batch = env.connect().await;
+    batch.batch_execute("BEGIN").await.unwrap();
+    record_batch(&mut batch, &tenant, connector, &[PEOPLE], &findings, &[])
+        .await
+        .unwrap();
+
+    let url = env._db.url.clone();
+    let refresh_tenant = tenant.clone();
+    let refresh = tokio::spawn(async move {
+        let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+        conn.transaction(async |conn| {
+            governance::risk::coverage::refresh(conn, &refresh_tenant).await
+        })
+        .await
+    });
+    testkit::wait_for_lock_wait(&mut env.conn).await;
+    batch.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(refresh.await.unwrap().unwrap(), 6, "both batches' findings");
+    assert_eq!(covered(&mut env).await, (6, 6));
 }
