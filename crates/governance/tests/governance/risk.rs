@@ -174,14 +174,7 @@ async fn a_bucket_found_public_during_a_batch_rescores_that_batch() {
     let check_tenant = tenant.clone();
     let check = tokio::spawn(async move {
         let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
-        let observations = [governance::posture::Observation {
-            bucket: "logs".into(),
-            accessible: true,
-            posture: connectors::Posture {
-                public: Some(true),
-                ..Default::default()
-            },
-        }];
+        let observations = logs_seen(true);
         conn.transaction(async |conn| {
             governance::posture::record(conn, &check_tenant, connector, &observations).await
         })
@@ -211,6 +204,25 @@ async fn a_bucket_found_public_during_a_batch_rescores_that_batch() {
     assert_eq!(stale_objects, 0, "the object is scored public");
 }
 
+/// A posture check's sight of the bucket `logs`, reachable, public or not.
+fn logs_seen(public: bool) -> [governance::posture::Observation; 1] {
+    [governance::posture::Observation {
+        bucket: "logs".into(),
+        accessible: true,
+        posture: connectors::Posture {
+            public: Some(public),
+            ..Default::default()
+        },
+    }]
+}
+
+/// Queues acme's first-sight check of `buckets`.
+async fn queue(env: &mut Env, connector: ConnectorId, buckets: &[&str]) {
+    governance::posture::queue_first_sight(&mut env.conn, &acme(), connector, buckets)
+        .await
+        .unwrap();
+}
+
 /// A bucket where a batch found data is checked at first sight, once: a check is queued while
 /// it was never checked, and not again once its posture is stored.
 #[tokio::test]
@@ -220,16 +232,10 @@ async fn a_bucket_with_findings_is_checked_at_first_sight_only() {
     let connector = env.connector(&tenant, "Logs").await;
     let queued = "SELECT count(*) AS n FROM governance_posture_checks WHERE tenant_id = 'acme'";
 
-    governance::posture::queue_first_sight(&mut env.conn, &tenant, connector, &[])
-        .await
-        .unwrap();
+    queue(&mut env, connector, &[]).await;
     assert_eq!(env.count(queued).await, 0, "no bucket, no check");
-    governance::posture::queue_first_sight(&mut env.conn, &tenant, connector, &["logs"])
-        .await
-        .unwrap();
-    governance::posture::queue_first_sight(&mut env.conn, &tenant, connector, &["logs"])
-        .await
-        .unwrap();
+    queue(&mut env, connector, &["logs"]).await;
+    queue(&mut env, connector, &["logs"]).await;
     assert_eq!(
         env.count(queued).await,
         1,
@@ -237,14 +243,7 @@ async fn a_bucket_with_findings_is_checked_at_first_sight_only() {
     );
 
     // The check ran: the bucket's posture is stored and the queue is empty.
-    let observations = [governance::posture::Observation {
-        bucket: "logs".into(),
-        accessible: true,
-        posture: connectors::Posture {
-            public: Some(false),
-            ..Default::default()
-        },
-    }];
+    let observations = logs_seen(false);
     governance::posture::record(&mut env.conn, &tenant, connector, &observations)
         .await
         .unwrap();
@@ -252,17 +251,13 @@ async fn a_bucket_with_findings_is_checked_at_first_sight_only() {
         .execute(&mut env.conn)
         .await
         .unwrap();
-    governance::posture::queue_first_sight(&mut env.conn, &tenant, connector, &["logs"])
-        .await
-        .unwrap();
+    queue(&mut env, connector, &["logs"]).await;
     assert_eq!(
         env.count(queued).await,
         0,
         "a bucket checked before waits for the scan's end"
     );
-    governance::posture::queue_first_sight(&mut env.conn, &tenant, connector, &["logs", "new"])
-        .await
-        .unwrap();
+    queue(&mut env, connector, &["logs", "new"]).await;
     assert_eq!(
         env.count(queued).await,
         1,
