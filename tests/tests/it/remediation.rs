@@ -755,6 +755,75 @@ async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_obj
     assert_eq!(status, 400, "{body}");
 }
 
+/// A finding whose value is not found again in the object (the detector or the tenant's
+/// classifiers changed since the scan) fails the request `values_not_found`: nothing is
+/// reported remediated while its value stays in the object, the object is untouched, and no
+/// snapshot is taken of an object that cannot be rewritten.
+#[tokio::test]
+async fn a_value_not_found_again_fails_the_request_before_any_snapshot() {
+    let stack = Stack::new(|_| {}).await;
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
+    let admin = stack.admin();
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    // Scanned before the policy, so nothing runs yet; then one SSN finding's fingerprint
+    // stops matching its value, as when the detector normalizes differently than it did.
+    crate::scans::full_scan(&admin, &connector).await;
+    let mut conn = stack.platform.conn().await;
+    let changed = diesel::sql_query(
+        "UPDATE findings SET fingerprint = sha256(fingerprint)
+          WHERE finding_id = (SELECT finding_id FROM findings
+                               WHERE pii_type = 'us_ssn' ORDER BY finding_id LIMIT 1)",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(changed, 1);
+    policy_of(
+        &admin,
+        "ssn-mask",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: mask, config: { keep_last: 4 } }",
+    )
+    .await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/reconcile",
+            Some(json!({"mode": "enforced"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "failed", "{done:?}");
+    assert_eq!(done[0]["reason"], "values_not_found", "{done:?}");
+    assert_eq!(done[0]["lkg_available"], false, "{done:?}");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), PEOPLE);
+    let listed: Vec<String> = {
+        use futures::TryStreamExt as _;
+        bucket
+            .list(None)
+            .map_ok(|meta| meta.location.to_string())
+            .try_collect()
+            .await
+            .unwrap()
+    };
+    assert_eq!(listed, ["people.csv"], "no snapshot was taken");
+    let (status, body) = admin
+        .send(Method::GET, "/governance/audit-log?limit=100", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let failed = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "action_failed")
+        .count();
+    assert_eq!(failed, 1, "{body}");
+}
+
 /// A snapshot that no longer holds the original bytes is not restored: undo would write
 /// something else and call it the original.
 #[tokio::test]
