@@ -673,23 +673,24 @@ async fn mask_keeps_the_shape_quarantine_moves_and_undo_brings_it_back() {
     );
 }
 
-#[tokio::test]
-async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_object() {
-    let stack = Stack::new(|_| {}).await;
+/// people.csv holding [`PEOPLE`] and a connector to it, scanned before any policy exists, so
+/// nothing runs yet; returns the bucket and the connector id.
+async fn people_scanned_before_any_policy(
+    stack: &Stack,
+    admin: &Client<'_>,
+) -> (std::sync::Arc<dyn object_store::ObjectStore>, String) {
     let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
     seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
-    let admin = stack.admin();
-    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
-    // Scanned before the policy, so nothing runs yet.
-    crate::scans::full_scan(&admin, &connector).await;
-    // Someone changes the object after the scan: the plan is for a version that is gone.
-    let changed = b"name,ssn\nZed,123-45-6789\n";
-    bucket
-        .put(&ObjectPath::from("people.csv"), changed.to_vec().into())
-        .await
-        .unwrap();
+    let connector = crate::scans::connector(admin, "HR", "people-data").await;
+    crate::scans::full_scan(admin, &connector).await;
+    (bucket, connector)
+}
+
+/// An enforced policy masking SSNs, then an enforced reconciliation acting on what the scans
+/// found before it; returns the remediations once the one it plans has ended.
+async fn masked_by_reconciliation(admin: &Client<'_>) -> Vec<Value> {
     policy_of(
-        &admin,
+        admin,
         "ssn-mask",
         "enforced",
         "us_ssn",
@@ -697,15 +698,22 @@ async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_obj
         "{ type: mask, config: { keep_last: 4 } }",
     )
     .await;
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            "/governance/reconcile",
-            Some(json!({"mode": "enforced"})),
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
-    let done = ended(&admin, 1).await;
+    crate::reconcile::reconcile(admin, json!({"mode": "enforced"})).await;
+    ended(admin, 1).await
+}
+
+#[tokio::test]
+async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_object() {
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let (bucket, connector) = people_scanned_before_any_policy(&stack, &admin).await;
+    // Someone changes the object after the scan: the plan is for a version that is gone.
+    let changed = b"name,ssn\nZed,123-45-6789\n";
+    bucket
+        .put(&ObjectPath::from("people.csv"), changed.to_vec().into())
+        .await
+        .unwrap();
+    let done = masked_by_reconciliation(&admin).await;
     assert_eq!(done[0]["status"], "failed", "{done:?}");
     assert_eq!(done[0]["reason"], "object_changed", "{done:?}");
     assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), changed);
@@ -762,13 +770,10 @@ async fn a_concurrent_change_is_never_overwritten_and_undo_refuses_a_changed_obj
 #[tokio::test]
 async fn a_value_not_found_again_fails_the_request_before_any_snapshot() {
     let stack = Stack::new(|_| {}).await;
-    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
-    seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
     let admin = stack.admin();
-    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
-    // Scanned before the policy, so nothing runs yet; then one SSN finding's fingerprint
-    // stops matching its value, as when the detector normalizes differently than it did.
-    crate::scans::full_scan(&admin, &connector).await;
+    let (bucket, _connector) = people_scanned_before_any_policy(&stack, &admin).await;
+    // One SSN finding's fingerprint stops matching its value, as when the detector normalizes
+    // differently than it did.
     let mut conn = stack.platform.conn().await;
     let changed = diesel::sql_query(
         "UPDATE findings SET fingerprint = sha256(fingerprint)
@@ -779,24 +784,7 @@ async fn a_value_not_found_again_fails_the_request_before_any_snapshot() {
     .await
     .unwrap();
     assert_eq!(changed, 1);
-    policy_of(
-        &admin,
-        "ssn-mask",
-        "enforced",
-        "us_ssn",
-        0.5,
-        "{ type: mask, config: { keep_last: 4 } }",
-    )
-    .await;
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            "/governance/reconcile",
-            Some(json!({"mode": "enforced"})),
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
-    let done = ended(&admin, 1).await;
+    let done = masked_by_reconciliation(&admin).await;
     assert_eq!(done[0]["status"], "failed", "{done:?}");
     assert_eq!(done[0]["reason"], "values_not_found", "{done:?}");
     assert_eq!(done[0]["lkg_available"], false, "{done:?}");
