@@ -3,13 +3,14 @@
 //!
 //! `cargo bench -p integration-tests --bench remediation_moto`. `BENCH_OBJECTS` (default
 //! 1,000), `BENCH_OBJECT_KB` (default 100), `BENCH_SSNS` (SSNs per object, default 5) and
-//! `BENCH_TASKS` (executor tasks and raw clients, default 4) change the run. It starts moto, a
+//! `BENCH_TASKS` (executor tasks and raw clients, default 8 as platform-api's) and `BENCH_POOL` (the tasks' shared
+//! connection pool, default 16 as platform-api's) change the run. It starts moto, a
 //! Postgres cluster with production durability and platform-api in-process with its executor
 //! off, fills a bucket, scans it with an enforced tokenize policy (so every object has a
 //! planned request), then:
 //! 1. **raw:** reads every object whole and writes the same bytes back (a GET and a PUT per
 //!    object through `connectors::Cloud`), with `BENCH_TASKS` concurrent clients;
-//! 2. **remediate:** `BENCH_TASKS` executor tasks (`governance::remediate::execute::run_once`,
+//! 2. **remediate:** `BENCH_TASKS` executor tasks (`governance::remediate::execute::run_once_pooled`,
 //!    what platform-api runs) take every request to `receipted`: the gate, a read, detection,
 //!    tokens from the vault, the server-side snapshot copy, the conditional write, the receipt
 //!    and every state transition on the durable cluster;
@@ -143,7 +144,7 @@ async fn main() {
     let objects = setting("BENCH_OBJECTS", 1000);
     let kb = setting("BENCH_OBJECT_KB", 100);
     let ssns = setting("BENCH_SSNS", 5);
-    let tasks = setting("BENCH_TASKS", 4);
+    let tasks = setting("BENCH_TASKS", 8);
 
     testkit::use_durable_cluster();
     let moto = emulators::moto(&[]);
@@ -288,25 +289,52 @@ spec:
             .unwrap(),
         }),
     );
-    let url = app.db.url.clone();
+    // The executor's tasks share a pool as platform-api's do: each holds a connection only
+    // while it talks to Postgres. The pool is platform-api's default size.
+    let pool_size = setting("BENCH_POOL", 16);
+    let pool = db::build_pool(&db::PoolConfig {
+        url: app.db.url.clone(),
+        max_size: pool_size,
+        statement_timeout: Duration::from_secs(60),
+        application_name: "remediation-bench".into(),
+        wait_timeout: Duration::from_secs(60),
+    })
+    .unwrap();
     let cpu_before = Cpu::now();
     let started = Instant::now();
     let mut runners = tokio::task::JoinSet::new();
     for _ in 0..tasks {
-        let (exec, url) = (exec.clone(), url.clone());
+        let (exec, pool) = (exec.clone(), pool.clone());
         runners.spawn(async move {
-            use diesel_async::AsyncConnection as _;
-            let mut conn = db::AsyncPgConnection::establish(&url).await.unwrap();
-            while governance::remediate::execute::run_once(&mut conn, &exec)
+            while governance::remediate::execute::run_once_pooled(&pool, &exec)
                 .await
                 .unwrap()
             {}
         });
     }
-    while let Some(done) = runners.join_next().await {
-        done.unwrap();
+    // How many of the pool's connections the tasks hold at a time, sampled every 5 ms.
+    let (mut samples, mut in_use, mut peak) = (0usize, 0usize, 0usize);
+    while !runners.is_empty() {
+        tokio::select! {
+            done = runners.join_next() => {
+                if let Some(done) = done {
+                    done.unwrap();
+                }
+            }
+            () = tokio::time::sleep(Duration::from_millis(5)) => {
+                let status = pool.status();
+                let held = status.size - status.available;
+                samples += 1;
+                in_use += held;
+                peak = peak.max(held);
+            }
+        }
     }
     let remediate = started.elapsed();
+    // The pool's backends exit before the closing reading, so their CPU is counted.
+    pool.close();
+    drop(pool);
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let cpu = Cpu::now().minus(&cpu_before);
     let receipted = count(
         &mut conn,
@@ -343,6 +371,10 @@ spec:
     println!(
         "ratio       : {:.3} (target 0.5)",
         rate(remediate) / rate(raw_time)
+    );
+    println!(
+        "connections : {:.2} held on average, {peak} at most, of a pool of {pool_size} ({tasks} tasks)",
+        in_use as f64 / samples.max(1) as f64
     );
     let per = |seconds: f64| seconds * 1000.0 / objects as f64;
     println!(

@@ -64,7 +64,7 @@ pub struct Config {
     /// `DPS_REMEDIATION_EXECUTOR`: whether this process executes remediation requests (default
     /// true). With false it still plans them; another replica executes them.
     pub remediation_executor: bool,
-    /// `DPS_REMEDIATION_TASKS`: requests this process executes at once (default 4, 1 to 64).
+    /// `DPS_REMEDIATION_TASKS`: requests this process executes at once (default 8, 1 to 64).
     pub remediation_tasks: usize,
     /// `DPS_REMEDIATION_CRASH_AT`: for crash-safety tests only, the remediation step after
     /// which the process aborts (`copied`, `snapshotted`, `replaced`, `written`, `receipted`).
@@ -230,7 +230,7 @@ impl Config {
             },
             remediation_executor: env.parsed("DPS_REMEDIATION_EXECUTOR", true)?,
             remediation_tasks: {
-                let tasks = env.parsed("DPS_REMEDIATION_TASKS", 4usize)?;
+                let tasks = env.parsed("DPS_REMEDIATION_TASKS", 8usize)?;
                 if !(1..=64).contains(&tasks) {
                     return Err(ConfigError {
                         variable: "DPS_REMEDIATION_TASKS",

@@ -1274,3 +1274,139 @@ async fn a_custom_classifiers_values_are_masked_in_every_object_of_the_scan() {
         b"badge ***-****03 returned"
     );
 }
+
+/// A loopback proxy to the storage that holds every new connection until the test lets it
+/// through: the test can look at the world while a storage call waits.
+struct HoldingProxy {
+    url: String,
+    held: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    through: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl HoldingProxy {
+    async fn start(upstream: &str) -> Self {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let upstream = upstream
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned();
+        let held = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let through = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+        let (h, t) = (held.clone(), through.clone());
+        drop(tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let (held, through, upstream) = (h.clone(), t.clone(), upstream.clone());
+                drop(tokio::spawn(async move {
+                    held.fetch_add(1, Ordering::SeqCst);
+                    through.acquire().await.unwrap().forget();
+                    held.fetch_sub(1, Ordering::SeqCst);
+                    let mut server = tokio::net::TcpStream::connect(upstream).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }));
+            }
+        }));
+        HoldingProxy { url, held, through }
+    }
+
+    fn held(&self) -> usize {
+        std::sync::atomic::AtomicUsize::load(&self.held, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn let_one_through(&self) {
+        self.through.add_permits(1);
+    }
+}
+
+/// The executor gives its database connection back while it waits on the storage: with a pool
+/// of one connection, that connection is free during each of a remediation's storage calls
+/// (the read, the snapshot's copy, the write), and the remediation still ends receipted.
+#[tokio::test]
+async fn the_executor_holds_no_connection_while_it_waits_on_the_storage() {
+    let stack = Stack::new(|env| {
+        // The test runs the executor itself, on its own pool.
+        env.insert("DPS_REMEDIATION_EXECUTOR".into(), "false".into());
+    })
+    .await;
+    let admin = stack.admin();
+    let (bucket, _) = people_scanned_before_any_policy(&stack, &admin).await;
+    policy_of(
+        &admin,
+        "ssn-mask",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: mask, config: { keep_last: 4 } }",
+    )
+    .await;
+    crate::reconcile::reconcile(&admin, json!({"mode": "enforced"})).await;
+    let mut conn = stack.platform.conn().await;
+    #[derive(QueryableByName)]
+    struct Status {
+        #[diesel(sql_type = Text)]
+        status: String,
+    }
+    let status = async |conn: &mut db::AsyncPgConnection| -> Vec<String> {
+        diesel::sql_query("SELECT status FROM remediation_requests")
+            .load::<Status>(conn)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.status)
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status(&mut conn).await != ["planned"] {
+        assert!(Instant::now() < deadline, "no request planned");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let proxy = HoldingProxy::start(&stack.moto.url()).await;
+    let mut exec = stack.executor();
+    exec.cloud = seed::moto_cloud(&proxy.url);
+    let pool = db::build_pool(&db::PoolConfig {
+        url: stack.platform.db.url.clone(),
+        max_size: 1,
+        statement_timeout: Duration::from_secs(30),
+        application_name: "executor-test".into(),
+        wait_timeout: Duration::from_secs(30),
+    })
+    .unwrap();
+    let run = tokio::spawn({
+        let pool = pool.clone();
+        async move { governance::remediate::execute::run_once_pooled(&pool, &exec).await }
+    });
+    let mut calls = 0;
+    loop {
+        while proxy.held() == 0 && !run.is_finished() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if run.is_finished() {
+            break;
+        }
+        // A storage call waits at the proxy: the pool's only connection is free meanwhile.
+        let mut held = tokio::time::timeout(Duration::from_secs(5), pool.get())
+            .await
+            .expect("the executor held the pool's only connection through a storage call")
+            .unwrap();
+        let seen: Vec<String> = diesel::sql_query("SELECT status FROM remediation_requests")
+            .load::<Status>(&mut *held)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.status)
+            .collect();
+        assert_eq!(seen.len(), 1);
+        drop(held);
+        proxy.let_one_through();
+        calls += 1;
+    }
+    assert!(run.await.unwrap().unwrap());
+    assert!(calls >= 3, "{calls} storage calls waited at the proxy");
+    assert_eq!(status(&mut conn).await, ["receipted"]);
+    assert_eq!(
+        read(bucket.as_ref(), "people.csv").await.unwrap(),
+        b"name,ssn,email\nAnn Lee,***-**-9999,ann.lee@example.com\nBo Chan,***-**-1120,bo@example.com\n"
+    );
+}

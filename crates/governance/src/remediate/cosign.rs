@@ -27,6 +27,7 @@ use settings::CosigningMode;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::conn::Conn;
 use super::cosigner::{CosignError, host};
 use super::receipt::Receipts;
 use super::stop::Stop;
@@ -48,16 +49,18 @@ const GIVE_UP_AFTER_HOURS: i32 = 24;
 /// when an earlier run stored it before a crash, so it is never sent twice), and stops the
 /// request for now otherwise.
 pub(crate) async fn approve(
-    conn: &mut AsyncPgConnection,
+    db: &mut Conn<'_>,
     receipts: &Receipts,
     row: &Row,
     cosigning: &settings::Cosigning,
 ) -> Result<(), Stop> {
-    if cosigning.mode != CosigningMode::Required || planned_cosigned(conn, row).await? {
+    if cosigning.mode != CosigningMode::Required || planned_cosigned(db.get().await?, row).await? {
         return Ok(());
     }
     let (id, document) = receipts.planned(row)?;
     let endpoint = cosigning.endpoint_url.as_deref();
+    // The co-signer may take its whole timeout: no connection is held meanwhile.
+    db.release();
     let cosigned = match endpoint {
         Some(endpoint) => receipts.cosigner.cosign(endpoint, &document).await,
         None => Err(CosignError::NoEndpoint),
@@ -70,7 +73,7 @@ pub(crate) async fn approve(
                 document: document.to_value(),
                 cosign_status: "cosigned",
             };
-            store::insert_receipt(conn, row, &receipt).await?;
+            store::insert_receipt(db.get().await?, row, &receipt).await?;
             Ok(())
         }
         Err(e) => {

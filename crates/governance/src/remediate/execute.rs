@@ -29,6 +29,7 @@ use serde_json::json;
 use settings::Gate;
 
 use super::cached::{Actions, ScanClassifiers, Storages};
+use super::conn::Conn;
 use super::content;
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
@@ -87,13 +88,24 @@ impl Executor {
     }
 }
 
-/// Takes one due request and runs it as far as it goes; returns whether there was one.
+/// Takes one due request and runs it as far as it goes on `conn`, held throughout; returns
+/// whether there was one.
 pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<bool, DieselError> {
+    run(&mut Conn::Borrowed(conn), exec).await
+}
+
+/// [`run_once`] with connections from `pool`, each held only while the run talks to Postgres:
+/// not while it waits on the storage or a co-signer (see [`Conn`]).
+pub async fn run_once_pooled(pool: &db::Pool, exec: &Executor) -> Result<bool, DieselError> {
+    run(&mut Conn::pooled(pool), exec).await
+}
+
+async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
     let Some(store::Taken {
         request: row,
         policy_deleted,
         connector_deleted,
-    }) = store::take(conn).await?
+    }) = store::take(db.get().await?).await?
     else {
         return Ok(false);
     };
@@ -107,8 +119,8 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<b
     // Deleting a policy stops what it planned and has not started: the object is untouched
     // yet. A request past its snapshot runs to its end (it may have written already).
     if policy_deleted && row.state() == State::Planned {
-        discard_snapshot(conn, exec, &row).await;
-        fail(conn, &row, "policy_deleted").await?;
+        discard_snapshot(db, exec, &row).await;
+        fail(db.get().await?, &row, "policy_deleted").await?;
         return Ok(true);
     }
     // Only a request that has changed nothing yet gives up: once snapshotted, the object may
@@ -119,14 +131,14 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<b
             "attempts_exhausted: {}",
             row.reason.as_deref().unwrap_or("unknown")
         );
-        discard_snapshot(conn, exec, &row).await;
-        fail(conn, &row, &reason).await?;
+        discard_snapshot(db, exec, &row).await;
+        fail(db.get().await?, &row, &reason).await?;
         return Ok(true);
     }
-    match advance(conn, exec, row.clone()).await {
+    match advance(db, exec, row.clone()).await {
         Ok(()) => {}
         Err(Stop::Fail(reason)) => {
-            let current = store::one(conn, &row.tenant()?, row.request_id).await?;
+            let current = store::one(db.get().await?, &row.tenant()?, row.request_id).await?;
             match current {
                 // Another taker holds the request now (this one's lease ran out): whatever it
                 // found, this run must not fail, keep or discard anything of a request
@@ -137,7 +149,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<b
                 // The object holds the new content: only the receipt is missing, and it is
                 // retried, never failed.
                 Some(current) if current.state() == State::Written => {
-                    store::retry_later(conn, &current, &reason).await?;
+                    store::retry_later(db.get().await?, &current, &reason).await?;
                 }
                 Some(current) => {
                     // Once snapshotted, the write may have reached the object before the answer
@@ -145,11 +157,11 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<b
                     // may be someone else's: the snapshot can be the only copy of the
                     // original. It is deleted only when the object is provably still the
                     // original; otherwise it is kept for the rollback window.
-                    if current.state() == State::Planned
-                        || still_original(conn, exec, &current).await
+                    if current.state() == State::Planned || still_original(db, exec, &current).await
                     {
-                        discard_snapshot(conn, exec, &current).await;
+                        discard_snapshot(db, exec, &current).await;
                     } else {
+                        let conn = db.get().await?;
                         let hours = settings::read(conn, &current.tenant()?)
                             .await
                             .as_ref()
@@ -158,14 +170,14 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<b
                             });
                         store::keep_snapshot(conn, &current, hours).await?;
                     }
-                    fail(conn, &current, &reason).await?;
+                    fail(db.get().await?, &current, &reason).await?;
                 }
                 None => {}
             }
         }
         Err(Stop::Retry(reason)) => {
             tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, attempt = row.attempts, %reason, "a remediation step failed; it is retried");
-            store::retry_later(conn, &row, &reason).await?;
+            store::retry_later(db.get().await?, &row, &reason).await?;
         }
         Err(Stop::Database(e)) => return Err(e),
     }
@@ -173,11 +185,12 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<b
 }
 
 /// Runs the request from the state it is in to `receipted`, `blocked` or a stop.
-async fn advance(conn: &mut AsyncPgConnection, exec: &Executor, row: Row) -> Result<(), Stop> {
+async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Stop> {
     let tenant = row.tenant()?;
     let kind = row
         .kind()
         .ok_or_else(|| Stop::Fail("corrupt_request".into()))?;
+    let conn = db.get().await?;
     let action = exec.actions.get(conn, &tenant, &row, kind).await?;
     // The tenant's settings, read once for the run: the gate, the co-signing and the rollback
     // window all come from this one row.
@@ -199,34 +212,34 @@ async fn advance(conn: &mut AsyncPgConnection, exec: &Executor, row: Row) -> Res
             settings::gate_of(&settings, &tenant, safety_class(kind))
         };
         if !gate.permits() {
-            block(conn, exec, &row, cosigning.mode).await?;
+            block(db.get().await?, exec, &row, cosigning.mode).await?;
             return Ok(());
         }
         if gate == Gate::AllowedPolicyUnreadable {
-            store::gate_unavailable(conn, &row).await?;
+            store::gate_unavailable(db.get().await?, &row).await?;
         }
         // Required co-signing: nothing touches the object before the co-signer approved.
-        super::cosign::approve(conn, &exec.receipts, &row, &cosigning).await?;
-        let storage = open_storage(conn, exec, &tenant, &row).await?;
-        let (next, rewrite) = snapshot(conn, exec, &storage, &row, &action).await?;
+        super::cosign::approve(db, &exec.receipts, &row, &cosigning).await?;
+        let storage = open_storage(db.get().await?, exec, &tenant, &row).await?;
+        let (next, rewrite) = snapshot(db, exec, &storage, &row, &action).await?;
         exec.crash_point("snapshotted");
         (row, rewritten) = (next, rewrite);
     }
     if row.state() == State::Snapshotted {
-        let storage = open_storage(conn, exec, &tenant, &row).await?;
+        let storage = open_storage(db.get().await?, exec, &tenant, &row).await?;
         let hours = settings
             .as_ref()
             .map_or(settings::LKG_RETENTION_DEFAULT_HOURS, |s| {
                 s.retention_hours()
             });
-        row = write(conn, exec, &storage, &row, &action, rewritten, hours).await?;
+        row = write(db, exec, &storage, &row, &action, rewritten, hours).await?;
         exec.crash_point("written");
     }
     if row.state() == State::Written {
         let receipt = exec.receipts.executed(&row, cosigning.mode)?;
         let entry = receipt::entry("action_executed", &row, "executed", &receipt);
         store::end(
-            conn,
+            db.get().await?,
             &row,
             Ending {
                 from: State::Written,
@@ -374,13 +387,14 @@ struct Rewrite {
 /// planned → snapshotted. Returns the request as it now is, and the new content it computed,
 /// if any.
 async fn snapshot(
-    conn: &mut AsyncPgConnection,
+    db: &mut Conn<'_>,
     exec: &Executor,
     storage: &Storage,
     row: &Row,
     action: &Action,
 ) -> Result<(Row, Option<Rewrite>), Stop> {
     let source = bucket(storage, &row.bucket)?;
+    db.release();
     let whole = source
         .read_whole(&row.object_key, Some(&row.etag), MAX_OBJECT_BYTES)
         .await
@@ -390,7 +404,7 @@ async fn snapshot(
         Action::Quarantine(config) => (quarantine_location(row, &config.destination), None),
         Action::Tokenize(_) | Action::Mask(_) => {
             // Computed first: an object that cannot be rewritten gets no snapshot.
-            let after = rewrite(conn, exec, row, action, &whole.bytes).await?;
+            let after = rewrite(db, exec, row, action, &whole.bytes).await?;
             (
                 lkg_location(storage, row),
                 Some(Rewrite {
@@ -402,12 +416,13 @@ async fn snapshot(
         }
         Action::Alert(_) => return Err(Stop::Fail("not_a_remediation".into())),
     };
+    db.release();
     storage
         .copy_if_match(&row.bucket, &row.object_key, &row.etag, &lkg.0, &lkg.1)
         .await
         .map_err(Stop::storage)?;
     exec.crash_point("copied");
-    let next = store::snapshotted(conn, row, (&lkg.0, &lkg.1), &before)
+    let next = store::snapshotted(db.get().await?, row, (&lkg.0, &lkg.1), &before)
         .await?
         .ok_or_else(moved_on)?;
     Ok((next, rewrite))
@@ -416,7 +431,7 @@ async fn snapshot(
 /// snapshotted → written, with `undo_until` `retention_hours` from now. Returns the request as
 /// it now is.
 async fn write(
-    conn: &mut AsyncPgConnection,
+    db: &mut Conn<'_>,
     exec: &Executor,
     storage: &Storage,
     row: &Row,
@@ -425,6 +440,7 @@ async fn write(
     retention_hours: u32,
 ) -> Result<Row, Stop> {
     let source = bucket(storage, &row.bucket)?;
+    db.release();
     let (etag_after, sha_after) = match action {
         Action::Quarantine(_) => {
             match source.delete_if_match(&row.object_key, &row.etag).await {
@@ -457,7 +473,8 @@ async fn write(
                     if Some(sha256(&snapshot.bytes)) != row.sha256_before {
                         return Err(Stop::Fail("snapshot_mismatch".into()));
                     }
-                    let after = rewrite(conn, exec, row, action, &snapshot.bytes).await?;
+                    let after = rewrite(db, exec, row, action, &snapshot.bytes).await?;
+                    db.release();
                     Rewrite {
                         before: snapshot.bytes,
                         after,
@@ -499,7 +516,7 @@ async fn write(
     exec.crash_point("replaced");
     // Undo is possible for the window from the execution's own time.
     store::written(
-        conn,
+        db.get().await?,
         row,
         etag_after.as_deref(),
         sha_after.as_deref(),
@@ -518,13 +535,14 @@ pub(crate) fn snapshot_of(row: &Row) -> Result<(String, String), Stop> {
 
 /// The object's bytes with the request's values replaced: by tokens from the vault, or masked.
 async fn rewrite(
-    conn: &mut AsyncPgConnection,
+    db: &mut Conn<'_>,
     exec: &Executor,
     row: &Row,
     action: &Action,
     bytes: &[u8],
 ) -> Result<Vec<u8>, Stop> {
     let tenant = row.tenant()?;
+    let conn = db.get().await?;
     let keys = exec
         .keyring
         .tenant(conn, &tenant)
@@ -545,7 +563,7 @@ async fn rewrite(
         })),
         Action::Tokenize(config) => {
             let tokens = super::tokens::issue(
-                conn,
+                db.get().await?,
                 &exec.keyring,
                 &tenant,
                 config.tokenization_policy_id,
@@ -670,8 +688,11 @@ async fn fail(conn: &mut AsyncPgConnection, row: &Row, reason: &str) -> Result<(
 
 /// Whether the request's object is still at the ETag it was planned on: nothing was written.
 /// Any doubt (the storage cannot be asked) answers no.
-async fn still_original(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row) -> bool {
+async fn still_original(db: &mut Conn<'_>, exec: &Executor, row: &Row) -> bool {
     let Ok(tenant) = row.tenant() else {
+        return false;
+    };
+    let Ok(conn) = db.get().await else {
         return false;
     };
     let Ok(storage) = open_storage(conn, exec, &tenant, row).await else {
@@ -680,6 +701,7 @@ async fn still_original(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row
     let Ok(source) = storage.bucket(&row.bucket) else {
         return false;
     };
+    db.release();
     match source.head(&row.object_key).await {
         Ok(Some(head)) => store::same_etag(head.etag.as_deref(), Some(&row.etag)),
         _ => false,
@@ -690,8 +712,9 @@ async fn still_original(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row
 /// the expiry sweeper, which takes a failed request's recorded snapshot at once). A copy made
 /// but not recorded (the process stopped between the two) is at the request's own location,
 /// which is known, and is deleted too.
-async fn discard_snapshot(conn: &mut AsyncPgConnection, exec: &Executor, row: &Row) {
+async fn discard_snapshot(db: &mut Conn<'_>, exec: &Executor, row: &Row) {
     let Ok(tenant) = row.tenant() else { return };
+    let Ok(conn) = db.get().await else { return };
     let Ok(storage) = open_storage(conn, exec, &tenant, row).await else {
         return;
     };
@@ -725,9 +748,11 @@ async fn discard_snapshot(conn: &mut AsyncPgConnection, exec: &Executor, row: &R
     let Some((lkg_bucket, lkg_key)) = location else {
         return;
     };
+    db.release();
     if let Ok(bucket) = storage.bucket(&lkg_bucket)
         && bucket.delete(&lkg_key).await.is_ok()
         && recorded.is_some()
+        && let Ok(conn) = db.get().await
     {
         let _ = store::snapshot_deleted(conn, row).await;
     }

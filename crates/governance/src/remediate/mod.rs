@@ -6,10 +6,12 @@
 //! `stop` (why a step stopped), `store` (the state machine's rows), `cosigner` (the mutual-TLS
 //! client of tenants' co-signing services), `receipt` (signed receipts), `cosign` (co-signing
 //! as each tenant's setting says), `rescore` (findings and risk after a change), `tokens` (the
-//! vault), `execute` (the steps), `undo`, `sweep` (expired snapshots), `retain` (a deleted
+//! vault), `conn` (a connection held only while a step talks to Postgres), `execute` (the
+//! steps), `undo`, `sweep` (expired snapshots), `retain` (a deleted
 //! connector's snapshots) and `read` (the API's view).
 
 mod cached;
+mod conn;
 pub mod content;
 pub mod cosign;
 pub mod cosigner;
@@ -57,8 +59,7 @@ pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
         crate::background::repeat("remediation", Duration::from_millis(500), move || {
             let (pool, exec) = (p.clone(), e.clone());
             async move {
-                let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-                execute::run_once(&mut conn, &exec)
+                execute::run_once_pooled(&pool, &exec)
                     .await
                     .map_err(|e| e.to_string())
             }

@@ -514,3 +514,59 @@ async fn a_receipt_not_cosigned_within_a_day_or_after_cosigning_is_turned_off_fa
     );
     assert_eq!(server.posts().len(), posts);
 }
+
+/// The executor gives its pooled connection back while it waits on the network: with a pool of
+/// one connection, the co-signer's silence leaves that connection free for anyone else.
+#[tokio::test]
+async fn the_executor_holds_no_connection_while_the_cosigner_keeps_it_waiting() {
+    let pki = Pki::new();
+    let server = CosignServer::start(&pki, Answer::Never).await;
+    let mut env = Env::new().await;
+    plan_one_mask(&mut env).await;
+    set_cosigning(&mut env, settings::CosigningMode::Required, &server.url()).await;
+    let exec = executor_with(&env, cosigner(&pki, OPEN));
+    let pool = db::build_pool(&db::PoolConfig {
+        url: env._db.url.clone(),
+        max_size: 1,
+        statement_timeout: Duration::from_secs(30),
+        application_name: "executor-test".into(),
+        wait_timeout: Duration::from_secs(30),
+    })
+    .unwrap();
+    let run = tokio::spawn({
+        let (pool, exec) = (pool.clone(), exec.clone());
+        async move { remediate::execute::run_once_pooled(&pool, &exec).await }
+    });
+    while server.posts().is_empty() {
+        assert!(!run.is_finished(), "{:?}", run.await);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The co-signer holds the planned receipt for its whole 2 s timeout. The only connection
+    // is free meanwhile: it answers well within that.
+    let mut conn = tokio::time::timeout(Duration::from_millis(1500), pool.get())
+        .await
+        .expect("the executor held the pool's only connection while it waited")
+        .unwrap();
+    #[derive(QueryableByName)]
+    struct Status {
+        #[diesel(sql_type = Text)]
+        status: String,
+    }
+    let seen: Status = diesel::sql_query("SELECT status FROM remediation_requests")
+        .get_result(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(seen.status, "planned");
+    drop(conn);
+    // Then the run ends as a silent co-signer makes it end: retried, nothing touched.
+    assert!(run.await.unwrap().unwrap());
+    let r = request(&mut env).await;
+    assert_eq!(r.status, "planned");
+    assert!(
+        r.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("did not answer within 2 s")),
+        "{:?}",
+        r.reason
+    );
+}
