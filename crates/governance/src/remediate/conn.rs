@@ -4,7 +4,7 @@
 //! write) or a co-signer. A pooled connection held through those waits would do nothing for
 //! anyone, and with several executor tasks it would take a share of the pool that the API
 //! needs. So each step takes a connection from the pool when it runs a statement and gives it
-//! back before it waits on the network. No transaction spans a release: every transaction of
+//! back before it waits on the network (or runs detection, its longest stretch of CPU). No transaction spans a release: every transaction of
 //! the executor begins and commits inside one call.
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};

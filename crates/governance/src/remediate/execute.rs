@@ -548,7 +548,7 @@ async fn rewrite(
         .tenant(conn, &tenant)
         .await
         .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))?;
-    let found = find_values(conn, exec, &keys, &tenant, row, bytes).await?;
+    let found = find_values(db, exec, &keys, &tenant, row, bytes).await?;
     // Every finding of the request is marked remediated when it ends, so each must be found
     // again in the bytes that were scanned (the read is conditional on their ETag). One that is
     // not (the detector or the tenant's classifiers changed since) fails the request rather
@@ -585,13 +585,14 @@ async fn rewrite(
 /// The request's findings' values in `bytes`, found again by their fingerprints with the
 /// classifiers of the scans that found them.
 async fn find_values(
-    conn: &mut AsyncPgConnection,
+    db: &mut Conn<'_>,
     exec: &Executor,
     keys: &TenantKeys,
     tenant: &TenantId,
     row: &Row,
     bytes: &[u8],
 ) -> Result<content::Found, Stop> {
+    let conn = db.get().await?;
     let findings = scans::findings::fingerprinted(conn, tenant, &row.finding_ids)
         .await
         .map_err(|e| Stop::Retry(e.to_string()))?;
@@ -624,6 +625,8 @@ async fn find_values(
         &compiled
     };
     let file_name = row.object_key.rsplit('/').next().unwrap_or(&row.object_key);
+    // Detection is the run's longest stretch of CPU: no connection is held through it.
+    db.release();
     content::find(detector, file_name, bytes, keys, &wanted)
         .map_err(|u| Stop::Fail(u.reason().into()))
 }
