@@ -1319,9 +1319,40 @@ impl HoldingProxy {
     }
 }
 
+/// Lets `run`'s storage calls through `proxy` one at a time, and proves before each that the
+/// pool's only connection is free while the call waits; returns what `run` returned and how
+/// many calls waited.
+async fn free_during_storage_calls<T>(
+    proxy: &HoldingProxy,
+    pool: &db::Pool,
+    run: tokio::task::JoinHandle<T>,
+) -> (T, usize) {
+    let mut calls = 0;
+    loop {
+        while proxy.held() == 0 && !run.is_finished() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if run.is_finished() {
+            return (run.await.unwrap(), calls);
+        }
+        let mut held = tokio::time::timeout(Duration::from_secs(5), pool.get())
+            .await
+            .expect("the pool's only connection was held through a storage call")
+            .unwrap();
+        diesel::sql_query("SELECT 1")
+            .execute(&mut *held)
+            .await
+            .unwrap();
+        drop(held);
+        proxy.let_one_through();
+        calls += 1;
+    }
+}
+
 /// The executor gives its database connection back while it waits on the storage: with a pool
 /// of one connection, that connection is free during each of a remediation's storage calls
-/// (the read, the snapshot's copy, the write), and the remediation still ends receipted.
+/// (the read, the snapshot's copy, the write), and the remediation still ends receipted. So
+/// does the expiry sweeper during a snapshot's delete.
 #[tokio::test]
 async fn the_executor_holds_no_connection_while_it_waits_on_the_storage() {
     let stack = Stack::new(|env| {
@@ -1374,37 +1405,26 @@ async fn the_executor_holds_no_connection_while_it_waits_on_the_storage() {
     })
     .unwrap();
     let run = tokio::spawn({
-        let pool = pool.clone();
+        let (pool, exec) = (pool.clone(), exec.clone());
         async move { governance::remediate::execute::run_once_pooled(&pool, &exec).await }
     });
-    let mut calls = 0;
-    loop {
-        while proxy.held() == 0 && !run.is_finished() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        if run.is_finished() {
-            break;
-        }
-        // A storage call waits at the proxy: the pool's only connection is free meanwhile.
-        let mut held = tokio::time::timeout(Duration::from_secs(5), pool.get())
-            .await
-            .expect("the executor held the pool's only connection through a storage call")
-            .unwrap();
-        let seen: Vec<String> = diesel::sql_query("SELECT status FROM remediation_requests")
-            .load::<Status>(&mut *held)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|s| s.status)
-            .collect();
-        assert_eq!(seen.len(), 1);
-        drop(held);
-        proxy.let_one_through();
-        calls += 1;
-    }
-    assert!(run.await.unwrap().unwrap());
+    let (ran, calls) = free_during_storage_calls(&proxy, &pool, run).await;
+    assert!(ran.unwrap());
     assert!(calls >= 3, "{calls} storage calls waited at the proxy");
     assert_eq!(status(&mut conn).await, ["receipted"]);
+
+    // The expiry sweeper too: the snapshot's delete waits with the connection free.
+    diesel::sql_query("UPDATE remediation_runs SET undo_until = now() - interval '1 second'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let sweep = tokio::spawn({
+        let pool = pool.clone();
+        async move { governance::remediate::sweep::run_once_pooled(&pool, &exec).await }
+    });
+    let (swept, calls) = free_during_storage_calls(&proxy, &pool, sweep).await;
+    assert_eq!(swept.unwrap(), 1);
+    assert!(calls >= 1, "{calls} storage calls waited at the proxy");
     assert_eq!(
         read(bucket.as_ref(), "people.csv").await.unwrap(),
         b"name,ssn,email\nAnn Lee,***-**-9999,ann.lee@example.com\nBo Chan,***-**-1120,bo@example.com\n"

@@ -132,6 +132,15 @@ pub async fn run_once(
     conn: &mut AsyncPgConnection,
     receipts: &Receipts,
 ) -> Result<usize, DieselError> {
+    run(&mut Conn::Borrowed(conn), receipts).await
+}
+
+/// [`run_once`] with connections from `pool`, none held while a co-signer answers.
+pub async fn run_once_pooled(pool: &db::Pool, receipts: &Receipts) -> Result<usize, DieselError> {
+    run(&mut Conn::pooled(pool), receipts).await
+}
+
+async fn run(db: &mut Conn<'_>, receipts: &Receipts) -> Result<usize, DieselError> {
     let due: Vec<Due> = db::sql(
         "WITH due AS (
              SELECT tenant_id, receipt_id FROM remediation_receipts
@@ -147,18 +156,21 @@ pub async fn run_once(
     )
     .bind::<Integer, _>(PER_RUN)
     .bind::<Integer, _>(LEASE_SECONDS)
-    .load(conn)
+    .load(db.get().await?)
     .await?;
     for d in &due {
-        let outcome = attempt(conn, receipts, d).await;
-        record(conn, d, outcome).await?;
+        let outcome = attempt(db, receipts, d).await;
+        record(db.get().await?, d, outcome).await?;
     }
     Ok(due.len())
 }
 
-async fn attempt(conn: &mut AsyncPgConnection, receipts: &Receipts, d: &Due) -> Outcome {
+async fn attempt(db: &mut Conn<'_>, receipts: &Receipts, d: &Due) -> Outcome {
     let Ok(tenant) = crate::background::tenant(&d.tenant_id) else {
         return Outcome::Failed("the receipt's tenant id is malformed".into());
+    };
+    let Ok(conn) = db.get().await else {
+        return Outcome::Failed("the co-signing setting could not be read".into());
     };
     let cosigning = match receipts.cosigning(conn, &tenant).await {
         Ok(cosigning) => cosigning,
@@ -173,6 +185,7 @@ async fn attempt(conn: &mut AsyncPgConnection, receipts: &Receipts, d: &Due) -> 
     let Ok(document) = SignedReceipt::from_value(&d.document) else {
         return Outcome::Failed("the stored receipt is malformed".into());
     };
+    db.release();
     match receipts.cosigner.cosign(endpoint, &document).await {
         Ok(cosigned) => Outcome::Cosigned(cosigned),
         Err(e) => {

@@ -47,8 +47,7 @@ pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
     crate::background::repeat("receipt co-signing", Duration::from_secs(1), move || {
         let (pool, receipts) = (p.clone(), receipts.clone());
         async move {
-            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-            cosign::run_once(&mut conn, &receipts)
+            cosign::run_once_pooled(&pool, &receipts)
                 .await
                 .map(|n| n > 0)
                 .map_err(|e| e.to_string())
@@ -68,8 +67,7 @@ pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
     crate::background::repeat("snapshot expiry", Duration::from_secs(60), move || {
         let (pool, exec) = (pool.clone(), exec.clone());
         async move {
-            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-            sweep::run_once(&mut conn, &exec)
+            sweep::run_once_pooled(&pool, &exec)
                 .await
                 .map(|n| n > 0)
                 .map_err(|e| e.to_string())

@@ -9,6 +9,7 @@ use diesel::result::Error as DieselError;
 use diesel::sql_types::Text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
+use super::conn::Conn;
 use super::execute::{Executor, open_storage, snapshot_of};
 use super::retain;
 use super::stop::Stop;
@@ -22,6 +23,16 @@ const PER_STEP: i32 = 50;
 /// queue); returns how many it deleted, so that a step that deleted nothing waits before the
 /// next instead of asking the provider again at once.
 pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<usize, DieselError> {
+    run(&mut Conn::Borrowed(conn), exec).await
+}
+
+/// [`run_once`] with connections from `pool`, none held while a snapshot's delete waits on the
+/// storage.
+pub async fn run_once_pooled(pool: &db::Pool, exec: &Executor) -> Result<usize, DieselError> {
+    run(&mut Conn::pooled(pool), exec).await
+}
+
+async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<usize, DieselError> {
     let due: Vec<Row> = diesel::sql_query(format!(
         "SELECT {COLUMNS} FROM remediation_runs u
            JOIN remediation_requests r
@@ -36,7 +47,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<u
           LIMIT {PER_STEP}"
     ))
     .bind::<Text, _>("quarantine")
-    .load(conn)
+    .load(db.get().await?)
     .await?;
     let mut deleted_count = 0;
     for row in &due {
@@ -44,6 +55,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<u
         let Ok((bucket, key)) = snapshot_of(row) else {
             continue;
         };
+        let conn = db.get().await?;
         let storage = match open_storage(conn, exec, &tenant, row).await {
             // A deleted connector's storage, through what its deletion kept.
             Err(Stop::Fail(reason)) => {
@@ -55,6 +67,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<u
             }
             opened => opened,
         };
+        db.release();
         let deleted = match storage {
             Ok(storage) => match storage.bucket(&bucket) {
                 Ok(bucket) => bucket.delete(&key).await.map_err(|e| e.message),
@@ -70,7 +83,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<u
         };
         match deleted {
             Ok(()) => {
-                store::snapshot_deleted(conn, row).await?;
+                store::snapshot_deleted(db.get().await?, row).await?;
                 deleted_count += 1;
             }
             Err(reason) => {
@@ -78,6 +91,6 @@ pub async fn run_once(conn: &mut AsyncPgConnection, exec: &Executor) -> Result<u
             }
         }
     }
-    retain::release(conn).await?;
+    retain::release(db.get().await?).await?;
     Ok(deleted_count)
 }

@@ -515,51 +515,65 @@ async fn a_receipt_not_cosigned_within_a_day_or_after_cosigning_is_turned_off_fa
     assert_eq!(server.posts().len(), posts);
 }
 
-/// The executor gives its pooled connection back while it waits on the network: with a pool of
-/// one connection, the co-signer's silence leaves that connection free for anyone else.
-#[tokio::test]
-async fn the_executor_holds_no_connection_while_the_cosigner_keeps_it_waiting() {
-    let pki = Pki::new();
-    let server = CosignServer::start(&pki, Answer::Never).await;
-    let mut env = Env::new().await;
-    plan_one_mask(&mut env).await;
-    set_cosigning(&mut env, settings::CosigningMode::Required, &server.url()).await;
-    let exec = executor_with(&env, cosigner(&pki, OPEN));
-    let pool = db::build_pool(&db::PoolConfig {
+/// A pool of one connection, as the executor's loops would take them from.
+fn pool_of_one(env: &Env) -> db::Pool {
+    db::build_pool(&db::PoolConfig {
         url: env._db.url.clone(),
         max_size: 1,
         statement_timeout: Duration::from_secs(30),
         application_name: "executor-test".into(),
         wait_timeout: Duration::from_secs(30),
     })
-    .unwrap();
+    .unwrap()
+}
+
+/// Waits until `run` has posted to `server` (which had `before` posts), which stays silent for
+/// the co-signer's 2 s timeout, and proves the pool's only connection free meanwhile; returns
+/// what `run` returned.
+async fn free_while_the_cosigner_is_silent<T>(
+    pool: &db::Pool,
+    server: &CosignServer,
+    before: usize,
+    run: tokio::task::JoinHandle<T>,
+) -> T {
+    while server.posts().len() == before {
+        assert!(!run.is_finished(), "the run ended before it posted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut conn = tokio::time::timeout(Duration::from_millis(1500), pool.get())
+        .await
+        .expect("the pool's only connection was held while the co-signer was silent")
+        .unwrap();
+    diesel::sql_query("SELECT 1")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    run.await.unwrap()
+}
+
+/// The executor and the background co-signing give their pooled connection back while they
+/// wait on the co-signer: with a pool of one connection, its silence leaves that connection
+/// free for anyone else.
+#[tokio::test]
+async fn no_connection_is_held_while_a_cosigner_keeps_the_executor_or_the_cosigning_waiting() {
+    let pki = Pki::new();
+    let server = CosignServer::start(&pki, Answer::Never).await;
+    let mut env = Env::new().await;
+    plan_one_mask(&mut env).await;
+    set_cosigning(&mut env, settings::CosigningMode::Required, &server.url()).await;
+    let exec = executor_with(&env, cosigner(&pki, OPEN));
+    let pool = pool_of_one(&env);
     let run = tokio::spawn({
         let (pool, exec) = (pool.clone(), exec.clone());
         async move { remediate::execute::run_once_pooled(&pool, &exec).await }
     });
-    while server.posts().is_empty() {
-        assert!(!run.is_finished(), "{:?}", run.await);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // The co-signer holds the planned receipt for its whole 2 s timeout. The only connection
-    // is free meanwhile: it answers well within that.
-    let mut conn = tokio::time::timeout(Duration::from_millis(1500), pool.get())
-        .await
-        .expect("the executor held the pool's only connection while it waited")
-        .unwrap();
-    #[derive(QueryableByName)]
-    struct Status {
-        #[diesel(sql_type = Text)]
-        status: String,
-    }
-    let seen: Status = diesel::sql_query("SELECT status FROM remediation_requests")
-        .get_result(&mut *conn)
-        .await
-        .unwrap();
-    assert_eq!(seen.status, "planned");
-    drop(conn);
-    // Then the run ends as a silent co-signer makes it end: retried, nothing touched.
-    assert!(run.await.unwrap().unwrap());
+    assert!(
+        free_while_the_cosigner_is_silent(&pool, &server, 0, run)
+            .await
+            .unwrap()
+    );
+    // The run ended as a silent co-signer makes it end: retried, nothing touched.
     let r = request(&mut env).await;
     assert_eq!(r.status, "planned");
     assert!(
@@ -569,4 +583,27 @@ async fn the_executor_holds_no_connection_while_the_cosigner_keeps_it_waiting() 
         "{:?}",
         r.reason
     );
+
+    // The background co-signing of an executed (here: blocked) receipt, in optional mode.
+    let mut env = Env::new().await;
+    plan_one_mask(&mut env).await;
+    set_cosigning(&mut env, settings::CosigningMode::Optional, &server.url()).await;
+    let exec = executor_with(&env, cosigner(&pki, OPEN));
+    blocked_receipt(&mut env, &exec).await;
+    let posted_before = server.posts().len();
+    let pool = pool_of_one(&env);
+    let run = tokio::spawn({
+        let (pool, receipts) = (pool.clone(), exec.receipts.clone());
+        async move { remediate::cosign::run_once_pooled(&pool, &receipts).await }
+    });
+    assert_eq!(
+        free_while_the_cosigner_is_silent(&pool, &server, posted_before, run)
+            .await
+            .unwrap(),
+        1
+    );
+    let stored = stored_receipts(&mut env).await;
+    assert_eq!(stored[0].cosign_status, "pending");
+    let error = stored[0].cosign_error.clone().unwrap_or_default();
+    assert!(error.contains("did not answer within 2 s"), "{error}");
 }
