@@ -288,6 +288,33 @@ pub async fn wait_for_lock_wait(conn: &mut AsyncPgConnection) {
     panic!("no session waited for a lock within ten seconds");
 }
 
+/// A pool of one connection to `url`: for tests that prove some code gives its pooled
+/// connection back while it waits (see [`assert_pool_free`]).
+pub fn pool_of_one(url: &str) -> db::Pool {
+    db::build_pool(&db::PoolConfig {
+        url: url.to_owned(),
+        max_size: 1,
+        statement_timeout: std::time::Duration::from_secs(30),
+        application_name: "pool-of-one".into(),
+        wait_timeout: std::time::Duration::from_secs(30),
+    })
+    .unwrap_or_else(|e| panic!("pool: {e}"))
+}
+
+/// Takes `pool`'s connection within `within` and runs a statement on it, then gives it back;
+/// panics, saying `holder` held it, when it is not free by then.
+pub async fn assert_pool_free(pool: &db::Pool, within: std::time::Duration, holder: &str) {
+    use diesel_async::RunQueryDsl as _;
+    let mut conn = tokio::time::timeout(within, pool.get())
+        .await
+        .unwrap_or_else(|_| panic!("{holder} held the pool's only connection"))
+        .unwrap_or_else(|e| panic!("pool: {e}"));
+    diesel::sql_query("SELECT 1")
+        .execute(&mut *conn)
+        .await
+        .unwrap_or_else(|e| panic!("SELECT 1: {e}"));
+}
+
 /// Both ways Postgres plans a prepared statement: for its parameters (its first five runs), and
 /// generically, without them (later runs, when that looks no costlier). A test that proves a
 /// statement's plan runs it under each.

@@ -138,6 +138,19 @@ spec:
     .await
 }
 
+/// An enforced policy masking SSNs down to their last four digits; returns its id.
+async fn ssn_mask_policy(admin: &Client<'_>) -> String {
+    policy_of(
+        admin,
+        "ssn-mask",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: mask, config: { keep_last: 4 } }",
+    )
+    .await
+}
+
 /// A bucket with people.csv holding `people`, a connector to it and an enforced mask policy; returns the
 /// bucket and the connector id.
 pub(crate) async fn masked_people(
@@ -148,15 +161,7 @@ pub(crate) async fn masked_people(
     let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
     seed::put_all(bucket.as_ref(), &[("people.csv", people)]).await;
     let connector = crate::scans::connector(admin, "HR", "people-data").await;
-    policy_of(
-        admin,
-        "ssn-mask",
-        "enforced",
-        "us_ssn",
-        0.5,
-        "{ type: mask, config: { keep_last: 4 } }",
-    )
-    .await;
+    ssn_mask_policy(admin).await;
     (bucket, connector)
 }
 
@@ -689,15 +694,7 @@ async fn people_scanned_before_any_policy(
 /// An enforced policy masking SSNs, then an enforced reconciliation acting on what the scans
 /// found before it; returns the remediations once the one it plans has ended.
 async fn masked_by_reconciliation(admin: &Client<'_>) -> Vec<Value> {
-    policy_of(
-        admin,
-        "ssn-mask",
-        "enforced",
-        "us_ssn",
-        0.5,
-        "{ type: mask, config: { keep_last: 4 } }",
-    )
-    .await;
+    ssn_mask_policy(admin).await;
     crate::reconcile::reconcile(admin, json!({"mode": "enforced"})).await;
     ended(admin, 1).await
 }
@@ -1132,15 +1129,7 @@ async fn masked_json_stays_json_around_numbers_escapes_and_a_byte_order_mark() {
     seed::put_all(bucket.as_ref(), &[("people.json", before)]).await;
     let admin = stack.admin();
     let connector = crate::scans::connector(&admin, "HR", "people-data").await;
-    policy_of(
-        &admin,
-        "ssn-mask",
-        "enforced",
-        "us_ssn",
-        0.5,
-        "{ type: mask, config: { keep_last: 4 } }",
-    )
-    .await;
+    ssn_mask_policy(&admin).await;
     crate::scans::full_scan(&admin, &connector).await;
     let done = ended(&admin, 1).await;
     assert_eq!(done[0]["status"], "receipted", "{done:?}");
@@ -1335,15 +1324,8 @@ async fn free_during_storage_calls<T>(
         if run.is_finished() {
             return (run.await.unwrap(), calls);
         }
-        let mut held = tokio::time::timeout(Duration::from_secs(5), pool.get())
-            .await
-            .expect("the pool's only connection was held through a storage call")
-            .unwrap();
-        diesel::sql_query("SELECT 1")
-            .execute(&mut *held)
-            .await
-            .unwrap();
-        drop(held);
+        testkit::assert_pool_free(pool, Duration::from_secs(5), "a run waiting on the storage")
+            .await;
         proxy.let_one_through();
         calls += 1;
     }
@@ -1362,15 +1344,7 @@ async fn the_executor_holds_no_connection_while_it_waits_on_the_storage() {
     .await;
     let admin = stack.admin();
     let (bucket, _) = people_scanned_before_any_policy(&stack, &admin).await;
-    policy_of(
-        &admin,
-        "ssn-mask",
-        "enforced",
-        "us_ssn",
-        0.5,
-        "{ type: mask, config: { keep_last: 4 } }",
-    )
-    .await;
+    ssn_mask_policy(&admin).await;
     crate::reconcile::reconcile(&admin, json!({"mode": "enforced"})).await;
     let mut conn = stack.platform.conn().await;
     #[derive(QueryableByName)]
@@ -1396,14 +1370,7 @@ async fn the_executor_holds_no_connection_while_it_waits_on_the_storage() {
     let proxy = HoldingProxy::start(&stack.moto.url()).await;
     let mut exec = stack.executor();
     exec.cloud = seed::moto_cloud(&proxy.url);
-    let pool = db::build_pool(&db::PoolConfig {
-        url: stack.platform.db.url.clone(),
-        max_size: 1,
-        statement_timeout: Duration::from_secs(30),
-        application_name: "executor-test".into(),
-        wait_timeout: Duration::from_secs(30),
-    })
-    .unwrap();
+    let pool = testkit::pool_of_one(&stack.platform.db.url);
     let run = tokio::spawn({
         let (pool, exec) = (pool.clone(), exec.clone());
         async move { governance::remediate::execute::run_once_pooled(&pool, &exec).await }

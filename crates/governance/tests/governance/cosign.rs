@@ -515,18 +515,6 @@ async fn a_receipt_not_cosigned_within_a_day_or_after_cosigning_is_turned_off_fa
     assert_eq!(server.posts().len(), posts);
 }
 
-/// A pool of one connection, as the executor's loops would take them from.
-fn pool_of_one(env: &Env) -> db::Pool {
-    db::build_pool(&db::PoolConfig {
-        url: env._db.url.clone(),
-        max_size: 1,
-        statement_timeout: Duration::from_secs(30),
-        application_name: "executor-test".into(),
-        wait_timeout: Duration::from_secs(30),
-    })
-    .unwrap()
-}
-
 /// Waits until `run` has posted to `server` (which had `before` posts), which stays silent for
 /// the co-signer's 2 s timeout, and proves the pool's only connection free meanwhile; returns
 /// what `run` returned.
@@ -540,15 +528,12 @@ async fn free_while_the_cosigner_is_silent<T>(
         assert!(!run.is_finished(), "the run ended before it posted");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let mut conn = tokio::time::timeout(Duration::from_millis(1500), pool.get())
-        .await
-        .expect("the pool's only connection was held while the co-signer was silent")
-        .unwrap();
-    diesel::sql_query("SELECT 1")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    drop(conn);
+    testkit::assert_pool_free(
+        pool,
+        Duration::from_millis(1500),
+        "a run waiting on a silent co-signer",
+    )
+    .await;
     run.await.unwrap()
 }
 
@@ -563,7 +548,7 @@ async fn no_connection_is_held_while_a_cosigner_keeps_the_executor_or_the_cosign
     plan_one_mask(&mut env).await;
     set_cosigning(&mut env, settings::CosigningMode::Required, &server.url()).await;
     let exec = executor_with(&env, cosigner(&pki, OPEN));
-    let pool = pool_of_one(&env);
+    let pool = testkit::pool_of_one(&env._db.url);
     let run = tokio::spawn({
         let (pool, exec) = (pool.clone(), exec.clone());
         async move { remediate::execute::run_once_pooled(&pool, &exec).await }
@@ -591,7 +576,7 @@ async fn no_connection_is_held_while_a_cosigner_keeps_the_executor_or_the_cosign
     let exec = executor_with(&env, cosigner(&pki, OPEN));
     blocked_receipt(&mut env, &exec).await;
     let posted_before = server.posts().len();
-    let pool = pool_of_one(&env);
+    let pool = testkit::pool_of_one(&env._db.url);
     let run = tokio::spawn({
         let (pool, receipts) = (pool.clone(), exec.receipts.clone());
         async move { remediate::cosign::run_once_pooled(&pool, &receipts).await }
