@@ -228,6 +228,21 @@ pub(crate) async fn read(bucket: &dyn object_store::ObjectStore, key: &str) -> O
     }
 }
 
+/// The tenant's audit entries of type `kind` (of its latest 100).
+async fn audited(admin: &Client<'_>, kind: &str) -> Vec<Value> {
+    let (status, log) = admin
+        .send(Method::GET, "/governance/audit-log?limit=100", None)
+        .await;
+    assert_eq!(status, 200, "{log}");
+    log["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == kind)
+        .cloned()
+        .collect()
+}
+
 /// The receipt verifies offline against the served keys, and names no value.
 pub(crate) async fn verify_receipt(admin: &Client<'_>, remediation: &Value, kind: &str) {
     let receipt = remediation["receipts"]
@@ -346,16 +361,8 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
     );
 
     // The ledger and the audit log say it was executed, once.
-    let (_, log) = admin
-        .send(Method::GET, "/governance/audit-log?limit=100", None)
-        .await;
-    let executed = log["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["type"] == "action_executed")
-        .count();
-    assert_eq!(executed, 1, "{log}");
+    let executed = audited(&admin, "action_executed").await;
+    assert_eq!(executed.len(), 1, "{executed:?}");
 
     // Tokens are not new PII: a rescan finds the tokens, knows them from the vault, reports
     // them remediated and plans nothing.
@@ -398,18 +405,13 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
     let (status, body) = undo(&admin, id, Some(json!({}))).await;
     assert_eq!(status, 409, "{body}");
     crate::area_b_error(&body, "already_undone");
-    let (_, log) = admin
-        .send(Method::GET, "/governance/audit-log?limit=100", None)
-        .await;
-    let undone: Vec<&Value> = log["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["type"] == "remediation_undone")
-        .collect();
-    assert_eq!(undone.len(), 1, "{log}");
-    assert_eq!(undone[0]["actor"], "ann", "{log}");
-    assert_eq!(undone[0]["resource"], "people-data/people.csv", "{log}");
+    let undone = audited(&admin, "remediation_undone").await;
+    assert_eq!(undone.len(), 1, "{undone:?}");
+    assert_eq!(undone[0]["actor"], "ann", "{undone:?}");
+    assert_eq!(
+        undone[0]["resource"], "people-data/people.csv",
+        "{undone:?}"
+    );
 
     // A rescan of the restored object does not tokenize it again under the same policy version.
     crate::scans::full_scan(&admin, &connector).await;
@@ -796,17 +798,8 @@ async fn a_value_not_found_again_fails_the_request_before_any_snapshot() {
             .unwrap()
     };
     assert_eq!(listed, ["people.csv"], "no snapshot was taken");
-    let (status, body) = admin
-        .send(Method::GET, "/governance/audit-log?limit=100", None)
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let failed = body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["type"] == "action_failed")
-        .count();
-    assert_eq!(failed, 1, "{body}");
+    let failed = audited(&admin, "action_failed").await;
+    assert_eq!(failed.len(), 1, "{failed:?}");
 }
 
 /// A snapshot that no longer holds the original bytes is not restored: undo would write
@@ -971,18 +964,8 @@ async fn a_class_denied_at_planning_is_blocked_with_a_receipt_until_an_enforced_
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"].as_array().unwrap().len(), 1, "{body}");
-    let blocked_entries = |log: &Value| {
-        log["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["type"] == "action_blocked")
-            .count()
-    };
-    let (_, log) = admin
-        .send(Method::GET, "/governance/audit-log?limit=100", None)
-        .await;
-    assert_eq!(blocked_entries(&log), 1, "{log}");
+    let blocked = audited(&admin, "action_blocked").await;
+    assert_eq!(blocked.len(), 1, "{blocked:?}");
 
     deny(json!([])).await;
     crate::scans::full_scan(&admin, &connector).await;
