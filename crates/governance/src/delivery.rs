@@ -7,9 +7,14 @@
 //! hour apart) until 24 hours after it was queued, when it fails. Each end is an audit entry
 //! (`action_executed` or `action_failed`). At least once: a receiver dedupes on the delivery id.
 //!
+//! An alert is a `read_only` action: while the tenant denies that class, a due delivery is
+//! not sent and ends `blocked` (`action_blocked`), as the executor ends a remediation whose
+//! class was denied after it was planned. An enforced reconciliation may plan it again.
+//!
 //! Deliveries are claimed in a short transaction (their next attempt moved past the claim's
 //! lease) and sent outside it, so no lock is held while a receiver answers.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use diesel::prelude::*;
@@ -18,6 +23,7 @@ use ids::TenantId;
 use keys::KeyRing;
 use ring::hmac;
 use serde_json::{Value, json};
+use settings::{Gate, SafetyClass};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -70,6 +76,8 @@ enum Attempt {
     /// The channel's URL is not one the service may call now (the address rules tightened
     /// since it was made): nothing to retry.
     NotAllowed(String),
+    /// The tenant denies `read_only` actions now: not sent.
+    Blocked,
 }
 
 /// Sends what is due, once; returns how many deliveries were attempted.
@@ -111,10 +119,22 @@ pub async fn run_once(
             Ok::<_, diesel::result::Error>(due)
         })
         .await?;
+    let mut gates: HashMap<TenantId, Gate> = HashMap::new();
     for d in &due {
         let Ok(tenant) = d.tenant_id.parse::<TenantId>() else {
             continue;
         };
+        let gate = match gates.get(&tenant) {
+            Some(gate) => *gate,
+            None => {
+                let gate = settings::remediation_gate(conn, &tenant, SafetyClass::ReadOnly).await;
+                *gates.entry(tenant.clone()).or_insert(gate)
+            }
+        };
+        if !gate.permits() {
+            record(conn, &tenant, d, Attempt::Blocked).await?;
+            continue;
+        }
         let attempt = match destination(conn, keyring, &tenant, &d.channel).await {
             // Checked again at each send: the client's resolver checks the addresses of host
             // names, but a URL naming an address connects without resolving anything.
@@ -229,6 +249,16 @@ async fn record(
             Some(error.clone()),
             now,
             Some(("action_failed", "failed", json!({ "error": error }))),
+        ),
+        Attempt::Blocked => (
+            "blocked",
+            None,
+            now,
+            Some((
+                "action_blocked",
+                "blocked",
+                json!({ "gate": "denied", "safety_class": SafetyClass::ReadOnly.as_str() }),
+            )),
         ),
         Attempt::Refused(error) if gave_up => (
             "failed",

@@ -181,6 +181,30 @@ spec:
         item(&done["plan"], "ssn-mask", "alert")["outcome"],
         "queued"
     );
+    // An alert is `read_only`: a tenant that denies the class would have it blocked.
+    let deny = |classes: Value| {
+        let admin = &admin;
+        async move {
+            let body = json!({ "denied_safety_classes": classes });
+            let (status, body) = admin
+                .send(Method::PUT, "/settings/remediation-policy", Some(body))
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+    };
+    deny(json!(["read_only"])).await;
+    let id = reconcile(&admin, json!({"mode": "dry-run"})).await;
+    let denied = ended(&admin, &id).await;
+    assert_eq!(
+        item(&denied["plan"], "ssn-mask", "alert")["outcome"],
+        "blocked",
+        "{denied}"
+    );
+    assert_eq!(
+        item(&denied["plan"], "ssn-mask", "mask")["outcome"],
+        "planned"
+    );
+    deny(json!([])).await;
     let quarantine = item(&done["plan"], "contact-dry", "quarantine");
     assert_eq!(quarantine["outcome"], "simulated");
     assert_eq!(quarantine["objects"], 1);
@@ -277,14 +301,14 @@ spec:
         .iter()
         .filter(|e| e["type"] == "reconciliation_started")
         .collect();
-    assert_eq!(started.len(), 4, "{body}");
+    assert_eq!(started.len(), 5, "{body}");
     assert_eq!(started[0]["actor"], "ann");
     assert_eq!(
         entries
             .iter()
             .filter(|e| e["type"] == "reconciliation_ended")
             .count(),
-        4
+        5
     );
     let text = body.to_string();
     assert!(!text.contains("219-09") && !text.contains("ann.lee"));

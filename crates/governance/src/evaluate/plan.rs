@@ -4,7 +4,8 @@
 //!   `findings_matched` and `last_triggered`;
 //! - for a dry-run policy, each action it would take, as `action_simulated`;
 //! - for an enforced policy, each alert as a delivery in the outbox (`action_planned`,
-//!   queued), and each tokenize, mask or quarantine as a remediation request: `action_planned`,
+//!   queued), or, when the tenant denies `read_only`, no delivery and an `action_blocked`
+//!   entry; and each tokenize, mask or quarantine as a remediation request: `action_planned`,
 //!   or, when the tenant denies its safety class, a request marked `gate = 'denied'` that the
 //!   executor ends `blocked` with its receipt and its `action_blocked` entry.
 //!
@@ -12,8 +13,9 @@
 //! action, simulated): what is in it is not done again, so a batch read twice, or findings
 //! evaluated again by a scan, do nothing twice. An enforced reconciliation is the exception
 //! the spec asks for ("runs remediation on all matching findings, including those processed
-//! before"): it plans again the remediations that ended `blocked` or `failed`. What ran, or
-//! is running, is never done twice; what was undone waits for a new policy version.
+//! before"): it plans again the remediations that ended `blocked` or `failed`, and the alerts
+//! that ended `blocked`. What ran, or is running, is never done twice; what was undone waits
+//! for a new policy version.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -62,11 +64,9 @@ impl Gates {
         {
             for action in &policy.document.spec.actions {
                 let kind = action.action_type();
-                if kind.changes_objects() && !gates.contains_key(&kind) {
-                    gates.insert(
-                        kind,
-                        settings::remediation_gate(conn, tenant, safety_class(kind)).await,
-                    );
+                if let std::collections::hash_map::Entry::Vacant(entry) = gates.entry(kind) {
+                    entry
+                        .insert(settings::remediation_gate(conn, tenant, safety_class(kind)).await);
                 }
             }
         }
@@ -158,19 +158,25 @@ async fn claim(
     if claims.is_empty() {
         return Ok(HashMap::new());
     }
-    // Only an enforced reconciliation plans a remediation again, and only one that ended
-    // blocked or failed (the conflict's update locks the row; scans keep `DO NOTHING`).
-    let again = reconciliation.is_some() && !simulated && kind != ActionType::Alert;
+    // Only an enforced reconciliation plans an action again: a remediation that ended blocked
+    // or failed, an alert that ended blocked (the conflict's update locks the row; scans keep
+    // `DO NOTHING`). A failed alert was tried for a day; a queued one is on its way.
+    let statement = match (reconciliation.is_some() && !simulated, kind) {
+        (false, _) => CLAIM,
+        (true, ActionType::Alert) => REPLAN_ALERT,
+        (true, _) => REPLAN,
+    };
     let ids: Vec<Uuid> = claims.iter().map(|c| c.id).collect();
     let buckets: Vec<&str> = claims.iter().map(|c| c.object.bucket).collect();
     let keys: Vec<&str> = claims.iter().map(|c| c.object.object_key).collect();
     let etags: Vec<&str> = claims.iter().map(|c| c.object.etag).collect();
-    // A denied action is planned in the ledger: it is `blocked` once the executor ended its
-    // request, and only an ended request may be planned again.
+    // A denied remediation is planned in the ledger: it is `blocked` once the executor ended
+    // its request, and only an ended request may be planned again. A denied alert has no
+    // executor: it is blocked at once.
     let outcomes: Vec<&str> = claims
         .iter()
         .map(|c| match c.outcome {
-            "blocked" => "planned",
+            "blocked" if kind != ActionType::Alert => "planned",
             outcome => outcome,
         })
         .collect();
@@ -187,7 +193,7 @@ async fn claim(
                 .join(",")
         })
         .collect();
-    let rows: Vec<Reopened> = db::sql(if again { REPLAN } else { CLAIM })
+    let rows: Vec<Reopened> = db::sql(statement)
         .bind::<Text, _>(tenant.as_str())
         .bind::<SqlUuid, _>(policy.id.as_uuid())
         .bind::<Integer, _>(policy.version)
@@ -254,6 +260,16 @@ const REPLAN: &str = claim_sql!(
                    updated_at = EXCLUDED.updated_at,
                    reconciliation_id = EXCLUDED.reconciliation_id
       WHERE governance_actions.outcome IN ('blocked', 'failed')"
+);
+
+/// New rows, and an alert that ended blocked taken again under its own action id.
+const REPLAN_ALERT: &str = claim_sql!(
+    "ON CONFLICT (tenant_id, connector_id, bucket, object_key, etag, policy_id, policy_version,
+                  action_type, simulated)
+     DO UPDATE SET outcome = EXCLUDED.outcome, finding_ids = EXCLUDED.finding_ids,
+                   updated_at = EXCLUDED.updated_at,
+                   reconciliation_id = EXCLUDED.reconciliation_id
+      WHERE governance_actions.outcome = 'blocked'"
 );
 
 /// The alert payload: the policy, the severity, where, which types and how many. Never a
@@ -346,10 +362,10 @@ pub async fn apply_with_decisions(
             let gate = gates.of(kind);
             let outcome = if simulate {
                 "simulated"
-            } else if kind == ActionType::Alert {
-                "queued"
             } else if !gate.permits() {
                 "blocked"
+            } else if kind == ActionType::Alert {
+                "queued"
             } else {
                 "planned"
             };
@@ -396,8 +412,8 @@ pub async fn apply_with_decisions(
                 .collect();
             *by_action.entry(kind.as_str()).or_default() += fresh.len() as u64;
             for &(c, action_id) in &fresh {
-                // A denied action is a request too, whose entry the executor writes with its
-                // receipt when it ends it `blocked`: none here.
+                // A denied remediation is a request too, whose entry the executor writes with
+                // its receipt when it ends it `blocked`: none here. A denied alert ends here.
                 let entry_kind = match outcome {
                     "simulated" => {
                         tally.simulated += 1;
@@ -405,7 +421,7 @@ pub async fn apply_with_decisions(
                     }
                     "blocked" => {
                         tally.blocked += 1;
-                        None
+                        (kind == ActionType::Alert).then_some("action_blocked")
                     }
                     _ => {
                         tally.planned += 1;
@@ -445,6 +461,12 @@ pub async fn apply_with_decisions(
                                 .execute(conn)
                                 .await?;
                         }
+                    }
+                    (Action::Alert(alert), "blocked") => {
+                        details["channels"] = json!(alert.channels);
+                        details["severity"] = json!(alert.severity.as_str());
+                        details["gate"] = json!("denied");
+                        details["safety_class"] = json!(safety_class(kind).as_str());
                     }
                     (_, "planned" | "blocked") => {
                         let request = Uuid::now_v7();

@@ -272,9 +272,10 @@ pub async fn plan(
                 AND g.etag = coalesce(s.etag, '') AND g.policy_id = pol.policy_id
                 AND g.policy_version = pol.version AND g.simulated = pol.dry
                 -- An enforced reconciliation plans again a remediation that ended blocked
-                -- or failed: not done.
-                AND (g.simulated OR g.action_type = 'alert'
-                     OR g.outcome NOT IN ('blocked', 'failed'))
+                -- or failed, and an alert that ended blocked: not done.
+                AND (g.simulated
+                     OR (g.action_type = 'alert' AND g.outcome <> 'blocked')
+                     OR (g.action_type <> 'alert' AND g.outcome NOT IN ('blocked', 'failed')))
               GROUP BY o.p, g.action_type",
         )
         .bind::<Text, _>(tenant.as_str())
@@ -350,10 +351,10 @@ pub async fn plan(
             let kind = action.action_type();
             let outcome = if policy.document.spec.mode == Mode::DryRun {
                 "simulated"
-            } else if kind == ActionType::Alert {
-                "queued"
             } else if gates.of(kind) == Gate::Denied {
                 "blocked"
+            } else if kind == ActionType::Alert {
+                "queued"
             } else {
                 "planned"
             };

@@ -217,3 +217,53 @@ async fn a_channel_made_under_looser_address_rules_is_not_posted_to_under_strict
         1
     );
 }
+
+#[tokio::test]
+async fn a_queued_alert_is_not_sent_once_the_tenant_denies_read_only_actions() {
+    let mut env = Env::new().await;
+    let server = testkit::identity::http_server(|_| (204, Value::Null));
+    queued(&mut env, &format!("{}/hook", server.url())).await;
+    settings::set_remediation_policy(
+        &mut env.conn,
+        &acme(),
+        &admin(),
+        &serde_json::json!({ "denied_safety_classes": ["read_only"] }),
+    )
+    .await
+    .unwrap();
+    let attempted = delivery::run_once(&mut env.conn, &env.keyring, &client(), OPEN)
+        .await
+        .unwrap();
+    assert_eq!(attempted, 1);
+    assert!(server.requests().is_empty(), "nothing reaches the receiver");
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries WHERE status = 'blocked'")
+            .await,
+        1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_blocked' AND action_type = 'alert' AND details->>'gate' = 'denied' AND details->>'safety_class' = 'read_only'").await,
+        1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_actions WHERE outcome = 'blocked'")
+            .await,
+        1
+    );
+    // Allowing the class again does not revive it: the ledger says blocked.
+    settings::set_remediation_policy(
+        &mut env.conn,
+        &acme(),
+        &admin(),
+        &serde_json::json!({ "denied_safety_classes": [] }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        delivery::run_once(&mut env.conn, &env.keyring, &client(), OPEN)
+            .await
+            .unwrap(),
+        0
+    );
+    assert!(server.requests().is_empty());
+}

@@ -197,6 +197,82 @@ async fn an_enforced_policy_queues_alerts_and_plans_remediation() {
 }
 
 #[tokio::test]
+async fn a_denied_read_only_class_blocks_alerts_until_an_enforced_reconciliation() {
+    let mut env = Env::new().await;
+    let connector = ConnectorId::new();
+    env.channel(&acme(), "security").await;
+    create(
+        &mut env,
+        &acme(),
+        &policy(
+            "alerting",
+            "enforced",
+            "[{ type: alert, config: { channels: [security], severity: high } }]",
+        ),
+    )
+    .await;
+    let deny = |classes: serde_json::Value| serde_json::json!({ "denied_safety_classes": classes });
+    settings::set_remediation_policy(
+        &mut env.conn,
+        &acme(),
+        &admin(),
+        &deny(serde_json::json!(["read_only"])),
+    )
+    .await
+    .unwrap();
+    let found = findings();
+    let tally = run(&mut env, connector, &found).await;
+    assert_eq!((tally.blocked, tally.planned), (2, 0), "a.csv and b.csv");
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries")
+            .await,
+        0,
+        "nothing is queued for a denied class"
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_blocked' AND action_type = 'alert' AND outcome = 'blocked' AND details->>'gate' = 'denied' AND details->>'safety_class' = 'read_only'")
+            .await,
+        2
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_actions WHERE outcome = 'blocked'")
+            .await,
+        2
+    );
+
+    // Allowed again: a scan does not act on what the ledger holds, an enforced
+    // reconciliation sends what was blocked, once.
+    settings::set_remediation_policy(
+        &mut env.conn,
+        &acme(),
+        &admin(),
+        &deny(serde_json::json!([])),
+    )
+    .await
+    .unwrap();
+    assert_eq!(run(&mut env, connector, &found).await.repeated, 2);
+    let reconciliation = Origin::Reconciliation(Uuid::now_v7());
+    let again = run_as(&mut env, connector, &found, reconciliation).await;
+    assert_eq!((again.planned, again.blocked, again.repeated), (2, 0, 0));
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries WHERE status = 'pending'")
+            .await,
+        2
+    );
+    let twice = run_as(&mut env, connector, &found, reconciliation).await;
+    assert_eq!(
+        (twice.planned, twice.repeated),
+        (0, 2),
+        "a queued alert is not sent twice"
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries")
+            .await,
+        2
+    );
+}
+
+#[tokio::test]
 async fn a_denied_safety_class_blocks_and_an_unreadable_gate_fails_open() {
     let mut env = Env::new().await;
     let connector = ConnectorId::new();
