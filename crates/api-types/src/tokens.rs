@@ -49,12 +49,12 @@ pub struct TokenizeQuery {
     pub dry_run: Option<bool>,
 }
 
-/// Why an item fell back to randomized mode under a fail_open policy.
+/// Why an item fell back to randomized mode under a fail-open policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Fallback {
     /// Always `randomized`.
     pub mode: String,
-    /// The code the item would have failed with under fail_closed.
+    /// The code the item would have failed with under fail-closed.
     pub reason_code: String,
     pub reason: String,
 }
@@ -73,7 +73,7 @@ pub struct TokenizedItem {
     pub status: String,
     /// The mode actually used.
     pub mode: String,
-    /// Present when a fail_open policy protected the item in randomized mode instead.
+    /// Present when a fail-open policy protected the item in randomized mode instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Fallback>,
 }
@@ -144,7 +144,8 @@ pub struct PolicyInput {
     pub allowed_purposes: Vec<String>,
     #[serde(default)]
     pub require_reason: bool,
-    /// fail_closed (default) or fail_open.
+    /// fail-closed (default) or fail-open, as the spec spells them; fail_closed and fail_open
+    /// are accepted too.
     #[serde(default)]
     pub failure_mode: Option<String>,
     /// Tokens expire this many seconds after creation; null (default) means never.

@@ -49,8 +49,8 @@ pub enum FailureMode {
 impl FailureMode {
     pub fn as_str(self) -> &'static str {
         match self {
-            FailureMode::FailClosed => "fail_closed",
-            FailureMode::FailOpen => "fail_open",
+            FailureMode::FailClosed => "fail-closed",
+            FailureMode::FailOpen => "fail-open",
         }
     }
 }
@@ -59,8 +59,9 @@ impl std::str::FromStr for FailureMode {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
         match s {
-            "fail_closed" => Ok(FailureMode::FailClosed),
-            "fail_open" => Ok(FailureMode::FailOpen),
+            // The spec's spelling, and the one this service used before it.
+            "fail-closed" | "fail_closed" => Ok(FailureMode::FailClosed),
+            "fail-open" | "fail_open" => Ok(FailureMode::FailOpen),
             _ => Err(()),
         }
     }
@@ -115,3 +116,25 @@ pub fn parse_region(code: &str) -> Option<Region> {
 
 /// The longest token lifetime a policy may set: ten years.
 pub const MAX_TOKEN_TTL_SECONDS: u64 = 10 * 366 * 24 * 3600;
+
+#[cfg(test)]
+mod tests {
+    use super::FailureMode;
+
+    #[test]
+    fn failure_modes_read_in_the_spec_spelling_and_the_earlier_one_and_show_the_spec_one() {
+        for (text, mode) in [
+            ("fail-closed", FailureMode::FailClosed),
+            ("fail_closed", FailureMode::FailClosed),
+            ("fail-open", FailureMode::FailOpen),
+            ("fail_open", FailureMode::FailOpen),
+        ] {
+            assert_eq!(text.parse::<FailureMode>(), Ok(mode), "{text}");
+        }
+        assert_eq!(FailureMode::FailClosed.as_str(), "fail-closed");
+        assert_eq!(FailureMode::FailOpen.as_str(), "fail-open");
+        for text in ["", "Fail-Closed", "fail closed", "failclosed", "open"] {
+            assert!(text.parse::<FailureMode>().is_err(), "{text}");
+        }
+    }
+}

@@ -156,7 +156,7 @@ pub fn validate(input: &Definition) -> Result<Policy, Vec<FieldProblem>> {
         Some(s) => s.parse::<FailureMode>(),
     };
     if failure_mode.is_err() {
-        problems.push(problem("failure_mode", "must be fail_closed or fail_open"));
+        problems.push(problem("failure_mode", "must be fail-closed or fail-open"));
     }
     if let Some(ttl) = input.token_ttl_seconds
         && !(1..=MAX_TOKEN_TTL_SECONDS).contains(&ttl)
@@ -237,9 +237,12 @@ pub struct StoredPolicy {
 fn view(row: Row) -> Result<PolicyRecord, VaultError> {
     let mut definition: Definition =
         serde_json::from_value(row.definition).map_err(|_| VaultError::CorruptPolicy)?;
-    definition
-        .failure_mode
-        .get_or_insert_with(|| FailureMode::FailClosed.as_str().to_owned());
+    // Shown in the spec's spelling, whichever spelling was stored.
+    let failure_mode = match definition.failure_mode.as_deref() {
+        None => FailureMode::FailClosed,
+        Some(s) => s.parse().map_err(|()| VaultError::CorruptPolicy)?,
+    };
+    definition.failure_mode = Some(failure_mode.as_str().to_owned());
     definition
         .default_region
         .get_or_insert_with(|| "US".to_owned());

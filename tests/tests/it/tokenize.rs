@@ -133,7 +133,7 @@ async fn policies_are_created_validated_replaced_and_listed() {
     let (status, created) = t.create_policy(all_modes_policy()).await;
     assert_eq!(status, 201, "{created}");
     assert_eq!(created["version"], 1);
-    assert_eq!(created["failure_mode"], "fail_closed");
+    assert_eq!(created["failure_mode"], "fail-closed");
     assert_eq!(created["default_region"], "US");
     assert_eq!(created["token_ttl_seconds"], Value::Null);
     assert_eq!(
@@ -189,7 +189,7 @@ async fn policies_are_created_validated_replaced_and_listed() {
     // PUT replaces the whole definition and bumps the version.
     let mut replacement = all_modes_policy();
     replacement["name"] = json!("renamed");
-    replacement["failure_mode"] = json!("fail_open");
+    replacement["failure_mode"] = json!("fail-open");
     let response = t
         .app
         .http
@@ -203,7 +203,7 @@ async fn policies_are_created_validated_replaced_and_listed() {
     let updated: Value = response.json().await.unwrap();
     assert_eq!(updated["version"], 2);
     assert_eq!(updated["name"], "renamed");
-    assert_eq!(updated["failure_mode"], "fail_open");
+    assert_eq!(updated["failure_mode"], "fail-open");
     assert_eq!(updated["created_at"], created["created_at"]);
 
     // Unknown ids, malformed ids and another tenant's policy are all simply not found.

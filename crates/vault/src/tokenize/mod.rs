@@ -139,11 +139,11 @@ pub struct ItemFailure {
     pub message: &'static str,
 }
 
-/// Why a fail_open policy protected an item in randomized mode instead of its rule's.
+/// Why a fail-open policy protected an item in randomized mode instead of its rule's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fallback {
     pub mode: Mode,
-    /// The code the item would have failed with under fail_closed.
+    /// The code the item would have failed with under fail-closed.
     pub reason_code: &'static str,
     pub reason: &'static str,
 }

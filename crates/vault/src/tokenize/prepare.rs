@@ -34,7 +34,7 @@ pub(super) struct Pending {
     pub fallback: Option<Fallback>,
 }
 
-/// Why an item cannot be handled under its rule; fail_open turns these into a fallback.
+/// Why an item cannot be handled under its rule; fail-open turns these into a fallback.
 struct RuleFailure {
     code: ItemCode,
     reason: &'static str,

@@ -18,7 +18,7 @@ async fn a_created_policy_has_every_default_written_out() {
     assert_eq!(created.created_at, created.updated_at);
     let d = &created.definition;
     assert_eq!(d.name, "customer data");
-    assert_eq!(d.failure_mode.as_deref(), Some("fail_closed"));
+    assert_eq!(d.failure_mode.as_deref(), Some("fail-closed"));
     assert_eq!(d.default_region.as_deref(), Some("US"));
     assert_eq!(d.token_ttl_seconds, None);
     assert!(d.require_reason);
@@ -127,7 +127,8 @@ async fn an_update_replaces_the_definition_bumps_the_version_and_keeps_the_histo
     assert_eq!(updated.definition.name, "renamed");
     assert_eq!(
         updated.definition.failure_mode.as_deref(),
-        Some("fail_open")
+        Some("fail-open"),
+        "shown in the spec's spelling, whichever was sent"
     );
     assert!(!updated.definition.type_rules.contains_key("email"));
     assert_eq!(updated.created_at, created.created_at);
@@ -138,7 +139,7 @@ async fn an_update_replaces_the_definition_bumps_the_version_and_keeps_the_histo
         2
     );
 
-    // Tokenization runs under the new version: email has no rule any more, and fail_open
+    // Tokenization runs under the new version: email has no rule any more, and fail-open
     // protects it anyway.
     let result = v
         .done(&request(id, vec![item("ann@example.com", "email")]))
