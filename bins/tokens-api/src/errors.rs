@@ -111,7 +111,9 @@ pub fn grant(error: GrantError) -> ApiError {
         GrantError::PurposeNotAllowed => {
             named(StatusCode::FORBIDDEN, "PURPOSE_NOT_ALLOWED", &error)
         }
-        GrantError::GrantInvalid => named(StatusCode::FORBIDDEN, "GRANT_INVALID", &error),
+        // The grant is the detokenization's credential (the spec's authentication table), and
+        // an invalid credential is 401 UNAUTHORIZED. The audit keeps the precise GRANT_INVALID.
+        GrantError::GrantInvalid => ApiError::unauthorized(error.to_string()),
         GrantError::GrantExpired => named(StatusCode::FORBIDDEN, "GRANT_EXPIRED", &error),
         GrantError::GrantReused => named(StatusCode::FORBIDDEN, "GRANT_NONCE_REUSED", &error),
         GrantError::NotInGrant => named(StatusCode::FORBIDDEN, "TOKEN_NOT_IN_GRANT", &error),

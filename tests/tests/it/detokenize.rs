@@ -71,8 +71,8 @@ async fn a_grant_reveals_its_tokens_once_to_its_user_only() {
         json!({ "tokens": ids, "grant_jwt": grant_jwt }),
     )
     .await;
-    assert_eq!(status, 403);
-    area_a_error(&body, "GRANT_INVALID");
+    assert_eq!(status, 401);
+    area_a_error(&body, "UNAUTHORIZED");
     // Nor can a token outside the grant ride along.
     let mut more = ids.clone();
     more.push(uuid::Uuid::new_v4().to_string());
@@ -124,8 +124,8 @@ async fn a_grant_reveals_its_tokens_once_to_its_user_only() {
         json!({ "tokens": ids, "grant_jwt": fresh }),
     )
     .await;
-    assert_eq!(status, 403);
-    area_a_error(&body, "GRANT_INVALID");
+    assert_eq!(status, 401);
+    area_a_error(&body, "UNAUTHORIZED");
 
     // Altered and forged grants, and an access token passed as a grant.
     let mut parts: Vec<String> = grant_jwt.split('.').map(str::to_owned).collect();
@@ -138,8 +138,8 @@ async fn a_grant_reveals_its_tokens_once_to_its_user_only() {
             json!({ "tokens": ids, "grant_jwt": forged }),
         )
         .await;
-        assert_eq!(status, 403, "{body}");
-        area_a_error(&body, "GRANT_INVALID");
+        assert_eq!(status, 401, "{body}");
+        area_a_error(&body, "UNAUTHORIZED");
     }
 }
 

@@ -56,8 +56,8 @@ pub async fn grant(
     responses(
         (status = 200, description = "Per-token results: GRANTED, NOT_FOUND, REVOKED, EXPIRED or DENIED", body = DetokenizeResponse),
         (status = 400, description = "INVALID_INPUT", body = api_types::ErrorBody),
-        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
-        (status = 403, description = "GRANT_EXPIRED, GRANT_NONCE_REUSED, GRANT_INVALID or TOKEN_NOT_IN_GRANT", body = api_types::ErrorBody),
+        (status = 401, description = "UNAUTHORIZED: a missing or invalid access token, or a grant that is forged, altered, malformed or not this caller's", body = api_types::ErrorBody),
+        (status = 403, description = "GRANT_EXPIRED, GRANT_NONCE_REUSED or TOKEN_NOT_IN_GRANT", body = api_types::ErrorBody),
         (status = 503, description = "SERVICE_UNAVAILABLE: the attempt could not be audited, so nothing was revealed", body = api_types::ErrorBody),
     ),
 )]
