@@ -245,7 +245,7 @@ impl Scan {
             coverage_target: self.options.coverage_target,
             coverage_strategy: self.options.coverage_strategy,
             coverage_pct: round4(pct),
-            target_met: pct + 1e-9 >= self.options.coverage_target,
+            target_met: meets(pct, self.options.coverage_target),
             completeness_score: round4(completeness(
                 pct,
                 self.enumeration,
@@ -265,6 +265,13 @@ impl Scan {
 /// shown as 0.95 beside `target_met: false`).
 fn round4(x: f64) -> f64 {
     (x * 10_000.0 + 1e-6).floor() / 10_000.0
+}
+
+/// Whether a coverage meets its target, judged on the coverage as shown (four decimals), as
+/// the spec defines `target_met` ("coverage_pct >= coverage_target"): a target finer than
+/// four decimals is never shown met by a coverage shown below it.
+fn meets(coverage_pct: f64, target: f64) -> bool {
+    round4(coverage_pct) + 1e-9 >= target
 }
 
 /// The completeness score: the coverage of what was enumerated, times the share of listing
@@ -303,7 +310,7 @@ pub fn final_status(
         return (Status::Failed, Some("enumeration failed".into()));
     }
     let pct = counts.coverage_pct(enumeration);
-    let met = pct + 1e-9 >= target;
+    let met = meets(pct, target);
     if strategy == Strategy::Strict && !met {
         return (
             Status::Failed,
@@ -401,6 +408,10 @@ mod tests {
         assert_eq!(round4(0.95), 0.95);
         assert_eq!(round4(2.0 / 3.0), 0.6666);
         assert_eq!(round4(1.0), 1.0);
+        // target_met follows the coverage as shown.
+        assert!(meets(0.95, 0.95) && meets(1.0, 1.0) && meets(2.0 / 3.0, 0.6666));
+        assert!(!meets(0.94996, 0.95));
+        assert!(!meets(2.0 / 3.0, 0.66666), "shown 0.6666, below 0.66666");
         assert!((completeness(0.75, Enumeration::Partial, 4, 3) - 0.5625).abs() < 1e-9);
         assert_eq!(completeness(1.0, Enumeration::Failed, 1, 0), 0.0);
     }
