@@ -21,6 +21,7 @@ use crate::options::{self, Kind, MAX_CONNECTORS, Tier};
 use crate::rows::{self, Row};
 
 const LIST: &str = "scans";
+const WORKERS: &str = "scan_workers";
 
 /// A new scan as the API returns it on creation.
 #[derive(Debug, Clone)]
@@ -336,13 +337,44 @@ impl Worker {
     }
 }
 
+/// Every worker of the scan, in chunk order.
 pub async fn workers(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     id: ScanId,
 ) -> Result<Vec<Worker>, ScanError> {
     rows::row(conn, tenant, id).await?;
-    Ok(scan_chunks::table
+    chunks_after(conn, tenant, id, None, None).await
+}
+
+/// One page of the scan's workers, in chunk order.
+pub async fn workers_page(
+    conn: &mut AsyncPgConnection,
+    cursors: &CursorKey,
+    tenant: &TenantId,
+    id: ScanId,
+    limit: Limit,
+    cursor: Option<&str>,
+) -> Result<Page<Worker>, ScanError> {
+    let keyset = Keyset::new(cursors, tenant, WORKERS, limit, cursor, Order::Ascending)?;
+    rows::row(conn, tenant, id).await?;
+    // A chunk number past any i32 is past every chunk.
+    let after = keyset
+        .after_seq()
+        .map(|n| i32::try_from(n).unwrap_or(i32::MAX));
+    let rows = chunks_after(conn, tenant, id, after, Some(keyset.fetch())).await?;
+    Ok(keyset.page(rows, |w| Position::seq(i64::from(w.chunk_no))))
+}
+
+/// The scan's chunks numbered after `after`, at most `limit` of them.
+async fn chunks_after(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: ScanId,
+    after: Option<i32>,
+    limit: Option<i64>,
+) -> Result<Vec<Worker>, ScanError> {
+    let mut query = scan_chunks::table
         .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
         .filter(scan_chunks::scan_id.eq(id.as_uuid()))
         .order(scan_chunks::chunk_no)
@@ -357,8 +389,14 @@ pub async fn workers(
             scan_chunks::started_at,
             scan_chunks::completed_at,
         ))
-        .load(conn)
-        .await?)
+        .into_boxed();
+    if let Some(after) = after {
+        query = query.filter(scan_chunks::chunk_no.gt(after));
+    }
+    if let Some(limit) = limit {
+        query = query.limit(limit);
+    }
+    Ok(query.load(conn).await?)
 }
 
 /// One chunk as a deployment in the customer's infrastructure sees it.

@@ -660,12 +660,42 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
     let done = finished(&admin, &scan).await;
     assert_eq!(done["coverage"]["total_scanned"], 9, "{done}");
     assert_eq!(done["progress"]["findings_count"], 9, "{done}");
+    // The workers, a page of one at a time through the cursor: every chunk once.
+    let mut seen: Vec<i64> = Vec::new();
+    let mut path = format!("/scans/{scan}/workers?limit=1");
+    loop {
+        let (status, body) = admin.send(Method::GET, &path, None).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["pagination"]["limit"], 1, "{body}");
+        let page = body["data"].as_array().unwrap();
+        assert_eq!(page.len(), 1, "{body}");
+        assert_eq!(page[0]["worker_id"], "customer-k8s/job-0", "{body}");
+        seen.push(page[0]["chunk"]["start_index"].as_i64().unwrap());
+        if body["pagination"]["has_more"] != true {
+            break;
+        }
+        let cursor = body["pagination"]["next_cursor"].as_str().unwrap();
+        path = format!("/scans/{scan}/workers?limit=1&cursor={cursor}");
+    }
+    assert_eq!(seen.len(), chunks.len(), "{seen:?}");
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "in chunk order: {seen:?}"
+    );
     let (_, body) = admin
         .send(Method::GET, &format!("/scans/{scan}/workers"), None)
         .await;
-    for w in body["data"].as_array().unwrap() {
-        assert_eq!(w["worker_id"], "customer-k8s/job-0", "{w}");
-    }
+    assert_eq!(body["pagination"]["limit"], 20, "{body}");
+    assert_eq!(body["data"].as_array().unwrap().len(), chunks.len());
+    let (status, body) = admin
+        .send(
+            Method::GET,
+            &format!("/scans/{scan}/workers?cursor=not-a-cursor"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "VALIDATION_FAILED", "{body}");
 }
 
 #[tokio::test]

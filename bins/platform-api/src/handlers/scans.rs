@@ -3,7 +3,7 @@
 use actix_web::web;
 use api_types::scans::{
     ConnectorScanStarted, DeploymentConfig, ParallelStarted, Scan, ScanCancelled, ScanQuery,
-    StartConnectorScan, StartParallel, Worker,
+    StartConnectorScan, StartParallel, Worker, WorkerQuery,
 };
 use dps_http::{ApiError, Body, Caller, Enveloped, OptionalBody, Permitted, ServiceState, groups};
 use ids::{ConnectorId, ScanId};
@@ -221,9 +221,10 @@ pub async fn cancel(
     path = "/api/v1/scans/{id}/workers",
     tag = "scans",
     security(("bearer" = [])),
-    params(("id" = String, Path, description = "Scan id")),
+    params(("id" = String, Path, description = "Scan id"), WorkerQuery),
     responses(
-        (status = 200, description = "The workers", body = [Worker]),
+        (status = 200, description = "One page of the workers, in chunk order", body = [Worker]),
+        (status = 400, description = "VALIDATION_FAILED: a bad limit or cursor", body = api_types::ErrorEnvelope),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
         (status = 404, description = "SCAN_NOT_FOUND", body = api_types::ErrorEnvelope),
     ),
@@ -231,15 +232,27 @@ pub async fn cancel(
 pub async fn workers(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
     id: web::Path<String>,
+    query: web::Query<WorkerQuery>,
 ) -> Result<Enveloped<Vec<Worker>>, ApiError> {
     let id = scan_id(&id)?;
+    let limit = super::page_limit(query.limit)?;
     let mut conn = state.conn().await?;
-    let workers = store::workers(&mut conn, &caller.tenant_id, id)
-        .await
-        .map_err(errors::scans)?;
-    let items = workers.into_iter().map(wire::worker).collect();
-    Ok(Enveloped::ok(items))
+    let page = store::workers_page(
+        &mut conn,
+        &extra.cursors,
+        &caller.tenant_id,
+        id,
+        limit,
+        query.cursor.as_deref(),
+    )
+    .await
+    .map_err(errors::scans)?;
+    Ok(Enveloped::page(
+        page.items.into_iter().map(wire::worker).collect(),
+        wire::pagination(page.pagination),
+    ))
 }
 
 /// What a deployment in the customer's own infrastructure needs to work on the scan: the
