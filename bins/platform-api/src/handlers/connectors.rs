@@ -1,4 +1,5 @@
-//! Cloud storage connectors: any user of the tenant may read them; admins create and delete.
+//! Cloud storage connectors: any user of the tenant may read, create and delete them, as the
+//! spec has it; `DPS_ROLE_REQUIREMENTS` (group `connectors`) can require a role.
 
 use actix_web::web;
 use api_types::connectors::{

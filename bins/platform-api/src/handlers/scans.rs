@@ -1,4 +1,6 @@
-//! Scans: admins start and cancel them; any user of the tenant reads them.
+//! Scans: any user of the tenant may start, cancel and read them, as the spec has it;
+//! `DPS_ROLE_REQUIREMENTS` (group `scans`) can require a role for the writes and the
+//! deployment configuration.
 
 use actix_web::web;
 use api_types::scans::{
