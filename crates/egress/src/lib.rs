@@ -149,6 +149,10 @@ fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("documentation")
     } else if (a, b, ip.octets()[2]) == (192, 88, 99) {
         Some("6to4 relay anycast")
+    } else if ip == Ipv4Addr::new(168, 63, 129, 16) {
+        // A public address by its block, but on every Azure VM it is the host's WireServer
+        // (instance health, extensions, some metadata): a metadata endpoint in all but name.
+        Some("Azure host services (WireServer)")
     } else {
         None
     }
@@ -238,6 +242,8 @@ mod tests {
             "172.16.0.1",
             "192.168.1.1",
             "169.254.169.254",
+            "168.63.129.16",
+            "::ffff:168.63.129.16",
             "100.64.0.1",
             "0.0.0.0",
             "::1",

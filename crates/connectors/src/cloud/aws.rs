@@ -139,10 +139,20 @@ fn identity_from_vars(var: &impl Fn(&str) -> Option<String>) -> Result<Credentia
             session_name: var("AWS_ROLE_SESSION_NAME").unwrap_or_else(|| "dps-platform".into()),
         });
     }
-    let container = var("AWS_CONTAINER_CREDENTIALS_FULL_URI").or_else(|| {
-        var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
-            .map(|path| format!("http://169.254.170.2{path}"))
-    });
+    let relative = match var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
+        // A path on the ECS agent's address. Anything else would name another host:
+        // `@elsewhere/x` makes `http://169.254.170.2@elsewhere/x`, which hands the container's
+        // authorization token to `elsewhere`.
+        Some(path) if !path.starts_with('/') || path.contains(['@', '\\', '#']) => {
+            return Err(EnvError::new(
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                "must be a path starting with /",
+            ));
+        }
+        relative => relative,
+    };
+    let container = var("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+        .or_else(|| relative.map(|path| format!("http://169.254.170.2{path}")));
     if let Some(url) = container {
         return Ok(CredentialSource::Container {
             url,
@@ -665,6 +675,26 @@ mod tests {
                 .iter()
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn a_relative_container_uri_is_a_path_on_the_ecs_agent_and_nothing_else() {
+        let env = AwsEnv::from_vars(&vars(&[(
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "/v2/credentials/abc",
+        )]))
+        .unwrap();
+        assert!(matches!(
+            env.identity,
+            CredentialSource::Container { ref url, .. } if url == "http://169.254.170.2/v2/credentials/abc"
+        ));
+        for bad in ["@evil.example/x", "evil.example/x", "/x@evil.example", "/\\evil", "/#x"] {
+            let refused = AwsEnv::from_vars(&vars(&[(
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                bad,
+            )]));
+            assert!(refused.is_err(), "{bad}");
         }
     }
 
