@@ -65,7 +65,7 @@ impl Tracker {
             Tracker::Csv(t) => Location::Csv {
                 row: t.record,
                 column: t.field + 1,
-                header: t.header().filter(|h| !data_like(h)).map(str::to_owned),
+                header: t.header().filter(|_| t.names_shown).map(str::to_owned),
             },
             Tracker::Json(t) => Location::Json {
                 line: t.line,
@@ -89,6 +89,25 @@ impl Tracker {
 /// row gives its first data row as headers, and JSON objects can be keyed by emails or ids.
 fn data_like(text: &str) -> bool {
     text.contains('@') || text.bytes().filter(u8::is_ascii_digit).count() >= 5
+}
+
+/// Whether a header cell reads as a column name, strictly: a location is stored and shown with
+/// a finding, so a first row that is data after all (a CSV without a header row) must not
+/// become one. A name has a letter; only letters, digits, spaces and a little punctuation
+/// (`PUNCTUATION`); fewer than five digits; and no word of digits alone (`Mar 5 84`,
+/// `950 EUR`, `Q3 2024` are not names; `address_line_2` is).
+fn name_like(text: &str) -> bool {
+    const PUNCTUATION: &[char] = &[
+        '_', '-', '.', '/', '(', ')', '#', '&', '\'', ',', ':', '?', '%', '*',
+    ];
+    text.chars().any(char::is_alphabetic)
+        && text
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == ' ' || PUNCTUATION.contains(&c))
+        && text.chars().filter(char::is_ascii_digit).count() < 5
+        && text
+            .split(|c: char| c.is_whitespace() || (c != '_' && PUNCTUATION.contains(&c)))
+            .all(|word| word.is_empty() || !word.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// Lines of plain text.
@@ -131,6 +150,9 @@ pub(crate) struct Csv {
     record: usize,
     field: usize,
     headers: Vec<String>,
+    /// Every cell of the header row reads as a name ([`name_like`]): only then are the
+    /// headers shown in locations. Detection still reads them as context either way.
+    names_shown: bool,
     name: Vec<u8>,
 }
 
@@ -144,6 +166,7 @@ impl Csv {
             record: 0,
             field: 0,
             headers: Vec::new(),
+            names_shown: false,
             name: Vec::new(),
         }
     }
@@ -214,11 +237,15 @@ impl Csv {
                     b'"' => self.in_quotes = true,
                     b'\n' => {
                         self.end_field();
-                        if self.record == 0 && self.headers.iter().any(|h| data_like(h)) {
-                            // A first row holding data (an email, a number of five digits
-                            // or more) is not a header row, and none of its cells names a
-                            // column: a name beside an SSN would be stored as a location.
-                            self.headers.clear();
+                        if self.record == 0 {
+                            if self.headers.iter().any(|h| data_like(h)) {
+                                // A first row holding data (an email, a number of five
+                                // digits or more) is not a header row, and none of its cells
+                                // names a column.
+                                self.headers.clear();
+                            }
+                            self.names_shown =
+                                self.headers.iter().all(|h| h.is_empty() || name_like(h));
                         }
                         self.record += 1;
                         self.field = 0;
@@ -459,6 +486,36 @@ mod tests {
         // name.
         for needle in ["Bo,", "234-56", "bo@", "x\n"] {
             assert_eq!(header(needle), None, "{needle}");
+        }
+        // Nor does a first row whose cells only read as data: an amount, a date, a name
+        // beside them. Detection still reads them as context.
+        for text in [
+            "Ann Lee,$950\nBo Chan,$1200.50\n",
+            "Ann Lee,Mar 5 84\nBo Chan,Mar 6 85 $1200.50\n",
+            "Ann Lee,950 EUR\nBo Chan,$1200.50\n",
+            "Ann Lee,3/5/84\nBo Chan,$1200.50\n",
+        ] {
+            match at(Format::Csv, text, "$1200", 1).0 {
+                Location::Csv { header, row, .. } => assert_eq!((header, row), (None, 1), "{text}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        for (name, shown) in [
+            ("ssn", true),
+            ("Date of Birth", true),
+            ("address_line_2", true),
+            ("e-mail (work)", true),
+            ("Prénom", true),
+            ("Q3 2024", false),
+            ("$950", false),
+            ("950 EUR", false),
+            ("5-Mar-84", false),
+            ("3/5/84", false),
+            ("12345", false),
+            ("a@b", false),
+            ("", false),
+        ] {
+            assert_eq!(name_like(name), shown, "{name}");
         }
         // A header row names its columns.
         let text = "name,ssn,email\nBo,234-56-7890,bo@example.com\n";

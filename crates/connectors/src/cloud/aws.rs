@@ -689,11 +689,15 @@ mod tests {
             env.identity,
             CredentialSource::Container { ref url, .. } if url == "http://169.254.170.2/v2/credentials/abc"
         ));
-        for bad in ["@evil.example/x", "evil.example/x", "/x@evil.example", "/\\evil", "/#x"] {
-            let refused = AwsEnv::from_vars(&vars(&[(
-                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                bad,
-            )]));
+        for bad in [
+            "@evil.example/x",
+            "evil.example/x",
+            "/x@evil.example",
+            "/\\evil",
+            "/#x",
+        ] {
+            let refused =
+                AwsEnv::from_vars(&vars(&[("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", bad)]));
             assert!(refused.is_err(), "{bad}");
         }
     }
