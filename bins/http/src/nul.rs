@@ -2,15 +2,13 @@
 //! carried one into a column would fail there, as a 500, after part of the work was done.
 //! Every request is checked before any of it runs: the path and the query string at the edge,
 //! JSON and YAML bodies as they are read. The answer is a 400 that names the field (never its
-//! value).
+//! value). A key or parameter name is repeated only when it looks like a field name
+//! (`ids::field_name_like`): a client may send a value as a key (`{"123-45-6789": …}`), and
+//! such a key is written `["…"]`.
 
 use serde_json::Value;
 
 use crate::error::ApiError;
-
-/// The longest key quoted in a field's name; a longer one is cut, so a hostile key cannot make
-/// the message large.
-const MAX_KEY_CHARS: usize = 64;
 
 /// The 400 for a NUL character in `field`.
 pub fn refused(field: &str) -> ApiError {
@@ -54,11 +52,10 @@ pub fn nul_at(value: &Value) -> Option<String> {
                 let children: Vec<_> = map
                     .iter()
                     .map(|(k, v)| {
-                        let key: String = k.chars().take(MAX_KEY_CHARS).collect();
-                        let name = if path.is_empty() {
-                            key
-                        } else {
-                            format!("{path}.{key}")
+                        let name = match (ids::field_name_like(k), path.is_empty()) {
+                            (true, true) => k.clone(),
+                            (true, false) => format!("{path}.{k}"),
+                            (false, _) => format!("{path}[\"…\"]"),
                         };
                         (v, name)
                     })
@@ -96,8 +93,8 @@ pub fn in_uri(path: &str, query: &str) -> Option<String> {
             continue;
         }
         let name = pair.split('=').next().unwrap_or("");
-        let decoded: String = percent_decode(name).chars().take(MAX_KEY_CHARS).collect();
-        return Some(if encoded_nul(name) || decoded.is_empty() {
+        let decoded = percent_decode(name);
+        return Some(if encoded_nul(name) || !ids::field_name_like(&decoded) {
             "a query parameter's name".to_owned()
         } else {
             format!("query parameter {decoded}")
@@ -164,6 +161,15 @@ mod tests {
             Some("type_rules (a key)")
         );
         assert_eq!(nul_at(&json!({"a": "b", "c": [1, null, true]})), None);
+        // A key that is a value is not repeated.
+        assert_eq!(
+            nul_at(&json!({"123-45-6789": "\u{0}"})).as_deref(),
+            Some(r#"["…"]"#)
+        );
+        assert_eq!(
+            nul_at(&json!({"meta": {"ann@example.com": ["\u{0}"]}})).as_deref(),
+            Some(r#"meta["…"][0]"#)
+        );
     }
 
     #[test]
@@ -195,6 +201,11 @@ mod tests {
         assert_eq!(
             in_uri("/x", "n%00=1").as_deref(),
             Some("a query parameter's name")
+        );
+        assert_eq!(
+            in_uri("/x", "123-45-6789=%00").as_deref(),
+            Some("a query parameter's name"),
+            "a name that is a value is not repeated"
         );
         assert_eq!(in_uri("/x", "a=%2500"), None);
         assert_eq!(in_uri("/x", "limit=10&cursor=abc"), None);

@@ -73,8 +73,11 @@ impl Walk {
         };
         for key in map.keys() {
             if !fields.contains(&key.as_str()) {
+                // A client may write a value as a key: it is repeated only when it looks like
+                // a field name.
+                let shown = if ids::field_name_like(key) { key } else { "…" };
                 self.problem(
-                    &at.key(key),
+                    &at.key(shown),
                     format!("unknown field; expected one of {}", fields.join(", ")),
                 );
             }
@@ -633,6 +636,16 @@ mod tests {
         assert_eq!(canonical["spec"]["scope"], json!({"connectors": []}));
         // The canonical form reads back to the same document.
         assert_eq!(from_value(&canonical).unwrap(), d);
+    }
+
+    #[test]
+    fn an_unknown_key_that_is_a_value_is_not_repeated() {
+        let mut v = valid();
+        v["spec"]["123-45-6789"] = json!(true);
+        v["metadata"]["ann@example.com"] = json!(1);
+        let found = problems(&v);
+        let pointers: Vec<&str> = found.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(pointers, ["/metadata/…", "/spec/…"]);
     }
 
     #[test]
