@@ -272,3 +272,57 @@ async fn a_killed_workers_chunk_is_rerun_without_double_counting() {
 async fn a_stalled_worker_past_its_lease_can_no_longer_write() {
     takeover("STOP").await;
 }
+
+/// A worker's whole log, at debug level, names none of what it was given or read: its token,
+/// the master key, the database password, the cloud secret, the connector's external id, or a
+/// value it found.
+#[tokio::test]
+async fn a_workers_log_holds_no_secret_and_no_value() {
+    let setup = setup(3, 1).await;
+    let output = Command::new(env!("CARGO_BIN_EXE_scan-worker"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("SCAN_ID", setup.scan.to_string())
+        .env("AUTH_TOKEN", &setup.token)
+        .env("COORDINATOR_URL", "http://127.0.0.1:9/")
+        .env("DATABASE_URL", &setup.db.url)
+        .env("DPS_MASTER_KEY", &setup.master_b64)
+        .envs(seed::moto_platform_env(&setup.moto_url))
+        .env("RUST_LOG", "debug")
+        .env("LOG_FORMAT", "json")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let lines: Vec<String> = String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .chain(String::from_utf8_lossy(&output.stdout).lines())
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.contains("scan-worker done")),
+        "the log was captured: {lines:?}"
+    );
+    let password = setup
+        .db
+        .url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(credentials, _)| credentials.split_once(':'))
+        .map(|(_, password)| password.to_owned())
+        .filter(|p| !p.is_empty());
+    let mut secrets = vec![
+        setup.token.as_str(),
+        setup.master_b64.as_str(),
+        seed::MOTO_SECRET,
+        "tenant-acme-7731",
+        "219-09-9999",
+        "219099999",
+    ];
+    if let Some(password) = password.as_deref() {
+        secrets.push(password);
+    }
+    let leaks = testkit::leaks(&lines, &secrets);
+    assert!(leaks.is_empty(), "{leaks:?}");
+}

@@ -75,7 +75,11 @@ impl Walk {
             if !fields.contains(&key.as_str()) {
                 // A client may write a value as a key: it is repeated only when it looks like
                 // a field name.
-                let shown = if ids::field_name_like(key) { key } else { "…" };
+                let shown = if ids::field_name_like(key) {
+                    key
+                } else {
+                    "…"
+                };
                 self.problem(
                     &at.key(shown),
                     format!("unknown field; expected one of {}", fields.join(", ")),
