@@ -12,6 +12,24 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
     let master_key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
     let mut env = testkit::service_env(&db, &master_key);
     env.insert("RUST_LOG".into(), "debug".into());
+    env.insert("DPS_ALLOW_PRIVATE_NETWORKS".into(), "true".into());
+    // The platform's co-signing client certificate: its private key must never be logged.
+    let pki = std::env::temp_dir().join(format!("dps-logs-{}", uuid::Uuid::new_v4()));
+    let (cert, key) = testkit::identity::self_signed_certificate(&pki);
+    let key_pem = std::fs::read_to_string(&key).unwrap();
+    let key_line = key_pem
+        .lines()
+        .find(|l| l.len() >= 40 && !l.starts_with("-----"))
+        .unwrap()
+        .to_owned();
+    env.insert(
+        "DPS_COSIGNING_CLIENT_CERT_FILE".into(),
+        cert.to_string_lossy().into_owned(),
+    );
+    env.insert(
+        "DPS_COSIGNING_CLIENT_KEY_FILE".into(),
+        key.to_string_lossy().into_owned(),
+    );
     let service = testkit::ServiceProcess::start(env!("CARGO_BIN_EXE_platform-api"), &env);
     let base = format!("{}/api/v1", service.origin);
     boot::install_tls_provider();
@@ -106,6 +124,40 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
         .unwrap();
     assert_eq!(response.status(), 400);
 
+    // An alert channel whose URL carries a token, and the signing secret it is given; a
+    // co-signing endpoint with a token in its path.
+    let hook_token = "hooktoken-do-not-log-5b7d";
+    let response = http
+        .post(format!("{base}/governance/channels"))
+        .bearer_auth(&admin)
+        .json(&json!({"name": "hooks", "type": "webhook",
+                      "url": format!("http://127.0.0.1:9/hook?token={hook_token}")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let channel: Value = response.json().await.unwrap();
+    let hook_secret = channel["data"]["secret"].as_str().unwrap().to_owned();
+    let response = http
+        .post(format!("{base}/governance/channels"))
+        .bearer_auth(&admin)
+        .json(&json!({"name": "bad", "type": "webhook",
+                      "url": format!("ftp://127.0.0.1/hook?token={hook_token}")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let path_token = "pathtoken-do-not-log-31c0";
+    let response = http
+        .put(format!("{base}/settings/cosigning"))
+        .bearer_auth(&admin)
+        .json(&json!({"mode": "optional",
+                      "endpoint_url": format!("https://127.0.0.1:9/sign/{path_token}")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
     // SIGTERM: the server drains and exits successfully.
     let (status, lines) = service.stop();
     assert!(status.success(), "exit status {status}");
@@ -120,7 +172,7 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
         .collect();
     assert_eq!(
         requests.len(),
-        6 + polls,
+        9 + polls,
         "one line per request: {lines:#?}"
     );
     assert!(
@@ -152,6 +204,10 @@ async fn json_logs_carry_request_ids_and_never_a_credential_or_a_value() {
         master_key.as_str(),
         password.as_str(),
         client_secret,
+        hook_token,
+        hook_secret.as_str(),
+        path_token,
+        key_line.as_str(),
     ];
     secrets.extend(signatures);
     let leaks = testkit::leaks(&lines, &secrets);
