@@ -521,10 +521,18 @@ async fn every_attempt_is_audited_without_values_and_listed_for_admins() {
         .unwrap();
     assert_eq!(response.status(), 403);
 
-    // No revealed value reached any table.
+    // No revealed value reached any table, nor a credential: the grants (whole, or their
+    // signatures), the access token, the API key.
     let dump = testkit::pg_dump(&t.app.db);
     for value in ["123456789", "ann.lee@example.com", "1234.50"] {
         assert!(!dump.contains(value), "{value} is in the dump");
+    }
+    for credential in [&grant_jwt, &other_grant, &sam, &t.api_key] {
+        let signature = credential.rsplit('.').next().unwrap();
+        assert!(
+            !dump.contains(credential.as_str()) && !dump.contains(signature),
+            "a credential is in the dump"
+        );
     }
 }
 
