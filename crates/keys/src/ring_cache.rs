@@ -33,8 +33,13 @@ pub struct TenantKeys {
     data: HashMap<i32, DataKey>,
     /// Keys deterministic tokens (and the finding fingerprints of scans).
     pub mac: MacKey,
-    /// Keys the lookup fingerprint of a vault entry.
+    /// Keys the lookup fingerprint of a vault entry (and the fingerprints of findings stored
+    /// before `finding` existed).
     pub fingerprint: MacKey,
+    /// Keys the fingerprints of scan findings. Its own key, so that a scan worker outside the
+    /// platform can be given it (`finding_key`) without the vault's.
+    pub finding: MacKey,
+    finding_key: [u8; 32],
     /// The FF1 key of format-preserving tokens.
     pub fpe: FpeKey,
     /// Derives randomized tokens from token ids, and reads them back.
@@ -62,6 +67,12 @@ fn wrap_aad(tenant: &TenantId, version: i32) -> Vec<u8> {
 }
 
 impl TenantKeys {
+    /// The bytes of the findings' fingerprint key, for a scan worker outside the platform
+    /// (handed over only to a holder of the scan's worker token).
+    pub fn finding_key(&self) -> [u8; 32] {
+        self.finding_key
+    }
+
     /// The version new writes use.
     pub fn current_version(&self) -> i32 {
         self.current_version
@@ -237,12 +248,15 @@ impl KeyRing {
             }
         }
         let token_root = token_root.ok_or(KeyError::Crypto)?;
+        let finding_key = derive(&token_root, b"finding-fingerprint");
         let current_version = rows.iter().map(|(v, _)| *v).max().ok_or(KeyError::Crypto)?;
         Ok(TenantKeys {
             current_version,
             data,
             mac: MacKey::new(&derive(&token_root, b"token-mac")),
             fingerprint: MacKey::new(&derive(&token_root, b"fingerprint")),
+            finding: MacKey::new(&finding_key),
+            finding_key,
             fpe: FpeKey::new(&derive(&token_root, b"ff1")),
             randomized: TokenIdCipher::new(&derive(&token_root, b"randomized-token")),
         })

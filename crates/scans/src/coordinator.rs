@@ -166,15 +166,11 @@ impl Coordinator {
             let still = rows::row(&mut conn, &tenant, scan)
                 .await
                 .is_ok_and(|r| r.status == "running" && r.enumeration_status == "in_progress");
+            // The platform's own worker always holds the keys (`Worker::new`).
             if still
-                && let Err(e) = enumerate::enumerate(
-                    &mut conn,
-                    &me.worker.cloud,
-                    &me.worker.keyring,
-                    &tenant,
-                    scan,
-                )
-                .await
+                && let Some(keyring) = me.worker.keyring.as_deref()
+                && let Err(e) =
+                    enumerate::enumerate(&mut conn, &me.worker.cloud, keyring, &tenant, scan).await
             {
                 tracing::warn!(%scan, error = %e, "enumeration failed");
             }

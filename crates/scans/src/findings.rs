@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use ids::{ConnectorId, FindingId, ScanId, TenantId};
 use keys::TenantKeys;
-use tokenize_core::{NormalizeOptions, normalize};
+use tokenize_core::{MacKey, NormalizeOptions, normalize};
 
 use crate::error::ScanError;
 
@@ -41,11 +41,32 @@ impl OpenFinding {
     }
 }
 
-/// A finding's keyed fingerprint: a MAC of its type and its value's canonical form, under the
-/// tenant's fingerprint key. The scan stores it in place of the value; remediation finds the
-/// values of a request's findings again by recomputing it over a fresh detection. Needs the
-/// finding's value ([`detect::Options::with_values`]); without one it fingerprints nothing.
-pub fn fingerprint(keys: &TenantKeys, finding: &detect::Finding) -> Vec<u8> {
+/// The first byte of a finding's fingerprint under the findings' own key
+/// (`TenantKeys::finding`); fingerprints stored before it existed are 32 bytes of MAC under
+/// the vault's fingerprint key, with no version byte.
+pub const FINGERPRINT_VERSION: u8 = 2;
+
+/// A finding's keyed fingerprint: a version byte, then a MAC of its type and its value's
+/// canonical form under `key`, the tenant's findings key (`TenantKeys::finding`, which a scan
+/// worker outside the platform is given). The scan stores it in place of the value;
+/// remediation finds the values of a request's findings again by recomputing it over a fresh
+/// detection. Needs the finding's value ([`detect::Options::with_values`]); without one it
+/// fingerprints nothing.
+pub fn fingerprint(key: &MacKey, finding: &detect::Finding) -> Vec<u8> {
+    let mac = finding_mac(key, finding);
+    let mut out = Vec::with_capacity(1 + mac.len());
+    out.push(FINGERPRINT_VERSION);
+    out.extend_from_slice(&mac);
+    out
+}
+
+/// The fingerprint findings were stored with before [`FINGERPRINT_VERSION`]: the same MAC
+/// under the vault's fingerprint key. Remediation still matches it.
+pub fn legacy_fingerprint(keys: &TenantKeys, finding: &detect::Finding) -> Vec<u8> {
+    finding_mac(&keys.fingerprint, finding).to_vec()
+}
+
+fn finding_mac(key: &MacKey, finding: &detect::Finding) -> [u8; 32] {
     let raw = finding.value.as_deref().unwrap_or_default();
     // Detection hands over the canonical form it computed (phone numbers); others are cheap.
     let canonical = finding
@@ -59,13 +80,11 @@ pub fn fingerprint(keys: &TenantKeys, finding: &detect::Finding) -> Vec<u8> {
                 .map(|n| n.value.expose().to_owned())
         })
         .unwrap_or_else(|| raw.trim().to_owned());
-    keys.fingerprint
-        .mac(&[
-            b"dps-finding-v1",
-            finding.pii_type.as_str().as_bytes(),
-            canonical.as_bytes(),
-        ])
-        .to_vec()
+    key.mac(&[
+        b"dps-finding-v1",
+        finding.pii_type.as_str().as_bytes(),
+        canonical.as_bytes(),
+    ])
 }
 
 /// The open findings `scan` stored for the given objects of one connector (a recorded batch).

@@ -13,10 +13,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use connectors::cloud::{AccessError, Bucket, Cloud, Failure};
+use detect::ClassifierSpec;
 use detect::{Detector, Finding, Hint, Location};
-use ids::{ConnectorId, ScanId, TenantId};
-use keys::{KeyRing, TenantKeys};
-use tokenize_core::PiiType;
+use ids::{ConnectorId, ScanId};
+use keys::KeyRing;
+use tokenize_core::{MacKey, PiiType};
 
 use crate::error::ScanError;
 use crate::lease::{self, Claim, Held, Resource};
@@ -58,7 +59,9 @@ const DETECTORS_KEPT: usize = 8;
 pub struct Worker {
     pub id: String,
     pub cloud: Cloud,
-    pub keyring: Arc<KeyRing>,
+    /// The platform's keys, for a worker that works through Postgres ([`Worker::run_chunk`]);
+    /// a worker outside the platform has none and is given what it needs with each claim.
+    pub keyring: Option<Arc<KeyRing>>,
     /// How long each claim's lease lasts without a write or heartbeat.
     pub lease_seconds: i64,
     /// The detector of scans without custom classifiers.
@@ -73,11 +76,115 @@ pub struct Worker {
 /// Compiled detectors by scan.
 type Compiled = Vec<(ScanId, Arc<Detector>)>;
 
+/// What a claimed chunk is scanned with, as its coordinator hands it over.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The chunk's resources not yet recorded.
+    pub resources: Vec<Resource>,
+    /// The custom classifiers the scan was created with.
+    pub classifiers: Vec<ClassifierSpec>,
+    /// Keys the findings' fingerprints (`TenantKeys::finding`).
+    pub finding_key: Arc<MacKey>,
+    /// Objects larger than this are skipped (`size_limit`).
+    pub max_bytes: u64,
+    /// The configuration of each connector the resources belong to, or why it is unusable.
+    pub connectors: Vec<(ConnectorId, Result<connectors::Config, AccessError>)>,
+}
+
+/// The coordinator a worker runs a claimed chunk against: Postgres, in the platform
+/// ([`Local`]), or the platform's coordinator API, from outside it (`scan-worker` with only
+/// the deployment configuration). Every call after [`Coordination::prepare`] carries the
+/// claim's fence; `Held::Lost` means the chunk is no longer this worker's.
+#[async_trait::async_trait]
+pub trait Coordination: Send {
+    async fn prepare(&mut self, claim: &Claim) -> Result<Prepared, ScanError>;
+    async fn heartbeat(&mut self, claim: &Claim) -> Result<Held, ScanError>;
+    /// Records a batch of outcomes, after recognizing the findings that are the tenant's own
+    /// tokens; the batch's candidate values go no further.
+    async fn record(
+        &mut self,
+        claim: &Claim,
+        batch: Vec<(Resource, Outcome)>,
+    ) -> Result<Held, ScanError>;
+    async fn complete(&mut self, claim: &Claim) -> Result<Held, ScanError>;
+}
+
+/// The coordinator in Postgres, with the platform's keys.
+pub struct Local<'a> {
+    pub conn: &'a mut AsyncPgConnection,
+    pub keyring: &'a KeyRing,
+    pub tokens: Option<&'a dyn IssuedTokens>,
+    pub lease_seconds: i64,
+}
+
+impl std::fmt::Debug for Local<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Local")
+            .field("lease_seconds", &self.lease_seconds)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl Coordination for Local<'_> {
+    async fn prepare(&mut self, claim: &Claim) -> Result<Prepared, ScanError> {
+        let conn = &mut *self.conn;
+        let resources = lease::pending(conn, claim).await?;
+        let classifiers = crate::classifiers::for_scan(conn, &claim.tenant, claim.scan).await?;
+        let keys = self
+            .keyring
+            .tenant(conn, &claim.tenant)
+            .await
+            .map_err(|_| ScanError::CorruptRow)?;
+        let options = rows::row(conn, &claim.tenant, claim.scan)
+            .await?
+            .options()?;
+        let mut configs: Vec<(ConnectorId, Result<connectors::Config, AccessError>)> = Vec::new();
+        for resource in &resources {
+            if configs.iter().any(|(id, _)| *id == resource.connector_id) {
+                continue;
+            }
+            let config =
+                connectors::store::config(conn, &keys, &claim.tenant, resource.connector_id)
+                    .await
+                    .map_err(|e| AccessError {
+                        failure: Failure::Identity,
+                        message: e.to_string(),
+                    });
+            configs.push((resource.connector_id, config));
+        }
+        Ok(Prepared {
+            resources,
+            classifiers,
+            finding_key: Arc::new(MacKey::new(&keys.finding_key())),
+            max_bytes: options.max_object_bytes,
+            connectors: configs,
+        })
+    }
+
+    async fn heartbeat(&mut self, claim: &Claim) -> Result<Held, ScanError> {
+        lease::heartbeat(self.conn, claim, self.lease_seconds).await
+    }
+
+    async fn record(
+        &mut self,
+        claim: &Claim,
+        mut batch: Vec<(Resource, Outcome)>,
+    ) -> Result<Held, ScanError> {
+        recognize(self.conn, self.tokens, &claim.tenant, &mut batch).await?;
+        record::record(self.conn, claim, batch, self.lease_seconds).await
+    }
+
+    async fn complete(&mut self, claim: &Claim) -> Result<Held, ScanError> {
+        lifecycle::complete(self.conn, claim).await
+    }
+}
+
 /// What every object of one chunk is scanned with.
 struct Scope<'a> {
     claim: &'a Claim,
     detector: Arc<Detector>,
-    keys: Arc<TenantKeys>,
+    finding_key: Arc<MacKey>,
     max_bytes: u64,
 }
 
@@ -93,9 +200,18 @@ pub enum Stop {
 impl Worker {
     pub fn new(id: String, cloud: Cloud, keyring: Arc<KeyRing>) -> Self {
         Self {
+            keyring: Some(keyring),
+            ..Self::without_keys(id, cloud)
+        }
+    }
+
+    /// A worker without the platform's keys, which runs chunks through a coordinator that
+    /// hands over what each needs ([`Worker::run`]).
+    pub fn without_keys(id: String, cloud: Cloud) -> Self {
+        Self {
             id,
             cloud,
-            keyring,
+            keyring: None,
             lease_seconds: LEASE_SECONDS,
             plain: Arc::new(Detector::new()),
             compiled: Arc::default(),
@@ -116,61 +232,62 @@ impl Worker {
 
     /// The detector for a scan: the built-in recognizers plus the classifiers the scan was
     /// created with, compiled once per scan and process.
-    async fn detector(
-        &self,
-        conn: &mut AsyncPgConnection,
-        claim: &Claim,
-    ) -> Result<Arc<Detector>, ScanError> {
+    fn detector(&self, scan: ScanId, specs: &[ClassifierSpec]) -> Result<Arc<Detector>, ScanError> {
         let cached = self
             .compiled
             .lock()
             .map_err(|_| ScanError::CorruptRow)?
             .iter()
-            .find(|(scan, _)| *scan == claim.scan)
+            .find(|(s, _)| *s == scan)
             .map(|(_, d)| d.clone());
         if let Some(detector) = cached {
             return Ok(detector);
         }
-        let specs = crate::classifiers::for_scan(conn, &claim.tenant, claim.scan).await?;
         if specs.is_empty() {
             return Ok(self.plain.clone());
         }
         // The set compiled when it was stored; failing now means the row was edited.
-        let classifiers =
-            detect::Classifiers::compile(&specs).map_err(|_| ScanError::CorruptRow)?;
+        let classifiers = detect::Classifiers::compile(specs).map_err(|_| ScanError::CorruptRow)?;
         let detector = Arc::new(Detector::with_classifiers(classifiers));
         let mut compiled = self.compiled.lock().map_err(|_| ScanError::CorruptRow)?;
         if compiled.len() >= DETECTORS_KEPT {
             compiled.remove(0);
         }
-        compiled.push((claim.scan, detector.clone()));
+        compiled.push((scan, detector.clone()));
         Ok(detector)
     }
 
-    /// Runs one claimed chunk to the end.
+    /// Runs one claimed chunk to the end through Postgres, with the platform's keys.
     pub async fn run_chunk(
         &self,
         conn: &mut AsyncPgConnection,
         claim: &Claim,
     ) -> Result<Stop, ScanError> {
-        let resources = lease::pending(conn, claim).await?;
-        let detector = self.detector(conn, claim).await?;
-        let keys = self
-            .keyring
-            .tenant(conn, &claim.tenant)
-            .await
-            .map_err(|_| ScanError::CorruptRow)?;
-        let options = rows::row(conn, &claim.tenant, claim.scan)
-            .await?
-            .options()?;
+        let keyring = self.keyring.clone().ok_or(ScanError::CorruptRow)?;
+        let mut local = Local {
+            conn,
+            keyring: &keyring,
+            tokens: self.tokens.as_deref(),
+            lease_seconds: self.lease_seconds,
+        };
+        self.run(&mut local, claim).await
+    }
+
+    /// Runs one claimed chunk to the end against `coordinator`.
+    pub async fn run(
+        &self,
+        coordinator: &mut dyn Coordination,
+        claim: &Claim,
+    ) -> Result<Stop, ScanError> {
+        let prepared = coordinator.prepare(claim).await?;
         let scope = Scope {
             claim,
-            detector,
-            keys: keys.clone(),
-            max_bytes: options.max_object_bytes,
+            detector: self.detector(claim.scan, &prepared.classifiers)?,
+            finding_key: prepared.finding_key.clone(),
+            max_bytes: prepared.max_bytes,
         };
-        let buckets = self.buckets(conn, &keys, &claim.tenant, &resources).await;
-        let mut ahead = ReadAhead::new(resources, buckets, options.max_object_bytes);
+        let buckets = self.buckets(&prepared);
+        let mut ahead = ReadAhead::new(prepared.resources, buckets, prepared.max_bytes);
         // Outcomes are written in batches: a few statements per batch instead of per object.
         let mut unwritten: Vec<(Resource, Outcome)> = Vec::new();
         let mut unwritten_findings = 0usize;
@@ -178,10 +295,12 @@ impl Worker {
         while let Some((resource, next)) = ahead.next() {
             let outcome = match next {
                 Next::Decided(outcome) => outcome,
-                Next::Body(body) => match self.scan_body(conn, &scope, &resource, body).await? {
-                    Some(outcome) => outcome,
-                    None => return Ok(Stop::Lost),
-                },
+                Next::Body(body) => {
+                    match self.scan_body(coordinator, &scope, &resource, body).await? {
+                        Some(outcome) => outcome,
+                        None => return Ok(Stop::Lost),
+                    }
+                }
             };
             if let Outcome::Scanned(found) = &outcome {
                 unwritten_findings += found.len();
@@ -192,19 +311,17 @@ impl Worker {
                 || unwritten_findings >= BATCH_FINDINGS
                 || flushed.elapsed() >= BATCH_AGE
             {
-                let mut batch = std::mem::take(&mut unwritten);
+                let batch = std::mem::take(&mut unwritten);
                 (unwritten_findings, flushed) = (0, Instant::now());
-                recognize(conn, self.tokens.as_deref(), &claim.tenant, &mut batch).await?;
-                if record::record(conn, claim, batch, self.lease_seconds).await? == Held::Lost {
+                if coordinator.record(claim, batch).await? == Held::Lost {
                     return Ok(Stop::Lost);
                 }
             }
         }
-        recognize(conn, self.tokens.as_deref(), &claim.tenant, &mut unwritten).await?;
-        if record::record(conn, claim, unwritten, self.lease_seconds).await? == Held::Lost {
+        if coordinator.record(claim, unwritten).await? == Held::Lost {
             return Ok(Stop::Lost);
         }
-        Ok(match lifecycle::complete(conn, claim).await? {
+        Ok(match coordinator.complete(claim).await? {
             Held::Yes => Stop::Done,
             Held::Lost => Stop::Lost,
         })
@@ -212,22 +329,27 @@ impl Worker {
 
     /// Opens every bucket the resources live in, once each. A bucket that cannot be opened
     /// fails its objects, not the chunk.
-    async fn buckets(
-        &self,
-        conn: &mut AsyncPgConnection,
-        keys: &TenantKeys,
-        tenant: &TenantId,
-        resources: &[Resource],
-    ) -> Buckets {
+    fn buckets(&self, prepared: &Prepared) -> Buckets {
         let mut storages: Vec<(ConnectorId, Result<connectors::Storage, AccessError>)> = Vec::new();
         let mut buckets = Buckets::new();
-        for resource in resources {
+        for resource in &prepared.resources {
             let key = (resource.connector_id, resource.bucket.clone());
             if buckets.iter().any(|(k, _)| *k == key) {
                 continue;
             }
             if !storages.iter().any(|(id, _)| *id == resource.connector_id) {
-                let storage = self.open(conn, keys, tenant, resource.connector_id).await;
+                let storage = match prepared
+                    .connectors
+                    .iter()
+                    .find(|(id, _)| *id == resource.connector_id)
+                {
+                    Some((id, Ok(config))) => self.cloud.open(*id, config),
+                    Some((_, Err(e))) => Err(e.clone()),
+                    None => Err(AccessError {
+                        failure: Failure::Identity,
+                        message: "the connector's configuration was not given".into(),
+                    }),
+                };
                 storages.push((resource.connector_id, storage));
             }
             let bucket = storages
@@ -241,35 +363,19 @@ impl Worker {
         buckets
     }
 
-    async fn open(
-        &self,
-        conn: &mut AsyncPgConnection,
-        keys: &TenantKeys,
-        tenant: &TenantId,
-        connector: ConnectorId,
-    ) -> Result<connectors::Storage, AccessError> {
-        let config = connectors::store::config(conn, keys, tenant, connector)
-            .await
-            .map_err(|e| AccessError {
-                failure: Failure::Identity,
-                message: e.to_string(),
-            })?;
-        self.cloud.open(connector, &config)
-    }
-
     /// Runs one object's content through detection as it arrives, on a blocking thread so that
     /// the runtime's threads stay free to read ahead and write, and renews the lease while it
     /// runs. `None` when the lease was lost meanwhile.
     async fn scan_body(
         &self,
-        conn: &mut AsyncPgConnection,
+        coordinator: &mut dyn Coordination,
         scope: &Scope<'_>,
         resource: &Resource,
         body: mpsc::Receiver<Piece>,
     ) -> Result<Option<Outcome>, ScanError> {
         let detection = Detection {
             detector: scope.detector.clone(),
-            keys: scope.keys.clone(),
+            finding_key: scope.finding_key.clone(),
             file_name: resource.object_key.clone(),
             max_bytes: scope.max_bytes,
         };
@@ -292,9 +398,7 @@ impl Worker {
                     })));
                 }
                 () = tokio::time::sleep(HEARTBEAT) => {
-                    if lease::heartbeat(conn, scope.claim, self.lease_seconds).await?
-                        == Held::Lost
-                    {
+                    if coordinator.heartbeat(scope.claim).await? == Held::Lost {
                         return Ok(None);
                     }
                 }
@@ -306,7 +410,7 @@ impl Worker {
 /// One object's detection, run off the async runtime.
 struct Detection {
     detector: Arc<Detector>,
-    keys: Arc<TenantKeys>,
+    finding_key: Arc<MacKey>,
     file_name: String,
     max_bytes: u64,
 }
@@ -344,7 +448,12 @@ impl Detection {
         if let Err(reason) = stream.finish(&mut found) {
             return skip(reason);
         }
-        Outcome::Scanned(found.into_iter().map(|f| stored(f, &self.keys)).collect())
+        Outcome::Scanned(
+            found
+                .into_iter()
+                .map(|f| stored(f, &self.finding_key))
+                .collect(),
+        )
     }
 }
 
@@ -482,8 +591,8 @@ fn extension(key: &str) -> Option<String> {
 
 /// A finding as stored: the value becomes a masked preview and a keyed fingerprint, then is
 /// dropped.
-fn stored(finding: Finding, keys: &TenantKeys) -> NewFinding {
-    let fingerprint = crate::findings::fingerprint(keys, &finding);
+fn stored(finding: Finding, finding_key: &MacKey) -> NewFinding {
+    let fingerprint = crate::findings::fingerprint(finding_key, &finding);
     let raw = finding.value.unwrap_or_default();
     NewFinding {
         pii_type: finding.pii_type.as_str().to_owned(),

@@ -101,11 +101,21 @@ pub fn find(
     let mut matched: HashSet<(String, Vec<u8>)> = HashSet::new();
     let mut spans: Vec<Span> = Vec::new();
     for finding in &report.findings {
-        let fingerprint = scans::findings::fingerprint(keys, finding);
-        let key = (finding.pii_type.as_str().to_owned(), fingerprint);
-        if !wanted.contains(&key) {
-            continue;
-        }
+        let pii_type = finding.pii_type.as_str().to_owned();
+        let current = (
+            pii_type.clone(),
+            scans::findings::fingerprint(&keys.finding, finding),
+        );
+        // Findings stored before the findings' own key carry the older fingerprint.
+        let key = if wanted.contains(&current) {
+            current
+        } else {
+            let legacy = (pii_type, scans::findings::legacy_fingerprint(keys, finding));
+            if !wanted.contains(&legacy) {
+                continue;
+            }
+            legacy
+        };
         let Some(value) = finding.value.as_deref() else {
             continue;
         };

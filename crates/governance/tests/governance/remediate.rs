@@ -277,3 +277,59 @@ async fn a_deleted_policy_stops_the_requests_it_planned_that_have_not_started() 
         "{kinds:?}"
     );
 }
+
+/// Findings keep the fingerprint they were stored with: the findings' own key's (a version
+/// byte, then the MAC) since it exists, the vault's fingerprint key's before. Remediation finds
+/// the values of both, and a fingerprint under any other key finds nothing.
+#[tokio::test]
+async fn remediation_finds_values_by_current_and_earlier_fingerprints() {
+    let mut env = Env::new().await;
+    let keys = env.keyring.tenant(&mut env.conn, &acme()).await.unwrap();
+    let detector = detect::Detector::new();
+    let bytes = b"name,ssn\nAnn,219-09-9999\nBo,078-05-1120\n";
+    let report = detector
+        .scan_bytes(
+            bytes,
+            detect::Hint {
+                content_type: None,
+                file_name: Some("people.csv"),
+            },
+            &detect::Options {
+                with_values: true,
+                ..detect::Options::default()
+            },
+        )
+        .unwrap();
+    let ssn = |value: &str| {
+        report
+            .findings
+            .iter()
+            .find(|f| f.value.as_deref() == Some(value))
+            .unwrap()
+    };
+    let current = scans::findings::fingerprint(&keys.finding, ssn("219-09-9999"));
+    let legacy = scans::findings::legacy_fingerprint(&keys, ssn("078-05-1120"));
+    assert_eq!(current[0], scans::findings::FINGERPRINT_VERSION);
+    assert_eq!((current.len(), legacy.len()), (33, 32));
+    let wanted: std::collections::HashSet<(String, Vec<u8>)> = [
+        ("us_ssn".to_owned(), current),
+        ("us_ssn".to_owned(), legacy),
+    ]
+    .into();
+    let found = remediate::content::find(&detector, "people.csv", bytes, &keys, &wanted).unwrap();
+    let values: Vec<&str> = found.spans.iter().map(|s| s.value.as_str()).collect();
+    assert_eq!(values, ["219-09-9999", "078-05-1120"]);
+    assert_eq!(found.missing, 0);
+
+    // The vault's MAC key under the current version byte is neither.
+    let mut forged = vec![scans::findings::FINGERPRINT_VERSION];
+    forged.extend(scans::findings::legacy_fingerprint(
+        &keys,
+        ssn("219-09-9999"),
+    ));
+    let wanted: std::collections::HashSet<(String, Vec<u8>)> =
+        [("us_ssn".to_owned(), forged)].into();
+    let found = remediate::content::find(&detector, "people.csv", bytes, &keys, &wanted).unwrap();
+    assert!(found.spans.is_empty());
+    assert_eq!(found.missing, 1);
+}
