@@ -73,6 +73,15 @@ fn read(
     let limit = req
         .app_data::<web::Data<crate::service::ServiceState>>()
         .map_or(2 * 1024 * 1024, |s| s.max_body_bytes);
+    read_at_most(req, payload, limit)
+}
+
+/// Reads the whole body, refusing it past `limit` bytes.
+fn read_at_most(
+    req: &HttpRequest,
+    payload: &mut Payload,
+    limit: usize,
+) -> impl Future<Output = Result<web::BytesMut, ApiError>> + use<> {
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)
@@ -151,6 +160,37 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
                 ));
             }
             from_json(&body.await?).map(Body)
+        })
+    }
+}
+
+/// Like [`Body`], with a limit of [`LargeBody::LIMIT`] bytes (or the service's own, if
+/// larger), for what a machine sends in bulk: a scan worker's report of a batch of objects,
+/// whose one dense object may carry tens of thousands of findings.
+#[derive(Debug)]
+pub struct LargeBody<T>(pub T);
+
+impl<T> LargeBody<T> {
+    pub const LIMIT: usize = 64 * 1024 * 1024;
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for LargeBody<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let json = syntax(req) == Some(Syntax::Json);
+        let limit = req
+            .app_data::<web::Data<crate::service::ServiceState>>()
+            .map_or(Self::LIMIT, |s| s.max_body_bytes.max(Self::LIMIT));
+        let body = read_at_most(req, payload, limit);
+        Box::pin(async move {
+            if !json {
+                return Err(ApiError::invalid(
+                    "the request body must be JSON (Content-Type: application/json)",
+                ));
+            }
+            from_json(&body.await?).map(LargeBody)
         })
     }
 }

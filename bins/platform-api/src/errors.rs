@@ -108,6 +108,8 @@ pub fn scans(error: scans::ScanError) -> ApiError {
             Code::Unauthorized,
             "the worker token does not match the scan",
         ),
+        // Only a worker outside the platform meets it; the service never calls a coordinator.
+        ScanError::Coordinator(_) => ApiError::internal("a scan coordinator call failed"),
     }
 }
 

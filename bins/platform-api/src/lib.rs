@@ -36,6 +36,10 @@ pub use config::{Config, CosigningClient};
         handlers::scans::cancel,
         handlers::scans::workers,
         handlers::scans::deployment_config,
+        handlers::work::claim,
+        handlers::work::heartbeat,
+        handlers::work::record,
+        handlers::work::complete,
         handlers::classifiers::list,
         handlers::classifiers::create,
         handlers::classifiers::get,
@@ -103,6 +107,16 @@ pub use config::{Config, CosigningClient};
         api_types::scans::DeploymentEnvironment,
         api_types::scans::DeploymentChunk,
         api_types::scans::DeploymentConfig,
+        api_types::scans::WorkClaimRequest,
+        api_types::scans::WorkClaimed,
+        api_types::scans::WorkClaim,
+        api_types::scans::WorkResource,
+        api_types::scans::WorkConnector,
+        api_types::scans::WorkChunk,
+        api_types::scans::WorkRecord,
+        api_types::scans::WorkOutcome,
+        api_types::scans::WorkFinding,
+        api_types::scans::WorkHeld,
         api_types::classifiers::ClassifierRequest,
         api_types::classifiers::Classifier,
         api_types::classifiers::ClassifierDeleted,
@@ -149,10 +163,31 @@ struct BearerAuth;
 impl utoipa::Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         dps_http::add_bearer_scheme(openapi);
+        add_worker_token_scheme(openapi);
         dps_http::document_common_answers(openapi, Area::Platform);
         dps_http::unique_operation_ids(openapi);
         dps_http::add_links(openapi, LINKS);
     }
+}
+
+/// Declares the `worker_token` scheme of the coordinator API: a scan's worker token
+/// (`AUTH_TOKEN` of its deployment configuration) as a Bearer credential.
+fn add_worker_token_scheme(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+    openapi
+        .components
+        .get_or_insert_with(Default::default)
+        .add_security_scheme(
+            "worker_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The scan's worker token, AUTH_TOKEN of GET /scans/{id}/deployment-config",
+                    ))
+                    .build(),
+            ),
+        );
 }
 
 /// From the operation that creates or lists a resource to those that use its id.
@@ -557,6 +592,22 @@ impl ServiceSpec for PlatformApi {
             .resource(
                 "/api/v1/scans/{id}/deployment-config",
                 [on(Method::GET, handlers::scans::deployment_config)],
+            )
+            .resource(
+                "/api/v1/scans/{id}/work/claim",
+                [on(Method::POST, handlers::work::claim)],
+            )
+            .resource(
+                "/api/v1/scans/{id}/work/heartbeat",
+                [on(Method::POST, handlers::work::heartbeat)],
+            )
+            .resource(
+                "/api/v1/scans/{id}/work/record",
+                [on(Method::POST, handlers::work::record)],
+            )
+            .resource(
+                "/api/v1/scans/{id}/work/complete",
+                [on(Method::POST, handlers::work::complete)],
             )
             .resource(
                 "/api/v1/governance/policies",

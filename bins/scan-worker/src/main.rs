@@ -1,19 +1,26 @@
-//! `scan-worker`: claims one scan's chunks from Postgres and scans them, until the scan has no
-//! work left. Run any number of them, on any number of machines (as Kubernetes Jobs, for
-//! example), with the environment from `GET /scans/:id/deployment-config` plus the platform's
-//! own: they share the work through leases and fencing, and produce the same result as one.
+//! `scan-worker`: works on one scan's chunks until the scan has no work left. Run any number
+//! of them, on any number of machines (as Kubernetes Jobs, for example): they share the work
+//! through leases and fencing, and produce the same result as one.
+//!
+//! **In the customer's infrastructure** it needs only the environment of
+//! `GET /scans/:id/deployment-config` and its own cloud identity. It claims chunks from the
+//! platform's coordinator API with the scan's worker token, reads the objects with its own
+//! credentials, and reports findings without values: the values never leave it.
 //!
 //! | Variable | Meaning |
 //! |---|---|
 //! | `SCAN_ID` | The scan to work on. |
 //! | `AUTH_TOKEN` | The scan's worker token; a worker with another token is refused. |
-//! | `COORDINATOR_URL` | The platform-api that issued the configuration (logged). |
-//! | `DATABASE_URL` | The platform's Postgres. |
-//! | `DPS_MASTER_KEY` / `DPS_MASTER_KEY_FILE` | Opens connector secrets and fingerprints findings. |
-//! | `DPS_SCAN_LEASE_SECONDS` | Lease of each claim (default 30). |
-//! | `DATABASE_STATEMENT_TIMEOUT_MS` | Statement and idle-in-transaction timeout (default 30000). |
-//! | cloud variables | As for platform-api (docs/configuration.md, "Cloud access"). |
+//! | `COORDINATOR_URL` | The platform-api that issued the configuration. |
+//! | cloud variables | The worker's own identity, as for platform-api (docs/configuration.md, "Cloud access"); `AZURE_CLIENT_SECRET` for Azure connectors that use a client secret, which the platform never hands out. |
+//! | `DPS_ALLOW_PRIVATE_NETWORKS` | `true` lets `COORDINATOR_URL` be `http` or a private address (as for the services' outbound URLs). |
 //! | `LOG_FORMAT`, `RUST_LOG` | As for the services. |
+//!
+//! **On the operator's own machines** it may instead work through the platform's Postgres, as
+//! platform-api's own workers do: set `DATABASE_URL` and `DPS_MASTER_KEY` (or
+//! `DPS_MASTER_KEY_FILE`); then `COORDINATOR_URL` is only logged, and
+//! `DPS_SCAN_LEASE_SECONDS` (default 30) and `DATABASE_STATEMENT_TIMEOUT_MS` (default 30000)
+//! apply.
 //!
 //! Exit status: 0 when the scan ended (whatever its status), 2 for a configuration problem or a
 //! refused token, 1 for any other failure.
@@ -59,6 +66,11 @@ async fn main() -> std::process::ExitCode {
 async fn run() -> anyhow::Result<scans::coordinator::Summary> {
     let scan = ids::ScanId::parse(&required("SCAN_ID")?).context("SCAN_ID must be a scan id")?;
     let token = required("AUTH_TOKEN")?;
+    let cloud = connectors::Cloud::new(connectors::CloudEnv::from_env()?)?;
+    let id = scans::coordinator::process_worker_id("scan-worker");
+    if var("DATABASE_URL").is_none() {
+        return through_coordinator(scan, token, cloud, id).await;
+    }
     let master = keys::MasterKey::from_env(&boot::Env::process())?;
     let lease_seconds: i64 = match var("DPS_SCAN_LEASE_SECONDS") {
         None => scans::worker::LEASE_SECONDS,
@@ -82,19 +94,35 @@ async fn run() -> anyhow::Result<scans::coordinator::Summary> {
         application_name: "scan-worker".into(),
         wait_timeout: Duration::from_secs(10),
     })?;
-    let cloud = connectors::Cloud::new(connectors::CloudEnv::from_env()?)?;
-    let worker = scans::Worker::new(
-        scans::coordinator::process_worker_id("scan-worker"),
-        cloud,
-        Arc::new(keys::KeyRing::new(Arc::new(master))),
-    )
-    .with_lease_seconds(lease_seconds)
-    .with_tokens(Arc::new(governance::remediate::VaultTokens));
+    let worker = scans::Worker::new(id, cloud, Arc::new(keys::KeyRing::new(Arc::new(master))))
+        .with_lease_seconds(lease_seconds)
+        .with_tokens(Arc::new(governance::remediate::VaultTokens));
     tracing::info!(
         %scan,
         worker = %worker.id,
         coordinator = var("COORDINATOR_URL").as_deref().unwrap_or("(not set)"),
-        "scan-worker starting"
+        "scan-worker starting, through the platform's database"
     );
     Ok(scans::coordinator::work_on(&pool, &worker, scan, &token).await?)
+}
+
+/// Claims and runs chunks through the coordinator API until the scan has ended.
+async fn through_coordinator(
+    scan: ids::ScanId,
+    token: String,
+    cloud: connectors::Cloud,
+    id: String,
+) -> anyhow::Result<scans::coordinator::Summary> {
+    boot::install_tls_provider();
+    let egress = egress::Egress::from_env(&boot::Env::process())?;
+    let mut coordinator = scan_worker::Remote::new(
+        &egress,
+        &required("COORDINATOR_URL")?,
+        scan,
+        token,
+        var("AZURE_CLIENT_SECRET"),
+    )?;
+    let worker = scans::Worker::without_keys(id, cloud);
+    tracing::info!(%scan, worker = %worker.id, "scan-worker starting, through the coordinator API");
+    Ok(scan_worker::work_through(&mut coordinator, &worker, scan).await?)
 }

@@ -315,3 +315,135 @@ pub struct DeploymentConfig {
     pub status: String,
     pub enumeration_status: String,
 }
+
+/// `POST /scans/:id/work/claim`: a scan worker outside the platform asks for a chunk. The
+/// worker authenticates with the scan's worker token (`AUTH_TOKEN`) as a Bearer credential.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkClaimRequest {
+    /// How the worker is shown in `GET /scans/:id/workers`: 1 to 200 printable characters.
+    #[schema(min_length = 1, max_length = 200)]
+    pub worker_id: String,
+}
+
+/// The answer to a claim: a chunk with what scanning it needs, or none (the scan's status
+/// says whether to wait or to stop).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkClaimed {
+    /// queued, running, completed, partial, failed or cancelled: a worker stops once the scan
+    /// has ended.
+    #[schema(value_type = crate::values::ScanStatus, inline)]
+    pub scan_status: String,
+    pub claim: Option<WorkClaim>,
+}
+
+/// A claimed chunk.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkClaim {
+    pub tenant_id: String,
+    pub chunk_no: i32,
+    /// Sent back with every later call: a call with a fence the chunk moved past is `held:
+    /// false`, and the worker stops.
+    pub fence: i64,
+    pub start_index: i32,
+    pub end_index: i32,
+    /// A heartbeat, a record or the end within this many seconds keeps the chunk.
+    pub lease_seconds: i64,
+    /// The chunk's objects not yet recorded.
+    pub resources: Vec<WorkResource>,
+    /// The scan's custom classifiers, as they were stored with it.
+    #[schema(value_type = Vec<Object>)]
+    pub classifiers: Vec<serde_json::Value>,
+    /// The tenant's findings fingerprint key, hex: findings are fingerprinted where they
+    /// are found, and their values never leave the worker.
+    pub finding_key: String,
+    /// Objects larger than this are skipped (`size_limit`).
+    pub max_object_bytes: u64,
+    /// Each connector of the resources: its public configuration (never a secret), or why it
+    /// cannot be used.
+    pub connectors: Vec<WorkConnector>,
+}
+
+/// An object to scan.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkResource {
+    pub idx: i32,
+    pub connector_id: String,
+    pub bucket: String,
+    pub object_key: String,
+    pub size: i64,
+    pub etag: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub last_modified: OffsetDateTime,
+}
+
+/// A connector as a worker outside the platform reads with it: its own cloud identity and the
+/// connector's public configuration.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkConnector {
+    pub connector_id: String,
+    /// aws, gcp or azure; absent with `error`.
+    pub provider: Option<String>,
+    #[schema(value_type = Object)]
+    pub config: serde_json::Map<String, serde_json::Value>,
+    /// Why the connector cannot be used (deleted, unreadable): its objects fail.
+    pub error: Option<String>,
+}
+
+/// `POST /scans/:id/work/heartbeat` and `/work/complete`: the chunk and its fence.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkChunk {
+    pub chunk_no: i32,
+    pub fence: i64,
+}
+
+/// `POST /scans/:id/work/record`: outcomes of the chunk's objects.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkRecord {
+    pub chunk_no: i32,
+    pub fence: i64,
+    pub outcomes: Vec<WorkOutcome>,
+}
+
+/// What became of one object.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkOutcome {
+    /// The resource's `idx`, within the chunk.
+    pub idx: i32,
+    /// scanned, skipped or failed.
+    pub outcome: String,
+    /// Why an object was skipped or failed (`size_limit`, `permission`, ...).
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub findings: Vec<WorkFinding>,
+}
+
+/// A finding, as stored: never its value.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkFinding {
+    pub pii_type: String,
+    pub category: String,
+    pub confidence: f32,
+    #[schema(value_type = Object)]
+    pub location: serde_json::Value,
+    /// The masked preview.
+    pub preview: String,
+    /// Hex: the version byte 02 and the HMAC under the findings key.
+    pub fingerprint: String,
+    /// Hex: the vault's lookup key of the value, were it a token (16 bytes), which tells the
+    /// tenant's own tokens from new PII. Unkeyed, so only for PII types.
+    #[serde(default)]
+    pub lookup: Option<String>,
+}
+
+/// Whether the worker still holds the chunk.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkHeld {
+    pub held: bool,
+}

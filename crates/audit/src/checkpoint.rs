@@ -60,14 +60,7 @@ impl PublicKey {
     }
 
     pub fn from_hex(text: &str) -> Option<Self> {
-        let text = text.trim();
-        if text.len() != 64 {
-            return None;
-        }
-        let mut bytes = [0u8; 32];
-        for (i, b) in bytes.iter_mut().enumerate() {
-            *b = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
-        }
+        let bytes: [u8; 32] = crate::unhex(text.trim())?.try_into().ok()?;
         Some(PublicKey::new(bytes))
     }
 

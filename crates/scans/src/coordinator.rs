@@ -233,20 +233,17 @@ pub struct Summary {
     pub status: crate::Status,
 }
 
-/// Works on one scan until it has no work left: what `scan-worker` runs. The per-scan token
-/// from the deployment config must match the scan's.
-pub async fn work_on(
-    pool: &db::Pool,
-    worker: &Worker,
+/// The tenant of `scan` when `token` is its worker token (from the deployment config).
+pub async fn authenticate(
+    conn: &mut AsyncPgConnection,
     scan: ScanId,
     token: &str,
-) -> Result<Summary, ScanError> {
+) -> Result<TenantId, ScanError> {
     use diesel::OptionalExtension;
-    let mut conn = pool.get().await.map_err(|_| pool_error())?;
     let found: Option<(String, Vec<u8>)> = scans::table
         .filter(scans::scan_id.eq(scan.as_uuid()))
         .select((scans::tenant_id, scans::worker_token_hash))
-        .first(&mut conn)
+        .first(conn)
         .await
         .optional()?;
     let Some((tenant, hash)) = found else {
@@ -256,7 +253,20 @@ pub async fn work_on(
     if crate::store::token_hash(token) != hash {
         return Err(ScanError::Unauthorized);
     }
-    let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
+    tenant.parse().map_err(|_| ScanError::CorruptRow)
+}
+
+/// Works on one scan until it has no work left, through Postgres: what `scan-worker` runs with
+/// the platform's database. The per-scan token from the deployment config must match the
+/// scan's.
+pub async fn work_on(
+    pool: &db::Pool,
+    worker: &Worker,
+    scan: ScanId,
+    token: &str,
+) -> Result<Summary, ScanError> {
+    let mut conn = pool.get().await.map_err(|_| pool_error())?;
+    let tenant = authenticate(&mut conn, scan, token).await?;
     let mut chunks = 0;
     loop {
         let row = rows::row(&mut conn, &tenant, scan).await?;

@@ -28,6 +28,9 @@ pub enum ScanError {
     /// A worker's token is not the scan's.
     #[error("the worker token does not match the scan")]
     Unauthorized,
+    /// The coordinator API could not be reached, or answered what a worker cannot use.
+    #[error("the coordinator: {0}")]
+    Coordinator(String),
 }
 
 impl From<diesel::result::Error> for ScanError {

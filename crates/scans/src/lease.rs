@@ -242,6 +242,36 @@ pub struct Resource {
     pub last_modified: OffsetDateTime,
 }
 
+/// The claim a worker holds on chunk `chunk_no` of `scan` under `fence`, as it names it when
+/// it reports through the coordinator API: `None` when the scan has no such chunk. Whether the
+/// fence still holds is checked by each write, as for a worker in the platform.
+pub async fn claim_at(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: ScanId,
+    chunk_no: i32,
+    fence: i64,
+) -> Result<Option<Claim>, ScanError> {
+    use db::schema::scan_chunks;
+    use diesel::OptionalExtension;
+    let range: Option<(i32, i32)> = scan_chunks::table
+        .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+        .filter(scan_chunks::scan_id.eq(scan.as_uuid()))
+        .filter(scan_chunks::chunk_no.eq(chunk_no))
+        .select((scan_chunks::start_index, scan_chunks::end_index))
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(range.map(|(start, end)| Claim {
+        tenant: tenant.clone(),
+        scan,
+        chunk_no,
+        fence,
+        start,
+        end,
+    }))
+}
+
 /// The chunk's resources not yet recorded (all of them on a first claim; the rest after a
 /// worker was lost mid-chunk).
 pub async fn pending(

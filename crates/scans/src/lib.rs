@@ -14,6 +14,7 @@ pub mod outbox;
 pub mod enumerate;
 pub mod lifecycle;
 pub mod record;
+pub mod remote;
 
 pub mod classifiers;
 pub mod connector;

@@ -40,6 +40,13 @@ pub struct NewFinding {
 #[derive(Clone, PartialEq, Eq)]
 pub struct Candidate(pub(crate) String);
 
+impl Candidate {
+    /// The value: for the token lookup only, never to be stored, logged or shown.
+    pub fn value(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Debug for Candidate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Candidate(<redacted>)")

@@ -23,6 +23,15 @@ pub trait IssuedTokens: Send + Sync + fmt::Debug {
         tenant: &TenantId,
         candidates: &[(&str, &str)],
     ) -> Result<Vec<bool>, DieselError>;
+
+    /// The same question asked by the vault's lookup keys of the candidates (what a worker
+    /// outside the platform sends instead of values). One answer per key, in order.
+    async fn issued_lookups(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        lookups: &[uuid::Uuid],
+    ) -> Result<Vec<bool>, DieselError>;
 }
 
 /// Marks the batch's findings whose values are issued tokens, and drops every value.

@@ -84,11 +84,21 @@ pub struct Prepared {
     /// The custom classifiers the scan was created with.
     pub classifiers: Vec<ClassifierSpec>,
     /// Keys the findings' fingerprints (`TenantKeys::finding`).
-    pub finding_key: Arc<MacKey>,
+    pub finding_key: FindingKey,
     /// Objects larger than this are skipped (`size_limit`).
     pub max_bytes: u64,
     /// The configuration of each connector the resources belong to, or why it is unusable.
     pub connectors: Vec<(ConnectorId, Result<connectors::Config, AccessError>)>,
+}
+
+/// The bytes of a tenant's findings fingerprint key; never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FindingKey(pub [u8; 32]);
+
+impl std::fmt::Debug for FindingKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FindingKey(<redacted>)")
+    }
 }
 
 /// The coordinator a worker runs a claimed chunk against: Postgres, in the platform
@@ -156,7 +166,7 @@ impl Coordination for Local<'_> {
         Ok(Prepared {
             resources,
             classifiers,
-            finding_key: Arc::new(MacKey::new(&keys.finding_key())),
+            finding_key: FindingKey(keys.finding_key()),
             max_bytes: options.max_object_bytes,
             connectors: configs,
         })
@@ -283,7 +293,7 @@ impl Worker {
         let scope = Scope {
             claim,
             detector: self.detector(claim.scan, &prepared.classifiers)?,
-            finding_key: prepared.finding_key.clone(),
+            finding_key: Arc::new(MacKey::new(&prepared.finding_key.0)),
             max_bytes: prepared.max_bytes,
         };
         let buckets = self.buckets(&prepared);

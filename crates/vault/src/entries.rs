@@ -298,24 +298,33 @@ pub async fn issued(
     tenant: &TenantId,
     candidates: &[(&str, &str)],
 ) -> Result<Vec<bool>, diesel::result::Error> {
-    use diesel::sql_types::{Array, Text};
-    if candidates.is_empty() {
-        return Ok(Vec::new());
-    }
     let lookups: Vec<Uuid> = candidates
         .iter()
         .map(|(pii_type, token)| crate::lookup(tenant.as_str(), pii_type, token))
         .collect();
+    issued_lookups(conn, tenant, &lookups).await
+}
+
+/// Like [`issued`], asked by lookup keys ([`crate::lookup`]) instead of (type, token) pairs.
+pub async fn issued_lookups(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    lookups: &[Uuid],
+) -> Result<Vec<bool>, diesel::result::Error> {
+    use diesel::sql_types::{Array, Text};
+    if lookups.is_empty() {
+        return Ok(Vec::new());
+    }
     let found: Vec<Ordinal> = db::sql(
         "SELECT c.i FROM unnest($2::uuid[]) WITH ORDINALITY AS c(lookup, i)
           WHERE EXISTS (SELECT 1 FROM vault_entries v
                          WHERE v.lookup = c.lookup AND v.tenant_id = $1)",
     )
     .bind::<Text, _>(tenant.as_str())
-    .bind::<Array<diesel::sql_types::Uuid>, _>(&lookups)
+    .bind::<Array<diesel::sql_types::Uuid>, _>(lookups)
     .load(conn)
     .await?;
-    let mut answers = vec![false; candidates.len()];
+    let mut answers = vec![false; lookups.len()];
     for Ordinal { i } in found {
         if let Some(slot) = usize::try_from(i - 1).ok().and_then(|i| answers.get_mut(i)) {
             *slot = true;

@@ -1380,3 +1380,111 @@ async fn the_executor_holds_no_connection_while_it_waits_on_the_storage() {
         b"name,ssn,email\nAnn Lee,***-**-9999,ann.lee@example.com\nBo Chan,***-**-1120,bo@example.com\n"
     );
 }
+
+/// Starts a full scan of `connector` and runs it to the end with a worker outside the
+/// platform: only the deployment configuration and its own cloud identity, through the
+/// coordinator API. Returns the scan as it ended.
+async fn scanned_from_outside(stack: &Stack, admin: &Client<'_>, connector: &str) -> Value {
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let config = loop {
+        let (_, body) = admin
+            .send(
+                Method::GET,
+                &format!("/scans/{scan}/deployment-config"),
+                None,
+            )
+            .await;
+        if body["data"]["enumeration_status"] == "complete" {
+            break body["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let env = &config["environment"];
+    let scan_id: ids::ScanId = scan.parse().unwrap();
+    let mut coordinator = scan_worker::Remote::new(
+        &egress::Egress {
+            allow_private: true,
+        },
+        env["COORDINATOR_URL"].as_str().unwrap(),
+        scan_id,
+        env["AUTH_TOKEN"].as_str().unwrap().to_owned(),
+        None,
+    )
+    .unwrap();
+    let worker = scans::Worker::without_keys(
+        "customer-k8s/job-0".into(),
+        seed::moto_cloud(&stack.moto.url()),
+    );
+    let summary = scan_worker::work_through(&mut coordinator, &worker, scan_id)
+        .await
+        .unwrap();
+    assert_eq!(summary.status, scans::Status::Completed);
+    crate::scans::finished(admin, &scan).await
+}
+
+/// A worker outside the platform finds what one inside does, and the platform acts on it: its
+/// findings' fingerprints lead remediation to the values, and on a rescan the tokens written
+/// into the object are known from their lookup keys (no value sent), not taken for new PII.
+#[tokio::test]
+async fn a_worker_outside_the_platform_feeds_remediation_and_knows_the_tenants_tokens() {
+    let stack = Stack::new(|env| {
+        env.insert("DPS_SCAN_WORKERS".into(), "0".into());
+    })
+    .await;
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
+    let token_policy = ssn_token_policy(&stack).await;
+    let admin = stack.admin();
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    let tokenize =
+        format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}");
+    policy_of(&admin, "ssn-tokenize", "enforced", "us_ssn", 0.5, &tokenize).await;
+
+    let done = scanned_from_outside(&stack, &admin, &connector).await;
+    assert_eq!(
+        done["progress"]["findings_count"], 4,
+        "two SSNs, two emails: {done}"
+    );
+    let r = &ended(&admin, 1).await[0];
+    assert_eq!(r["status"], "receipted", "{r}");
+    let after = read(bucket.as_ref(), "people.csv").await.unwrap();
+    let text = String::from_utf8(after).unwrap();
+    assert!(
+        !text.contains("219-09-9999") && !text.contains("078-05-1120"),
+        "{text}"
+    );
+
+    // The rescan, from outside again: the tokens are the tenant's own, remediated.
+    scanned_from_outside(&stack, &admin, &connector).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin
+            .send(Method::GET, "/findings?pii_type=us_ssn&status=open", None)
+            .await;
+        let ssns = body["data"].as_array().unwrap().clone();
+        if ssns.len() == 2 && ssns.iter().all(|f| f["remediation_status"] == "completed") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (_, all) = admin
+        .send(Method::GET, "/governance/remediations", None)
+        .await;
+    assert_eq!(
+        all["data"].as_array().unwrap().len(),
+        1,
+        "nothing planned again: {all}"
+    );
+}

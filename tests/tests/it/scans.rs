@@ -528,7 +528,7 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
         seed::put_all(bucket.as_ref(), &objects).await;
         expected.extend(keys.iter().map(|k| format!("{name}/{k}")));
     }
-    let (master, master_b64) = keys::MasterKey::generate().unwrap();
+    let (_, master_b64) = keys::MasterKey::generate().unwrap();
     // No worker tasks: platform-api starts and enumerates the scan, and nothing else reads.
     let app = app_with(&moto, "0", |env| {
         env.insert("DPS_MASTER_KEY".into(), master_b64);
@@ -629,30 +629,37 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
     assert_eq!(status, 404, "another tenant's scan: {body}");
     crate::area_b_error(&body, "SCAN_NOT_FOUND");
 
-    // A worker outside platform-api, with only that environment and the platform's own
-    // (database, master key, cloud identity), runs the scan to the end; the `scan-worker`
-    // binary is this loop behind a main.
-    let cloud = seed::moto_cloud(&moto.url());
-    let worker = scans::Worker::new(
-        "customer-k8s/job-0".into(),
-        cloud,
-        std::sync::Arc::new(keys::KeyRing::new(std::sync::Arc::new(master))),
-    );
-    let pool = db::build_pool(&db::PoolConfig {
-        url: app.db.url.clone(),
-        max_size: 2,
-        statement_timeout: Duration::from_secs(10),
-        application_name: "scan-worker-test".into(),
-        wait_timeout: Duration::from_secs(10),
-    })
-    .unwrap();
+    // A worker outside the platform, with only that environment and its own cloud identity
+    // (no database, no master key, no connector secret), runs the scan to the end through the
+    // coordinator API; the `scan-worker` binary is this loop behind a main.
     let scan_id: ids::ScanId = scan.parse().unwrap();
-    let refused = scans::coordinator::work_on(&pool, &worker, scan_id, "dpsw_0000").await;
+    let egress = egress::Egress {
+        allow_private: true,
+    };
+    let coordinator_url = env["COORDINATOR_URL"].as_str().unwrap();
+    let worker =
+        scans::Worker::without_keys("customer-k8s/job-0".into(), seed::moto_cloud(&moto.url()));
+    let mut wrong =
+        scan_worker::Remote::new(&egress, coordinator_url, scan_id, "dpsw_0000".into(), None)
+            .unwrap();
+    let refused = scan_worker::work_through(&mut wrong, &worker, scan_id).await;
     assert!(
         matches!(refused, Err(scans::ScanError::Unauthorized)),
         "{refused:?}"
     );
-    let summary = scans::coordinator::work_on(&pool, &worker, scan_id, &token)
+    // Nor does the token of one scan open another.
+    let other_scan: ids::ScanId = ids::ScanId::new();
+    let mut elsewhere =
+        scan_worker::Remote::new(&egress, coordinator_url, other_scan, token.clone(), None)
+            .unwrap();
+    let refused = scan_worker::work_through(&mut elsewhere, &worker, other_scan).await;
+    assert!(
+        matches!(refused, Err(scans::ScanError::Unauthorized)),
+        "{refused:?}"
+    );
+    let mut coordinator =
+        scan_worker::Remote::new(&egress, coordinator_url, scan_id, token.clone(), None).unwrap();
+    let summary = scan_worker::work_through(&mut coordinator, &worker, scan_id)
         .await
         .unwrap();
     assert_eq!(summary.status, scans::Status::Completed);
@@ -944,4 +951,241 @@ async fn deleting_a_connector_removes_its_share_of_a_parallel_scan() {
         .send(Method::DELETE, &format!("/connectors/{gone}"), None)
         .await;
     assert_eq!(status, 404);
+}
+
+/// The coordinator API opens with the scan's worker token only, and checks every report: an
+/// object outside the chunk, a malformed finding, a stale fence. A report sent twice (its
+/// answer lost) is counted once.
+#[tokio::test]
+async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report() {
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "payroll").await;
+    let body = format!("ssn {SSN}\n");
+    seed::put_all(
+        bucket.as_ref(),
+        &[
+            ("a.txt", body.as_bytes()),
+            ("b.txt", body.as_bytes()),
+            ("c.txt", body.as_bytes()),
+        ],
+    )
+    .await;
+    let app = app_on(&moto, "0").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let connector = connector(&admin, "Payroll", "payroll").await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            Some(json!({"type": "full", "options": {"max_workers": 1}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let token = loop {
+        let (_, body) = admin
+            .send(
+                Method::GET,
+                &format!("/scans/{scan}/deployment-config"),
+                None,
+            )
+            .await;
+        if body["data"]["enumeration_status"] == "complete" {
+            break body["data"]["environment"]["AUTH_TOKEN"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let worker = Client {
+        app: &app,
+        token: token.clone(),
+    };
+    let work = |path: &str| format!("/scans/{scan}/work/{path}");
+    let me = json!({"worker_id": "customer-k8s/job-0"});
+
+    // Nothing but the scan's own token opens it: not an access token, not another scan's
+    // path, not nothing.
+    for (client, path) in [
+        (&admin, work("claim")),
+        (
+            &worker,
+            format!("/scans/{}/work/claim", uuid::Uuid::now_v7()),
+        ),
+        (&worker, "/scans/not-a-scan/work/claim".to_owned()),
+    ] {
+        let (status, body) = client.send(Method::POST, &path, Some(me.clone())).await;
+        assert_eq!(status, 401, "{path}: {body}");
+        crate::area_b_error(&body, "UNAUTHORIZED");
+    }
+    let response = app
+        .http
+        .post(app.url(&work("claim")))
+        .json(&me)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let (status, body) = worker
+        .send(
+            Method::POST,
+            &work("claim"),
+            Some(json!({"worker_id": " "})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["details"]["field"], "worker_id");
+
+    // The claim: the chunk's objects, the findings key, the connector's public configuration.
+    let (status, body) = worker
+        .send(Method::POST, &work("claim"), Some(me.clone()))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["scan_status"], "running");
+    let claim = body["data"]["claim"].clone();
+    assert_eq!(claim["tenant_id"], "acme");
+    assert_eq!(claim["resources"].as_array().unwrap().len(), 3, "{claim}");
+    assert_eq!(claim["finding_key"].as_str().unwrap().len(), 64);
+    assert_eq!(claim["connectors"][0]["provider"], "aws");
+    assert_eq!(claim["connectors"][0]["config"]["region"], "us-east-1");
+    let (chunk_no, fence) = (claim["chunk_no"].clone(), claim["fence"].as_i64().unwrap());
+    let idx: Vec<i64> = claim["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["idx"].as_i64().unwrap())
+        .collect();
+    let finding = json!({
+        "pii_type": "us_ssn", "category": "government_id", "confidence": 0.9,
+        "location": {"line": 1, "column": 5}, "preview": "***-**-9999",
+        "fingerprint": format!("02{}", "ab".repeat(32)),
+    });
+    let record = |fence: i64, outcomes: Value| json!({"chunk_no": chunk_no, "fence": fence, "outcomes": outcomes});
+
+    // Refused, naming what is wrong: an object outside the chunk, a malformed fingerprint,
+    // an unknown outcome, a skip without its reason.
+    let mut bad_fingerprint = finding.clone();
+    bad_fingerprint["fingerprint"] = json!("zz");
+    for (outcomes, field) in [
+        (
+            json!([{"idx": 9999, "outcome": "scanned", "findings": [finding]}]),
+            "outcomes",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [bad_fingerprint]}]),
+            "outcomes[0].findings[0].fingerprint",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "lost"}]),
+            "outcomes[0].outcome",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "skipped"}]),
+            "outcomes[0].reason",
+        ),
+    ] {
+        let (status, body) = worker
+            .send(Method::POST, &work("record"), Some(record(fence, outcomes)))
+            .await;
+        assert_eq!(status, 400, "{field}: {body}");
+        assert_eq!(body["error"]["details"]["field"], field, "{body}");
+    }
+    // A stale fence writes nothing.
+    let (status, body) = worker
+        .send(
+            Method::POST,
+            &work("record"),
+            Some(record(
+                fence - 1,
+                json!([{"idx": idx[0], "outcome": "failed", "reason": "provider"}]),
+            )),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["data"]["held"]),
+        (200, &json!(false)),
+        "{body}"
+    );
+
+    // A report, and the same again (its answer lost): counted once.
+    let first = json!([{"idx": idx[0], "outcome": "scanned", "findings": [finding]}]);
+    for _ in 0..2 {
+        let (status, body) = worker
+            .send(
+                Method::POST,
+                &work("record"),
+                Some(record(fence, first.clone())),
+            )
+            .await;
+        assert_eq!(
+            (status, &body["data"]["held"]),
+            (200, &json!(true)),
+            "{body}"
+        );
+    }
+    let (_, body) = admin
+        .send(Method::GET, &format!("/scans/{scan}"), None)
+        .await;
+    assert_eq!(body["data"]["progress"]["files_processed"], 1, "{body}");
+    assert_eq!(body["data"]["progress"]["findings_count"], 1, "{body}");
+    let (status, body) = worker
+        .send(
+            Method::POST,
+            &work("heartbeat"),
+            Some(json!({"chunk_no": 999, "fence": fence})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = worker
+        .send(
+            Method::POST,
+            &work("heartbeat"),
+            Some(json!({"chunk_no": chunk_no, "fence": fence})),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["data"]["held"]),
+        (200, &json!(true)),
+        "{body}"
+    );
+
+    // The rest, the end of the chunk, and the scan is done.
+    let rest = json!([
+        {"idx": idx[1], "outcome": "skipped", "reason": "unsupported_format"},
+        {"idx": idx[2], "outcome": "failed", "reason": "permission"},
+    ]);
+    let (_, body) = worker
+        .send(Method::POST, &work("record"), Some(record(fence, rest)))
+        .await;
+    assert_eq!(body["data"]["held"], true, "{body}");
+    let (_, body) = worker
+        .send(
+            Method::POST,
+            &work("complete"),
+            Some(json!({"chunk_no": chunk_no, "fence": fence})),
+        )
+        .await;
+    assert_eq!(body["data"]["held"], true, "{body}");
+    let (_, body) = worker.send(Method::POST, &work("claim"), Some(me)).await;
+    assert_eq!(body["data"]["claim"], Value::Null, "{body}");
+    let done = finished(&admin, &scan).await;
+    assert_eq!(done["coverage"]["total_scanned"], 1, "{done}");
+    assert_eq!(done["coverage"]["total_skipped"], 1, "{done}");
+    assert_eq!(done["coverage"]["total_failed"], 1, "{done}");
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            &format!("/findings?connector={connector}"),
+            None,
+        )
+        .await;
+    let found = body["data"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{body}");
+    assert_eq!(found[0]["preview"], "***-**-9999");
 }

@@ -12,6 +12,7 @@ pub mod remediations;
 pub mod risk;
 pub mod scans;
 pub mod settings;
+pub mod work;
 
 use dps_http::ApiError;
 

@@ -19,4 +19,13 @@ impl scans::tokens::IssuedTokens for VaultTokens {
     ) -> Result<Vec<bool>, DieselError> {
         vault::entries::issued(conn, tenant, candidates).await
     }
+
+    async fn issued_lookups(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        lookups: &[uuid::Uuid],
+    ) -> Result<Vec<bool>, DieselError> {
+        vault::entries::issued_lookups(conn, tenant, lookups).await
+    }
 }

@@ -1,0 +1,393 @@
+//! The coordinator API: what a scan worker outside the platform calls (`scan-worker` with only
+//! its deployment configuration: `SCAN_ID`, `COORDINATOR_URL`, `AUTH_TOKEN`). The scan's
+//! worker token is the credential (`Authorization: Bearer <AUTH_TOKEN>`); it is good for that
+//! scan alone. The worker claims a chunk and is given what it needs to scan it (objects,
+//! classifiers, the findings key, connectors' public configuration), then reports outcomes
+//! and findings without values, under the claim's fence, as an in-platform worker writes them.
+
+use actix_web::{HttpRequest, web};
+use api_types::scans::{
+    WorkChunk, WorkClaim, WorkClaimRequest, WorkClaimed, WorkConnector, WorkFinding, WorkHeld,
+    WorkOutcome, WorkRecord, WorkResource,
+};
+use dps_http::{ApiError, Body, Enveloped, LargeBody, ServiceState};
+use ids::{ScanId, TenantId};
+use scans::lease::{Claim, Held};
+use scans::record::{NewFinding, Outcome};
+use scans::remote::{Refused, Reported};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::{Extra, errors};
+
+/// The scan's id, or the 401 every refusal of this API is: a caller without the scan's token
+/// learns nothing, not even whether the scan exists.
+fn scan_of(id: &str) -> Result<ScanId, ApiError> {
+    ScanId::parse(id).ok_or_else(refused)
+}
+
+fn refused() -> ApiError {
+    ApiError::unauthorized("a scan worker token for this scan is required")
+}
+
+/// The tenant of the scan, when the request carries its worker token.
+async fn tenant_of(
+    conn: &mut db::AsyncPgConnection,
+    request: &HttpRequest,
+    scan: ScanId,
+) -> Result<TenantId, ApiError> {
+    let token = request
+        .headers()
+        .get(actix_web::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(refused)?;
+    match scans::coordinator::authenticate(conn, scan, token).await {
+        Ok(tenant) => Ok(tenant),
+        Err(scans::ScanError::NotFound | scans::ScanError::Unauthorized) => Err(refused()),
+        Err(e) => Err(errors::scans(e)),
+    }
+}
+
+fn field(name: &str, message: &str) -> ApiError {
+    ApiError::invalid(message.to_owned()).with_details(json!({ "field": name }))
+}
+
+/// The chunk the worker names, held under the fence it names (each write checks the fence).
+async fn claim_of(
+    conn: &mut db::AsyncPgConnection,
+    tenant: &TenantId,
+    scan: ScanId,
+    chunk_no: i32,
+    fence: i64,
+) -> Result<Claim, ApiError> {
+    scans::lease::claim_at(conn, tenant, scan, chunk_no, fence)
+        .await
+        .map_err(errors::scans)?
+        .ok_or_else(|| field("chunk_no", "the scan has no such chunk"))
+}
+
+fn held(held: Held) -> Enveloped<WorkHeld> {
+    Enveloped::ok(WorkHeld {
+        held: held == Held::Yes,
+    })
+}
+
+/// Claims a chunk of the scan for the worker.
+#[utoipa::path(
+    post,
+    path = "/api/v1/scans/{id}/work/claim",
+    tag = "scan workers",
+    security(("worker_token" = [])),
+    params(("id" = String, Path, description = "Scan id")),
+    request_body = WorkClaimRequest,
+    responses(
+        (status = 200, description = "A chunk with what scanning it needs, or none: `scan_status` says whether to wait or stop", body = WorkClaimed),
+        (status = 400, description = "VALIDATION_FAILED: a bad worker_id", body = api_types::ErrorEnvelope),
+        (status = 401, description = "UNAUTHORIZED: not this scan's worker token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn claim(
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    request: HttpRequest,
+    id: web::Path<String>,
+    body: Body<WorkClaimRequest>,
+) -> Result<Enveloped<WorkClaimed>, ApiError> {
+    let scan = scan_of(&id)?;
+    let mut conn = state.conn().await?;
+    let tenant = tenant_of(&mut conn, &request, scan).await?;
+    let worker_id = body.0.worker_id.trim();
+    if worker_id.is_empty()
+        || worker_id.chars().count() > 200
+        || worker_id.chars().any(char::is_control)
+    {
+        return Err(field(
+            "worker_id",
+            "worker_id must be 1 to 200 printable characters",
+        ));
+    }
+    let claimed = scans::remote::claim(
+        &mut conn,
+        &extra.keyring,
+        &tenant,
+        scan,
+        worker_id,
+        extra.scan_lease_seconds,
+    )
+    .await
+    .map_err(errors::scans)?;
+    let claim = claimed.chunk.map(|(claim, prepared)| WorkClaim {
+        tenant_id: claim.tenant.as_str().to_owned(),
+        chunk_no: claim.chunk_no,
+        fence: claim.fence,
+        start_index: claim.start,
+        end_index: claim.end,
+        lease_seconds: extra.scan_lease_seconds,
+        resources: prepared
+            .resources
+            .into_iter()
+            .map(|r| WorkResource {
+                idx: r.idx,
+                connector_id: r.connector_id.to_string(),
+                bucket: r.bucket,
+                object_key: r.object_key,
+                size: r.size,
+                etag: r.etag,
+                last_modified: r.last_modified,
+            })
+            .collect(),
+        classifiers: prepared
+            .classifiers
+            .iter()
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .collect(),
+        finding_key: audit::hex(&prepared.finding_key.0),
+        max_object_bytes: prepared.max_bytes,
+        // The public part only: a secret stays with the platform, and the worker reads with
+        // its own cloud identity.
+        connectors: prepared
+            .connectors
+            .into_iter()
+            .map(|(id, config)| match config {
+                Ok(config) => WorkConnector {
+                    connector_id: id.to_string(),
+                    provider: Some(config.provider.as_str().to_owned()),
+                    config: config.public,
+                    error: None,
+                },
+                Err(e) => WorkConnector {
+                    connector_id: id.to_string(),
+                    provider: None,
+                    config: serde_json::Map::new(),
+                    error: Some(e.failure.as_str().to_owned()),
+                },
+            })
+            .collect(),
+    });
+    Ok(Enveloped::ok(WorkClaimed {
+        scan_status: claimed.status.as_str().to_owned(),
+        claim,
+    }))
+}
+
+/// Renews the lease of a claimed chunk.
+#[utoipa::path(
+    post,
+    path = "/api/v1/scans/{id}/work/heartbeat",
+    tag = "scan workers",
+    security(("worker_token" = [])),
+    params(("id" = String, Path, description = "Scan id")),
+    request_body = WorkChunk,
+    responses(
+        (status = 200, description = "Whether the worker still holds the chunk", body = WorkHeld),
+        (status = 400, description = "VALIDATION_FAILED: no such chunk", body = api_types::ErrorEnvelope),
+        (status = 401, description = "UNAUTHORIZED: not this scan's worker token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn heartbeat(
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    request: HttpRequest,
+    id: web::Path<String>,
+    body: Body<WorkChunk>,
+) -> Result<Enveloped<WorkHeld>, ApiError> {
+    let scan = scan_of(&id)?;
+    let mut conn = state.conn().await?;
+    let tenant = tenant_of(&mut conn, &request, scan).await?;
+    let claim = claim_of(&mut conn, &tenant, scan, body.chunk_no, body.fence).await?;
+    scans::lease::heartbeat(&mut conn, &claim, extra.scan_lease_seconds)
+        .await
+        .map(held)
+        .map_err(errors::scans)
+}
+
+/// Records the outcomes of a batch of the chunk's objects.
+#[utoipa::path(
+    post,
+    path = "/api/v1/scans/{id}/work/record",
+    tag = "scan workers",
+    security(("worker_token" = [])),
+    params(("id" = String, Path, description = "Scan id")),
+    request_body = WorkRecord,
+    responses(
+        (status = 200, description = "Recorded (objects recorded before are skipped), or `held: false` and nothing written", body = WorkHeld),
+        (status = 400, description = "VALIDATION_FAILED: an object outside the chunk, or a malformed outcome or finding", body = api_types::ErrorEnvelope),
+        (status = 401, description = "UNAUTHORIZED: not this scan's worker token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn record(
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+    request: HttpRequest,
+    id: web::Path<String>,
+    body: LargeBody<WorkRecord>,
+) -> Result<Enveloped<WorkHeld>, ApiError> {
+    let scan = scan_of(&id)?;
+    let WorkRecord {
+        chunk_no,
+        fence,
+        outcomes,
+    } = body.0;
+    let reported = outcomes
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| reported(i, o))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut conn = state.conn().await?;
+    let tenant = tenant_of(&mut conn, &request, scan).await?;
+    let claim = claim_of(&mut conn, &tenant, scan, chunk_no, fence).await?;
+    match scans::remote::record(
+        &mut conn,
+        &governance::remediate::VaultTokens,
+        &claim,
+        reported,
+        extra.scan_lease_seconds,
+    )
+    .await
+    .map_err(errors::scans)?
+    {
+        Ok(h) => Ok(held(h)),
+        Err(Refused::NotInChunk(idx)) => Err(field(
+            "outcomes",
+            "an outcome names an object outside the chunk",
+        )
+        .with_details(json!({ "field": "outcomes", "idx": idx }))),
+        Err(Refused::Lookups(idx)) => Err(field(
+            "outcomes",
+            "an outcome's lookups do not pair with its findings",
+        )
+        .with_details(json!({ "field": "outcomes", "idx": idx }))),
+    }
+}
+
+/// Ends a claimed chunk whose objects are all recorded.
+#[utoipa::path(
+    post,
+    path = "/api/v1/scans/{id}/work/complete",
+    tag = "scan workers",
+    security(("worker_token" = [])),
+    params(("id" = String, Path, description = "Scan id")),
+    request_body = WorkChunk,
+    responses(
+        (status = 200, description = "Whether the worker still held the chunk it ended", body = WorkHeld),
+        (status = 400, description = "VALIDATION_FAILED: no such chunk", body = api_types::ErrorEnvelope),
+        (status = 401, description = "UNAUTHORIZED: not this scan's worker token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn complete(
+    state: web::Data<ServiceState>,
+    request: HttpRequest,
+    id: web::Path<String>,
+    body: Body<WorkChunk>,
+) -> Result<Enveloped<WorkHeld>, ApiError> {
+    let scan = scan_of(&id)?;
+    let mut conn = state.conn().await?;
+    let tenant = tenant_of(&mut conn, &request, scan).await?;
+    let claim = claim_of(&mut conn, &tenant, scan, body.chunk_no, body.fence).await?;
+    scans::lifecycle::complete(&mut conn, &claim)
+        .await
+        .map(held)
+        .map_err(errors::scans)
+}
+
+/// The domain form of one reported outcome, checked: `outcomes[i]` names what is wrong, never
+/// a value.
+fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
+    let at = |name: &str| format!("outcomes[{i}].{name}");
+    let reason = |o: &WorkOutcome| {
+        o.reason
+            .clone()
+            .filter(|r| reason_like(r))
+            .ok_or_else(|| field(&at("reason"), "a reason is 1 to 64 of a-z, 0-9, _ : . -"))
+    };
+    if o.outcome != "scanned" && !o.findings.is_empty() {
+        return Err(field(&at("findings"), "only a scanned object has findings"));
+    }
+    let (outcome, lookups) = match o.outcome.as_str() {
+        "skipped" => (Outcome::Skipped(reason(&o)?), Vec::new()),
+        "failed" => (Outcome::Failed(reason(&o)?), Vec::new()),
+        "scanned" => {
+            let mut found = Vec::with_capacity(o.findings.len());
+            let mut lookups = Vec::with_capacity(o.findings.len());
+            for (j, f) in o.findings.into_iter().enumerate() {
+                let (finding, lookup) = finding(f).map_err(|name| {
+                    field(
+                        &format!("outcomes[{i}].findings[{j}].{name}"),
+                        "is not valid",
+                    )
+                })?;
+                found.push(finding);
+                lookups.push(lookup);
+            }
+            (Outcome::Scanned(found), lookups)
+        }
+        _ => {
+            return Err(field(
+                &at("outcome"),
+                "outcome must be scanned, skipped or failed",
+            ));
+        }
+    };
+    Ok(Reported {
+        idx: o.idx,
+        outcome,
+        lookups,
+    })
+}
+
+fn reason_like(r: &str) -> bool {
+    (1..=64).contains(&r.len())
+        && r.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_:.-".contains(&b))
+}
+
+/// A reported finding, or the name of its first bad field.
+fn finding(f: WorkFinding) -> Result<(NewFinding, Option<Uuid>), &'static str> {
+    let name_like = |s: &str| {
+        (1..=64).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b))
+    };
+    if !name_like(&f.pii_type) {
+        return Err("pii_type");
+    }
+    if !name_like(&f.category) {
+        return Err("category");
+    }
+    if !(f.confidence.is_finite() && (0.0..=1.0).contains(&f.confidence)) {
+        return Err("confidence");
+    }
+    if !f.location.is_object() || f.location.to_string().len() > 1024 {
+        return Err("location");
+    }
+    if f.preview.chars().count() > 256 {
+        return Err("preview");
+    }
+    let fingerprint = audit::unhex(&f.fingerprint)
+        .filter(|b| b.len() == 33 && b[0] == scans::findings::FINGERPRINT_VERSION)
+        .ok_or("fingerprint")?;
+    let lookup = match f.lookup.as_deref() {
+        None => None,
+        Some(text) => Some(
+            audit::unhex(text)
+                .and_then(|b| Uuid::from_slice(&b).ok())
+                .ok_or("lookup")?,
+        ),
+    };
+    Ok((
+        NewFinding {
+            pii_type: f.pii_type,
+            category: f.category,
+            confidence: f.confidence,
+            location: f.location,
+            preview: f.preview,
+            fingerprint,
+            candidate: None,
+            tokenized: false,
+        },
+        lookup,
+    ))
+}

@@ -1,0 +1,143 @@
+//! The platform's side of the coordinator API, for scan workers outside the platform: they
+//! hold the scan's worker token and no database, no master key and no connector secret. A
+//! claim hands them what the chunk needs; their reports are checked against the chunk and
+//! recorded under its fence exactly as an in-platform worker's are (see
+//! [`crate::worker::Local`]).
+
+use std::collections::{HashMap, HashSet};
+
+use diesel_async::AsyncPgConnection;
+use ids::{ScanId, TenantId};
+use keys::KeyRing;
+use uuid::Uuid;
+
+use crate::error::ScanError;
+use crate::lease::{self, Claim, Held};
+use crate::record::{self, Outcome};
+use crate::tokens::IssuedTokens;
+use crate::worker::{Coordination as _, Local, Prepared};
+use crate::{Status, lifecycle, rows};
+
+/// What a claim gave: the scan's status, and the chunk with what it needs, if one was free.
+#[derive(Debug)]
+pub struct Claimed {
+    pub status: Status,
+    pub chunk: Option<(Claim, Prepared)>,
+}
+
+/// Claims a chunk of `scan` for `worker_id`, as an in-platform worker would, with what its
+/// objects need (connector configurations with their secrets: the caller hands over only the
+/// public part). When none is free, ends the scan if its work is done.
+pub async fn claim(
+    conn: &mut AsyncPgConnection,
+    keyring: &KeyRing,
+    tenant: &TenantId,
+    scan: ScanId,
+    worker_id: &str,
+    lease_seconds: i64,
+) -> Result<Claimed, ScanError> {
+    let row = rows::row(conn, tenant, scan).await?;
+    let status = row.status()?;
+    if status != Status::Running || row.enumeration_status == "in_progress" {
+        return Ok(Claimed {
+            status,
+            chunk: None,
+        });
+    }
+    if let Some(claim) = lease::claim(conn, worker_id, Some((tenant, scan)), lease_seconds).await? {
+        let prepared = Local {
+            conn: &mut *conn,
+            keyring,
+            tokens: None,
+            lease_seconds,
+        }
+        .prepare(&claim)
+        .await?;
+        return Ok(Claimed {
+            status,
+            chunk: Some((claim, prepared)),
+        });
+    }
+    // Others hold the remaining chunks; their leases may yet expire.
+    lifecycle::try_finalize(conn, tenant, scan).await?;
+    Ok(Claimed {
+        status: rows::row(conn, tenant, scan).await?.status()?,
+        chunk: None,
+    })
+}
+
+/// One object's outcome as a worker reports it: findings without values, and for each finding
+/// the vault's lookup key of its value when it could be a token.
+#[derive(Debug)]
+pub struct Reported {
+    pub idx: i32,
+    pub outcome: Outcome,
+    /// One per finding of a scanned outcome, in order.
+    pub lookups: Vec<Option<Uuid>>,
+}
+
+/// Why a report was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// An object the chunk does not hold.
+    NotInChunk(i32),
+    /// Lookups that do not pair with the findings.
+    Lookups(i32),
+}
+
+/// Records what a worker reports for `claim`. Objects already recorded (a report sent again
+/// after its answer was lost) are skipped; each finding whose lookup key is a token the
+/// tenant's vault issued is recorded `tokenized`.
+pub async fn record(
+    conn: &mut AsyncPgConnection,
+    tokens: &dyn IssuedTokens,
+    claim: &Claim,
+    reported: Vec<Reported>,
+    lease_seconds: i64,
+) -> Result<Result<Held, Refused>, ScanError> {
+    if let Some(r) = reported
+        .iter()
+        .find(|r| r.idx < claim.start || r.idx > claim.end)
+    {
+        return Ok(Err(Refused::NotInChunk(r.idx)));
+    }
+    if let Some(r) = reported.iter().find(|r| match &r.outcome {
+        Outcome::Scanned(found) => found.len() != r.lookups.len(),
+        _ => !r.lookups.is_empty(),
+    }) {
+        return Ok(Err(Refused::Lookups(r.idx)));
+    }
+    let mut pending: HashMap<i32, lease::Resource> = lease::pending(conn, claim)
+        .await?
+        .into_iter()
+        .map(|r| (r.idx, r))
+        .collect();
+    let mut seen = HashSet::new();
+    let mut batch = Vec::with_capacity(reported.len());
+    let mut lookups: Vec<Uuid> = Vec::new();
+    for r in reported {
+        if !seen.insert(r.idx) {
+            continue;
+        }
+        let Some(resource) = pending.remove(&r.idx) else {
+            continue;
+        };
+        lookups.extend(r.lookups.iter().flatten());
+        batch.push((resource, r.outcome, r.lookups));
+    }
+    let answers = tokens.issued_lookups(conn, &claim.tenant, &lookups).await?;
+    let mut answers = answers.into_iter();
+    let batch = batch
+        .into_iter()
+        .map(|(resource, mut outcome, keys)| {
+            if let Outcome::Scanned(found) = &mut outcome {
+                for (finding, key) in found.iter_mut().zip(keys) {
+                    finding.candidate = None;
+                    finding.tokenized = key.is_some() && answers.next().unwrap_or(false);
+                }
+            }
+            (resource, outcome)
+        })
+        .collect();
+    Ok(Ok(record::record(conn, claim, batch, lease_seconds).await?))
+}
