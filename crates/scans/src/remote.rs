@@ -25,17 +25,66 @@ pub struct Claimed {
     pub chunk: Option<(Claim, Prepared)>,
 }
 
+/// Why a call of the coordinator API was refused.
+#[derive(Debug)]
+pub enum Refused {
+    /// Not the scan's worker token (or no such scan: the caller may not tell them apart).
+    Token,
+    /// The scan has no such chunk.
+    NoChunk,
+    /// An object the chunk does not hold.
+    NotInChunk(i32),
+    /// Lookups that do not pair with the findings.
+    Lookups(i32),
+    Scan(ScanError),
+}
+
+impl From<ScanError> for Refused {
+    fn from(e: ScanError) -> Self {
+        Refused::Scan(e)
+    }
+}
+
+/// The tenant of `scan`, when `token` is its worker token.
+async fn tenant(
+    conn: &mut AsyncPgConnection,
+    scan: ScanId,
+    token: &str,
+) -> Result<TenantId, Refused> {
+    match crate::coordinator::authenticate(conn, scan, token).await {
+        Ok(tenant) => Ok(tenant),
+        Err(ScanError::NotFound | ScanError::Unauthorized) => Err(Refused::Token),
+        Err(e) => Err(Refused::Scan(e)),
+    }
+}
+
+/// The claim the token's holder names: chunk `chunk_no` under `fence` (each write checks that
+/// the fence still holds).
+async fn named_claim(
+    conn: &mut AsyncPgConnection,
+    scan: ScanId,
+    token: &str,
+    chunk_no: i32,
+    fence: i64,
+) -> Result<Claim, Refused> {
+    let tenant = tenant(conn, scan, token).await?;
+    lease::claim_at(conn, &tenant, scan, chunk_no, fence)
+        .await?
+        .ok_or(Refused::NoChunk)
+}
+
 /// Claims a chunk of `scan` for `worker_id`, as an in-platform worker would, with what its
 /// objects need (connector configurations with their secrets: the caller hands over only the
 /// public part). When none is free, ends the scan if its work is done.
 pub async fn claim(
     conn: &mut AsyncPgConnection,
     keyring: &KeyRing,
-    tenant: &TenantId,
     scan: ScanId,
+    token: &str,
     worker_id: &str,
     lease_seconds: i64,
-) -> Result<Claimed, ScanError> {
+) -> Result<Claimed, Refused> {
+    let tenant = &tenant(conn, scan, token).await?;
     let row = rows::row(conn, tenant, scan).await?;
     let status = row.status()?;
     if status != Status::Running || row.enumeration_status == "in_progress" {
@@ -76,36 +125,57 @@ pub struct Reported {
     pub lookups: Vec<Option<Uuid>>,
 }
 
-/// Why a report was refused.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Refused {
-    /// An object the chunk does not hold.
-    NotInChunk(i32),
-    /// Lookups that do not pair with the findings.
-    Lookups(i32),
+/// Renews the lease of the chunk the token's holder names.
+pub async fn heartbeat(
+    conn: &mut AsyncPgConnection,
+    scan: ScanId,
+    token: &str,
+    chunk_no: i32,
+    fence: i64,
+    lease_seconds: i64,
+) -> Result<Held, Refused> {
+    let claim = named_claim(conn, scan, token, chunk_no, fence).await?;
+    Ok(lease::heartbeat(conn, &claim, lease_seconds).await?)
 }
 
-/// Records what a worker reports for `claim`. Objects already recorded (a report sent again
-/// after its answer was lost) are skipped; each finding whose lookup key is a token the
-/// tenant's vault issued is recorded `tokenized`.
+/// Ends the chunk the token's holder names.
+pub async fn complete(
+    conn: &mut AsyncPgConnection,
+    scan: ScanId,
+    token: &str,
+    chunk_no: i32,
+    fence: i64,
+) -> Result<Held, Refused> {
+    let claim = named_claim(conn, scan, token, chunk_no, fence).await?;
+    Ok(lifecycle::complete(conn, &claim).await?)
+}
+
+/// Records what the token's holder reports for chunk `chunk_no` under `fence`. Objects
+/// already recorded (a report sent again after its answer was lost) are skipped; each finding
+/// whose lookup key is a token the tenant's vault issued is recorded `tokenized`.
+#[allow(clippy::too_many_arguments, reason = "the report's fields")]
 pub async fn record(
     conn: &mut AsyncPgConnection,
     tokens: &dyn IssuedTokens,
-    claim: &Claim,
+    scan: ScanId,
+    token: &str,
+    chunk_no: i32,
+    fence: i64,
     reported: Vec<Reported>,
     lease_seconds: i64,
-) -> Result<Result<Held, Refused>, ScanError> {
+) -> Result<Held, Refused> {
+    let claim = &named_claim(conn, scan, token, chunk_no, fence).await?;
     if let Some(r) = reported
         .iter()
         .find(|r| r.idx < claim.start || r.idx > claim.end)
     {
-        return Ok(Err(Refused::NotInChunk(r.idx)));
+        return Err(Refused::NotInChunk(r.idx));
     }
     if let Some(r) = reported.iter().find(|r| match &r.outcome {
         Outcome::Scanned(found) => found.len() != r.lookups.len(),
         _ => !r.lookups.is_empty(),
     }) {
-        return Ok(Err(Refused::Lookups(r.idx)));
+        return Err(Refused::Lookups(r.idx));
     }
     let mut pending: HashMap<i32, lease::Resource> = lease::pending(conn, claim)
         .await?
@@ -125,7 +195,10 @@ pub async fn record(
         lookups.extend(r.lookups.iter().flatten());
         batch.push((resource, r.outcome, r.lookups));
     }
-    let answers = tokens.issued_lookups(conn, &claim.tenant, &lookups).await?;
+    let answers = tokens
+        .issued_lookups(conn, &claim.tenant, &lookups)
+        .await
+        .map_err(ScanError::from)?;
     let mut answers = answers.into_iter();
     let batch = batch
         .into_iter()
@@ -139,5 +212,5 @@ pub async fn record(
             (resource, outcome)
         })
         .collect();
-    Ok(Ok(record::record(conn, claim, batch, lease_seconds).await?))
+    Ok(record::record(conn, claim, batch, lease_seconds).await?)
 }

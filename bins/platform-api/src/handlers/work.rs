@@ -11,8 +11,8 @@ use api_types::scans::{
     WorkOutcome, WorkRecord, WorkResource,
 };
 use dps_http::{ApiError, Body, Enveloped, LargeBody, ServiceState};
-use ids::{ScanId, TenantId};
-use scans::lease::{Claim, Held};
+use ids::ScanId;
+use scans::lease::Held;
 use scans::record::{NewFinding, Outcome};
 use scans::remote::{Refused, Reported};
 use serde_json::json;
@@ -30,43 +30,37 @@ fn refused() -> ApiError {
     ApiError::unauthorized("a scan worker token for this scan is required")
 }
 
-/// The tenant of the scan, when the request carries its worker token.
-async fn tenant_of(
-    conn: &mut db::AsyncPgConnection,
-    request: &HttpRequest,
-    scan: ScanId,
-) -> Result<TenantId, ApiError> {
-    let token = request
+/// The worker token the request carries as its Bearer credential.
+fn token(request: &HttpRequest) -> Result<&str, ApiError> {
+    request
         .headers()
         .get(actix_web::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .ok_or_else(refused)?;
-    match scans::coordinator::authenticate(conn, scan, token).await {
-        Ok(tenant) => Ok(tenant),
-        Err(scans::ScanError::NotFound | scans::ScanError::Unauthorized) => Err(refused()),
-        Err(e) => Err(errors::scans(e)),
-    }
+        .ok_or_else(refused)
 }
 
 fn field(name: &str, message: &str) -> ApiError {
     ApiError::invalid(message.to_owned()).with_details(json!({ "field": name }))
 }
 
-/// The chunk the worker names, held under the fence it names (each write checks the fence).
-async fn claim_of(
-    conn: &mut db::AsyncPgConnection,
-    tenant: &TenantId,
-    scan: ScanId,
-    chunk_no: i32,
-    fence: i64,
-) -> Result<Claim, ApiError> {
-    scans::lease::claim_at(conn, tenant, scan, chunk_no, fence)
-        .await
-        .map_err(errors::scans)?
-        .ok_or_else(|| field("chunk_no", "the scan has no such chunk"))
+fn refusal(refused_because: Refused) -> ApiError {
+    match refused_because {
+        Refused::Token => refused(),
+        Refused::NoChunk => field("chunk_no", "the scan has no such chunk"),
+        Refused::NotInChunk(idx) => {
+            field("outcomes", "an outcome names an object outside the chunk")
+                .with_details(json!({ "field": "outcomes", "idx": idx }))
+        }
+        Refused::Lookups(idx) => field(
+            "outcomes",
+            "an outcome's lookups do not pair with its findings",
+        )
+        .with_details(json!({ "field": "outcomes", "idx": idx })),
+        Refused::Scan(e) => errors::scans(e),
+    }
 }
 
 fn held(held: Held) -> Enveloped<WorkHeld> {
@@ -97,8 +91,7 @@ pub async fn claim(
     body: Body<WorkClaimRequest>,
 ) -> Result<Enveloped<WorkClaimed>, ApiError> {
     let scan = scan_of(&id)?;
-    let mut conn = state.conn().await?;
-    let tenant = tenant_of(&mut conn, &request, scan).await?;
+    let token = token(&request)?;
     let worker_id = body.0.worker_id.trim();
     if worker_id.is_empty()
         || worker_id.chars().count() > 200
@@ -109,16 +102,17 @@ pub async fn claim(
             "worker_id must be 1 to 200 printable characters",
         ));
     }
+    let mut conn = state.conn().await?;
     let claimed = scans::remote::claim(
         &mut conn,
         &extra.keyring,
-        &tenant,
         scan,
+        token,
         worker_id,
         extra.scan_lease_seconds,
     )
     .await
-    .map_err(errors::scans)?;
+    .map_err(refusal)?;
     let claim = claimed.chunk.map(|(claim, prepared)| WorkClaim {
         tenant_id: claim.tenant.as_str().to_owned(),
         chunk_no: claim.chunk_no,
@@ -195,13 +189,19 @@ pub async fn heartbeat(
     body: Body<WorkChunk>,
 ) -> Result<Enveloped<WorkHeld>, ApiError> {
     let scan = scan_of(&id)?;
+    let token = token(&request)?;
     let mut conn = state.conn().await?;
-    let tenant = tenant_of(&mut conn, &request, scan).await?;
-    let claim = claim_of(&mut conn, &tenant, scan, body.chunk_no, body.fence).await?;
-    scans::lease::heartbeat(&mut conn, &claim, extra.scan_lease_seconds)
-        .await
-        .map(held)
-        .map_err(errors::scans)
+    scans::remote::heartbeat(
+        &mut conn,
+        scan,
+        token,
+        body.chunk_no,
+        body.fence,
+        extra.scan_lease_seconds,
+    )
+    .await
+    .map(held)
+    .map_err(refusal)
 }
 
 /// Records the outcomes of a batch of the chunk's objects.
@@ -226,6 +226,7 @@ pub async fn record(
     body: LargeBody<WorkRecord>,
 ) -> Result<Enveloped<WorkHeld>, ApiError> {
     let scan = scan_of(&id)?;
+    let token = token(&request)?;
     let WorkRecord {
         chunk_no,
         fence,
@@ -237,30 +238,19 @@ pub async fn record(
         .map(|(i, o)| reported(i, o))
         .collect::<Result<Vec<_>, _>>()?;
     let mut conn = state.conn().await?;
-    let tenant = tenant_of(&mut conn, &request, scan).await?;
-    let claim = claim_of(&mut conn, &tenant, scan, chunk_no, fence).await?;
-    match scans::remote::record(
+    scans::remote::record(
         &mut conn,
         &governance::remediate::VaultTokens,
-        &claim,
+        scan,
+        token,
+        chunk_no,
+        fence,
         reported,
         extra.scan_lease_seconds,
     )
     .await
-    .map_err(errors::scans)?
-    {
-        Ok(h) => Ok(held(h)),
-        Err(Refused::NotInChunk(idx)) => Err(field(
-            "outcomes",
-            "an outcome names an object outside the chunk",
-        )
-        .with_details(json!({ "field": "outcomes", "idx": idx }))),
-        Err(Refused::Lookups(idx)) => Err(field(
-            "outcomes",
-            "an outcome's lookups do not pair with its findings",
-        )
-        .with_details(json!({ "field": "outcomes", "idx": idx }))),
-    }
+    .map(held)
+    .map_err(refusal)
 }
 
 /// Ends a claimed chunk whose objects are all recorded.
@@ -284,13 +274,12 @@ pub async fn complete(
     body: Body<WorkChunk>,
 ) -> Result<Enveloped<WorkHeld>, ApiError> {
     let scan = scan_of(&id)?;
+    let token = token(&request)?;
     let mut conn = state.conn().await?;
-    let tenant = tenant_of(&mut conn, &request, scan).await?;
-    let claim = claim_of(&mut conn, &tenant, scan, body.chunk_no, body.fence).await?;
-    scans::lifecycle::complete(&mut conn, &claim)
+    scans::remote::complete(&mut conn, scan, token, body.chunk_no, body.fence)
         .await
         .map(held)
-        .map_err(errors::scans)
+        .map_err(refusal)
 }
 
 /// The domain form of one reported outcome, checked: `outcomes[i]` names what is wrong, never
