@@ -1385,30 +1385,7 @@ async fn the_executor_holds_no_connection_while_it_waits_on_the_storage() {
 /// platform: only the deployment configuration and its own cloud identity, through the
 /// coordinator API. Returns the scan as it ended.
 async fn scanned_from_outside(stack: &Stack, admin: &Client<'_>, connector: &str) -> Value {
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{connector}/scan"),
-            Some(json!({"type": "full"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let config = loop {
-        let (_, body) = admin
-            .send(
-                Method::GET,
-                &format!("/scans/{scan}/deployment-config"),
-                None,
-            )
-            .await;
-        if body["data"]["enumeration_status"] == "complete" {
-            break body["data"].clone();
-        }
-        assert!(Instant::now() < deadline, "{body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let (scan, config) = crate::scans::enumerated(admin, connector, json!({})).await;
     let env = &config["environment"];
     let scan_id: ids::ScanId = scan.parse().unwrap();
     let mut coordinator = scan_worker::Remote::new(

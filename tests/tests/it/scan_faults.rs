@@ -2,17 +2,16 @@
 //! are scanned; every one after fails with a reason; the scan ends partial, and its coverage
 //! counts each object exactly once, with no finding twice.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl as _;
-use reqwest::Method;
 use serde_json::json;
 use testkit::{emulators, seed};
 
 use crate::Client;
-use crate::scans::{app_with, connector, finished};
+use crate::scans::{app_with, connector, enumerated, finished};
 
 const OBJECTS: usize = 12;
 
@@ -49,30 +48,7 @@ async fn storage_that_stops_mid_scan_fails_the_rest_with_a_reason_and_the_scan_e
         token: app.token("acme", "ann", &["admin"]),
     };
     let hr = connector(&admin, "HR", "hr-data").await;
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{hr}/scan"),
-            Some(json!({"type": "full", "options": {"max_workers": 3}})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let config = loop {
-        let (_, body) = admin
-            .send(
-                Method::GET,
-                &format!("/scans/{scan}/deployment-config"),
-                None,
-            )
-            .await;
-        if body["data"]["enumeration_status"] == "complete" {
-            break body["data"].clone();
-        }
-        assert!(Instant::now() < deadline, "{body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let (scan, config) = enumerated(&admin, &hr, json!({"max_workers": 3})).await;
     assert!(config["chunks"].as_array().unwrap().len() >= 2, "{config}");
     let token = config["environment"]["AUTH_TOKEN"]
         .as_str()

@@ -68,6 +68,39 @@ pub(crate) async fn full_scan(admin: &Client<'_>, connector: &str) {
     assert_eq!(finished(admin, &id).await["status"], "completed");
 }
 
+/// Starts a full scan of `connector` with `options` and waits until it is enumerated; returns
+/// the scan's id and its deployment configuration.
+pub(crate) async fn enumerated(
+    admin: &Client<'_>,
+    connector: &str,
+    options: Value,
+) -> (String, Value) {
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{connector}/scan"),
+            Some(json!({"type": "full", "options": options})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, body) = admin
+            .send(
+                Method::GET,
+                &format!("/scans/{scan}/deployment-config"),
+                None,
+            )
+            .await;
+        if body["data"]["enumeration_status"] == "complete" {
+            return (scan, body["data"].clone());
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 pub(crate) async fn finished(admin: &Client<'_>, scan: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
@@ -976,33 +1009,11 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
         token: app.token("acme", "ann", &["admin"]),
     };
     let connector = connector(&admin, "Payroll", "payroll").await;
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{connector}/scan"),
-            Some(json!({"type": "full", "options": {"max_workers": 1}})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let token = loop {
-        let (_, body) = admin
-            .send(
-                Method::GET,
-                &format!("/scans/{scan}/deployment-config"),
-                None,
-            )
-            .await;
-        if body["data"]["enumeration_status"] == "complete" {
-            break body["data"]["environment"]["AUTH_TOKEN"]
-                .as_str()
-                .unwrap()
-                .to_owned();
-        }
-        assert!(Instant::now() < deadline, "{body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let (scan, config) = enumerated(&admin, &connector, json!({"max_workers": 1})).await;
+    let token = config["environment"]["AUTH_TOKEN"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let worker = Client {
         app: &app,
         token: token.clone(),
