@@ -273,7 +273,11 @@ impl Worker {
         conn: &mut AsyncPgConnection,
         claim: &Claim,
     ) -> Result<Stop, ScanError> {
-        let keyring = self.keyring.clone().ok_or(ScanError::CorruptRow)?;
+        let keyring = self.keyring.clone().ok_or_else(|| {
+            ScanError::Coordinator(
+                "a worker without the platform's keys cannot use Postgres".into(),
+            )
+        })?;
         let mut local = Local {
             conn,
             keyring: &keyring,
