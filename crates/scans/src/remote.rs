@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use diesel_async::AsyncPgConnection;
 use ids::{ScanId, TenantId};
 use keys::KeyRing;
+use tokenize_core::PiiType;
 use uuid::Uuid;
 
 use crate::error::ScanError;
@@ -34,8 +35,11 @@ pub enum Refused {
     NoChunk,
     /// An object the chunk does not hold.
     NotInChunk(i32),
-    /// Lookups that do not pair with the findings.
+    /// Lookups that do not pair with the findings, or one given for a custom classifier's.
     Lookups(i32),
+    /// A finding whose type is neither a PII type nor one of the scan's classifiers, or whose
+    /// category is not its type's.
+    FindingType(i32),
     Scan(ScanError),
 }
 
@@ -172,10 +176,33 @@ pub async fn record(
         return Err(Refused::NotInChunk(r.idx));
     }
     if let Some(r) = reported.iter().find(|r| match &r.outcome {
-        Outcome::Scanned(found) => found.len() != r.lookups.len(),
+        Outcome::Scanned(found) => {
+            found.len() != r.lookups.len()
+                || found
+                    .iter()
+                    .zip(&r.lookups)
+                    .any(|(f, l)| l.is_some() && f.pii_type.parse::<PiiType>().is_err())
+        }
         _ => !r.lookups.is_empty(),
     }) {
         return Err(Refused::Lookups(r.idx));
+    }
+    // Each finding is of a type the scan can find, in that type's category: what governance
+    // and risk read back must be what a detector of the scan could have written.
+    let classifiers = crate::classifiers::for_scan(conn, &claim.tenant, claim.scan).await?;
+    let known = |pii_type: &str, category: &str| match pii_type.parse::<PiiType>().ok() {
+        Some(t) => t.category().as_str() == category,
+        None => pii_type.strip_prefix("custom:").is_some_and(|name| {
+            classifiers
+                .iter()
+                .any(|c| c.name == name && c.category.as_str() == category)
+        }),
+    };
+    if let Some(r) = reported.iter().find(|r| match &r.outcome {
+        Outcome::Scanned(found) => found.iter().any(|f| !known(&f.pii_type, &f.category)),
+        _ => false,
+    }) {
+        return Err(Refused::FindingType(r.idx));
     }
     let mut pending: HashMap<i32, lease::Resource> = lease::pending(conn, claim)
         .await?

@@ -1083,6 +1083,10 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
     // an unknown outcome, a skip without its reason.
     let mut bad_fingerprint = finding.clone();
     bad_fingerprint["fingerprint"] = json!("zz");
+    let mut unknown_type = finding.clone();
+    unknown_type["pii_type"] = json!("custom:not_a_classifier");
+    let mut wrong_category = finding.clone();
+    wrong_category["category"] = json!("contact");
     for (outcomes, field) in [
         (
             json!([{"idx": 9999, "outcome": "scanned", "findings": [finding]}]),
@@ -1091,6 +1095,14 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
         (
             json!([{"idx": idx[0], "outcome": "scanned", "findings": [bad_fingerprint]}]),
             "outcomes[0].findings[0].fingerprint",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [unknown_type]}]),
+            "outcomes",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [wrong_category]}]),
+            "outcomes",
         ),
         (
             json!([{"idx": idx[0], "outcome": "lost"}]),

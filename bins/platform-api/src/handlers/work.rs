@@ -59,6 +59,11 @@ fn refusal(refused_because: Refused) -> ApiError {
             "an outcome's lookups do not pair with its findings",
         )
         .with_details(json!({ "field": "outcomes", "idx": idx })),
+        Refused::FindingType(idx) => field(
+            "outcomes",
+            "a finding's type is not one the scan finds, or its category is not its type's",
+        )
+        .with_details(json!({ "field": "outcomes", "idx": idx })),
         Refused::Scan(e) => errors::scans(e),
     }
 }
