@@ -273,8 +273,13 @@ async fn wait_for_first(admin: &Client<'_>, path: &str, field: &str) -> String {
 fn by_id_routes() -> Vec<(Method, bool, String)> {
     all_routes()
         .into_iter()
-        .filter(|(_, _, path)| path.contains('{'))
+        .filter(|(_, _, path)| path.contains('{') && !worker_route(path))
         .collect()
+}
+
+/// The coordinator API's routes, which a scan's worker token opens and no access token does.
+fn worker_route(path: &str) -> bool {
+    path.contains("/work/")
 }
 
 /// Every route of both services: `(method, whether it is tokens-api's, path)`.
@@ -371,6 +376,28 @@ async fn no_route_reaches_another_tenants_data() {
         }
     }
     assert!(answered.len() >= 20, "{answered:?}");
+
+    // The coordinator API takes no access token at all, the owner's admin's included.
+    let workers: Vec<_> = all_routes()
+        .into_iter()
+        .filter(|(_, _, path)| worker_route(path))
+        .collect();
+    assert_eq!(workers.len(), 4, "{workers:?}");
+    for (method, tokens, route) in workers {
+        for (caller, owner) in [(&globex, &acme), (&acme, &acme)] {
+            let path = filled(&route, owner.id_for(&route));
+            let body = Some(if route.ends_with("/claim") {
+                json!({"worker_id": "w"})
+            } else if route.ends_with("/record") {
+                json!({"chunk_no": 0, "fence": 1, "outcomes": []})
+            } else {
+                json!({"chunk_no": 0, "fence": 1})
+            });
+            let (status, answer) =
+                call(&stack, caller.tenant, method.clone(), tokens, &path, body).await;
+            assert_eq!(status, 401, "{} {method} {path}: {answer}", caller.tenant);
+        }
+    }
 
     // Nothing changed: each tenant still reads all of its own data as it was.
     for (method, tokens, route) in by_id_routes() {
