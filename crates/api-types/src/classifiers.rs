@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 /// POST /classifiers and PUT /classifiers/:id (the full definition).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -70,18 +70,4 @@ pub struct Classifier {
 pub struct ClassifierDeleted {
     pub id: String,
     pub deleted: bool,
-}
-
-/// GET /classifiers query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ClassifierQuery {
-    /// 1 to 100, default 20.
-    #[serde(default)]
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    #[serde(default)]
-    #[param(value_type = Option<crate::values::Cursor>, inline)]
-    pub cursor: Option<String>,
 }

@@ -162,20 +162,6 @@ pub struct ChannelDeleted {
     pub deleted: bool,
 }
 
-/// GET /governance/channels query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ChannelQuery {
-    /// 1 to 100, default 20.
-    #[serde(default)]
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    #[serde(default)]
-    #[param(value_type = Option<crate::values::Cursor>, inline)]
-    pub cursor: Option<String>,
-}
-
 /// One entry of the governance audit log.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AuditEntry {

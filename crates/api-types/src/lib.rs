@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 pub mod classifiers;
 pub mod connectors;
@@ -54,6 +54,21 @@ pub struct Pagination {
     /// Opaque; present when `has_more` is true.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub next_cursor: Option<String>,
+}
+
+/// The query of an Area B list that takes only its page: `GET /governance/channels`,
+/// `GET /classifiers`, `GET /scans/:id/workers`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// 1 to 100, default 20.
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    #[param(value_type = Option<values::Cursor>, inline)]
+    pub cursor: Option<String>,
 }
 
 /// Area B success envelope.

@@ -256,20 +256,6 @@ pub struct ScanQuery {
     pub cursor: Option<String>,
 }
 
-/// GET /scans/:id/workers query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct WorkerQuery {
-    /// 1 to 100, default 20.
-    #[serde(default)]
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    #[serde(default)]
-    #[param(value_type = Option<crate::values::Cursor>, inline)]
-    pub cursor: Option<String>,
-}
-
 /// GET /scans/:id/deployment-config query.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]

@@ -2,9 +2,7 @@
 //! channel's URL may carry a token.
 
 use actix_web::web;
-use api_types::governance::{
-    Channel, ChannelCreated, ChannelDeleted, ChannelQuery, ChannelRequest,
-};
+use api_types::governance::{Channel, ChannelCreated, ChannelDeleted, ChannelRequest};
 use dps_http::{ApiError, Body, Enveloped, Permitted, ServiceState, groups};
 use governance::channels::{self as store, NewChannel};
 
@@ -17,7 +15,7 @@ use crate::{Extra, errors, wire};
     tag = "governance",
     security(("bearer" = [])),
     params(
-        ChannelQuery,
+        api_types::ListQuery,
     ),
     responses(
         (status = 200, description = "One page of channels", body = [Channel]),
@@ -30,7 +28,7 @@ pub async fn list(
     Permitted(caller, _): Permitted<groups::AlertChannels>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
-    query: web::Query<ChannelQuery>,
+    query: web::Query<api_types::ListQuery>,
 ) -> Result<Enveloped<Vec<Channel>>, ApiError> {
     let limit = super::page_limit(query.limit)?;
     let mut conn = state.conn().await?;

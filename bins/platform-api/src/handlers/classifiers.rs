@@ -3,7 +3,7 @@
 //! created.
 
 use actix_web::web;
-use api_types::classifiers::{Classifier, ClassifierDeleted, ClassifierQuery, ClassifierRequest};
+use api_types::classifiers::{Classifier, ClassifierDeleted, ClassifierRequest};
 use dps_http::{ApiError, Caller, Document, Enveloped, Permitted, ServiceState, groups};
 use ids::ClassifierId;
 use scans::classifiers::{self as store, ClassifierStoreError};
@@ -22,7 +22,7 @@ fn classifier_id(raw: &str) -> Result<ClassifierId, ApiError> {
     tag = "classifiers",
     security(("bearer" = [])),
     params(
-        ClassifierQuery,
+        api_types::ListQuery,
     ),
     responses(
         (status = 200, description = "One page of classifiers", body = [Classifier]),
@@ -34,7 +34,7 @@ pub async fn list(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
-    query: web::Query<ClassifierQuery>,
+    query: web::Query<api_types::ListQuery>,
 ) -> Result<Enveloped<Vec<Classifier>>, ApiError> {
     let limit = super::page_limit(query.limit)?;
     let mut conn = state.conn().await?;

@@ -5,7 +5,7 @@
 use actix_web::web;
 use api_types::scans::{
     ConnectorScanStarted, DeploymentConfig, ParallelStarted, Scan, ScanCancelled, ScanQuery,
-    StartConnectorScan, StartParallel, Worker, WorkerQuery,
+    StartConnectorScan, StartParallel, Worker,
 };
 use dps_http::{ApiError, Body, Caller, Enveloped, OptionalBody, Permitted, ServiceState, groups};
 use ids::{ConnectorId, ScanId};
@@ -223,7 +223,7 @@ pub async fn cancel(
     path = "/api/v1/scans/{id}/workers",
     tag = "scans",
     security(("bearer" = [])),
-    params(("id" = String, Path, description = "Scan id"), WorkerQuery),
+    params(("id" = String, Path, description = "Scan id"), api_types::ListQuery),
     responses(
         (status = 200, description = "One page of the workers, in chunk order", body = [Worker]),
         (status = 400, description = "VALIDATION_FAILED: a bad limit or cursor", body = api_types::ErrorEnvelope),
@@ -236,7 +236,7 @@ pub async fn workers(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     id: web::Path<String>,
-    query: web::Query<WorkerQuery>,
+    query: web::Query<api_types::ListQuery>,
 ) -> Result<Enveloped<Vec<Worker>>, ApiError> {
     let id = scan_id(&id)?;
     let limit = super::page_limit(query.limit)?;
