@@ -228,7 +228,7 @@ async fn claim(
 /// The claims' ledger rows, inserted where no row holds their object version yet (an undone
 /// remediation is not applied again until the policy version changes), then `$conflict`.
 macro_rules! claim_sql {
-    ($conflict:literal) => {
+    ($conflict:expr) => {
         concat!(
             "INSERT INTO governance_actions (tenant_id, action_id, policy_id, policy_version,
                     action_type, connector_id, bucket, object_key, etag, simulated, outcome,
@@ -252,25 +252,27 @@ macro_rules! claim_sql {
 /// New rows only.
 const CLAIM: &str = claim_sql!("ON CONFLICT DO NOTHING");
 
-/// New rows, and a row that ended blocked or failed taken again under its own action id.
-const REPLAN: &str = claim_sql!(
-    "ON CONFLICT (tenant_id, connector_id, bucket, object_key, etag, policy_id, policy_version,
-                  action_type, simulated)
-     DO UPDATE SET outcome = EXCLUDED.outcome, finding_ids = EXCLUDED.finding_ids,
-                   updated_at = EXCLUDED.updated_at,
-                   reconciliation_id = EXCLUDED.reconciliation_id
-      WHERE governance_actions.outcome IN ('blocked', 'failed')"
-);
+/// New rows, and a row whose outcome is one of `$outcomes` taken again under its own action
+/// id.
+macro_rules! replan_sql {
+    ($outcomes:literal) => {
+        claim_sql!(concat!(
+            "ON CONFLICT (tenant_id, connector_id, bucket, object_key, etag, policy_id,
+                          policy_version, action_type, simulated)
+             DO UPDATE SET outcome = EXCLUDED.outcome, finding_ids = EXCLUDED.finding_ids,
+                           updated_at = EXCLUDED.updated_at,
+                           reconciliation_id = EXCLUDED.reconciliation_id
+              WHERE governance_actions.outcome IN ",
+            $outcomes
+        ))
+    };
+}
 
-/// New rows, and an alert that ended blocked taken again under its own action id.
-const REPLAN_ALERT: &str = claim_sql!(
-    "ON CONFLICT (tenant_id, connector_id, bucket, object_key, etag, policy_id, policy_version,
-                  action_type, simulated)
-     DO UPDATE SET outcome = EXCLUDED.outcome, finding_ids = EXCLUDED.finding_ids,
-                   updated_at = EXCLUDED.updated_at,
-                   reconciliation_id = EXCLUDED.reconciliation_id
-      WHERE governance_actions.outcome = 'blocked'"
-);
+/// A remediation that ended blocked or failed is planned again.
+const REPLAN: &str = replan_sql!("('blocked', 'failed')");
+
+/// An alert that ended blocked is queued again.
+const REPLAN_ALERT: &str = replan_sql!("('blocked')");
 
 /// The alert payload: the policy, the severity, where, which types and how many. Never a
 /// value or a preview.
