@@ -23,7 +23,6 @@ use serde::de::DeserializeOwned;
 const ATTEMPTS: u32 = 6;
 
 /// The coordinator of one scan, as its worker token opens it.
-#[derive(Debug)]
 pub struct Remote {
     http: reqwest::Client,
     /// `<COORDINATOR_URL>/api/v1/scans/<SCAN_ID>/work`.
@@ -34,6 +33,15 @@ pub struct Remote {
     azure_client_secret: Option<String>,
     /// What the last claim handed over, until the chunk's run asks for it.
     prepared: Option<Prepared>,
+}
+
+/// Shows where it calls, never the token or a secret.
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Remote {

@@ -95,13 +95,24 @@ fn error(field: &str, message: impl Into<String>) -> FieldError {
 }
 
 /// A validated configuration, split into what may be shown and what is secret.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Config {
     pub provider: Provider,
     /// Every non-secret field, as given: returned by the API and stored in the clear.
     pub public: Map<String, Value>,
     /// Secret fields by name: stored sealed under the tenant's data key, never returned.
     pub secrets: Map<String, Value>,
+}
+
+/// Shows the secrets' names, never their values.
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("provider", &self.provider)
+            .field("public", &self.public)
+            .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl Config {
@@ -512,6 +523,12 @@ mod tests {
         );
         assert!(!azure.public.contains_key("client_secret"));
         assert_eq!(azure.text("client_secret"), "s3cr3t-value");
+        // Debug names a secret, never shows it.
+        let shown = format!("{azure:?}");
+        assert!(
+            shown.contains("client_secret") && !shown.contains("s3cr3t-value"),
+            "{shown}"
+        );
         // At most 100 file types.
         let with_types = |n: usize| {
             let types: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
