@@ -164,35 +164,27 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
     }
 }
 
-/// Like [`Body`], with a limit of [`LargeBody::LIMIT`] bytes (or the service's own, if
-/// larger), for what a machine sends in bulk: a scan worker's report of a batch of objects,
-/// whose one dense object may carry tens of thousands of findings.
-#[derive(Debug)]
-pub struct LargeBody<T>(pub T);
+/// The most a [`large_json`] body may hold (or the service's own limit, if larger).
+pub const LARGE_BODY_LIMIT: usize = 64 * 1024 * 1024;
 
-impl<T> LargeBody<T> {
-    pub const LIMIT: usize = 64 * 1024 * 1024;
-}
-
-impl<T: DeserializeOwned + 'static> FromRequest for LargeBody<T> {
-    type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
-
-    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let json = syntax(req) == Some(Syntax::Json);
-        let limit = req
-            .app_data::<web::Data<crate::service::ServiceState>>()
-            .map_or(Self::LIMIT, |s| s.max_body_bytes.max(Self::LIMIT));
-        let body = read_at_most(req, payload, limit);
-        Box::pin(async move {
-            if !json {
-                return Err(ApiError::invalid(
-                    "the request body must be JSON (Content-Type: application/json)",
-                ));
-            }
-            from_json(&body.await?).map(LargeBody)
-        })
+/// A JSON object body of `T`, by the rules of [`Body`], up to [`LARGE_BODY_LIMIT`] bytes: for
+/// what a machine sends in bulk (a scan worker's report of a batch of objects, whose one dense
+/// object may carry tens of thousands of findings). A function rather than an extractor, so
+/// that the handler authenticates the caller before it reads such a body.
+pub async fn large_json<T: DeserializeOwned>(
+    req: &HttpRequest,
+    payload: web::Payload,
+) -> Result<T, ApiError> {
+    if syntax(req) != Some(Syntax::Json) {
+        return Err(ApiError::invalid(
+            "the request body must be JSON (Content-Type: application/json)",
+        ));
     }
+    let limit = req
+        .app_data::<web::Data<crate::service::ServiceState>>()
+        .map_or(LARGE_BODY_LIMIT, |s| s.max_body_bytes.max(LARGE_BODY_LIMIT));
+    let mut payload = payload.into_inner();
+    from_json(&read_at_most(req, &mut payload, limit).await?)
 }
 
 /// Any JSON value as the body (an object or not), for an endpoint whose own validation must

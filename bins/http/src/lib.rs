@@ -17,7 +17,10 @@ mod service;
 mod since;
 
 pub use answers::document_common_answers;
-pub use body::{AnyJson, Body, Document, DocumentSyntax, LargeBody, OptionalBody, RawDocument};
+pub use body::{
+    AnyJson, Body, Document, DocumentSyntax, LARGE_BODY_LIMIT, OptionalBody, RawDocument,
+    large_json,
+};
 pub use edge::{EdgeSettings, RequestId, edge};
 pub use error::{ApiError, Area, Code};
 pub use extract::{ApiKeyCaller, Caller, Enveloped};

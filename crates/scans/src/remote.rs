@@ -49,6 +49,16 @@ impl From<ScanError> for Refused {
     }
 }
 
+/// Whether `token` is the worker token of `scan`: what a caller checks before it reads a
+/// large report.
+pub async fn authorize(
+    conn: &mut AsyncPgConnection,
+    scan: ScanId,
+    token: &str,
+) -> Result<(), Refused> {
+    tenant(conn, scan, token).await.map(drop)
+}
+
 /// The tenant of `scan`, when `token` is its worker token.
 async fn tenant(
     conn: &mut AsyncPgConnection,

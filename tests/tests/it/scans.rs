@@ -1043,6 +1043,18 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
         .await
         .unwrap();
     assert_eq!(response.status(), 401);
+    // A report may be large, so the token is checked before its body is read: without it, even
+    // 3 MiB of what is not JSON at all is 401.
+    let response = app
+        .http
+        .post(app.url(&work("record")))
+        .bearer_auth("dpsw_not-the-token")
+        .header("content-type", "application/json")
+        .body(vec![b'x'; 3 * 1024 * 1024])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
     let (status, body) = worker
         .send(
             Method::POST,

@@ -10,7 +10,7 @@ use api_types::scans::{
     WorkChunk, WorkClaim, WorkClaimRequest, WorkClaimed, WorkConnector, WorkFinding, WorkHeld,
     WorkOutcome, WorkRecord, WorkResource,
 };
-use dps_http::{ApiError, Body, Enveloped, LargeBody, ServiceState};
+use dps_http::{ApiError, Body, Enveloped, ServiceState};
 use ids::ScanId;
 use scans::lease::Held;
 use scans::record::{NewFinding, Outcome};
@@ -228,15 +228,23 @@ pub async fn record(
     extra: web::Data<Extra>,
     request: HttpRequest,
     id: web::Path<String>,
-    body: LargeBody<WorkRecord>,
+    payload: web::Payload,
 ) -> Result<Enveloped<WorkHeld>, ApiError> {
     let scan = scan_of(&id)?;
     let token = token(&request)?;
+    // The token is checked before a body of up to 64 MiB is read, and no connection is held
+    // while it arrives.
+    {
+        let mut conn = state.conn().await?;
+        scans::remote::authorize(&mut conn, scan, token)
+            .await
+            .map_err(refusal)?;
+    }
     let WorkRecord {
         chunk_no,
         fence,
         outcomes,
-    } = body.0;
+    } = dps_http::large_json(&request, payload).await?;
     let reported = outcomes
         .into_iter()
         .enumerate()
