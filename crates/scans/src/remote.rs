@@ -49,14 +49,22 @@ impl From<ScanError> for Refused {
     }
 }
 
-/// Whether `token` is the worker token of `scan`: what a caller checks before it reads a
-/// large report.
+/// A scan whose worker token the caller showed: what [`record`] takes, so that a caller that
+/// checks the token before it reads a large report does not have it checked twice.
+#[derive(Debug)]
+pub struct Authorized {
+    tenant: TenantId,
+    scan: ScanId,
+}
+
+/// Checks that `token` is the worker token of `scan`.
 pub async fn authorize(
     conn: &mut AsyncPgConnection,
     scan: ScanId,
     token: &str,
-) -> Result<(), Refused> {
-    tenant(conn, scan, token).await.map(drop)
+) -> Result<Authorized, Refused> {
+    let tenant = tenant(conn, scan, token).await?;
+    Ok(Authorized { tenant, scan })
 }
 
 /// The tenant of `scan`, when `token` is its worker token.
@@ -164,21 +172,21 @@ pub async fn complete(
     Ok(lifecycle::complete(conn, &claim).await?)
 }
 
-/// Records what the token's holder reports for chunk `chunk_no` under `fence`. Objects
+/// Records what the holder of `scan`'s token reports for chunk `chunk_no` under `fence`. Objects
 /// already recorded (a report sent again after its answer was lost) are skipped; each finding
 /// whose lookup key is a token the tenant's vault issued is recorded `tokenized`.
-#[allow(clippy::too_many_arguments, reason = "the report's fields")]
 pub async fn record(
     conn: &mut AsyncPgConnection,
     tokens: &dyn IssuedTokens,
-    scan: ScanId,
-    token: &str,
+    scan: &Authorized,
     chunk_no: i32,
     fence: i64,
     reported: Vec<Reported>,
     lease_seconds: i64,
 ) -> Result<Held, Refused> {
-    let claim = &named_claim(conn, scan, token, chunk_no, fence).await?;
+    let claim = &lease::claim_at(conn, &scan.tenant, scan.scan, chunk_no, fence)
+        .await?
+        .ok_or(Refused::NoChunk)?;
     if let Some(r) = reported
         .iter()
         .find(|r| r.idx < claim.start || r.idx > claim.end)

@@ -234,12 +234,12 @@ pub async fn record(
     let token = token(&request)?;
     // The token is checked before a body of up to 64 MiB is read, and no connection is held
     // while it arrives.
-    {
+    let authorized = {
         let mut conn = state.conn().await?;
         scans::remote::authorize(&mut conn, scan, token)
             .await
-            .map_err(refusal)?;
-    }
+            .map_err(refusal)?
+    };
     let WorkRecord {
         chunk_no,
         fence,
@@ -254,8 +254,7 @@ pub async fn record(
     scans::remote::record(
         &mut conn,
         &governance::remediate::VaultTokens,
-        scan,
-        token,
+        &authorized,
         chunk_no,
         fence,
         reported,
