@@ -1,0 +1,1 @@
+DROP INDEX scans_scan_id_idx;
