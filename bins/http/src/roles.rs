@@ -4,7 +4,10 @@
 //! The spec asks for an authenticated user of the tenant on every endpoint, and the admin role
 //! only for tenant settings. Where it says nothing (the endpoints this project adds, and
 //! governance policy writes, alert channels, reconciliation and remediation), the default is
-//! admin. `DPS_ROLE_REQUIREMENTS` changes a group's requirement at start-up:
+//! admin. Two of the spec's endpoints are admin's too, because open to any user they would let
+//! a user raise their own rights: tokenization policy writes (a policy says who may
+//! detokenize) and a scan's deployment config (its worker token writes the findings that
+//! drive remediation). `DPS_ROLE_REQUIREMENTS` changes a group's requirement at start-up:
 //! `connectors=admin,scans=admin,usage=any`. A group takes a role name or `any` (any
 //! authenticated user of the tenant); `settings` cannot be set below admin, which the spec
 //! requires. An unknown group or a malformed entry stops the start-up.
@@ -52,7 +55,7 @@ macro_rules! groups {
 }
 
 groups! {
-    /// tokens-api: GET, POST /policies and PUT /policies/:id.
+    /// tokens-api: POST /policies and PUT /policies/:id (reading them is any user's).
     TokenizationPolicies => "tokenization_policies",
     /// tokens-api: GET /usage.
     Usage => "usage",
@@ -60,8 +63,10 @@ groups! {
     DetokenizationAudit => "detokenization_audit",
     /// platform-api: POST /connectors, DELETE /connectors/:id, POST /connectors/:id/test.
     Connectors => "connectors",
-    /// platform-api: starting and cancelling scans, and a scan's deployment config.
+    /// platform-api: starting and cancelling scans.
     Scans => "scans",
+    /// platform-api: GET /scans/:id/deployment-config, which hands out the scan's worker token.
+    ScanDeployment => "scan_deployment",
     /// platform-api: custom classifier writes (not in the spec).
     Classifiers => "classifiers",
     /// platform-api: governance policy writes (create, replace, delete).
@@ -95,9 +100,7 @@ impl Group {
     /// The requirement without configuration: the spec's, or admin where it says nothing.
     pub fn default_requirement(self) -> Requirement {
         match self {
-            Group::TokenizationPolicies | Group::Usage | Group::Connectors | Group::Scans => {
-                Requirement::AnyUser
-            }
+            Group::Usage | Group::Connectors | Group::Scans => Requirement::AnyUser,
             _ => Requirement::admin(),
         }
     }
@@ -195,15 +198,12 @@ mod tests {
     #[test]
     fn the_defaults_follow_the_spec_and_admin_where_it_is_silent() {
         let rules = RoleRequirements::default();
-        for g in [
-            Group::TokenizationPolicies,
-            Group::Usage,
-            Group::Connectors,
-            Group::Scans,
-        ] {
+        for g in [Group::Usage, Group::Connectors, Group::Scans] {
             assert_eq!(rules.requirement(g), Requirement::AnyUser, "{g:?}");
         }
         for g in [
+            Group::TokenizationPolicies,
+            Group::ScanDeployment,
             Group::Settings,
             Group::GovernancePolicies,
             Group::AlertChannels,

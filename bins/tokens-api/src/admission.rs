@@ -238,8 +238,11 @@ macro_rules! operations {
 operations! {
     /// `POST /tokenize`, with an API key.
     Tokenize: ApiKey, Tokenize, Stops;
-    /// `GET`, `POST /policies` and `PUT /policies/:id`.
-    Policies: Member<groups::TokenizationPolicies>, Policies, Ignores;
+    /// `GET /policies`: any user of the tenant, as the spec has it.
+    PolicyList: User, Policies, Ignores;
+    /// `POST /policies` and `PUT /policies/:id`: a policy decides who may detokenize, so
+    /// writing one is admin's by default (docs/decisions.md, "Roles").
+    PolicyWrite: Member<groups::TokenizationPolicies>, Policies, Ignores;
     /// `GET /vault`.
     VaultList: User, VaultList, Ignores;
     /// `DELETE /vault/:token_id`; the entry's policy decides who else but an admin may.

@@ -646,14 +646,16 @@ async fn a_deployment_config_lets_a_worker_elsewhere_run_the_scan() {
         assert_eq!(body["error"]["details"]["field"], "chunk", "{body}");
     }
 
-    // Any user of the tenant sees it, as the spec's role model has it; a deployment that
-    // wants only admins to (it holds the worker token) sets DPS_ROLE_REQUIREMENTS=scans=admin.
+    // It holds the worker token, whose holder writes the findings that drive remediation, so
+    // only admins see it by default; the analyst who may start the scan may not.
     let analyst = Client {
         app: &app,
         token: app.token("acme", "bo", &["analyst"]),
     };
     let (status, body) = analyst.send(Method::GET, &path, None).await;
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 403, "{body}");
+    crate::area_b_error(&body, "FORBIDDEN");
+    assert!(body.to_string().find("dpsw_").is_none(), "{body}");
     let other = Client {
         app: &app,
         token: app.token("globex", "cy", &["admin"]),

@@ -298,43 +298,72 @@ async fn policies_are_created_validated_replaced_and_listed() {
         area_a_error(&response.json().await.unwrap(), "INVALID_INPUT");
     }
     // Any user of the tenant reads policies (the spec's role model)...
+    let analyst = t.app.token("acme", "bob", &["analyst"]);
     let response = t
         .app
         .http
         .get(t.app.url("/policies"))
-        .bearer_auth(t.app.token("acme", "bob", &["support"]))
+        .bearer_auth(&analyst)
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    // ...unless the deployment requires a role for them.
-    let strict = Tokens::spawn_with(|env| {
-        env.insert(
-            "DPS_ROLE_REQUIREMENTS".into(),
-            "tokenization_policies=admin, usage=auditor".into(),
-        );
-    })
-    .await;
-    for path in ["/policies", "/usage"] {
-        let response = strict
-            .app
-            .http
-            .get(strict.app.url(path))
-            .bearer_auth(strict.app.token("acme", "bob", &["support"]))
+    // ...but only an admin writes one: a policy says who may detokenize, and a user who could
+    // write it could give their own role that right.
+    let escalate = json!({
+        "name": "mine", "type_rules": {"us_ssn": {"mode": "deterministic"}},
+        "allowed_roles": ["analyst"], "allowed_purposes": ["x"], "require_reason": false
+    });
+    let writes = [
+        t.app.http.post(t.app.url("/policies")),
+        t.app.http.put(t.app.url(&format!("/policies/{id}"))),
+    ];
+    for request in writes {
+        let response = request
+            .bearer_auth(&analyst)
+            .json(&escalate)
             .send()
             .await
             .unwrap();
-        assert_eq!(response.status(), 403, "{path}");
+        assert_eq!(response.status(), 403);
         let error = area_a_error(&response.json().await.unwrap(), "FORBIDDEN");
-        let role = if path == "/usage" { "auditor" } else { "admin" };
-        assert_eq!(
-            error["message"],
-            format!("this operation requires the {role} role"),
-            "{path}"
-        );
+        assert_eq!(error["message"], "this operation requires the admin role");
     }
-    let (status, _) = strict.get(&strict.admin, "/policies").await;
-    assert_eq!(status, 200);
+    let (status, all) = t.get(&t.admin, "/policies?limit=100").await;
+    assert_eq!(status, 200, "{all}");
+    for p in all["items"].as_array().unwrap() {
+        assert_ne!(p["name"], "mine", "{p}");
+        assert_ne!(p["allowed_roles"], json!(["analyst"]), "{p}");
+    }
+    // A deployment sets another role for them, or any user, as it does for usage.
+    let strict = Tokens::spawn_with(|env| {
+        env.insert(
+            "DPS_ROLE_REQUIREMENTS".into(),
+            "tokenization_policies=policy_admin, usage=auditor".into(),
+        );
+    })
+    .await;
+    let response = strict
+        .app
+        .http
+        .get(strict.app.url("/usage"))
+        .bearer_auth(strict.app.token("acme", "bob", &["support"]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    let error = area_a_error(&response.json().await.unwrap(), "FORBIDDEN");
+    assert_eq!(error["message"], "this operation requires the auditor role");
+    let response = strict
+        .app
+        .http
+        .post(strict.app.url("/policies"))
+        .bearer_auth(strict.app.token("acme", "bob", &["policy_admin"]))
+        .json(&escalate)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
     let response = t.app.http.get(t.app.url("/policies")).send().await.unwrap();
     assert_eq!(response.status(), 401);
     area_a_error(&response.json().await.unwrap(), "UNAUTHORIZED");

@@ -268,12 +268,12 @@ pub async fn workers(
     responses(
         (status = 200, description = "The deployment configuration; chunks is empty until the scan is enumerated", body = DeploymentConfig),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
-        (status = 403, description = "The caller lacks the role the deployment requires for scans (DPS_ROLE_REQUIREMENTS; none by default; the configuration holds the worker token)", body = api_types::ErrorEnvelope),
+        (status = 403, description = "The caller lacks the role required for scan_deployment (admin by default, DPS_ROLE_REQUIREMENTS): the configuration holds the scan's worker token", body = api_types::ErrorEnvelope),
         (status = 404, description = "SCAN_NOT_FOUND", body = api_types::ErrorEnvelope),
     ),
 )]
 pub async fn deployment_config(
-    Permitted(caller, _): Permitted<groups::Scans>,
+    Permitted(caller, _): Permitted<groups::ScanDeployment>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     request: actix_web::HttpRequest,

@@ -18,7 +18,6 @@ use crate::{Extra, errors, wire};
         (status = 200, description = "One page of policies", body = PolicyList),
         (status = 400, description = "INVALID_INPUT: a limit outside 1-100 or a cursor this service did not issue", body = api_types::ErrorBody),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
-        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorBody),
     ),
 )]
 pub async fn list(
@@ -27,7 +26,7 @@ pub async fn list(
         input: query,
         mut conn,
         ..
-    }: Admitted<op::Policies, web::Query<PageQuery>>,
+    }: Admitted<op::PolicyList, web::Query<PageQuery>>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
     let limit = crate::page_limit(query.limit)?;
@@ -54,7 +53,7 @@ pub async fn list(
         (status = 201, description = "The whole stored policy", body = Policy),
         (status = 400, description = "INVALID_INPUT naming every invalid field", body = api_types::ErrorBody),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
-        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorBody),
+        (status = 403, description = "The caller lacks the role required for tokenization_policies (admin by default, DPS_ROLE_REQUIREMENTS): a policy decides who may detokenize", body = api_types::ErrorBody),
     ),
 )]
 pub async fn create(
@@ -63,7 +62,7 @@ pub async fn create(
         input: body,
         mut conn,
         ..
-    }: Admitted<op::Policies, Body<PolicyInput>>,
+    }: Admitted<op::PolicyWrite, Body<PolicyInput>>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = caller.0;
     let definition = wire::definition(body.0);
@@ -86,7 +85,7 @@ pub async fn create(
         (status = 200, description = "The whole stored policy at its new version", body = Policy),
         (status = 400, description = "INVALID_INPUT naming every invalid field", body = api_types::ErrorBody),
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorBody),
-        (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorBody),
+        (status = 403, description = "The caller lacks the role required for tokenization_policies (admin by default, DPS_ROLE_REQUIREMENTS): a policy decides who may detokenize", body = api_types::ErrorBody),
         (status = 404, description = "POLICY_NOT_FOUND", body = api_types::ErrorBody),
     ),
 )]
@@ -96,7 +95,7 @@ pub async fn update(
         input: (id, body),
         mut conn,
         ..
-    }: Admitted<op::Policies, (web::Path<String>, Body<PolicyInput>)>,
+    }: Admitted<op::PolicyWrite, (web::Path<String>, Body<PolicyInput>)>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = caller.0;
     let id = ids::TokenPolicyId::parse(&id)
