@@ -127,6 +127,7 @@ fn from_yaml<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::invalid("the request body is empty"));
     }
+    refuse_aliases(bytes)?;
     let value: serde_json::Value = serde_norway::from_slice(bytes).map_err(|e| {
         let at = e
             .location()
@@ -144,6 +145,38 @@ fn from_yaml<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             sanitize_serde_message(&e.to_string())
         ))
     })
+}
+
+/// Refuses a YAML body with an alias before it is read into values. serde_norway replays the
+/// anchored node at every alias, so a body of a few kilobytes (an anchored list of a thousand
+/// items, aliased a thousand times) would become millions of values, and a larger one could
+/// exhaust the process's memory. A request body never needs an alias: governance documents
+/// refuse them too. The scan is linear in the body and allocates nothing per event.
+fn refuse_aliases(bytes: &[u8]) -> Result<(), ApiError> {
+    use yaml_rust2::parser::{Event, Parser};
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| ApiError::invalid("the request body must be UTF-8"))?;
+    let mut parser = Parser::new_from_str(text);
+    loop {
+        match parser.next_token() {
+            Ok((Event::StreamEnd, _)) => return Ok(()),
+            Ok((Event::Alias(_), mark)) => {
+                return Err(ApiError::invalid(format!(
+                    "YAML aliases are not allowed in a request body (at line {}, column {})",
+                    mark.line(),
+                    mark.col() + 1
+                )));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                return Err(ApiError::invalid(format!(
+                    "the request body is not valid YAML (at line {}, column {})",
+                    e.marker().line(),
+                    e.marker().col() + 1
+                )));
+            }
+        }
+    }
 }
 
 impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {

@@ -134,6 +134,38 @@ ignore_words: [test, sample]
         .await;
     assert_eq!(status, 409);
 
+    // A YAML alias is refused before the body is read into values: replayed at every alias,
+    // this 60 KB body would be 100 million values (an alias bomb), enough to take the service
+    // down. The request is refused at once and the service stays up.
+    let bomb = format!(
+        "name: bomb\ncategory: personal\nregex: 'B[0-9]+'\nkeywords: &k [{}]\nx: [{}]\n",
+        vec!["a"; 10_000].join(","),
+        vec!["*k"; 10_000].join(",")
+    );
+    let (status, body) = admin
+        .send_raw(Method::POST, "/classifiers", YAML, &bomb)
+        .await;
+    assert_eq!(status, 400, "{body}");
+    crate::area_b_error(&body, "VALIDATION_FAILED");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("YAML aliases are not allowed in a request body (at line 5, column"),
+        "{body}"
+    );
+    let (status, body) = admin
+        .send_raw(Method::POST, "/classifiers", YAML, "name: [unclosed\n")
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the request body is not valid YAML (at line"),
+        "{body}"
+    );
+
     // Invalid definitions name each field, in either syntax, and echo no value.
     let invalid = [
         (
