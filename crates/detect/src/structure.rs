@@ -14,6 +14,8 @@ const MAX_NAME: usize = 256;
 const MAX_COLUMNS: usize = 4096;
 /// JSON nesting past this depth is counted but not named in paths.
 const MAX_DEPTH: usize = 256;
+/// The longest JSONPath a location shows, in characters (see `Json::path`).
+const MAX_PATH: usize = 256;
 
 #[derive(Debug)]
 pub(crate) enum Tracker {
@@ -412,16 +414,19 @@ impl Json {
         })
     }
 
-    /// A JSONPath to the current value: `$.customers[3].ssn`, `$["first name"]`.
+    /// A JSONPath to the current value: `$.customers[3].ssn`, `$["first name"]`. A control
+    /// character of a key is shown as U+FFFD (a location is stored as JSON and shown to people;
+    /// Postgres's `jsonb` cannot hold U+0000). A path longer than [`MAX_PATH`] characters keeps
+    /// its innermost steps, which name the value, after `$…`.
     fn path(&self) -> String {
-        let mut path = String::from("$");
+        let mut steps: Vec<String> = Vec::with_capacity(self.stack.len());
         for frame in &self.stack {
             match frame {
                 Frame::Object { key, .. } if key.1 == key.0 => {}
                 Frame::Object { key, .. } => {
                     let key = &self.names[key.0..key.1];
                     if data_like(key) {
-                        path.push_str("[\"…\"]");
+                        steps.push("[\"…\"]".into());
                         continue;
                     }
                     let plain = key
@@ -430,29 +435,47 @@ impl Json {
                         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                         && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
                     if plain {
-                        path.push('.');
-                        path.push_str(key);
+                        steps.push(format!(".{key}"));
                     } else {
-                        path.push_str("[\"");
+                        let mut step = String::with_capacity(key.len() + 4);
+                        step.push_str("[\"");
                         for c in key.chars() {
-                            if c == '"' || c == '\\' {
-                                path.push('\\');
+                            match c {
+                                '"' | '\\' => {
+                                    step.push('\\');
+                                    step.push(c);
+                                }
+                                c if c.is_control() => step.push(char::REPLACEMENT_CHARACTER),
+                                c => step.push(c),
                             }
-                            path.push(c);
                         }
-                        path.push_str("\"]");
+                        step.push_str("\"]");
+                        steps.push(step);
                     }
                 }
-                Frame::Array { index } => {
-                    path.push('[');
-                    path.push_str(&index.to_string());
-                    path.push(']');
-                }
+                Frame::Array { index } => steps.push(format!("[{index}]")),
             }
         }
-        if self.hidden > 0 {
+        let hidden = if self.hidden > 0 { "…" } else { "" };
+        let lengths: Vec<usize> = steps.iter().map(|s| s.chars().count()).collect();
+        let mut rest: usize = lengths.iter().sum();
+        let mut from = 0;
+        // "$" before every step, or "$…" once some are left out.
+        while from + 1 < steps.len() && rest + if from == 0 { 1 } else { 2 } > MAX_PATH {
+            rest -= lengths[from];
+            from += 1;
+        }
+        let mut path = String::from(if from > 0 { "$…" } else { "$" });
+        for step in &steps[from..] {
+            path.push_str(step);
+        }
+        if path.chars().count() > MAX_PATH {
+            // One step alone is too long (a key of MAX_NAME bytes written in quotes): keep its
+            // start.
+            path = path.chars().take(MAX_PATH - 1).collect();
             path.push('…');
         }
+        path.push_str(hidden);
         path
     }
 }
@@ -629,6 +652,48 @@ mod tests {
             }
         );
         assert_eq!(label.as_deref(), Some("email"));
+    }
+
+    #[test]
+    fn paths_are_bounded_and_hold_no_control_character() {
+        // A key with U+0000 and a tab: stored as JSON, shown to people, and `jsonb` refuses
+        // U+0000.
+        let (location, _) = at(
+            Format::Json,
+            "{\"con\u{0}tact\tx\": \"ann.lee@example.com\"}",
+            "ann.",
+            7,
+        );
+        assert_eq!(
+            location,
+            Location::Json {
+                line: 1,
+                path: "$[\"con\u{FFFD}tact\u{FFFD}x\"]".into()
+            }
+        );
+        // Forty levels of a 25-character key: the innermost steps, which name the value, stay.
+        let deep = "{\"customer_record_section\":".repeat(40)
+            + "{\"email\": \"ann.lee@example.com\"}"
+            + &"}".repeat(40);
+        let (location, _) = at(Format::Json, &deep, "ann.", 64);
+        let Location::Json { path, .. } = location else {
+            panic!("{location:?}")
+        };
+        assert!(path.chars().count() <= MAX_PATH, "{path}");
+        assert!(path.starts_with("$….customer_record_section."), "{path}");
+        assert!(path.ends_with(".customer_record_section.email"), "{path}");
+        // One key of MAX_NAME characters, quoted: its start, cut.
+        let key = "k ".repeat(MAX_NAME / 2);
+        let text = format!("{{\"{key}\": \"ann.lee@example.com\"}}");
+        let (location, _) = at(Format::Json, &text, "ann.", 9);
+        let Location::Json { path, .. } = location else {
+            panic!("{location:?}")
+        };
+        assert_eq!(path.chars().count(), MAX_PATH, "{path}");
+        assert!(
+            path.starts_with("$[\"k k ") && path.ends_with('…'),
+            "{path}"
+        );
     }
 
     #[test]

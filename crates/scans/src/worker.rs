@@ -639,7 +639,32 @@ fn location(location: &Location) -> Value {
 /// A preview that shows the shape and little else: an email keeps its first character and its
 /// domain; identifiers and phone numbers keep their last four characters; dates, amounts and
 /// anything shorter than eight characters keep none. Separators stay.
+///
+/// A preview is at most [`MAX_PREVIEW`] characters (a longer one keeps its end, where the kept
+/// characters are, after `…`), and a control character is shown as U+FFFD: previews are
+/// stored, sent by remote workers and shown to people, and Postgres cannot store U+0000.
 pub fn mask(pii: Option<PiiType>, raw: &str) -> String {
+    let masked = masked(pii, raw);
+    let clean = |c: char| {
+        if c.is_control() {
+            char::REPLACEMENT_CHARACTER
+        } else {
+            c
+        }
+    };
+    let length = masked.chars().count();
+    if length <= MAX_PREVIEW {
+        return masked.chars().map(clean).collect();
+    }
+    std::iter::once('…')
+        .chain(masked.chars().skip(length - (MAX_PREVIEW - 1)).map(clean))
+        .collect()
+}
+
+/// The longest preview, in characters; the coordinator API refuses longer ones.
+pub const MAX_PREVIEW: usize = 256;
+
+fn masked(pii: Option<PiiType>, raw: &str) -> String {
     let raw = raw.trim();
     if pii == Some(PiiType::Email)
         && let Some((local, domain)) = raw.rsplit_once('@')
@@ -683,6 +708,23 @@ mod tests {
         assert_eq!(
             mask(Some(PiiType::Phone), "+1 (415) 555-0132"),
             "+* (***) ***-0132"
+        );
+    }
+
+    #[test]
+    fn previews_are_bounded_and_hold_no_control_character() {
+        // An email whose domain is 253 characters, the longest the normalizer takes.
+        let domain = format!("{}.com", "d".repeat(249));
+        let preview = mask(Some(PiiType::Email), &format!("ann@{domain}"));
+        assert_eq!(preview.chars().count(), MAX_PREVIEW);
+        assert!(
+            preview.starts_with('…') && preview.ends_with("dd.com"),
+            "{preview}"
+        );
+        // A custom classifier's match may hold a NUL or a tab.
+        assert_eq!(
+            mask(None, "AB\u{0}CDEFGH\tIJ"),
+            "**\u{FFFD}****GH\u{FFFD}IJ"
         );
     }
 }

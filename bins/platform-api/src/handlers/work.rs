@@ -361,10 +361,12 @@ fn finding(f: WorkFinding) -> Result<(NewFinding, Option<Uuid>), &'static str> {
     if !(f.confidence.is_finite() && (0.0..=1.0).contains(&f.confidence)) {
         return Err("confidence");
     }
-    if !f.location.is_object() || f.location.to_string().len() > 1024 {
+    // A worker's detector bounds both (a JSONPath to 256 characters, a preview to
+    // MAX_PREVIEW), so a longer one is not a finding a worker made.
+    if !f.location.is_object() || f.location.to_string().len() > 4096 {
         return Err("location");
     }
-    if f.preview.chars().count() > 256 {
+    if f.preview.chars().count() > scans::worker::MAX_PREVIEW {
         return Err("preview");
     }
     let fingerprint = audit::unhex(&f.fingerprint)
