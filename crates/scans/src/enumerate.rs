@@ -91,10 +91,7 @@ pub async fn enumerate(
     )
     .execute(conn)
     .await?;
-    let keys = keyring
-        .tenant(conn, tenant)
-        .await
-        .map_err(|_| ScanError::CorruptRow)?;
+    let keys = keyring.tenant(conn, tenant).await?;
     let mut enumerator = Enumerator {
         tenant,
         scan,

@@ -39,6 +39,17 @@ impl From<diesel::result::Error> for ScanError {
     }
 }
 
+/// A database error stays one (a timeout is 503, not a corrupt row); a key that cannot be
+/// unwrapped is a stored row the service cannot read.
+impl From<keys::KeyError> for ScanError {
+    fn from(e: keys::KeyError) -> Self {
+        match e {
+            keys::KeyError::Database(e) => ScanError::Database(e),
+            keys::KeyError::Crypto => ScanError::CorruptRow,
+        }
+    }
+}
+
 impl From<BadCursor> for ScanError {
     fn from(_: BadCursor) -> Self {
         ScanError::BadCursor

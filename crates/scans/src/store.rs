@@ -140,15 +140,6 @@ pub async fn create(
             ids.push(id.as_uuid());
         }
     }
-    let found: Vec<Uuid> = connectors_table::table
-        .filter(connectors_table::tenant_id.eq(tenant.as_str()))
-        .filter(connectors_table::connector_id.eq_any(&ids))
-        .select(connectors_table::connector_id)
-        .load(conn)
-        .await?;
-    if let Some(missing) = ids.iter().find(|id| !found.contains(id)) {
-        return Err(ScanError::ConnectorNotFound(missing.to_string()));
-    }
     let id = ScanId::new();
     let workers = options.max_workers;
     let options_json = serde_json::to_value(&options).map_err(|_| ScanError::CorruptRow)?;
@@ -156,6 +147,18 @@ pub async fn create(
     let linked = ids.clone();
     let created_at = conn
         .transaction::<_, ScanError, _>(async |conn| {
+            // Checked in the transaction, and kept from a concurrent delete until it commits
+            // (a delete between the check and the links below broke their foreign key: 500).
+            let found: Vec<Uuid> = connectors_table::table
+                .filter(connectors_table::tenant_id.eq(tenant.as_str()))
+                .filter(connectors_table::connector_id.eq_any(&linked))
+                .select(connectors_table::connector_id)
+                .for_key_share()
+                .load(conn)
+                .await?;
+            if let Some(missing) = linked.iter().find(|id| !found.contains(id)) {
+                return Err(ScanError::ConnectorNotFound(missing.to_string()));
+            }
             let created_at: OffsetDateTime = diesel::insert_into(scans::table)
                 .values((
                     scans::tenant_id.eq(tenant.as_str()),
@@ -481,9 +484,13 @@ pub async fn deployment(
         let connector_config = match configs.iter().find(|(c, _)| *c == connector_id) {
             Some((_, config)) => config.clone(),
             None => {
-                let connector = connectors::store::get(conn, tenant, connector_id)
-                    .await
-                    .map_err(|_| ScanError::CorruptRow)?;
+                let connector = match connectors::store::get(conn, tenant, connector_id).await {
+                    Ok(connector) => connector,
+                    // Deleted since its resources were read: nothing to deploy, as above.
+                    Err(connectors::store::ConnectorError::NotFound) => continue,
+                    Err(connectors::store::ConnectorError::Database(e)) => return Err(e.into()),
+                    Err(_) => return Err(ScanError::CorruptRow),
+                };
                 let mut config = serde_json::Map::new();
                 config.insert("connector_id".into(), connector_id.to_string().into());
                 config.insert("provider".into(), connector.provider.as_str().into());

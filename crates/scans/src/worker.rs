@@ -141,11 +141,7 @@ impl Coordination for Local<'_> {
         let conn = &mut *self.conn;
         let resources = lease::pending(conn, claim).await?;
         let classifiers = crate::classifiers::for_scan(conn, &claim.tenant, claim.scan).await?;
-        let keys = self
-            .keyring
-            .tenant(conn, &claim.tenant)
-            .await
-            .map_err(|_| ScanError::CorruptRow)?;
+        let keys = self.keyring.tenant(conn, &claim.tenant).await?;
         let options = rows::row(conn, &claim.tenant, claim.scan)
             .await?
             .options()?;
