@@ -3,7 +3,12 @@
 //! there now, and the request ends `undone`, with a receipt and a `remediation_undone` entry.
 //!
 //! The request's row stays locked while the storage is written, so two undos of one request
-//! cannot both restore it. An undone remediation is not planned again for the same policy
+//! cannot both restore it. The transaction waits on the storage meanwhile, so it lifts the
+//! services' idle-in-transaction timeout (the statement timeout, 5 s by default) for itself:
+//! reading and writing an object of up to 64 MiB takes longer, and a session ended under a
+//! restored object would leave it restored and the request still `receipted`. Should an undo
+//! still stop between the write and the commit, the next one finds the original content in
+//! place (by its SHA-256, whatever the store's ETags are) and finishes. An undone remediation is not planned again for the same policy
 //! version (see `evaluate::plan`).
 
 use connectors::cloud::{Failure, Storage};
@@ -71,6 +76,10 @@ pub async fn undo(
 ) -> Result<Row, UndoError> {
     let undone = conn
         .transaction(async |conn| {
+            {
+                use diesel_async::RunQueryDsl;
+                db::sql(UNDO_IDLE_TIMEOUT).execute(conn).await?;
+            }
             lock(conn, tenant, id).await?;
             let row = store::one(conn, tenant, id)
                 .await?
@@ -136,6 +145,11 @@ pub async fn undo(
         .ok_or(UndoError::NotFound)
 }
 
+/// How long an undo's transaction may wait on the storage between two statements: every
+/// storage call is bounded by the connector's own timeouts, and an undo makes at most five
+/// (a head, a read of the snapshot, perhaps a read of the object and a copy, a put).
+const UNDO_IDLE_TIMEOUT: &str = "SET LOCAL idle_in_transaction_session_timeout = '10min'";
+
 /// Takes the request's row for this transaction, or says another holds it.
 async fn lock(conn: &mut AsyncPgConnection, tenant: &TenantId, id: Uuid) -> Result<(), UndoError> {
     use diesel::sql_types::{Text, Uuid as SqlUuid};
@@ -185,9 +199,26 @@ async fn restore(
     // Back at the ETag it had before the remediation: its original content, as an undo cut
     // short after it put the snapshot back leaves it (where the ETag is the content's digest,
     // as S3's is for a single-part object). Putting the snapshot back again changes nothing.
-    let restored_already = current
+    let mut restored_already = current
         .as_ref()
         .is_some_and(|c| same_etag(c.etag.as_deref(), Some(&row.etag)));
+    // Elsewhere (GCS, Azure, a multipart S3 object) an ETag says nothing of the content: the
+    // object is read, and holds the original if its digest is the one the remediation took.
+    if !unchanged
+        && !restored_already
+        && current.is_some()
+        && let Some(before) = row.sha256_before.as_deref()
+    {
+        match target
+            .read_whole(&row.object_key, None, MAX_OBJECT_BYTES)
+            .await
+        {
+            Ok(now) => restored_already = super::execute::sha256(&now.bytes).as_slice() == before,
+            // Changed again since the head, or grown past what is read: not the original.
+            Err(e) if matches!(e.failure, Failure::NotFound | Failure::TooLarge) => {}
+            Err(e) => return Err(storage_error(e)),
+        }
+    }
     if !unchanged && !restored_already && !force {
         return Err(UndoError::ObjectChanged);
     }
