@@ -122,11 +122,8 @@ async fn run(
     gates_conn: &mut AsyncPgConnection,
     job: &Job,
 ) -> Result<(), DieselError> {
-    let policies: Vec<Active> = active(conn, &job.tenant)
-        .await?
-        .into_iter()
-        .filter(|p| job.scope.policies.is_empty() || job.scope.policies.contains(&p.id))
-        .collect();
+    let policies = in_scope_policies(conn, job).await?;
+    let planned_under = versions(&policies);
     let gates = Gates::read(gates_conn, &job.tenant, &policies).await;
     renew(conn, job).await?;
     let plan: Plan = conn
@@ -190,18 +187,51 @@ async fn run(
                 findings: &findings,
                 enforce: true,
             };
-            conn.transaction(async |conn| {
-                let tally = apply(conn, &batch, &policies, &gates).await?;
-                counts.actions_planned += tally.planned;
-                counts.actions_simulated += tally.simulated;
-                counts.actions_blocked += tally.blocked;
-                counts.actions_repeated += tally.repeated;
-                progress(conn, job, &counts).await
-            })
-            .await?;
+            let went_on = conn
+                .transaction(async |conn| {
+                    // The policies stay as the plan saw them while the step writes, or the run
+                    // stops: a policy since switched to dry-run, edited or deleted must not
+                    // have its old version's actions planned (scan evaluation holds the same
+                    // lock).
+                    crate::policies::lock_for_reading(conn, &job.tenant).await?;
+                    if versions(&in_scope_policies(conn, job).await?) != planned_under {
+                        return Ok(false);
+                    }
+                    let tally = apply(conn, &batch, &policies, &gates).await?;
+                    counts.actions_planned += tally.planned;
+                    counts.actions_simulated += tally.simulated;
+                    counts.actions_blocked += tally.blocked;
+                    counts.actions_repeated += tally.repeated;
+                    progress(conn, job, &counts).await?;
+                    Ok::<_, DieselError>(true)
+                })
+                .await?;
+            if !went_on {
+                return finish(conn, job, Status::Failed, counts, Some(POLICIES_CHANGED)).await;
+            }
         }
     }
     finish(conn, job, Status::Completed, counts, None).await
+}
+
+/// Why an enforced run stopped when a policy changed under it.
+pub const POLICIES_CHANGED: &str = "the policies changed while the reconciliation ran; what it planned before stands, start it again";
+
+/// The tenant's active policies the reconciliation covers.
+async fn in_scope_policies(
+    conn: &mut AsyncPgConnection,
+    job: &Job,
+) -> Result<Vec<Active>, DieselError> {
+    Ok(active(conn, &job.tenant)
+        .await?
+        .into_iter()
+        .filter(|p| job.scope.policies.is_empty() || job.scope.policies.contains(&p.id))
+        .collect())
+}
+
+/// Each policy and its version: what a change to any of them changes.
+fn versions(policies: &[Active]) -> Vec<(ids::PolicyId, i32)> {
+    policies.iter().map(|p| (p.id, p.version)).collect()
 }
 
 /// The tenant's connectors the reconciliation covers.

@@ -417,3 +417,62 @@ async fn a_coverage_refresh_waits_for_a_batch_being_recorded() {
     assert_eq!(refresh.await.unwrap().unwrap(), 6, "both batches' findings");
     assert_eq!(covered(&mut env).await, (6, 6));
 }
+
+/// An enforced reconciliation stops when a policy changes under it: the step waits for the
+/// change to commit (as scan evaluation does), sees another version than the one it planned
+/// under, and plans nothing more. Without the check it planned the old version's masks, which
+/// the executor would have run after the policy went to dry-run or was deleted.
+#[tokio::test]
+async fn an_enforced_reconciliation_stops_when_a_policy_changes_under_it() {
+    use governance::reconcile::{self, Mode, Request, Scope};
+    let mut env = Env::new().await;
+    let tenant = acme();
+    let connector = env.connector(&tenant, "Logs").await;
+    stored(&mut env, connector, &three_ssns()).await;
+    create_mask_policy(&mut env.conn, &tenant).await;
+    let admin: ids::UserId = "ann".parse().unwrap();
+    reconcile::request(
+        &mut env.conn,
+        &tenant,
+        &admin,
+        &Request {
+            mode: Mode::Enforced,
+            scope: Scope::default(),
+            max_actions: 100,
+        },
+    )
+    .await
+    .unwrap();
+
+    // An admin's change holds the policies, as `policies::update` does, while the run plans.
+    let mut change = env.connect().await;
+    change
+        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(hashtext('dps-policies:acme'))")
+        .await
+        .unwrap();
+    let url = env._db.url.clone();
+    let runner = tokio::spawn(async move {
+        let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+        let mut gates = AsyncPgConnection::establish(&url).await.unwrap();
+        reconcile::run::run_once(&mut conn, &mut gates).await
+    });
+    testkit::wait_for_lock_wait(&mut env.conn).await;
+    change
+        .batch_execute("UPDATE governance_policies SET version = version + 1; COMMIT")
+        .await
+        .unwrap();
+    assert!(runner.await.unwrap().unwrap(), "it ran the reconciliation");
+
+    let stopped = format!(
+        "SELECT count(*) AS n FROM governance_reconciliations
+          WHERE status = 'failed' AND error = '{}'",
+        reconcile::run::POLICIES_CHANGED
+    );
+    assert_eq!(env.count(&stopped).await, 1);
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_requests")
+            .await,
+        0,
+        "nothing planned under the old version"
+    );
+}
