@@ -138,12 +138,15 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
     match advance(db, exec, row.clone()).await {
         Ok(()) => {}
         Err(Stop::Fail(reason)) => {
-            let current = store::one(db.get().await?, &row.tenant()?, row.request_id).await?;
-            match current {
-                // Another taker holds the request now (this one's lease ran out): whatever it
-                // found, this run must not fail, keep or discard anything of a request
-                // another is moving, or has finished.
-                Some(current) if current.next_attempt_at != row.next_attempt_at => {
+            // The lease is renewed first, guarded by the one this taker holds, so that no other
+            // taker can start on the request while this one asks the storage, keeps or deletes
+            // the snapshot and ends it. A plain read could pass just before the lease ran out,
+            // and the snapshot of a request another taker was writing would be deleted.
+            match store::renew(db.get().await?, &row).await? {
+                // Another taker holds the request now (this one's lease ran out), or it ended:
+                // whatever this run found, it must not fail, keep or discard anything of a
+                // request another is moving, or has finished.
+                None => {
                     tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, %reason, "a remediation step failed after its lease passed to another taker; left to that taker");
                 }
                 // The object holds the new content: only the receipt is missing, and it is
@@ -172,7 +175,6 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
                     }
                     fail(db.get().await?, &current, &reason).await?;
                 }
-                None => {}
             }
         }
         Err(Stop::Retry(reason)) => {

@@ -445,6 +445,33 @@ pub(crate) async fn insert_receipt(
     Ok(())
 }
 
+/// Renews the lease of a request this taker still holds (its lease is `row`'s), for the steps
+/// that end it after a failure; returns the request as it now is, or None when another taker
+/// holds it (this one's lease ran out while it worked).
+pub(crate) async fn renew(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+) -> Result<Option<Row>, DieselError> {
+    db::sql(concat!(
+        "WITH renewed AS (
+            UPDATE remediation_requests SET next_attempt_at = now() + make_interval(secs => $4)
+             WHERE tenant_id = $1 AND request_id = $2 AND next_attempt_at = $3
+               AND status IN ('planned', 'snapshotted', 'written')
+            RETURNING *)
+         SELECT ",
+        columns!(),
+        " FROM renewed r JOIN remediation_runs u
+             ON u.tenant_id = r.tenant_id AND u.request_id = r.request_id"
+    ))
+    .bind::<Text, _>(&row.tenant_id)
+    .bind::<SqlUuid, _>(row.request_id)
+    .bind::<Timestamptz, _>(row.next_attempt_at)
+    .bind::<Integer, _>(LEASE_SECONDS)
+    .get_result(conn)
+    .await
+    .optional()
+}
+
 /// Gives a request back after a transient failure: it is due again after a backoff that grows
 /// with its attempts (30 s, 1 min, 2 min, ... at most 30 min).
 pub(crate) async fn retry_later(
