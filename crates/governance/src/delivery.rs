@@ -34,11 +34,16 @@ use crate::channels::{self, Destination};
 /// How long a delivery keeps being retried.
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(24 * 3600);
 
-/// How long a claimed delivery is left to its worker before another may take it.
-const LEASE: Duration = Duration::from_secs(120);
-
 /// Deliveries claimed per run.
 const PER_RUN: i64 = 16;
+
+/// How long one send may take.
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long claimed deliveries are left to their worker before another may take them: long
+/// enough for the run to send every one of them (one after the other) and record it. Shorter,
+/// another replica could take and send the last of a slow run's deliveries a second time.
+const LEASE: Duration = Duration::from_secs(PER_RUN as u64 * SEND_TIMEOUT.as_secs() + 60);
 
 /// The wait before attempt `n + 1` after `n` failed ones: 30 s, doubling, at most an hour.
 pub fn backoff(failed: u32) -> Duration {
@@ -88,6 +93,12 @@ pub async fn run_once(
     egress: egress::Egress,
 ) -> Result<usize, diesel::result::Error> {
     let now = OffsetDateTime::now_utc();
+    // The lease's end is the claim's token (see `record`), kept to the microsecond Postgres
+    // stores.
+    let lease = now + LEASE;
+    let lease = lease
+        .replace_nanosecond(lease.nanosecond() / 1000 * 1000)
+        .unwrap_or(lease);
     let due: Vec<Due> = conn
         .transaction(async |conn| {
             let due: Vec<Due> = governance_deliveries::table
@@ -112,7 +123,7 @@ pub async fn run_once(
                 diesel::update(governance_deliveries::table)
                     .filter(governance_deliveries::tenant_id.eq(&d.tenant_id))
                     .filter(governance_deliveries::delivery_id.eq(d.delivery_id))
-                    .set(governance_deliveries::next_attempt_at.eq(now + LEASE))
+                    .set(governance_deliveries::next_attempt_at.eq(lease))
                     .execute(conn)
                     .await?;
             }
@@ -132,7 +143,7 @@ pub async fn run_once(
             }
         };
         if !gate.permits() {
-            record(conn, &tenant, d, Attempt::Blocked).await?;
+            record(conn, &tenant, d, lease, Attempt::Blocked).await?;
             continue;
         }
         let attempt = match destination(conn, keyring, &tenant, &d.channel).await {
@@ -144,7 +155,7 @@ pub async fn run_once(
             },
             None => Attempt::NoChannel,
         };
-        record(conn, &tenant, d, attempt).await?;
+        record(conn, &tenant, d, lease, attempt).await?;
     }
     Ok(due.len())
 }
@@ -212,10 +223,13 @@ fn describe(e: reqwest::Error) -> String {
     }
 }
 
+/// Records an attempt, if this run still holds the delivery (`lease` is its claim's token): a
+/// run that outlasted its lease records nothing over what the run that took it over records.
 async fn record(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     d: &Due,
+    lease: OffsetDateTime,
     attempt: Attempt,
 ) -> Result<(), diesel::result::Error> {
     let now = OffsetDateTime::now_utc();
@@ -269,9 +283,11 @@ async fn record(
         Attempt::Refused(error) => ("pending", Some(error), now + backoff(attempts as u32), None),
     };
     conn.transaction(async |conn| {
-        diesel::update(governance_deliveries::table)
+        let held = diesel::update(governance_deliveries::table)
             .filter(governance_deliveries::tenant_id.eq(tenant.as_str()))
             .filter(governance_deliveries::delivery_id.eq(d.delivery_id))
+            .filter(governance_deliveries::status.eq("pending"))
+            .filter(governance_deliveries::next_attempt_at.eq(lease))
             .set((
                 governance_deliveries::status.eq(status),
                 governance_deliveries::attempts.eq(attempts),
@@ -281,6 +297,10 @@ async fn record(
             ))
             .execute(conn)
             .await?;
+        if held == 0 {
+            tracing::warn!(tenant = %tenant, delivery = %d.delivery_id, "an alert delivery outlasted its lease; what the run that took it over records stands");
+            return Ok(());
+        }
         let Some((kind, outcome, mut details)) = entry else {
             return Ok(());
         };
@@ -326,7 +346,7 @@ async fn record(
 
 /// Delivers until the process ends: every second, at once while there is more.
 pub fn spawn(pool: db::Pool, keyring: std::sync::Arc<KeyRing>, egress: egress::Egress) {
-    let client = match egress.client(Duration::from_secs(10)) {
+    let client = match egress.client(SEND_TIMEOUT) {
         Ok(client) => client,
         Err(e) => {
             tracing::error!(error = %e, "the alert delivery client could not be built; alerts stay queued");

@@ -267,3 +267,52 @@ async fn a_queued_alert_is_not_sent_once_the_tenant_denies_read_only_actions() {
     );
     assert!(server.requests().is_empty());
 }
+
+/// A run whose lease passed to another replica while it was sending records nothing: the
+/// other run's record stands (here it claimed the delivery again, for later), and no second
+/// `action_executed` is written. Without the guard, the slow run overwrote the other's claim
+/// with `delivered` and audited the action as if no one else held it.
+#[tokio::test]
+async fn a_run_that_outlasted_its_lease_records_nothing() {
+    use std::sync::{Mutex, mpsc};
+    let mut env = Env::new().await;
+    let (arrived, on_arrival) = mpsc::channel::<()>();
+    let (go, on_go) = mpsc::channel::<()>();
+    let on_go = Mutex::new(on_go);
+    let server = testkit::identity::http_server(move |_| {
+        let _ = arrived.send(());
+        let _ = on_go.lock().unwrap().recv();
+        (200, Value::Null)
+    });
+    queued(&mut env, &format!("{}/hook", server.url())).await;
+    let url = env._db.url.clone();
+    let keyring = env.keyring.clone();
+    let slow = tokio::spawn(async move {
+        let mut conn = diesel_async::AsyncPgConnection::establish(&url)
+            .await
+            .unwrap();
+        delivery::run_once(&mut conn, &keyring, &client(), OPEN).await
+    });
+    tokio::task::spawn_blocking(move || on_arrival.recv().unwrap())
+        .await
+        .unwrap();
+    // Another replica's claim, once the lease had run out.
+    diesel::sql_query(
+        "UPDATE governance_deliveries SET next_attempt_at = now() + interval '1 hour'",
+    )
+    .execute(&mut env.conn)
+    .await
+    .unwrap();
+    go.send(()).unwrap();
+    assert_eq!(slow.await.unwrap().unwrap(), 1, "it sent the delivery");
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries WHERE status = 'pending' AND attempts = 0 AND next_attempt_at > now() + interval '50 minutes'").await,
+        1,
+        "the other claim stands"
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM audit_log WHERE kind = 'action_executed'")
+            .await,
+        0
+    );
+}
