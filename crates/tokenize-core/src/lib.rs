@@ -24,5 +24,5 @@ pub use secret::Secret;
 pub use token::{
     DETERMINISTIC_PREFIX, FormatPreserving, MacKey, RANDOMIZED_PREFIX, RandomError, Surrogate,
     deterministic_token, fingerprint, fingerprint_as_written, format_preserving, looks_like_token,
-    randomized_token,
+    randomized_token, surrogate_for,
 };

@@ -312,14 +312,8 @@ fn with_sin_check_digit(text: &str) -> String {
 /// dates of birth always take surrogates: the valid dates of any written shape are fewer than
 /// a million.
 pub fn format_preserving(key: &FpeKey, value: &Normalized) -> FormatPreserving {
-    let original = value.layout.clone();
-    if let Detail::Date { layout } = &value.detail {
-        return FormatPreserving::Surrogate(Surrogate {
-            kind: SurrogateKind::Date {
-                layout: layout.clone(),
-            },
-            original,
-        });
+    if let Detail::Date { .. } = &value.detail {
+        return FormatPreserving::Surrogate(surrogate_for(value));
     }
     let shape = shape_of(value);
     if shape.copies_foreign_characters() {
@@ -340,7 +334,33 @@ pub fn format_preserving(key: &FpeKey, value: &Normalized) -> FormatPreserving {
         }
         None => FormatPreserving::Surrogate(Surrogate {
             kind: SurrogateKind::Slots { shape, pii_type },
-            original,
+            original: value.layout.clone(),
         }),
+    }
+}
+
+/// Random surrogates of `value`'s shape. [`format_preserving`] gives them where FF1 cannot
+/// serve the shape; a vault also needs them where the FF1 token of `value` already names
+/// another value. That can happen for phone numbers only: which leading digits a phone token
+/// keeps depends on how the number parses, so two numbers written with the same layout are
+/// enciphered in different shapes when one keeps a prefix and the other does not (German
+/// `0301234567` keeps its trunk `0` and enciphers nine digits, `3012345678` enciphers ten; a
+/// US `2025550123` and a British `0169772345` likewise), and their tokens can coincide.
+pub fn surrogate_for(value: &Normalized) -> Surrogate {
+    let original = value.layout.clone();
+    match &value.detail {
+        Detail::Date { layout } => Surrogate {
+            kind: SurrogateKind::Date {
+                layout: layout.clone(),
+            },
+            original,
+        },
+        _ => Surrogate {
+            kind: SurrogateKind::Slots {
+                shape: shape_of(value),
+                pii_type: value.pii_type,
+            },
+            original,
+        },
     }
 }

@@ -441,7 +441,7 @@ async fn run(
     let written = if any_failed && batch_mode == BatchMode::AllOrNothing {
         HashMap::new()
     } else if dry_run {
-        preview(conn, tenant, &pending).await?
+        preview(conn, tenant, &keys, &mut pending).await?
     } else {
         let mut batch = async |conn: &mut AsyncPgConnection| {
             let quota = limits::lock_monthly_quota(conn, tenant).await?;

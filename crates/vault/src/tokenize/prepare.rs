@@ -30,6 +30,10 @@ pub(super) struct Pending {
     /// whose token says nothing about it. Surrogates only.
     pub fingerprint: Option<[u8; 32]>,
     pub surrogate: Option<Surrogate>,
+    /// The normalized value of an enciphered format-preserving token: if the token turns out
+    /// to name another value already, the item takes a surrogate of this value's shape
+    /// instead (see [`tokenize_core::surrogate_for`]).
+    pub enciphered: Option<Box<Normalized>>,
     pub value: Secret,
     pub fallback: Option<Fallback>,
 }
@@ -99,6 +103,7 @@ pub(super) fn prepare(
             lookup: None,
             fingerprint: None,
             surrogate: None,
+            enciphered: None,
             value: payload(value.value.expose(), value.currency.as_deref()),
             fallback: None,
         };
@@ -114,6 +119,7 @@ pub(super) fn prepare(
                 FormatPreserving::Enciphered(token) => {
                     pending.lookup = Some(crate::lookup(tenant, pii_type.as_str(), &token));
                     pending.token = Some(token);
+                    pending.enciphered = Some(Box::new(value));
                 }
                 FormatPreserving::Surrogate(s) => {
                     if s.space() <= 1 {
@@ -152,6 +158,7 @@ pub(super) fn prepare(
                 lookup: None,
                 fingerprint: None,
                 surrogate: None,
+                enciphered: None,
                 value: payload(item.value.trim(), None),
                 fallback: Some(Fallback {
                     mode: Mode::Randomized,

@@ -59,6 +59,58 @@ struct Existing {
     revoked_at: Option<OffsetDateTime>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     expires_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Int4)]
+    key_version: i32,
+    #[diesel(sql_type = Bytea)]
+    ciphertext: Vec<u8>,
+}
+
+impl Existing {
+    /// Whether the entry holds `value` (a payload as [`crate::value::payload`] frames it).
+    fn holds(
+        &self,
+        keys: &TenantKeys,
+        tenant: &TenantId,
+        value: &tokenize_core::Secret,
+    ) -> Result<bool, VaultError> {
+        let plain = keys
+            .data_key(self.key_version)?
+            .open(&value_aad(tenant, self.token_id), &self.ciphertext)?;
+        Ok(plain == value.expose().as_bytes())
+    }
+}
+
+/// Whether `p` may take entry `e` as its own. An enciphered format-preserving token names one
+/// value only within its shape, and a phone's shape depends on how it parsed
+/// ([`tokenize_core::surrogate_for`]), so the entry its token found is opened and compared;
+/// when it holds another value, `p` becomes a surrogate of its own shape, found by its
+/// fingerprint like every surrogate. Every other key names one value.
+fn claim_or_divert(
+    p: &mut Pending,
+    e: &Existing,
+    keys: &TenantKeys,
+    tenant: &TenantId,
+) -> Result<bool, VaultError> {
+    if p.enciphered.is_none() || e.holds(keys, tenant, &p.value)? {
+        return Ok(true);
+    }
+    divert(p, keys);
+    Ok(false)
+}
+
+/// Makes an enciphered format-preserving item whose token names another value a surrogate of
+/// its own shape.
+fn divert(p: &mut Pending, keys: &TenantKeys) {
+    let Some(normalized) = p.enciphered.take() else {
+        return;
+    };
+    p.fingerprint = Some(tokenize_core::fingerprint_as_written(
+        &keys.fingerprint,
+        &normalized,
+    ));
+    p.surrogate = Some(tokenize_core::surrogate_for(&normalized));
+    p.token = None;
+    p.lookup = None;
 }
 
 /// What keeps one entry per value: the token's lookup key where the token is a function of the
@@ -101,14 +153,16 @@ async fn existing(
     let rows: Vec<Existing> = db::sql(
         "SELECT e.* FROM unnest($2::uuid[]) AS k(lookup)
           CROSS JOIN LATERAL (
-                SELECT token_id, token, fingerprint, lookup, revoked_at, expires_at
+                SELECT token_id, token, fingerprint, lookup, revoked_at, expires_at,
+                       key_version, ciphertext
                   FROM vault_entries
                  WHERE lookup = k.lookup AND tenant_id = $1
                 OFFSET 0) e
          UNION ALL
          SELECT e.* FROM unnest($3::bytea[]) AS k(fingerprint)
           CROSS JOIN LATERAL (
-                SELECT token_id, token, fingerprint, lookup, revoked_at, expires_at
+                SELECT token_id, token, fingerprint, lookup, revoked_at, expires_at,
+                       key_version, ciphertext
                   FROM vault_entries
                  WHERE tenant_id = $1 AND fingerprint = k.fingerprint
                 OFFSET 0) e",
@@ -139,10 +193,25 @@ async fn existing(
 pub(super) async fn preview(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    pending: &[Pending],
+    keys: &TenantKeys,
+    pending: &mut [Pending],
 ) -> Result<HashMap<usize, Written>, VaultError> {
     let wanted: Vec<Key> = pending.iter().filter_map(key_of).collect();
-    let found = existing(conn, tenant, &wanted).await?;
+    let mut found = existing(conn, tenant, &wanted).await?;
+    // A token that names another value: the item would take a surrogate, found by its
+    // fingerprint if it has one already.
+    let mut diverted = Vec::new();
+    for p in pending.iter_mut() {
+        if let Some(e) = key_of(p).and_then(|k| found.get(&k))
+            && !claim_or_divert(p, e, keys, tenant)?
+            && let Some(k) = key_of(p)
+        {
+            diverted.push(k);
+        }
+    }
+    if !diverted.is_empty() {
+        found.extend(existing(conn, tenant, &diverted).await?);
+    }
     Ok(pending
         .iter()
         .map(|p| {
@@ -154,7 +223,10 @@ pub(super) async fn preview(
                     token_id: Some(e.token_id),
                 },
                 None => Written::Token {
-                    token: p.token.clone().filter(|_| p.mode != Mode::Randomized),
+                    token: p
+                        .token
+                        .clone()
+                        .filter(|_| p.mode != Mode::Randomized && p.surrogate.is_none()),
                     token_id: None,
                 },
             };
@@ -200,7 +272,8 @@ pub(super) async fn write(
             existing(conn, tenant, &wanted).await?
         };
         let mut rows = Rows::default();
-        let mut claimed: HashMap<Key, Uuid> = HashMap::new();
+        // Each key written this round: its entry's token id, and the item that claimed it.
+        let mut claimed: HashMap<Key, (Uuid, usize)> = HashMap::new();
         let mut waiting = Vec::new();
         // Existing entries whose token's time ran out: the value's token is theirs (it is a
         // function of the value, or its surrogate), so the tokenize makes them active again.
@@ -214,8 +287,19 @@ pub(super) async fn write(
         let millis = u64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000)
             .unwrap_or(0);
         for &i in &todo {
+            if let Some(k) = key_of(&pending[i])
+                && let Some(&(_, at)) = claimed.get(&k)
+                && pending[i].enciphered.is_some()
+                && pending[at].value.expose() != pending[i].value.expose()
+            {
+                // Two values of one batch whose enciphered tokens coincide: this one takes a
+                // surrogate (see `claim_or_divert`).
+                divert(&mut pending[i], keys);
+            }
             let p = &mut pending[i];
-            if let Some(e) = key_of(p).and_then(|k| found.get(&k)) {
+            if let Some(e) = key_of(p).and_then(|k| found.get(&k))
+                && claim_or_divert(p, e, keys, tenant)?
+            {
                 // A revoked token stays revoked: the value does not get it back.
                 let written = if e.revoked_at.is_some() {
                     Written::Revoked
@@ -232,10 +316,10 @@ pub(super) async fn write(
                 continue;
             }
             if let Some(k) = key_of(p)
-                && let Some(first) = claimed.get(&k)
+                && let Some(&(first, _)) = claimed.get(&k)
             {
                 // The same value twice in one batch: one entry.
-                waiting.push((i, *first));
+                waiting.push((i, first));
                 continue;
             }
             if let Some(s) = &p.surrogate {
@@ -263,7 +347,7 @@ pub(super) async fn write(
                 continue;
             };
             if let Some(k) = key_of(p) {
-                claimed.insert(k, token_id);
+                claimed.insert(k, (token_id, i));
             }
             let sealed = data_key.seal_with_nonce(
                 nonce,

@@ -640,3 +640,100 @@ async fn tokenizing_a_value_whose_token_expired_makes_it_active_again() {
     );
     assert_eq!(v.entries().await, 2);
 }
+
+/// The value entry `id` holds.
+async fn revealed(v: &mut Vault, id: ids::TokenId) -> String {
+    let keys = v.keyring.tenant(&mut v.conn, &acme()).await.unwrap();
+    let sealed = vault::entries::sealed(&mut v.conn, &acme(), &[id.as_uuid()])
+        .await
+        .unwrap();
+    vault::entries::reveal(&keys, &acme(), &sealed[0])
+        .unwrap()
+        .value
+        .expose()
+        .to_owned()
+}
+
+/// A format-preserving phone token names one number only within its shape, and the shape
+/// depends on how the number parsed: German `0301234567` keeps its trunk `0` and enciphers nine
+/// digits, `3012345678` enciphers ten, and their tokens can coincide. A value whose token an
+/// entry of another value already holds (made here by giving the entry of `0301234567` the
+/// token of `3012345678`) takes a surrogate of its own shape: never the other value's entry,
+/// whose detokenization would reveal someone else's number. Asked again, it finds that
+/// surrogate; in one batch, the second of two such values does the same.
+#[tokio::test]
+async fn a_format_preserving_token_that_names_another_value_gives_this_one_a_surrogate() {
+    let mut v = Vault::new().await;
+    let mut definition = all_modes();
+    definition.default_region = Some("DE".into());
+    let policy = v.policy(&acme(), &definition).await;
+    let trunk = v
+        .done(&request(policy, vec![item("0301234567", "phone")]))
+        .await;
+    let (_, trunk_id, _) = written(&trunk, 0);
+    let preview = v
+        .done(&Request {
+            run: Run::DryRun,
+            ..request(policy, vec![item("3012345678", "phone")])
+        })
+        .await;
+    let ItemOutcome::Tokenized {
+        token: Some(bare_token),
+        ..
+    } = &preview.results[0].outcome
+    else {
+        panic!("{:?}", preview.results[0])
+    };
+    let lookup = vault::lookup("acme", "phone", bare_token);
+    use diesel_async::RunQueryDsl as _;
+    diesel::sql_query("UPDATE vault_entries SET token = $1, lookup = $2 WHERE token_id = $3")
+        .bind::<diesel::sql_types::Text, _>(bare_token)
+        .bind::<diesel::sql_types::Uuid, _>(lookup)
+        .bind::<diesel::sql_types::Uuid, _>(trunk_id.as_uuid())
+        .execute(&mut v.conn)
+        .await
+        .unwrap();
+
+    // The dry run now knows no token: the value would take a surrogate.
+    let preview = v
+        .done(&Request {
+            run: Run::DryRun,
+            ..request(policy, vec![item("3012345678", "phone")])
+        })
+        .await;
+    assert!(
+        matches!(
+            &preview.results[0].outcome,
+            ItemOutcome::Tokenized {
+                token: None,
+                token_id: None,
+                ..
+            }
+        ),
+        "{:?}",
+        preview.results[0]
+    );
+    let bare = v
+        .done(&request(policy, vec![item("3012345678", "phone")]))
+        .await;
+    let (token, id, mode) = written(&bare, 0);
+    assert_eq!(mode, "format_preserving");
+    assert_ne!(id, trunk_id, "not the other number's entry");
+    assert_ne!(&token, bare_token);
+    assert!(
+        token.len() == 10 && token.bytes().all(|b| b.is_ascii_digit()),
+        "{token}"
+    );
+    assert_eq!(revealed(&mut v, id).await, "+493012345678");
+    assert_eq!(revealed(&mut v, trunk_id).await, "+49301234567");
+    // Asked again, alone or twice in a batch, it is the same surrogate's entry.
+    let again = v
+        .done(&request(
+            policy,
+            vec![item("3012345678", "phone"), item("3012345678", "phone")],
+        ))
+        .await;
+    assert_eq!(written(&again, 0), (token.clone(), id, "format_preserving"));
+    assert_eq!(written(&again, 1), (token, id, "format_preserving"));
+    assert_eq!(v.entries().await, 2);
+}
