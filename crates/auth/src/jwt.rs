@@ -227,11 +227,19 @@ impl JwtVerifier {
             tracing::error!(status = %response.status(), "the JWKS endpoint refused");
             return Err(JwtError::KeysUnavailable);
         }
-        let bytes = response.bytes().await.map_err(|e| {
-            tracing::error!(error = %e.without_url(), "cannot read the JWKS response");
-            JwtError::KeysUnavailable
-        })?;
-        Ok(bytes.to_vec())
+        egress::read_capped(response, MAX_JWKS_BYTES)
+            .await
+            .map_err(|e| {
+                match e {
+                    egress::BodyError::TooLarge(_) => {
+                        tracing::error!("the JWKS document is too large");
+                    }
+                    egress::BodyError::Read(e) => {
+                        tracing::error!(error = %e.without_url(), "cannot read the JWKS response");
+                    }
+                }
+                JwtError::KeysUnavailable
+            })
     }
 
     /// Finds the key for `kid`, refetching the set when the kid is unknown and the last fetch

@@ -449,3 +449,39 @@ async fn a_jwks_redirect_is_not_followed() {
         "the redirect's target is never asked"
     );
 }
+
+/// A JWKS endpoint that sends an endless body (a hijacked identity provider) is read no
+/// further than the 1 MiB a key set may take, whether or not it declares a length: the service
+/// never holds what the endpoint sends in its five seconds. The server counts what it could
+/// write before the verifier hung up; the old whole-body read took all of it.
+#[tokio::test]
+async fn an_endless_jwks_body_is_refused_after_a_mebibyte() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    for head in [
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 999999999\r\nConnection: close\r\n\r\n",
+    ] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let written = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = written.clone();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            socket.write_all(head.as_bytes()).await.unwrap();
+            let chunk = vec![b' '; 64 * 1024];
+            while socket.write_all(&chunk).await.is_ok() {
+                if counted.fetch_add(chunk.len(), Ordering::SeqCst) > 512 << 20 {
+                    break;
+                }
+            }
+        });
+        let verifier = from_url(format!("{origin}/jwks.json"), true);
+        assert_eq!(verifier.refresh().await, Err(JwtError::KeysUnavailable));
+        server.await.unwrap();
+        let sent = written.load(Ordering::SeqCst);
+        assert!(sent < 64 << 20, "{head:?}: the server wrote {sent} bytes");
+    }
+}

@@ -109,6 +109,36 @@ impl Egress {
     }
 }
 
+/// Why an answer's body was not read whole.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("the body is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("the body could not be read")]
+    Read(#[source] reqwest::Error),
+}
+
+/// Reads an answer's body of at most `max` bytes, refusing a larger one as soon as its
+/// `Content-Length` or the bytes received say so: an endpoint (a hijacked identity provider, a
+/// hostile peer) cannot make the service hold more than `max`, whatever the timeout lets
+/// through.
+pub async fn read_capped(mut answer: reqwest::Response, max: usize) -> Result<Vec<u8>, BodyError> {
+    if answer
+        .content_length()
+        .is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX))
+    {
+        return Err(BodyError::TooLarge(max));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = answer.chunk().await.map_err(BodyError::Read)? {
+        if body.len() + chunk.len() > max {
+            return Err(BodyError::TooLarge(max));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// The kind of address `ip` is, when the service must not call it.
 pub fn forbidden(ip: IpAddr) -> Option<&'static str> {
     match ip {

@@ -323,14 +323,15 @@ fn parse_answer(answer: &Value) -> Result<(&str, &str), CosignError> {
 
 /// Reads a JSON object of at most [`MAX_BODY_BYTES`], refusing duplicate member names. `None`
 /// for JSON that is not an object.
-async fn read_json(mut answer: reqwest::Response) -> Result<Option<Value>, CosignError> {
-    let mut body = Vec::new();
-    while let Some(chunk) = answer.chunk().await.map_err(failed_to_reach)? {
-        if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(CosignError::Malformed("the body is larger than 64 KiB"));
-        }
-        body.extend_from_slice(&chunk);
-    }
+async fn read_json(answer: reqwest::Response) -> Result<Option<Value>, CosignError> {
+    let body = egress::read_capped(answer, MAX_BODY_BYTES)
+        .await
+        .map_err(|e| match e {
+            egress::BodyError::TooLarge(_) => {
+                CosignError::Malformed("the body is larger than 64 KiB")
+            }
+            egress::BodyError::Read(e) => failed_to_reach(e),
+        })?;
     let value = receipts::parse_json(&body).map_err(|_| CosignError::Malformed("not JSON"))?;
     Ok(value.is_object().then_some(value))
 }
