@@ -146,7 +146,7 @@ pub struct Channel {
 }
 
 /// The answer to POST /governance/channels: the channel and its signing secret, shown once.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 pub struct ChannelCreated {
     #[serde(flatten)]
     pub channel: Channel,
@@ -154,6 +154,8 @@ pub struct ChannelCreated {
     /// "<t>.<body>")>`. It is not shown again.
     pub secret: String,
 }
+
+redacted_debug!(ChannelCreated { channel; secret });
 
 /// The answer to DELETE /governance/channels/:name.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -5,6 +5,22 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+/// `Debug` that names every field but shows the secret ones as `<redacted>`: the types that
+/// carry a value, a grant or a credential must not put it in a debug log line, whoever writes
+/// one later.
+macro_rules! redacted_debug {
+    ($type:ident { $($shown:ident),* ; $($hidden:ident),+ }) => {
+        impl std::fmt::Debug for $type {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($type))
+                    $(.field(stringify!($shown), &self.$shown))*
+                    $(.field(stringify!($hidden), &"<redacted>"))+
+                    .finish()
+            }
+        }
+    };
+}
+
 pub mod classifiers;
 pub mod connectors;
 pub mod governance;
@@ -155,5 +171,63 @@ impl Check {
 
     pub fn is_ok(&self) -> bool {
         self.status == "ok"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every type that carries a value, a grant or a credential shows it as `<redacted>`.
+    #[test]
+    fn debug_never_shows_a_secret() {
+        const SECRET: &str = "123-45-6789-secret";
+        let shown = [
+            format!(
+                "{:?}",
+                tokens::TokenizeItem {
+                    value: SECRET.into(),
+                    pii_type: "us_ssn".into(),
+                    mode: None,
+                }
+            ),
+            format!(
+                "{:?}",
+                tokens::GrantResponse {
+                    grant_jwt: SECRET.into(),
+                    expires_in_seconds: 300,
+                    trace_id: "t".into(),
+                }
+            ),
+            format!(
+                "{:?}",
+                tokens::DetokenizeRequest {
+                    tokens: vec!["id".into()],
+                    grant_jwt: SECRET.into(),
+                }
+            ),
+            format!(
+                "{:?}",
+                tokens::DetokenizeResult {
+                    token_id: "id".into(),
+                    status: "GRANTED".into(),
+                    value: Some(SECRET.into()),
+                    revoked_at: None,
+                    currency: None,
+                }
+            ),
+            format!(
+                "{:?}",
+                scans::DeploymentEnvironment {
+                    SCAN_ID: "s".into(),
+                    COORDINATOR_URL: "https://dps.example".into(),
+                    AUTH_TOKEN: SECRET.into(),
+                }
+            ),
+        ];
+        for text in shown {
+            assert!(!text.contains(SECRET), "{text}");
+            assert!(text.contains("<redacted>"), "{text}");
+        }
     }
 }

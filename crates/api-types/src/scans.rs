@@ -269,7 +269,7 @@ pub struct DeploymentQuery {
 
 /// The environment a scan worker in the customer's infrastructure runs with, beside the
 /// platform's own (database, master key, cloud identity).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 #[allow(non_snake_case)]
 pub struct DeploymentEnvironment {
     pub SCAN_ID: String,
@@ -278,6 +278,8 @@ pub struct DeploymentEnvironment {
     /// The scan's worker token: a worker presenting any other is refused.
     pub AUTH_TOKEN: String,
 }
+
+redacted_debug!(DeploymentEnvironment { SCAN_ID, COORDINATOR_URL; AUTH_TOKEN });
 
 /// One chunk of the scan's objects.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -324,7 +326,7 @@ pub struct WorkClaimed {
 }
 
 /// A claimed chunk.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 pub struct WorkClaim {
     pub tenant_id: String,
     pub chunk_no: i32,
@@ -349,6 +351,12 @@ pub struct WorkClaim {
     /// cannot be used.
     pub connectors: Vec<WorkConnector>,
 }
+
+redacted_debug!(WorkClaim {
+    tenant_id, chunk_no, fence, start_index, end_index, lease_seconds, resources, classifiers,
+    max_object_bytes, connectors;
+    finding_key
+});
 
 /// An object to scan.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

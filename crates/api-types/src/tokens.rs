@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::Pagination;
 
 /// One value to tokenize.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenizeItem {
     /// The raw value. Never logged, never echoed in an error.
@@ -285,8 +285,10 @@ pub struct GrantRequest {
     pub reason: Option<String>,
 }
 
+redacted_debug!(TokenizeItem { pii_type, mode; value });
+
 /// Response of `POST /grant`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct GrantResponse {
     /// Single use, bound to the caller, the tenant and the token ids; valid 300 seconds.
     pub grant_jwt: String,
@@ -295,8 +297,10 @@ pub struct GrantResponse {
     pub trace_id: String,
 }
 
+redacted_debug!(GrantResponse { expires_in_seconds, trace_id; grant_jwt });
+
 /// Body of `POST /detokenize`.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DetokenizeRequest {
     /// Token ids, all within the grant; 1 to 100.
@@ -304,8 +308,10 @@ pub struct DetokenizeRequest {
     pub grant_jwt: String,
 }
 
+redacted_debug!(DetokenizeRequest { tokens; grant_jwt });
+
 /// One token's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct DetokenizeResult {
     pub token_id: String,
     /// GRANTED, NOT_FOUND, REVOKED, EXPIRED or DENIED.
@@ -324,6 +330,8 @@ pub struct DetokenizeResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
 }
+
+redacted_debug!(DetokenizeResult { token_id, status, revoked_at, currency; value });
 
 /// Response of `POST /detokenize`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

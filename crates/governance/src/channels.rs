@@ -96,10 +96,19 @@ pub struct Channel {
 }
 
 /// A new channel and its signing secret, which is shown this once.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct CreatedChannel {
     pub channel: Channel,
     pub secret: String,
+}
+
+impl std::fmt::Debug for CreatedChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreatedChannel")
+            .field("channel", &self.channel)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
 }
 
 /// What is sealed: the URL and the secret.

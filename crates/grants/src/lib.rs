@@ -48,7 +48,7 @@ pub struct GrantRequest<'a> {
 }
 
 /// An issued grant.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Grant {
     /// Single use, bound to the caller, the tenant and the token ids.
     pub grant_jwt: String,
@@ -57,11 +57,31 @@ pub struct Grant {
     pub trace_id: Uuid,
 }
 
+/// The grant itself is a credential: never in a debug line.
+impl std::fmt::Debug for Grant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grant")
+            .field("grant_jwt", &"<redacted>")
+            .field("expires_in", &self.expires_in)
+            .field("trace_id", &self.trace_id)
+            .finish()
+    }
+}
+
 /// A detokenize request: token ids, all within the grant.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct DetokenizeRequest<'a> {
     pub tokens: &'a [String],
     pub grant_jwt: &'a str,
+}
+
+impl std::fmt::Debug for DetokenizeRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DetokenizeRequest")
+            .field("tokens", &self.tokens)
+            .field("grant_jwt", &"<redacted>")
+            .finish()
+    }
 }
 
 /// What became of one requested token.

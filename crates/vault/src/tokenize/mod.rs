@@ -65,7 +65,7 @@ pub enum Run {
 }
 
 /// One value to tokenize, as the caller sent it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Item {
     /// The raw value. Never logged, never echoed in an error.
     pub value: String,
@@ -73,6 +73,16 @@ pub struct Item {
     pub pii_type: String,
     /// A mode overriding the policy's rule for the type; an unknown one fails the item.
     pub mode: Option<String>,
+}
+
+impl std::fmt::Debug for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Item")
+            .field("value", &"<redacted>")
+            .field("pii_type", &self.pii_type)
+            .field("mode", &self.mode)
+            .finish()
+    }
 }
 
 /// A tokenize call.
