@@ -69,17 +69,18 @@ async fn up() -> anyhow::Result<()> {
     let lookup = |service: &'static str| {
         let defaults = defaults.clone();
         move |key: &str| -> Option<String> {
+            // An empty or blank variable is unset (docs/configuration.md), so the default
+            // below applies to it too.
+            let set = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
             match key {
                 // Each service has its own addresses: TOKENS_BIND_ADDR, PLATFORM_BIND_ADDR,
                 // and likewise TOKENS_METRICS_BIND_ADDR and PLATFORM_METRICS_BIND_ADDR.
-                "BIND_ADDR" | "METRICS_BIND_ADDR" => std::env::var(format!("{service}_{key}")).ok(),
+                "BIND_ADDR" | "METRICS_BIND_ADDR" => set(&format!("{service}_{key}")),
                 // Migrations already ran above.
                 "DPS_MIGRATE_ON_START" => Some("false".into()),
                 // A dev machine has two cores; two workers each keep both services responsive.
-                "HTTP_WORKERS" => std::env::var(key).ok().or(Some("2".into())),
-                _ => std::env::var(key)
-                    .ok()
-                    .or_else(|| defaults.get(key).cloned()),
+                "HTTP_WORKERS" => set(key).or(Some("2".into())),
+                _ => set(key).or_else(|| defaults.get(key).cloned()),
             }
         }
     };

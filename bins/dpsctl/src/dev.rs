@@ -16,9 +16,10 @@ pub const DEV_AUDIENCE: &str = "dps";
 pub const DEV_KID: &str = "dps-dev-1";
 pub const DEV_TENANT: &str = "dev";
 
-/// `DPS_DEV_DIR`, else `target/dev` of this workspace.
+/// `DPS_DEV_DIR`, else (unset or empty) `target/dev` of this workspace.
 pub fn dev_dir() -> PathBuf {
     std::env::var_os("DPS_DEV_DIR")
+        .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/dev"))
 }

@@ -6,7 +6,7 @@
 //! | `HTTP_WORKERS` | CPUs | Worker threads. |
 //! | `DATABASE_URL` | required | Postgres URL. |
 //! | `DATABASE_POOL_SIZE` | 16 | Connections in the pool. |
-//! | `DATABASE_STATEMENT_TIMEOUT_MS` | 5000 | `statement_timeout` of every connection. |
+//! | `DATABASE_STATEMENT_TIMEOUT_MS` | 5000 | `statement_timeout` and `idle_in_transaction_session_timeout` of every connection. |
 //! | `DATABASE_WAIT_TIMEOUT_MS` | 5000 | Longest wait for a pooled connection. |
 //! | `DPS_MIGRATE_ON_START` | true | Apply pending migrations (under an advisory lock) first. |
 //! | `DPS_AUTH_JWKS` | required | File path or http(s) URL of the trusted JWKS. |
@@ -24,7 +24,13 @@
 //! | `DPS_SCAN_WORKER_IMAGE` | `dps/scan-worker:<version>` | Image named in deployment configs. |
 //! | `DPS_COORDINATOR_URL` | the request's origin | URL named in deployment configs. |
 //! | cloud variables | | See docs/configuration.md, "Cloud access". |
-//! | `DPS_ALLOW_PRIVATE_NETWORKS` | false | `true` lets alert webhooks and co-signing services use loopback or private addresses (webhooks also http): tests and development only. |
+//! | `DPS_ALLOW_PRIVATE_NETWORKS` | false | `true` lets alert webhooks, co-signing services and the identity provider's JWKS use loopback or private addresses (and http): tests and development only. |
+//! | `DPS_ROLE_REQUIREMENTS` | the spec's, admin where it is silent | `group=role` or `group=any` per endpoint group (docs/configuration.md). |
+//! | `DPS_RECONCILE_MAX_ACTIONS` | 1000 | Blast-radius limit of an enforced reconciliation that sets none. |
+//! | `DPS_REMEDIATION_EXECUTOR` | true | Whether this process executes remediation requests. |
+//! | `DPS_REMEDIATION_TASKS` | 8 | Remediation requests executed at once, 1 to 64. |
+//! | `DPS_REMEDIATION_CRASH_AT` | unset | Crash-safety tests only: abort after the named step. |
+//! | `METRICS_BIND_ADDR` | unset | Address of `GET /metrics`, apart from the public port. |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
 

@@ -22,8 +22,8 @@
 //! `DPS_SCAN_LEASE_SECONDS` (default 30) and `DATABASE_STATEMENT_TIMEOUT_MS` (default 30000)
 //! apply.
 //!
-//! Exit status: 0 when the scan ended (whatever its status), 2 for a configuration problem or a
-//! refused token, 1 for any other failure.
+//! Exit status: 0 when the scan ended (whatever its status), 2 for a refused token or an
+//! unknown scan, 1 for any other failure (a configuration problem included).
 
 use std::sync::Arc;
 use std::time::Duration;

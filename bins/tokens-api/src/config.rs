@@ -6,7 +6,7 @@
 //! | `HTTP_WORKERS` | CPUs | Worker threads. |
 //! | `DATABASE_URL` | required | Postgres URL. |
 //! | `DATABASE_POOL_SIZE` | 16 | Connections in the pool. |
-//! | `DATABASE_STATEMENT_TIMEOUT_MS` | 5000 | `statement_timeout` of every connection. |
+//! | `DATABASE_STATEMENT_TIMEOUT_MS` | 5000 | `statement_timeout` and `idle_in_transaction_session_timeout` of every connection. |
 //! | `DATABASE_WAIT_TIMEOUT_MS` | 5000 | Longest wait for a pooled connection. |
 //! | `DPS_MIGRATE_ON_START` | true | Apply pending migrations (under an advisory lock) first. |
 //! | `DPS_AUTH_JWKS` | required | File path or http(s) URL of the trusted JWKS. |
@@ -18,6 +18,9 @@
 //! | `DPS_GRANT_KEY_VERSION` | 1 | Which derived Ed25519 key signs grants; the version before it still verifies. |
 //! | `DPS_RATE_LIMITS` | the spec's | `endpoint=USER/TENANT` requests per minute, comma-separated, over the defaults. |
 //! | `DPS_ANONYMOUS_RATE_LIMIT` | 120 | Requests per minute per client address whose caller is not known (no or a bad credential, an unknown route). |
+//! | `DPS_ROLE_REQUIREMENTS` | the spec's, admin for policy writes | `group=role` or `group=any` per endpoint group (docs/configuration.md). |
+//! | `DPS_ALLOW_PRIVATE_NETWORKS` | false | `true` lets the JWKS URL be a loopback or private address (and http): tests and development only. |
+//! | `METRICS_BIND_ADDR` | unset | Address of `GET /metrics`, apart from the public port. |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
 //! | `RUST_LOG` | `info` | Log filter. |
 

@@ -359,7 +359,8 @@ pub struct AuditQuery {
     /// Only attempts that named this token.
     #[serde(default)]
     pub token_id: Option<String>,
-    /// Only attempts at or after this RFC 3339 time.
+    /// Only attempts at or after this time: an ISO 8601 date or date-time (a date alone is
+    /// its first instant, UTC).
     #[serde(default)]
     #[param(value_type = Option<crate::values::Iso8601>, inline)]
     pub since: Option<String>,
