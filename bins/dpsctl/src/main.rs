@@ -306,7 +306,10 @@ async fn keys(command: KeysCommand) -> anyhow::Result<()> {
             let tenant: TenantId = tenant.parse()?;
             let version = keys::add_version(&mut conn, &master, &tenant).await?;
             println!("tenant {tenant}: key version {version} now encrypts new entries");
-            println!("run `dpsctl keys rewrap --tenant {tenant}` to move older entries onto it");
+            println!(
+                "in 30 s, once every process has reloaded the tenant's keys, run \
+                 `dpsctl keys rewrap --tenant {tenant}` to move older entries onto it"
+            );
         }
         KeysCommand::Rewrap { tenant } => {
             let keyring = keys::KeyRing::new(master);

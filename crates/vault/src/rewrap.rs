@@ -10,9 +10,19 @@ use ids::TenantId;
 use crate::VaultError;
 use crate::value::value_aad;
 
+/// How long [`rewrap`] waits, at most, for entries under older versions that open transactions
+/// hold (a revocation, a renewal) to be released.
+const HELD_FOR_AT_MOST: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Moves `tenant`'s entries written under older key versions onto the current one, 500 at a
 /// time, each batch in its own transaction. Returns how many entries were re-encrypted. Tokens
 /// do not change: only the key that protects each value at rest.
+///
+/// Batches skip the rows other transactions hold, so when a batch finds nothing, the entries
+/// still under older versions are counted: while some remain, it tries again, for up to 30
+/// seconds, and then answers an error saying so rather than reporting success. Other
+/// processes cache a tenant's keys for up to 30 seconds and keep sealing under the version
+/// they cached until then: run it once that long has passed since the rotation.
 pub async fn rewrap(
     conn: &mut AsyncPgConnection,
     keyring: &KeyRing,
@@ -22,6 +32,7 @@ pub async fn rewrap(
     let keys = keyring.tenant(conn, tenant).await?;
     let (current, current_key) = keys.current()?;
     let mut moved = 0u64;
+    let mut held_since: Option<std::time::Instant> = None;
     loop {
         let batch = conn
             .transaction(async |conn| {
@@ -68,7 +79,23 @@ pub async fn rewrap(
             })
             .await?;
         if batch == 0 {
-            return Ok(moved);
+            let remaining: i64 = vault_entries::table
+                .filter(vault_entries::tenant_id.eq(tenant.as_str()))
+                .filter(vault_entries::key_version.lt(current))
+                .count()
+                .get_result(conn)
+                .await?;
+            if remaining == 0 {
+                return Ok(moved);
+            }
+            let waiting = held_since.get_or_insert_with(std::time::Instant::now);
+            if waiting.elapsed() > HELD_FOR_AT_MOST {
+                return Err(VaultError::InvalidRequest(
+                    "entries under older key versions stayed held by open transactions; \
+                     run rewrap again",
+                ));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
         moved += batch;
     }
