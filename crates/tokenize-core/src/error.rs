@@ -14,6 +14,7 @@ pub enum ItemCode {
 }
 
 impl ItemCode {
+    /// The code as clients see it, such as `INVALID_VALUE`.
     pub fn as_str(self) -> &'static str {
         match self {
             ItemCode::EmptyValue => "EMPTY_VALUE",
@@ -30,7 +31,9 @@ impl ItemCode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
 pub struct ValueError {
+    /// The per-item error code.
     pub code: ItemCode,
+    /// A fixed sentence saying what is wrong, without any part of the value.
     pub reason: &'static str,
 }
 

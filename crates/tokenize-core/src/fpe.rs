@@ -39,6 +39,7 @@ impl std::fmt::Debug for FpeKey {
 }
 
 impl FpeKey {
+    /// A key from 32 bytes of secret key material; the service derives them per tenant.
     pub fn new(key: &[u8; 32]) -> Self {
         Self {
             key: *key,

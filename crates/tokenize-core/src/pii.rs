@@ -3,15 +3,25 @@ use crate::error::{ItemCode, ValueError};
 /// The PII types of the spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PiiType {
+    /// A US Social Security number (`us_ssn`).
     UsSsn,
+    /// A Canadian Social Insurance Number (`ca_sin`).
     CaSin,
+    /// An email address (`email`).
     Email,
+    /// A phone number (`phone`).
     Phone,
+    /// A calendar date (`date`).
     Date,
+    /// A date of birth (`dob`).
     Dob,
+    /// A monetary amount, with its currency when the value names one (`monetary`).
     Monetary,
+    /// A case number, such as a court or medical file reference (`case_number`).
     CaseNumber,
+    /// A US passport number (`passport_us`).
     PassportUs,
+    /// A Canadian passport number (`passport_ca`).
     PassportCa,
 }
 
@@ -31,6 +41,7 @@ pub enum Category {
 }
 
 impl Category {
+    /// Every category, in declaration order.
     pub const ALL: [Category; 5] = [
         Category::GovernmentId,
         Category::Contact,
@@ -39,6 +50,8 @@ impl Category {
         Category::LegalMedical,
     ];
 
+    /// The name conditions use: `government_id`, `contact`, `personal`, `financial` or
+    /// `legal_medical`.
     pub fn as_str(self) -> &'static str {
         match self {
             Category::GovernmentId => "government_id",
@@ -56,6 +69,7 @@ impl Category {
 }
 
 impl PiiType {
+    /// Every supported type, in declaration order.
     pub const ALL: [PiiType; 10] = [
         PiiType::UsSsn,
         PiiType::CaSin,
@@ -85,6 +99,7 @@ impl PiiType {
         }
     }
 
+    /// The category the type belongs to.
     pub fn category(self) -> Category {
         match self {
             PiiType::UsSsn | PiiType::CaSin | PiiType::PassportUs | PiiType::PassportCa => {
@@ -132,12 +147,14 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, in declaration order.
     pub const ALL: [Mode; 3] = [
         Mode::Deterministic,
         Mode::Randomized,
         Mode::FormatPreserving,
     ];
 
+    /// The code the API uses: `deterministic`, `randomized` or `format_preserving`.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Deterministic => "deterministic",

@@ -16,6 +16,7 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The name the API uses: `global` or `policy`.
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Global => "global",
@@ -47,6 +48,7 @@ pub enum FailureMode {
 }
 
 impl FailureMode {
+    /// The spec's spelling: `fail-closed` or `fail-open`.
     pub fn as_str(self) -> &'static str {
         match self {
             FailureMode::FailClosed => "fail-closed",
@@ -70,27 +72,37 @@ impl std::str::FromStr for FailureMode {
 /// The rule for one PII type.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TypeRule {
+    /// How values of the type are tokenized.
     pub mode: Mode,
     /// Detections below this confidence are not tokenized (used by scans).
     pub min_confidence: f64,
+    /// Where deterministic tokens of the type are equal.
     pub deterministic_scope: Scope,
 }
 
 /// A validated policy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
+    /// The policy's name.
     pub name: String,
+    /// The rule for each PII type the policy handles.
     pub type_rules: BTreeMap<PiiType, TypeRule>,
+    /// Roles that may detokenize.
     pub allowed_roles: Vec<String>,
+    /// Purposes accepted when requesting a detokenization grant.
     pub allowed_purposes: Vec<String>,
+    /// Whether a grant request must give a reason.
     pub require_reason: bool,
+    /// What happens to an item its type's rule cannot handle.
     pub failure_mode: FailureMode,
     /// Tokens expire this long after they are created; `None` means never.
     pub token_ttl_seconds: Option<u64>,
+    /// How to read a phone number written without a country code.
     pub default_region: Region,
 }
 
 impl Policy {
+    /// The options to normalize values under this policy with.
     pub fn normalize_options(&self) -> NormalizeOptions {
         NormalizeOptions {
             default_region: self.default_region,

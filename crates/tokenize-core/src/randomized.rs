@@ -30,6 +30,8 @@ impl std::fmt::Debug for TokenIdCipher {
 }
 
 impl TokenIdCipher {
+    /// An AES-256 cipher from 32 bytes of secret key material; the service derives them per
+    /// tenant.
     pub fn new(key: &[u8; 32]) -> Self {
         Self {
             enc: Aes256Enc::new(key.into()),

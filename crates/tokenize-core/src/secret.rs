@@ -6,6 +6,7 @@ use zeroize::Zeroize;
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps `value`, which is then wiped when the `Secret` is dropped.
     pub fn new(value: String) -> Self {
         Self(value)
     }

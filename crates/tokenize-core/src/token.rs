@@ -26,6 +26,8 @@ pub(crate) const TOKEN_BYTES: usize = 20;
 pub struct MacKey(hmac::Key);
 
 impl MacKey {
+    /// An HMAC-SHA256 key from 32 bytes of secret key material; the service derives them per
+    /// tenant and per use.
     pub fn new(key: &[u8; 32]) -> Self {
         Self(hmac::Key::new(hmac::HMAC_SHA256, key))
     }
@@ -86,7 +88,8 @@ pub fn looks_like_token(token: &str) -> bool {
 }
 
 /// The deterministic token of a value: the same type, value and scope always give the same
-/// token under the same key. `scope` is `global` or the policy's id.
+/// token under the same key. `scope` is `global` or `policy:<policy_id>`: use
+/// [`crate::Policy::scope_key`], as the vault does, to get the service's tokens.
 pub fn deterministic_token(key: &MacKey, scope: &str, value: &Normalized) -> String {
     let mac = key.mac(&[
         b"dps-token-v1",

@@ -17,15 +17,34 @@ use crate::error::ValueError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DateLayout {
     /// Year, month, day with a separator (`-`, `/`, `.`) or none.
-    Ymd { sep: Option<char>, pad: bool },
+    Ymd {
+        /// The separator, or `None` for `YYYYMMDD`.
+        sep: Option<char>,
+        /// Whether month and day are written with two digits.
+        pad: bool,
+    },
     /// Month, day, year.
-    Mdy { sep: char, pad: bool },
+    Mdy {
+        /// The separator: `-` or `/` (dots are always day first).
+        sep: char,
+        /// Whether month and day are written with two digits.
+        pad: bool,
+    },
     /// Day, month, year.
-    Dmy { sep: char, pad: bool },
-    /// With a month name: `template` holds the written form with `{d}`, `{m}` and `{y}` in it.
+    Dmy {
+        /// The separator: `-`, `/` or `.`.
+        sep: char,
+        /// Whether day and month are written with two digits.
+        pad: bool,
+    },
+    /// With a month name: `template` holds the separators, the day's padding and ordinal
+    /// suffix, and the month's capitalization of the written form.
     Named {
+        /// Whether the day comes before the month (`4 March 2020`).
         day_first: bool,
+        /// The language of the month name and whether it is abbreviated.
         month_style: MonthStyle,
+        /// The rest of the written form.
         template: NamedTemplate,
     },
 }
@@ -35,16 +54,22 @@ pub enum DateLayout {
 pub struct NamedTemplate {
     /// Separators between the parts, in order: before the second part and before the third.
     pub seps: [String; 2],
+    /// Whether the day is written with two digits.
     pub pad_day: bool,
+    /// The ordinal ending after the day, if any.
     pub suffix: DaySuffix,
+    /// How the month name is capitalized.
     pub month_case: MonthCase,
 }
 
 /// How the month name was capitalized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MonthCase {
+    /// All lower case: `march`.
     Lower,
+    /// An upper-case first letter: `March`.
     Capitalized,
+    /// All upper case: `MARCH`.
     Upper,
 }
 
@@ -78,8 +103,11 @@ impl MonthCase {
 /// An ordinal ending written after the day: `4th`, `1er`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DaySuffix {
+    /// No ending: `4`.
     None,
+    /// `st`, `nd`, `rd` or `th`: `4th`.
     English,
+    /// `er` on the first of the month: `1er`.
     French,
 }
 
@@ -103,32 +131,43 @@ fn ordinal(day: u8, suffix: DaySuffix) -> &'static str {
     }
 }
 
+/// The language of a month name and whether it is abbreviated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MonthStyle {
+    /// The full English name: `March`.
     EnglishFull,
+    /// The first three letters of the English name: `Mar`.
     EnglishShort,
+    /// The full French name: `mars`.
     FrenchFull,
+    /// The French abbreviation: `févr`.
     FrenchShort,
 }
 
 /// A calendar date.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Ymd {
+    /// The year, 1000 to 9999.
     pub year: u16,
+    /// The month, 1 to 12.
     pub month: u8,
+    /// The day of the month, from 1.
     pub day: u8,
 }
 
 impl Ymd {
+    /// The date in ISO 8601 form: `YYYY-MM-DD`.
     pub fn iso(self) -> String {
         format!("{:04}-{:02}-{:02}", self.year, self.month, self.day)
     }
 }
 
+/// Whether `year` is a leap year in the Gregorian calendar.
 pub fn is_leap(year: u16) -> bool {
     (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400)
 }
 
+/// The number of days in `month` of `year`, or 0 when `month` is not 1 to 12.
 pub fn days_in_month(year: u16, month: u8) -> u8 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
@@ -213,6 +252,7 @@ pub(crate) fn month_named(word: &str) -> Option<(u8, MonthStyle)> {
     None
 }
 
+/// The name of `month` (1 to 12, clamped) in `style`, lower case.
 pub fn month_name(month: u8, style: MonthStyle) -> &'static str {
     let i = usize::from(month.clamp(1, 12) - 1);
     match style {

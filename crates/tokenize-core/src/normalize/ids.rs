@@ -50,7 +50,6 @@ pub fn us_ssn(raw: &str) -> Result<String, ValueError> {
     Ok(digits)
 }
 
-/// The Luhn check over ASCII digits.
 /// Whether nine digits can be a SIN issued to a person: Luhn-valid, and a first digit that
 /// Service Canada assigns to people (1 to 7 by province, 9 for temporary residents; 0 and 8
 /// are not used for individuals).
@@ -58,6 +57,7 @@ pub fn sin_is_issuable(digits: &[u8]) -> bool {
     digits.len() == 9 && matches!(digits[0], b'1'..=b'7' | b'9') && luhn_valid(digits)
 }
 
+/// The Luhn check over ASCII digits: false for an empty slice.
 pub fn luhn_valid(digits: &[u8]) -> bool {
     !digits.is_empty() && luhn_sum(digits).is_multiple_of(10)
 }

@@ -8,7 +8,8 @@ mod phone;
 mod text;
 
 pub use date::{
-    DateLayout, DaySuffix, MonthCase, MonthStyle, Ymd, days_in_month, render as render_date,
+    DateLayout, DaySuffix, MonthCase, MonthStyle, NamedTemplate, Ymd, days_in_month,
+    render as render_date,
 };
 pub use ids::{luhn_check_digit, luhn_valid, sin_is_issuable, ssn_is_issuable};
 pub use phonenumber::country::Id as Region;
@@ -55,6 +56,7 @@ impl Default for NormalizeOptions {
 /// the shape of the value as it was written.
 #[derive(Debug, Clone)]
 pub struct Normalized {
+    /// The type the value was validated as.
     pub pii_type: PiiType,
     /// The canonical form: what deterministic tokens are computed over and what the vault keeps.
     pub value: Secret,
