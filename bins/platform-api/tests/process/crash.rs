@@ -770,3 +770,62 @@ spec:
         assert!(lines.iter().any(|l| l.contains(path)), "no line for {path}");
     }
 }
+
+/// A mask stopped after its snapshot, whose class the tenant denies before it resumes, ends
+/// `blocked` with a signed `blocked` receipt: the object was never written, and the denial
+/// holds for what has not been written yet. Its snapshot is deleted. It used to be written,
+/// hours later if need be, because only a `planned` request met the gate.
+#[tokio::test]
+async fn a_mask_resumed_after_its_class_was_denied_ends_blocked_and_writes_nothing() {
+    let mut stack = Stack::new().await;
+    let doomed = stack.start(Some("snapshotted"));
+    stack.plan(&doomed, Action::Mask).await;
+    let (status, lines) = doomed.exited(Duration::from_secs(120));
+    assert_eq!(status.signal(), Some(SIGABRT), "{status}: {lines:#?}");
+    let (request, status) = stack.request().await;
+    assert_eq!(status, "snapshotted");
+    assert_eq!(keys_under(stack.bucket.as_ref(), ".dps-lkg").await.len(), 1);
+
+    let service = stack.start(None);
+    let (status, body) = stack
+        .send(
+            &service,
+            reqwest::Method::PUT,
+            "/settings/remediation-policy",
+            Some((
+                "application/json",
+                json!({"denied_safety_classes": ["destructive"]}).to_string(),
+            )),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    stack.due_now(request).await;
+    let remediation = stack.ended(&service, request).await;
+    assert_eq!(remediation["status"], "blocked", "{remediation}");
+    assert_eq!(
+        remediation["reason"], "safety_class_denied",
+        "{remediation}"
+    );
+    let receipts = remediation["receipts"].as_array().unwrap();
+    assert_eq!(receipts.len(), 1, "{remediation}");
+    assert_eq!(receipts[0]["kind"], "blocked");
+    let jwks = stack.get(&service, "/governance/receipt-keys").await;
+    receipts::verify(&receipts[0]["document"], &jwks["data"])
+        .unwrap_or_else(|e| panic!("the receipt does not verify: {e}: {remediation}"));
+    assert_eq!(
+        read(stack.bucket.as_ref(), KEY).await.unwrap(),
+        PEOPLE.as_bytes()
+    );
+    assert_eq!(
+        seed::s3_versions(&stack.moto.url(), BUCKET, KEY).await,
+        (1, 0),
+        "never written"
+    );
+    assert!(
+        keys_under(stack.bucket.as_ref(), ".dps-lkg")
+            .await
+            .is_empty()
+    );
+    let (status, _) = service.stop();
+    assert!(status.success(), "{status}");
+}

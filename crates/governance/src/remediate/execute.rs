@@ -228,6 +228,19 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
         (row, rewritten) = (next, rewrite);
     }
     if row.state() == State::Snapshotted {
+        // Resumed here (an earlier run's write failed, or its answer was lost), the request
+        // meets the gate again: a class the tenant denied since ends it `blocked` as long as
+        // the object is provably untouched. If it may hold the new content already, the write
+        // below finds out and the request runs to its end, as the receipt must say.
+        if rewritten.is_none()
+            && !settings::gate_of(&settings, &tenant, safety_class(kind)).permits()
+            && still_original(db, exec, &row).await
+        {
+            block(db.get().await?, exec, &row, cosigning.mode).await?;
+            // After the request ended: a snapshot left by a failed delete is the sweeper's.
+            discard_snapshot(db, exec, &row).await;
+            return Ok(());
+        }
         let storage = open_storage(db.get().await?, exec, &tenant, &row).await?;
         let hours = settings
             .as_ref()
@@ -647,7 +660,7 @@ async fn block(
         conn,
         row,
         Ending {
-            from: State::Planned,
+            from: row.state(),
             to: State::Blocked,
             outcome: Some("blocked"),
             reason: Some("safety_class_denied"),
