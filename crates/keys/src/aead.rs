@@ -89,11 +89,15 @@ impl DataKey {
         let (nonce, body) = sealed.split_at(NONCE_LEN);
         let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| KeyError::Crypto)?;
         let mut body = body.to_vec();
-        let plain = self
-            .0
-            .open_in_place(nonce, Aad::from(aad), &mut body)
-            .map_err(|_| KeyError::Crypto)?;
-        Ok(plain.to_vec())
+        // Opened in place: the plaintext is the start of `body`, returned without a copy that
+        // would be left behind unwiped.
+        let length = match self.0.open_in_place(nonce, Aad::from(aad), &mut body) {
+            Ok(plain) => plain.len(),
+            Err(_) => return Err(KeyError::Crypto),
+        };
+        zeroize::Zeroize::zeroize(&mut body[length..]);
+        body.truncate(length);
+        Ok(body)
     }
 }
 

@@ -9,6 +9,12 @@ use boot::{ConfigError, Env};
 /// Security: it is read once at start-up and lives only in memory; `Debug` never prints it.
 pub struct MasterKey([u8; 32]);
 
+impl Drop for MasterKey {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MasterKeyError {
     #[error("the master key must be base64 of exactly 32 bytes")]

@@ -46,6 +46,12 @@ pub struct TenantKeys {
     pub randomized: TokenIdCipher,
 }
 
+impl Drop for TenantKeys {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.finding_key);
+    }
+}
+
 impl std::fmt::Debug for TenantKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TenantKeys")
@@ -133,7 +139,7 @@ pub async fn add_version(
         .fill(&mut root)
         .map_err(|_| KeyError::Crypto)?;
     let wrapped = DataKey::new(master.as_bytes())?.seal(&wrap_aad(tenant, version), &root)?;
-    root.fill(0);
+    zeroize::Zeroize::zeroize(&mut root);
     // When another writer created this version first, its key is as good as ours: nothing is
     // written under a version before its row exists.
     diesel::insert_into(tenant_keys::table)
@@ -240,17 +246,20 @@ impl KeyRing {
         let mut data = HashMap::new();
         let mut token_root: Option<[u8; 32]> = None;
         for (version, wrapped) in &rows {
-            let root = master.open(&wrap_aad(tenant, *version), wrapped)?;
-            let root: [u8; 32] = root.try_into().map_err(|_| KeyError::Crypto)?;
+            let mut opened = master.open(&wrap_aad(tenant, *version), wrapped)?;
+            let root: Result<[u8; 32], _> = opened.as_slice().try_into();
+            zeroize::Zeroize::zeroize(&mut opened);
+            let mut root = root.map_err(|_| KeyError::Crypto)?;
             data.insert(*version, DataKey::new(&derive(&root, b"data"))?);
             if *version == 1 {
                 token_root = Some(root);
             }
+            zeroize::Zeroize::zeroize(&mut root);
         }
-        let token_root = token_root.ok_or(KeyError::Crypto)?;
+        let mut token_root = token_root.ok_or(KeyError::Crypto)?;
         let finding_key = derive(&token_root, b"finding-fingerprint");
         let current_version = rows.iter().map(|(v, _)| *v).max().ok_or(KeyError::Crypto)?;
-        Ok(TenantKeys {
+        let keys = TenantKeys {
             current_version,
             data,
             mac: MacKey::new(&derive(&token_root, b"token-mac")),
@@ -259,7 +268,9 @@ impl KeyRing {
             finding_key,
             fpe: FpeKey::new(&derive(&token_root, b"ff1")),
             randomized: TokenIdCipher::new(&derive(&token_root, b"randomized-token")),
-        })
+        };
+        zeroize::Zeroize::zeroize(&mut token_root);
+        Ok(keys)
     }
 }
 
