@@ -31,6 +31,7 @@ use settings::Gate;
 use super::cached::{Actions, ScanClassifiers, Storages};
 use super::conn::Conn;
 use super::content;
+use super::location::{lkg_location, quarantine_location, snapshot_of};
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
 use super::stop::Stop;
@@ -329,63 +330,6 @@ fn bucket(storage: &Storage, name: &str) -> Result<Bucket, Stop> {
     storage.bucket(name).map_err(Stop::storage)
 }
 
-/// Where the snapshot of `row`'s object goes: under `.dps-lkg/`, named by the request (so no two
-/// snapshots share a key), in the connector's `lkg_location` bucket if it names one (then with
-/// the source bucket in the key), else in the object's own bucket.
-pub(crate) fn lkg_location(storage: &Storage, row: &Row) -> (String, String) {
-    match storage.lkg_bucket() {
-        Some(bucket) => (
-            bucket.to_owned(),
-            under_key_limit(
-                format!(".dps-lkg/{}/{}/", row.request_id, row.bucket),
-                &row.object_key,
-            ),
-        ),
-        None => (
-            row.bucket.clone(),
-            under_key_limit(format!(".dps-lkg/{}/", row.request_id), &row.object_key),
-        ),
-    }
-}
-
-/// The longest object name all three providers take: 1,024 bytes of UTF-8 on S3 and GCS, 1,024
-/// characters on Azure.
-const MAX_OBJECT_KEY_BYTES: usize = 1024;
-
-/// `head` followed by the object's key, or, where that would pass the providers' limit on a
-/// name, by `sha256-` and the key's SHA-256 in hex. The request id in `head` keeps the name
-/// unique either way, and the request records the object's full key. Without this, a key
-/// longer than about 970 bytes could never be snapshotted or quarantined.
-fn under_key_limit(head: String, key: &str) -> String {
-    if head.len() + key.len() <= MAX_OBJECT_KEY_BYTES {
-        head + key
-    } else {
-        head + "sha256-" + &audit::hex(&sha256(key.as_bytes()))
-    }
-}
-
-/// Where a quarantined object goes: the destination's bucket and prefix, under a
-/// `.dps-quarantine/` segment that scans skip, named by the request and the source bucket.
-pub(crate) fn quarantine_location(
-    row: &Row,
-    destination: &crate::document::Destination,
-) -> (String, String) {
-    // `.dps-quarantine` must be a path segment of its own, which scans skip: a prefix `held`
-    // is `held/`, not `held.dps-quarantine/...`, which a scan would find and quarantine again.
-    let prefix = match destination.prefix.as_deref() {
-        Some(p) if !p.is_empty() && !p.ends_with('/') => format!("{p}/"),
-        Some(p) => p.to_owned(),
-        None => String::new(),
-    };
-    (
-        destination.bucket.clone(),
-        under_key_limit(
-            format!("{prefix}.dps-quarantine/{}/{}/", row.request_id, row.bucket),
-            &row.object_key,
-        ),
-    )
-}
-
 pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
     ring::digest::digest(&ring::digest::SHA256, bytes)
         .as_ref()
@@ -539,13 +483,6 @@ async fn write(
     )
     .await?
     .ok_or_else(moved_on)
-}
-
-pub(crate) fn snapshot_of(row: &Row) -> Result<(String, String), Stop> {
-    match (&row.lkg_bucket, &row.lkg_key) {
-        (Some(b), Some(k)) => Ok((b.clone(), k.clone())),
-        _ => Err(Stop::Fail("snapshot_missing".into())),
-    }
 }
 
 /// The object's bytes with the request's values replaced: by tokens from the vault, or masked.
@@ -773,34 +710,5 @@ async fn discard_snapshot(db: &mut Conn<'_>, exec: &Executor, row: &Row) {
         && let Ok(conn) = db.get().await
     {
         let _ = store::snapshot_deleted(conn, row).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_snapshot_name_keeps_the_key_while_it_fits_and_hashes_it_when_not() {
-        let head = ".dps-lkg/0192f3a4-5b6c-7d8e-9f00-112233445566/".to_owned();
-        assert_eq!(
-            under_key_limit(head.clone(), "exports/people.csv"),
-            format!("{head}exports/people.csv")
-        );
-        let fits = "k".repeat(MAX_OBJECT_KEY_BYTES - head.len());
-        assert_eq!(
-            under_key_limit(head.clone(), &fits),
-            format!("{head}{fits}")
-        );
-        let long = "k".repeat(MAX_OBJECT_KEY_BYTES - head.len() + 1);
-        let named = under_key_limit(head.clone(), &long);
-        assert_eq!(named.len(), head.len() + "sha256-".len() + 64);
-        assert_eq!(
-            named,
-            format!("{head}sha256-{}", audit::hex(&sha256(long.as_bytes())))
-        );
-        // Multi-byte characters count as their UTF-8 bytes.
-        let wide = "é".repeat(500);
-        assert!(under_key_limit(head, &wide).contains("sha256-"));
     }
 }

@@ -17,6 +17,7 @@ pub mod cosign;
 pub mod cosigner;
 pub mod execute;
 mod issued;
+pub(crate) mod location;
 pub mod read;
 pub mod receipt;
 pub mod rescore;

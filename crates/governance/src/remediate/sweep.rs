@@ -10,7 +10,8 @@ use diesel::sql_types::Text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use super::conn::Conn;
-use super::execute::{Executor, open_storage, snapshot_of};
+use super::execute::{Executor, open_storage};
+use super::location::snapshot_of;
 use super::retain;
 use super::stop::Stop;
 use super::store::{self, COLUMNS, Row};

@@ -19,7 +19,8 @@ use serde_json::json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::execute::{Executor, MAX_OBJECT_BYTES, snapshot_of};
+use super::execute::{Executor, MAX_OBJECT_BYTES};
+use super::location::snapshot_of;
 use super::receipt;
 use super::rescore::Changed;
 use super::stop::Stop;
