@@ -156,6 +156,8 @@ fn refuse_aliases(bytes: &[u8]) -> Result<(), ApiError> {
     use yaml_rust2::parser::{Event, Parser};
     let text = std::str::from_utf8(bytes)
         .map_err(|_| ApiError::invalid("the request body must be UTF-8"))?;
+    // A byte-order mark is allowed, as serde_norway allows it; yaml-rust2 would read it as text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut parser = Parser::new_from_str(text);
     loop {
         match parser.next_token() {

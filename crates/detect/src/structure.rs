@@ -457,11 +457,12 @@ impl Json {
             }
         }
         let hidden = if self.hidden > 0 { "…" } else { "" };
+        let limit = MAX_PATH - hidden.chars().count();
         let lengths: Vec<usize> = steps.iter().map(|s| s.chars().count()).collect();
         let mut rest: usize = lengths.iter().sum();
         let mut from = 0;
         // "$" before every step, or "$…" once some are left out.
-        while from + 1 < steps.len() && rest + if from == 0 { 1 } else { 2 } > MAX_PATH {
+        while from + 1 < steps.len() && rest + if from == 0 { 1 } else { 2 } > limit {
             rest -= lengths[from];
             from += 1;
         }
@@ -469,10 +470,10 @@ impl Json {
         for step in &steps[from..] {
             path.push_str(step);
         }
-        if path.chars().count() > MAX_PATH {
+        if path.chars().count() > limit {
             // One step alone is too long (a key of MAX_NAME bytes written in quotes): keep its
             // start.
-            path = path.chars().take(MAX_PATH - 1).collect();
+            path = path.chars().take(limit - 1).collect();
             path.push('…');
         }
         path.push_str(hidden);

@@ -24,6 +24,6 @@ pub use randomized::TokenIdCipher;
 pub use secret::Secret;
 pub use token::{
     DETERMINISTIC_PREFIX, FormatPreserving, MacKey, RANDOMIZED_PREFIX, RandomError, Surrogate,
-    deterministic_token, fingerprint, fingerprint_as_written, format_preserving, looks_like_token,
-    randomized_token, surrogate_for,
+    deterministic_token, fingerprint, fingerprint_as_read, fingerprint_as_written,
+    format_preserving, looks_like_token, randomized_token, surrogate_for,
 };

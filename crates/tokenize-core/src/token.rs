@@ -124,6 +124,21 @@ pub fn fingerprint_as_written(key: &MacKey, value: &Normalized) -> [u8; 32] {
     ])
 }
 
+/// The lookup fingerprint of a surrogate whose written form does not settle its value: a phone
+/// number reads differently by region (`0169772345` is British under `GB` and another number,
+/// or none, elsewhere), so a fingerprint of the written form alone would let two numbers
+/// share an entry. It covers the written form and the value read from it. The vault uses it
+/// for phone surrogates and for any value whose enciphered token names another value.
+pub fn fingerprint_as_read(key: &MacKey, value: &Normalized) -> [u8; 32] {
+    key.mac(&[
+        b"dps-fingerprint-v2",
+        Mode::FormatPreserving.as_str().as_bytes(),
+        value.pii_type.as_str().as_bytes(),
+        value.layout.expose().as_bytes(),
+        value.value.expose().as_bytes(),
+    ])
+}
+
 fn random_bytes<const N: usize>(rng: &SystemRandom) -> Result<[u8; N], RandomError> {
     let mut bytes = [0u8; N];
     rng.fill(&mut bytes).map_err(|_| RandomError)?;

@@ -235,12 +235,29 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
         // below finds out and the request runs to its end, as the receipt must say.
         if rewritten.is_none()
             && !settings::gate_of(&settings, &tenant, safety_class(kind)).permits()
-            && still_original(db, exec, &row).await
         {
-            block(db.get().await?, exec, &row, cosigning.mode).await?;
-            // After the request ended: a snapshot left by a failed delete is the sweeper's.
-            discard_snapshot(db, exec, &row).await;
-            return Ok(());
+            // Held for the storage calls below, as a failure holds it (see `run`).
+            row = store::renew(db.get().await?, &row)
+                .await?
+                .ok_or_else(moved_on)?;
+            match is_original(db, exec, &row).await {
+                Some(true) => {
+                    // After the request ended: a snapshot left by a failed delete is the
+                    // sweeper's.
+                    if block(db.get().await?, exec, &row, cosigning.mode).await? {
+                        discard_snapshot(db, exec, &row).await;
+                    }
+                    return Ok(());
+                }
+                // Denied, and the storage cannot say whether the write happened: asked again
+                // later, never written meanwhile.
+                None => {
+                    return Err(Stop::Retry(
+                        "the storage could not be asked whether the object is untouched".into(),
+                    ));
+                }
+                Some(false) => {}
+            }
         }
         let storage = open_storage(db.get().await?, exec, &tenant, &row).await?;
         let hours = settings
@@ -583,13 +600,14 @@ async fn find_values(
         .map_err(|u| Stop::Fail(u.reason().into()))
 }
 
-/// planned → blocked: the tenant denies the action's class now.
+/// planned or snapshotted → blocked: the tenant denies the action's class now. Returns whether
+/// this run ended the request (another taker may have moved it on).
 async fn block(
     conn: &mut AsyncPgConnection,
     exec: &Executor,
     row: &Row,
     cosigning: settings::CosigningMode,
-) -> Result<(), Stop> {
+) -> Result<bool, Stop> {
     let receipt = exec.receipts.blocked(row, cosigning)?;
     let mut entry = receipt::entry("action_blocked", row, "blocked", &receipt);
     entry.details["gate"] = json!("denied");
@@ -606,8 +624,8 @@ async fn block(
             changed: None,
         },
     )
-    .await?;
-    Ok(())
+    .await
+    .map_err(Stop::from)
 }
 
 /// Ends a request `failed`, from whichever running state it is in.
@@ -644,22 +662,21 @@ async fn fail(conn: &mut AsyncPgConnection, row: &Row, reason: &str) -> Result<(
 /// Whether the request's object is still at the ETag it was planned on: nothing was written.
 /// Any doubt (the storage cannot be asked) answers no.
 async fn still_original(db: &mut Conn<'_>, exec: &Executor, row: &Row) -> bool {
-    let Ok(tenant) = row.tenant() else {
-        return false;
-    };
-    let Ok(conn) = db.get().await else {
-        return false;
-    };
-    let Ok(storage) = open_storage(conn, exec, &tenant, row).await else {
-        return false;
-    };
-    let Ok(source) = storage.bucket(&row.bucket) else {
-        return false;
-    };
+    is_original(db, exec, row).await == Some(true)
+}
+
+/// Whether the request's object is still at the ETag it was planned on, or None when the
+/// storage cannot be asked.
+async fn is_original(db: &mut Conn<'_>, exec: &Executor, row: &Row) -> Option<bool> {
+    let tenant = row.tenant().ok()?;
+    let conn = db.get().await.ok()?;
+    let storage = open_storage(conn, exec, &tenant, row).await.ok()?;
+    let source = storage.bucket(&row.bucket).ok()?;
     db.release();
     match source.head(&row.object_key).await {
-        Ok(Some(head)) => store::same_etag(head.etag.as_deref(), Some(&row.etag)),
-        _ => false,
+        Ok(Some(head)) => Some(store::same_etag(head.etag.as_deref(), Some(&row.etag))),
+        Ok(None) => Some(false),
+        Err(_) => None,
     }
 }
 

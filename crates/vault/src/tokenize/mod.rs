@@ -451,11 +451,11 @@ async fn run(
     let written = if any_failed && batch_mode == BatchMode::AllOrNothing {
         HashMap::new()
     } else if dry_run {
-        preview(conn, tenant, &keys, &mut pending).await?
+        preview(conn, keyring, tenant, &keys, &mut pending).await?
     } else {
         let mut batch = async |conn: &mut AsyncPgConnection| {
             let quota = limits::lock_monthly_quota(conn, tenant).await?;
-            let written = write(conn, tenant, &keys, &stored, &rng, &mut pending).await?;
+            let written = write(conn, keyring, tenant, &keys, &stored, &rng, &mut pending).await?;
             if let Some(quota) = quota
                 && limits::tokens_created_this_month(conn, tenant).await? > quota
             {

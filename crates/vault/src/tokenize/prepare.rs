@@ -6,7 +6,8 @@ use ids::TenantId;
 use keys::TenantKeys;
 use tokenize_core::{
     FailureMode, FormatPreserving, ItemCode, Mode, Normalized, PiiType, Policy, Secret, Surrogate,
-    ValueError, deterministic_token, fingerprint_as_written, format_preserving, normalize,
+    ValueError, deterministic_token, fingerprint_as_read, fingerprint_as_written,
+    format_preserving, normalize,
 };
 
 use super::{Fallback, Item, ItemFailure};
@@ -128,7 +129,12 @@ pub(super) fn prepare(
                             reason: "the value's shape leaves no room for a surrogate",
                         });
                     }
-                    pending.fingerprint = Some(fingerprint_as_written(&keys.fingerprint, &value));
+                    // A phone's written form does not settle its value (it reads by region).
+                    pending.fingerprint = Some(if pii_type == PiiType::Phone {
+                        fingerprint_as_read(&keys.fingerprint, &value)
+                    } else {
+                        fingerprint_as_written(&keys.fingerprint, &value)
+                    });
                     pending.surrogate = Some(s);
                 }
                 FormatPreserving::Unshapeable => {

@@ -8,7 +8,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::{Array, Bytea, Int4, Int8, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use ids::TenantId;
-use keys::{NONCE_LEN, TenantKeys};
+use keys::{KeyRing, NONCE_LEN, TenantKeys};
 use ring::rand::{SecureRandom as _, SystemRandom};
 use time::OffsetDateTime;
 use tokenize_core::Mode;
@@ -73,11 +73,30 @@ impl Existing {
         tenant: &TenantId,
         value: &tokenize_core::Secret,
     ) -> Result<bool, VaultError> {
-        let plain = keys
-            .data_key(self.key_version)?
-            .open(&value_aad(tenant, self.token_id), &self.ciphertext)?;
-        Ok(plain == value.expose().as_bytes())
+        // Another person's value, possibly: wiped once compared.
+        let plain = zeroize::Zeroizing::new(
+            keys.data_key(self.key_version)?
+                .open(&value_aad(tenant, self.token_id), &self.ciphertext)?,
+        );
+        Ok(plain.as_slice() == value.expose().as_bytes())
     }
+}
+
+/// The keys that open every entry of `found`: `keys`, unless one was sealed under a version
+/// newer than theirs (another process rotated, and these were cached before it), then the
+/// tenant's keys loaded again.
+async fn opening_keys(
+    conn: &mut AsyncPgConnection,
+    keyring: &KeyRing,
+    tenant: &TenantId,
+    keys: &TenantKeys,
+    found: &HashMap<Key, Existing>,
+) -> Result<Option<std::sync::Arc<TenantKeys>>, VaultError> {
+    let newest = found.values().map(|e| e.key_version).max().unwrap_or(0);
+    if newest <= keys.current_version() {
+        return Ok(None);
+    }
+    Ok(Some(keyring.tenant_at_least(conn, tenant, newest).await?))
 }
 
 /// Whether `p` may take entry `e` as its own. An enciphered format-preserving token names one
@@ -104,7 +123,9 @@ fn divert(p: &mut Pending, keys: &TenantKeys) {
     let Some(normalized) = p.enciphered.take() else {
         return;
     };
-    p.fingerprint = Some(tokenize_core::fingerprint_as_written(
+    // Of the value as read, not only as written: two numbers written alike whose tokens
+    // coincide must not meet again at one surrogate (see `fingerprint_as_read`).
+    p.fingerprint = Some(tokenize_core::fingerprint_as_read(
         &keys.fingerprint,
         &normalized,
     ));
@@ -192,21 +213,42 @@ async fn existing(
 /// enciphered format-preserving tokens, and existing entries), and nothing written.
 pub(super) async fn preview(
     conn: &mut AsyncPgConnection,
+    keyring: &KeyRing,
     tenant: &TenantId,
     keys: &TenantKeys,
     pending: &mut [Pending],
 ) -> Result<HashMap<usize, Written>, VaultError> {
     let wanted: Vec<Key> = pending.iter().filter_map(key_of).collect();
     let mut found = existing(conn, tenant, &wanted).await?;
+    let fresh = opening_keys(conn, keyring, tenant, keys, &found).await?;
+    let opening = fresh.as_deref().unwrap_or(keys);
     // A token that names another value: the item would take a surrogate, found by its
-    // fingerprint if it has one already.
+    // fingerprint if it has one already. So would the later of two items of the batch whose
+    // enciphered tokens coincide.
     let mut diverted = Vec::new();
-    for p in pending.iter_mut() {
-        if let Some(e) = key_of(p).and_then(|k| found.get(&k))
-            && !claim_or_divert(p, e, keys, tenant)?
-            && let Some(k) = key_of(p)
-        {
-            diverted.push(k);
+    let mut first_of: HashMap<Key, usize> = HashMap::new();
+    for i in 0..pending.len() {
+        let twin = key_of(&pending[i])
+            .and_then(|k| first_of.get(&k).copied())
+            .filter(|&at| {
+                pending[i].enciphered.is_some()
+                    && pending[at].value.expose() != pending[i].value.expose()
+            });
+        let p = &mut pending[i];
+        let other = match key_of(p).and_then(|k| found.get(&k)) {
+            Some(e) => !claim_or_divert(p, e, opening, tenant)?,
+            None if twin.is_some() => {
+                divert(p, keys);
+                true
+            }
+            None => false,
+        };
+        match key_of(p) {
+            Some(k) if other => diverted.push(k),
+            Some(k) => {
+                first_of.entry(k).or_insert(i);
+            }
+            None => {}
         }
     }
     if !diverted.is_empty() {
@@ -245,6 +287,7 @@ struct Inserted {
 /// existing entries found by fingerprint and draws surrogates again.
 pub(super) async fn write(
     conn: &mut AsyncPgConnection,
+    keyring: &KeyRing,
     tenant: &TenantId,
     keys: &TenantKeys,
     stored: &StoredPolicy,
@@ -271,6 +314,10 @@ pub(super) async fn write(
             let wanted: Vec<Key> = todo.iter().filter_map(|i| key_of(&pending[*i])).collect();
             existing(conn, tenant, &wanted).await?
         };
+        let fresh = opening_keys(conn, keyring, tenant, keys, &found).await?;
+        let opening = fresh.as_deref().unwrap_or(keys);
+        // Items sent to the next round unwritten: see the first check below.
+        let mut deferred = Vec::new();
         let mut rows = Rows::default();
         // Each key written this round: its entry's token id, and the item that claimed it.
         let mut claimed: HashMap<Key, (Uuid, usize)> = HashMap::new();
@@ -292,13 +339,16 @@ pub(super) async fn write(
                 && pending[i].enciphered.is_some()
                 && pending[at].value.expose() != pending[i].value.expose()
             {
-                // Two values of one batch whose enciphered tokens coincide: this one takes a
-                // surrogate (see `claim_or_divert`).
-                divert(&mut pending[i], keys);
+                // Two values of one batch whose enciphered tokens coincide. The earlier one's
+                // claim is not checked against the table yet (an entry of either value may
+                // exist), so this one waits for the next round, which compares it with
+                // whatever entry then holds the token (see `claim_or_divert`).
+                deferred.push(i);
+                continue;
             }
             let p = &mut pending[i];
             if let Some(e) = key_of(p).and_then(|k| found.get(&k))
-                && claim_or_divert(p, e, keys, tenant)?
+                && claim_or_divert(p, e, opening, tenant)?
             {
                 // A revoked token stays revoked: the value does not get it back.
                 let written = if e.revoked_at.is_some() {
@@ -397,7 +447,7 @@ pub(super) async fn write(
                 .map(|r| r.token_id)
                 .collect()
         };
-        let mut retry = Vec::new();
+        let mut retry = deferred;
         for (i, token_id) in batch {
             if inserted.contains(&token_id) {
                 let token = pending[i].token.clone();
