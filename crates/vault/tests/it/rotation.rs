@@ -7,9 +7,8 @@ use vault::entries::{reveal, sealed};
 
 use crate::{Vault, acme, all_modes, globex, ints, item, request, rule, written};
 
-#[tokio::test]
-async fn rewrap_moves_old_entries_to_the_current_key_version_and_reveal_still_opens_them() {
-    let mut v = Vault::new().await;
+/// A policy of acme's, and a batch that wrote an SSN's and an email's entries under it.
+async fn two_entries(v: &mut Vault) -> (ids::TokenPolicyId, vault::tokenize::Tokenized) {
     let policy = v.policy(&acme(), &all_modes()).await;
     let first = v
         .done(&request(
@@ -20,6 +19,13 @@ async fn rewrap_moves_old_entries_to_the_current_key_version_and_reveal_still_op
             ],
         ))
         .await;
+    (policy, first)
+}
+
+#[tokio::test]
+async fn rewrap_moves_old_entries_to_the_current_key_version_and_reveal_still_opens_them() {
+    let mut v = Vault::new().await;
+    let (policy, first) = two_entries(&mut v).await;
     let old: Vec<uuid::Uuid> = (0..2).map(|i| written(&first, i).1.as_uuid()).collect();
     let before = sealed(&mut v.conn, &acme(), &old).await.unwrap();
 
@@ -164,16 +170,7 @@ async fn a_sealed_value_opens_only_for_its_tenant_and_its_own_entry() {
 async fn rewrap_waits_for_an_entry_another_transaction_holds() {
     use diesel_async::SimpleAsyncConnection as _;
     let mut v = Vault::new().await;
-    let policy = v.policy(&acme(), &all_modes()).await;
-    let first = v
-        .done(&request(
-            policy,
-            vec![
-                item("123-45-6789", "us_ssn"),
-                item("ann@example.com", "email"),
-            ],
-        ))
-        .await;
+    let (_, first) = two_entries(&mut v).await;
     let held = written(&first, 0).1;
     keys::add_version(&mut v.conn, &v.master, &acme())
         .await
