@@ -138,8 +138,33 @@ pub async fn add_version(
     SystemRandom::new()
         .fill(&mut root)
         .map_err(|_| KeyError::Crypto)?;
-    let wrapped = DataKey::new(master.as_bytes())?.seal(&wrap_aad(tenant, version), &root)?;
+    let stored = store_version(conn, master, tenant, version, &root).await;
     zeroize::Zeroize::zeroize(&mut root);
+    stored.map(|()| version)
+}
+
+/// Test support, behind the `test-keys` feature, which no service enables: gives `tenant` its
+/// first key version from `root` rather than random bytes, so that a test knows the tenant's
+/// token keys (and can, say, use two values whose format-preserving tokens coincide).
+#[cfg(feature = "test-keys")]
+pub async fn add_first_version_from_root(
+    conn: &mut AsyncPgConnection,
+    master: &MasterKey,
+    tenant: &TenantId,
+    root: &[u8; 32],
+) -> Result<(), KeyError> {
+    store_version(conn, master, tenant, 1, root).await
+}
+
+/// Stores key version `version` of `tenant`, `root` wrapped under the master key.
+async fn store_version(
+    conn: &mut AsyncPgConnection,
+    master: &MasterKey,
+    tenant: &TenantId,
+    version: i32,
+    root: &[u8; 32],
+) -> Result<(), KeyError> {
+    let wrapped = DataKey::new(master.as_bytes())?.seal(&wrap_aad(tenant, version), root)?;
     // When another writer created this version first, its key is as good as ours: nothing is
     // written under a version before its row exists.
     diesel::insert_into(tenant_keys::table)
@@ -151,7 +176,7 @@ pub async fn add_version(
         .on_conflict_do_nothing()
         .execute(conn)
         .await?;
-    Ok(version)
+    Ok(())
 }
 
 /// Every tenant that has keys.

@@ -178,6 +178,37 @@ fn group(n: u64, sep: char) -> String {
     out
 }
 
+/// Two German numbers written alike, ten bare digits, are enciphered in different shapes:
+/// `0301607517` keeps its trunk `0` and enciphers nine digits, `3000005643` enciphers ten.
+/// Under this key their tokens coincide (found by a search over two million Berlin numbers),
+/// so a phone token names one number only within its shape. That is why the vault opens an
+/// entry and compares its value before it gives a value that entry's token (`claim_or_divert`
+/// in vault's tokenize/write.rs), and why a phone surrogate's fingerprint covers the value as
+/// read (`fingerprint_as_read`).
+#[test]
+fn phone_tokens_of_two_shapes_can_coincide() {
+    let de = NormalizeOptions {
+        default_region: Region::DE,
+    };
+    let read = |raw: &str| normalize::normalize(PiiType::Phone, raw, &de).unwrap();
+    let token = |raw: &str| match format_preserving(&fpe_key(), &read(raw)) {
+        FormatPreserving::Enciphered(token) => token,
+        other => panic!("{raw}: {other:?}"),
+    };
+    let (trunk, bare) = ("0301607517", "3000005643");
+    assert_eq!(read(trunk).value.expose(), "+49301607517");
+    assert_eq!(read(bare).value.expose(), "+493000005643");
+    assert_eq!(token(trunk), "0430905943");
+    assert_eq!(token(bare), "0430905943");
+    // Each has surrogates of its own shape to take instead.
+    assert!(crate::surrogate_for(&read(bare)).space() > 1_000_000);
+    let mac = MacKey::new(&[9u8; 32]);
+    assert_ne!(
+        crate::fingerprint_as_read(&mac, &read(trunk)),
+        crate::fingerprint_as_read(&mac, &read(bare))
+    );
+}
+
 #[test]
 fn phone_tokens_keep_the_country_code_and_the_written_shape() {
     for raw in [

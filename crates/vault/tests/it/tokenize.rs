@@ -737,3 +737,69 @@ async fn a_format_preserving_token_that_names_another_value_gives_this_one_a_sur
     assert_eq!(written(&again, 1), (token, id, "format_preserving"));
     assert_eq!(v.entries().await, 2);
 }
+
+/// Tokenizes for `tenant`, expecting the batch to be processed.
+async fn done_for(v: &mut Vault, tenant: &ids::TenantId, request: &Request) -> Tokenized {
+    match v.tokenize(tenant, request).await.unwrap() {
+        Outcome::Done { result, .. } => result,
+        other => panic!("expected a processed batch, got {other:?}"),
+    }
+}
+
+/// The same, with a collision that happens by itself rather than one made in the database:
+/// under the root given here, German `3000012018` and `0300223261` (ten bare digits each, the
+/// second with its trunk `0` kept) have the same format-preserving token, and so do
+/// `3000014745` and `0301486220` (found by a search over two million Berlin numbers). Written
+/// one call after the other, or in one batch in either order, each number gets an entry of its
+/// own that reveals it, and asking again finds the same entries.
+#[tokio::test]
+async fn two_numbers_whose_tokens_coincide_each_get_an_entry_of_their_own() {
+    let mut v = Vault::new().await;
+    for tenant in [acme(), globex()] {
+        keys::add_first_version_from_root(&mut v.conn, &v.master, &tenant, &[1u8; 32])
+            .await
+            .unwrap();
+    }
+    let mut definition = all_modes();
+    definition.default_region = Some("DE".into());
+    let ours = v.policy(&acme(), &definition).await;
+    let items = |values: &[&str]| values.iter().map(|n| item(n, "phone")).collect::<Vec<_>>();
+
+    // One call after the other: the first number gets the token, the second a surrogate.
+    let first = v.done(&request(ours, items(&["0300223261"]))).await;
+    let (token, trunk, _) = written(&first, 0);
+    assert_eq!(token, "0125599802");
+    let second = v.done(&request(ours, items(&["3000012018"]))).await;
+    let (other, bare, mode) = written(&second, 0);
+    assert_eq!(mode, "format_preserving");
+    assert_ne!(bare, trunk);
+    assert_ne!(other, token);
+    assert_eq!(revealed(&mut v, trunk).await, "+49300223261");
+    assert_eq!(revealed(&mut v, bare).await, "+493000012018");
+
+    // In one batch, in either order (the other tenant shares the root, not the entries).
+    for (tenant, order) in [
+        (acme(), ["3000014745", "0301486220"]),
+        (globex(), ["0301486220", "3000014745"]),
+    ] {
+        let policy = v.policy(&tenant, &definition).await;
+        let batch = request(policy, items(&order));
+        let once = done_for(&mut v, &tenant, &batch).await;
+        let (a, b) = (written(&once, 0), written(&once, 1));
+        assert_ne!(a.1, b.1, "{tenant}: one entry each");
+        assert!(a.0 == "0569680311" || b.0 == "0569680311", "{a:?} {b:?}");
+        for (entry, number) in [(&a, order[0]), (&b, order[1])] {
+            let keys = v.keyring.tenant(&mut v.conn, &tenant).await.unwrap();
+            let sealed = vault::entries::sealed(&mut v.conn, &tenant, &[entry.1.as_uuid()])
+                .await
+                .unwrap();
+            let value = vault::entries::reveal(&keys, &tenant, &sealed[0]).unwrap();
+            assert_eq!(
+                value.value.expose(),
+                format!("+49{}", number.trim_start_matches('0'))
+            );
+        }
+        let again = done_for(&mut v, &tenant, &batch).await;
+        assert_eq!((written(&again, 0), written(&again, 1)), (a, b), "{tenant}");
+    }
+}
