@@ -107,7 +107,7 @@ async fn raw(moto_url: &str, keys: &[String], clients: usize, copy: bool) -> Dur
                         .unwrap();
                 }
                 bucket
-                    .put(&key, whole.bytes, whole.content_type.as_deref())
+                    .put(&key, whole.bytes, &whole.properties)
                     .await
                     .unwrap();
             }

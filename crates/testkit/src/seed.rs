@@ -11,7 +11,8 @@ use object_store::azure::{
 use object_store::client::HttpRequestBody;
 use object_store::path::Path;
 use object_store::{
-    Attribute, AttributeValue, Attributes, ClientOptions, ObjectStore, PutOptions, PutPayload,
+    Attribute, AttributeValue, Attributes, ClientOptions, ObjectStore, ObjectStoreExt, PutOptions,
+    PutPayload,
 };
 
 /// The keys moto accepts (any would do; moto records them).
@@ -303,6 +304,32 @@ pub async fn azure_container(url: &str, ca_pem: &[u8], container: &str) -> Arc<d
         .build()
         .unwrap_or_else(|e| panic!("azure store: {e}"));
     Arc::new(store)
+}
+
+/// Writes `content` at `key` with `attributes` (served headers, user metadata), as a customer's
+/// own tools would.
+pub async fn put_with(store: &dyn ObjectStore, key: &str, content: &[u8], attributes: Attributes) {
+    let options = PutOptions {
+        attributes,
+        ..Default::default()
+    };
+    store
+        .put_opts(
+            &Path::from(key),
+            PutPayload::from(content.to_vec()),
+            options,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("put {key}: {e}"));
+}
+
+/// The attributes (served headers, user metadata) an object is read with.
+pub async fn attributes_of(store: &dyn ObjectStore, key: &str) -> Attributes {
+    store
+        .get(&Path::from(key))
+        .await
+        .unwrap_or_else(|e| panic!("get {key}: {e}"))
+        .attributes
 }
 
 /// Writes each `(key, content)` to `store`, with a content type (moto stores an empty object

@@ -22,6 +22,32 @@ const YAML: &str = "application/yaml";
 const SSNS: &[u8] = b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n";
 pub(crate) const PEOPLE: &[u8] = b"name,ssn,email\nAnn Lee,219-09-9999,ann.lee@example.com\nBo Chan,078-05-1120,bo@example.com\n";
 
+/// Served headers and user metadata as a customer's tools set them: remediation and undo keep
+/// them all.
+pub(crate) fn served() -> object_store::Attributes {
+    use object_store::{Attribute, AttributeValue};
+    object_store::Attributes::from_iter([
+        (
+            Attribute::ContentType,
+            AttributeValue::from("text/csv; charset=utf-8"),
+        ),
+        (Attribute::CacheControl, AttributeValue::from("no-store")),
+        (
+            Attribute::ContentDisposition,
+            AttributeValue::from("attachment; filename=\"people.csv\""),
+        ),
+        (Attribute::ContentLanguage, AttributeValue::from("en-CA")),
+        (
+            Attribute::Metadata("owner".into()),
+            AttributeValue::from("hr-team"),
+        ),
+        (
+            Attribute::Metadata("retention_class".into()),
+            AttributeValue::from("7y"),
+        ),
+    ])
+}
+
 /// A platform-api on moto and a tokens-api on the same database and master key, as deployed.
 pub(crate) struct Stack {
     pub(crate) platform: TestApp,
@@ -278,12 +304,10 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
     let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
     seed::put_all(
         bucket.as_ref(),
-        &[
-            ("people.csv", PEOPLE),
-            ("notes.txt", b"nothing to see".as_slice()),
-        ],
+        &[("notes.txt", b"nothing to see".as_slice())],
     )
     .await;
+    seed::put_with(bucket.as_ref(), "people.csv", PEOPLE, served()).await;
     let token_policy = ssn_token_policy(&stack).await;
     let admin = stack.admin();
     let connector = crate::scans::connector(&admin, "HR", "people-data").await;
@@ -342,6 +366,11 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
         tokens.push(cells[1].to_owned());
     }
     assert_eq!(after.len(), PEOPLE.len());
+    // The object keeps its served headers and its owner's metadata.
+    assert_eq!(
+        seed::attributes_of(bucket.as_ref(), "people.csv").await,
+        served()
+    );
     assert_eq!(r["sha256_after"], json!(audit::hex(&sha256(&after))));
     assert_eq!(r["sha256_before"], json!(audit::hex(&sha256(PEOPLE))));
     // The snapshot holds the original bytes.
@@ -396,6 +425,10 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["status"], "undone");
     assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), PEOPLE);
+    assert_eq!(
+        seed::attributes_of(bucket.as_ref(), "people.csv").await,
+        served()
+    );
     verify_receipt(&admin, &body["data"], "undone").await;
     assert_eq!(
         read(bucket.as_ref(), lkg).await,
@@ -800,6 +833,33 @@ async fn a_value_not_found_again_fails_the_request_before_any_snapshot() {
     assert_eq!(listed, ["people.csv"], "no snapshot was taken");
     let failed = audited(&admin, "action_failed").await;
     assert_eq!(failed.len(), 1, "{failed:?}");
+}
+
+/// Bytes stored encoded for transfer (`Content-Encoding`) are not the content readers see, so
+/// they are not rewritten in place, even when detection reads values in them (a brotli or
+/// deflate stream may hold literal text): the request fails before any snapshot.
+#[tokio::test]
+async fn an_object_stored_with_a_content_encoding_is_not_rewritten() {
+    use object_store::{Attribute, AttributeValue};
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    let encoded = object_store::Attributes::from_iter([
+        (Attribute::ContentType, AttributeValue::from("text/csv")),
+        (Attribute::ContentEncoding, AttributeValue::from("br")),
+    ]);
+    seed::put_with(bucket.as_ref(), "people.csv", SSNS, encoded).await;
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    ssn_mask_policy(&admin).await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "failed", "{done:?}");
+    assert_eq!(
+        done[0]["reason"], "unsupported_content:compressed",
+        "{done:?}"
+    );
+    assert_eq!(done[0]["lkg_available"], false, "{done:?}");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), SSNS);
 }
 
 /// A snapshot that no longer holds the original bytes is not restored: undo would write

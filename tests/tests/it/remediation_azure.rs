@@ -11,7 +11,7 @@ use testkit::{emulators, identity, seed};
 
 use crate::cloud::{ENTRA_CLIENT, ENTRA_SECRET, ENTRA_TENANT, scratch};
 use crate::remediation::{
-    Stack, detokenized, ended, policy_of, read, ssn_token_policy, undo, verify_receipt,
+    Stack, detokenized, ended, policy_of, read, served, ssn_token_policy, undo, verify_receipt,
 };
 
 const PEOPLE: &[u8] = b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n";
@@ -33,7 +33,6 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
     seed::put_all(
         exports.as_ref(),
         &[
-            ("people.csv", PEOPLE),
             ("contacts.txt", CONTACTS),
             ("notes.txt", NOTES),
             ("later.csv", LATER),
@@ -41,6 +40,7 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
         ],
     )
     .await;
+    seed::put_with(exports.as_ref(), "people.csv", PEOPLE, served()).await;
     let (entra_url, cert_path) = (entra.url(), cert.to_str().unwrap().to_owned());
     let stack = Stack::new(|env| {
         env.insert("AZURE_AUTHORITY_HOST".into(), entra_url);
@@ -135,6 +135,10 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
     assert_eq!(lines[1], format!("Ann Lee,{}", tokens[0]));
     assert_eq!(lines[2], format!("Bo Chan,{}", tokens[1]));
     assert_eq!(after.len(), PEOPLE.len());
+    assert_eq!(
+        seed::attributes_of(exports.as_ref(), "people.csv").await,
+        served()
+    );
     assert!(
         tokens
             .iter()
@@ -213,5 +217,9 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
     let (status, body) = undo(&admin, id, None).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(read(exports.as_ref(), "people.csv").await.unwrap(), PEOPLE);
+    assert_eq!(
+        seed::attributes_of(exports.as_ref(), "people.csv").await,
+        served()
+    );
     let _ = std::fs::remove_dir_all(certs);
 }

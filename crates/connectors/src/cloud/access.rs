@@ -12,11 +12,11 @@ use std::time::Duration;
 use object_store::list::PaginatedListStore;
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    Attribute, AttributeValue, Attributes, ClientOptions, ObjectStore, PutMode, PutOptions,
-    PutPayload, RetryConfig, UpdateVersion,
+    ClientOptions, ObjectStore, PutMode, PutOptions, PutPayload, RetryConfig, UpdateVersion,
 };
 use serde::Serialize;
 
+use super::properties::Properties;
 use super::xml;
 
 /// Why an access to cloud storage failed. The categories are what scans count failures by.
@@ -338,7 +338,7 @@ pub(crate) trait Writes: Send + Sync + fmt::Debug {
         key: &str,
         bytes: bytes::Bytes,
         mode: Put<'_>,
-        content_type: Option<&str>,
+        properties: &Properties,
     ) -> Result<String, AccessError>;
     /// Deletes `key`. With `etag`, only while the object has it (a missing object is then
     /// [`Failure::Changed`]); without, a missing object is already deleted.
@@ -354,11 +354,6 @@ pub(crate) trait Writes: Send + Sync + fmt::Debug {
     ) -> Result<String, AccessError>;
 }
 
-/// The content type every write gives its object. The writes carry bytes, not their type, and a
-/// service left to choose picks its own default (moto even stores an empty object when a PUT
-/// has none), so the type is said, and is the same everywhere.
-pub(crate) const CONTENT_TYPE: &str = "application/octet-stream";
-
 /// A put through object_store, which makes it conditional itself for S3 and Azure: `If-Match`
 /// for [`Put::Update`] (S3's by its default `S3ConditionalPut::ETagMatch`) and
 /// `If-None-Match: *` for [`Put::Create`]. Returns the service's ETag for the new object.
@@ -370,7 +365,7 @@ pub(crate) async fn put_through(
     key: &str,
     bytes: bytes::Bytes,
     mode: Put<'_>,
-    content_type: Option<&str>,
+    properties: &Properties,
 ) -> Result<String, AccessError> {
     let path = object_path(key)?;
     let conditional = matches!(mode, Put::Update(_));
@@ -384,10 +379,7 @@ pub(crate) async fn put_through(
     };
     let options = PutOptions {
         mode,
-        attributes: Attributes::from_iter([(
-            Attribute::ContentType,
-            AttributeValue::from(content_type.unwrap_or(CONTENT_TYPE).to_owned()),
-        )]),
+        attributes: properties.to_attributes(),
         ..Default::default()
     };
     let written = store

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use super::access::{AccessError, Blobs, Failure, Put, Writes, put_through, quoted};
+use super::properties::Properties;
 use super::sigv4::signed;
 use super::xml;
 
@@ -78,9 +79,9 @@ impl Writes for S3Writes {
         key: &str,
         bytes: bytes::Bytes,
         mode: Put<'_>,
-        content_type: Option<&str>,
+        properties: &Properties,
     ) -> Result<String, AccessError> {
-        put_through(self.store.as_ref(), key, bytes, mode, content_type)
+        put_through(self.store.as_ref(), key, bytes, mode, properties)
             .await
             .map_err(|e| e.context("S3 PutObject"))
     }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use super::access::{
     AccessError, Blobs, Failure, Put, Writes, put_through, quoted, url_with_segments,
 };
+use super::properties::Properties;
 use super::xml;
 
 /// How long a Copy Blob that Azure answers `pending` is waited for. Within one account a copy
@@ -148,9 +149,9 @@ impl Writes for BlobWrites {
         key: &str,
         bytes: bytes::Bytes,
         mode: Put<'_>,
-        content_type: Option<&str>,
+        properties: &Properties,
     ) -> Result<String, AccessError> {
-        put_through(self.store.as_ref(), key, bytes, mode, content_type)
+        put_through(self.store.as_ref(), key, bytes, mode, properties)
             .await
             .map_err(|e| e.context("Azure Put Blob"))
     }

@@ -14,11 +14,10 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::access::{
-    AccessError, CONTENT_TYPE, Failure, Put, Writes, same_etag, url_with_segments,
-};
+use super::access::{AccessError, Failure, Put, Writes, same_etag, url_with_segments};
+use super::properties::Properties;
 
 /// The most rewrite calls one copy makes. GCS finishes a copy within one bucket's location and
 /// storage class in one call; across them it copies a slice per call, and says to call again.
@@ -173,7 +172,7 @@ impl GcsWrites {
         key: &str,
         bytes: bytes::Bytes,
         if_generation: Option<&str>,
-        content_type: Option<&str>,
+        properties: &Properties,
     ) -> Result<String, AccessError> {
         let what = "GCS upload";
         let mut url = url_with_segments(
@@ -185,9 +184,8 @@ impl GcsWrites {
             url.query_pairs_mut()
                 .append_pair("ifGenerationMatch", generation);
         }
-        let content_type = content_type.unwrap_or(CONTENT_TYPE);
-        let metadata = json!({ "name": key, "contentType": content_type });
-        let (content_type, body) = multipart_related(&metadata, &bytes, content_type);
+        let resource = properties.gcs_resource(key);
+        let (content_type, body) = multipart_related(&resource, &bytes, properties.content_type());
         let answer = self
             .send(what, reqwest::Method::POST, url, Some((content_type, body)))
             .await?;
@@ -203,15 +201,14 @@ impl Writes for GcsWrites {
         key: &str,
         bytes: bytes::Bytes,
         mode: Put<'_>,
-        content_type: Option<&str>,
+        properties: &Properties,
     ) -> Result<String, AccessError> {
         match mode {
-            Put::Overwrite => self.upload(key, bytes, None, content_type).await,
-            Put::Create => self.upload(key, bytes, Some("0"), content_type).await,
+            Put::Overwrite => self.upload(key, bytes, None, properties).await,
+            Put::Create => self.upload(key, bytes, Some("0"), properties).await,
             Put::Update(etag) => {
                 let generation = self.generation_of(key, etag).await?;
-                self.upload(key, bytes, Some(&generation), content_type)
-                    .await
+                self.upload(key, bytes, Some(&generation), properties).await
             }
         }
     }
@@ -358,11 +355,13 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_multipart_body_holds_the_metadata_then_the_exact_content() {
         let content = b"a,b\r\n--not-a-boundary\r\n\x00\xff";
-        let (content_type, body) = multipart_related(&json!({"name": "k"}), content, CONTENT_TYPE);
+        let (content_type, body) =
+            multipart_related(&json!({"name": "k"}), content, "application/octet-stream");
         let boundary = content_type
             .strip_prefix("multipart/related; boundary=")
             .unwrap();

@@ -19,6 +19,7 @@ mod azure_writes;
 mod cache;
 mod gcp;
 mod gcp_writes;
+mod properties;
 mod sigv4;
 mod writes;
 mod xml;
@@ -40,6 +41,7 @@ pub use access::{AccessError, Blobs, EnvError, Failure, Posture};
 pub use aws::AwsEnv;
 pub use azure::AzureEnv;
 pub use gcp::GcpEnv;
+pub use properties::Properties;
 pub use writes::Whole;
 
 /// How long one HTTP request to a cloud service may take.

@@ -16,6 +16,7 @@ use futures::StreamExt;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
 
 use super::access::{AccessError, Failure, Put, object_path, quoted, same_etag};
+use super::properties::Properties;
 use super::{Bucket, Object, Storage};
 
 /// An object read whole, and the ETag of the version read.
@@ -23,8 +24,8 @@ use super::{Bucket, Object, Storage};
 pub struct Whole {
     pub bytes: Bytes,
     pub etag: String,
-    /// Its `Content-Type`, when the service gave one: a rewrite keeps it.
-    pub content_type: Option<String>,
+    /// Its served headers and user metadata: a rewrite keeps them.
+    pub properties: Properties,
 }
 
 /// The content is the customer's, and may be exactly what remediation is about to protect:
@@ -34,7 +35,7 @@ impl std::fmt::Debug for Whole {
         f.debug_struct("Whole")
             .field("bytes", &format_args!("{} bytes", self.bytes.len()))
             .field("etag", &self.etag)
-            .field("content_type", &self.content_type)
+            .field("properties", &self.properties)
             .finish()
     }
 }
@@ -74,10 +75,7 @@ impl Bucket {
                 format!("{key} has ETag {found}, not {etag}"),
             ));
         }
-        let content_type = result
-            .attributes
-            .get(&object_store::Attribute::ContentType)
-            .map(|v| v.to_string());
+        let properties = Properties::from_attributes(&result.attributes);
         let size = result.meta.size;
         if size > max_bytes {
             return Err(too_large(key, size, max_bytes));
@@ -99,7 +97,7 @@ impl Bucket {
         Ok(Whole {
             bytes: bytes.freeze(),
             etag: self.form.spell(&found),
-            content_type,
+            properties,
         })
     }
 
@@ -119,10 +117,9 @@ impl Bucket {
         key: &str,
         bytes: Bytes,
         etag: &str,
-        content_type: Option<&str>,
+        properties: &Properties,
     ) -> Result<String, AccessError> {
-        self.put_as(key, bytes, Put::Update(etag), content_type)
-            .await
+        self.put_as(key, bytes, Put::Update(etag), properties).await
     }
 
     /// Creates an object only if nothing exists at `key` (`If-None-Match: *`, or GCS's
@@ -131,9 +128,9 @@ impl Bucket {
         &self,
         key: &str,
         bytes: Bytes,
-        content_type: Option<&str>,
+        properties: &Properties,
     ) -> Result<String, AccessError> {
-        self.put_as(key, bytes, Put::Create, content_type).await
+        self.put_as(key, bytes, Put::Create, properties).await
     }
 
     /// Writes an object whatever is at `key`; returns its ETag.
@@ -141,9 +138,9 @@ impl Bucket {
         &self,
         key: &str,
         bytes: Bytes,
-        content_type: Option<&str>,
+        properties: &Properties,
     ) -> Result<String, AccessError> {
-        self.put_as(key, bytes, Put::Overwrite, content_type).await
+        self.put_as(key, bytes, Put::Overwrite, properties).await
     }
 
     /// Deletes an object only while its ETag is still `etag`. [`Failure::Changed`] when it
@@ -160,20 +157,18 @@ impl Bucket {
     }
 
     /// Every put: the key as object_store would address it, the ETag as the listing spells it.
-    /// The content type, when given, must be a plain media type (it goes into a header):
-    /// anything else is written as `application/octet-stream`.
+    /// Properties that could not be header values are left out (see [`Properties`]).
     async fn put_as(
         &self,
         key: &str,
         bytes: Bytes,
         mode: Put<'_>,
-        content_type: Option<&str>,
+        properties: &Properties,
     ) -> Result<String, AccessError> {
         let key = object_path(key)?;
-        let content_type = content_type.filter(|t| is_media_type(t));
         let etag = self
             .writes
-            .put(key.as_ref(), bytes, mode, content_type)
+            .put(key.as_ref(), bytes, mode, properties)
             .await?;
         Ok(self.form.spell(&etag))
     }
@@ -204,10 +199,6 @@ impl Storage {
 
 /// A media type that is safe in a header: 1 to 255 visible ASCII characters (spaces allowed,
 /// for parameters), no control character.
-fn is_media_type(text: &str) -> bool {
-    (1..=255).contains(&text.len()) && text.bytes().all(|b| (b' '..=b'~').contains(&b))
-}
-
 fn too_large(key: &str, size: u64, max_bytes: u64) -> AccessError {
     AccessError::new(
         Failure::TooLarge,

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use connectors::cloud::Properties;
 use connectors::{Failure, Provider};
 use serde_json::json;
 use testkit::identity;
@@ -293,20 +294,31 @@ async fn gcs_writes_are_conditional_on_the_generation_that_had_the_etag() {
     let storage = open(&cloud, Provider::Gcp, gcs_config());
     let bucket = storage.bucket("hr-exports").unwrap();
     let content = Bytes::from_static(b"name\r\nAnn\r\n\x00\xff");
+    let served = Properties {
+        content_type: Some("text/csv".into()),
+        cache_control: Some("no-store".into()),
+        metadata: [("owner".to_owned(), "hr-team".to_owned())].into(),
+        ..Properties::default()
+    };
 
     let written = bucket
-        .put_if_match("docs/a.csv", content.clone(), "md5-live", None)
+        .put_if_match("docs/a.csv", content.clone(), "md5-live", &served)
         .await
         .unwrap();
     assert_eq!(written, "\"md5-new\"");
     // A stale ETag is refused before anything is sent to change.
     let stale = bucket
-        .put_if_match("docs/a.csv", content.clone(), "\"md5-old\"", None)
+        .put_if_match(
+            "docs/a.csv",
+            content.clone(),
+            "\"md5-old\"",
+            &Properties::default(),
+        )
         .await
         .unwrap_err();
     assert_eq!(stale.failure, Failure::Changed, "{stale:?}");
     let taken = bucket
-        .put_if_absent("docs/b.csv", content.clone(), None)
+        .put_if_absent("docs/b.csv", content.clone(), &Properties::default())
         .await
         .unwrap_err();
     assert_eq!(taken.failure, Failure::Changed, "{taken:?}");
@@ -359,14 +371,14 @@ async fn gcs_writes_are_conditional_on_the_generation_that_had_the_etag() {
         impersonated_scopes(&google),
         ["https://www.googleapis.com/auth/devstorage.read_write"]
     );
-    // The upload: the object's name and type, then exactly its bytes.
+    // The upload: the object's name, type, headers and metadata, then exactly its bytes.
     let upload = &requests[1];
     let content_type = upload.header("content-type").unwrap();
     let boundary = content_type
         .strip_prefix("multipart/related; boundary=")
         .unwrap();
     let head = format!("--{boundary}\r\ncontent-type: application/json; charset=UTF-8\r\n\r\n");
-    let middle = format!("\r\n--{boundary}\r\ncontent-type: application/octet-stream\r\n\r\n");
+    let middle = format!("\r\n--{boundary}\r\ncontent-type: text/csv\r\n\r\n");
     let tail = format!("\r\n--{boundary}--\r\n");
     let body = upload.body.as_slice();
     let rest = body.strip_prefix(head.as_bytes()).unwrap();
@@ -377,7 +389,12 @@ async fn gcs_writes_are_conditional_on_the_generation_that_had_the_etag() {
     let metadata: serde_json::Value = serde_json::from_slice(&rest[..split]).unwrap();
     assert_eq!(
         metadata,
-        json!({"name": "docs/a.csv", "contentType": "application/octet-stream"})
+        json!({
+            "name": "docs/a.csv",
+            "contentType": "text/csv",
+            "cacheControl": "no-store",
+            "metadata": {"owner": "hr-team"},
+        })
     );
     let media = rest[split + middle.len()..]
         .strip_suffix(tail.as_bytes())

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use connectors::cloud::Bucket;
+use connectors::cloud::{Bucket, Properties};
 use connectors::{Cloud, Failure, Provider, Storage};
 use object_store::ObjectStore;
 use serde_json::{Value, json};
@@ -51,6 +51,21 @@ impl Outside {
                 assert!(response.status().is_success(), "{response:?}");
             }
         }
+    }
+}
+
+/// An object's served headers and metadata, as a customer might have set them.
+fn served() -> Properties {
+    Properties {
+        content_type: Some("text/csv; charset=utf-8".into()),
+        content_encoding: None,
+        content_disposition: Some("attachment; filename=\"employees.csv\"".into()),
+        content_language: Some("en-CA".into()),
+        cache_control: Some("no-store".into()),
+        metadata: [("owner", "hr-team"), ("retention_class", "7y")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
     }
 }
 
@@ -107,7 +122,7 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
     // Replace with the current ETag: exactly the new bytes, and the ETag listing and head show.
     let masked = Bytes::from_static(b"name,ssn\r\nAnn,***-**-6789\r\n\x00\xff\xfe end");
     let replaced = main
-        .put_if_match(KEY, masked.clone(), &listed, None)
+        .put_if_match(KEY, masked.clone(), &listed, &Properties::default())
         .await
         .unwrap();
     assert_ne!(replaced, listed);
@@ -120,53 +135,73 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
 
     // A stale ETag changes nothing, wherever it is used.
     changed(
-        main.put_if_match(KEY, Bytes::from_static(b"lost"), &listed, None)
-            .await,
+        main.put_if_match(
+            KEY,
+            Bytes::from_static(b"lost"),
+            &listed,
+            &Properties::default(),
+        )
+        .await,
     );
     changed(main.read_whole(KEY, Some(&listed), MAX).await);
     assert_eq!(content(&main, KEY).await, masked);
     // A concurrent writer's change is never overwritten.
     outside.put(KEY, b"theirs").await;
     changed(
-        main.put_if_match(KEY, Bytes::from_static(b"lost"), &replaced, None)
-            .await,
+        main.put_if_match(
+            KEY,
+            Bytes::from_static(b"lost"),
+            &replaced,
+            &Properties::default(),
+        )
+        .await,
     );
     assert_eq!(content(&main, KEY).await.as_ref(), b"theirs");
     // Nor is a missing object created by a replace.
     changed(
-        main.put_if_match("docs/none.csv", Bytes::from_static(b"x"), &replaced, None)
-            .await,
+        main.put_if_match(
+            "docs/none.csv",
+            Bytes::from_static(b"x"),
+            &replaced,
+            &Properties::default(),
+        )
+        .await,
     );
     assert_eq!(main.head("docs/none.csv").await.unwrap(), None);
 
     // Create only if absent.
     changed(
-        main.put_if_absent(KEY, Bytes::from_static(b"lost"), None)
+        main.put_if_absent(KEY, Bytes::from_static(b"lost"), &Properties::default())
             .await,
     );
     assert_eq!(content(&main, KEY).await.as_ref(), b"theirs");
     let snapshot_key = ".dps-lkg/run-1/docs/employees.csv";
     let created = main
-        .put_if_absent(snapshot_key, Bytes::from_static(FIRST), None)
+        .put_if_absent(
+            snapshot_key,
+            Bytes::from_static(FIRST),
+            &Properties::default(),
+        )
         .await
         .unwrap();
     assert_eq!(listed_etag(&main, snapshot_key).await, created);
     assert_eq!(content(&main, snapshot_key).await.as_ref(), FIRST);
     changed(
-        main.put_if_absent(snapshot_key, Bytes::from_static(b"again"), None)
-            .await,
+        main.put_if_absent(
+            snapshot_key,
+            Bytes::from_static(b"again"),
+            &Properties::default(),
+        )
+        .await,
     );
 
     // An unconditional put overwrites, and says the ETag it made.
-    let overwritten = main
-        .put(KEY, masked.clone(), Some("text/csv"))
-        .await
-        .unwrap();
+    let overwritten = main.put(KEY, masked.clone(), &served()).await.unwrap();
     assert_eq!(listed_etag(&main, KEY).await, overwritten);
     assert_eq!(content(&main, KEY).await, masked);
-    // The content type written is the one read back, so a rewrite keeps an object's type.
+    // The headers and metadata written are the ones read back, so a rewrite keeps them.
     let read = main.read_whole(KEY, None, 1 << 20).await.unwrap();
-    assert_eq!(read.content_type.as_deref(), Some("text/csv"));
+    assert_eq!(read.properties, served());
 
     // Copy, byte for byte, to another bucket and under a prefix of the same one.
     let quarantined = storage
@@ -178,11 +213,7 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
         .read_whole("x/docs/employees.csv", None, 1 << 20)
         .await
         .unwrap();
-    assert_eq!(
-        copied.content_type.as_deref(),
-        Some("text/csv"),
-        "a copy keeps it"
-    );
+    assert_eq!(copied.properties, served(), "a copy keeps them");
     assert_eq!(
         listed_etag(&other, "x/docs/employees.csv").await,
         quarantined
@@ -276,7 +307,7 @@ async fn azure_writes_are_conditional_on_the_etag_read() {
     let etag = storage
         .bucket(MAIN)
         .unwrap()
-        .put("bare.txt", Bytes::from_static(b"x"), None)
+        .put("bare.txt", Bytes::from_static(b"x"), &Properties::default())
         .await
         .unwrap();
     assert!(etag.starts_with("0x") && !etag.contains('"'), "{etag}");

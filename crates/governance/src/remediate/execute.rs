@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use connectors::cloud::{Bucket, Cloud, Failure, Storage};
+use connectors::cloud::{Bucket, Cloud, Failure, Properties, Storage};
 use detect::Detector;
 use diesel::result::Error as DieselError;
 use diesel_async::AsyncPgConnection;
@@ -30,7 +30,7 @@ use settings::Gate;
 
 use super::cached::{Actions, ScanClassifiers, Storages};
 use super::conn::Conn;
-use super::content;
+use super::content::{self, Unsupported};
 use super::location::{lkg_location, quarantine_location, snapshot_of};
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
@@ -353,11 +353,11 @@ pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
         .to_vec()
 }
 
-/// An object's content before and after, and its content type (kept).
+/// An object's content before and after, and its served headers and metadata (kept).
 struct Rewrite {
     before: Bytes,
     after: Vec<u8>,
-    content_type: Option<String>,
+    properties: Properties,
 }
 
 /// planned → snapshotted. Returns the request as it now is, and the new content it computed,
@@ -379,14 +379,18 @@ async fn snapshot(
     let (lkg, rewrite) = match action {
         Action::Quarantine(config) => (quarantine_location(row, &config.destination), None),
         Action::Tokenize(_) | Action::Mask(_) => {
-            // Computed first: an object that cannot be rewritten gets no snapshot.
+            // Computed first: an object that cannot be rewritten gets no snapshot. Bytes
+            // stored encoded (`Content-Encoding: gzip`, ...) are not what readers see.
+            if whole.properties.is_encoded() {
+                return Err(Stop::Fail(Unsupported::Compressed.reason().into()));
+            }
             let after = rewrite(db, exec, row, action, &whole.bytes).await?;
             (
                 lkg_location(storage, row),
                 Some(Rewrite {
                     before: whole.bytes,
                     after,
-                    content_type: whole.content_type,
+                    properties: whole.properties,
                 }),
             )
         }
@@ -455,7 +459,7 @@ async fn write(
                         before: snapshot.bytes,
                         after,
                         // The snapshot is a server-side copy, with the original's metadata.
-                        content_type: snapshot.content_type,
+                        properties: snapshot.properties,
                     }
                 }
             };
@@ -466,7 +470,7 @@ async fn write(
                     &row.object_key,
                     Bytes::from(rewrite.after),
                     &row.etag,
-                    rewrite.content_type.as_deref(),
+                    &rewrite.properties,
                 )
                 .await
             {

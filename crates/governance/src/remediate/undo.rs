@@ -249,16 +249,16 @@ async fn restore(
         }
         _ => None,
     };
-    let (bytes, content_type) = (snapshot.bytes, snapshot.content_type.as_deref());
+    let (bytes, properties) = (snapshot.bytes, &snapshot.properties);
     let restored = match current.and_then(|c| c.etag) {
         Some(etag) => {
             target
-                .put_if_match(&row.object_key, bytes, &etag, content_type)
+                .put_if_match(&row.object_key, bytes, &etag, properties)
                 .await
         }
         None => {
             target
-                .put_if_absent(&row.object_key, bytes, content_type)
+                .put_if_absent(&row.object_key, bytes, properties)
                 .await
         }
     }

@@ -1,0 +1,236 @@
+//! What a rewrite keeps of an object besides its bytes: the headers its readers are served
+//! (`Content-Type`, `Content-Encoding`, `Content-Disposition`, `Content-Language`,
+//! `Cache-Control`) and the owner's metadata (S3 `x-amz-meta-*`, Azure `x-ms-meta-*`, GCS
+//! `metadata`). A remediated object is the same object with some values replaced, so all of
+//! them are read with its content and written back with the new content.
+//!
+//! Not kept, because a put cannot carry them: S3 object tags and the object's storage class
+//! and encryption settings (the bucket's defaults apply to the new version), Azure's access
+//! tier, GCS's custom time and retention. docs/governance.md lists them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use object_store::{Attribute, AttributeValue, Attributes};
+use serde_json::{Map, Value};
+
+/// The content type every write gives an object that had none, or none that may be written
+/// back: a service left to choose picks its own default (moto even stores an empty one).
+pub(crate) const CONTENT_TYPE: &str = "application/octet-stream";
+
+/// An object's served headers and user metadata, as read with it.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Properties {
+    pub content_type: Option<String>,
+    pub content_encoding: Option<String>,
+    pub content_disposition: Option<String>,
+    pub content_language: Option<String>,
+    pub cache_control: Option<String>,
+    /// User-defined metadata, by name as the service lists it (without its header prefix).
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Metadata is the customer's and may name people: only its names' count is printed.
+impl fmt::Debug for Properties {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Properties")
+            .field("content_type", &self.content_type)
+            .field("content_encoding", &self.content_encoding)
+            .field("content_disposition", &self.content_disposition.is_some())
+            .field("content_language", &self.content_language)
+            .field("cache_control", &self.cache_control)
+            .field("metadata", &format_args!("{} entries", self.metadata.len()))
+            .finish()
+    }
+}
+
+impl Properties {
+    /// Only a content type, as a new object is written.
+    pub fn of_type(content_type: &str) -> Self {
+        Properties {
+            content_type: Some(content_type.to_owned()),
+            ..Properties::default()
+        }
+    }
+
+    /// Whether the stored bytes are encoded (compressed) for transfer: a rewrite of them in
+    /// place would not be a rewrite of the content its readers see.
+    pub fn is_encoded(&self) -> bool {
+        self.content_encoding
+            .as_deref()
+            .map(str::trim)
+            .is_some_and(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))
+    }
+
+    /// From the attributes object_store read with an object.
+    pub(crate) fn from_attributes(attributes: &Attributes) -> Self {
+        let mut properties = Properties::default();
+        for (attribute, value) in attributes {
+            let value = value.to_string();
+            match attribute {
+                Attribute::ContentType => properties.content_type = Some(value),
+                Attribute::ContentEncoding => properties.content_encoding = Some(value),
+                Attribute::ContentDisposition => properties.content_disposition = Some(value),
+                Attribute::ContentLanguage => properties.content_language = Some(value),
+                Attribute::CacheControl => properties.cache_control = Some(value),
+                Attribute::Metadata(name) => {
+                    properties.metadata.insert(name.to_string(), value);
+                }
+                // The storage class: never read by object_store's gets, and left to the
+                // bucket's default on a put.
+                _ => {}
+            }
+        }
+        properties
+    }
+
+    /// The attributes object_store writes with a put (S3 and Azure). Each value goes into a
+    /// header, so one that could not be a header value is left out; the content type then
+    /// falls back to [`CONTENT_TYPE`].
+    pub(crate) fn to_attributes(&self) -> Attributes {
+        let mut attributes = Attributes::new();
+        attributes.insert(
+            Attribute::ContentType,
+            AttributeValue::from(self.content_type().to_owned()),
+        );
+        for (attribute, value) in [
+            (Attribute::ContentEncoding, &self.content_encoding),
+            (Attribute::ContentDisposition, &self.content_disposition),
+            (Attribute::ContentLanguage, &self.content_language),
+            (Attribute::CacheControl, &self.cache_control),
+        ] {
+            if let Some(value) = value.as_deref().filter(|v| is_header_value(v)) {
+                attributes.insert(attribute, AttributeValue::from(value.to_owned()));
+            }
+        }
+        for (name, value) in self.written_metadata() {
+            attributes.insert(
+                Attribute::Metadata(name.clone().into()),
+                AttributeValue::from(value.clone()),
+            );
+        }
+        attributes
+    }
+
+    /// The fields of a GCS object resource that carry the same (a JSON API upload's metadata
+    /// part), beside its `name`.
+    pub(crate) fn gcs_resource(&self, name: &str) -> Value {
+        let mut resource = Map::new();
+        resource.insert("name".into(), name.into());
+        resource.insert("contentType".into(), self.content_type().into());
+        for (field, value) in [
+            ("contentEncoding", &self.content_encoding),
+            ("contentDisposition", &self.content_disposition),
+            ("contentLanguage", &self.content_language),
+            ("cacheControl", &self.cache_control),
+        ] {
+            if let Some(value) = value.as_deref().filter(|v| is_header_value(v)) {
+                resource.insert(field.into(), value.into());
+            }
+        }
+        let metadata: Map<String, Value> = self
+            .written_metadata()
+            .map(|(name, value)| (name.clone(), Value::from(value.as_str())))
+            .collect();
+        if !metadata.is_empty() {
+            resource.insert("metadata".into(), Value::Object(metadata));
+        }
+        Value::Object(resource)
+    }
+
+    /// The content type to write: the one read if it is a plain header value, else
+    /// [`CONTENT_TYPE`].
+    pub(crate) fn content_type(&self) -> &str {
+        self.content_type
+            .as_deref()
+            .filter(|t| is_header_value(t) && !t.is_empty())
+            .unwrap_or(CONTENT_TYPE)
+    }
+
+    fn written_metadata(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.metadata
+            .iter()
+            .filter(|(name, value)| is_metadata_name(name) && is_header_value(value))
+    }
+}
+
+/// Printable ASCII and spaces, as read from a header: nothing that could end one.
+fn is_header_value(text: &str) -> bool {
+    text.len() <= 2048 && text.bytes().all(|b| (b' '..=b'~').contains(&b))
+}
+
+/// A header name's characters (and so a metadata name every service accepts back).
+fn is_metadata_name(name: &str) -> bool {
+    (1..=256).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full() -> Properties {
+        Properties {
+            content_type: Some("text/csv; charset=utf-8".into()),
+            content_encoding: None,
+            content_disposition: Some("attachment; filename=\"people.csv\"".into()),
+            content_language: Some("en-CA".into()),
+            cache_control: Some("no-store".into()),
+            metadata: BTreeMap::from([
+                ("owner".into(), "hr-team".into()),
+                ("retention-class".into(), "7y".into()),
+            ]),
+        }
+    }
+
+    #[test]
+    fn attributes_round_trip() {
+        let properties = full();
+        assert_eq!(
+            Properties::from_attributes(&properties.to_attributes()),
+            properties
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_a_header_is_not_written() {
+        let mut properties = full();
+        properties.content_type = Some("text/csv\r\nx-amz-acl: public-read".into());
+        properties.cache_control = Some("no-store\n".into());
+        properties.metadata.insert("bad name".into(), "x".into());
+        properties
+            .metadata
+            .insert("note".into(), "line\r\nbreak".into());
+        let back = Properties::from_attributes(&properties.to_attributes());
+        assert_eq!(back.content_type.as_deref(), Some(CONTENT_TYPE));
+        assert_eq!(back.cache_control, None);
+        assert_eq!(back.metadata.len(), 2);
+        let gcs = properties.gcs_resource("k");
+        assert_eq!(gcs["contentType"], CONTENT_TYPE);
+        assert!(gcs.get("cacheControl").is_none());
+        assert_eq!(gcs["metadata"].as_object().unwrap().len(), 2);
+        assert_eq!(gcs["contentLanguage"], "en-CA");
+    }
+
+    #[test]
+    fn only_a_real_encoding_counts_as_encoded() {
+        let mut properties = Properties::default();
+        assert!(!properties.is_encoded());
+        properties.content_encoding = Some("identity".into());
+        assert!(!properties.is_encoded());
+        properties.content_encoding = Some("gzip".into());
+        assert!(properties.is_encoded());
+    }
+
+    #[test]
+    fn debug_shows_no_metadata_value() {
+        let printed = format!("{:?}", full());
+        assert!(
+            !printed.contains("hr-team") && !printed.contains("owner"),
+            "{printed}"
+        );
+        assert!(!printed.contains("people.csv"), "{printed}");
+    }
+}
