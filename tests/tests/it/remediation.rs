@@ -48,6 +48,20 @@ pub(crate) fn served() -> object_store::Attributes {
     ])
 }
 
+/// [`served`], and the metadata entry naming the remediation that rewrote the object.
+pub(crate) fn served_by(remediation: &Value) -> object_store::Attributes {
+    let mut attributes = served();
+    attributes.insert(
+        object_store::Attribute::Metadata("dps_remediation".into()),
+        remediation["remediation_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+            .into(),
+    );
+    attributes
+}
+
 /// A platform-api on moto and a tokens-api on the same database and master key, as deployed.
 pub(crate) struct Stack {
     pub(crate) platform: TestApp,
@@ -366,10 +380,11 @@ async fn tokenize_rewrites_only_the_values_round_trips_and_undoes_byte_for_byte(
         tokens.push(cells[1].to_owned());
     }
     assert_eq!(after.len(), PEOPLE.len());
-    // The object keeps its served headers and its owner's metadata.
+    // The object keeps its served headers and its owner's metadata, and names the request
+    // that rewrote it.
     assert_eq!(
         seed::attributes_of(bucket.as_ref(), "people.csv").await,
-        served()
+        served_by(r)
     );
     assert_eq!(r["sha256_after"], json!(audit::hex(&sha256(&after))));
     assert_eq!(r["sha256_before"], json!(audit::hex(&sha256(PEOPLE))));

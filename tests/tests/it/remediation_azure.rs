@@ -11,7 +11,8 @@ use testkit::{emulators, identity, seed};
 
 use crate::cloud::{ENTRA_CLIENT, ENTRA_SECRET, ENTRA_TENANT, scratch};
 use crate::remediation::{
-    Stack, detokenized, ended, policy_of, read, served, ssn_token_policy, undo, verify_receipt,
+    Stack, detokenized, ended, policy_of, read, served, served_by, ssn_token_policy, undo,
+    verify_receipt,
 };
 
 const PEOPLE: &[u8] = b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n";
@@ -137,7 +138,7 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
     assert_eq!(after.len(), PEOPLE.len());
     assert_eq!(
         seed::attributes_of(exports.as_ref(), "people.csv").await,
-        served()
+        served_by(&people)
     );
     assert!(
         tokens

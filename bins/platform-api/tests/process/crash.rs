@@ -151,6 +151,14 @@ impl Stack {
 
     /// The connector, the governance policy and a full scan, which plans one request.
     async fn plan(&mut self, service: &ServiceProcess, action: Action) {
+        let connector = self.connector(service).await;
+        let policy = self.policy_for(action).await;
+        self.policy(service, policy).await;
+        self.scan(service, &connector).await;
+    }
+
+    /// The connector to [`BUCKET`]; returns its id.
+    async fn connector(&self, service: &ServiceProcess) -> String {
         let config = json!({"name": "HR", "provider": "aws", "config": {
             "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
             "external_id": "tenant-acme-7731",
@@ -166,8 +174,12 @@ impl Stack {
             )
             .await;
         assert_eq!(status, 201, "{body}");
-        let connector = body["data"]["id"].as_str().unwrap().to_owned();
-        let (name, action) = match action {
+        body["data"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// The name and the action of the one policy [`Stack::plan`] makes for `action`.
+    async fn policy_for(&mut self, action: Action) -> (&'static str, String) {
+        match action {
             Action::Tokenize(mode) => (
                 "ssn-tokenize",
                 format!(
@@ -185,7 +197,11 @@ impl Stack {
                     "{{ type: quarantine, config: {{ destination: {{ bucket: {HELD}, prefix: 'q/' }} }} }}"
                 ),
             ),
-        };
+        }
+    }
+
+    /// An enforced policy for SSNs, named `name`, with one action.
+    async fn policy(&self, service: &ServiceProcess, (name, action): (&str, String)) {
         let yaml = format!(
             "apiVersion: governance.dps/v1
 kind: Policy
@@ -205,6 +221,10 @@ spec:
             )
             .await;
         assert_eq!(status, 201, "{body}");
+    }
+
+    /// A full scan of `connector`, which plans the requests of the policies there are.
+    async fn scan(&self, service: &ServiceProcess, connector: &str) {
         let (status, body) = self
             .send(
                 service,
@@ -218,6 +238,13 @@ spec:
 
     /// The tenant's only remediation request and its status, from the database.
     async fn request(&mut self) -> (Uuid, String) {
+        let all = self.requests().await;
+        assert_eq!(all.len(), 1, "one request is planned");
+        all[0].clone()
+    }
+
+    /// The tenant's remediation requests and their status, from the database.
+    async fn requests(&mut self) -> Vec<(Uuid, String)> {
         #[derive(QueryableByName)]
         struct Request {
             #[diesel(sql_type = SqlUuid)]
@@ -232,8 +259,7 @@ spec:
         .load(&mut self.conn)
         .await
         .unwrap();
-        assert_eq!(all.len(), 1, "one request is planned");
-        (all[0].request_id, all[0].status.clone())
+        all.into_iter().map(|r| (r.request_id, r.status)).collect()
     }
 
     /// Makes `request` due now: a killed process's lease (five minutes of `next_attempt_at`)
@@ -241,6 +267,19 @@ spec:
     async fn due_now(&mut self, request: Uuid) {
         diesel::sql_query(
             "UPDATE remediation_requests SET next_attempt_at = now()
+              WHERE tenant_id = $1 AND request_id = $2",
+        )
+        .bind::<Text, _>(TENANT)
+        .bind::<SqlUuid, _>(request)
+        .execute(&mut self.conn)
+        .await
+        .unwrap();
+    }
+
+    /// Keeps `request` from being taken for an hour.
+    async fn later(&mut self, request: Uuid) {
+        diesel::sql_query(
+            "UPDATE remediation_requests SET next_attempt_at = now() + interval '1 hour'
               WHERE tenant_id = $1 AND request_id = $2",
         )
         .bind::<Text, _>(TENANT)
@@ -826,6 +865,64 @@ async fn a_mask_resumed_after_its_class_was_denied_ends_blocked_and_writes_nothi
             .await
             .is_empty()
     );
+    let (status, _) = service.stop();
+    assert!(status.success(), "{status}");
+}
+
+/// Two policies that mask the same SSNs alike plan two requests on one object with one result.
+/// The process dies with one of them snapshotted; the other then runs and writes. The first,
+/// resumed, finds its write refused and the object holding exactly what it would have written,
+/// but written by the other request (the object's `dps_remediation` metadata says which): it
+/// fails `object_changed` instead of claiming that write and signing a receipt for it.
+#[tokio::test]
+async fn a_request_never_takes_another_requests_identical_write_for_its_own() {
+    let mut stack = Stack::new().await;
+    let doomed = stack.start(Some("snapshotted"));
+    let connector = stack.connector(&doomed).await;
+    for name in ["ssn-mask", "ssn-mask-too"] {
+        let action = "{ type: mask, config: { keep_last: 4 } }".to_owned();
+        stack.policy(&doomed, (name, action)).await;
+    }
+    stack.scan(&doomed, &connector).await;
+    let (status, lines) = doomed.exited(Duration::from_secs(120));
+    assert_eq!(status.signal(), Some(SIGABRT), "{status}: {lines:#?}");
+    let requests = stack.requests().await;
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let first = requests.iter().find(|r| r.1 == "snapshotted").unwrap().0;
+    let second = requests.iter().find(|r| r.0 != first).unwrap().0;
+
+    // The snapshotted request waits while the other runs to its end.
+    stack.later(first).await;
+    stack.due_now(second).await;
+    let service = stack.start(None);
+    let other = stack.ended(&service, second).await;
+    assert_eq!(other["status"], "receipted", "{other}");
+    let masked = PEOPLE
+        .replace("219-09-9999", "***-**-9999")
+        .replace("078-05-1120", "***-**-1120");
+    assert_eq!(
+        read(stack.bucket.as_ref(), KEY).await.unwrap(),
+        masked.as_bytes()
+    );
+
+    stack.due_now(first).await;
+    let resumed = stack.ended(&service, first).await;
+    assert_eq!(resumed["status"], "failed", "{resumed}");
+    assert_eq!(resumed["reason"], "object_changed", "{resumed}");
+    assert_eq!(
+        read(stack.bucket.as_ref(), KEY).await.unwrap(),
+        masked.as_bytes()
+    );
+    assert_eq!(
+        seed::s3_versions(&stack.moto.url(), BUCKET, KEY).await,
+        (2, 0),
+        "the object is written once: the original and the masked version"
+    );
+    let log = stack.get(&service, "/governance/audit-log?limit=100").await;
+    let entries = log["data"].as_array().unwrap();
+    let of = |kind: &str| entries.iter().filter(|e| e["type"] == kind).count();
+    assert_eq!(of("action_executed"), 1, "{log}");
+    assert_eq!(of("action_failed"), 1, "{log}");
     let (status, _) = service.stop();
     assert!(status.success(), "{status}");
 }

@@ -353,6 +353,12 @@ pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
         .to_vec()
 }
 
+/// The user-metadata entry a rewrite leaves on the object: the id of the request that wrote it
+/// (S3 `x-amz-meta-dps_remediation`, Azure `x-ms-meta-dps_remediation`, GCS `metadata`). A
+/// request that finds its write refused by its own earlier attempt tells it from another
+/// request's identical write by it. A name Azure accepts too (a C# identifier).
+const MARK: &str = "dps_remediation";
+
 /// An object's content before and after, and its served headers and metadata (kept).
 struct Rewrite {
     before: Bytes,
@@ -465,18 +471,23 @@ async fn write(
             };
             let sha_after = sha256(&rewrite.after);
             drop(rewrite.before);
+            let mut properties = rewrite.properties;
+            let mark = row.request_id.to_string();
+            properties.metadata.insert(MARK.to_owned(), mark.clone());
             match source
                 .put_if_match(
                     &row.object_key,
                     Bytes::from(rewrite.after),
                     &row.etag,
-                    &rewrite.properties,
+                    &properties,
                 )
                 .await
             {
                 Ok(etag) => (Some(etag), Some(sha_after)),
                 Err(e) if e.failure == Failure::Changed => {
-                    // Our own write, before a crash, if the object holds exactly what it would.
+                    // Our own write, before a crash, if the object holds exactly what it would
+                    // and says this request wrote it: another request whose result is the same
+                    // bytes (two policies masking the same values alike) wrote someone else's.
                     let current = source
                         .read_whole(&row.object_key, None, MAX_OBJECT_BYTES)
                         .await
@@ -484,7 +495,9 @@ async fn write(
                             Failure::NotFound => Stop::Fail("object_changed".into()),
                             _ => Stop::storage(e),
                         })?;
-                    if sha256(&current.bytes) != sha_after {
+                    if sha256(&current.bytes) != sha_after
+                        || current.properties.metadata.get(MARK) != Some(&mark)
+                    {
                         return Err(Stop::Fail("object_changed".into()));
                     }
                     (Some(current.etag), Some(sha_after))
