@@ -104,6 +104,9 @@ pub struct Tally {
     pub findings_evaluated: u64,
     pub findings_matched: u64,
     pub planned: u64,
+    /// Of `planned`, the object-changing ones (tokenize, mask, quarantine): what a
+    /// reconciliation's `max_actions` limits.
+    pub changes: u64,
     pub simulated: u64,
     pub blocked: u64,
     /// Already in the ledger: not done again.
@@ -115,6 +118,7 @@ impl Tally {
         self.findings_evaluated += other.findings_evaluated;
         self.findings_matched += other.findings_matched;
         self.planned += other.planned;
+        self.changes += other.changes;
         self.simulated += other.simulated;
         self.blocked += other.blocked;
         self.repeated += other.repeated;
@@ -427,6 +431,9 @@ pub async fn apply_with_decisions(
                     }
                     _ => {
                         tally.planned += 1;
+                        if kind != ActionType::Alert {
+                            tally.changes += 1;
+                        }
                         Some("action_planned")
                     }
                 };

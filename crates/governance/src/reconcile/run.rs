@@ -148,6 +148,10 @@ async fn run(
     if counts.changes_planned > job.max_actions {
         return finish(conn, job, Status::BlockedByLimit, counts, None).await;
     }
+    // The plan was within the limit, but a request that failed after the plan was made is
+    // planned again by the run (the plan saw it running): the limit holds for what the run
+    // actually plans too.
+    let mut changes: u64 = 0;
     let connectors = in_scope(conn, job).await?;
     for connector in connectors {
         if !policies.iter().any(|p| p.covers(connector)) {
@@ -187,7 +191,7 @@ async fn run(
                 findings: &findings,
                 enforce: true,
             };
-            let went_on = conn
+            let step = conn
                 .transaction(async |conn| {
                     // The policies stay as the plan saw them while the step writes, or the run
                     // stops: a policy since switched to dry-run, edited or deleted must not
@@ -195,24 +199,53 @@ async fn run(
                     // lock).
                     crate::policies::lock_for_reading(conn, &job.tenant).await?;
                     if versions(&in_scope_policies(conn, job).await?) != planned_under {
-                        return Ok(false);
+                        return Ok(Step::PoliciesChanged);
                     }
                     let tally = apply(conn, &batch, &policies, &gates).await?;
+                    if changes + tally.changes > job.max_actions {
+                        // Nothing of this step stays: the run stops at the limit.
+                        return Err(DieselError::RollbackTransaction);
+                    }
+                    changes += tally.changes;
                     counts.actions_planned += tally.planned;
                     counts.actions_simulated += tally.simulated;
                     counts.actions_blocked += tally.blocked;
                     counts.actions_repeated += tally.repeated;
                     progress(conn, job, &counts).await?;
-                    Ok::<_, DieselError>(true)
+                    Ok::<_, DieselError>(Step::WentOn)
                 })
-                .await?;
-            if !went_on {
-                return finish(conn, job, Status::Failed, counts, Some(POLICIES_CHANGED)).await;
+                .await;
+            match step {
+                Ok(Step::WentOn) => {}
+                Ok(Step::PoliciesChanged) => {
+                    return finish(conn, job, Status::Failed, counts, Some(POLICIES_CHANGED)).await;
+                }
+                Err(DieselError::RollbackTransaction) => {
+                    return finish(
+                        conn,
+                        job,
+                        Status::BlockedByLimit,
+                        counts,
+                        Some(OVER_LIMIT_WHILE_RUNNING),
+                    )
+                    .await;
+                }
+                Err(e) => return Err(e),
             }
         }
     }
     finish(conn, job, Status::Completed, counts, None).await
 }
+
+/// How one step of an enforced run ended.
+enum Step {
+    WentOn,
+    PoliciesChanged,
+}
+
+/// Why an enforced run stopped before its plan was done: it met more object-changing actions
+/// than planned (requests that failed after the plan, planned again) and reached the limit.
+pub const OVER_LIMIT_WHILE_RUNNING: &str = "the run met more object-changing actions than its plan (requests that failed since, planned again) and stopped at max_actions; what it planned before stands";
 
 /// Why an enforced run stopped when a policy changed under it.
 pub const POLICIES_CHANGED: &str = "the policies changed while the reconciliation ran; what it planned before stands, start it again";
@@ -381,7 +414,9 @@ async fn finish(
             "counts": counts,
             "max_actions": job.max_actions,
         });
-        if status == Status::BlockedByLimit {
+        if let (Status::BlockedByLimit, Some(error)) = (status, error) {
+            details["reason"] = json!(error);
+        } else if status == Status::BlockedByLimit {
             details["reason"] = json!(format!(
                 "the plan would newly take {} object-changing actions, over the limit of {}; nothing was executed",
                 counts.changes_planned, job.max_actions

@@ -476,3 +476,94 @@ async fn an_enforced_reconciliation_stops_when_a_policy_changes_under_it() {
         "nothing planned under the old version"
     );
 }
+
+/// An enforced reconciliation keeps to `max_actions` while it runs, not only in its plan. A
+/// request that fails after the plan was made (the plan saw it running, and did not count it)
+/// is planned again by the run. Here the plan counts one change, b.csv's mask, within a limit
+/// of one; a.csv's mask fails before the run reaches it; the run would plan two, so it stops
+/// at the limit, `blocked_by_limit`, and plans nothing of that step.
+#[tokio::test]
+async fn an_enforced_reconciliation_keeps_to_its_limit_when_requests_fail_after_its_plan() {
+    use governance::reconcile::{self, Mode, Request, Scope};
+    let mut env = Env::new().await;
+    let tenant = acme();
+    let connector = env.connector(&tenant, "Logs").await;
+    let in_object = |key: &str| -> Vec<Finding> {
+        three_ssns()
+            .into_iter()
+            .map(|f| Finding {
+                object_key: key.into(),
+                ..f
+            })
+            .collect()
+    };
+    stored(&mut env, connector, &in_object("a.csv")).await;
+    create_mask_policy(&mut env.conn, &tenant).await;
+    let admin: ids::UserId = "ann".parse().unwrap();
+    let enforced = |max_actions| Request {
+        mode: Mode::Enforced,
+        scope: Scope::default(),
+        max_actions,
+    };
+    let requests = "SELECT count(*) AS n FROM remediation_requests";
+    // A first run plans a.csv's mask.
+    reconcile::request(&mut env.conn, &tenant, &admin, &enforced(100))
+        .await
+        .unwrap();
+    let mut gates = env.connect().await;
+    assert!(
+        reconcile::run::run_once(&mut env.conn, &mut gates)
+            .await
+            .unwrap()
+    );
+    assert_eq!(env.count(requests).await, 1);
+
+    stored(&mut env, connector, &in_object("b.csv")).await;
+    reconcile::request(&mut env.conn, &tenant, &admin, &enforced(1))
+        .await
+        .unwrap();
+    // The run's first step waits on the policies, as it would behind an admin's change, after
+    // its plan.
+    let mut change = env.connect().await;
+    change
+        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(hashtext('dps-policies:acme'))")
+        .await
+        .unwrap();
+    let url = env._db.url.clone();
+    let runner = tokio::spawn(async move {
+        let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+        let mut gates = AsyncPgConnection::establish(&url).await.unwrap();
+        reconcile::run::run_once(&mut conn, &mut gates).await
+    });
+    testkit::wait_for_lock_wait(&mut env.conn).await;
+    // Meanwhile a.csv's mask fails, as the executor ends a request.
+    env.conn
+        .batch_execute(
+            "UPDATE remediation_requests SET status = 'failed';
+             UPDATE governance_actions SET outcome = 'failed'",
+        )
+        .await
+        .unwrap();
+    change.batch_execute("COMMIT").await.unwrap();
+    assert!(runner.await.unwrap().unwrap(), "it ran the reconciliation");
+
+    let planned = "SELECT (counts->>'changes_planned')::bigint AS n FROM governance_reconciliations
+                    WHERE max_actions = 1";
+    assert_eq!(env.count(planned).await, 1, "the plan was within the limit");
+    let stopped = format!(
+        "SELECT count(*) AS n FROM governance_reconciliations
+          WHERE status = 'blocked_by_limit' AND error = '{}'",
+        reconcile::run::OVER_LIMIT_WHILE_RUNNING
+    );
+    assert_eq!(env.count(&stopped).await, 1);
+    assert_eq!(
+        env.count(requests).await,
+        1,
+        "nothing planned past the limit"
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_actions WHERE outcome = 'planned'")
+            .await,
+        0
+    );
+}
