@@ -123,22 +123,45 @@ fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 
 /// A YAML body must be a mapping. It is read into a JSON value first, so that it meets exactly
 /// the same types and rules as JSON; messages name the position and never a value.
+///
+/// The value is built by `docread`, the reader governance policies use: one parser (yaml-rust2)
+/// that refuses anchors, aliases, tags, duplicate keys and more than one document. An alias
+/// replayed at every use could make a body of a few kilobytes millions of values (an alias
+/// bomb); here it is never replayed, and no second parser reads the body differently.
 fn from_yaml<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::invalid("the request body is empty"));
+    let limits = docread::Limits {
+        // The service's body limit has applied already.
+        max_bytes: usize::MAX,
+        max_depth: YAML_MAX_DEPTH,
+    };
+    let (value, problems) = match docread::read(bytes, docread::Syntax::Yaml, limits) {
+        Ok((value, problems)) => (Some(value), problems),
+        Err(problems) => (None, problems),
+    };
+    // docread speaks of "the document"; here it is the request body.
+    let problems: Vec<docread::Problem> = problems
+        .into_iter()
+        .map(|p| docread::Problem {
+            reason: p.reason.replace("the document", "the request body").into(),
+            ..p
+        })
+        .collect();
+    if let Some(first) = problems.first() {
+        let said = first.reason.to_string();
+        let message = match (first.pointer.as_str(), problems.len()) {
+            ("", 1) => said,
+            ("", n) => format!("{said} (and {} more problems)", n - 1),
+            (at, 1) => format!("the request body at {at}: {said}"),
+            (at, n) => format!(
+                "the request body at {at}: {said} (and {} more problems)",
+                n - 1
+            ),
+        };
+        return Err(
+            ApiError::invalid(message).with_details(serde_json::json!({ "fields": problems }))
+        );
     }
-    refuse_aliases(bytes)?;
-    let value: serde_json::Value = serde_norway::from_slice(bytes).map_err(|e| {
-        let at = e
-            .location()
-            .map(|l| format!(" (at line {}, column {})", l.line(), l.column()))
-            .unwrap_or_default();
-        ApiError::invalid(format!("the request body is not valid YAML{at}"))
-    })?;
-    if !value.is_object() {
-        return Err(ApiError::invalid("the request body must be a YAML mapping"));
-    }
-    nul::check(&value)?;
+    let value = value.ok_or_else(|| ApiError::invalid("the request body is not valid YAML"))?;
     serde_json::from_value(value).map_err(|e| {
         ApiError::invalid(format!(
             "the YAML body does not have the expected shape: {}",
@@ -147,39 +170,8 @@ fn from_yaml<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-/// Refuses a YAML body with an alias before it is read into values. serde_norway replays the
-/// anchored node at every alias, so a body of a few kilobytes (an anchored list of a thousand
-/// items, aliased a thousand times) would become millions of values, and a larger one could
-/// exhaust the process's memory. A request body never needs an alias: governance documents
-/// refuse them too. The scan is linear in the body and allocates nothing per event.
-fn refuse_aliases(bytes: &[u8]) -> Result<(), ApiError> {
-    use yaml_rust2::parser::{Event, Parser};
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| ApiError::invalid("the request body must be UTF-8"))?;
-    // A byte-order mark is allowed, as serde_norway allows it; yaml-rust2 would read it as text.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut parser = Parser::new_from_str(text);
-    loop {
-        match parser.next_token() {
-            Ok((Event::StreamEnd, _)) => return Ok(()),
-            Ok((Event::Alias(_), mark)) => {
-                return Err(ApiError::invalid(format!(
-                    "YAML aliases are not allowed in a request body (at line {}, column {})",
-                    mark.line(),
-                    mark.col() + 1
-                )));
-            }
-            Ok(_) => {}
-            Err(e) => {
-                return Err(ApiError::invalid(format!(
-                    "the request body is not valid YAML (at line {}, column {})",
-                    e.marker().line(),
-                    e.marker().col() + 1
-                )));
-            }
-        }
-    }
-}
+/// The deepest nesting a YAML request body may have (the top-level mapping is level 1).
+const YAML_MAX_DEPTH: usize = 64;
 
 impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
     type Error = ApiError;

@@ -134,9 +134,9 @@ ignore_words: [test, sample]
         .await;
     assert_eq!(status, 409);
 
-    // A YAML alias is refused before the body is read into values: replayed at every alias,
-    // this 60 KB body would be 100 million values (an alias bomb), enough to take the service
-    // down. The request is refused at once and the service stays up.
+    // A YAML alias is refused and never replayed: replayed at every alias, this 60 KB body
+    // would be 100 million values (an alias bomb), enough to take the service down. The
+    // request is refused at once, naming where, and the service stays up.
     let bomb = format!(
         "name: bomb\ncategory: personal\nregex: 'B[0-9]+'\nkeywords: &k [{}]\nx: [{}]\n",
         vec!["a"; 10_000].join(","),
@@ -151,8 +151,24 @@ ignore_words: [test, sample]
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .starts_with("YAML aliases are not allowed in a request body (at line 5, column"),
+            .starts_with("the request body at /keywords: anchors are not allowed (line 4, column"),
         "{body}"
+    );
+    let fields = body["error"]["details"]["fields"].as_array().unwrap();
+    assert_eq!(
+        fields.len(),
+        10_001,
+        "the anchor and every alias: {}",
+        fields.len()
+    );
+    assert_eq!(fields[1]["field"], "/x/0");
+    assert!(
+        fields[1]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("aliases are not allowed (line 5, column"),
+        "{}",
+        fields[1]
     );
     let (status, body) = admin
         .send_raw(Method::POST, "/classifiers", YAML, "name: [unclosed\n")
@@ -162,9 +178,37 @@ ignore_words: [test, sample]
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .starts_with("the request body is not valid YAML (at line"),
+            .starts_with("the request body is not valid YAML: "),
         "{body}"
     );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(line 2, column 1)"),
+        "{body}"
+    );
+    // Duplicate keys, tags and a second document are refused in YAML as in policies.
+    for (yaml, said) in [
+        (
+            "name: a\nname: b\ncategory: personal\nregex: 'A[0-9]+'\n",
+            "duplicate key",
+        ),
+        (
+            "name: !!str a\ncategory: personal\nregex: 'A[0-9]+'\n",
+            "tags are not allowed",
+        ),
+        ("name: a\n---\nname: b\n", "exactly one YAML document"),
+    ] {
+        let (status, body) = admin
+            .send_raw(Method::POST, "/classifiers", YAML, yaml)
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(said),
+            "{said}: {body}"
+        );
+    }
 
     // Invalid definitions name each field, in either syntax, and echo no value.
     let invalid = [

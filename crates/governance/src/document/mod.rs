@@ -22,7 +22,7 @@
 //!       config: { tokenization_policy_id: 0190...}
 //! ```
 //!
-//! Checks run in layers, like Cloud Custodian's: [`syntax`] (size, depth, one document,
+//! Checks run in layers, like Cloud Custodian's: syntax ([`docread`]: size, depth, one document,
 //! duplicate keys, no anchors, aliases or tags), then [`schema`] (every field at every level:
 //! unknown fields, types, required fields, enums, ranges), then [`semantic`] (what the names
 //! and ids refer to in the tenant). Each layer reports every problem it finds, as a JSON pointer
@@ -32,8 +32,8 @@
 mod model;
 mod schema;
 mod semantic;
-mod syntax;
 
+pub use docread::Syntax;
 pub use model::{
     API_VERSION, Action, ActionType, AlertConfig, Condition, Destination, MaskConfig, Metadata,
     Mode, Pointer, PolicyDocument, Problem, QuarantineConfig, Scope, Severity, Spec,
@@ -41,12 +41,21 @@ pub use model::{
 };
 pub use schema::from_value;
 pub use semantic::{Context, check as check_references};
-pub use syntax::{MAX_BYTES, MAX_DEPTH, Syntax};
+
+/// The largest policy document accepted, in bytes.
+pub const MAX_BYTES: usize = 64 * 1024;
+
+/// The deepest nesting a policy document may have; the top-level mapping is level 1.
+pub const MAX_DEPTH: usize = 32;
 
 /// Reads and checks a document's syntax and structure: everything that does not depend on
 /// the tenant. Every problem found is returned.
 pub fn parse(bytes: &[u8], syntax: Syntax) -> Result<PolicyDocument, Vec<Problem>> {
-    let (value, mut problems) = syntax::read(bytes, syntax)?;
+    let limits = docread::Limits {
+        max_bytes: MAX_BYTES,
+        max_depth: MAX_DEPTH,
+    };
+    let (value, mut problems) = docread::read(bytes, syntax, limits)?;
     match from_value(&value) {
         Ok(document) if problems.is_empty() => Ok(document),
         Ok(_) => Err(problems),

@@ -1,76 +1,14 @@
 //! The types of a policy document, its problems and the pointers that locate them.
 
-use std::borrow::Cow;
-
 use detect::Selector;
 use ids::{ConnectorId, TokenPolicyId};
 use serde::Serialize;
+
+pub use docread::{Pointer, Problem};
 use serde::ser::SerializeStruct;
 
 /// The one `apiVersion` this service reads.
 pub const API_VERSION: &str = "governance.dps/v1";
-
-/// One problem with a document: where (an RFC 6901 JSON pointer; empty for the whole
-/// document) and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    #[serde(rename = "field")]
-    pub pointer: String,
-    pub reason: Cow<'static, str>,
-}
-
-impl Problem {
-    pub(crate) fn at(at: &Pointer, reason: impl Into<Cow<'static, str>>) -> Self {
-        Problem {
-            pointer: at.0.clone(),
-            reason: reason.into(),
-        }
-    }
-
-    pub(crate) fn root(reason: impl Into<Cow<'static, str>>) -> Self {
-        Problem::at(&Pointer::root(), reason)
-    }
-
-    /// A problem at a pointer written out (`/url`), for request bodies other than documents.
-    pub fn field(pointer: &'static str, reason: impl Into<Cow<'static, str>>) -> Self {
-        Problem {
-            pointer: pointer.to_owned(),
-            reason: reason.into(),
-        }
-    }
-}
-
-/// A JSON pointer being built while a document is walked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pointer(String);
-
-/// Keys longer than this are cut in pointers: a pointer locates a problem, it does not
-/// reproduce the document.
-const MAX_KEY_IN_POINTER: usize = 64;
-
-impl Pointer {
-    pub(crate) fn root() -> Self {
-        Pointer(String::new())
-    }
-
-    pub(crate) fn key(&self, key: &str) -> Self {
-        let mut s = self.0.clone();
-        s.push('/');
-        for c in key.chars().take(MAX_KEY_IN_POINTER) {
-            match c {
-                '~' => s.push_str("~0"),
-                '/' => s.push_str("~1"),
-                c if c.is_control() => s.push('\u{fffd}'),
-                c => s.push(c),
-            }
-        }
-        Pointer(s)
-    }
-
-    pub(crate) fn index(&self, i: usize) -> Self {
-        Pointer(format!("{}/{i}", self.0))
-    }
-}
 
 /// A checked policy document. It serializes to its canonical JSON, with every default
 /// written out; that is what is stored and what `GET` returns as `document`.

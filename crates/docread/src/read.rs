@@ -1,7 +1,7 @@
-//! The first layer: bytes to a JSON value, with the limits every document meets before its
-//! fields are looked at.
+//! Bytes to a JSON value, with the limits every document meets before its fields are looked
+//! at.
 //!
-//! - at most [`MAX_BYTES`] bytes and [`MAX_DEPTH`] levels of nesting;
+//! - at most [`Limits::max_bytes`] bytes and [`Limits::max_depth`] levels of nesting;
 //! - one document, whose top level is a mapping;
 //! - no duplicate key, in JSON as in YAML;
 //! - in YAML, no anchor, alias or explicit tag: a policy reads the same to every reader, and
@@ -21,28 +21,38 @@ use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::TScalarStyle;
 
-use super::{Pointer, Problem};
+use crate::{Pointer, Problem};
 
-/// The largest document accepted, in bytes.
-pub const MAX_BYTES: usize = 64 * 1024;
-
-/// The deepest nesting accepted; the top-level mapping is level 1.
-pub const MAX_DEPTH: usize = 32;
+/// How large and how deep a document may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest document accepted, in bytes.
+    pub max_bytes: usize,
+    /// The deepest nesting accepted; the top-level mapping is level 1.
+    pub max_depth: usize,
+}
 
 /// How the document is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Syntax {
+    /// JSON (RFC 8259).
     Json,
+    /// YAML 1.2, without anchors, aliases or tags.
     Yaml,
 }
 
 /// Reads a document into a value. Problems that leave the value well formed (a duplicate key,
 /// an anchor) are all collected, so the next layer can still report its own; problems that do
 /// not (bad syntax, too large, too deep) end the reading at once.
-pub fn read(bytes: &[u8], syntax: Syntax) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
-    if bytes.len() > MAX_BYTES {
+pub fn read(
+    bytes: &[u8],
+    syntax: Syntax,
+    limits: Limits,
+) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
+    if bytes.len() > limits.max_bytes {
         return Err(vec![Problem::root(format!(
-            "the document is larger than {MAX_BYTES} bytes"
+            "the document is larger than {} bytes",
+            limits.max_bytes
         ))]);
     }
     let Ok(text) = std::str::from_utf8(bytes) else {
@@ -60,8 +70,8 @@ pub fn read(bytes: &[u8], syntax: Syntax) -> Result<(Value, Vec<Problem>), Vec<P
         return Err(vec![Problem::root("the document is empty")]);
     }
     let (value, soft) = match syntax {
-        Syntax::Json => read_json(text)?,
-        Syntax::Yaml => read_yaml(text)?,
+        Syntax::Json => read_json(text, limits.max_depth)?,
+        Syntax::Yaml => read_yaml(text, limits.max_depth)?,
     };
     if !value.is_object() {
         return Err(vec![Problem::root("the document must be a mapping")]);
@@ -73,7 +83,7 @@ pub fn read(bytes: &[u8], syntax: Syntax) -> Result<(Value, Vec<Problem>), Vec<P
 }
 
 /// The first string or key that holds the NUL character (U+0000), which Postgres cannot
-/// store. The depth is already bounded by [`MAX_DEPTH`].
+/// store. The depth is already bounded by [`Limits::max_depth`].
 fn nul_in(value: &Value, at: &Pointer) -> Option<Problem> {
     match value {
         Value::String(s) if s.contains('\0') => Some(Problem::at(
@@ -98,8 +108,8 @@ fn nul_in(value: &Value, at: &Pointer) -> Option<Problem> {
     }
 }
 
-fn too_deep(at: &Pointer) -> Problem {
-    Problem::at(at, format!("nesting is deeper than {MAX_DEPTH} levels"))
+fn too_deep(at: &Pointer, max_depth: usize) -> Problem {
+    Problem::at(at, format!("nesting is deeper than {max_depth} levels"))
 }
 
 // --- YAML -------------------------------------------------------------------------------------
@@ -123,7 +133,7 @@ impl Frame {
     }
 }
 
-fn read_yaml(text: &str) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
+fn read_yaml(text: &str, max_depth: usize) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Frame> = Vec::new();
     let mut soft = Vec::new();
@@ -215,8 +225,8 @@ fn read_yaml(text: &str) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
                     )]);
                 }
                 let at = here(&stack);
-                if stack.len() >= MAX_DEPTH {
-                    return Err(vec![too_deep(&at)]);
+                if stack.len() >= max_depth {
+                    return Err(vec![too_deep(&at, max_depth)]);
                 }
                 if anchor != 0 {
                     soft.push(Problem::at(&at, position("anchors are not allowed")));
@@ -327,13 +337,14 @@ fn float(raw: &str) -> Result<Value, String> {
 
 // --- JSON -------------------------------------------------------------------------------------
 
-fn read_json(text: &str) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
+fn read_json(text: &str, max_depth: usize) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
     let soft = RefCell::new(Vec::new());
     let hard = RefCell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
     let seed = Node {
         at: Pointer::root(),
         depth: 0,
+        max_depth,
         soft: &soft,
         hard: &hard,
     };
@@ -370,6 +381,7 @@ fn json_reason(e: &serde_json::Error) -> String {
 struct Node<'a> {
     at: Pointer,
     depth: usize,
+    max_depth: usize,
     soft: &'a RefCell<Vec<Problem>>,
     hard: &'a RefCell<Option<Problem>>,
 }
@@ -379,14 +391,15 @@ impl Node<'_> {
         Node {
             at,
             depth: self.depth + 1,
+            max_depth: self.max_depth,
             soft: self.soft,
             hard: self.hard,
         }
     }
 
     fn enter<E: serde::de::Error>(&self) -> Result<(), E> {
-        if self.depth >= MAX_DEPTH {
-            *self.hard.borrow_mut() = Some(too_deep(&self.at));
+        if self.depth >= self.max_depth {
+            *self.hard.borrow_mut() = Some(too_deep(&self.at, self.max_depth));
             return Err(E::custom("too deep"));
         }
         Ok(())
@@ -463,6 +476,15 @@ impl<'de> Visitor<'de> for Node<'_> {
 mod tests {
     use super::*;
 
+    const LIMITS: Limits = Limits {
+        max_bytes: 64 * 1024,
+        max_depth: 32,
+    };
+
+    fn read(bytes: &[u8], syntax: Syntax) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
+        super::read(bytes, syntax, LIMITS)
+    }
+
     fn yaml(text: &str) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
         read(text.as_bytes(), Syntax::Yaml)
     }
@@ -535,7 +557,7 @@ mod tests {
 
     #[test]
     fn size_documents_and_shape_are_checked_first() {
-        let big = format!("a: '{}'", "x".repeat(MAX_BYTES));
+        let big = format!("a: '{}'", "x".repeat(LIMITS.max_bytes));
         assert!(yaml(&big).unwrap_err()[0].reason.contains("larger than"));
         assert!(
             yaml("a: 1\n---\nb: 2\n").unwrap_err()[0]
