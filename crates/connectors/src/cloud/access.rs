@@ -41,6 +41,40 @@ pub enum Failure {
     /// The object is larger than the caller may read whole. Nothing was read; asking again
     /// gives the same answer.
     TooLarge,
+    /// The storage refused this operation on this object for a reason waiting will not change:
+    /// an archived object (Azure's Archive tier, S3 Glacier), an immutability policy, legal hold
+    /// or retention, a lease someone else holds ([`REFUSALS`]). Nothing was read or written.
+    Refused,
+}
+
+/// The providers' error codes that refuse an operation on one object for good (until its
+/// owner restores, releases or unlocks it): never a changed object, never worth a retry.
+pub const REFUSALS: &[&str] = &[
+    // Azure
+    "BlobArchived",
+    "BlobImmutableDueToPolicy",
+    "BlobImmutableDueToLegalHold",
+    "LeaseIdMissing",
+    "LeaseIdMismatchWithBlobOperation",
+    "LeaseLost",
+    "SnapshotsPresent",
+    // S3: an archived object, and Object Lock's retention or legal hold
+    "InvalidObjectState",
+    "ObjectLockedException",
+    // GCS
+    "retentionPolicyNotMet",
+    "objectUnderActiveHold",
+];
+
+/// Whether an error's text names one of [`REFUSALS`], as a whole word.
+fn is_refusal(text: &str) -> bool {
+    REFUSALS.iter().any(|code| {
+        text.match_indices(code).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + code.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    })
 }
 
 impl Failure {
@@ -53,6 +87,7 @@ impl Failure {
             Failure::Provider => "provider",
             Failure::Changed => "object_changed",
             Failure::TooLarge => "too_large",
+            Failure::Refused => "refused",
         }
     }
 }
@@ -122,6 +157,7 @@ impl AccessError {
         // List errors arrive wrapped as Generic, with the HTTP status only in the text.
         let status = http_status(&text);
         let failure = match (&e, status) {
+            _ if is_refusal(&text) => Failure::Refused,
             (E::PermissionDenied { .. } | E::Unauthenticated { .. }, _) | (_, Some(401 | 403)) => {
                 Failure::Permission
             }
@@ -133,15 +169,21 @@ impl AccessError {
     }
 
     /// Maps a storage error of a conditional write or read: a failed precondition, something
-    /// already there for a create-only write, and (`conditional`) a missing object all mean the
-    /// object is not the one the caller named.
-    pub(crate) fn conditional(e: object_store::Error, conditional: bool) -> Self {
+    /// already there for a create-only write (`create`), and (`conditional`) a missing object
+    /// all mean the object is not the one the caller named. A refusal ([`REFUSALS`]) is not a
+    /// change, though Azure answers some with 409 or 412; nor is a 409 to a read or a
+    /// replacement (an archived blob, an immutable one).
+    pub(crate) fn conditional(e: object_store::Error, conditional: bool, create: bool) -> Self {
         use object_store::Error as E;
         let why = || {
             let text = e.to_string();
             explain(&text, http_status(&text))
         };
+        if is_refusal(&e.to_string()) {
+            return AccessError::storage(e);
+        }
         match &e {
+            E::AlreadyExists { .. } if !create => AccessError::storage(e),
             E::Precondition { .. } | E::AlreadyExists { .. } | E::NotModified { .. } => {
                 AccessError::new(Failure::Changed, why())
             }
@@ -164,6 +206,7 @@ impl AccessError {
         missing_bucket: bool,
     ) -> Self {
         let failure = match status {
+            _ if is_refusal(&why) => Failure::Refused,
             412 => Failure::Changed,
             404 if conditional && !missing_bucket => Failure::Changed,
             401 | 403 => Failure::Permission,
@@ -368,7 +411,7 @@ pub(crate) async fn put_through(
     properties: &Properties,
 ) -> Result<String, AccessError> {
     let path = object_path(key)?;
-    let conditional = matches!(mode, Put::Update(_));
+    let (conditional, create) = (matches!(mode, Put::Update(_)), matches!(mode, Put::Create));
     let mode = match mode {
         Put::Overwrite => PutMode::Overwrite,
         Put::Create => PutMode::Create,
@@ -385,7 +428,7 @@ pub(crate) async fn put_through(
     let written = store
         .put_opts(&path, PutPayload::from_bytes(bytes), options)
         .await
-        .map_err(|e| AccessError::conditional(e, conditional))?;
+        .map_err(|e| AccessError::conditional(e, conditional, create))?;
     written
         .e_tag
         .ok_or_else(|| AccessError::new(Failure::Provider, "the service answered without an ETag"))
@@ -425,4 +468,87 @@ pub(crate) fn url_with_segments(base: &str, segments: &[&str]) -> Result<url::Ur
 /// Where a file named by an environment variable lives.
 pub(crate) fn path_var(var: &impl Fn(&str) -> Option<String>, name: &str) -> Option<PathBuf> {
     var(name).map(PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conflict(body: &str) -> object_store::Error {
+        object_store::Error::AlreadyExists {
+            path: "docs/a.csv".into(),
+            source: format!("Server returned non-2xx status code: 409 Conflict: {body}").into(),
+        }
+    }
+
+    fn precondition(body: &str) -> object_store::Error {
+        object_store::Error::Precondition {
+            path: "docs/a.csv".into(),
+            source: format!("Server returned non-2xx status code: 412 Precondition Failed: {body}")
+                .into(),
+        }
+    }
+
+    const ARCHIVED: &str = "<Error><Code>BlobArchived</Code><Message>This operation is not \
+                            permitted on an archived blob.</Message></Error>";
+
+    #[test]
+    fn a_refusal_is_never_a_change() {
+        // Azure answers 409 to reading an archived blob, and to writing an immutable one.
+        let read = AccessError::conditional(conflict(ARCHIVED), true, false);
+        assert_eq!(read.failure, Failure::Refused, "{read:?}");
+        let leased = AccessError::conditional(
+            precondition("<Error><Code>LeaseIdMissing</Code></Error>"),
+            true,
+            false,
+        );
+        assert_eq!(leased.failure, Failure::Refused, "{leased:?}");
+        let delete = AccessError::refused_write(
+            "Azure Delete Blob",
+            409,
+            "BlobImmutableDueToPolicy: This operation is not permitted".into(),
+            true,
+            false,
+        );
+        assert_eq!(delete.failure, Failure::Refused);
+        // S3's archived object is a 403, and stays a refusal rather than a permission.
+        let glacier = AccessError::storage(object_store::Error::Generic {
+            store: "S3",
+            source: "status code: 403 Forbidden: <Error><Code>InvalidObjectState</Code>\
+                     <Message>The operation is not valid for the object's storage class</Message>\
+                     </Error>"
+                .into(),
+        });
+        assert_eq!(glacier.failure, Failure::Refused, "{glacier:?}");
+    }
+
+    #[test]
+    fn only_a_create_takes_a_conflict_for_a_change() {
+        let exists = "<Error><Code>BlobAlreadyExists</Code></Error>";
+        assert_eq!(
+            AccessError::conditional(conflict(exists), false, true).failure,
+            Failure::Changed
+        );
+        assert_eq!(
+            AccessError::conditional(conflict("<Error><Code>Other</Code></Error>"), true, false)
+                .failure,
+            Failure::Provider
+        );
+        assert_eq!(
+            AccessError::conditional(
+                precondition("<Error><Code>ConditionNotMet</Code></Error>"),
+                true,
+                false
+            )
+            .failure,
+            Failure::Changed
+        );
+    }
+
+    #[test]
+    fn refusal_codes_are_matched_as_whole_words() {
+        assert!(is_refusal("409 BlobArchived: archived"));
+        assert!(!is_refusal("409 NotBlobArchivedYet"));
+        assert!(!is_refusal("nothing to see"));
+    }
 }

@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use object_store::aws::{AmazonS3Builder, AwsCredential};
+use object_store::aws::{AmazonS3Builder, AwsCredential, Checksum};
 use object_store::{ClientOptions, CredentialProvider};
 use serde::Deserialize;
 use time::OffsetDateTime;
@@ -637,6 +637,9 @@ impl super::access::Access for Access {
             .with_region(&self.region)
             .with_credentials(self.role.clone())
             .with_retry(retry_config())
+            // Every put says its content's SHA-256 (`x-amz-checksum-sha256`): S3 checks what
+            // it stores against it, and a bucket with Object Lock refuses a put without one.
+            .with_checksum_algorithm(Checksum::SHA256)
             .with_client_options(options);
         if let Some(endpoint) = &self.s3_endpoint {
             builder = builder.with_endpoint(endpoint);

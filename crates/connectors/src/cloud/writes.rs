@@ -61,7 +61,7 @@ impl Bucket {
             .store
             .get_opts(&path, options)
             .await
-            .map_err(|e| AccessError::conditional(e, etag.is_some()))?;
+            .map_err(|e| AccessError::conditional(e, etag.is_some(), false))?;
         let found = result
             .meta
             .e_tag

@@ -141,6 +141,68 @@ const STS_ANSWER: &str = "<AssumeRoleResponse><AssumeRoleResult><Credentials>\
     <SessionToken>pinned-session</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration>\
     </Credentials></AssumeRoleResult></AssumeRoleResponse>";
 
+/// An S3 put carries its content's SHA-256 (`x-amz-checksum-sha256`), which S3 checks what it
+/// stores against and which a bucket with Object Lock requires (moto neither needs nor keeps
+/// it), with the object's served headers and user metadata.
+#[tokio::test]
+async fn s3_puts_say_their_sha256_and_the_objects_headers() {
+    let server = Server::start(|request| {
+        let body = String::from_utf8_lossy(&request.body);
+        match (request.method.as_str(), request.target.as_str()) {
+            ("POST", "/") if body.contains("Action=AssumeRole") => {
+                Reply(200, Vec::new(), STS_ANSWER.to_owned())
+            }
+            ("PUT", "/hr-exports/docs/a.csv") => Reply(
+                200,
+                vec![("etag", "\"etag-new\"".to_owned())],
+                String::new(),
+            ),
+            _ => not_scripted(request),
+        }
+    });
+    let cloud = cloud(&[
+        ("AWS_ENDPOINT_URL", server.url()),
+        ("AWS_ACCESS_KEY_ID", "AKIAPLATFORM".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "platform-secret".to_owned()),
+    ]);
+    let storage = open(
+        &cloud,
+        Provider::Aws,
+        json!({"role_arn": ROLE, "external_id": "x-1", "region": "us-east-1"}),
+    );
+    let content = Bytes::from_static(b"name,ssn\nAnn,***-**-6789\n");
+    let served = Properties {
+        content_type: Some("text/csv".into()),
+        cache_control: Some("no-store".into()),
+        metadata: [("owner".to_owned(), "hr-team".to_owned())].into(),
+        ..Properties::default()
+    };
+    let written = storage
+        .bucket("hr-exports")
+        .unwrap()
+        .put_if_match("docs/a.csv", content.clone(), "etag-old", &served)
+        .await
+        .unwrap();
+    assert_eq!(written, "\"etag-new\"");
+    let requests = server.requests();
+    let put = requests.iter().find(|r| r.method == "PUT").unwrap();
+    use base64::Engine as _;
+    let digest = ring::digest::digest(&ring::digest::SHA256, &content);
+    assert_eq!(
+        put.header("x-amz-checksum-sha256"),
+        Some(
+            base64::engine::general_purpose::STANDARD
+                .encode(digest.as_ref())
+                .as_str()
+        )
+    );
+    assert_eq!(put.header("if-match"), Some("\"etag-old\""));
+    assert_eq!(put.header("content-type"), Some("text/csv"));
+    assert_eq!(put.header("cache-control"), Some("no-store"));
+    assert_eq!(put.header("x-amz-meta-owner"), Some("hr-team"));
+    assert_eq!(put.body, content.as_ref());
+}
+
 #[tokio::test]
 async fn s3_copy_is_conditional_on_the_source_etag_in_a_signed_header() {
     let server = Server::start(|request| {

@@ -30,6 +30,8 @@ impl Stop {
             // The same size tomorrow: retrying would only delay the answer.
             Failure::TooLarge => Stop::Fail("object_too_large".into()),
             Failure::Permission => Stop::Fail(format!("permission: {}", e.message)),
+            // Archived, immutable or leased: until its owner acts, asking again is refused too.
+            Failure::Refused => Stop::Fail(format!("refused: {}", e.message)),
             _ => Stop::Retry(format!("{}: {}", e.failure.as_str(), e.message)),
         }
     }
