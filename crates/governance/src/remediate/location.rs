@@ -42,6 +42,22 @@ fn under_key_limit(head: String, key: &str) -> String {
     }
 }
 
+/// Where a forced undo copies the object it writes over: beside the snapshot, as
+/// `<snapshot key>.displaced-by-undo`, or, where that would pass the providers' limit on a
+/// name, as `.dps-lkg/<request>/sha256-<the snapshot key's SHA-256>.displaced-by-undo`.
+pub(crate) fn displaced_key(request_id: uuid::Uuid, lkg_key: &str) -> String {
+    const SUFFIX: &str = ".displaced-by-undo";
+    if lkg_key.len() + SUFFIX.len() <= MAX_OBJECT_KEY_BYTES {
+        format!("{lkg_key}{SUFFIX}")
+    } else {
+        let digest = ring::digest::digest(&ring::digest::SHA256, lkg_key.as_bytes());
+        format!(
+            ".dps-lkg/{request_id}/sha256-{}{SUFFIX}",
+            audit::hex(digest.as_ref())
+        )
+    }
+}
+
 /// Where a quarantined object goes: the destination's bucket and prefix, under a
 /// `.dps-quarantine/` segment that scans skip, named by the request and the source bucket.
 pub(crate) fn quarantine_location(
@@ -101,5 +117,27 @@ mod tests {
         // Multi-byte characters count as their UTF-8 bytes.
         let wide = "é".repeat(500);
         assert!(under_key_limit(head, &wide).contains("sha256-"));
+    }
+
+    #[test]
+    fn a_displaced_copy_stays_under_the_key_limit() {
+        let request: uuid::Uuid = "0192f3a4-5b6c-7d8e-9f00-112233445566".parse().unwrap();
+        let short = format!(".dps-lkg/{request}/exports/people.csv");
+        assert_eq!(
+            displaced_key(request, &short),
+            format!("{short}.displaced-by-undo")
+        );
+        // A snapshot key at the limit (which under_key_limit allows) has no room for the suffix.
+        let head = format!(".dps-lkg/{request}/");
+        let longest = under_key_limit(head.clone(), &"k".repeat(MAX_OBJECT_KEY_BYTES - head.len()));
+        assert_eq!(longest.len(), MAX_OBJECT_KEY_BYTES);
+        let displaced = displaced_key(request, &longest);
+        assert!(
+            displaced.len() <= MAX_OBJECT_KEY_BYTES,
+            "{}",
+            displaced.len()
+        );
+        assert!(displaced.starts_with(&head) && displaced.ends_with(".displaced-by-undo"));
+        assert_ne!(displaced, displaced_key(request, &short));
     }
 }

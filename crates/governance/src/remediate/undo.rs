@@ -240,7 +240,7 @@ async fn restore(
     let displaced = match &current {
         Some(c) if !unchanged && !restored_already => {
             let etag = c.etag.as_deref().ok_or(UndoError::ObjectChanged)?;
-            let key = format!("{lkg_key}.displaced-by-undo");
+            let key = super::location::displaced_key(row.request_id, &lkg_key);
             storage
                 .copy_if_match(&row.bucket, &row.object_key, etag, &lkg_bucket, &key)
                 .await
