@@ -238,6 +238,25 @@ pub fn compare(
     events
 }
 
+/// What the last posture check saw of one bucket of a connector: whether it is public and its
+/// versioning (`None` each: never checked, or the provider does not say).
+pub(crate) async fn last_seen(
+    conn: &mut AsyncPgConnection,
+    tenant: &str,
+    connector: Uuid,
+    bucket: &str,
+) -> Result<(Option<bool>, Option<String>), DieselError> {
+    Ok(governance_buckets::table
+        .filter(governance_buckets::tenant_id.eq(tenant))
+        .filter(governance_buckets::connector_id.eq(connector))
+        .filter(governance_buckets::bucket.eq(bucket))
+        .select((governance_buckets::public, governance_buckets::versioning))
+        .first(conn)
+        .await
+        .optional()?
+        .unwrap_or((None, None)))
+}
+
 /// Records a check of a connector: stores what each observed bucket shows, marks buckets no
 /// longer among those the connector covers as unreachable, rescores buckets whose exposure
 /// moved, and writes the drift. Returns the events. Call it in a transaction.

@@ -480,7 +480,13 @@ async fn one_reconciliation_per_tenant_and_every_bad_request_named() {
 }
 
 /// Changes one configuration of a moto bucket as its owner would (moto checks no signature).
-async fn s3_put(endpoint: &str, bucket: &str, sub: &str, headers: &[(&str, &str)], body: &str) {
+pub(crate) async fn s3_put(
+    endpoint: &str,
+    bucket: &str,
+    sub: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) {
     let mut request = reqwest::Client::new()
         .put(format!("{endpoint}/{bucket}?{sub}"))
         .header("content-type", "application/xml")

@@ -1202,6 +1202,96 @@ async fn masked_json_stays_json_around_numbers_escapes_and_a_byte_order_mark() {
     assert_eq!(parsed["rows"][0]["ssn"], "*****9999");
 }
 
+/// A rewrite's snapshot is an exact copy of the values it protects, so it never goes into a
+/// bucket the last posture check saw public: with no `lkg_location`, the object's own. The
+/// request fails `snapshot_would_be_public` before anything is copied or written; with a
+/// private `lkg_location`, the same mask runs.
+#[tokio::test]
+async fn a_snapshot_never_goes_into_a_public_bucket() {
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.csv", SSNS)]).await;
+    crate::reconcile::s3_put(
+        &stack.moto.url(),
+        "people-data",
+        "acl",
+        &[("x-amz-acl", "public-read")],
+        "",
+    )
+    .await;
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    crate::scans::full_scan(&admin, &connector).await;
+    // The scan's posture check finds the bucket public.
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut conn = stack.platform.conn().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let public: Count = diesel::sql_query(
+            "SELECT count(*) AS n FROM governance_buckets WHERE bucket = 'people-data' AND public",
+        )
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        if public.n == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the posture check never ran");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let done = masked_by_reconciliation(&admin).await;
+    assert_eq!(done[0]["status"], "failed", "{done:?}");
+    assert_eq!(done[0]["reason"], "snapshot_would_be_public", "{done:?}");
+    assert_eq!(done[0]["lkg_available"], false, "{done:?}");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), SSNS);
+    let listed: Vec<String> = {
+        use futures::TryStreamExt as _;
+        bucket
+            .list(None)
+            .map_ok(|meta| meta.location.to_string())
+            .try_collect()
+            .await
+            .unwrap()
+    };
+    assert_eq!(listed, ["people.csv"], "no snapshot was taken");
+
+    // A connector whose snapshots go to a private bucket masks the same object.
+    seed::s3_bucket(&stack.moto.url(), "lkg-private").await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(
+                json!({"name": "HR kept apart", "provider": "aws", "config": {
+                    "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+                    "external_id": "tenant-acme-7731",
+                    "region": "us-east-1",
+                    "buckets": ["people-data"],
+                    "lkg_location": "lkg-private",
+                }}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let apart = body["data"]["id"].as_str().unwrap().to_owned();
+    crate::scans::full_scan(&admin, &apart).await;
+    let done = ended(&admin, 2).await;
+    let masked = done
+        .iter()
+        .find(|r| r["connector_id"] == apart.as_str())
+        .unwrap_or_else(|| panic!("{done:?}"));
+    assert_eq!(masked["status"], "receipted", "{masked}");
+    assert_eq!(masked["lkg_location"]["bucket"], "lkg-private", "{masked}");
+    assert_eq!(
+        read(bucket.as_ref(), "people.csv").await.unwrap(),
+        b"name,ssn\nAnn Lee,***-**-9999\nBo Chan,***-**-1120\n"
+    );
+}
+
 /// Undo after the remediation's connector was deleted: the snapshot is out of reach for good,
 /// which is 410, not a 503 inviting a retry that cannot succeed.
 #[tokio::test]

@@ -353,6 +353,10 @@ pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
         .to_vec()
 }
 
+/// Why a rewrite of an object was not started: its snapshot would go to a public bucket (the
+/// object's own, when the connector names no `lkg_location`).
+pub const SNAPSHOT_WOULD_BE_PUBLIC: &str = "snapshot_would_be_public";
+
 /// The user-metadata entry a rewrite leaves on the object: the id of the request that wrote it
 /// (S3 `x-amz-meta-dps_remediation`, Azure `x-ms-meta-dps_remediation`, GCS `metadata`). A
 /// request that finds its write refused by its own earlier attempt tells it from another
@@ -390,9 +394,22 @@ async fn snapshot(
             if whole.properties.is_encoded() {
                 return Err(Stop::Fail(Unsupported::Compressed.reason().into()));
             }
+            // The snapshot is an exact copy of the values the request protects: never into a
+            // bucket the last posture check saw public.
+            let lkg = lkg_location(storage, row);
+            let (public, _) = crate::posture::last_seen(
+                db.get().await?,
+                &row.tenant_id,
+                row.connector_id,
+                &lkg.0,
+            )
+            .await?;
+            if public == Some(true) {
+                return Err(Stop::Fail(SNAPSHOT_WOULD_BE_PUBLIC.into()));
+            }
             let after = rewrite(db, exec, row, action, &whole.bytes).await?;
             (
-                lkg_location(storage, row),
+                lkg,
                 Some(Rewrite {
                     before: whole.bytes,
                     after,
