@@ -61,6 +61,12 @@ pub struct Remediation {
     pub lkg_location: Option<ObjectLocation>,
     /// Whether the snapshot still exists (undo needs it).
     pub lkg_available: bool,
+    /// What the object's bucket keeps of the content this remediation replaced or deleted, as
+    /// its last posture check said: `kept` (versioning is on, so the original stays readable
+    /// as a noncurrent version until the customer's own lifecycle removes it), `not_kept`, or
+    /// `unknown` (S3 versioning suspended, GCS soft delete, Azure, or never checked). Null
+    /// until written.
+    pub prior_versions: Option<String>,
     #[serde(with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub executed_at: Option<OffsetDateTime>,

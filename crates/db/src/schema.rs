@@ -454,6 +454,7 @@ diesel::table! {
         undone_at -> Nullable<Timestamptz>,
         undone_by -> Nullable<Text>,
         lkg_deleted_at -> Nullable<Timestamptz>,
+        prior_versions -> Nullable<Text>,
     }
 }
 

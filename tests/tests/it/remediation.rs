@@ -1223,26 +1223,7 @@ async fn a_snapshot_never_goes_into_a_public_bucket() {
     let connector = crate::scans::connector(&admin, "HR", "people-data").await;
     crate::scans::full_scan(&admin, &connector).await;
     // The scan's posture check finds the bucket public.
-    #[derive(QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        n: i64,
-    }
-    let mut conn = stack.platform.conn().await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let public: Count = diesel::sql_query(
-            "SELECT count(*) AS n FROM governance_buckets WHERE bucket = 'people-data' AND public",
-        )
-        .get_result(&mut conn)
-        .await
-        .unwrap();
-        if public.n == 1 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the posture check never ran");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    posture_seen(&stack, "bucket = 'people-data' AND public", 1).await;
     let done = masked_by_reconciliation(&admin).await;
     assert_eq!(done[0]["status"], "failed", "{done:?}");
     assert_eq!(done[0]["reason"], "snapshot_would_be_public", "{done:?}");
@@ -1289,6 +1270,102 @@ async fn a_snapshot_never_goes_into_a_public_bucket() {
     assert_eq!(
         read(bucket.as_ref(), "people.csv").await.unwrap(),
         b"name,ssn\nAnn Lee,***-**-9999\nBo Chan,***-**-1120\n"
+    );
+}
+
+/// Polls until the posture check has seen `n` of the tenant's buckets that match `condition`
+/// (SQL over `governance_buckets`).
+async fn posture_seen(stack: &Stack, condition: &str, n: i64) {
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut conn = stack.platform.conn().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let seen: Count = diesel::sql_query(format!(
+            "SELECT count(*) AS n FROM governance_buckets WHERE {condition}"
+        ))
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        if seen.n == n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the posture check never saw {condition}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A remediation says what the object's bucket keeps of the content it replaced: with
+/// versioning on, the original stays readable as a noncurrent version (the service deletes no
+/// version of the customer's), and the remediation says `kept`; S3 without versioning keeps
+/// nothing.
+#[tokio::test]
+async fn a_remediation_says_whether_the_bucket_keeps_the_original_version() {
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let url = stack.moto.url();
+    let versioned = seed::s3_bucket(&url, "people-versioned").await;
+    seed::s3_versioning(&url, "people-versioned").await;
+    let plain = seed::s3_bucket(&url, "people-plain").await;
+    seed::put_all(versioned.as_ref(), &[("people.csv", SSNS)]).await;
+    seed::put_all(plain.as_ref(), &[("people.csv", SSNS)]).await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(json!({"name": "HR", "provider": "aws", "config": {
+                "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+                "external_id": "tenant-acme-7731",
+                "region": "us-east-1",
+                "buckets": ["people-versioned", "people-plain"],
+            }})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let connector = body["data"]["id"].as_str().unwrap().to_owned();
+    crate::scans::full_scan(&admin, &connector).await;
+    posture_seen(&stack, "versioning IS NOT NULL", 2).await;
+
+    ssn_mask_policy(&admin).await;
+    crate::reconcile::reconcile(&admin, json!({"mode": "enforced"})).await;
+    let done = ended(&admin, 2).await;
+    let of = |bucket: &str| {
+        done.iter()
+            .find(|r| r["bucket"] == bucket)
+            .unwrap_or_else(|| panic!("{bucket}: {done:?}"))
+            .clone()
+    };
+    let (kept, gone) = (of("people-versioned"), of("people-plain"));
+    assert_eq!(kept["status"], "receipted", "{kept}");
+    assert_eq!(kept["prior_versions"], "kept", "{kept}");
+    assert_eq!(
+        seed::s3_versions(&url, "people-versioned", "people.csv").await,
+        (2, 0),
+        "the original and the masked version"
+    );
+    assert_eq!(gone["status"], "receipted", "{gone}");
+    assert_eq!(gone["prior_versions"], "not_kept", "{gone}");
+    // Every written request says it.
+    let (_, listed) = admin
+        .send(
+            Method::GET,
+            "/governance/remediations?status=receipted",
+            None,
+        )
+        .await;
+    assert!(
+        listed["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["prior_versions"].is_string()),
+        "{listed}"
     );
 }
 

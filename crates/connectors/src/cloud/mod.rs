@@ -178,6 +178,7 @@ impl Cloud {
             )?),
         };
         Ok(Storage {
+            provider: config.provider,
             access,
             options: shared.options.clone(),
             configured_buckets: config.buckets(),
@@ -190,6 +191,7 @@ impl Cloud {
 /// One connector's storage.
 #[derive(Debug, Clone)]
 pub struct Storage {
+    provider: Provider,
     access: Arc<dyn Access>,
     options: ClientOptions,
     configured_buckets: Vec<String>,
@@ -231,6 +233,26 @@ pub struct Probe {
 }
 
 impl Storage {
+    /// Whose storage this is.
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    /// What a bucket keeps of an object's content once it is replaced or deleted, by the
+    /// versioning its posture reported (`Posture::versioning`): `kept` when versioning is on
+    /// (the old content stays as a noncurrent version); `not_kept` for S3 without versioning;
+    /// else `unknown`: S3 with versioning suspended keeps versions written while it was on,
+    /// GCS keeps overwritten and deleted objects for its soft-delete duration (seven days unless
+    /// the bucket says otherwise, which posture does not read), and Azure's versioning and soft
+    /// delete are not read either.
+    pub fn prior_versions(&self, versioning: Option<&str>) -> &'static str {
+        match (self.provider, versioning) {
+            (_, Some("enabled")) => "kept",
+            (Provider::Aws, Some("disabled")) => "not_kept",
+            _ => "unknown",
+        }
+    }
+
     /// Where remediation keeps last-known-good snapshots, when the connector names a bucket
     /// for them (`lkg_location`); else each snapshot stays in its object's bucket.
     pub fn lkg_bucket(&self) -> Option<&str> {

@@ -524,6 +524,15 @@ async fn write(
         }
     };
     exec.crash_point("replaced");
+    // Whether the replaced content is still in the bucket's versions, as its posture says.
+    let (_, versioning) = crate::posture::last_seen(
+        db.get().await?,
+        &row.tenant_id,
+        row.connector_id,
+        &row.bucket,
+    )
+    .await?;
+    let prior_versions = storage.prior_versions(versioning.as_deref());
     // Undo is possible for the window from the execution's own time.
     store::written(
         db.get().await?,
@@ -531,6 +540,7 @@ async fn write(
         etag_after.as_deref(),
         sha_after.as_deref(),
         retention_hours,
+        prior_versions,
     )
     .await?
     .ok_or_else(moved_on)

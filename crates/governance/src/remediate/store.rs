@@ -129,6 +129,10 @@ pub struct Row {
     pub undone_by: Option<String>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     pub lkg_deleted_at: Option<OffsetDateTime>,
+    /// What the bucket keeps of the replaced content (`kept`, `not_kept`, `unknown`), once
+    /// written.
+    #[diesel(sql_type = Nullable<Text>)]
+    pub prior_versions: Option<String>,
 }
 
 impl Row {
@@ -166,7 +170,7 @@ macro_rules! columns {
         r.finding_ids, r.gate, r.status, r.created_at, r.updated_at, r.next_attempt_at,
         coalesce(u.attempts, 0) AS attempts, u.reason, u.lkg_bucket, u.lkg_key, u.sha256_before,
         u.etag_after, u.sha256_after, u.executed_at, u.undo_until, u.undone_at, u.undone_by,
-        u.lkg_deleted_at"
+        u.lkg_deleted_at, u.prior_versions"
     };
 }
 pub(crate) const COLUMNS: &str = columns!();
@@ -303,6 +307,7 @@ pub(crate) async fn written(
     etag_after: Option<&str>,
     sha256_after: Option<&[u8]>,
     retention_hours: u32,
+    prior_versions: &str,
 ) -> Result<Option<Row>, DieselError> {
     db::sql(concat!(
         "WITH durability AS (",
@@ -317,7 +322,8 @@ pub(crate) async fn written(
          run AS (
             UPDATE remediation_runs u
                SET etag_after = $3, sha256_after = $4, executed_at = now(),
-                   undo_until = now() + make_interval(hours => $5), reason = NULL
+                   undo_until = now() + make_interval(hours => $5), reason = NULL,
+                   prior_versions = $7
               FROM moved
              WHERE u.tenant_id = moved.tenant_id AND u.request_id = moved.request_id
             RETURNING u.*)
@@ -331,6 +337,7 @@ pub(crate) async fn written(
     .bind::<Nullable<Bytea>, _>(sha256_after)
     .bind::<Integer, _>(i32::try_from(retention_hours).unwrap_or(i32::MAX))
     .bind::<Timestamptz, _>(row.next_attempt_at)
+    .bind::<Text, _>(prior_versions)
     .get_result(conn)
     .await
     .optional()
