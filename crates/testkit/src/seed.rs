@@ -306,6 +306,36 @@ pub async fn azure_container(url: &str, ca_pem: &[u8], container: &str) -> Arc<d
     Arc::new(store)
 }
 
+/// Writes `content` at `key` of Azurite's `container` as an append blob (Put Blob with
+/// `x-ms-blob-type: AppendBlob`, then Append Block), as a logging pipeline would.
+pub async fn azure_append_blob(url: &str, container: &str, key: &str, content: &[u8]) {
+    let key_ = AzureAccessKey::try_new(AZURITE_KEY).unwrap_or_else(|e| panic!("key: {e}"));
+    let credential = AzureCredential::AccessKey(key_);
+    let blob = format!("{url}/{AZURITE_ACCOUNT}/{container}/{key}");
+    let mut create = request(http::Method::PUT, &blob);
+    for (name, value) in [("content-length", "0"), ("x-ms-blob-type", "AppendBlob")] {
+        create
+            .headers_mut()
+            .insert(name, http::HeaderValue::from_static(value));
+    }
+    AzureAuthorizer::new(&credential, AZURITE_ACCOUNT)
+        .try_authorize(&mut create)
+        .unwrap_or_else(|e| panic!("sign: {e}"));
+    let (status, text) = send_text(create).await;
+    assert_eq!(status, 201, "create append blob {key}: {text}");
+    let mut append = http::Request::builder()
+        .method(http::Method::PUT)
+        .uri(format!("{blob}?comp=appendblock"))
+        .header("content-length", content.len().to_string())
+        .body(HttpRequestBody::from(content.to_vec()))
+        .unwrap_or_else(|e| panic!("append request: {e}"));
+    AzureAuthorizer::new(&credential, AZURITE_ACCOUNT)
+        .try_authorize(&mut append)
+        .unwrap_or_else(|e| panic!("sign: {e}"));
+    let (status, text) = send_text(append).await;
+    assert_eq!(status, 201, "append block to {key}: {text}");
+}
+
 /// Writes `content` at `key` with `attributes` (served headers, user metadata), as a customer's
 /// own tools would.
 pub async fn put_with(store: &dyn ObjectStore, key: &str, content: &[u8], attributes: Attributes) {

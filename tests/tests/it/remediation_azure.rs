@@ -20,6 +20,7 @@ const CONTACTS: &[u8] = b"write to ann.lee@example.com today";
 const NOTES: &[u8] = b"case notes: born 1985-03-14, see file\n";
 const LATER: &[u8] = b"id,ssn\n7,078-05-1120\n";
 const SINS: &[u8] = b"employee SIN 130 692 544 on file\n";
+const SSNS_LOG: &[u8] = b"2026-11-27 login ok for 219-09-9999\n";
 
 #[tokio::test]
 async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_nothing() {
@@ -42,6 +43,8 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
     )
     .await;
     seed::put_with(exports.as_ref(), "people.csv", PEOPLE, served()).await;
+    // A log being appended to: Put Blob would make it a block blob, so it is not rewritten.
+    seed::azure_append_blob(&blob_url, "exports", "app.log", SSNS_LOG).await;
     let (entra_url, cert_path) = (entra.url(), cert.to_str().unwrap().to_owned());
     let stack = Stack::new(|env| {
         env.insert("AZURE_AUTHORITY_HOST".into(), entra_url);
@@ -114,13 +117,20 @@ async fn azure_blobs_are_tokenized_quarantined_and_restored_and_dry_runs_change_
         )
         .await;
     assert_eq!(status, 202, "{body}");
-    let done = ended(&admin, 4).await;
+    let done = ended(&admin, 5).await;
     let by_key = |key: &str| {
         done.iter()
             .find(|r| r["object_key"] == key)
             .unwrap_or_else(|| panic!("no remediation of {key}: {done:?}"))
             .clone()
     };
+
+    // The append blob is left as it is, and says why.
+    let log = by_key("app.log");
+    assert_eq!(log["status"], "failed", "{log}");
+    assert_eq!(log["reason"], "unsupported_content:append_blob", "{log}");
+    assert_eq!(log["lkg_available"], false, "{log}");
+    assert_eq!(read(exports.as_ref(), "app.log").await.unwrap(), SSNS_LOG);
 
     // Tokenize: only the SSNs changed, into tokens that go back to the values.
     let people = by_key("people.csv");

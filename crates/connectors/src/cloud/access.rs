@@ -374,6 +374,12 @@ pub(crate) enum Put<'a> {
 /// returned is the provider's own text; the caller spells it ([`EtagForm`]).
 #[async_trait::async_trait]
 pub(crate) trait Writes: Send + Sync + fmt::Debug {
+    /// The kind of object at `key`, where the provider has more than one and a put replaces
+    /// any of them with one kind: Azure's blob type (`BlockBlob`, `AppendBlob`, `PageBlob`).
+    /// `None` where objects have one kind (S3, GCS).
+    async fn kind(&self, _key: &str) -> Result<Option<String>, AccessError> {
+        Ok(None)
+    }
     /// Writes `bytes` at `key`; returns the new object's ETag. A failed condition is
     /// [`Failure::Changed`] and writes nothing.
     async fn put(

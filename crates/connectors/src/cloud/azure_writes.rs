@@ -47,6 +47,7 @@ struct Answer {
     etag: Option<String>,
     copy_status: Option<String>,
     copy_id: Option<String>,
+    blob_type: Option<String>,
     body: String,
 }
 
@@ -84,10 +85,11 @@ impl BlobWrites {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        let (etag, copy_status, copy_id) = (
+        let (etag, copy_status, copy_id, blob_type) = (
             header("etag"),
             header("x-ms-copy-status"),
             header("x-ms-copy-id"),
+            header("x-ms-blob-type"),
         );
         let status = response.status().as_u16();
         let body = response
@@ -99,6 +101,7 @@ impl BlobWrites {
             etag,
             copy_status,
             copy_id,
+            blob_type,
             body,
         })
     }
@@ -144,6 +147,17 @@ impl BlobWrites {
 
 #[async_trait::async_trait]
 impl Writes for BlobWrites {
+    /// Get Blob Properties' `x-ms-blob-type`: `BlockBlob`, `AppendBlob` or `PageBlob`.
+    async fn kind(&self, key: &str) -> Result<Option<String>, AccessError> {
+        let what = "Azure Get Blob Properties";
+        let url = self.url(&self.container, key)?;
+        let answer = self.send(what, reqwest::Method::HEAD, url, &[]).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(refused(what, &answer, false));
+        }
+        Ok(answer.blob_type)
+    }
+
     async fn put(
         &self,
         key: &str,

@@ -101,6 +101,14 @@ impl Bucket {
         })
     }
 
+    /// The kind of the object at `key` where a provider has several and a put would replace
+    /// it with one (Azure: `BlockBlob`, `AppendBlob`, `PageBlob`; Put Blob always writes a
+    /// block blob). `None` for S3 and GCS, whose objects have one kind.
+    pub async fn kind(&self, key: &str) -> Result<Option<String>, AccessError> {
+        let key = object_path(key)?;
+        self.writes.kind(key.as_ref()).await
+    }
+
     /// The object's current metadata, or `None` when there is no object at `key`.
     pub async fn head(&self, key: &str) -> Result<Option<Object>, AccessError> {
         match self.store.head(&object_path(key)?).await {

@@ -353,6 +353,10 @@ pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
         .to_vec()
 }
 
+/// Why an Azure append or page blob is not rewritten: Put Blob would make it a block blob.
+const APPEND_BLOB: &str = "unsupported_content:append_blob";
+const PAGE_BLOB: &str = "unsupported_content:page_blob";
+
 /// Why a rewrite of an object was not started: its snapshot would go to a public bucket (the
 /// object's own, when the connector names no `lkg_location`).
 pub const SNAPSHOT_WOULD_BE_PUBLIC: &str = "snapshot_would_be_public";
@@ -393,6 +397,18 @@ async fn snapshot(
             // stored encoded (`Content-Encoding: gzip`, ...) are not what readers see.
             if whole.properties.is_encoded() {
                 return Err(Stop::Fail(Unsupported::Compressed.reason().into()));
+            }
+            // Put Blob makes a block blob: an append blob (a log being written) or a page
+            // blob rewritten so would stop being one.
+            match source
+                .kind(&row.object_key)
+                .await
+                .map_err(Stop::storage)?
+                .as_deref()
+            {
+                None | Some("BlockBlob") => {}
+                Some("AppendBlob") => return Err(Stop::Fail(APPEND_BLOB.into())),
+                Some(_) => return Err(Stop::Fail(PAGE_BLOB.into())),
             }
             // The snapshot is an exact copy of the values the request protects: never into a
             // bucket the last posture check saw public.
