@@ -41,22 +41,21 @@ pub enum Failure {
     /// The object is larger than the caller may read whole. Nothing was read; asking again
     /// gives the same answer.
     TooLarge,
-    /// The storage refused this operation on this object for a reason waiting will not change:
-    /// an archived object (Azure's Archive tier, S3 Glacier), an immutability policy, legal hold
-    /// or retention, a lease someone else holds ([`REFUSALS`]). Nothing was read or written.
+    /// The storage refused this operation on this object until its owner acts: an archived
+    /// object (Azure's Archive tier, S3 Glacier), an immutability policy, legal hold or
+    /// retention, an Azure blob with snapshots ([`REFUSALS`]). Nothing was read or written.
     Refused,
 }
 
-/// The providers' error codes that refuse an operation on one object for good (until its
-/// owner restores, releases or unlocks it): never a changed object, never worth a retry.
+/// The providers' error codes that refuse an operation on one object until its owner
+/// restores, releases or unlocks it: never a changed object, never worth a retry. Matched
+/// exactly against the code of the provider's error document (S3's and Azure's `<Code>`,
+/// GCS's `error.errors[].reason`), never against the rest of the text, which holds the key.
 pub const REFUSALS: &[&str] = &[
     // Azure
     "BlobArchived",
     "BlobImmutableDueToPolicy",
     "BlobImmutableDueToLegalHold",
-    "LeaseIdMissing",
-    "LeaseIdMismatchWithBlobOperation",
-    "LeaseLost",
     "SnapshotsPresent",
     // S3: an archived object, and Object Lock's retention or legal hold
     "InvalidObjectState",
@@ -66,15 +65,31 @@ pub const REFUSALS: &[&str] = &[
     "objectUnderActiveHold",
 ];
 
-/// Whether an error's text names one of [`REFUSALS`], as a whole word.
-fn is_refusal(text: &str) -> bool {
-    REFUSALS.iter().any(|code| {
-        text.match_indices(code).any(|(at, _)| {
-            let before = text[..at].chars().next_back();
-            let after = text[at + code.len()..].chars().next();
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-        })
-    })
+/// Azure's answers to a blob someone else holds a lease on (412, 409): neither a change nor
+/// for good, since leases last 15 to 60 seconds unless infinite. Retried.
+const LEASED: &[&str] = &[
+    "LeaseIdMissing",
+    "LeaseIdMismatchWithBlobOperation",
+    "LeaseLost",
+    "LeaseAlreadyPresent",
+];
+
+/// What a provider's error code says about an object, where it says more than its status.
+fn by_code(code: Option<&str>) -> Option<Failure> {
+    let code = code?;
+    if REFUSALS.contains(&code) {
+        Some(Failure::Refused)
+    } else if LEASED.contains(&code) {
+        Some(Failure::Provider)
+    } else {
+        None
+    }
+}
+
+/// The code of the error document in an object_store error's text: the XML `<Code>` of S3,
+/// Azure and GCS's XML API.
+fn code_in(text: &str) -> Option<String> {
+    xml::first(text, "Code")
 }
 
 impl Failure {
@@ -156,8 +171,9 @@ impl AccessError {
         let text = e.to_string();
         // List errors arrive wrapped as Generic, with the HTTP status only in the text.
         let status = http_status(&text);
+        let coded = by_code(code_in(&text).as_deref());
         let failure = match (&e, status) {
-            _ if is_refusal(&text) => Failure::Refused,
+            _ if coded.is_some() => coded.unwrap_or(Failure::Provider),
             (E::PermissionDenied { .. } | E::Unauthenticated { .. }, _) | (_, Some(401 | 403)) => {
                 Failure::Permission
             }
@@ -179,7 +195,7 @@ impl AccessError {
             let text = e.to_string();
             explain(&text, http_status(&text))
         };
-        if is_refusal(&e.to_string()) {
+        if by_code(code_in(&e.to_string()).as_deref()).is_some() {
             return AccessError::storage(e);
         }
         match &e {
@@ -194,19 +210,20 @@ impl AccessError {
         }
     }
 
-    /// A write the service refused with `status` and `body` (its error document), for a raw
-    /// request. `conditional`: the request named an ETag or generation, so a missing object
-    /// means it changed; `missing_bucket` says whether the body's error code names a missing
-    /// bucket or container, which stays `NotFound` either way.
+    /// A write the service refused with `status`, its error `code` and `why` (its error
+    /// document), for a raw request. `conditional`: the request named an ETag or generation, so
+    /// a missing object means it changed; `missing_bucket` says whether the body's error code
+    /// names a missing bucket or container, which stays `NotFound` either way.
     pub(crate) fn refused_write(
         what: &str,
         status: u16,
+        code: Option<&str>,
         why: String,
         conditional: bool,
         missing_bucket: bool,
     ) -> Self {
         let failure = match status {
-            _ if is_refusal(&why) => Failure::Refused,
+            _ if by_code(code).is_some() => by_code(code).unwrap_or(Failure::Provider),
             412 => Failure::Changed,
             404 if conditional && !missing_bucket => Failure::Changed,
             401 | 403 => Failure::Permission,
@@ -503,15 +520,17 @@ mod tests {
         // Azure answers 409 to reading an archived blob, and to writing an immutable one.
         let read = AccessError::conditional(conflict(ARCHIVED), true, false);
         assert_eq!(read.failure, Failure::Refused, "{read:?}");
+        // A lease is neither a change nor for good: retried.
         let leased = AccessError::conditional(
             precondition("<Error><Code>LeaseIdMissing</Code></Error>"),
             true,
             false,
         );
-        assert_eq!(leased.failure, Failure::Refused, "{leased:?}");
+        assert_eq!(leased.failure, Failure::Provider, "{leased:?}");
         let delete = AccessError::refused_write(
             "Azure Delete Blob",
             409,
+            Some("BlobImmutableDueToPolicy"),
             "BlobImmutableDueToPolicy: This operation is not permitted".into(),
             true,
             false,
@@ -552,9 +571,28 @@ mod tests {
     }
 
     #[test]
-    fn refusal_codes_are_matched_as_whole_words() {
-        assert!(is_refusal("409 BlobArchived: archived"));
-        assert!(!is_refusal("409 NotBlobArchivedYet"));
-        assert!(!is_refusal("nothing to see"));
+    fn only_the_providers_code_is_read_never_the_key() {
+        // A genuine precondition failure on a key that spells a refusal code is a change.
+        let on_key = object_store::Error::Precondition {
+            path: "exports/SnapshotsPresent/BlobArchived.csv".into(),
+            source: "Server returned non-2xx status code: 412 Precondition Failed: \
+                     <Error><Code>ConditionNotMet</Code></Error>"
+                .into(),
+        };
+        assert_eq!(
+            AccessError::conditional(on_key, true, false).failure,
+            Failure::Changed
+        );
+        let missing = AccessError::refused_write(
+            "Azure Delete Blob",
+            404,
+            Some("BlobNotFound"),
+            "BlobNotFound: the blob LeaseLost.csv does not exist".into(),
+            true,
+            false,
+        );
+        assert_eq!(missing.failure, Failure::Changed);
+        assert_eq!(by_code(Some("NotBlobArchived")), None);
+        assert_eq!(by_code(None), None);
     }
 }

@@ -150,9 +150,17 @@ fn copied_etag(what: &str, status: u16, body: &str) -> Result<String, AccessErro
 /// A refused write, classified. A missing bucket is `NotFound`; a missing key under a
 /// condition is a changed object.
 fn refused(what: &str, status: u16, body: &str, conditional: bool) -> AccessError {
-    let code = xml::first(body, "Code").unwrap_or_default();
+    let code = xml::first(body, "Code");
     let why = xml::coded_error(body).unwrap_or_else(|| "no explanation".to_owned());
-    AccessError::refused_write(what, status, why, conditional, code == "NoSuchBucket")
+    let missing_bucket = code.as_deref() == Some("NoSuchBucket");
+    AccessError::refused_write(
+        what,
+        status,
+        code.as_deref(),
+        why,
+        conditional,
+        missing_bucket,
+    )
 }
 
 /// A key percent-encoded segment by segment, its `/`s kept.

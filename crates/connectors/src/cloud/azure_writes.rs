@@ -245,6 +245,7 @@ fn refused(what: &str, answer: &Answer, conditional: bool) -> AccessError {
     AccessError::refused_write(
         what,
         answer.status,
+        xml::first(&answer.body, "Code").as_deref(),
         why,
         conditional,
         missing_container(&answer.body),

@@ -317,11 +317,26 @@ fn google_message(body: &str) -> Option<String> {
     v.pointer("/error/message")?.as_str().map(str::to_owned)
 }
 
+/// The first `error.errors[].reason` of a JSON API error (`retentionPolicyNotMet`, ...).
+fn google_reason(body: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    v.pointer("/error/errors")?
+        .as_array()?
+        .iter()
+        .find_map(|e| e.get("reason")?.as_str().map(str::to_owned))
+}
+
 fn refused(what: &str, answer: &Answer, conditional: bool) -> AccessError {
-    let why = google_message(&answer.body).unwrap_or_else(|| "no explanation".to_owned());
+    let reason = google_reason(&answer.body);
+    let message = google_message(&answer.body).unwrap_or_else(|| "no explanation".to_owned());
+    let why = match &reason {
+        Some(reason) => format!("{reason}: {message}"),
+        None => message,
+    };
     AccessError::refused_write(
         what,
         answer.status,
+        reason.as_deref(),
         why,
         conditional,
         missing_bucket(&answer.body),
@@ -382,5 +397,32 @@ mod tests {
             r#"{"error":{"code":404,"message":"No such object: b/k"}}"#
         ));
         assert!(!missing_bucket(""));
+    }
+
+    fn answer(status: u16, body: &str) -> Answer {
+        Answer {
+            status,
+            etag: None,
+            generation: None,
+            body: body.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_retention_policy_or_hold_is_a_refusal() {
+        let body = r#"{"error":{"code":403,"message":"Object 'b/k' is subject to bucket's retention policy or object retention and cannot be deleted or overwritten until 2027-01-01",
+            "errors":[{"reason":"retentionPolicyNotMet","message":"..."}]}}"#;
+        let refusal = refused("GCS delete", &answer(403, body), true);
+        assert_eq!(refusal.failure, Failure::Refused, "{refusal:?}");
+        assert!(
+            refusal.message.contains("retentionPolicyNotMet"),
+            "{refusal:?}"
+        );
+        let denied =
+            r#"{"error":{"code":403,"message":"no access","errors":[{"reason":"forbidden"}]}}"#;
+        assert_eq!(
+            refused("GCS delete", &answer(403, denied), true).failure,
+            Failure::Permission
+        );
     }
 }
