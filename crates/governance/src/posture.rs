@@ -402,10 +402,17 @@ async fn check(
         Ok(storage) => storage,
         Err(e) => return Checked::Retry(e.message),
     };
-    let buckets = match storage.buckets().await {
+    let mut buckets = match storage.buckets().await {
         Ok(buckets) => buckets,
         Err(e) => return Checked::Retry(e.message),
     };
+    // The snapshot bucket too: remediation copies the values it protects there, and refuses
+    // a bucket last seen public; its exposure drift is as critical as any bucket's.
+    if let Some(lkg) = storage.lkg_bucket()
+        && !buckets.iter().any(|b| b == lkg)
+    {
+        buckets.push(lkg.to_owned());
+    }
     let mut seen = Vec::with_capacity(buckets.len());
     for bucket in buckets {
         match storage.posture(&bucket).await {

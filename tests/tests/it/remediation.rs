@@ -1203,68 +1203,91 @@ async fn masked_json_stays_json_around_numbers_escapes_and_a_byte_order_mark() {
 }
 
 /// A rewrite's snapshot is an exact copy of the values it protects, so it never goes into a
-/// bucket the last posture check saw public: with no `lkg_location`, the object's own. The
-/// request fails `snapshot_would_be_public` before anything is copied or written; with a
-/// private `lkg_location`, the same mask runs.
+/// bucket the last posture check saw public: with no `lkg_location`, the object's own; or a
+/// public `lkg_location` (posture checks cover it too). Such a request fails
+/// `snapshot_would_be_public` before anything is read, copied or written; with a private
+/// `lkg_location`, the same mask runs.
 #[tokio::test]
 async fn a_snapshot_never_goes_into_a_public_bucket() {
     let stack = Stack::new(|_| {}).await;
     let admin = stack.admin();
-    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    let url = stack.moto.url();
+    let bucket = seed::s3_bucket(&url, "people-data").await;
     seed::put_all(bucket.as_ref(), &[("people.csv", SSNS)]).await;
-    crate::reconcile::s3_put(
-        &stack.moto.url(),
-        "people-data",
-        "acl",
-        &[("x-amz-acl", "public-read")],
-        "",
-    )
-    .await;
-    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
-    crate::scans::full_scan(&admin, &connector).await;
-    // The scan's posture check finds the bucket public.
-    posture_seen(&stack, "bucket = 'people-data' AND public", 1).await;
-    let done = masked_by_reconciliation(&admin).await;
-    assert_eq!(done[0]["status"], "failed", "{done:?}");
-    assert_eq!(done[0]["reason"], "snapshot_would_be_public", "{done:?}");
-    assert_eq!(done[0]["lkg_available"], false, "{done:?}");
-    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), SSNS);
-    let listed: Vec<String> = {
+    seed::s3_bucket(&url, "lkg-private").await;
+    seed::s3_bucket(&url, "lkg-public").await;
+    for public in ["people-data", "lkg-public"] {
+        crate::reconcile::s3_put(&url, public, "acl", &[("x-amz-acl", "public-read")], "").await;
+    }
+    let mut connectors = Vec::new();
+    for (name, lkg) in [
+        ("in place", None),
+        ("kept apart", Some("lkg-private")),
+        ("kept in public", Some("lkg-public")),
+    ] {
+        let mut config = json!({
+            "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+            "external_id": "tenant-acme-7731",
+            "region": "us-east-1",
+            "buckets": ["people-data"],
+        });
+        if let Some(lkg) = lkg {
+            config["lkg_location"] = json!(lkg);
+        }
+        let (status, body) = admin
+            .send(
+                Method::POST,
+                "/connectors",
+                Some(json!({"name": name, "provider": "aws", "config": config})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let id = body["data"]["id"].as_str().unwrap().to_owned();
+        crate::scans::full_scan(&admin, &id).await;
+        connectors.push(id);
+    }
+    // The scans' posture checks see the object's bucket public for all three, and each
+    // snapshot bucket as it is.
+    posture_seen(&stack, "bucket = 'people-data' AND public", 3).await;
+    posture_seen(&stack, "bucket = 'lkg-private' AND NOT public", 1).await;
+    posture_seen(&stack, "bucket = 'lkg-public' AND public", 1).await;
+
+    ssn_mask_policy(&admin).await;
+    crate::reconcile::reconcile(&admin, json!({"mode": "enforced"})).await;
+    let done = ended(&admin, 3).await;
+    let of = |connector: &str| {
+        done.iter()
+            .find(|r| r["connector_id"] == connector)
+            .unwrap_or_else(|| panic!("{connector}: {done:?}"))
+            .clone()
+    };
+    for refused in [&connectors[0], &connectors[2]] {
+        let r = of(refused);
+        assert_eq!(r["status"], "failed", "{r}");
+        assert_eq!(r["reason"], "snapshot_would_be_public", "{r}");
+        assert_eq!(r["lkg_available"], false, "{r}");
+    }
+    let listed = |store: std::sync::Arc<dyn object_store::ObjectStore>| async move {
         use futures::TryStreamExt as _;
-        bucket
+        store
             .list(None)
             .map_ok(|meta| meta.location.to_string())
-            .try_collect()
+            .try_collect::<Vec<String>>()
             .await
             .unwrap()
     };
-    assert_eq!(listed, ["people.csv"], "no snapshot was taken");
+    assert_eq!(
+        listed(bucket.clone()).await,
+        ["people.csv"],
+        "no snapshot beside it"
+    );
+    let public_lkg = seed::s3_bucket(&url, "lkg-public").await;
+    assert!(
+        listed(public_lkg).await.is_empty(),
+        "none in the public lkg bucket"
+    );
 
-    // A connector whose snapshots go to a private bucket masks the same object.
-    seed::s3_bucket(&stack.moto.url(), "lkg-private").await;
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            "/connectors",
-            Some(
-                json!({"name": "HR kept apart", "provider": "aws", "config": {
-                    "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-                    "external_id": "tenant-acme-7731",
-                    "region": "us-east-1",
-                    "buckets": ["people-data"],
-                    "lkg_location": "lkg-private",
-                }}),
-            ),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let apart = body["data"]["id"].as_str().unwrap().to_owned();
-    crate::scans::full_scan(&admin, &apart).await;
-    let done = ended(&admin, 2).await;
-    let masked = done
-        .iter()
-        .find(|r| r["connector_id"] == apart.as_str())
-        .unwrap_or_else(|| panic!("{done:?}"));
+    let masked = of(&connectors[1]);
     assert_eq!(masked["status"], "receipted", "{masked}");
     assert_eq!(masked["lkg_location"]["bucket"], "lkg-private", "{masked}");
     assert_eq!(

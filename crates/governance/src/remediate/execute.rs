@@ -383,6 +383,21 @@ async fn snapshot(
     row: &Row,
     action: &Action,
 ) -> Result<(Row, Option<Rewrite>), Stop> {
+    if matches!(action, Action::Tokenize(_) | Action::Mask(_)) {
+        // The snapshot is an exact copy of the values the request protects: never into a
+        // bucket the last posture check saw public (the object's own, without lkg_location).
+        let lkg_bucket = lkg_location(storage, row).0;
+        let (public, _) = crate::posture::last_seen(
+            db.get().await?,
+            &row.tenant_id,
+            row.connector_id,
+            &lkg_bucket,
+        )
+        .await?;
+        if public == Some(true) {
+            return Err(Stop::Fail(SNAPSHOT_WOULD_BE_PUBLIC.into()));
+        }
+    }
     let source = bucket(storage, &row.bucket)?;
     db.release();
     let whole = source
@@ -410,22 +425,9 @@ async fn snapshot(
                 Some("AppendBlob") => return Err(Stop::Fail(APPEND_BLOB.into())),
                 Some(_) => return Err(Stop::Fail(PAGE_BLOB.into())),
             }
-            // The snapshot is an exact copy of the values the request protects: never into a
-            // bucket the last posture check saw public.
-            let lkg = lkg_location(storage, row);
-            let (public, _) = crate::posture::last_seen(
-                db.get().await?,
-                &row.tenant_id,
-                row.connector_id,
-                &lkg.0,
-            )
-            .await?;
-            if public == Some(true) {
-                return Err(Stop::Fail(SNAPSHOT_WOULD_BE_PUBLIC.into()));
-            }
             let after = rewrite(db, exec, row, action, &whole.bytes).await?;
             (
-                lkg,
+                lkg_location(storage, row),
                 Some(Rewrite {
                     before: whole.bytes,
                     after,
