@@ -28,4 +28,4 @@ mod problem;
 mod read;
 
 pub use problem::{Pointer, Problem};
-pub use read::{Limits, Syntax, read};
+pub use read::{Limits, MAX_PROBLEMS, Syntax, read};

@@ -108,6 +108,28 @@ fn nul_in(value: &Value, at: &Pointer) -> Option<Problem> {
     }
 }
 
+/// The most problems one document is answered with: a body of aliases could otherwise make
+/// an answer (and a list in memory) larger than itself.
+pub const MAX_PROBLEMS: usize = 100;
+
+/// Records a problem that leaves the value well formed, until there are [`MAX_PROBLEMS`]; then
+/// the reading ends with them and one more saying so.
+fn note(soft: &mut Vec<Problem>, problem: Problem) -> Result<(), Vec<Problem>> {
+    soft.push(problem);
+    if soft.len() < MAX_PROBLEMS {
+        return Ok(());
+    }
+    let mut all = std::mem::take(soft);
+    all.push(too_many());
+    Err(all)
+}
+
+fn too_many() -> Problem {
+    Problem::root(format!(
+        "more than {MAX_PROBLEMS} problems; the first {MAX_PROBLEMS} are listed"
+    ))
+}
+
 fn too_deep(at: &Pointer, max_depth: usize) -> Problem {
     Problem::at(at, format!("nesting is deeper than {max_depth} levels"))
 }
@@ -181,19 +203,25 @@ fn read_yaml(text: &str, max_depth: usize) -> Result<(Value, Vec<Problem>), Vec<
                 continue;
             }
             Event::Alias(_) => {
-                soft.push(Problem::at(
-                    &here(&stack),
-                    position("aliases are not allowed"),
-                ));
+                note(
+                    &mut soft,
+                    Problem::at(&here(&stack), position("aliases are not allowed")),
+                )?;
                 Value::Null
             }
             Event::Scalar(raw, style, anchor, tag) => {
                 let at = here(&stack);
                 if anchor != 0 {
-                    soft.push(Problem::at(&at, position("anchors are not allowed")));
+                    note(
+                        &mut soft,
+                        Problem::at(&at, position("anchors are not allowed")),
+                    )?;
                 }
                 if tag.is_some() {
-                    soft.push(Problem::at(&at, position("tags are not allowed")));
+                    note(
+                        &mut soft,
+                        Problem::at(&at, position("tags are not allowed")),
+                    )?;
                 }
                 // A key is always read as text.
                 if let Some(Frame::Map {
@@ -204,7 +232,7 @@ fn read_yaml(text: &str, max_depth: usize) -> Result<(Value, Vec<Problem>), Vec<
                 {
                     let key_at = map_at.key(&raw);
                     if map.contains_key(&raw) {
-                        soft.push(Problem::at(&key_at, position("duplicate key")));
+                        note(&mut soft, Problem::at(&key_at, position("duplicate key")))?;
                     }
                     *key = Some(raw);
                     continue;
@@ -212,7 +240,7 @@ fn read_yaml(text: &str, max_depth: usize) -> Result<(Value, Vec<Problem>), Vec<
                 match resolve(raw, style) {
                     Ok(value) => value,
                     Err(reason) => {
-                        soft.push(Problem::at(&at, reason));
+                        note(&mut soft, Problem::at(&at, reason))?;
                         Value::Null
                     }
                 }
@@ -229,10 +257,16 @@ fn read_yaml(text: &str, max_depth: usize) -> Result<(Value, Vec<Problem>), Vec<
                     return Err(vec![too_deep(&at, max_depth)]);
                 }
                 if anchor != 0 {
-                    soft.push(Problem::at(&at, position("anchors are not allowed")));
+                    note(
+                        &mut soft,
+                        Problem::at(&at, position("anchors are not allowed")),
+                    )?;
                 }
                 if tag.is_some() {
-                    soft.push(Problem::at(&at, position("tags are not allowed")));
+                    note(
+                        &mut soft,
+                        Problem::at(&at, position("tags are not allowed")),
+                    )?;
                 }
                 stack.push(if matches!(event, Event::SequenceStart(..)) {
                     Frame::Seq(Vec::new(), at)
@@ -351,6 +385,11 @@ fn read_json(text: &str, max_depth: usize) -> Result<(Value, Vec<Problem>), Vec<
     let outcome = seed.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
     match outcome {
         Ok(value) => Ok((value, soft.into_inner())),
+        Err(_) if hard.borrow().as_ref() == Some(&too_many()) => {
+            let mut all = soft.into_inner();
+            all.push(too_many());
+            Err(all)
+        }
         Err(e) => Err(vec![hard.into_inner().unwrap_or_else(|| {
             // serde_json's syntax messages name the position and the expectation, not the
             // text: "expected `,` or `}` at line 3 column 5".
@@ -461,9 +500,12 @@ impl<'de> Visitor<'de> for Node<'_> {
             let at = self.at.key(&key);
             let value = access.next_value_seed(self.child(at.clone()))?;
             if map.contains_key(&key) {
-                self.soft
-                    .borrow_mut()
-                    .push(Problem::at(&at, "duplicate key"));
+                let mut soft = self.soft.borrow_mut();
+                soft.push(Problem::at(&at, "duplicate key"));
+                if soft.len() >= MAX_PROBLEMS {
+                    *self.hard.borrow_mut() = Some(too_many());
+                    return Err(serde::de::Error::custom("too many problems"));
+                }
             } else {
                 map.insert(key, value);
             }
@@ -583,6 +625,26 @@ mod tests {
         assert!(!err[0].reason.contains("secret"), "{err:?}");
         let err = yaml("a: \"secret\\qvalue\"\n").unwrap_err();
         assert!(!err[0].reason.contains("secret"), "{err:?}");
+    }
+
+    #[test]
+    fn at_most_a_hundred_problems_are_listed() {
+        let aliases = format!("a: &x 1\nb: [{}]\n", vec!["*x"; 5000].join(","));
+        let problems = yaml(&aliases).unwrap_err();
+        assert_eq!(problems.len(), MAX_PROBLEMS + 1);
+        assert!(
+            problems[MAX_PROBLEMS]
+                .reason
+                .starts_with("more than 100 problems")
+        );
+        let keys: String = (0..500).map(|_| "\"k\": 1,").collect();
+        let duplicates = format!("{{{keys} \"end\": 1}}");
+        let problems = read(duplicates.as_bytes(), Syntax::Json).unwrap_err();
+        assert_eq!(problems.len(), MAX_PROBLEMS + 1);
+        assert_eq!(problems[0].reason, "duplicate key");
+        // Fewer are all listed, and the value is still read.
+        let (_, soft) = yaml("a: &x 1\nb: *x\n").unwrap();
+        assert_eq!(soft.len(), 2);
     }
 
     #[test]
