@@ -32,6 +32,7 @@ use super::cached::{Actions, ScanClassifiers, Storages};
 use super::conn::Conn;
 use super::content::{self, Unsupported};
 use super::location::{lkg_location, quarantine_location, snapshot_of};
+use super::mark;
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
 use super::stop::Stop;
@@ -361,12 +362,6 @@ const PAGE_BLOB: &str = "unsupported_content:page_blob";
 /// object's own, when the connector names no `lkg_location`).
 pub const SNAPSHOT_WOULD_BE_PUBLIC: &str = "snapshot_would_be_public";
 
-/// The user-metadata entry a rewrite leaves on the object: the id of the request that wrote it
-/// (S3 `x-amz-meta-dps_remediation`, Azure `x-ms-meta-dps_remediation`, GCS `metadata`). A
-/// request that finds its write refused by its own earlier attempt tells it from another
-/// request's identical write by it. A name Azure accepts too (a C# identifier).
-const MARK: &str = "dps_remediation";
-
 /// An object's content before and after, and its served headers and metadata (kept).
 struct Rewrite {
     before: Bytes,
@@ -506,9 +501,7 @@ async fn write(
             };
             let sha_after = sha256(&rewrite.after);
             drop(rewrite.before);
-            let mut properties = rewrite.properties;
-            let mark = row.request_id.to_string();
-            properties.metadata.insert(MARK.to_owned(), mark.clone());
+            let (properties, written_mark) = mark::marked(rewrite.properties, row.request_id);
             match source
                 .put_if_match(
                     &row.object_key,
@@ -531,7 +524,7 @@ async fn write(
                             _ => Stop::storage(e),
                         })?;
                     if sha256(&current.bytes) != sha_after
-                        || current.properties.metadata.get(MARK) != Some(&mark)
+                        || mark::of(&current.properties) != written_mark.as_deref()
                     {
                         return Err(Stop::Fail("object_changed".into()));
                     }

@@ -18,6 +18,7 @@ pub mod cosigner;
 pub mod execute;
 mod issued;
 pub(crate) mod location;
+mod mark;
 pub mod read;
 pub mod receipt;
 pub mod rescore;
