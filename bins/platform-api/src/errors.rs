@@ -333,6 +333,30 @@ pub fn undo(error: governance::remediate::UndoError) -> ApiError {
             Code::Named("storage_unavailable"),
             message.clone(),
         ),
+        UndoError::Refused(_) => conflict("storage_refused"),
         UndoError::Database(e) => ApiError::database(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use governance::remediate::UndoError;
+
+    use super::*;
+
+    #[test]
+    fn an_undo_the_storage_refuses_is_a_conflict_not_a_retry() {
+        let refused = undo(UndoError::Refused(
+            "refused: 409 BlobArchived: This operation is not permitted on an archived blob."
+                .into(),
+        ));
+        assert_eq!(refused.status, StatusCode::CONFLICT);
+        assert!(
+            refused.message.contains("BlobArchived"),
+            "{}",
+            refused.message
+        );
+        let unreachable = undo(UndoError::Storage("network: timed out".into()));
+        assert_eq!(unreachable.status, StatusCode::SERVICE_UNAVAILABLE);
     }
 }

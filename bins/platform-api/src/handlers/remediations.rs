@@ -121,7 +121,7 @@ pub async fn get(
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
         (status = 403, description = "The caller is not an admin", body = api_types::ErrorEnvelope),
         (status = 404, description = "REMEDIATION_NOT_FOUND", body = api_types::ErrorEnvelope),
-        (status = 409, description = "object_changed_since_remediation (unless force), remediation_not_undoable, already_undone, undo_in_progress, or snapshot_changed (the snapshot no longer holds the original bytes)", body = api_types::ErrorEnvelope),
+        (status = 409, description = "object_changed_since_remediation (unless force), remediation_not_undoable, already_undone, undo_in_progress, snapshot_changed (the snapshot no longer holds the original bytes), or storage_refused (archived, immutable or held, or not permitted: retrying will not help)", body = api_types::ErrorEnvelope),
         (status = 410, description = "lkg_expired: the rollback window has passed; connector_deleted: the connector, and the snapshot in its storage, are out of reach", body = api_types::ErrorEnvelope),
         (status = 503, description = "storage_unavailable: the storage could not be reached; retry", body = api_types::ErrorEnvelope),
     ),

@@ -52,6 +52,11 @@ pub enum UndoError {
     ConnectorDeleted,
     #[error("the storage could not be reached: {0}")]
     Storage(String),
+    /// The storage refused the undo for a reason retrying will not change: the object or the
+    /// snapshot is archived, immutable or under a hold, or the connector's identity may not
+    /// do it.
+    #[error("the storage refused the undo: {0}")]
+    Refused(String),
     #[error("database error")]
     Database(#[from] diesel::result::Error),
 }
@@ -185,6 +190,9 @@ async fn restore(
 ) -> Result<(String, Option<(String, String)>), UndoError> {
     let storage_error = |e: connectors::cloud::AccessError| match e.failure {
         Failure::Changed => UndoError::ObjectChanged,
+        Failure::Refused | Failure::Permission => {
+            UndoError::Refused(format!("{}: {}", e.failure.as_str(), e.message))
+        }
         _ => UndoError::Storage(format!("{}: {}", e.failure.as_str(), e.message)),
     };
     let (lkg_bucket, lkg_key) = snapshot_of(row)?;
