@@ -253,7 +253,7 @@ pub struct ConnectionTest {
 /// A failed connection test, explained.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ConnectionError {
-    /// identity, permission, not_found, network or provider.
+    /// identity, permission, not_found, network, refused or provider.
     pub reason: String,
     /// The provider's own explanation where it gave one.
     pub message: String,

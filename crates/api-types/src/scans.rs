@@ -127,8 +127,8 @@ pub struct Coverage {
     pub total_failed: i64,
     /// total_skipped by reason: size_limit, unsupported_format, binary:<kind>.
     pub skipped_reasons: std::collections::BTreeMap<String, i64>,
-    /// total_failed by reason: permission, not_found, network, identity, provider, parse,
-    /// worker_lost.
+    /// total_failed by reason: permission, not_found, network, identity, refused, provider,
+    /// parse, worker_lost.
     pub failed_reasons: std::collections::BTreeMap<String, i64>,
 }
 

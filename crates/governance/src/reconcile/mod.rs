@@ -8,7 +8,9 @@
 //! its blast-radius limit (object-changing actions it would newly plan), and either ends
 //! `blocked_by_limit` having done nothing, or walks the findings object by object through the
 //! same evaluation as a scan's batches ([`crate::evaluate::apply`]), whose ledger keeps every
-//! action to once per object version and policy version.
+//! action to once per object version and policy version. The limit holds while it walks too:
+//! a step that would take it over (requests that failed since the plan, planned again) is
+//! rolled back and the run ends `blocked_by_limit` part-way, what it planned before standing.
 
 pub mod preview;
 pub mod run;
