@@ -1225,24 +1225,11 @@ async fn a_snapshot_never_goes_into_a_public_bucket() {
         ("kept apart", Some("lkg-private")),
         ("kept in public", Some("lkg-public")),
     ] {
-        let mut config = json!({
-            "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-            "external_id": "tenant-acme-7731",
-            "region": "us-east-1",
-            "buckets": ["people-data"],
-        });
+        let mut fields = json!({"buckets": ["people-data"]});
         if let Some(lkg) = lkg {
-            config["lkg_location"] = json!(lkg);
+            fields["lkg_location"] = json!(lkg);
         }
-        let (status, body) = admin
-            .send(
-                Method::POST,
-                "/connectors",
-                Some(json!({"name": name, "provider": "aws", "config": config})),
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
-        let id = body["data"]["id"].as_str().unwrap().to_owned();
+        let id = crate::scans::connector_with(&admin, name, fields).await;
         crate::scans::full_scan(&admin, &id).await;
         connectors.push(id);
     }
@@ -1338,20 +1325,8 @@ async fn a_remediation_says_whether_the_bucket_keeps_the_original_version() {
     let plain = seed::s3_bucket(&url, "people-plain").await;
     seed::put_all(versioned.as_ref(), &[("people.csv", SSNS)]).await;
     seed::put_all(plain.as_ref(), &[("people.csv", SSNS)]).await;
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            "/connectors",
-            Some(json!({"name": "HR", "provider": "aws", "config": {
-                "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-                "external_id": "tenant-acme-7731",
-                "region": "us-east-1",
-                "buckets": ["people-versioned", "people-plain"],
-            }})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let connector = body["data"]["id"].as_str().unwrap().to_owned();
+    let buckets = json!({"buckets": ["people-versioned", "people-plain"]});
+    let connector = crate::scans::connector_with(&admin, "HR", buckets).await;
     crate::scans::full_scan(&admin, &connector).await;
     posture_seen(&stack, "versioning IS NOT NULL", 2).await;
 

@@ -37,16 +37,25 @@ pub(crate) async fn app_with(
 }
 
 pub(crate) async fn connector(admin: &Client<'_>, name: &str, bucket: &str) -> String {
+    connector_with(admin, name, json!({"buckets": [bucket]})).await
+}
+
+/// An AWS connector on moto with the test role, and `fields` (buckets, lkg_location, ...) in
+/// its config; returns its id.
+pub(crate) async fn connector_with(admin: &Client<'_>, name: &str, fields: Value) -> String {
+    let mut config = json!({
+        "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
+        "external_id": "tenant-acme-7731",
+        "region": "us-east-1",
+    });
+    for (field, value) in fields.as_object().into_iter().flatten() {
+        config[field] = value.clone();
+    }
     let (status, body) = admin
         .send(
             Method::POST,
             "/connectors",
-            Some(json!({"name": name, "provider": "aws", "config": {
-                "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-                "external_id": "tenant-acme-7731",
-                "region": "us-east-1",
-                "buckets": [bucket],
-            }})),
+            Some(json!({"name": name, "provider": "aws", "config": config})),
         )
         .await;
     assert_eq!(status, 201, "{body}");

@@ -418,6 +418,30 @@ async fn a_coverage_refresh_waits_for_a_batch_being_recorded() {
     assert_eq!(covered(&mut env).await, (6, 6));
 }
 
+/// Holds acme's policies on a connection of its own (in an open transaction, as an admin's
+/// change does) and starts a reconciliation run, which plans and then waits on them; returns
+/// the holding connection (`COMMIT` lets the run go on) and the run.
+async fn run_behind_the_policies(
+    env: &mut Env,
+) -> (
+    AsyncPgConnection,
+    tokio::task::JoinHandle<Result<bool, diesel::result::Error>>,
+) {
+    let mut change = env.connect().await;
+    change
+        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(hashtext('dps-policies:acme'))")
+        .await
+        .unwrap();
+    let url = env._db.url.clone();
+    let runner = tokio::spawn(async move {
+        let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+        let mut gates = AsyncPgConnection::establish(&url).await.unwrap();
+        governance::reconcile::run::run_once(&mut conn, &mut gates).await
+    });
+    testkit::wait_for_lock_wait(&mut env.conn).await;
+    (change, runner)
+}
+
 /// An enforced reconciliation stops when a policy changes under it: the step waits for the
 /// change to commit (as scan evaluation does), sees another version than the one it planned
 /// under, and plans nothing more. Without the check it planned the old version's masks, which
@@ -445,18 +469,7 @@ async fn an_enforced_reconciliation_stops_when_a_policy_changes_under_it() {
     .unwrap();
 
     // An admin's change holds the policies, as `policies::update` does, while the run plans.
-    let mut change = env.connect().await;
-    change
-        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(hashtext('dps-policies:acme'))")
-        .await
-        .unwrap();
-    let url = env._db.url.clone();
-    let runner = tokio::spawn(async move {
-        let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
-        let mut gates = AsyncPgConnection::establish(&url).await.unwrap();
-        reconcile::run::run_once(&mut conn, &mut gates).await
-    });
-    testkit::wait_for_lock_wait(&mut env.conn).await;
+    let (mut change, runner) = run_behind_the_policies(&mut env).await;
     change
         .batch_execute("UPDATE governance_policies SET version = version + 1; COMMIT")
         .await
@@ -524,18 +537,7 @@ async fn an_enforced_reconciliation_keeps_to_its_limit_when_requests_fail_after_
         .unwrap();
     // The run's first step waits on the policies, as it would behind an admin's change, after
     // its plan.
-    let mut change = env.connect().await;
-    change
-        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(hashtext('dps-policies:acme'))")
-        .await
-        .unwrap();
-    let url = env._db.url.clone();
-    let runner = tokio::spawn(async move {
-        let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
-        let mut gates = AsyncPgConnection::establish(&url).await.unwrap();
-        reconcile::run::run_once(&mut conn, &mut gates).await
-    });
-    testkit::wait_for_lock_wait(&mut env.conn).await;
+    let (mut change, runner) = run_behind_the_policies(&mut env).await;
     // Meanwhile a.csv's mask fails, as the executor ends a request.
     env.conn
         .batch_execute(
