@@ -141,6 +141,20 @@ const STS_ANSWER: &str = "<AssumeRoleResponse><AssumeRoleResult><Credentials>\
     <SessionToken>pinned-session</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration>\
     </Credentials></AssumeRoleResult></AssumeRoleResponse>";
 
+/// An AWS connector's storage whose STS and S3 are `server`.
+fn aws_storage(server: &Server) -> connectors::Storage {
+    let cloud = cloud(&[
+        ("AWS_ENDPOINT_URL", server.url()),
+        ("AWS_ACCESS_KEY_ID", "AKIAPLATFORM".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "platform-secret".to_owned()),
+    ]);
+    open(
+        &cloud,
+        Provider::Aws,
+        json!({"role_arn": ROLE, "external_id": "x-1", "region": "us-east-1"}),
+    )
+}
+
 /// An S3 put carries its content's SHA-256 (`x-amz-checksum-sha256`), which S3 checks what it
 /// stores against and which a bucket with Object Lock requires (moto neither needs nor keeps
 /// it), with the object's served headers and user metadata.
@@ -160,16 +174,7 @@ async fn s3_puts_say_their_sha256_and_the_objects_headers() {
             _ => not_scripted(request),
         }
     });
-    let cloud = cloud(&[
-        ("AWS_ENDPOINT_URL", server.url()),
-        ("AWS_ACCESS_KEY_ID", "AKIAPLATFORM".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "platform-secret".to_owned()),
-    ]);
-    let storage = open(
-        &cloud,
-        Provider::Aws,
-        json!({"role_arn": ROLE, "external_id": "x-1", "region": "us-east-1"}),
-    );
+    let storage = aws_storage(&server);
     let content = Bytes::from_static(b"name,ssn\nAnn,***-**-6789\n");
     let served = Properties {
         content_type: Some("text/csv".into()),
@@ -233,16 +238,7 @@ async fn s3_copy_is_conditional_on_the_source_etag_in_a_signed_header() {
             _ => not_scripted(request),
         }
     });
-    let cloud = cloud(&[
-        ("AWS_ENDPOINT_URL", server.url()),
-        ("AWS_ACCESS_KEY_ID", "AKIAPLATFORM".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "platform-secret".to_owned()),
-    ]);
-    let storage = open(
-        &cloud,
-        Provider::Aws,
-        json!({"role_arn": ROLE, "external_id": "x-1", "region": "us-east-1"}),
-    );
+    let storage = aws_storage(&server);
     let copied = storage
         .copy_if_match(
             "hr-exports",
