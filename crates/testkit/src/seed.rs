@@ -246,6 +246,74 @@ pub async fn s3_versioning(endpoint: &str, bucket: &str) {
     assert_eq!(status, 200, "versioning of {bucket}: {text}");
 }
 
+/// Writes `content` at moto's `bucket/key` encrypted under the KMS key `kms_key` (SSE-KMS), as
+/// a customer's upload naming its own key would.
+pub async fn s3_put_with_kms(
+    endpoint: &str,
+    bucket: &str,
+    key: &str,
+    content: &[u8],
+    kms_key: &str,
+) {
+    let credential = AwsCredential {
+        key_id: MOTO_KEY_ID.into(),
+        secret_key: MOTO_SECRET.into(),
+        token: None,
+    };
+    let mut call = http::Request::builder()
+        .method(http::Method::PUT)
+        .uri(format!("{endpoint}/{bucket}/{key}"))
+        .header("content-type", "text/csv")
+        .header("x-amz-server-side-encryption", "aws:kms")
+        .header("x-amz-server-side-encryption-aws-kms-key-id", kms_key)
+        .body(HttpRequestBody::from(content.to_vec()))
+        .unwrap_or_else(|e| panic!("put request: {e}"));
+    AwsAuthorizer::new(&credential, "s3", "us-east-1")
+        .try_authorize(&mut call, None)
+        .unwrap_or_else(|e| panic!("sign: {e}"));
+    let (status, text) = send_text(call).await;
+    assert_eq!(status, 200, "put {bucket}/{key}: {text}");
+}
+
+/// How moto's `bucket/key` is encrypted at rest: its `x-amz-server-side-encryption` and
+/// `x-amz-server-side-encryption-aws-kms-key-id`.
+pub async fn s3_encryption(
+    endpoint: &str,
+    bucket: &str,
+    key: &str,
+) -> (Option<String>, Option<String>) {
+    let credential = AwsCredential {
+        key_id: MOTO_KEY_ID.into(),
+        secret_key: MOTO_SECRET.into(),
+        token: None,
+    };
+    let mut call = request(http::Method::HEAD, &format!("{endpoint}/{bucket}/{key}"));
+    AwsAuthorizer::new(&credential, "s3", "us-east-1")
+        .try_authorize(&mut call, None)
+        .unwrap_or_else(|e| panic!("sign: {e}"));
+    let (parts, _) = call.into_parts();
+    let mut outgoing = client().head(parts.uri.to_string());
+    for (name, value) in &parts.headers {
+        outgoing = outgoing.header(name, value);
+    }
+    let response = outgoing
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("head {bucket}/{key}: {e}"));
+    assert_eq!(response.status().as_u16(), 200, "head {bucket}/{key}");
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    (
+        header("x-amz-server-side-encryption"),
+        header("x-amz-server-side-encryption-aws-kms-key-id"),
+    )
+}
+
 /// How many versions and how many delete markers moto's versioned `bucket` holds for exactly
 /// `key`: how many times it was written and deleted.
 pub async fn s3_versions(endpoint: &str, bucket: &str, key: &str) -> (usize, usize) {

@@ -42,14 +42,14 @@ impl S3Writes {
         format!("{}/{}/{}", self.endpoint, encode(bucket), encode_key(key))
     }
 
-    /// Sends a signed, empty-bodied request; returns its status and body.
+    /// Sends a signed, empty-bodied request; returns its status, headers and body.
     async fn send(
         &self,
         what: &str,
         method: http::Method,
         url: &str,
         headers: &[(&str, &str)],
-    ) -> Result<(u16, String), AccessError> {
+    ) -> Result<(u16, reqwest::header::HeaderMap, String), AccessError> {
         let credential = self.role.credential().await?;
         let response = signed(
             self.role.http(),
@@ -64,11 +64,49 @@ impl S3Writes {
         .await
         .map_err(|e| AccessError::http(what, &e))?;
         let status = response.status().as_u16();
+        let answered = response.headers().clone();
         let body = response
             .text()
             .await
             .map_err(|e| AccessError::http(what, &e))?;
-        Ok((status, body))
+        Ok((status, answered, body))
+    }
+
+    /// How the object at `key`, while it has `etag`, is encrypted at rest: the
+    /// `x-amz-server-side-encryption*` headers a copy must name to keep it so. Without them
+    /// CopyObject encrypts the copy as the destination bucket's default does, so a copy of an
+    /// object under a customer-managed KMS key would be readable by anyone the bucket's
+    /// default lets read.
+    async fn encryption(
+        &self,
+        key: &str,
+        etag: &str,
+    ) -> Result<Vec<(String, String)>, AccessError> {
+        let what = "S3 HeadObject";
+        let if_match = quoted(etag);
+        let url = self.url(&self.bucket, key);
+        let (status, answered, body) = self
+            .send(
+                what,
+                http::Method::HEAD,
+                &url,
+                &[("if-match", if_match.as_str())],
+            )
+            .await?;
+        if !(200..300).contains(&status) {
+            return Err(refused(what, status, &body, true));
+        }
+        Ok([
+            "x-amz-server-side-encryption",
+            "x-amz-server-side-encryption-aws-kms-key-id",
+            "x-amz-server-side-encryption-bucket-key-enabled",
+        ]
+        .into_iter()
+        .filter_map(|name| {
+            let value = answered.get(name)?.to_str().ok()?;
+            Some((name.to_owned(), value.to_owned()))
+        })
+        .collect())
     }
 }
 
@@ -96,7 +134,7 @@ impl Writes for S3Writes {
             headers.push(("if-match", if_match.as_str()));
         }
         let url = self.url(&self.bucket, key);
-        let (status, body) = self
+        let (status, _, body) = self
             .send(what, http::Method::DELETE, &url, &headers)
             .await?;
         if (200..300).contains(&status) {
@@ -106,8 +144,9 @@ impl Writes for S3Writes {
     }
 
     /// `PUT` of the destination with `x-amz-copy-source` and `x-amz-copy-source-if-match`.
-    /// The metadata (its content type among it) is copied with the object. CopyObject copies
-    /// up to 5 GB; a larger source is refused by S3 (`InvalidRequest`, a provider failure).
+    /// The metadata (its content type among it) is copied with the object, and the source's
+    /// encryption at rest is named (its KMS key), as read just before. CopyObject copies up to
+    /// 5 GB; a larger source is refused by S3 (`InvalidRequest`, a provider failure).
     async fn copy(
         &self,
         key: &str,
@@ -116,16 +155,18 @@ impl Writes for S3Writes {
         to_key: &str,
     ) -> Result<String, AccessError> {
         let what = "S3 CopyObject";
+        let encryption = self.encryption(key, etag).await?;
         let source = format!("/{}/{}", encode(&self.bucket), encode_key(key));
         let if_match = quoted(etag);
-        let headers = [
+        let mut headers = vec![
             ("x-amz-copy-source", source.as_str()),
             ("x-amz-copy-source-if-match", if_match.as_str()),
             // moto wants a length even for an empty body, which reqwest leaves out.
             ("content-length", "0"),
         ];
+        headers.extend(encryption.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         let url = self.url(to_bucket, to_key);
-        let (status, body) = self.send(what, http::Method::PUT, &url, &headers).await?;
+        let (status, _, body) = self.send(what, http::Method::PUT, &url, &headers).await?;
         copied_etag(what, status, &body)
     }
 }

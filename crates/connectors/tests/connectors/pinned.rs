@@ -216,6 +216,19 @@ async fn s3_copy_is_conditional_on_the_source_etag_in_a_signed_header() {
             ("POST", "/") if body.contains("Action=AssumeRole") => {
                 Reply(200, Vec::new(), STS_ANSWER.to_owned())
             }
+            // The source's encryption is read first (answered for any ETag here, so that the
+            // copy's own condition is what refuses the stale one).
+            ("HEAD", "/hr-exports/docs/a%20b.csv") => Reply(
+                200,
+                vec![
+                    ("x-amz-server-side-encryption", "aws:kms".to_owned()),
+                    (
+                        "x-amz-server-side-encryption-aws-kms-key-id",
+                        "arn:aws:kms:us-east-1:123456789012:key/hr".to_owned(),
+                    ),
+                ],
+                String::new(),
+            ),
             ("PUT", "/quarantine/x/a%20b.csv") => {
                 if request.header("x-amz-copy-source-if-match") == Some("\"etag-1\"") {
                     Reply(
@@ -276,6 +289,12 @@ async fn s3_copy_is_conditional_on_the_source_etag_in_a_signed_header() {
             Some("/hr-exports/docs/a%20b.csv")
         );
         assert_eq!(copy.header("x-amz-copy-source-if-match"), Some(etag));
+        // The copy is encrypted as its source is, not as the destination's default would.
+        assert_eq!(copy.header("x-amz-server-side-encryption"), Some("aws:kms"));
+        assert_eq!(
+            copy.header("x-amz-server-side-encryption-aws-kms-key-id"),
+            Some("arn:aws:kms:us-east-1:123456789012:key/hr")
+        );
         assert!(copy.body.is_empty());
         // The condition is signed with the request, with the role's credentials.
         let authorization = copy.header("authorization").unwrap();

@@ -274,6 +274,19 @@ async fn s3_writes_are_conditional_on_the_etag_read() {
     );
     // moto 5.2.5 copies whatever x-amz-copy-source-if-match says (pinned::s3_copy_...).
     conditional_writes(&storage, &Outside::Store(store), false).await;
+    // A copy of an object under the customer's KMS key stays under it: without naming it,
+    // CopyObject encrypts the copy as the destination's default does (moto: AES256).
+    let kms = "arn:aws:kms:us-east-1:123456789012:key/hr-exports";
+    seed::s3_put_with_kms(&url, MAIN, "kms.csv", FIRST, kms).await;
+    let etag = listed_etag(&storage.bucket(MAIN).unwrap(), "kms.csv").await;
+    storage
+        .copy_if_match(MAIN, "kms.csv", &etag, OTHER, "x/kms.csv")
+        .await
+        .unwrap();
+    assert_eq!(
+        seed::s3_encryption(&url, OTHER, "x/kms.csv").await,
+        (Some("aws:kms".to_owned()), Some(kms.to_owned()))
+    );
 }
 
 #[tokio::test]
