@@ -45,7 +45,16 @@ struct Answer {
     status: u16,
     etag: Option<String>,
     generation: Option<String>,
+    /// `x-goog-encryption-kms-key-name`: the customer-managed key the object is under.
+    kms_key: Option<String>,
     body: String,
+}
+
+/// The object version a HEAD found: its ETag, generation and customer-managed key, if any.
+struct Version {
+    etag: String,
+    generation: String,
+    kms_key: Option<String>,
 }
 
 impl GcsWrites {
@@ -76,7 +85,11 @@ impl GcsWrites {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        let (etag, generation) = (header("etag"), header("x-goog-generation"));
+        let (etag, generation, kms_key) = (
+            header("etag"),
+            header("x-goog-generation"),
+            header("x-goog-encryption-kms-key-name"),
+        );
         let status = response.status().as_u16();
         let body = response
             .text()
@@ -86,6 +99,7 @@ impl GcsWrites {
             status,
             etag,
             generation,
+            kms_key,
             body,
         })
     }
@@ -97,7 +111,7 @@ impl GcsWrites {
         bucket: &str,
         key: &str,
         generation: Option<&str>,
-    ) -> Result<Option<(String, String)>, AccessError> {
+    ) -> Result<Option<Version>, AccessError> {
         let what = "GCS object metadata";
         let segments: Vec<&str> = std::iter::once(bucket).chain(key.split('/')).collect();
         let mut url = url_with_segments(&self.base, &segments)?;
@@ -108,7 +122,11 @@ impl GcsWrites {
         match answer.status {
             404 => Ok(None),
             200..=299 => match (answer.etag, answer.generation) {
-                (Some(etag), Some(generation)) => Ok(Some((etag, generation))),
+                (Some(etag), Some(generation)) => Ok(Some(Version {
+                    etag,
+                    generation,
+                    kms_key: answer.kms_key,
+                })),
                 _ => Err(AccessError::new(
                     Failure::Provider,
                     format!("{what}: answered without ETag or x-goog-generation"),
@@ -120,16 +138,24 @@ impl GcsWrites {
 
     /// The live generation of `key`, if its ETag is still `etag`.
     async fn generation_of(&self, key: &str, etag: &str) -> Result<String, AccessError> {
+        Ok(self.live_version(key, etag).await?.generation)
+    }
+
+    /// The live version of `key`, if its ETag is still `etag`.
+    async fn live_version(&self, key: &str, etag: &str) -> Result<Version, AccessError> {
         match self.version(&self.bucket, key, None).await? {
             None => Err(AccessError::new(
                 Failure::Changed,
                 format!("gs://{}/{key} is gone", self.bucket),
             )),
-            Some((found, _)) if !same_etag(&found, etag) => Err(AccessError::new(
+            Some(found) if !same_etag(&found.etag, etag) => Err(AccessError::new(
                 Failure::Changed,
-                format!("gs://{}/{key} has ETag {found}, not {etag}", self.bucket),
+                format!(
+                    "gs://{}/{key} has ETag {}, not {etag}",
+                    self.bucket, found.etag
+                ),
             )),
-            Some((_, generation)) => Ok(generation),
+            Some(found) => Ok(found),
         }
     }
 
@@ -154,7 +180,7 @@ impl GcsWrites {
                 )
             })?;
         match self.version(bucket, key, Some(&generation)).await? {
-            Some((etag, _)) => Ok(etag),
+            Some(found) => Ok(found.etag),
             // Only a newer write, racing this one, removes the generation just written.
             None => Err(AccessError::new(
                 Failure::Changed,
@@ -246,7 +272,11 @@ impl Writes for GcsWrites {
         to_key: &str,
     ) -> Result<String, AccessError> {
         let what = "GCS rewrite";
-        let generation = self.generation_of(key, etag).await?;
+        let source = self.live_version(key, etag).await?;
+        let generation = source.generation;
+        // A copy of an object under a customer-managed key stays under it; without naming it,
+        // the copy takes the destination bucket's default key (or Google's).
+        let kms_key = source.kms_key.as_deref().map(key_without_version);
         let mut token: Option<String> = None;
         for _ in 0..MAX_REWRITE_CALLS {
             let mut url = url_with_segments(
@@ -269,6 +299,9 @@ impl Writes for GcsWrites {
                 let mut query = url.query_pairs_mut();
                 query.append_pair("sourceGeneration", &generation);
                 query.append_pair("ifSourceGenerationMatch", &generation);
+                if let Some(kms_key) = kms_key {
+                    query.append_pair("destinationKmsKeyName", kms_key);
+                }
                 if let Some(token) = &token {
                     query.append_pair("rewriteToken", token);
                 }
@@ -315,6 +348,13 @@ fn missing_bucket(body: &str) -> bool {
 fn google_message(body: &str) -> Option<String> {
     let v: Value = serde_json::from_str(body).ok()?;
     v.pointer("/error/message")?.as_str().map(str::to_owned)
+}
+
+/// A Cloud KMS key's name without the `/cryptoKeyVersions/N` an object's header adds: what
+/// `destinationKmsKeyName` takes.
+fn key_without_version(name: &str) -> &str {
+    name.split_once("/cryptoKeyVersions/")
+        .map_or(name, |(key, _)| key)
 }
 
 /// The first `error.errors[].reason` of a JSON API error (`retentionPolicyNotMet`, ...).
@@ -404,8 +444,19 @@ mod tests {
             status,
             etag: None,
             generation: None,
+            kms_key: None,
             body: body.to_owned(),
         }
+    }
+
+    #[test]
+    fn a_kms_key_is_named_without_its_version() {
+        let key = "projects/p/locations/us/keyRings/r/cryptoKeys/hr";
+        assert_eq!(
+            key_without_version(&format!("{key}/cryptoKeyVersions/3")),
+            key
+        );
+        assert_eq!(key_without_version(key), key);
     }
 
     #[test]

@@ -330,7 +330,16 @@ async fn gcs_writes_are_conditional_on_the_generation_that_had_the_etag() {
             )
         };
         match (request.method.as_str(), request.target.as_str()) {
-            ("HEAD", "/hr-exports/docs/a.csv") => xml_object("md5-live", "1700"),
+            // The object is under a customer-managed key, which its copy must keep.
+            ("HEAD", "/hr-exports/docs/a.csv") => {
+                let Reply(status, mut headers, body) = xml_object("md5-live", "1700");
+                headers.push((
+                    "x-goog-encryption-kms-key-name",
+                    "projects/p/locations/us/keyRings/r/cryptoKeys/hr/cryptoKeyVersions/1"
+                        .to_owned(),
+                ));
+                Reply(status, headers, body)
+            }
             ("HEAD", "/hr-exports/docs/a.csv?generation=1701") => xml_object("md5-new", "1701"),
             ("HEAD", "/quarantine/x/docs/a.csv?generation=1800") => xml_object("md5-live", "1800"),
             (
@@ -348,7 +357,7 @@ async fn gcs_writes_are_conditional_on_the_generation_that_had_the_etag() {
             }
             (
                 "POST",
-                "/storage/v1/b/hr-exports/o/docs%2Fa.csv/rewriteTo/b/quarantine/o/x%2Fdocs%2Fa.csv?sourceGeneration=1700&ifSourceGenerationMatch=1700",
+                "/storage/v1/b/hr-exports/o/docs%2Fa.csv/rewriteTo/b/quarantine/o/x%2Fdocs%2Fa.csv?sourceGeneration=1700&ifSourceGenerationMatch=1700&destinationKmsKeyName=projects%2Fp%2Flocations%2Fus%2FkeyRings%2Fr%2FcryptoKeys%2Fhr",
             ) => Reply(
                 200,
                 Vec::new(),
@@ -357,7 +366,7 @@ async fn gcs_writes_are_conditional_on_the_generation_that_had_the_etag() {
             ),
             (
                 "POST",
-                "/storage/v1/b/hr-exports/o/docs%2Fa.csv/rewriteTo/b/quarantine/o/x%2Fdocs%2Fa.csv?sourceGeneration=1700&ifSourceGenerationMatch=1700&rewriteToken=t-1",
+                "/storage/v1/b/hr-exports/o/docs%2Fa.csv/rewriteTo/b/quarantine/o/x%2Fdocs%2Fa.csv?sourceGeneration=1700&ifSourceGenerationMatch=1700&destinationKmsKeyName=projects%2Fp%2Flocations%2Fus%2FkeyRings%2Fr%2FcryptoKeys%2Fhr&rewriteToken=t-1",
             ) => Reply(
                 200,
                 Vec::new(),
@@ -432,8 +441,8 @@ async fn gcs_writes_are_conditional_on_the_generation_that_had_the_etag() {
             "HEAD /hr-exports/docs/a.csv",
             "DELETE /storage/v1/b/hr-exports/o/docs%2Fa.csv?ifGenerationMatch=1700",
             "HEAD /hr-exports/docs/a.csv",
-            "POST /storage/v1/b/hr-exports/o/docs%2Fa.csv/rewriteTo/b/quarantine/o/x%2Fdocs%2Fa.csv?sourceGeneration=1700&ifSourceGenerationMatch=1700",
-            "POST /storage/v1/b/hr-exports/o/docs%2Fa.csv/rewriteTo/b/quarantine/o/x%2Fdocs%2Fa.csv?sourceGeneration=1700&ifSourceGenerationMatch=1700&rewriteToken=t-1",
+            "POST /storage/v1/b/hr-exports/o/docs%2Fa.csv/rewriteTo/b/quarantine/o/x%2Fdocs%2Fa.csv?sourceGeneration=1700&ifSourceGenerationMatch=1700&destinationKmsKeyName=projects%2Fp%2Flocations%2Fus%2FkeyRings%2Fr%2FcryptoKeys%2Fhr",
+            "POST /storage/v1/b/hr-exports/o/docs%2Fa.csv/rewriteTo/b/quarantine/o/x%2Fdocs%2Fa.csv?sourceGeneration=1700&ifSourceGenerationMatch=1700&destinationKmsKeyName=projects%2Fp%2Flocations%2Fus%2FkeyRings%2Fr%2FcryptoKeys%2Fhr&rewriteToken=t-1",
             "HEAD /quarantine/x/docs/a.csv?generation=1800",
         ]
     );
