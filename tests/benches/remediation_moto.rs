@@ -102,7 +102,14 @@ async fn raw(moto_url: &str, keys: &[String], clients: usize, copy: bool) -> Dur
                 if copy {
                     let to = format!(".dps-lkg/raw/{key}");
                     storage
-                        .copy_if_match(BUCKET, &key, &whole.etag, BUCKET, &to)
+                        .copy_if_match(
+                            BUCKET,
+                            &key,
+                            &whole.etag,
+                            BUCKET,
+                            &to,
+                            Some(&whole.encryption),
+                        )
                         .await
                         .unwrap();
                 }

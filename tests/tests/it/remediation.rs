@@ -1322,9 +1322,11 @@ async fn a_remediation_says_whether_the_bucket_keeps_the_original_version() {
     let url = stack.moto.url();
     let versioned = seed::s3_bucket(&url, "people-versioned").await;
     seed::s3_versioning(&url, "people-versioned").await;
-    let plain = seed::s3_bucket(&url, "people-plain").await;
+    seed::s3_bucket(&url, "people-plain").await;
     seed::put_all(versioned.as_ref(), &[("people.csv", SSNS)]).await;
-    seed::put_all(plain.as_ref(), &[("people.csv", SSNS)]).await;
+    // Under the customer's own KMS key, which the snapshot of it keeps.
+    let kms = "arn:aws:kms:us-east-1:123456789012:key/hr";
+    seed::s3_put_with_kms(&url, "people-plain", "people.csv", SSNS, kms).await;
     let buckets = json!({"buckets": ["people-versioned", "people-plain"]});
     let connector = crate::scans::connector_with(&admin, "HR", buckets).await;
     crate::scans::full_scan(&admin, &connector).await;
@@ -1349,6 +1351,12 @@ async fn a_remediation_says_whether_the_bucket_keeps_the_original_version() {
     );
     assert_eq!(gone["status"], "receipted", "{gone}");
     assert_eq!(gone["prior_versions"], "not_kept", "{gone}");
+    let snapshot = gone["lkg_location"]["key"].as_str().unwrap();
+    assert_eq!(
+        seed::s3_encryption(&url, "people-plain", snapshot).await,
+        (Some("aws:kms".to_owned()), Some(kms.to_owned())),
+        "the snapshot of the original stays under the customer's key"
+    );
     // Every written request says it.
     let (_, listed) = admin
         .send(

@@ -16,7 +16,7 @@ use object_store::{
 };
 use serde::Serialize;
 
-use super::properties::Properties;
+use super::properties::{Encryption, Properties};
 use super::xml;
 
 /// Why an access to cloud storage failed. The categories are what scans count failures by.
@@ -410,13 +410,15 @@ pub(crate) trait Writes: Send + Sync + fmt::Debug {
     /// [`Failure::Changed`]); without, a missing object is already deleted.
     async fn delete(&self, key: &str, etag: Option<&str>) -> Result<(), AccessError>;
     /// Copies `key` of this bucket, only while it has `etag`, over whatever is at `to_key` of
-    /// `to_bucket` (the same connector's, perhaps this one); returns the copy's ETag.
+    /// `to_bucket` (the same connector's, perhaps this one); returns the copy's ETag. The copy
+    /// is encrypted as the source is: `encryption` when its read said, else as asked.
     async fn copy(
         &self,
         key: &str,
         etag: &str,
         to_bucket: &str,
         to_key: &str,
+        encryption: Option<&Encryption>,
     ) -> Result<String, AccessError>;
 }
 

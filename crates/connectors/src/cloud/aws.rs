@@ -640,6 +640,8 @@ impl super::access::Access for Access {
             // Every put says its content's SHA-256 (`x-amz-checksum-sha256`): S3 checks what
             // it stores against it, and a bucket with Object Lock refuses a put without one.
             .with_checksum_algorithm(Checksum::SHA256)
+            // A read says how the object is encrypted, which its snapshot copy keeps.
+            .with_http_connector(super::aws_writes::RecordEncryption)
             .with_client_options(options);
         if let Some(endpoint) = &self.s3_endpoint {
             builder = builder.with_endpoint(endpoint);

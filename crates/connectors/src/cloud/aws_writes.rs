@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::access::{AccessError, Blobs, Failure, Put, Writes, put_through, quoted};
-use super::properties::Properties;
+use super::properties::{Encryption, Properties};
 use super::sigv4::signed;
 use super::xml;
 
@@ -77,11 +77,7 @@ impl S3Writes {
     /// CopyObject encrypts the copy as the destination bucket's default does, so a copy of an
     /// object under a customer-managed KMS key would be readable by anyone the bucket's
     /// default lets read.
-    async fn encryption(
-        &self,
-        key: &str,
-        etag: &str,
-    ) -> Result<Vec<(String, String)>, AccessError> {
+    async fn encryption(&self, key: &str, etag: &str) -> Result<Encryption, AccessError> {
         let what = "S3 HeadObject";
         let if_match = quoted(etag);
         let url = self.url(&self.bucket, key);
@@ -96,17 +92,7 @@ impl S3Writes {
         if !(200..300).contains(&status) {
             return Err(refused(what, status, &body, true));
         }
-        Ok([
-            "x-amz-server-side-encryption",
-            "x-amz-server-side-encryption-aws-kms-key-id",
-            "x-amz-server-side-encryption-bucket-key-enabled",
-        ]
-        .into_iter()
-        .filter_map(|name| {
-            let value = answered.get(name)?.to_str().ok()?;
-            Some((name.to_owned(), value.to_owned()))
-        })
-        .collect())
+        Ok(Encryption::from_s3_headers(&answered))
     }
 }
 
@@ -153,9 +139,18 @@ impl Writes for S3Writes {
         etag: &str,
         to_bucket: &str,
         to_key: &str,
+        encryption: Option<&Encryption>,
     ) -> Result<String, AccessError> {
         let what = "S3 CopyObject";
-        let encryption = self.encryption(key, etag).await?;
+        // The read of the object said how it is encrypted; else it is asked (one HeadObject).
+        let asked;
+        let encryption = match encryption {
+            Some(known) => known,
+            None => {
+                asked = self.encryption(key, etag).await?;
+                &asked
+            }
+        };
         let source = format!("/{}/{}", encode(&self.bucket), encode_key(key));
         let if_match = quoted(etag);
         let mut headers = vec![
@@ -164,7 +159,7 @@ impl Writes for S3Writes {
             // moto wants a length even for an empty body, which reqwest leaves out.
             ("content-length", "0"),
         ];
-        headers.extend(encryption.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        headers.extend(encryption.0.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         let url = self.url(to_bucket, to_key);
         let (status, _, body) = self.send(what, http::Method::PUT, &url, &headers).await?;
         copied_etag(what, status, &body)
@@ -255,5 +250,39 @@ mod tests {
             copied_etag("copy", 412, stale).unwrap_err().failure,
             Failure::Changed
         );
+    }
+}
+
+/// object_store's HTTP client for S3 stores, which puts each answer's encryption headers into
+/// the answer's extensions ([`Encryption`]): a read then tells its caller how the object is
+/// encrypted, and a copy of it need not ask again.
+#[derive(Debug, Default)]
+pub(super) struct RecordEncryption;
+
+impl object_store::client::HttpConnector for RecordEncryption {
+    fn connect(
+        &self,
+        options: &object_store::ClientOptions,
+    ) -> object_store::Result<object_store::client::HttpClient> {
+        let inner = object_store::client::ReqwestConnector::default().connect(options)?;
+        Ok(object_store::client::HttpClient::new(Recording(inner)))
+    }
+}
+
+#[derive(Debug)]
+struct Recording(object_store::client::HttpClient);
+
+#[async_trait::async_trait]
+impl object_store::client::HttpService for Recording {
+    async fn call(
+        &self,
+        request: object_store::client::HttpRequest,
+    ) -> Result<object_store::client::HttpResponse, object_store::client::HttpError> {
+        let mut response = self.0.execute(request).await?;
+        let encryption = Encryption::from_s3_headers(response.headers());
+        if !encryption.0.is_empty() {
+            response.extensions_mut().insert(encryption);
+        }
+        Ok(response)
     }
 }

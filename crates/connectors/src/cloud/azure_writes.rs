@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::access::{
     AccessError, Blobs, Failure, Put, Writes, put_through, quoted, url_with_segments,
 };
-use super::properties::Properties;
+use super::properties::{Encryption, Properties};
 use super::xml;
 
 /// How long a Copy Blob that Azure answers `pending` is waited for. Within one account a copy
@@ -199,6 +199,7 @@ impl Writes for BlobWrites {
         etag: &str,
         to_bucket: &str,
         to_key: &str,
+        _encryption: Option<&Encryption>,
     ) -> Result<String, AccessError> {
         let what = "Azure Copy Blob";
         let source = self.url(&self.container, key)?;

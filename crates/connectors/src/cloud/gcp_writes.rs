@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::access::{AccessError, Failure, Put, Writes, same_etag, url_with_segments};
-use super::properties::Properties;
+use super::properties::{Encryption, Properties};
 
 /// The most rewrite calls one copy makes. GCS finishes a copy within one bucket's location and
 /// storage class in one call; across them it copies a slice per call, and says to call again.
@@ -270,6 +270,7 @@ impl Writes for GcsWrites {
         etag: &str,
         to_bucket: &str,
         to_key: &str,
+        _encryption: Option<&Encryption>,
     ) -> Result<String, AccessError> {
         let what = "GCS rewrite";
         let source = self.live_version(key, etag).await?;

@@ -41,7 +41,7 @@ pub use access::{AccessError, Blobs, EnvError, Failure, Posture};
 pub use aws::AwsEnv;
 pub use azure::AzureEnv;
 pub use gcp::GcpEnv;
-pub use properties::Properties;
+pub use properties::{Encryption, Properties};
 pub use writes::Whole;
 
 /// How long one HTTP request to a cloud service may take.

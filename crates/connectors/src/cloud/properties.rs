@@ -167,6 +167,43 @@ fn is_metadata_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
+/// How an object is encrypted at rest, where a copy must say so to keep it: S3's
+/// `x-amz-server-side-encryption` headers (the algorithm, the KMS key id, the bucket-key
+/// setting), as the read of the object answered them. Empty where nothing is to be said.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Encryption(pub(crate) Vec<(String, String)>);
+
+/// The names are fixed; the values (a KMS key's ARN) name the customer's key, and are shown.
+impl fmt::Debug for Encryption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(n, v)| (n, v)))
+            .finish()
+    }
+}
+
+impl Encryption {
+    /// The headers S3 answers with an object's encryption, which CopyObject takes as they are.
+    pub(crate) const S3_HEADERS: [&'static str; 3] = [
+        "x-amz-server-side-encryption",
+        "x-amz-server-side-encryption-aws-kms-key-id",
+        "x-amz-server-side-encryption-bucket-key-enabled",
+    ];
+
+    /// From an S3 answer's headers.
+    pub(crate) fn from_s3_headers(headers: &http::HeaderMap) -> Self {
+        Encryption(
+            Self::S3_HEADERS
+                .into_iter()
+                .filter_map(|name| {
+                    let value = headers.get(name)?.to_str().ok()?;
+                    Some((name.to_owned(), value.to_owned()))
+                })
+                .collect(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

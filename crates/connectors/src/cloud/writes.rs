@@ -16,7 +16,7 @@ use futures::StreamExt;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
 
 use super::access::{AccessError, Failure, Put, object_path, quoted, same_etag};
-use super::properties::Properties;
+use super::properties::{Encryption, Properties};
 use super::{Bucket, Object, Storage};
 
 /// An object read whole, and the ETag of the version read.
@@ -26,6 +26,8 @@ pub struct Whole {
     pub etag: String,
     /// Its served headers and user metadata: a rewrite keeps them.
     pub properties: Properties,
+    /// How it is encrypted at rest (S3), which a copy of it keeps.
+    pub encryption: Encryption,
 }
 
 /// The content is the customer's, and may be exactly what remediation is about to protect:
@@ -36,6 +38,7 @@ impl std::fmt::Debug for Whole {
             .field("bytes", &format_args!("{} bytes", self.bytes.len()))
             .field("etag", &self.etag)
             .field("properties", &self.properties)
+            .field("encryption", &self.encryption)
             .finish()
     }
 }
@@ -76,6 +79,11 @@ impl Bucket {
             ));
         }
         let properties = Properties::from_attributes(&result.attributes);
+        let encryption = result
+            .extensions
+            .get::<Encryption>()
+            .cloned()
+            .unwrap_or_default();
         let size = result.meta.size;
         if size > max_bytes {
             return Err(too_large(key, size, max_bytes));
@@ -98,6 +106,7 @@ impl Bucket {
             bytes: bytes.freeze(),
             etag: self.form.spell(&found),
             properties,
+            encryption,
         })
     }
 
@@ -194,19 +203,24 @@ impl Storage {
         etag: &str,
         to_bucket: &str,
         to_key: &str,
+        encryption: Option<&Encryption>,
     ) -> Result<String, AccessError> {
         let (from_key, to_key) = (object_path(from_key)?, object_path(to_key)?);
         let source = self.bucket(from_bucket)?;
         let copied = source
             .writes
-            .copy(from_key.as_ref(), etag, to_bucket, to_key.as_ref())
+            .copy(
+                from_key.as_ref(),
+                etag,
+                to_bucket,
+                to_key.as_ref(),
+                encryption,
+            )
             .await?;
         Ok(source.form.spell(&copied))
     }
 }
 
-/// A media type that is safe in a header: 1 to 255 visible ASCII characters (spaces allowed,
-/// for parameters), no control character.
 fn too_large(key: &str, size: u64, max_bytes: u64) -> AccessError {
     AccessError::new(
         Failure::TooLarge,

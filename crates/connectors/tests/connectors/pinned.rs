@@ -259,6 +259,7 @@ async fn s3_copy_is_conditional_on_the_source_etag_in_a_signed_header() {
             "etag-1",
             "quarantine",
             "x/a b.csv",
+            None,
         )
         .await
         .unwrap();
@@ -270,6 +271,7 @@ async fn s3_copy_is_conditional_on_the_source_etag_in_a_signed_header() {
             "\"etag-0\"",
             "quarantine",
             "x/a b.csv",
+            None,
         )
         .await
         .unwrap_err();
@@ -420,6 +422,7 @@ async fn gcs_writes_are_conditional_on_the_generation_that_had_the_etag() {
             "\"md5-live\"",
             "quarantine",
             "x/docs/a.csv",
+            None,
         )
         .await
         .unwrap();
@@ -538,7 +541,14 @@ async fn azure_waits_for_a_pending_copy_and_returns_its_final_etag() {
         }),
     );
     let copied = storage
-        .copy_if_match("exports", "x/a.csv", "0xSOURCE", "quarantine", "x/a.csv")
+        .copy_if_match(
+            "exports",
+            "x/a.csv",
+            "0xSOURCE",
+            "quarantine",
+            "x/a.csv",
+            None,
+        )
         .await
         .unwrap();
     // The ETag of the finished copy, spelled as Azure's listing spells it.

@@ -205,7 +205,7 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
 
     // Copy, byte for byte, to another bucket and under a prefix of the same one.
     let quarantined = storage
-        .copy_if_match(MAIN, KEY, &overwritten, OTHER, "x/docs/employees.csv")
+        .copy_if_match(MAIN, KEY, &overwritten, OTHER, "x/docs/employees.csv", None)
         .await
         .unwrap();
     assert_eq!(content(&other, "x/docs/employees.csv").await, masked);
@@ -219,7 +219,14 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
         quarantined
     );
     let kept = storage
-        .copy_if_match(MAIN, KEY, &overwritten, MAIN, ".dps-lkg/x/employees.csv")
+        .copy_if_match(
+            MAIN,
+            KEY,
+            &overwritten,
+            MAIN,
+            ".dps-lkg/x/employees.csv",
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(content(&main, ".dps-lkg/x/employees.csv").await, masked);
@@ -227,14 +234,21 @@ async fn conditional_writes(storage: &Storage, outside: &Outside, atomic_copy: b
     // A gone source is refused, whatever the emulator checks.
     changed(
         storage
-            .copy_if_match(MAIN, "docs/none.csv", &overwritten, OTHER, "x/none.csv")
+            .copy_if_match(
+                MAIN,
+                "docs/none.csv",
+                &overwritten,
+                OTHER,
+                "x/none.csv",
+                None,
+            )
             .await,
     );
     assert_eq!(other.head("x/none.csv").await.unwrap(), None);
     if atomic_copy {
         changed(
             storage
-                .copy_if_match(MAIN, KEY, &listed, OTHER, "x/stale.csv")
+                .copy_if_match(MAIN, KEY, &listed, OTHER, "x/stale.csv", None)
                 .await,
         );
         assert_eq!(other.head("x/stale.csv").await.unwrap(), None);
@@ -278,15 +292,29 @@ async fn s3_writes_are_conditional_on_the_etag_read() {
     // CopyObject encrypts the copy as the destination's default does (moto: AES256).
     let kms = "arn:aws:kms:us-east-1:123456789012:key/hr-exports";
     seed::s3_put_with_kms(&url, MAIN, "kms.csv", FIRST, kms).await;
-    let etag = listed_etag(&storage.bucket(MAIN).unwrap(), "kms.csv").await;
-    storage
-        .copy_if_match(MAIN, "kms.csv", &etag, OTHER, "x/kms.csv")
+    // The read says how the object is encrypted, and a copy made with it asks no more; a copy
+    // made without asks the object first (HeadObject).
+    let whole = storage
+        .bucket(MAIN)
+        .unwrap()
+        .read_whole("kms.csv", None, MAX)
         .await
         .unwrap();
-    assert_eq!(
-        seed::s3_encryption(&url, OTHER, "x/kms.csv").await,
-        (Some("aws:kms".to_owned()), Some(kms.to_owned()))
-    );
+    for (to, encryption) in [
+        ("x/kms.csv", Some(&whole.encryption)),
+        ("x/kms-asked.csv", None),
+    ] {
+        storage
+            .copy_if_match(MAIN, "kms.csv", &whole.etag, OTHER, to, encryption)
+            .await
+            .unwrap();
+        assert_eq!(
+            seed::s3_encryption(&url, OTHER, to).await,
+            (Some("aws:kms".to_owned()), Some(kms.to_owned())),
+            "{to}"
+        );
+    }
+    assert!(format!("{:?}", whole.encryption).contains("aws:kms"));
 }
 
 #[tokio::test]

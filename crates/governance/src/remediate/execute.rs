@@ -434,7 +434,14 @@ async fn snapshot(
     };
     db.release();
     storage
-        .copy_if_match(&row.bucket, &row.object_key, &row.etag, &lkg.0, &lkg.1)
+        .copy_if_match(
+            &row.bucket,
+            &row.object_key,
+            &row.etag,
+            &lkg.0,
+            &lkg.1,
+            Some(&whole.encryption),
+        )
         .await
         .map_err(Stop::storage)?;
     exec.crash_point("copied");

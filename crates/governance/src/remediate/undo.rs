@@ -250,7 +250,7 @@ async fn restore(
             let etag = c.etag.as_deref().ok_or(UndoError::ObjectChanged)?;
             let key = super::location::displaced_key(row.request_id, &lkg_key);
             storage
-                .copy_if_match(&row.bucket, &row.object_key, etag, &lkg_bucket, &key)
+                .copy_if_match(&row.bucket, &row.object_key, etag, &lkg_bucket, &key, None)
                 .await
                 .map_err(storage_error)?;
             Some((lkg_bucket.clone(), key))
