@@ -108,7 +108,7 @@ async fn raw(moto_url: &str, keys: &[String], clients: usize, copy: bool) -> Dur
                             &whole.etag,
                             BUCKET,
                             &to,
-                            Some(&whole.encryption),
+                            Some(&whole.properties.encryption),
                         )
                         .await
                         .unwrap();

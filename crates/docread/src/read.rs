@@ -115,8 +115,8 @@ pub const MAX_PROBLEMS: usize = 100;
 /// Records a problem that leaves the value well formed, until there are [`MAX_PROBLEMS`]; then
 /// the reading ends with them and one more saying so.
 fn note(soft: &mut Vec<Problem>, problem: Problem) -> Result<(), Vec<Problem>> {
-    soft.push(problem);
     if soft.len() < MAX_PROBLEMS {
+        soft.push(problem);
         return Ok(());
     }
     let mut all = std::mem::take(soft);
@@ -501,11 +501,11 @@ impl<'de> Visitor<'de> for Node<'_> {
             let value = access.next_value_seed(self.child(at.clone()))?;
             if map.contains_key(&key) {
                 let mut soft = self.soft.borrow_mut();
-                soft.push(Problem::at(&at, "duplicate key"));
                 if soft.len() >= MAX_PROBLEMS {
                     *self.hard.borrow_mut() = Some(too_many());
                     return Err(serde::de::Error::custom("too many problems"));
                 }
+                soft.push(Problem::at(&at, "duplicate key"));
             } else {
                 map.insert(key, value);
             }
@@ -642,9 +642,12 @@ mod tests {
         let problems = read(duplicates.as_bytes(), Syntax::Json).unwrap_err();
         assert_eq!(problems.len(), MAX_PROBLEMS + 1);
         assert_eq!(problems[0].reason, "duplicate key");
-        // Fewer are all listed, and the value is still read.
+        // Up to a hundred are all listed, and the value is still read.
         let (_, soft) = yaml("a: &x 1\nb: *x\n").unwrap();
         assert_eq!(soft.len(), 2);
+        let exactly = format!("a: &x 1\nb: [{}]\n", vec!["*x"; 99].join(","));
+        let (_, soft) = yaml(&exactly).unwrap();
+        assert_eq!(soft.len(), MAX_PROBLEMS);
     }
 
     #[test]

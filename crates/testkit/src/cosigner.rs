@@ -227,10 +227,7 @@ impl Drop for CosignServer {
 /// A loopback port nothing listens on now (a co-signer that is down), free to
 /// [`CosignServer::start_on`] later.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("free port: {e}"))
+    crate::emulators::free_port()
 }
 
 impl CosignServer {

@@ -221,11 +221,26 @@ fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
     None
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("finding a free port: {e}"))
+/// A loopback port nothing listens on now, never handed out before in this process. The
+/// emulator asked to listen on it binds it a moment later; two tests running at once (as
+/// `cargo test` runs them, in one process) could otherwise be handed the same port, and the
+/// second emulator, unable to bind it, would leave its test talking to the first test's
+/// emulator: buckets of the same name, one test's setup changing the other's.
+pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let port = TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or_else(|e| panic!("finding a free port: {e}"));
+        let mut given = GIVEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if given.insert(port) {
+            return port;
+        }
+    }
 }
 
 /// Starts the emulator in its own process group, with a reaper that kills it if the test

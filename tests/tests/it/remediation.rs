@@ -1322,7 +1322,7 @@ async fn a_remediation_says_whether_the_bucket_keeps_the_original_version() {
     let url = stack.moto.url();
     let versioned = seed::s3_bucket(&url, "people-versioned").await;
     seed::s3_versioning(&url, "people-versioned").await;
-    seed::s3_bucket(&url, "people-plain").await;
+    let plain = seed::s3_bucket(&url, "people-plain").await;
     seed::put_all(versioned.as_ref(), &[("people.csv", SSNS)]).await;
     // Under the customer's own KMS key, which the snapshot of it keeps.
     let kms = "arn:aws:kms:us-east-1:123456789012:key/hr";
@@ -1356,6 +1356,19 @@ async fn a_remediation_says_whether_the_bucket_keeps_the_original_version() {
         seed::s3_encryption(&url, "people-plain", snapshot).await,
         (Some("aws:kms".to_owned()), Some(kms.to_owned())),
         "the snapshot of the original stays under the customer's key"
+    );
+    assert_eq!(
+        seed::s3_encryption(&url, "people-plain", "people.csv").await,
+        (Some("aws:kms".to_owned()), Some(kms.to_owned())),
+        "and so does the masked object"
+    );
+    let (status, body) = undo(&admin, gone["remediation_id"].as_str().unwrap(), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(read(plain.as_ref(), "people.csv").await.unwrap(), SSNS);
+    assert_eq!(
+        seed::s3_encryption(&url, "people-plain", "people.csv").await,
+        (Some("aws:kms".to_owned()), Some(kms.to_owned())),
+        "and the original restored by undo"
     );
     // Every written request says it.
     let (_, listed) = admin

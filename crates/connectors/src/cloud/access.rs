@@ -87,9 +87,11 @@ fn by_code(code: Option<&str>) -> Option<Failure> {
 }
 
 /// The code of the error document in an object_store error's text: the XML `<Code>` of S3,
-/// Azure and GCS's XML API.
+/// Azure and GCS's XML API, read only after the status (object_store's text names the path
+/// before it, and a key may hold anything, `<Code>` included).
 fn code_in(text: &str) -> Option<String> {
-    xml::first(text, "Code")
+    let (_, answer) = text.rsplit_once("status code: ")?;
+    xml::first(answer, "Code")
 }
 
 impl Failure {
@@ -331,7 +333,12 @@ pub(crate) trait Access: Send + Sync + fmt::Debug {
     /// A store for one bucket.
     fn store(&self, bucket: &str, options: ClientOptions) -> Result<Arc<dyn Blobs>, AccessError>;
     /// The writes to one bucket, given the store [`Access::store`] made for it.
-    fn writes(&self, bucket: &str, store: Arc<dyn Blobs>) -> Result<Arc<dyn Writes>, AccessError>;
+    fn writes(
+        &self,
+        bucket: &str,
+        store: Arc<dyn Blobs>,
+        options: &ClientOptions,
+    ) -> Result<Arc<dyn Writes>, AccessError>;
     /// How the provider's listing spells an ETag.
     fn etag_form(&self) -> EtagForm;
 }
@@ -568,6 +575,20 @@ mod tests {
                 false
             )
             .failure,
+            Failure::Changed
+        );
+    }
+
+    #[test]
+    fn a_code_spelled_in_the_key_is_not_the_answers() {
+        let on_key = object_store::Error::Precondition {
+            path: "a/<Code>InvalidObjectState</Code>.csv".into(),
+            source: "Server returned non-2xx status code: 412 Precondition Failed: \
+                     <Error><Code>PreconditionFailed</Code></Error>"
+                .into(),
+        };
+        assert_eq!(
+            AccessError::conditional(on_key, true, false).failure,
             Failure::Changed
         );
     }

@@ -542,7 +542,7 @@ fn form_encode(pairs: &[(&str, &str)]) -> String {
 }
 
 /// One AWS connector's access.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Access {
     role: Arc<AssumedRole>,
     region: String,
@@ -576,6 +576,24 @@ impl Access {
                 .as_ref()
                 .map(|e| e.trim_end_matches('/').to_owned()),
         }
+    }
+
+    /// The builder of one bucket's store: the assumed role, quick retries, a SHA-256 with every
+    /// put (`x-amz-checksum-sha256`: S3 checks what it stores against it, and a bucket with
+    /// Object Lock refuses a put without one), and answers that say how objects are encrypted.
+    fn builder(&self, bucket: &str, options: ClientOptions) -> AmazonS3Builder {
+        let mut builder = AmazonS3Builder::new()
+            .with_bucket_name(bucket)
+            .with_region(&self.region)
+            .with_credentials(self.role.clone())
+            .with_retry(retry_config())
+            .with_checksum_algorithm(Checksum::SHA256)
+            .with_http_connector(super::properties::RecordEncryption)
+            .with_client_options(options);
+        if let Some(endpoint) = &self.s3_endpoint {
+            builder = builder.with_endpoint(endpoint);
+        }
+        builder
     }
 
     /// The S3 endpoint, without a trailing `/`: the override, else the region's.
@@ -632,27 +650,39 @@ impl super::access::Access for Access {
     }
 
     fn store(&self, bucket: &str, options: ClientOptions) -> Result<Arc<dyn Blobs>, AccessError> {
-        let mut builder = AmazonS3Builder::new()
-            .with_bucket_name(bucket)
-            .with_region(&self.region)
-            .with_credentials(self.role.clone())
-            .with_retry(retry_config())
-            // Every put says its content's SHA-256 (`x-amz-checksum-sha256`): S3 checks what
-            // it stores against it, and a bucket with Object Lock refuses a put without one.
-            .with_checksum_algorithm(Checksum::SHA256)
-            // A read says how the object is encrypted, which its snapshot copy keeps.
-            .with_http_connector(super::aws_writes::RecordEncryption)
-            .with_client_options(options);
-        if let Some(endpoint) = &self.s3_endpoint {
-            builder = builder.with_endpoint(endpoint);
-        }
-        let store = builder.build().map_err(AccessError::storage)?;
+        let store = self
+            .builder(bucket, options)
+            .build()
+            .map_err(AccessError::storage)?;
         Ok(Arc::new(store))
     }
 
-    fn writes(&self, bucket: &str, store: Arc<dyn Blobs>) -> Result<Arc<dyn Writes>, AccessError> {
+    fn writes(
+        &self,
+        bucket: &str,
+        store: Arc<dyn Blobs>,
+        options: &ClientOptions,
+    ) -> Result<Arc<dyn Writes>, AccessError> {
+        // A put that must keep an object's KMS key goes through a store that names it:
+        // object_store sets encryption per store, not per put.
+        let (access, name, options) = (self.clone(), bucket.to_owned(), options.clone());
+        let encrypted: super::aws_writes::EncryptedStore =
+            Box::new(move |key, dsse, bucket_key| {
+                let mut builder = access.builder(&name, options.clone());
+                builder = if dsse {
+                    builder.with_dsse_kms_encryption(key)
+                } else {
+                    builder.with_sse_kms_encryption(key)
+                };
+                if let Some(enabled) = bucket_key {
+                    builder = builder.with_bucket_key(enabled);
+                }
+                let store = builder.build().map_err(AccessError::storage)?;
+                Ok(Arc::new(store) as Arc<dyn Blobs>)
+            });
         Ok(Arc::new(S3Writes {
             store,
+            encrypted: super::aws_writes::EncryptedStores::new(encrypted),
             role: self.role.clone(),
             region: self.region.clone(),
             endpoint: self.s3_url(),
@@ -667,118 +697,5 @@ impl super::access::Access for Access {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        }
-    }
-
-    #[test]
-    fn a_relative_container_uri_is_a_path_on_the_ecs_agent_and_nothing_else() {
-        let env = AwsEnv::from_vars(&vars(&[(
-            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-            "/v2/credentials/abc",
-        )]))
-        .unwrap();
-        assert!(matches!(
-            env.identity,
-            CredentialSource::Container { ref url, .. } if url == "http://169.254.170.2/v2/credentials/abc"
-        ));
-        for bad in [
-            "@evil.example/x",
-            "evil.example/x",
-            "/x@evil.example",
-            "/\\evil",
-            "/#x",
-        ] {
-            let refused =
-                AwsEnv::from_vars(&vars(&[("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", bad)]));
-            assert!(refused.is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn endpoint_overrides_follow_the_aws_convention() {
-        let env = AwsEnv::from_vars(&vars(&[
-            ("AWS_ENDPOINT_URL", "http://shared:1"),
-            ("AWS_ENDPOINT_URL_STS", "http://sts:2"),
-        ]))
-        .unwrap();
-        assert_eq!(env.s3_endpoint.as_deref(), Some("http://shared:1"));
-        assert_eq!(env.sts_endpoint.as_deref(), Some("http://sts:2"));
-        assert!(matches!(env.identity, CredentialSource::None));
-        assert_eq!(
-            sts_url(None, Some("eu-west-1")),
-            "https://sts.eu-west-1.amazonaws.com/"
-        );
-        assert_eq!(
-            sts_url(Some("http://x:1/"), Some("eu-west-1")),
-            "http://x:1/"
-        );
-    }
-
-    #[test]
-    fn the_chain_prefers_environment_keys_then_profiles() {
-        let dir = std::env::temp_dir().join(format!("dps-aws-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("credentials");
-        std::fs::write(
-            &file,
-            "[default]\naws_access_key_id = AKIADEFAULT\naws_secret_access_key = s1\n\n\
-             [ops]\naws_access_key_id=AKIAOPS\naws_secret_access_key=s2\naws_session_token=t\n\
-             [sso]\nsso_start_url = https://x\n",
-        )
-        .unwrap();
-        let file = file.to_str().unwrap();
-        let env = |pairs: &[(&str, &str)]| identity_from_vars(&vars(pairs));
-        let key = |identity: CredentialSource| match identity {
-            CredentialSource::Static(c) => c.key_id,
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(
-            key(env(&[
-                ("AWS_ACCESS_KEY_ID", "AKIAENV"),
-                ("AWS_SECRET_ACCESS_KEY", "s")
-            ])
-            .unwrap()),
-            "AKIAENV"
-        );
-        assert_eq!(
-            key(env(&[("AWS_SHARED_CREDENTIALS_FILE", file)]).unwrap()),
-            "AKIADEFAULT"
-        );
-        assert_eq!(
-            key(env(&[
-                ("AWS_SHARED_CREDENTIALS_FILE", file),
-                ("AWS_PROFILE", "ops")
-            ])
-            .unwrap()),
-            "AKIAOPS"
-        );
-        let refused = env(&[
-            ("AWS_SHARED_CREDENTIALS_FILE", file),
-            ("AWS_PROFILE", "sso"),
-        ]);
-        assert!(refused.unwrap_err().problem.contains("sso_start_url"));
-        // No metadata endpoint unless one is named.
-        assert!(matches!(
-            env(&[("HOME", "/nonexistent")]).unwrap(),
-            CredentialSource::None
-        ));
-        assert!(matches!(
-            env(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9/")]).unwrap(),
-            CredentialSource::Imds { .. }
-        ));
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-}
+#[path = "aws_tests.rs"]
+mod tests;

@@ -23,10 +23,61 @@ pub(super) trait S3Credentials: Send + Sync + std::fmt::Debug {
     fn http(&self) -> &reqwest::Client;
 }
 
+/// Makes a store of this bucket that encrypts what it puts under a KMS key: the key id, whether
+/// it is DSSE, and the bucket-key setting if the object named one.
+pub(super) type EncryptedStore =
+    Box<dyn Fn(&str, bool, Option<bool>) -> Result<Arc<dyn Blobs>, AccessError> + Send + Sync>;
+
+/// A KMS key as a store names it: its id, whether it is DSSE, and the bucket-key setting.
+type KmsKey = (String, bool, Option<bool>);
+
+/// The stores of one bucket that put under a given KMS key, made once each.
+pub(super) struct EncryptedStores {
+    make: EncryptedStore,
+    made: std::sync::Mutex<std::collections::HashMap<KmsKey, Arc<dyn Blobs>>>,
+}
+
+impl EncryptedStores {
+    pub(super) fn new(make: EncryptedStore) -> Self {
+        EncryptedStores {
+            make,
+            made: std::sync::Mutex::default(),
+        }
+    }
+
+    fn get(
+        &self,
+        key: &str,
+        dsse: bool,
+        bucket_key: Option<bool>,
+    ) -> Result<Arc<dyn Blobs>, AccessError> {
+        let id = (key.to_owned(), dsse, bucket_key);
+        if let Some(store) = self.made.lock().ok().and_then(|m| m.get(&id).cloned()) {
+            return Ok(store);
+        }
+        let store = (self.make)(key, dsse, bucket_key)?;
+        if let Ok(mut made) = self.made.lock() {
+            made.insert(id, store.clone());
+        }
+        Ok(store)
+    }
+}
+
+impl std::fmt::Debug for EncryptedStores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let made = self.made.lock().map(|m| m.len()).unwrap_or_default();
+        f.debug_struct("EncryptedStores")
+            .field("made", &made)
+            .finish()
+    }
+}
+
 /// One bucket, and what it takes to write to it.
 #[derive(Debug)]
 pub(super) struct S3Writes {
     pub(super) store: Arc<dyn Blobs>,
+    /// Where a put that keeps an object's KMS key goes.
+    pub(super) encrypted: EncryptedStores,
     pub(super) role: Arc<dyn S3Credentials>,
     pub(super) region: String,
     /// The S3 endpoint, without a trailing `/`.
@@ -92,7 +143,7 @@ impl S3Writes {
         if !(200..300).contains(&status) {
             return Err(refused(what, status, &body, true));
         }
-        Ok(Encryption::from_s3_headers(&answered))
+        Ok(Encryption::from_headers(&answered))
     }
 }
 
@@ -105,7 +156,13 @@ impl Writes for S3Writes {
         mode: Put<'_>,
         properties: &Properties,
     ) -> Result<String, AccessError> {
-        put_through(self.store.as_ref(), key, bytes, mode, properties)
+        // The KMS key the content was under (the original's, or its snapshot's) stays its key;
+        // else the bucket's default encryption applies.
+        let store = match properties.encryption.s3_kms_key() {
+            Some((kms_key, dsse, bucket_key)) => self.encrypted.get(kms_key, dsse, bucket_key)?,
+            None => self.store.clone(),
+        };
+        put_through(store.as_ref(), key, bytes, mode, properties)
             .await
             .map_err(|e| e.context("S3 PutObject"))
     }
@@ -159,7 +216,7 @@ impl Writes for S3Writes {
             // moto wants a length even for an empty body, which reqwest leaves out.
             ("content-length", "0"),
         ];
-        headers.extend(encryption.0.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        headers.extend(encryption.s3.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         let url = self.url(to_bucket, to_key);
         let (status, _, body) = self.send(what, http::Method::PUT, &url, &headers).await?;
         copied_etag(what, status, &body)
@@ -250,39 +307,5 @@ mod tests {
             copied_etag("copy", 412, stale).unwrap_err().failure,
             Failure::Changed
         );
-    }
-}
-
-/// object_store's HTTP client for S3 stores, which puts each answer's encryption headers into
-/// the answer's extensions ([`Encryption`]): a read then tells its caller how the object is
-/// encrypted, and a copy of it need not ask again.
-#[derive(Debug, Default)]
-pub(super) struct RecordEncryption;
-
-impl object_store::client::HttpConnector for RecordEncryption {
-    fn connect(
-        &self,
-        options: &object_store::ClientOptions,
-    ) -> object_store::Result<object_store::client::HttpClient> {
-        let inner = object_store::client::ReqwestConnector::default().connect(options)?;
-        Ok(object_store::client::HttpClient::new(Recording(inner)))
-    }
-}
-
-#[derive(Debug)]
-struct Recording(object_store::client::HttpClient);
-
-#[async_trait::async_trait]
-impl object_store::client::HttpService for Recording {
-    async fn call(
-        &self,
-        request: object_store::client::HttpRequest,
-    ) -> Result<object_store::client::HttpResponse, object_store::client::HttpError> {
-        let mut response = self.0.execute(request).await?;
-        let encryption = Encryption::from_s3_headers(response.headers());
-        if !encryption.0.is_empty() {
-            response.extensions_mut().insert(encryption);
-        }
-        Ok(response)
     }
 }

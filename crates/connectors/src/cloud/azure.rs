@@ -300,7 +300,12 @@ impl super::access::Access for Access {
         Ok(Arc::new(store))
     }
 
-    fn writes(&self, bucket: &str, store: Arc<dyn Blobs>) -> Result<Arc<dyn Writes>, AccessError> {
+    fn writes(
+        &self,
+        bucket: &str,
+        store: Arc<dyn Blobs>,
+        _options: &ClientOptions,
+    ) -> Result<Arc<dyn Writes>, AccessError> {
         Ok(Arc::new(BlobWrites {
             store,
             credentials: self.credentials.clone(),

@@ -489,6 +489,9 @@ impl super::access::Access for Access {
             .with_credentials(self.credentials.clone())
             .with_signing_credentials(Arc::new(signing))
             .with_retry(retry_config())
+            // A read says which customer-managed key the object is under, which a copy or a
+            // rewrite of it keeps.
+            .with_http_connector(super::properties::RecordEncryption)
             .with_client_options(options);
         if let Some(url) = &self.storage_url {
             builder = builder.with_base_url(url);
@@ -499,7 +502,12 @@ impl super::access::Access for Access {
 
     /// Writes are hand-made JSON API calls with the write token; the store, which holds the
     /// read-only one, is not used.
-    fn writes(&self, bucket: &str, _store: Arc<dyn Blobs>) -> Result<Arc<dyn Writes>, AccessError> {
+    fn writes(
+        &self,
+        bucket: &str,
+        _store: Arc<dyn Blobs>,
+        _options: &ClientOptions,
+    ) -> Result<Arc<dyn Writes>, AccessError> {
         Ok(Arc::new(GcsWrites {
             writer: self.writer.clone(),
             http: self.http.clone(),

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::access::{AccessError, Failure, Put, Writes, same_etag, url_with_segments};
-use super::properties::{Encryption, Properties};
+use super::properties::{Encryption, Properties, key_without_version};
 
 /// The most rewrite calls one copy makes. GCS finishes a copy within one bucket's location and
 /// storage class in one call; across them it copies a slice per call, and says to call again.
@@ -206,6 +206,10 @@ impl GcsWrites {
             &["upload", "storage", "v1", "b", &self.bucket, "o"],
         )?;
         url.query_pairs_mut().append_pair("uploadType", "multipart");
+        // The customer-managed key the content was under stays its key.
+        if let Some(kms_key) = &properties.encryption.gcs_kms_key {
+            url.query_pairs_mut().append_pair("kmsKeyName", kms_key);
+        }
         if let Some(generation) = if_generation {
             url.query_pairs_mut()
                 .append_pair("ifGenerationMatch", generation);
@@ -351,13 +355,6 @@ fn google_message(body: &str) -> Option<String> {
     v.pointer("/error/message")?.as_str().map(str::to_owned)
 }
 
-/// A Cloud KMS key's name without the `/cryptoKeyVersions/N` an object's header adds: what
-/// `destinationKmsKeyName` takes.
-fn key_without_version(name: &str) -> &str {
-    name.split_once("/cryptoKeyVersions/")
-        .map_or(name, |(key, _)| key)
-}
-
 /// The first `error.errors[].reason` of a JSON API error (`retentionPolicyNotMet`, ...).
 fn google_reason(body: &str) -> Option<String> {
     let v: Value = serde_json::from_str(body).ok()?;
@@ -448,16 +445,6 @@ mod tests {
             kms_key: None,
             body: body.to_owned(),
         }
-    }
-
-    #[test]
-    fn a_kms_key_is_named_without_its_version() {
-        let key = "projects/p/locations/us/keyRings/r/cryptoKeys/hr";
-        assert_eq!(
-            key_without_version(&format!("{key}/cryptoKeyVersions/3")),
-            key
-        );
-        assert_eq!(key_without_version(key), key);
     }
 
     #[test]

@@ -286,7 +286,7 @@ impl Storage {
         let store = self.access.store(name, self.options.clone())?;
         let bucket = Bucket {
             name: name.to_owned(),
-            writes: self.access.writes(name, store.clone())?,
+            writes: self.access.writes(name, store.clone(), &self.options)?,
             store,
             form: self.access.etag_form(),
         };

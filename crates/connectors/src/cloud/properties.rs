@@ -28,6 +28,8 @@ pub struct Properties {
     pub cache_control: Option<String>,
     /// User-defined metadata, by name as the service lists it (without its header prefix).
     pub metadata: BTreeMap<String, String>,
+    /// The customer-managed key it is encrypted under, which a rewrite keeps.
+    pub encryption: Encryption,
 }
 
 /// Metadata is the customer's and may name people: only its names' count is printed.
@@ -40,6 +42,7 @@ impl fmt::Debug for Properties {
             .field("content_language", &self.content_language)
             .field("cache_control", &self.cache_control)
             .field("metadata", &format_args!("{} entries", self.metadata.len()))
+            .field("encryption", &self.encryption)
             .finish()
     }
 }
@@ -167,40 +170,113 @@ fn is_metadata_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// How an object is encrypted at rest, where a copy must say so to keep it: S3's
-/// `x-amz-server-side-encryption` headers (the algorithm, the KMS key id, the bucket-key
-/// setting), as the read of the object answered them. Empty where nothing is to be said.
+/// How an object is encrypted at rest, where a copy or a rewrite must say so to keep it: the
+/// customer-managed key it is under. Without naming it, S3's CopyObject and PutObject and GCS's
+/// rewrite and upload encrypt the new object as the bucket's default does, so a copy of the
+/// original values would be readable by anyone that default lets read. Read with the object
+/// (`read_whole`); empty for an object under the provider's own keys, which needs nothing said.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct Encryption(pub(crate) Vec<(String, String)>);
+pub struct Encryption {
+    /// S3 SSE-KMS: `x-amz-server-side-encryption` (`aws:kms` or `aws:kms:dsse`), the key id
+    /// and the bucket-key setting, as S3 answered them.
+    pub(crate) s3: Vec<(String, String)>,
+    /// GCS CMEK: the Cloud KMS key, without the key version the object names.
+    pub(crate) gcs_kms_key: Option<String>,
+}
 
-/// The names are fixed; the values (a KMS key's ARN) name the customer's key, and are shown.
+/// The names are fixed; the values (a KMS key's name) name the customer's key, and are shown.
 impl fmt::Debug for Encryption {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(self.0.iter().map(|(n, v)| (n, v)))
+        f.debug_struct("Encryption")
+            .field("s3", &self.s3)
+            .field("gcs_kms_key", &self.gcs_kms_key)
             .finish()
     }
 }
 
 impl Encryption {
     /// The headers S3 answers with an object's encryption, which CopyObject takes as they are.
-    pub(crate) const S3_HEADERS: [&'static str; 3] = [
+    const S3_HEADERS: [&'static str; 3] = [
         "x-amz-server-side-encryption",
         "x-amz-server-side-encryption-aws-kms-key-id",
         "x-amz-server-side-encryption-bucket-key-enabled",
     ];
 
-    /// From an S3 answer's headers.
-    pub(crate) fn from_s3_headers(headers: &http::HeaderMap) -> Self {
-        Encryption(
-            Self::S3_HEADERS
+    /// From a storage answer's headers: S3's SSE-KMS ones (SSE-S3's `AES256` says nothing a
+    /// copy should repeat: naming it would override a stronger default at the destination),
+    /// and GCS's `x-goog-encryption-kms-key-name`.
+    pub(crate) fn from_headers(headers: &http::HeaderMap) -> Self {
+        let header = |name: &str| headers.get(name)?.to_str().ok().map(str::to_owned);
+        let s3 = match header("x-amz-server-side-encryption") {
+            Some(algorithm) if algorithm.starts_with("aws:kms") => Self::S3_HEADERS
                 .into_iter()
-                .filter_map(|name| {
-                    let value = headers.get(name)?.to_str().ok()?;
-                    Some((name.to_owned(), value.to_owned()))
-                })
+                .filter_map(|name| Some((name.to_owned(), header(name)?)))
                 .collect(),
-        )
+            _ => Vec::new(),
+        };
+        let gcs_kms_key = header("x-goog-encryption-kms-key-name")
+            .map(|name| key_without_version(&name).to_owned());
+        Encryption { s3, gcs_kms_key }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.s3.is_empty() && self.gcs_kms_key.is_none()
+    }
+
+    /// The S3 KMS key id and whether it is DSSE, where one is named.
+    pub(crate) fn s3_kms_key(&self) -> Option<(&str, bool, Option<bool>)> {
+        let value = |name: &str| {
+            self.s3
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        let key = value("x-amz-server-side-encryption-aws-kms-key-id")?;
+        let dsse = value("x-amz-server-side-encryption") == Some("aws:kms:dsse");
+        let bucket_key = value("x-amz-server-side-encryption-bucket-key-enabled")
+            .map(|v| v.eq_ignore_ascii_case("true"));
+        Some((key, dsse, bucket_key))
+    }
+}
+
+/// A Cloud KMS key's name without the `/cryptoKeyVersions/N` an object's header adds: what
+/// GCS's `kmsKeyName` and `destinationKmsKeyName` take.
+pub(crate) fn key_without_version(name: &str) -> &str {
+    name.split_once("/cryptoKeyVersions/")
+        .map_or(name, |(key, _)| key)
+}
+
+/// object_store's HTTP client for S3 and GCS stores, which puts the encryption headers of every
+/// answer into its extensions ([`Encryption`]): a read then tells its caller how the object is
+/// encrypted, and a copy or rewrite of it keeps that without asking again.
+#[derive(Debug, Default)]
+pub(crate) struct RecordEncryption;
+
+impl object_store::client::HttpConnector for RecordEncryption {
+    fn connect(
+        &self,
+        options: &object_store::ClientOptions,
+    ) -> object_store::Result<object_store::client::HttpClient> {
+        let inner = object_store::client::ReqwestConnector::default().connect(options)?;
+        Ok(object_store::client::HttpClient::new(Recording(inner)))
+    }
+}
+
+#[derive(Debug)]
+struct Recording(object_store::client::HttpClient);
+
+#[async_trait::async_trait]
+impl object_store::client::HttpService for Recording {
+    async fn call(
+        &self,
+        request: object_store::client::HttpRequest,
+    ) -> Result<object_store::client::HttpResponse, object_store::client::HttpError> {
+        let mut response = self.0.execute(request).await?;
+        let encryption = Encryption::from_headers(response.headers());
+        if !encryption.is_empty() {
+            response.extensions_mut().insert(encryption);
+        }
+        Ok(response)
     }
 }
 
@@ -219,6 +295,7 @@ mod tests {
                 ("owner".into(), "hr-team".into()),
                 ("retention-class".into(), "7y".into()),
             ]),
+            encryption: Encryption::default(),
         }
     }
 

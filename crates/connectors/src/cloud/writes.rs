@@ -24,10 +24,8 @@ use super::{Bucket, Object, Storage};
 pub struct Whole {
     pub bytes: Bytes,
     pub etag: String,
-    /// Its served headers and user metadata: a rewrite keeps them.
+    /// Its served headers, user metadata and customer-managed key: a rewrite keeps them.
     pub properties: Properties,
-    /// How it is encrypted at rest (S3), which a copy of it keeps.
-    pub encryption: Encryption,
 }
 
 /// The content is the customer's, and may be exactly what remediation is about to protect:
@@ -38,7 +36,6 @@ impl std::fmt::Debug for Whole {
             .field("bytes", &format_args!("{} bytes", self.bytes.len()))
             .field("etag", &self.etag)
             .field("properties", &self.properties)
-            .field("encryption", &self.encryption)
             .finish()
     }
 }
@@ -78,8 +75,8 @@ impl Bucket {
                 format!("{key} has ETag {found}, not {etag}"),
             ));
         }
-        let properties = Properties::from_attributes(&result.attributes);
-        let encryption = result
+        let mut properties = Properties::from_attributes(&result.attributes);
+        properties.encryption = result
             .extensions
             .get::<Encryption>()
             .cloned()
@@ -106,7 +103,6 @@ impl Bucket {
             bytes: bytes.freeze(),
             etag: self.form.spell(&found),
             properties,
-            encryption,
         })
     }
 

@@ -66,6 +66,7 @@ fn served() -> Properties {
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
+        ..Properties::default()
     }
 }
 
@@ -301,7 +302,7 @@ async fn s3_writes_are_conditional_on_the_etag_read() {
         .await
         .unwrap();
     for (to, encryption) in [
-        ("x/kms.csv", Some(&whole.encryption)),
+        ("x/kms.csv", Some(&whole.properties.encryption)),
         ("x/kms-asked.csv", None),
     ] {
         storage
@@ -314,7 +315,23 @@ async fn s3_writes_are_conditional_on_the_etag_read() {
             "{to}"
         );
     }
-    assert!(format!("{:?}", whole.encryption).contains("aws:kms"));
+    assert!(format!("{:?}", whole.properties.encryption).contains("aws:kms"));
+    // A rewrite with the properties read keeps the key too (without them, the bucket's
+    // default: none in moto).
+    let main = storage.bucket(MAIN).unwrap();
+    let rewritten = Bytes::from_static(b"name,ssn\r\nAnn,***-**-6789\r\n");
+    main.put_if_match("kms.csv", rewritten.clone(), &whole.etag, &whole.properties)
+        .await
+        .unwrap();
+    assert_eq!(content(&main, "kms.csv").await, rewritten);
+    assert_eq!(
+        seed::s3_encryption(&url, MAIN, "kms.csv").await,
+        (Some("aws:kms".to_owned()), Some(kms.to_owned()))
+    );
+    main.put("plain.csv", rewritten, &Properties::default())
+        .await
+        .unwrap();
+    assert_eq!(seed::s3_encryption(&url, MAIN, "plain.csv").await.1, None);
 }
 
 #[tokio::test]

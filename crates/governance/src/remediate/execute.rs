@@ -400,6 +400,8 @@ async fn snapshot(
         .await
         .map_err(Stop::storage)?;
     let before = sha256(&whole.bytes);
+    // The snapshot keeps the original's customer-managed key.
+    let encryption = whole.properties.encryption.clone();
     let (lkg, rewrite) = match action {
         Action::Quarantine(config) => (quarantine_location(row, &config.destination), None),
         Action::Tokenize(_) | Action::Mask(_) => {
@@ -440,7 +442,7 @@ async fn snapshot(
             &row.etag,
             &lkg.0,
             &lkg.1,
-            Some(&whole.encryption),
+            Some(&encryption),
         )
         .await
         .map_err(Stop::storage)?;
