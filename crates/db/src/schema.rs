@@ -455,6 +455,7 @@ diesel::table! {
         undone_by -> Nullable<Text>,
         lkg_deleted_at -> Nullable<Timestamptz>,
         prior_versions -> Nullable<Text>,
+        encryption -> Nullable<Jsonb>,
     }
 }
 

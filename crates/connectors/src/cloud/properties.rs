@@ -4,9 +4,11 @@
 //! `metadata`). A remediated object is the same object with some values replaced, so all of
 //! them are read with its content and written back with the new content.
 //!
+//! The customer-managed key an object is under is kept too ([`Encryption`]), on S3 and GCS.
+//!
 //! Not kept, because a put cannot carry them: S3 object tags and the object's storage class
-//! and encryption settings (the bucket's defaults apply to the new version), Azure's access
-//! tier, GCS's custom time and retention. docs/governance.md lists them.
+//! (the bucket's default applies to the new version), Azure's access tier and encryption
+//! scope, GCS's custom time and retention. docs/governance.md lists them.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -223,6 +225,39 @@ impl Encryption {
         self.s3.is_empty() && self.gcs_kms_key.is_none()
     }
 
+    /// To keep with a request: `null` when empty, else `{"s3": [[name, value], ...],
+    /// "gcs_kms_key": ...}`.
+    pub fn to_json(&self) -> Option<Value> {
+        (!self.is_empty())
+            .then(|| serde_json::json!({ "s3": self.s3, "gcs_kms_key": self.gcs_kms_key }))
+    }
+
+    /// Back from [`Encryption::to_json`]; anything else is empty. Only S3's encryption headers
+    /// are taken back, so a stored value can name nothing else.
+    pub fn from_json(value: Option<&Value>) -> Self {
+        let Some(value) = value else {
+            return Encryption::default();
+        };
+        let s3 = value
+            .get("s3")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|pair| {
+                let name = pair.get(0)?.as_str()?;
+                let value = pair.get(1)?.as_str()?;
+                Self::S3_HEADERS
+                    .contains(&name)
+                    .then(|| (name.to_owned(), value.to_owned()))
+            })
+            .collect();
+        let gcs_kms_key = value
+            .get("gcs_kms_key")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Encryption { s3, gcs_kms_key }
+    }
+
     /// The S3 KMS key id and whether it is DSSE, where one is named.
     pub(crate) fn s3_kms_key(&self) -> Option<(&str, bool, Option<bool>)> {
         let value = |name: &str| {
@@ -336,6 +371,42 @@ mod tests {
         assert!(!properties.is_encoded());
         properties.content_encoding = Some("gzip".into());
         assert!(properties.is_encoded());
+    }
+
+    #[test]
+    fn encryption_keeps_only_kms_and_round_trips_as_json() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("x-amz-server-side-encryption", "AES256".parse().unwrap());
+        assert!(Encryption::from_headers(&headers).is_empty());
+        headers.insert("x-amz-server-side-encryption", "aws:kms".parse().unwrap());
+        headers.insert(
+            "x-amz-server-side-encryption-aws-kms-key-id",
+            "arn:aws:kms:us-east-1:1:key/k".parse().unwrap(),
+        );
+        let kms = Encryption::from_headers(&headers);
+        assert_eq!(
+            kms.s3_kms_key(),
+            Some(("arn:aws:kms:us-east-1:1:key/k", false, None))
+        );
+        assert_eq!(Encryption::from_json(kms.to_json().as_ref()), kms);
+        assert_eq!(Encryption::default().to_json(), None);
+        assert!(Encryption::from_json(None).is_empty());
+        let mut gcs = http::HeaderMap::new();
+        gcs.insert(
+            "x-goog-encryption-kms-key-name",
+            "projects/p/locations/us/keyRings/r/cryptoKeys/k/cryptoKeyVersions/2"
+                .parse()
+                .unwrap(),
+        );
+        let cmek = Encryption::from_headers(&gcs);
+        assert_eq!(
+            cmek.gcs_kms_key.as_deref(),
+            Some("projects/p/locations/us/keyRings/r/cryptoKeys/k")
+        );
+        assert_eq!(Encryption::from_json(cmek.to_json().as_ref()), cmek);
+        // A stored value names nothing but encryption headers.
+        let forged = serde_json::json!({"s3": [["x-amz-acl", "public-read"]]});
+        assert!(Encryption::from_json(Some(&forged)).is_empty());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use connectors::cloud::{Bucket, Cloud, Failure, Properties, Storage};
+use connectors::cloud::{Bucket, Cloud, Encryption, Failure, Properties, Storage};
 use detect::Detector;
 use diesel::result::Error as DieselError;
 use diesel_async::AsyncPgConnection;
@@ -31,7 +31,7 @@ use settings::Gate;
 use super::cached::{Actions, ScanClassifiers, Storages};
 use super::conn::Conn;
 use super::content::{self, Unsupported};
-use super::location::{lkg_location, quarantine_location, snapshot_of};
+use super::location::{lkg_location, quarantine_location, refuse_public_snapshot, snapshot_of};
 use super::mark;
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
@@ -358,10 +358,6 @@ pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
 const APPEND_BLOB: &str = "unsupported_content:append_blob";
 const PAGE_BLOB: &str = "unsupported_content:page_blob";
 
-/// Why a rewrite of an object was not started: its snapshot would go to a public bucket (the
-/// object's own, when the connector names no `lkg_location`).
-pub const SNAPSHOT_WOULD_BE_PUBLIC: &str = "snapshot_would_be_public";
-
 /// An object's content before and after, and its served headers and metadata (kept).
 struct Rewrite {
     before: Bytes,
@@ -379,19 +375,7 @@ async fn snapshot(
     action: &Action,
 ) -> Result<(Row, Option<Rewrite>), Stop> {
     if matches!(action, Action::Tokenize(_) | Action::Mask(_)) {
-        // The snapshot is an exact copy of the values the request protects: never into a
-        // bucket the last posture check saw public (the object's own, without lkg_location).
-        let lkg_bucket = lkg_location(storage, row).0;
-        let (public, _) = crate::posture::last_seen(
-            db.get().await?,
-            &row.tenant_id,
-            row.connector_id,
-            &lkg_bucket,
-        )
-        .await?;
-        if public == Some(true) {
-            return Err(Stop::Fail(SNAPSHOT_WOULD_BE_PUBLIC.into()));
-        }
+        refuse_public_snapshot(db.get().await?, storage, row).await?;
     }
     let source = bucket(storage, &row.bucket)?;
     db.release();
@@ -447,9 +431,15 @@ async fn snapshot(
         .await
         .map_err(Stop::storage)?;
     exec.crash_point("copied");
-    let next = store::snapshotted(db.get().await?, row, (&lkg.0, &lkg.1), &before)
-        .await?
-        .ok_or_else(moved_on)?;
+    let next = store::snapshotted(
+        db.get().await?,
+        row,
+        (&lkg.0, &lkg.1),
+        &before,
+        encryption.to_json().as_ref(),
+    )
+    .await?
+    .ok_or_else(moved_on)?;
     Ok((next, rewrite))
 }
 
@@ -503,8 +493,13 @@ async fn write(
                     Rewrite {
                         before: snapshot.bytes,
                         after,
-                        // The snapshot is a server-side copy, with the original's metadata.
-                        properties: snapshot.properties,
+                        // The snapshot is a server-side copy, with the original's metadata;
+                        // the key is the original's, as recorded (the snapshot's bucket may
+                        // have put another default on the copy).
+                        properties: Properties {
+                            encryption: Encryption::from_json(row.encryption.as_ref()),
+                            ..snapshot.properties
+                        },
                     }
                 }
             };

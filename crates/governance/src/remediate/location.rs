@@ -25,6 +25,26 @@ pub(crate) fn lkg_location(storage: &Storage, row: &Row) -> (String, String) {
     }
 }
 
+/// Why a rewrite of an object was not started: its snapshot would go to a public bucket (the
+/// object's own, when the connector names no `lkg_location`).
+pub const SNAPSHOT_WOULD_BE_PUBLIC: &str = "snapshot_would_be_public";
+
+/// Refuses a rewrite whose snapshot, an exact copy of the values it protects, would go into a
+/// bucket the last posture check saw public (a bucket never checked is not refused).
+pub(crate) async fn refuse_public_snapshot(
+    conn: &mut diesel_async::AsyncPgConnection,
+    storage: &Storage,
+    row: &Row,
+) -> Result<(), Stop> {
+    let (bucket, _) = lkg_location(storage, row);
+    let (public, _) =
+        crate::posture::last_seen(conn, &row.tenant_id, row.connector_id, &bucket).await?;
+    if public == Some(true) {
+        return Err(Stop::Fail(SNAPSHOT_WOULD_BE_PUBLIC.into()));
+    }
+    Ok(())
+}
+
 /// The longest object name all three providers take: 1,024 bytes of UTF-8 on S3 and GCS, 1,024
 /// characters on Azure.
 const MAX_OBJECT_KEY_BYTES: usize = 1024;

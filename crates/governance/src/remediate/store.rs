@@ -13,7 +13,9 @@
 
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;
-use diesel::sql_types::{Array, Bytea, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{
+    Array, Bytea, Integer, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, PolicyId, TenantId};
 use serde_json::Value;
@@ -133,6 +135,10 @@ pub struct Row {
     /// written.
     #[diesel(sql_type = Nullable<Text>)]
     pub prior_versions: Option<String>,
+    /// The customer-managed key the original was under when it was snapshotted
+    /// (`connectors::cloud::Encryption::to_json`); null under the provider's own keys.
+    #[diesel(sql_type = Nullable<Jsonb>)]
+    pub encryption: Option<Value>,
 }
 
 impl Row {
@@ -170,7 +176,7 @@ macro_rules! columns {
         r.finding_ids, r.gate, r.status, r.created_at, r.updated_at, r.next_attempt_at,
         coalesce(u.attempts, 0) AS attempts, u.reason, u.lkg_bucket, u.lkg_key, u.sha256_before,
         u.etag_after, u.sha256_after, u.executed_at, u.undo_until, u.undone_at, u.undone_by,
-        u.lkg_deleted_at, u.prior_versions"
+        u.lkg_deleted_at, u.prior_versions, u.encryption"
     };
 }
 pub(crate) const COLUMNS: &str = columns!();
@@ -270,6 +276,7 @@ pub(crate) async fn snapshotted(
     row: &Row,
     lkg: (&str, &str),
     sha256_before: &[u8],
+    encryption: Option<&Value>,
 ) -> Result<Option<Row>, DieselError> {
     db::sql(concat!(
         "WITH moved AS (
@@ -279,7 +286,8 @@ pub(crate) async fn snapshotted(
             RETURNING *),
          run AS (
             UPDATE remediation_runs u
-               SET lkg_bucket = $3, lkg_key = $4, sha256_before = $5, reason = NULL
+               SET lkg_bucket = $3, lkg_key = $4, sha256_before = $5, reason = NULL,
+                   encryption = $7
               FROM moved
              WHERE u.tenant_id = moved.tenant_id AND u.request_id = moved.request_id
             RETURNING u.*)
@@ -293,6 +301,7 @@ pub(crate) async fn snapshotted(
     .bind::<Text, _>(lkg.1)
     .bind::<Bytea, _>(sha256_before)
     .bind::<Timestamptz, _>(row.next_attempt_at)
+    .bind::<Nullable<Jsonb>, _>(encryption)
     .get_result(conn)
     .await
     .optional()
@@ -414,7 +423,7 @@ pub(crate) async fn end(
         .bind::<Nullable<Text>, _>(ending.outcome)
         .bind::<Nullable<SqlUuid>, _>(receipt.map(|r| r.id))
         .bind::<Nullable<Text>, _>(receipt.map(|r| r.kind))
-        .bind::<Nullable<diesel::sql_types::Jsonb>, _>(receipt.map(|r| &r.document))
+        .bind::<Nullable<Jsonb>, _>(receipt.map(|r| &r.document))
         .bind::<Nullable<Text>, _>(receipt.map(|r| r.cosign_status))
         .execute(conn)
         .await?;
@@ -445,7 +454,7 @@ pub(crate) async fn insert_receipt(
     .bind::<SqlUuid, _>(receipt.id)
     .bind::<SqlUuid, _>(row.request_id)
     .bind::<Text, _>(receipt.kind)
-    .bind::<diesel::sql_types::Jsonb, _>(&receipt.document)
+    .bind::<Jsonb, _>(&receipt.document)
     .bind::<Text, _>(receipt.cosign_status)
     .execute(conn)
     .await?;

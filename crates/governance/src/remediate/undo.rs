@@ -257,7 +257,13 @@ async fn restore(
         }
         _ => None,
     };
-    let (bytes, properties) = (snapshot.bytes, &snapshot.properties);
+    // The original's key, as recorded when it was snapshotted: the copy may be under another
+    // bucket's default.
+    let properties = connectors::cloud::Properties {
+        encryption: connectors::cloud::Encryption::from_json(row.encryption.as_ref()),
+        ..snapshot.properties
+    };
+    let (bytes, properties) = (snapshot.bytes, &properties);
     let restored = match current.and_then(|c| c.etag) {
         Some(etag) => {
             target

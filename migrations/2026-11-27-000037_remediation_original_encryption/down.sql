@@ -1,0 +1,1 @@
+ALTER TABLE remediation_runs DROP COLUMN encryption;
