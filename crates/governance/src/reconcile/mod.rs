@@ -274,7 +274,11 @@ pub async fn request(
         }
         Err(e) => return Err(e.into()),
     }
-    get(conn, tenant, id).await
+    // The answer says what this request did, queue it, whatever a runner (another task, or
+    // another replica) has done with it since the commit.
+    let mut created = get(conn, tenant, id).await?;
+    created.status = Status::Queued;
+    Ok(created)
 }
 
 /// Names every connector and policy of the scope the tenant lacks, and a scope too large.
