@@ -86,11 +86,7 @@ fn request(method: http::Method, url: &str) -> object_store::client::HttpRequest
 
 /// Calls moto's IAM query API (signed with the seed keys); returns the response body.
 async fn iam(endpoint: &str, params: &[(&str, &str)]) -> String {
-    let credential = AwsCredential {
-        key_id: MOTO_KEY_ID.into(),
-        secret_key: MOTO_SECRET.into(),
-        token: None,
-    };
+    let credential = moto_credential();
     let mut form = url::form_urlencoded::Serializer::new(String::new());
     form.append_pair("Version", "2010-05-08");
     for (k, v) in params {
@@ -196,13 +192,18 @@ pub async fn moto_enforce_auth(endpoint: &str) {
     assert_eq!(response.status().as_u16(), 200, "reset-auth");
 }
 
-/// Creates `bucket` in moto and returns a store that writes to it.
-pub async fn s3_bucket(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
-    let credential = AwsCredential {
+/// The keys every seed request to moto is signed with.
+fn moto_credential() -> AwsCredential {
+    AwsCredential {
         key_id: MOTO_KEY_ID.into(),
         secret_key: MOTO_SECRET.into(),
         token: None,
-    };
+    }
+}
+
+/// Creates `bucket` in moto and returns a store that writes to it.
+pub async fn s3_bucket(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
+    let credential = moto_credential();
     let mut create = request(http::Method::PUT, &format!("{endpoint}/{bucket}"));
     AwsAuthorizer::new(&credential, "s3", "us-east-1")
         .try_authorize(&mut create, None)
@@ -227,11 +228,7 @@ pub async fn s3_bucket(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
 /// Turns versioning on for moto's `bucket`, so that every write and delete of an object leaves
 /// a version (or a delete marker) that [`s3_versions`] counts.
 pub async fn s3_versioning(endpoint: &str, bucket: &str) {
-    let credential = AwsCredential {
-        key_id: MOTO_KEY_ID.into(),
-        secret_key: MOTO_SECRET.into(),
-        token: None,
-    };
+    let credential = moto_credential();
     let body = "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
                 <Status>Enabled</Status></VersioningConfiguration>";
     let mut call = http::Request::builder()
@@ -255,11 +252,7 @@ pub async fn s3_put_with_kms(
     content: &[u8],
     kms_key: &str,
 ) {
-    let credential = AwsCredential {
-        key_id: MOTO_KEY_ID.into(),
-        secret_key: MOTO_SECRET.into(),
-        token: None,
-    };
+    let credential = moto_credential();
     let mut call = http::Request::builder()
         .method(http::Method::PUT)
         .uri(format!("{endpoint}/{bucket}/{key}"))
@@ -282,11 +275,7 @@ pub async fn s3_encryption(
     bucket: &str,
     key: &str,
 ) -> (Option<String>, Option<String>) {
-    let credential = AwsCredential {
-        key_id: MOTO_KEY_ID.into(),
-        secret_key: MOTO_SECRET.into(),
-        token: None,
-    };
+    let credential = moto_credential();
     let mut call = request(http::Method::HEAD, &format!("{endpoint}/{bucket}/{key}"));
     AwsAuthorizer::new(&credential, "s3", "us-east-1")
         .try_authorize(&mut call, None)
@@ -317,11 +306,7 @@ pub async fn s3_encryption(
 /// How many versions and how many delete markers moto's versioned `bucket` holds for exactly
 /// `key`: how many times it was written and deleted.
 pub async fn s3_versions(endpoint: &str, bucket: &str, key: &str) -> (usize, usize) {
-    let credential = AwsCredential {
-        key_id: MOTO_KEY_ID.into(),
-        secret_key: MOTO_SECRET.into(),
-        token: None,
-    };
+    let credential = moto_credential();
     let prefix: String = url::form_urlencoded::byte_serialize(key.as_bytes()).collect();
     let mut call = request(
         http::Method::GET,
