@@ -271,7 +271,12 @@ impl JwtVerifier {
         }
         let due = last.is_none_or(|at| at.elapsed() >= self.min_refetch);
         if !due {
-            return Err(JwtError::UnknownKey);
+            // Not due: with no key set ever loaded, the fault is still ours, not the caller's.
+            return Err(if self.cache.read().await.loaded {
+                JwtError::UnknownKey
+            } else {
+                JwtError::KeysUnavailable
+            });
         }
         *last = Some(Instant::now());
         drop(last);

@@ -353,6 +353,17 @@ async fn tokens_checked_while_no_keys_can_be_loaded_report_unavailable_keys_not_
             .unwrap_err(),
         JwtError::KeysUnavailable
     );
+    // The next tokens come before a refetch is due (a failed start-up load or a health probe
+    // used it up): they are still the service's fault, not the caller's.
+    assert!(!v.ensure_keys().await);
+    for _ in 0..2 {
+        assert_eq!(
+            v.verify(&keys.ed.sign(claims()).unwrap())
+                .await
+                .unwrap_err(),
+            JwtError::KeysUnavailable
+        );
+    }
 }
 
 /// An HTTP/1.1 server on loopback that answers every request with `response`; its origin and
