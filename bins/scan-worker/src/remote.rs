@@ -104,7 +104,20 @@ impl Remote {
                 last = format!("answered {}", status.as_u16());
                 continue;
             }
-            let envelope: serde_json::Value = response.json().await.map_err(|_| {
+            // Capped: a claim of MAX_CHUNK objects with 1,024-byte keys and the tenant's
+            // classifiers is a few MB, and an answer from something posing as the coordinator
+            // must not exhaust the worker's memory.
+            let body = egress::read_capped(response, MAX_ANSWER_BYTES)
+                .await
+                .map_err(|e| match e {
+                    egress::BodyError::TooLarge(_) => {
+                        ScanError::Coordinator(format!("{path}: an answer over the size limit"))
+                    }
+                    egress::BodyError::Read(e) => {
+                        ScanError::Coordinator(format!("{path}: {}", describe(&e)))
+                    }
+                })?;
+            let envelope: serde_json::Value = serde_json::from_slice(&body).map_err(|_| {
                 ScanError::Coordinator(format!("{path}: an answer that is not JSON"))
             })?;
             if !status.is_success() {
@@ -182,6 +195,19 @@ impl Remote {
                     c.error,
                     c.provider.as_deref().and_then(connectors::Provider::parse),
                 ) {
+                    (None, Some(provider))
+                        if let Err(errors) =
+                            connectors::config::check_public(provider, &c.config) =>
+                    {
+                        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+                        Err(AccessError {
+                            failure: Failure::Identity,
+                            message: format!(
+                                "the coordinator gave a configuration this worker refuses ({})",
+                                fields.join(", ")
+                            ),
+                        })
+                    }
                     (None, Some(provider)) => {
                         let mut secrets = serde_json::Map::new();
                         if provider == connectors::Provider::Azure
@@ -309,8 +335,12 @@ impl Coordination for Remote {
     }
 }
 
+/// The most a coordinator's answer may hold.
+const MAX_ANSWER_BYTES: usize = 32 << 20;
+
 /// What went wrong with a request, without its URL (which names the scan, harmless, but the
 /// habit is kept) or anything it carried.
+
 fn describe(e: &reqwest::Error) -> &'static str {
     if e.is_timeout() {
         "timed out"
@@ -318,5 +348,74 @@ fn describe(e: &reqwest::Error) -> &'static str {
         "could not connect"
     } else {
         "the request failed"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use api_types::scans::WorkConnector;
+
+    fn claim(config: serde_json::Value) -> WorkClaim {
+        WorkClaim {
+            tenant_id: "acme".into(),
+            chunk_no: 0,
+            fence: 1,
+            start_index: 0,
+            end_index: 0,
+            lease_seconds: 60,
+            resources: Vec::new(),
+            classifiers: Vec::new(),
+            finding_key: "00".repeat(32),
+            max_object_bytes: 1 << 20,
+            connectors: vec![WorkConnector {
+                connector_id: ConnectorId::new().to_string(),
+                provider: Some("azure".into()),
+                config: config.as_object().unwrap().clone(),
+                error: None,
+            }],
+        }
+    }
+
+    fn remote() -> Remote {
+        boot::install_tls_provider();
+        Remote::new(
+            &egress::Egress {
+                allow_private: true,
+            },
+            "http://127.0.0.1:9",
+            ScanId::new(),
+            "token".into(),
+            Some("the-worker's-secret".into()),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_claim_whose_configuration_would_send_the_workers_credential_elsewhere_is_refused() {
+        let good = serde_json::json!({"tenant_id": "11111111-2222-3333-4444-555555555555",
+                                      "client_id": "66666666-7777-8888-9999-000000000000",
+                                      "storage_account": "dpsdata"});
+        let (_, prepared) = remote()
+            .read_claim(ScanId::new(), claim(good.clone()))
+            .unwrap();
+        let config = prepared.connectors[0].1.as_ref().unwrap();
+        assert_eq!(config.secrets["client_secret"], "the-worker's-secret");
+
+        let mut evil = good;
+        evil["storage_account"] = "evil.example/x?".into();
+        let (_, prepared) = remote().read_claim(ScanId::new(), claim(evil)).unwrap();
+        let refused = prepared.connectors[0].1.as_ref().unwrap_err();
+        assert_eq!(refused.failure, Failure::Identity);
+        assert!(
+            refused.message.contains("config.storage_account"),
+            "{}",
+            refused.message
+        );
+        assert!(
+            !refused.message.contains("evil.example"),
+            "{}",
+            refused.message
+        );
     }
 }

@@ -168,8 +168,53 @@ pub fn validate(provider: Provider, config: &Value) -> Result<Config, Vec<FieldE
             message: "must be an object".into(),
         }]);
     };
+    let errors = field_errors(provider, object, true);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut public = Map::new();
+    let mut secrets = Map::new();
+    for (field, value) in object {
+        if provider.secrets().contains(&field.as_str()) {
+            secrets.insert(field.clone(), value.clone());
+        } else {
+            public.insert(field.clone(), value.clone());
+        }
+    }
+    Ok(Config {
+        provider,
+        public,
+        secrets,
+    })
+}
+
+/// Checks the public part of a configuration, as a scan worker receives it from the platform
+/// (secrets stay with the platform): the same rules as [`validate`], without requiring the
+/// secrets. A worker must not build a storage URL from a field nobody checked: the platform
+/// checked it when the connector was made, but the answer reaching the worker may not be the
+/// platform's.
+pub fn check_public(
+    provider: Provider,
+    public: &Map<String, Value>,
+) -> Result<(), Vec<FieldError>> {
+    let errors = field_errors(provider, public, false);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+fn field_errors(
+    provider: Provider,
+    object: &Map<String, Value>,
+    require_secrets: bool,
+) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for field in provider.required() {
+        if !require_secrets && provider.secrets().contains(field) && !object.contains_key(*field) {
+            continue;
+        }
         match object.get(*field) {
             None | Some(Value::Null) => errors.push(error(field, "is required")),
             Some(Value::String(s)) => {
@@ -204,23 +249,7 @@ pub fn validate(provider: Provider, config: &Value) -> Result<Config, Vec<FieldE
             errors.push(error(field, message));
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let mut public = Map::new();
-    let mut secrets = Map::new();
-    for (field, value) in object {
-        if provider.secrets().contains(&field.as_str()) {
-            secrets.insert(field.clone(), value.clone());
-        } else {
-            public.insert(field.clone(), value.clone());
-        }
-    }
-    Ok(Config {
-        provider,
-        public,
-        secrets,
-    })
+    errors
 }
 
 /// An unknown field's name, cut so a long one cannot flood the error.
@@ -491,6 +520,28 @@ mod tests {
             ["config"],
             "not an object"
         );
+    }
+
+    #[test]
+    fn a_public_part_is_checked_by_the_same_rules_without_its_secret() {
+        let public = |v: Value| v.as_object().unwrap().clone();
+        let azure = json!({"tenant_id": "11111111-2222-3333-4444-555555555555",
+                           "client_id": "66666666-7777-8888-9999-000000000000",
+                           "storage_account": "dpsdata"});
+        assert!(check_public(Provider::Azure, &public(azure.clone())).is_ok());
+        let mut redirected = azure;
+        redirected["storage_account"] = json!("evil.example/x?");
+        assert_eq!(
+            check_public(Provider::Azure, &public(redirected))
+                .unwrap_err()
+                .iter()
+                .map(|e| e.field.as_str())
+                .collect::<Vec<_>>(),
+            ["config.storage_account"]
+        );
+        let aws = json!({"role_arn": "arn:aws:iam::123456789012:role/r", "external_id": "t-1",
+                         "region": "evil.example/"});
+        assert!(check_public(Provider::Aws, &public(aws)).is_err());
     }
 
     #[test]
