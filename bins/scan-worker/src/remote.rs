@@ -340,7 +340,6 @@ const MAX_ANSWER_BYTES: usize = 32 << 20;
 
 /// What went wrong with a request, without its URL (which names the scan, harmless, but the
 /// habit is kept) or anything it carried.
-
 fn describe(e: &reqwest::Error) -> &'static str {
     if e.is_timeout() {
         "timed out"
