@@ -125,8 +125,13 @@ impl Config {
         strings(self.public.get("prefixes"))
     }
 
+    /// The extensions to scan, as matched: without leading dots, in lower case. The stored
+    /// list keeps what was typed (`.CSV`), which matches no key as it stands.
     pub fn file_types(&self) -> Vec<String> {
         strings(self.public.get("file_types"))
+            .iter()
+            .filter_map(|t| file_type(t))
+            .collect()
     }
 
     /// The bucket (Azure container) where remediation keeps its last-known-good snapshots;
@@ -549,10 +554,13 @@ mod tests {
         let aws = validate(
             Provider::Aws,
             &json!({"role_arn": "arn:aws:iam::123456789012:role/dps-scanner", "external_id": "tenant-42",
-                    "region": "us-east-1", "buckets": ["hr-exports"], "prefixes": ["2024/"], "file_types": ["csv", ".json"]}),
+                    "region": "us-east-1", "buckets": ["hr-exports"], "prefixes": ["2024/"], "file_types": ["csv", ".JSON"]}),
         )
         .unwrap();
         assert!(aws.secrets.is_empty());
+        // Matched as extensions: `.JSON` as typed would match no key.
+        assert_eq!(aws.file_types(), ["csv", "json"]);
+        assert_eq!(aws.public["file_types"], json!(["csv", ".JSON"]), "shown as given");
         assert_eq!(aws.buckets(), ["hr-exports"]);
         assert_eq!(aws.lkg_location(), None);
         assert_eq!(aws.text("region"), "us-east-1");
