@@ -2,14 +2,16 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use actix_web::dev::Payload;
+use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use actix_web::{FromRequest, HttpRequest, web};
 use futures_core::Stream as _;
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::nul;
 use crate::reject::{sanitize_serde_message, serde_json_error};
 
@@ -73,14 +75,26 @@ fn read(
     let limit = req
         .app_data::<web::Data<crate::service::ServiceState>>()
         .map_or(2 * 1024 * 1024, |s| s.max_body_bytes);
-    read_at_most(req, payload, limit)
+    read_at_most(req, payload, limit, body_timeout(req))
 }
 
-/// Reads the whole body, refusing it past `limit` bytes.
+/// The longest a body may take to arrive (`DPS_BODY_TIMEOUT_SECONDS`). actix's own timeout
+/// covers only the request head: without this, a client that sends part of a body and stops
+/// would hold its request (and whatever the request holds) for as long as the connection
+/// stays open.
+fn body_timeout(req: &HttpRequest) -> Duration {
+    req.app_data::<web::Data<crate::service::ServiceState>>()
+        .map_or(DEFAULT_BODY_TIMEOUT, |s| s.body_timeout)
+}
+
+const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Reads the whole body, refusing it past `limit` bytes or once `deadline` has passed.
 fn read_at_most(
     req: &HttpRequest,
     payload: &mut Payload,
     limit: usize,
+    deadline: Duration,
 ) -> impl Future<Output = Result<web::BytesMut, ApiError>> + use<> {
     let declared = req
         .headers()
@@ -88,7 +102,7 @@ fn read_at_most(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     let mut payload = payload.take();
-    async move {
+    let whole = async move {
         if declared.is_some_and(|n| n > limit) {
             return Err(too_large(limit));
         }
@@ -104,6 +118,20 @@ fn read_at_most(
             bytes.extend_from_slice(&chunk);
         }
         Ok(bytes)
+    };
+    async move {
+        tokio::time::timeout(deadline, whole)
+            .await
+            .unwrap_or_else(|_| {
+                Err(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    Code::Invalid,
+                    format!(
+                        "the request body did not arrive within {} seconds",
+                        deadline.as_secs()
+                    ),
+                ))
+            })
     }
 }
 
@@ -211,7 +239,10 @@ pub async fn large_json<T: DeserializeOwned>(
         .app_data::<web::Data<crate::service::ServiceState>>()
         .map_or(LARGE_BODY_LIMIT, |s| s.max_body_bytes.max(LARGE_BODY_LIMIT));
     let mut payload = payload.into_inner();
-    from_json(&read_at_most(req, &mut payload, limit).await?)
+    // A bulk body may be 32 times the usual one: it gets five times the usual time, and at
+    // least five minutes.
+    let deadline = (body_timeout(req) * 5).max(Duration::from_secs(300));
+    from_json(&read_at_most(req, &mut payload, limit, deadline).await?)
 }
 
 /// Any JSON value as the body (an object or not), for an endpoint whose own validation must

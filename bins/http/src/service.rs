@@ -34,6 +34,8 @@ pub struct CommonConfig {
     pub supported_sdk_majors: Vec<u64>,
     /// `MAX_BODY_BYTES`, default 2 MiB.
     pub max_body_bytes: usize,
+    /// `DPS_BODY_TIMEOUT_SECONDS`, default 60: the longest a request body may take to arrive.
+    pub body_timeout: Duration,
     /// `LOG_FORMAT`: `text` (default) or `json`.
     pub log_format: LogFormat,
     /// `DPS_ROLE_REQUIREMENTS`: endpoint groups' required roles (see [`crate::roles`]).
@@ -94,6 +96,7 @@ impl CommonConfig {
             master_key: Arc::new(master_key),
             supported_sdk_majors,
             max_body_bytes: env.parsed("MAX_BODY_BYTES", 2 * 1024 * 1024)?,
+            body_timeout: body_timeout(env)?,
             log_format: LogFormat::from_env(env)?,
             metrics_bind_addr: env
                 .get("METRICS_BIND_ADDR")
@@ -114,6 +117,18 @@ impl CommonConfig {
     }
 }
 
+/// `DPS_BODY_TIMEOUT_SECONDS`: 1 to 3600, default 60.
+fn body_timeout(env: &Env<'_>) -> Result<Duration, ConfigError> {
+    let seconds: u64 = env.parsed("DPS_BODY_TIMEOUT_SECONDS", 60)?;
+    if !(1..=3600).contains(&seconds) {
+        return Err(ConfigError {
+            variable: "DPS_BODY_TIMEOUT_SECONDS",
+            problem: "must be 1 to 3600".into(),
+        });
+    }
+    Ok(Duration::from_secs(seconds))
+}
+
 /// What every request handler of either service can reach.
 #[derive(Clone)]
 pub struct ServiceState {
@@ -123,6 +138,8 @@ pub struct ServiceState {
     pub master_key: Arc<MasterKey>,
     pub supported_sdk_majors: Vec<u64>,
     pub max_body_bytes: usize,
+    /// The longest a request body may take to arrive.
+    pub body_timeout: Duration,
     /// Each endpoint group's required role.
     pub roles: Arc<RoleRequirements>,
 }
@@ -158,6 +175,7 @@ impl ServiceState {
             master_key: config.master_key.clone(),
             supported_sdk_majors: config.supported_sdk_majors.clone(),
             max_body_bytes: config.max_body_bytes,
+            body_timeout: config.body_timeout,
             roles: Arc::new(config.roles.clone()),
         })
     }

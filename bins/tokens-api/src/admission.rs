@@ -158,9 +158,14 @@ impl<O: Operation, I: FromRequest + 'static> FromRequest for Admitted<O, I> {
         let mut payload = payload.take();
         Box::pin(async move {
             let (caller, conn) = admit::<O>(&req).await?;
+            // The connection goes back to the pool while the input (the body) arrives: a
+            // client sending its body slowly, or never, must not hold one of the pool's few
+            // connections, which every tenant shares.
+            drop(conn);
             let input = I::from_request(&req, &mut payload)
                 .await
                 .map_err(Into::into)?;
+            let conn = service_state(&req)?.conn().await?;
             Ok(Admitted {
                 caller,
                 input,
@@ -176,10 +181,7 @@ async fn admit<O: Operation>(
     req: &HttpRequest,
 ) -> Result<(O::Caller, db::PooledConnection), ApiError> {
     let caller = O::Caller::authenticate(req).await?;
-    let state = req
-        .app_data::<web::Data<ServiceState>>()
-        .cloned()
-        .ok_or_else(|| ApiError::internal("no service state registered"))?;
+    let state = service_state(req)?;
     let extra = req
         .app_data::<web::Data<Extra>>()
         .cloned()
@@ -217,6 +219,12 @@ async fn admit<O: Operation>(
     }
     caller.authorize()?;
     Ok((caller, conn))
+}
+
+fn service_state(req: &HttpRequest) -> Result<web::Data<ServiceState>, ApiError> {
+    req.app_data::<web::Data<ServiceState>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal("no service state registered"))
 }
 
 macro_rules! operations {

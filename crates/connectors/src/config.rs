@@ -560,7 +560,11 @@ mod tests {
         assert!(aws.secrets.is_empty());
         // Matched as extensions: `.JSON` as typed would match no key.
         assert_eq!(aws.file_types(), ["csv", "json"]);
-        assert_eq!(aws.public["file_types"], json!(["csv", ".JSON"]), "shown as given");
+        assert_eq!(
+            aws.public["file_types"],
+            json!(["csv", ".JSON"]),
+            "shown as given"
+        );
         assert_eq!(aws.buckets(), ["hr-exports"]);
         assert_eq!(aws.lkg_location(), None);
         assert_eq!(aws.text("region"), "us-east-1");

@@ -134,3 +134,60 @@ async fn tokens_api_refuses_hostile_bodies_with_a_4xx() {
     let response = app.http.get(app.url("/health")).send().await.unwrap();
     assert_eq!(response.status(), 200);
 }
+
+/// Sends a request head and the first byte of a body that never comes; the socket is kept open.
+async fn stall(origin: &str, path: &str, api_key: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt as _;
+    let mut socket = tokio::net::TcpStream::connect(origin.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: test\r\nX-API-Key: {api_key}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{"
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket
+}
+
+#[tokio::test]
+async fn bodies_that_never_arrive_hold_no_database_connection_and_time_out() {
+    let t = crate::tokenize::Tokens::spawn_with(|env| {
+        env.insert("DATABASE_POOL_SIZE".into(), "2".into());
+        env.insert("DATABASE_WAIT_TIMEOUT_MS".into(), "1000".into());
+        env.insert("DPS_BODY_TIMEOUT_SECONDS".into(), "3".into());
+    })
+    .await;
+    let policy = t.policy(crate::tokenize::all_modes_policy()).await;
+    // Twice the pool's connections, each admitted (authenticated, counted) and then waiting
+    // for its body.
+    let mut stalled = Vec::new();
+    for _ in 0..4 {
+        stalled.push(stall(&t.app.origin, "/api/v1/tokens/tokenize", &t.api_key).await);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (status, answer) = t
+        .tokenize(serde_json::json!({
+            "policy_id": policy,
+            "items": [crate::tokenize::item("123-45-6789", "us_ssn")]
+        }))
+        .await;
+    assert_eq!(
+        status, 200,
+        "stalled bodies must not starve the pool: {answer}"
+    );
+
+    // Past the deadline, each stalled request is answered 408 in the area's shape.
+    use tokio::io::AsyncReadExt as _;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        stalled[0].read_to_end(&mut answer),
+    )
+    .await;
+    assert!(read.is_ok(), "the stalled request was never answered");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let body = &answer[answer.find("\r\n\r\n").unwrap() + 4..];
+    let body: Value = serde_json::from_str(body).unwrap();
+    area_a_error(&body, "INVALID_INPUT");
+}
