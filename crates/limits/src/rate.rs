@@ -128,17 +128,20 @@ pub struct Decision {
 
 #[derive(QueryableByName)]
 struct Counted {
-    #[diesel(sql_type = Text)]
-    subject: String,
     #[diesel(sql_type = Integer)]
-    count: i32,
+    user_count: i32,
+    #[diesel(sql_type = Integer)]
+    tenant_count: i32,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     reset: i64,
 }
 
 /// Counts one request of `subject` (a user or an API key) in `tenant` against `endpoint`'s
-/// limits. The request is counted even when it goes over, as fixed windows do. The empty
-/// subject is the tenant's own counter, so a subject must not be empty.
+/// limits. The request is counted against its subject even when it goes over, as fixed
+/// windows do. It is counted against the tenant only while its subject is within its own
+/// limit: otherwise one user sending past their limit would spend the whole tenant's budget
+/// and lock every other user of the tenant out. The empty subject is the tenant's own
+/// counter, so a subject must not be empty.
 pub async fn check(
     conn: &mut AsyncPgConnection,
     limits: &RateLimits,
@@ -152,27 +155,40 @@ pub async fn check(
         ));
     }
     let (per_user, per_tenant) = limits.of(endpoint);
-    let rows: Vec<Counted> = db::sql(
-        "INSERT INTO rate_limit_counters AS c (tenant_id, endpoint, subject, window_start, count) \
-         SELECT $1, $2, s, date_trunc('minute', now()), 1 FROM unnest(ARRAY[$3, '']) AS s \
-         ON CONFLICT (tenant_id, endpoint, subject, window_start) \
-         DO UPDATE SET count = c.count + 1 \
-         RETURNING subject, count, \
-         extract(epoch FROM window_start + interval '1 minute')::bigint AS reset",
+    // The subject's row, then the tenant's (the order every request takes, so two requests
+    // never wait on each other's rows in a cycle). When the tenant's row is not counted, the
+    // last SELECT reads it as it was before the statement, which is as it is.
+    let counted: Counted = db::sql(
+        "WITH u AS ( \
+           INSERT INTO rate_limit_counters AS c (tenant_id, endpoint, subject, window_start, count) \
+           VALUES ($1, $2, $3, date_trunc('minute', now()), 1) \
+           ON CONFLICT (tenant_id, endpoint, subject, window_start) \
+           DO UPDATE SET count = c.count + 1 \
+           RETURNING count, window_start \
+         ), t AS ( \
+           INSERT INTO rate_limit_counters AS c (tenant_id, endpoint, subject, window_start, count) \
+           SELECT $1, $2, '', u.window_start, 1 FROM u WHERE u.count <= $4 \
+           ON CONFLICT (tenant_id, endpoint, subject, window_start) \
+           DO UPDATE SET count = c.count + 1 \
+           RETURNING count \
+         ) \
+         SELECT u.count AS user_count, \
+           COALESCE((SELECT count FROM t), \
+                    (SELECT r.count FROM rate_limit_counters r WHERE r.tenant_id = $1 \
+                       AND r.endpoint = $2 AND r.subject = '' AND r.window_start = u.window_start), \
+                    0) AS tenant_count, \
+           extract(epoch FROM u.window_start + interval '1 minute')::bigint AS reset \
+         FROM u",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<Text, _>(endpoint.as_str())
     .bind::<Text, _>(subject)
-    .load(conn)
+    .bind::<Integer, _>(i32::try_from(per_user).unwrap_or(i32::MAX))
+    .get_result(conn)
     .await?;
-    let count_of = |s: &str| {
-        rows.iter()
-            .find(|r| r.subject == s)
-            .map_or(0, |r| r.count.max(0) as u32)
-    };
-    let user_count = count_of(subject);
-    let tenant_count = count_of("");
-    let reset = rows.iter().map(|r| r.reset).next().unwrap_or(0);
+    let user_count = counted.user_count.max(0) as u32;
+    let tenant_count = counted.tenant_count.max(0) as u32;
+    let reset = counted.reset;
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     // Old windows are dropped now and then; one request in a hundred is enough to keep the
     // table to the last couple of minutes.

@@ -147,12 +147,27 @@ async fn rate_limits_count_each_user_and_the_tenant_in_one_minute_windows() {
         assert!((1..=60).contains(&d.retry_after), "{}", d.retry_after);
     }
 
+    // Requests past a user's own limit do not spend the tenant's budget: alice sending on
+    // must not lock the rest of the tenant out.
+    for _ in 0..20 {
+        assert!(
+            check(&acme(), "user:alice", Endpoint::VaultList)
+                .await
+                .exceeded
+        );
+    }
     // Another user of the tenant has a budget of their own, until the tenant's binds: alice's
-    // four requests (the refused one counts) and bob's first make five.
+    // three requests within her limit and bob's first two make five.
+    let bob = check(&acme(), "user:bob", Endpoint::VaultList).await;
+    assert_eq!((bob.remaining, bob.exceeded), (1, false));
     let bob = check(&acme(), "user:bob", Endpoint::VaultList).await;
     assert_eq!((bob.remaining, bob.exceeded), (0, false));
-    let bob = check(&acme(), "user:bob", Endpoint::VaultList).await;
-    assert!(bob.exceeded, "the tenant's sixth request in the window");
+    let carol = check(&acme(), "user:carol", Endpoint::VaultList).await;
+    assert!(
+        carol.exceeded,
+        "the tenant's sixth counted request in the window"
+    );
+    assert_eq!(carol.remaining, 0);
     // Another endpoint and another tenant are counted apart.
     let other_endpoint = check(&acme(), "user:alice", Endpoint::Policies).await;
     assert_eq!((other_endpoint.limit, other_endpoint.remaining), (60, 59));
