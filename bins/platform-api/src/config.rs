@@ -21,6 +21,7 @@
 //! | `DPS_SCAN_TIER` | `standard` | Scan tier: `starter`, `standard` or `enterprise`. |
 //! | `DPS_SCAN_WORKERS` | 4 | Scan worker tasks in this process. |
 //! | `DPS_SCAN_LEASE_SECONDS` | 30 | Lease of each chunk a worker of this process claims (1 to 3600): how long a chunk whose worker died waits before another takes it. |
+//! | `DPS_SCAN_ENUMERATIONS` | 2 | Scan listings this process runs at once (1 to 64); each holds a database connection while it lists. |
 //! | `DPS_SCAN_WORKER_IMAGE` | `dps/scan-worker:<version>` | Image named in deployment configs. |
 //! | `DPS_COORDINATOR_URL` | the request's origin | URL named in deployment configs. |
 //! | cloud variables | | See docs/configuration.md, "Cloud access". |
@@ -57,6 +58,9 @@ pub struct Config {
     pub scan_workers: usize,
     /// `DPS_SCAN_LEASE_SECONDS`: the lease of each chunk this process's workers claim.
     pub scan_lease_seconds: i64,
+    /// `DPS_SCAN_ENUMERATIONS`: scan listings this process runs at once (default 2, 1 to
+    /// 64). Each holds a pooled connection while it lists; queued scans wait for a free one.
+    pub scan_enumerations: usize,
     /// `DPS_SCAN_WORKER_IMAGE`: the container image deployment configs name.
     pub scan_worker_image: String,
     /// `DPS_COORDINATOR_URL`: this service's URL as workers elsewhere reach it; without it,
@@ -219,6 +223,13 @@ impl Config {
                     ));
                 }
                 seconds
+            },
+            scan_enumerations: {
+                let n = env.parsed("DPS_SCAN_ENUMERATIONS", 2usize)?;
+                if !(1..=64).contains(&n) {
+                    return Err(ConfigError::new("DPS_SCAN_ENUMERATIONS", "must be 1 to 64"));
+                }
+                n
             },
             egress: egress::Egress::from_env(&env)?,
             reconcile_max_actions: {

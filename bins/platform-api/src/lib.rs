@@ -361,6 +361,8 @@ pub struct Extra {
     pub scan_workers: usize,
     /// The lease of each chunk those workers claim.
     pub scan_lease_seconds: i64,
+    /// `DPS_SCAN_ENUMERATIONS`: scan listings this process runs at once.
+    pub scan_enumerations: usize,
     /// Wakes this process's scan coordinator when a scan is created.
     pub scan_wake: scans::coordinator::Wake,
     /// The image and URL deployment configs name.
@@ -404,6 +406,7 @@ impl Extra {
             scan_token_key: std::sync::Arc::new(master.derive(b"scan-worker-token")),
             scan_workers: config.scan_workers,
             scan_lease_seconds: config.scan_lease_seconds,
+            scan_enumerations: config.scan_enumerations,
             scan_wake: scans::coordinator::Wake::default(),
             scan_worker_image: config.scan_worker_image.clone(),
             coordinator_url: config.coordinator_url.clone(),
@@ -495,6 +498,7 @@ impl ServiceSpec for PlatformApi {
             worker,
             tasks: extra.scan_workers,
             wake: extra.scan_wake.clone(),
+            enumerations: scans::Coordinator::enumerations(extra.scan_enumerations),
         }
         .spawn();
         audit::Checkpointer {

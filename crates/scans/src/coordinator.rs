@@ -9,7 +9,7 @@ use std::time::Duration;
 use diesel::sql_types::{Bool, Text};
 use diesel::{ExpressionMethods, QueryDsl};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 use db::schema::scans;
@@ -52,6 +52,11 @@ pub struct Coordinator {
     /// Worker tasks in this process.
     pub tasks: usize,
     pub wake: Wake,
+    /// Enumerations this process runs at once ([`Coordinator::enumerations`]). Each holds a
+    /// pooled connection for as long as its listing runs (the connection carries its advisory
+    /// lock), which may be minutes: unbounded, a few large scans would take the pool every
+    /// request shares. A queued scan waits for a free one, and stays `queued` meanwhile.
+    pub enumerations: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -138,30 +143,46 @@ impl Coordinator {
             .await?;
         drop(conn);
         for (tenant, scan) in stuck {
+            let Ok(permit) = self.enumerations.clone().try_acquire_owned() else {
+                return Ok(());
+            };
             let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
             let scan = ScanId::from_uuid(scan);
-            self.enumerate_if_free(tenant, scan).await?;
+            self.enumerate_if_free(tenant, scan, permit).await?;
         }
-        loop {
+        // A scan is started only with an enumeration free to list it.
+        while let Ok(permit) = self.enumerations.clone().try_acquire_owned() {
             let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
             let Some((tenant, scan)) = lifecycle::start_next(&mut conn).await? else {
                 break;
             };
             drop(conn);
             tracing::info!(%scan, "scan started");
-            self.enumerate_if_free(tenant, scan).await?;
+            self.enumerate_if_free(tenant, scan, permit).await?;
         }
         Ok(())
     }
 
-    /// Enumerates `scan` in the background unless another process already is.
-    async fn enumerate_if_free(&self, tenant: TenantId, scan: ScanId) -> Result<(), ScanError> {
+    /// A limit of `n` enumerations at once (at least one).
+    pub fn enumerations(n: usize) -> Arc<Semaphore> {
+        Arc::new(Semaphore::new(n.max(1)))
+    }
+
+    /// Enumerates `scan` in the background unless another process already is; `permit` is
+    /// held until the listing ends.
+    async fn enumerate_if_free(
+        &self,
+        tenant: TenantId,
+        scan: ScanId,
+        permit: OwnedSemaphorePermit,
+    ) -> Result<(), ScanError> {
         let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
         if !try_lock(&mut conn, scan).await? {
             return Ok(());
         }
         let me = self.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             // Re-read under the lock: it may have finished since it was listed.
             let still = rows::row(&mut conn, &tenant, scan)
                 .await

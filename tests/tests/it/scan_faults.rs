@@ -133,3 +133,60 @@ async fn storage_that_stops_mid_scan_fails_the_rest_with_a_reason_and_the_scan_e
         "one finding per scanned object, none twice"
     );
 }
+
+/// Storage that accepts connections and never answers: every listing hangs.
+fn black_hole() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for socket in listener.incoming().flatten() {
+            held.push(socket);
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn listings_that_hang_take_at_most_their_share_of_the_pool() {
+    let storage = black_hole();
+    let app = integration_tests::TestApp::spawn_with(integration_tests::Service::Platform, |env| {
+        for (name, value) in seed::moto_platform_env(&storage) {
+            env.insert(name.into(), value);
+        }
+        env.insert("DPS_SCAN_WORKERS".into(), "0".into());
+        env.insert("DPS_SCAN_ENUMERATIONS".into(), "1".into());
+        env.insert("DATABASE_POOL_SIZE".into(), "4".into());
+    })
+    .await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let mut scans = Vec::new();
+    for i in 0..4 {
+        let hr = connector(&admin, &format!("HR {i}"), "hr-data").await;
+        let (status, body) = admin
+            .send(
+                reqwest::Method::POST,
+                &format!("/connectors/{hr}/scan"),
+                Some(json!({"type": "full"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        scans.push(body["data"]["scan_id"].as_str().unwrap().to_owned());
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Four listings holding a connection each would have taken the whole pool: requests
+    // still answer, and one scan lists while the others wait, queued.
+    let mut states = Vec::new();
+    for scan in &scans {
+        let (status, body) = admin
+            .send(reqwest::Method::GET, &format!("/scans/{scan}"), None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        states.push(body["data"]["status"].as_str().unwrap().to_owned());
+    }
+    states.sort();
+    assert_eq!(states, ["queued", "queued", "queued", "running"]);
+}
