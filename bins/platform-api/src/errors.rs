@@ -87,7 +87,11 @@ pub fn scans(error: scans::ScanError) -> ApiError {
             Code::Named("CONNECTOR_NOT_FOUND"),
             "no connector with this id in the tenant",
         )
-        .with_details(json!({ "connector_id": id.chars().take(64).collect::<String>() })),
+        // Named back only when it is an id: a client may send anything in its place.
+        .with_details(match ids::ConnectorId::parse(&id) {
+            Some(id) => json!({ "connector_id": id.to_string() }),
+            None => json!({}),
+        }),
         ScanError::Invalid(fields) => ApiError::invalid("the scan request is invalid")
             .with_details(json!({ "fields": fields })),
         ScanError::Finished(status) => ApiError::new(

@@ -234,15 +234,21 @@ fn field_errors(
     // order (a feature another crate in the build may turn on).
     let mut others: Vec<(&String, &Value)> = object.iter().collect();
     others.sort_by(|a, b| a.0.cmp(b.0));
+    let mut unknown = 0usize;
     for (field, value) in others {
         if provider.required().contains(&field.as_str()) {
             continue;
         }
         if !OPTIONAL.contains(&field.as_str()) {
-            errors.push(error(
-                field_name(field),
-                format!("is not a {} configuration field", provider.as_str()),
-            ));
+            // A client may write a value as a key: it is named back only when it looks like
+            // a field name, and only the first few are named.
+            unknown += 1;
+            if unknown <= MAX_UNKNOWN_NAMED {
+                errors.push(error(
+                    field_name(field),
+                    format!("is not a {} configuration field", provider.as_str()),
+                ));
+            }
             continue;
         }
         let checked = if field == "lkg_location" {
@@ -254,14 +260,25 @@ fn field_errors(
             errors.push(error(field, message));
         }
     }
+    if unknown > MAX_UNKNOWN_NAMED {
+        errors.push(FieldError {
+            field: "config".into(),
+            message: format!("holds {unknown} fields that are not configuration fields"),
+        });
+    }
     errors
 }
 
-/// An unknown field's name, cut so a long one cannot flood the error.
+/// Unknown fields named one by one; past this many, only their count.
+const MAX_UNKNOWN_NAMED: usize = 10;
+
+/// An unknown field's name as it may be shown: only when it looks like a field name (a client
+/// may write a value as a key).
 fn field_name(field: &str) -> &str {
-    match field.char_indices().nth(64) {
-        Some((i, _)) => &field[..i],
-        None => field,
+    if ids::field_name_like(field) {
+        field
+    } else {
+        "…"
     }
 }
 
@@ -525,6 +542,21 @@ mod tests {
             ["config"],
             "not an object"
         );
+    }
+
+    #[test]
+    fn unknown_fields_are_named_only_when_they_look_like_names_and_only_a_few() {
+        let mut config = json!({"role_arn": "arn:aws:iam::123456789012:role/r",
+                                "external_id": "t-1", "region": "us-east-1",
+                                "123-45-6789": true});
+        let named = fields(validate(Provider::Aws, &config));
+        assert_eq!(named, ["config.…"]);
+        for i in 0..500 {
+            config[format!("extra_{i}")] = json!(1);
+        }
+        let errors = validate(Provider::Aws, &config).unwrap_err();
+        assert_eq!(errors.len(), MAX_UNKNOWN_NAMED + 1, "{errors:?}");
+        assert!(errors.last().unwrap().message.contains("501"), "{errors:?}");
     }
 
     #[test]

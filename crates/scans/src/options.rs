@@ -123,6 +123,9 @@ pub const MAX_OBJECT_BYTES: u64 = 5 << 30;
 /// At most this many connectors in one parallel scan.
 pub const MAX_CONNECTORS: usize = 50;
 
+/// Unknown fields named one by one; past this many, only their count.
+const MAX_UNKNOWN_NAMED: usize = 10;
+
 const KNOWN: &[&str] = &[
     "max_files",
     "max_workers",
@@ -184,11 +187,25 @@ pub fn validate(options: Option<&Value>, tier: Tier) -> Result<Options, Vec<Fiel
     let mut errors = Vec::new();
     let mut fields: Vec<&String> = object.keys().collect();
     fields.sort();
-    for field in fields {
-        if !KNOWN.contains(&field.as_str()) {
-            let shown: String = field.chars().take(64).collect();
-            errors.push(error(&shown, "is not a scan option"));
-        }
+    let unknown: Vec<&String> = fields
+        .into_iter()
+        .filter(|f| !KNOWN.contains(&f.as_str()))
+        .collect();
+    // A client may write a value as a key: it is named back only when it looks like a field
+    // name. A few are named; a body of thousands of keys makes no longer an answer.
+    for field in unknown.iter().take(MAX_UNKNOWN_NAMED) {
+        let shown = if ids::field_name_like(field) {
+            field.as_str()
+        } else {
+            "…"
+        };
+        errors.push(error(shown, "is not a scan option"));
+    }
+    if unknown.len() > MAX_UNKNOWN_NAMED {
+        errors.push(FieldError {
+            field: "options".into(),
+            message: format!("holds {} fields that are not scan options", unknown.len()),
+        });
     }
     let mut out = Options {
         max_files: tier.max_files,
@@ -313,6 +330,15 @@ mod tests {
                 "options.coverage_strategy",
             ]
         );
+        // A value as a key is not named back; a body of many unknown keys is one more problem.
+        let mut many = json!({"123-45-6789": 1});
+        let errors = validate(Some(&many), Tier::standard()).unwrap_err();
+        assert_eq!(errors[0].field, "options.…");
+        for i in 0..300 {
+            many[format!("k{i}")] = json!(1);
+        }
+        let errors = validate(Some(&many), Tier::standard()).unwrap_err();
+        assert_eq!(errors.len(), MAX_UNKNOWN_NAMED + 1);
         let ok = validate(
             Some(&json!({"file_types": [".CSV", "json", "xml", ".Parquet"], "llm_assist": false})),
             Tier::standard(),

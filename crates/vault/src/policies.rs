@@ -59,6 +59,11 @@ pub struct PolicyRecord {
     pub updated_at: OffsetDateTime,
 }
 
+/// The most entries `allowed_roles` and `allowed_purposes` may hold.
+const MAX_LABELS: usize = 100;
+/// More rules than PII types cannot all be valid; past this many, only the count is reported.
+const MAX_TYPE_RULES: usize = 32;
+
 fn problem(field: impl Into<String>, problem: &'static str) -> FieldProblem {
     FieldProblem {
         field: field.into(),
@@ -90,8 +95,21 @@ pub fn validate(input: &Definition) -> Result<Policy, Vec<FieldProblem>> {
         ));
     }
     let mut type_rules = BTreeMap::new();
-    for (code, rule) in &input.type_rules {
-        let field = format!("type_rules.{}", code.chars().take(32).collect::<String>());
+    if input.type_rules.len() > MAX_TYPE_RULES {
+        problems.push(problem(
+            "type_rules",
+            "holds more rules than there are PII types",
+        ));
+    }
+    for (code, rule) in input.type_rules.iter().take(MAX_TYPE_RULES) {
+        // A client may write a value as a key: it is named back only when it looks like a
+        // field name.
+        let shown = if ids::field_name_like(code) {
+            code.as_str()
+        } else {
+            "…"
+        };
+        let field = format!("type_rules.{shown}");
         let Ok(pii_type) = code.parse::<PiiType>() else {
             problems.push(problem(field, "is not a supported PII type"));
             continue;
@@ -134,6 +152,11 @@ pub fn validate(input: &Definition) -> Result<Policy, Vec<FieldProblem>> {
     }
     let mut labels = |field: &str, values: &[String], max: usize| -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
+        if values.len() > MAX_LABELS {
+            // One problem, whatever the length: a long list must not make a longer answer.
+            problems.push(problem(field, "holds at most 100 entries"));
+            return out;
+        }
         for (i, v) in values.iter().enumerate() {
             if !label_ok(v, max) {
                 problems.push(problem(
@@ -143,9 +166,6 @@ pub fn validate(input: &Definition) -> Result<Policy, Vec<FieldProblem>> {
             } else if !out.contains(v) {
                 out.push(v.clone());
             }
-        }
-        if values.len() > 100 {
-            problems.push(problem(field, "holds at most 100 entries"));
         }
         out
     };
@@ -405,4 +425,43 @@ pub async fn list(
     keyset
         .page(rows, |r| Position::at(r.created_at, r.policy_id))
         .try_map(view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn definition(value: Value) -> Definition {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_long_list_is_one_problem_and_a_value_as_a_key_is_not_named_back() {
+        let problems = validate(&definition(serde_json::json!({
+            "name": "n",
+            "type_rules": {"219-09-9999": {"mode": "deterministic"}},
+            "allowed_roles": vec![""; 100_000],
+            "allowed_purposes": vec![" "; 100],
+        })))
+        .unwrap_err();
+        let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields
+                .iter()
+                .filter(|f| f.starts_with("allowed_roles"))
+                .count(),
+            1
+        );
+        assert!(fields.contains(&"allowed_roles"), "{fields:?}");
+        assert_eq!(
+            fields
+                .iter()
+                .filter(|f| f.starts_with("allowed_purposes["))
+                .count(),
+            100,
+            "within the limit, each bad entry is named"
+        );
+        assert!(fields.contains(&"type_rules.…"), "{fields:?}");
+        assert!(!fields.iter().any(|f| f.contains("9999")), "{fields:?}");
+    }
 }

@@ -89,7 +89,9 @@ fn parse(body: &ReconcileRequest, default_max: u32) -> Result<Request, ApiError>
     let scope = body.scope.clone().unwrap_or_default();
     let mut ids = |key: &str, raw: &[String]| -> Vec<uuid::Uuid> {
         if raw.len() > MAX_SCOPE_IDS {
+            // One problem, whatever the length: a long list must not make a longer answer.
             problem(format!("/scope/{key}"), "at most 100 ids");
+            return Vec::new();
         }
         raw.iter()
             .enumerate()
