@@ -109,6 +109,33 @@ impl Egress {
     }
 }
 
+/// What a failed outbound call may tell a tenant: the kind of failure only. The full chain
+/// ([`failure_detail`]: a name that does not resolve, an address the rules refuse, a TLS error)
+/// is for the service's own log: told to the tenant, it would let a URL the tenant chose probe
+/// which internal names exist and which ports answer.
+pub fn failure_kind(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        "no answer in time"
+    } else if e.is_connect() {
+        "no connection (or an address the service may not call)"
+    } else {
+        "the request failed"
+    }
+}
+
+/// A failed call's error and its causes, without the URL (which may carry a token), at most
+/// 300 characters: for the service's log, never for a tenant ([`failure_kind`]).
+pub fn failure_detail(e: &reqwest::Error) -> String {
+    let mut detail = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
+        source = s.source();
+    }
+    detail.chars().take(300).collect()
+}
+
 /// Why an answer's body was not read whole.
 #[derive(Debug, thiserror::Error)]
 pub enum BodyError {

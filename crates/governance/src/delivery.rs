@@ -198,21 +198,11 @@ async fn send(client: &reqwest::Client, to: &Destination, d: &Due) -> Attempt {
     }
 }
 
-/// What a failed send tells the tenant: the kind of failure only. The full chain (a name that
-/// does not resolve, an address the rules refuse, a TLS error) goes to the service's log: told
-/// to the tenant, it would let a channel's URL probe which internal names exist and which
-/// ports answer.
+/// What a failed send tells the tenant: the kind of failure only (`egress::failure_kind`);
+/// the full chain goes to the service's log.
 fn describe(e: reqwest::Error) -> String {
     let e = e.without_url();
-    let mut detail = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        detail.push_str(": ");
-        detail.push_str(&s.to_string());
-        source = s.source();
-    }
-    let detail: String = detail.chars().take(300).collect();
-    tracing::warn!(error = %detail, "an alert delivery failed");
+    tracing::warn!(error = %egress::failure_detail(&e), "an alert delivery failed");
     if e.is_timeout() {
         "the receiver did not answer in time".into()
     } else if e.is_connect() {

@@ -293,10 +293,12 @@ pub async fn set_cosigning(
                 tenant,
                 actor,
                 events::COSIGNING_CHANGED,
+                // The endpoint's host only: any user of the tenant reads the audit log, which
+                // cannot be scrubbed, and a URL's path may carry what only admins should see.
                 json!({
                     "from_mode": before.cosigning_mode,
                     "mode": update.mode,
-                    "endpoint_url": endpoint,
+                    "endpoint_host": endpoint.as_deref().and_then(endpoint_host),
                 }),
             )
             .await?;
@@ -455,6 +457,13 @@ fn validate_endpoint(raw: &str) -> Result<String, SettingsError> {
         ));
     }
     Ok(url.to_string())
+}
+
+/// The host of a validated endpoint URL.
+fn endpoint_host(url: &str) -> Option<String> {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
 }
 
 #[cfg(test)]

@@ -603,7 +603,8 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
     assert_eq!(entries[0].actor, "alice");
     assert_eq!(
         entries[0].details,
-        json!({ "from_mode": "disabled", "mode": "required", "endpoint_url": ENDPOINT })
+        json!({ "from_mode": "disabled", "mode": "required", "endpoint_host": "cosign.acme.example" }),
+        "the host only: any user reads the audit log, and a path may hold what only admins see"
     );
 
     // The same decision again is no change.
@@ -642,9 +643,9 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
     assert_eq!(
         details[1..],
         [
-            &json!({ "from_mode": "required", "mode": "required", "endpoint_url": other }),
-            &json!({ "from_mode": "required", "mode": "optional", "endpoint_url": other }),
-            &json!({ "from_mode": "optional", "mode": "disabled", "endpoint_url": null }),
+            &json!({ "from_mode": "required", "mode": "required", "endpoint_host": "cosign2.acme.example" }),
+            &json!({ "from_mode": "required", "mode": "optional", "endpoint_host": "cosign2.acme.example" }),
+            &json!({ "from_mode": "optional", "mode": "disabled", "endpoint_host": null }),
         ]
     );
     assert!(entries[1..].iter().all(|e| e.actor == "bob"));

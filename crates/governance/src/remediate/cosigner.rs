@@ -340,17 +340,13 @@ fn failed_to_reach(e: reqwest::Error) -> CosignError {
     CosignError::Unreachable(describe(e))
 }
 
-/// The error and its causes, without the URL.
+/// What a failed call tells the tenant (the reason is shown by the remediation API): the kind
+/// of failure only. The full chain goes to the service's log; told to the tenant, it would let
+/// an endpoint URL probe which internal names exist.
 fn describe(e: reqwest::Error) -> String {
     let e = e.without_url();
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text.chars().take(300).collect()
+    tracing::warn!(error = %egress::failure_detail(&e), "a call to a co-signing service failed");
+    egress::failure_kind(&e).to_owned()
 }
 
 /// The host of `endpoint`, for logs: never the path or query, which may carry a token.

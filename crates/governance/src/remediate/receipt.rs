@@ -77,10 +77,12 @@ impl Receipts {
 
     /// The tenant's co-signing decision. When the settings cannot be read (the same row as the
     /// remediation policy, whose gate fails open), the decision is read from the audit log
-    /// instead: the newest `cosigning_changed` entry holds the mode and endpoint the tenant
-    /// set, and no entry means the tenant never left the default, `disabled`. Only when neither
-    /// can be read does the step stop for now: reading it as `disabled` could skip a co-signing
-    /// the tenant requires.
+    /// instead: the newest `cosigning_changed` entry holds the mode the tenant set, and no
+    /// entry means the tenant never left the default, `disabled`. Only when neither can be
+    /// read does the step stop for now: reading it as `disabled` could skip a co-signing the
+    /// tenant requires. The entry names the endpoint's host only (entries written before named
+    /// the URL), so a tenant that co-signs waits, with no endpoint, until the settings can be
+    /// read.
     pub(crate) async fn cosigning(
         &self,
         conn: &mut AsyncPgConnection,
