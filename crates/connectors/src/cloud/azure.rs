@@ -131,7 +131,10 @@ impl ClientSecret {
                 format!("{what} answered without a token"),
             )
         })?;
-        let expires = OffsetDateTime::now_utc() + time::Duration::seconds(answer.expires_in);
+        // Bounded: an answer's lifetime out of range (negative, or past the calendar) must not
+        // panic the call; Entra ID's tokens live about an hour.
+        let expires = OffsetDateTime::now_utc()
+            + time::Duration::seconds(answer.expires_in.clamp(0, 24 * 3600));
         Ok((
             AzureCredential::BearerToken(answer.access_token),
             Some(expires),
