@@ -451,13 +451,20 @@ pub async fn detokenize(
         Err(e) => return Err(refuse(conn, &attempt, e).await),
     };
     attempt.grant_jti = Some(claims.jti);
-    if claims.user != caller.user_id.as_str() || claims.tenant != caller.tenant_id.as_str() {
+    if claims.tenant != caller.tenant_id.as_str() {
+        // Another tenant's grant: its purpose and reason are that tenant's, not for this
+        // tenant's audit.
+        return Err(refuse(conn, &attempt, GrantError::GrantInvalid).await);
+    }
+    if claims.user != caller.user_id.as_str() {
+        with_grant_purpose(conn, &caller.tenant_id, claims.jti, &mut attempt).await;
         return Err(refuse(conn, &attempt, GrantError::GrantInvalid).await);
     }
     // Past its time by the grant's own `exp`: not consumed, and the refusal below says why (a
     // grant used once stays used, so a second use is a reuse whenever it comes).
     let expired = claims.exp <= now_secs();
     if !expired && !ids.iter().all(|id| claims.token_ids.contains(id)) {
+        with_grant_purpose(conn, &caller.tenant_id, claims.jti, &mut attempt).await;
         return Err(refuse(conn, &attempt, GrantError::NotInGrant).await);
     }
     let tenant = &caller.tenant_id;
@@ -593,6 +600,19 @@ pub async fn detokenize(
         Err(e) => return Err(refuse(conn, &attempt, e).await),
     };
     Ok(Detokenized { results, trace_id })
+}
+
+/// Puts the purpose and reason of the tenant's grant `jti` on a refused attempt's record. A
+/// row that cannot be read leaves them empty: the refusal is recorded either way.
+async fn with_grant_purpose(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    jti: Uuid,
+    attempt: &mut Attempt<'_>,
+) {
+    if let Ok(Some(row)) = grant_row(conn, tenant, jti).await {
+        (attempt.purpose, attempt.reason) = (Some(row.purpose), row.reason);
+    }
 }
 
 /// What a refusal needs of the grant's row: whether it was used, and its purpose and reason

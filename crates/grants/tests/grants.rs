@@ -762,7 +762,18 @@ async fn every_attempt_granted_or_denied_is_audited_without_a_value() {
         "the same grant, reused"
     );
     assert!(audit[1].tokens.iter().all(|t| t.status == "DENIED"));
+    // Every refusal that names a real grant of the tenant carries its purpose and reason.
+    for refused in &audit[1..4] {
+        assert_eq!(
+            refused.purpose.as_deref(),
+            Some("fraud_review"),
+            "{refused:?}"
+        );
+        assert_eq!(refused.reason.as_deref(), Some("case 42"), "{refused:?}");
+        assert!(refused.grant_id.is_some());
+    }
     assert_eq!(audit[4].grant_id, None, "a forged grant has no readable id");
+    assert_eq!(audit[4].purpose, None);
     let traces: std::collections::BTreeSet<_> = audit.iter().map(|r| r.trace_id).collect();
     assert_eq!(traces.len(), 5);
 
