@@ -102,6 +102,7 @@ pub async fn enumerate(
         sources_listed: 0,
         problems: Vec::new(),
         ended: false,
+        capped: false,
     };
     // Where each connector's resources begin: chunks never straddle two connectors, so each
     // has one connector's configuration (GET /scans/:id/deployment-config).
@@ -184,13 +185,15 @@ pub async fn enumerate(
     }
     enumerator.flush(conn).await?;
     let total = enumerator.next_idx;
-    let status = if enumerator.sources_total > 0 && enumerator.sources_listed == 0 {
-        Enumeration::Failed
-    } else if enumerator.sources_listed < enumerator.sources_total {
-        Enumeration::Partial
-    } else {
-        Enumeration::Complete
-    };
+    // A source the cap stopped was listed in part, not failed.
+    let status =
+        if enumerator.sources_total > 0 && enumerator.sources_listed == 0 && !enumerator.capped {
+            Enumeration::Failed
+        } else if enumerator.sources_listed < enumerator.sources_total {
+            Enumeration::Partial
+        } else {
+            Enumeration::Complete
+        };
     let reason = (!enumerator.problems.is_empty()).then(|| {
         let mut joined = enumerator.problems.join("; ");
         joined.truncate(joined.floor_char_boundary(1000));
@@ -330,6 +333,8 @@ struct Enumerator<'a> {
     /// The scan ended (cancelled, timed out) while it was listed: listing stops at the next
     /// page, and nothing more is judged deleted.
     ended: bool,
+    /// `max_files` was reached while objects in scope were left to list.
+    capped: bool,
 }
 
 impl Enumerator<'_> {
@@ -347,6 +352,17 @@ impl Enumerator<'_> {
         self.next_idx as u32 >= self.options.max_files
     }
 
+    /// Notes, once, that `max_files` stopped the listing with objects in scope left.
+    fn cap(&mut self) {
+        if !self.capped {
+            self.capped = true;
+            self.problems.push(format!(
+                "max_files ({}) was reached before every object in scope was listed",
+                self.options.max_files
+            ));
+        }
+    }
+
     async fn list(
         &mut self,
         conn: &mut AsyncPgConnection,
@@ -361,9 +377,9 @@ impl Enumerator<'_> {
         let mut seen: HashSet<String> = HashSet::new();
         loop {
             if self.full() {
-                // The cap is the caller's choice: the source counts as listed, but objects
-                // past it were not seen, so nothing is judged deleted.
-                self.sources_listed += 1;
+                // Objects past the cap are not seen: the source is not listed to its end
+                // (the enumeration is partial, and says why), and nothing is judged deleted.
+                self.cap();
                 return Ok(());
             }
             // A scan cancelled or timed out while it is listed stops calling the storage at
@@ -399,8 +415,12 @@ impl Enumerator<'_> {
                         .is_some_and(|(size, etag)| {
                             *size == object.size as i64 && *etag == object.etag
                         });
-                if unchanged || self.full() {
+                if unchanged {
                     continue;
+                }
+                if self.full() {
+                    self.cap();
+                    return Ok(());
                 }
                 self.batch.push((
                     scan_resources::tenant_id.eq(self.tenant.as_str().to_owned()),

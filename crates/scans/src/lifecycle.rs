@@ -77,6 +77,12 @@ pub async fn try_finalize(
             enumeration,
             false,
         );
+        // A partial listing ends with what its listing said (each source that failed, or the
+        // max_files that stopped it), not only that it was partial.
+        let reason = match (enumeration, status, row.status_reason) {
+            (Enumeration::Partial, Status::Partial, Some(listing)) => Some(listing),
+            _ => reason,
+        };
         let ended = stop(conn, tenant, scan, Stop::Running, status, reason.as_deref()).await?;
         Ok(ended.is_some())
     })

@@ -73,6 +73,23 @@ async fn only_objects_of_the_requested_types_under_the_requested_prefixes_are_co
     let claim = w.claim(&acme, capped, "worker-1").await;
     let pending = lease::pending(&mut w.conn, &claim).await.unwrap();
     assert_eq!(keys_of(&pending), ["hr/a.csv", "hr/b.json"]);
+    // Objects in scope were left unlisted: the listing is partial, and says why.
+    let view = scans::store::get(&mut w.conn, &acme, capped).await.unwrap();
+    assert_eq!(view.enumeration, Enumeration::Partial);
+    let reason = view.status_reason.unwrap_or_default();
+    assert!(reason.contains("max_files (2) was reached"), "{reason}");
+
+    // A cap that every object in scope fits under is no cap.
+    let roomy = w
+        .started(
+            &acme,
+            &[mixed],
+            json!({ "max_files": 1000, "max_workers": 1 }),
+        )
+        .await;
+    let view = scans::store::get(&mut w.conn, &acme, roomy).await.unwrap();
+    assert_eq!(view.enumeration, Enumeration::Complete);
+    assert_eq!(view.status_reason, None);
 }
 
 /// The connector's open findings by category.
@@ -331,10 +348,8 @@ async fn sources_that_cannot_be_listed_make_the_scan_partial_or_failed() {
         .await
         .unwrap();
     assert_eq!(view.status, Status::Partial);
-    assert_eq!(
-        view.status_reason.as_deref(),
-        Some("some buckets or prefixes could not be listed")
-    );
+    // It ends saying which source could not be listed, as its listing did.
+    assert_eq!(view.status_reason.as_ref(), Some(&reason));
     let coverage = view.coverage();
     assert!((coverage.coverage_pct - 1.0).abs() < 1e-9);
     assert!((coverage.completeness_score - 0.5).abs() < 1e-9);
@@ -359,7 +374,7 @@ async fn sources_that_cannot_be_listed_make_the_scan_partial_or_failed() {
                 partial,
                 &Event::ScanEnded {
                     status: Status::Partial,
-                    reason: Some("some buckets or prefixes could not be listed".into()),
+                    reason: Some(reason.clone()),
                     connectors: vec![present, absent],
                 }
             ),
