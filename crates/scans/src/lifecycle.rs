@@ -18,28 +18,93 @@ use crate::model::{Enumeration, Reasons, Status, final_status};
 use crate::outbox::{self, Event};
 use crate::rows::{self, chunk_reasons};
 
-/// Marks the chunk done (under its fence) and ends the scan if that was the last work.
+/// Marks the chunk done (under its fence) and ends the scan if that was the last work. Objects
+/// of the chunk its worker never reported (a worker outside the platform that ends a chunk
+/// early) fail `not_reported` in the same transaction: a completed chunk leaves nothing
+/// pending, so the scan's counts add up and it can end.
 pub async fn complete(conn: &mut AsyncPgConnection, claim: &Claim) -> Result<Held, ScanError> {
-    let updated = diesel::update(
-        scan_chunks::table
-            .filter(scan_chunks::tenant_id.eq(claim.tenant.as_str()))
-            .filter(scan_chunks::scan_id.eq(claim.scan.as_uuid()))
-            .filter(scan_chunks::chunk_no.eq(claim.chunk_no))
-            .filter(scan_chunks::fence.eq(claim.fence))
-            .filter(scan_chunks::status.eq("running")),
-    )
-    .set((
-        scan_chunks::status.eq("completed"),
-        scan_chunks::completed_at.eq(diesel::dsl::now),
-        scan_chunks::lease_until.eq(None::<OffsetDateTime>),
-    ))
-    .execute(conn)
-    .await?;
-    if updated == 0 {
+    let done = conn
+        .transaction::<_, ScanError, _>(async |conn| {
+            let range: Option<(i32, i32)> = diesel::update(
+                scan_chunks::table
+                    .filter(scan_chunks::tenant_id.eq(claim.tenant.as_str()))
+                    .filter(scan_chunks::scan_id.eq(claim.scan.as_uuid()))
+                    .filter(scan_chunks::chunk_no.eq(claim.chunk_no))
+                    .filter(scan_chunks::fence.eq(claim.fence))
+                    .filter(scan_chunks::status.eq("running")),
+            )
+            .set((
+                scan_chunks::status.eq("completed"),
+                scan_chunks::completed_at.eq(diesel::dsl::now),
+                scan_chunks::lease_until.eq(None::<OffsetDateTime>),
+            ))
+            .returning((scan_chunks::start_index, scan_chunks::end_index))
+            .get_result(conn)
+            .await
+            .optional()?;
+            let Some((start, end)) = range else {
+                return Ok(false);
+            };
+            fail_pending(
+                conn,
+                &claim.tenant,
+                claim.scan,
+                claim.chunk_no,
+                (start, end),
+                "not_reported",
+            )
+            .await?;
+            Ok(true)
+        })
+        .await?;
+    if !done {
         return Ok(Held::Lost);
     }
     try_finalize(conn, &claim.tenant, claim.scan).await?;
     Ok(Held::Yes)
+}
+
+/// Fails the chunk's resources still pending with `reason`, and counts them in the chunk's
+/// progress and reasons, as a report of them would have. Returns how many.
+async fn fail_pending(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scan: ScanId,
+    chunk_no: i32,
+    (start, end): (i32, i32),
+    reason: &str,
+) -> Result<i32, ScanError> {
+    let failed = diesel::update(
+        scan_resources::table
+            .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+            .filter(scan_resources::scan_id.eq(scan.as_uuid()))
+            .filter(scan_resources::idx.between(start, end))
+            .filter(scan_resources::state.eq("pending")),
+    )
+    .set((
+        scan_resources::state.eq("failed"),
+        scan_resources::reason.eq(reason),
+    ))
+    .execute(conn)
+    .await? as i32;
+    if failed > 0 {
+        let mut more = Reasons::default();
+        more.failed.insert(reason.into(), i64::from(failed));
+        let reasons = chunk_reasons(conn, tenant, scan, chunk_no, &more).await?;
+        diesel::update(
+            scan_chunks::table
+                .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
+                .filter(scan_chunks::scan_id.eq(scan.as_uuid()))
+                .filter(scan_chunks::chunk_no.eq(chunk_no)),
+        )
+        .set((
+            scan_chunks::reasons.eq(reasons),
+            scan_chunks::files_processed.eq(scan_chunks::files_processed + failed),
+        ))
+        .execute(conn)
+        .await?;
+    }
+    Ok(failed)
 }
 
 /// Ends a running scan whose enumeration is over and whose chunks are all done. Safe to call
@@ -287,33 +352,15 @@ pub async fn reap(conn: &mut AsyncPgConnection) -> Result<usize, ScanError> {
             for (tenant, scan, chunk_no, start, end) in &dead {
                 let tenant: TenantId = tenant.parse().map_err(|_| ScanError::CorruptRow)?;
                 let scan = ScanId::from_uuid(*scan);
-                let lost = diesel::update(
-                    scan_resources::table
-                        .filter(scan_resources::tenant_id.eq(tenant.as_str()))
-                        .filter(scan_resources::scan_id.eq(scan.as_uuid()))
-                        .filter(scan_resources::idx.between(start, end))
-                        .filter(scan_resources::state.eq("pending")),
+                fail_pending(
+                    conn,
+                    &tenant,
+                    scan,
+                    *chunk_no,
+                    (*start, *end),
+                    "worker_lost",
                 )
-                .set((
-                    scan_resources::state.eq("failed"),
-                    scan_resources::reason.eq("worker_lost"),
-                ))
-                .execute(conn)
-                .await? as i32;
-                if lost > 0 {
-                    let mut more = Reasons::default();
-                    more.failed.insert("worker_lost".into(), i64::from(lost));
-                    let reasons = chunk_reasons(conn, &tenant, scan, *chunk_no, &more).await?;
-                    diesel::update(
-                        scan_chunks::table
-                            .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
-                            .filter(scan_chunks::scan_id.eq(scan.as_uuid()))
-                            .filter(scan_chunks::chunk_no.eq(chunk_no)),
-                    )
-                    .set(scan_chunks::reasons.eq(reasons))
-                    .execute(conn)
-                    .await?;
-                }
+                .await?;
             }
             Ok(dead)
         })

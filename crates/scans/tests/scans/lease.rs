@@ -386,6 +386,10 @@ async fn a_chunk_whose_workers_keep_dying_is_given_up_as_worker_lost() {
         .await
         .unwrap();
     assert_eq!(workers[0].status, "failed");
+    assert_eq!(
+        workers[0].files_processed, 2,
+        "the worker's progress counts its lost object, as the scan's does"
+    );
 
     let got = events(&mut w.conn, Position::default(), 2).await;
     assert_eq!(got.len(), 2, "{got:#?}");
@@ -398,6 +402,59 @@ async fn a_chunk_whose_workers_keep_dying_is_given_up_as_worker_lost() {
     assert_eq!(
         (*status, connectors.as_slice()),
         (Status::Partial, &[hr][..])
+    );
+}
+
+#[tokio::test]
+async fn a_chunk_completed_with_objects_unreported_fails_them_and_the_scan_ends() {
+    let mut w = World::with_storage().await;
+    let acme = w.acme.clone();
+    w.bucket(
+        "hr-exports",
+        &[("a.txt", "a"), ("b.txt", "b"), ("c.txt", "c")],
+    )
+    .await;
+    let hr = w.connector(&acme, "HR", "hr-exports").await;
+    let scan = w.started(&acme, &[hr], json!({ "max_workers": 1 })).await;
+    let claim = w.claim(&acme, scan, "worker-1").await;
+    let pending = lease::pending(&mut w.conn, &claim).await.unwrap();
+    record::record(
+        &mut w.conn,
+        &claim,
+        vec![(pending[0].clone(), Outcome::Scanned(vec![]))],
+        LEASE,
+    )
+    .await
+    .unwrap();
+    // The worker ends its chunk with two objects never reported.
+    assert_eq!(
+        lifecycle::complete(&mut w.conn, &claim).await.unwrap(),
+        Held::Yes
+    );
+    assert!(
+        lease::pending(&mut w.conn, &claim)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let view = scans::store::get(&mut w.conn, &acme, scan).await.unwrap();
+    assert_eq!(
+        (
+            view.counts.enumerated,
+            view.counts.scanned,
+            view.counts.failed
+        ),
+        (3, 1, 2),
+        "every enumerated object is accounted for"
+    );
+    assert_eq!(view.reasons.failed.get("not_reported"), Some(&2));
+    assert_eq!(view.status, Status::Partial, "{:?}", view.status_reason);
+    let workers = scans::store::workers(&mut w.conn, &acme, scan)
+        .await
+        .unwrap();
+    assert_eq!(
+        (workers[0].status.as_str(), workers[0].files_processed),
+        ("completed", 3)
     );
 }
 
