@@ -131,6 +131,9 @@ async fn delete_once(
             .await
             .map_err(PlatformError::Governance)?;
         store::delete(conn, tenant, id).await?;
+        // After the delete, which may have waited for a scan of the connector being created
+        // meanwhile: that scan's only link went with the connector.
+        scans::connector::forget_orphans(conn, tenant).await?;
         Ok(())
     })
     .await

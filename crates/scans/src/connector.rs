@@ -236,3 +236,24 @@ pub async fn forget_connector(
     .await?;
     Ok(())
 }
+
+/// Deletes the tenant's scans left with no connector at all, in the caller's transaction, which
+/// has just deleted a connector. A scan created while its only connector was being deleted is
+/// one: [`forget_connector`] read the connector's scans before that scan existed, and the
+/// delete (which waits for the scan's creation to commit, whose links hold a share of the
+/// connector's row) then took its link by cascade. Such a scan is deleted, as the delete's own
+/// scans of that connector alone are; a worker that still holds a chunk of it finds it gone.
+pub async fn forget_orphans(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<usize, ScanError> {
+    Ok(db::sql(
+        "DELETE FROM scans s
+          WHERE s.tenant_id = $1
+            AND NOT EXISTS (SELECT 1 FROM scan_connectors c
+                             WHERE c.tenant_id = s.tenant_id AND c.scan_id = s.scan_id)",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .execute(conn)
+    .await?)
+}

@@ -247,3 +247,96 @@ async fn a_deployment_can_require_a_role_for_connectors_and_scans() {
         .await;
     assert_eq!(status, 201, "{body}");
 }
+
+/// A scan created while its only connector is being deleted: the delete read the connector's
+/// scans before the scan existed, then waited for its creation to commit (the scan's link holds
+/// a share of the connector's row), and the cascade took the link. No scan without a connector
+/// may be left behind, never cancelled.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scan_created_during_its_connectors_delete_does_not_outlive_it() {
+    use diesel::sql_types::{Jsonb, Uuid as SqlUuid};
+    use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
+    use integration_tests::{Service, TestApp};
+
+    let app = TestApp::spawn_with(Service::Platform, |env| {
+        env.insert("DPS_SCAN_WORKERS".into(), "0".into());
+    })
+    .await;
+    let admin = crate::Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let (status, body) = admin
+        .send(
+            reqwest::Method::POST,
+            "/connectors",
+            Some(json!({"name": "HR", "provider": "aws", "config": aws()})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let connector = uuid::Uuid::parse_str(body["data"]["id"].as_str().unwrap()).unwrap();
+    let options = serde_json::to_value(
+        scans::options::validate(None, scans::options::Tier::standard()).unwrap(),
+    )
+    .unwrap();
+    let scan = uuid::Uuid::new_v4();
+
+    // The creation, as scans::store::create does it, held open.
+    let mut creating = app.conn().await;
+    creating
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            diesel::sql_query(
+                "SELECT 1 FROM connectors WHERE tenant_id = 'acme' AND connector_id = $1 FOR KEY SHARE",
+            )
+            .bind::<SqlUuid, _>(connector)
+            .execute(conn)
+            .await?;
+            diesel::sql_query(
+                "INSERT INTO scans (tenant_id, scan_id, kind, origin, options, worker_token_hash, max_workers)
+                 VALUES ('acme', $1, 'full', 'connector', $2, '\\x00', 1)",
+            )
+            .bind::<SqlUuid, _>(scan)
+            .bind::<Jsonb, _>(&options)
+            .execute(conn)
+            .await?;
+            diesel::sql_query(
+                "INSERT INTO scan_connectors (tenant_id, scan_id, connector_id, position) VALUES ('acme', $1, $2, 0)",
+            )
+            .bind::<SqlUuid, _>(scan)
+            .bind::<SqlUuid, _>(connector)
+            .execute(conn)
+            .await?;
+            // The delete starts now, reads no scan of the connector, and waits on the row.
+            let origin = app.origin.clone();
+            let token = admin.token.clone();
+            let delete = tokio::spawn(async move {
+                reqwest::Client::new()
+                    .delete(format!("{origin}/api/v1/connectors/{connector}"))
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            });
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            assert!(!delete.is_finished(), "the delete must wait for the creation");
+            Ok(delete)
+        })
+        .await
+        .map(|delete| async move { assert_eq!(delete.await.unwrap(), 200) })
+        .unwrap()
+        .await;
+
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let left: Count = diesel::sql_query("SELECT count(*) AS n FROM scans WHERE scan_id = $1")
+        .bind::<SqlUuid, _>(scan)
+        .get_result(&mut creating)
+        .await
+        .unwrap();
+    assert_eq!(left.n, 0, "the scan outlived its only connector");
+}
