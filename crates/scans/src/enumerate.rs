@@ -64,6 +64,49 @@ fn covering(mut prefixes: Vec<String>) -> Vec<Option<String>> {
         .collect()
 }
 
+/// The prefixes to list: the scan's within the connector's (a scan's prefix under one of the
+/// connector's, or a connector's prefix under one of the scan's). None when neither names any
+/// (the whole bucket); empty when they share nothing (nothing to list).
+fn within_prefixes(scan: &[String], connector: &[String]) -> Option<Vec<String>> {
+    match (scan.is_empty(), connector.is_empty()) {
+        (true, true) => None,
+        (true, false) => Some(connector.to_vec()),
+        (false, true) => Some(scan.to_vec()),
+        (false, false) => Some(
+            scan.iter()
+                .flat_map(|s| {
+                    connector.iter().filter_map(move |c| {
+                        if s.starts_with(c.as_str()) {
+                            Some(s.clone())
+                        } else if c.starts_with(s.as_str()) {
+                            Some(c.clone())
+                        } else {
+                            None
+                        }
+                    })
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// The file types to match: the scan's that the connector allows. Empty means any; None means
+/// that the two allow nothing in common.
+fn within_types(scan: &[String], connector: &[String]) -> Option<Vec<String>> {
+    match (scan.is_empty(), connector.is_empty()) {
+        (true, _) => Some(connector.to_vec()),
+        (false, true) => Some(scan.to_vec()),
+        (false, false) => {
+            let both: Vec<String> = scan
+                .iter()
+                .filter(|t| connector.contains(t))
+                .cloned()
+                .collect();
+            (!both.is_empty()).then_some(both)
+        }
+    }
+}
+
 struct Source {
     connector: ConnectorId,
     bucket: String,
@@ -141,17 +184,17 @@ pub async fn enumerate(
                 continue;
             }
         };
-        let prefixes: Vec<Option<String>> = if !options.prefixes.is_empty() {
-            covering(options.prefixes.clone())
-        } else if !config.prefixes().is_empty() {
-            covering(config.prefixes())
-        } else {
-            vec![None]
-        };
-        let types: Vec<String> = if options.file_types.is_empty() {
-            config.file_types()
-        } else {
-            options.file_types.clone()
+        // A scan narrows its connectors' scope, never widens it: its prefixes and file types
+        // apply within the connector's own.
+        let prefixes: Vec<Option<String>> =
+            match within_prefixes(&options.prefixes, &config.prefixes()) {
+                Some(p) if p.is_empty() => Vec::new(),
+                Some(p) => covering(p),
+                None => vec![None],
+            };
+        let Some(types) = within_types(&options.file_types, &config.file_types()) else {
+            // No file type both allow: nothing of this connector is in the scan's scope.
+            continue;
         };
         // What was scanned before: an incremental scan skips what did not change, and any
         // complete listing resolves the findings of objects that are gone.
@@ -532,6 +575,35 @@ impl Enumerator<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn owned(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_scan_narrows_its_connectors_scope_and_never_widens_it() {
+        let hr = owned(&["hr/"]);
+        assert_eq!(within_prefixes(&[], &[]), None);
+        assert_eq!(within_prefixes(&[], &hr), Some(hr.clone()));
+        assert_eq!(within_prefixes(&owned(&["x/"]), &[]), Some(owned(&["x/"])));
+        // Under the connector's prefix: kept; above it: the connector's; elsewhere: nothing.
+        assert_eq!(
+            within_prefixes(&owned(&["hr/2024/", "finance/"]), &hr),
+            Some(owned(&["hr/2024/"]))
+        );
+        assert_eq!(within_prefixes(&owned(&["h"]), &hr), Some(hr.clone()));
+        assert_eq!(within_prefixes(&owned(&["finance/"]), &hr), Some(vec![]));
+
+        let csv = owned(&["csv"]);
+        assert_eq!(within_types(&[], &[]), Some(vec![]));
+        assert_eq!(within_types(&[], &csv), Some(csv.clone()));
+        assert_eq!(
+            within_types(&owned(&["csv", "json"]), &csv),
+            Some(csv.clone())
+        );
+        assert_eq!(within_types(&owned(&["json"]), &csv), None);
+        assert_eq!(within_types(&owned(&["json"]), &[]), Some(owned(&["json"])));
+    }
 
     #[test]
     fn chunks_cover_every_resource_once_and_never_straddle_connectors() {
