@@ -35,6 +35,12 @@ pub struct EdgeSettings {
     pub anonymous: Option<std::sync::Arc<AnonymousBudget>>,
 }
 
+/// The `trace_id` a response carries in its body (tokenize, grant, detokenize), put on the
+/// response's extensions by its handler so that the request's log line names it: a caller who
+/// quotes a trace id can then be found in the logs, and a refused detokenization in its audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceId(pub uuid::Uuid);
+
 /// The id of the current request: the caller's `X-Request-Id` when it is sane, else a new UUID.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestId(pub String);
@@ -210,9 +216,15 @@ pub async fn edge(
     }
     // To the microsecond: finer digits are noise, and noise that can look like anything.
     let elapsed_ms = elapsed.as_micros() as f64 / 1000.0;
+    let trace_id = response
+        .response()
+        .extensions()
+        .get::<TraceId>()
+        .map(|t| tracing::field::display(t.0));
     if status >= 500 {
         tracing::warn!(
             request_id,
+            trace_id,
             method,
             route,
             status,
@@ -220,7 +232,9 @@ pub async fn edge(
             "request failed"
         );
     } else {
-        tracing::info!(request_id, method, route, status, elapsed_ms, "request");
+        tracing::info!(
+            request_id, trace_id, method, route, status, elapsed_ms, "request"
+        );
     }
     Ok(response)
 }

@@ -120,6 +120,16 @@ async fn a_full_round_trip_leaves_no_secret_in_the_logs() {
         .filter(|l| l.contains("\"message\":\"request\""))
         .count();
     assert_eq!(requests, 5, "one line per request: {lines:#?}");
+    // Each trace id an answer gives can be found in the log, on its request's line.
+    for answer in [&tokenized, &grant, &revealed] {
+        let trace = answer["trace_id"].as_str().unwrap();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("\"message\":\"request\"") && l.contains(trace)),
+            "trace id {trace} not logged: {lines:#?}"
+        );
+    }
     let grant_signature = grant_jwt.rsplit('.').next().unwrap().to_owned();
     let mut secrets: Vec<&str> = vec![
         ssn,

@@ -111,7 +111,7 @@ pub struct TokenizeResponse {
     pub success_count: usize,
     pub failure_count: usize,
     pub batch_policy_version: i32,
-    /// A UUID that identifies this call in the service's logs and audit.
+    /// A UUID that identifies this call: the service logs it on the request's line.
     pub trace_id: String,
 }
 

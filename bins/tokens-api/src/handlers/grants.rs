@@ -40,10 +40,13 @@ pub async fn grant(
     let grant = grants::issue(&mut conn, &extra.grant_keys, &caller.0, &request)
         .await
         .map_err(errors::grant)?;
+    let trace = dps_http::TraceId(grant.trace_id);
     // A grant is a credential: no cache along the way may keep it.
-    Ok(HttpResponse::Ok()
+    let mut response = HttpResponse::Ok()
         .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
-        .json(wire::grant(grant)))
+        .json(wire::grant(grant));
+    response.extensions_mut().insert(trace);
+    Ok(response)
 }
 
 /// Reveals tokens under a grant issued to the same caller. The grant is consumed.
@@ -94,10 +97,14 @@ pub async fn detokenize(
     .await
     .map_err(errors::grant);
     count_detokenize(revealed.as_ref());
+    let revealed = revealed?;
+    let trace = dps_http::TraceId(revealed.trace_id);
     // Plaintext: no cache along the way may keep it.
-    Ok(HttpResponse::Ok()
+    let mut response = HttpResponse::Ok()
         .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
-        .json(wire::detokenized(revealed?)))
+        .json(wire::detokenized(revealed));
+    response.extensions_mut().insert(trace);
+    Ok(response)
 }
 
 /// The detokenization audit: every attempt, granted or not. Admin only.

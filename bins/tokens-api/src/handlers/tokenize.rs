@@ -47,7 +47,17 @@ pub async fn tokenize(
     .map_err(errors::vault)?;
     count_items(&outcome, if dry_run { "dry_run" } else { "write" });
     match outcome {
-        Outcome::Done { body, .. } | Outcome::Replayed { body } => Ok(HttpResponse::Ok()
+        Outcome::Done { body, result } => {
+            let mut response = HttpResponse::Ok()
+                .content_type("application/json")
+                .body(body);
+            response
+                .extensions_mut()
+                .insert(dps_http::TraceId(result.trace_id));
+            Ok(response)
+        }
+        // A replay answers the first call's body, whose trace id that call's log line names.
+        Outcome::Replayed { body } => Ok(HttpResponse::Ok()
             .content_type("application/json")
             .body(body)),
         Outcome::Rejected { first, result } => Err(errors::batch_rejected(first, &result)),
