@@ -425,7 +425,9 @@ impl Json {
                 Frame::Object { key, .. } if key.1 == key.0 => {}
                 Frame::Object { key, .. } => {
                     let key = &self.names[key.0..key.1];
-                    if data_like(key) {
+                    // Held to the rule of CSV headers: a key that does not read as a name (a
+                    // date, a number in any script, an email) is data, and is not stored.
+                    if data_like(key) || !name_like(key) {
                         steps.push("[\"…\"]".into());
                         continue;
                     }
@@ -658,7 +660,7 @@ mod tests {
     #[test]
     fn paths_are_bounded_and_hold_no_control_character() {
         // A key with U+0000 and a tab: stored as JSON, shown to people, and `jsonb` refuses
-        // U+0000.
+        // U+0000. It does not read as a name, so it is not shown at all.
         let (location, _) = at(
             Format::Json,
             "{\"con\u{0}tact\tx\": \"ann.lee@example.com\"}",
@@ -669,9 +671,28 @@ mod tests {
             location,
             Location::Json {
                 line: 1,
-                path: "$[\"con\u{FFFD}tact\u{FFFD}x\"]".into()
+                path: "$[\"…\"]".into()
             }
         );
+        // Keys that are data by the rule of CSV headers: a short date, digits of another
+        // script; a key that reads as a name stays.
+        for (key, shown) in [
+            ("4/3/80", "$[\"…\"]"),
+            ("\u{0661}\u{0662}\u{0663}", "$[\"…\"]"),
+            ("first name", "$[\"first name\"]"),
+            ("address_line_2", "$.address_line_2"),
+        ] {
+            let text = format!("{{\"{key}\": \"ann.lee@example.com\"}}");
+            let (location, _) = at(Format::Json, &text, "ann.", 4 + key.len());
+            assert_eq!(
+                location,
+                Location::Json {
+                    line: 1,
+                    path: shown.into()
+                },
+                "{key}"
+            );
+        }
         // Forty levels of a 25-character key: the innermost steps, which name the value, stay.
         let deep = "{\"customer_record_section\":".repeat(40)
             + "{\"email\": \"ann.lee@example.com\"}"
