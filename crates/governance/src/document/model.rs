@@ -244,6 +244,42 @@ impl PolicyDocument {
         serde_norway::to_string(self).unwrap_or_default()
     }
 
+    /// The actions as evaluation takes them: the first of each type, in document order. The
+    /// ledger holds one action per type for an object version, so a policy's alerts are one
+    /// action, delivered to all their channels ([`PolicyDocument::alert_targets`]); taken one by
+    /// one, every alert after the first found its objects already claimed and sent nothing.
+    pub fn acted(&self) -> Vec<&Action> {
+        let mut seen = Vec::new();
+        self.spec
+            .actions
+            .iter()
+            .filter(|a| {
+                let kind = a.action_type();
+                let first = !seen.contains(&kind);
+                seen.push(kind);
+                first
+            })
+            .collect()
+    }
+
+    /// Every channel the policy's alerts name, once, at the highest severity an alert gives it,
+    /// in the order first named.
+    pub fn alert_targets(&self) -> Vec<(&str, Severity)> {
+        let mut targets: Vec<(&str, Severity)> = Vec::new();
+        for action in &self.spec.actions {
+            let Action::Alert(alert) = action else {
+                continue;
+            };
+            for channel in &alert.channels {
+                match targets.iter_mut().find(|(c, _)| *c == channel.as_str()) {
+                    Some((_, severity)) => *severity = (*severity).max(alert.severity),
+                    None => targets.push((channel.as_str(), alert.severity)),
+                }
+            }
+        }
+        targets
+    }
+
     /// Whether any action changes objects.
     pub fn changes_objects(&self) -> bool {
         self.spec

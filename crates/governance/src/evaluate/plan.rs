@@ -278,6 +278,14 @@ const REPLAN: &str = replan_sql!("('blocked', 'failed')");
 /// An alert that ended blocked is queued again.
 const REPLAN_ALERT: &str = replan_sql!("('blocked')");
 
+/// An alert's audit details: the channels it goes to and its highest severity.
+fn alert_details(details: &mut Value, targets: &[(&str, crate::document::Severity)]) {
+    details["channels"] = json!(targets.iter().map(|(c, _)| *c).collect::<Vec<_>>());
+    if let Some(highest) = targets.iter().map(|(_, s)| *s).max() {
+        details["severity"] = json!(highest.as_str());
+    }
+}
+
 /// The alert payload: the policy, the severity, where, which types and how many. Never a
 /// value or a preview.
 fn alert_payload(
@@ -363,7 +371,7 @@ pub async fn apply_with_decisions(
         };
         let mut by_action: BTreeMap<&str, u64> = BTreeMap::new();
         let first_entry = entries.len();
-        for action in &policy.document.spec.actions {
+        for action in policy.document.acted() {
             let kind = action.action_type();
             let gate = gates.of(kind);
             let outcome = if simulate {
@@ -444,16 +452,16 @@ pub async fn apply_with_decisions(
                     "pii_types": c.object.pii_types(),
                 });
                 match (action, outcome) {
-                    (Action::Alert(alert), "queued") => {
-                        details["channels"] = json!(alert.channels);
-                        details["severity"] = json!(alert.severity.as_str());
-                        for channel in &alert.channels {
+                    (Action::Alert(_), "queued") => {
+                        let targets = policy.document.alert_targets();
+                        alert_details(&mut details, &targets);
+                        for &(channel, severity) in &targets {
                             let delivery = Uuid::now_v7();
                             let payload = alert_payload(
                                 delivery,
                                 batch,
                                 policy,
-                                alert.severity.as_str(),
+                                severity.as_str(),
                                 c.object,
                                 now,
                             );
@@ -471,9 +479,8 @@ pub async fn apply_with_decisions(
                                 .await?;
                         }
                     }
-                    (Action::Alert(alert), "blocked") => {
-                        details["channels"] = json!(alert.channels);
-                        details["severity"] = json!(alert.severity.as_str());
+                    (Action::Alert(_), "blocked") => {
+                        alert_details(&mut details, &policy.document.alert_targets());
                         details["gate"] = json!("denied");
                         details["safety_class"] = json!(safety_class(kind).as_str());
                     }

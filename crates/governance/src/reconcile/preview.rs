@@ -347,7 +347,7 @@ pub async fn plan(
     for (p, policy) in policies.iter().enumerate() {
         let p = i32::try_from(p).unwrap_or(i32::MAX);
         let (findings, objects) = matched.get(&p).copied().unwrap_or((0, 0));
-        for action in &policy.document.spec.actions {
+        for action in policy.document.acted() {
             let kind = action.action_type();
             let outcome = if policy.document.spec.mode == Mode::DryRun {
                 "simulated"

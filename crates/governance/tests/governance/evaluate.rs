@@ -197,6 +197,47 @@ async fn an_enforced_policy_queues_alerts_and_plans_remediation() {
 }
 
 #[tokio::test]
+async fn every_alert_of_a_policy_is_delivered_each_channel_once_at_its_highest_severity() {
+    let mut env = Env::new().await;
+    let connector = ConnectorId::new();
+    for channel in ["pager", "slack", "email"] {
+        env.channel(&acme(), channel).await;
+    }
+    create(
+        &mut env,
+        &acme(),
+        &policy(
+            "two alerts",
+            "enforced",
+            "[{ type: alert, config: { channels: [pager], severity: critical } }, \
+              { type: alert, config: { channels: [slack, pager], severity: low } }, \
+              { type: alert, config: { channels: [email], severity: medium } }]",
+        ),
+    )
+    .await;
+    let found = findings();
+    let tally = run(&mut env, connector, &found).await;
+    // One alert action per object (two objects), none counted as a repeat.
+    assert_eq!((tally.planned, tally.repeated), (2, 0));
+    let by = async |env: &mut Env, channel: &str, severity: &str| {
+        env.count(&format!(
+            "SELECT count(*) AS n FROM governance_deliveries \
+              WHERE channel = '{channel}' AND payload->>'severity' = '{severity}'"
+        ))
+        .await
+    };
+    assert_eq!(by(&mut env, "pager", "critical").await, 2);
+    assert_eq!(by(&mut env, "slack", "low").await, 2);
+    assert_eq!(by(&mut env, "email", "medium").await, 2);
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries")
+            .await,
+        6,
+        "each channel once per object"
+    );
+}
+
+#[tokio::test]
 async fn a_denied_read_only_class_blocks_alerts_until_an_enforced_reconciliation() {
     let mut env = Env::new().await;
     let connector = ConnectorId::new();
