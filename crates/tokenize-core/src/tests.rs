@@ -327,6 +327,46 @@ fn deterministic_tokens_depend_on_key_type_scope_and_value_only() {
 }
 
 #[test]
+fn an_amounts_currency_is_part_of_its_value() {
+    let key = MacKey::new(&[1u8; 32]);
+    let token = |raw: &str| deterministic_token(&key, "global", &norm(PiiType::Monetary, raw));
+    let print = |raw: &str| {
+        fingerprint(
+            &key,
+            Mode::Deterministic,
+            "global",
+            &norm(PiiType::Monetary, raw),
+        )
+    };
+    assert_ne!(token("€100.00"), token("£100.00"));
+    assert_ne!(token("USD 100"), token("JPY 100"));
+    assert_ne!(token("100.00"), token("€100.00"));
+    assert_ne!(print("€100.00"), print("£100.00"));
+    assert_eq!(
+        token("€100.00"),
+        token("EUR 100.00"),
+        "one currency, one value"
+    );
+    // An amount without a currency keeps the token it always had: the MAC of the same four
+    // fields as any other type's.
+    let plain = norm(PiiType::Monetary, "1,234.50");
+    let mac = key.mac(&[
+        b"dps-token-v1",
+        b"monetary",
+        b"global",
+        plain.value.expose().as_bytes(),
+    ]);
+    assert_eq!(
+        deterministic_token(&key, "global", &plain),
+        format!(
+            "{}{}",
+            crate::DETERMINISTIC_PREFIX,
+            crate::token::base32(&mac[..crate::token::TOKEN_BYTES])
+        )
+    );
+}
+
+#[test]
 fn randomized_tokens_are_fresh() {
     let rng = SystemRandom::new();
     let a = randomized_token(&rng).unwrap();

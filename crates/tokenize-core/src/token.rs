@@ -91,25 +91,36 @@ pub fn looks_like_token(token: &str) -> bool {
 /// token under the same key. `scope` is `global` or `policy:<policy_id>`: use
 /// [`crate::Policy::scope_key`], as the vault does, to get the service's tokens.
 pub fn deterministic_token(key: &MacKey, scope: &str, value: &Normalized) -> String {
-    let mac = key.mac(&[
+    let mut fields: Vec<&[u8]> = vec![
         b"dps-token-v1",
         value.pii_type.as_str().as_bytes(),
         scope.as_bytes(),
         value.value.expose().as_bytes(),
-    ]);
+    ];
+    fields.extend(currency_field(value));
+    let mac = key.mac(&fields);
     format!("{DETERMINISTIC_PREFIX}{}", base32(&mac[..TOKEN_BYTES]))
 }
 
 /// The vault's lookup fingerprint of a value, under the fingerprint key (never the token key):
 /// what finds the existing entry of a deterministic or format-preserving value.
 pub fn fingerprint(key: &MacKey, mode: Mode, scope: &str, value: &Normalized) -> [u8; 32] {
-    key.mac(&[
+    let mut fields: Vec<&[u8]> = vec![
         b"dps-fingerprint-v1",
         mode.as_str().as_bytes(),
         value.pii_type.as_str().as_bytes(),
         scope.as_bytes(),
         value.value.expose().as_bytes(),
-    ])
+    ];
+    fields.extend(currency_field(value));
+    key.mac(&fields)
+}
+
+/// An amount's currency is part of the value: `€100.00` and `£100.00` are two values, with two
+/// tokens and two entries. A value without a currency adds nothing, so its token is the one it
+/// always had.
+fn currency_field(value: &Normalized) -> Option<&[u8]> {
+    value.currency.as_deref().map(str::as_bytes)
 }
 
 /// The lookup fingerprint of a format-preserving value. It covers the value as written,

@@ -866,3 +866,31 @@ async fn a_rejected_batch_does_not_keep_its_idempotency_key() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(t.entries().await, 2);
 }
+
+#[tokio::test]
+async fn amounts_in_two_currencies_are_two_values() {
+    let t = Tokens::spawn().await;
+    let mut definition = all_modes_policy();
+    definition["type_rules"]["monetary"] = json!({ "mode": "deterministic" });
+    let policy = t.policy(definition).await;
+    let (status, body) = t
+        .tokenize(json!({
+            "policy_id": policy,
+            "items": [
+                item("€100.00", "monetary"),
+                item("£100.00", "monetary"),
+                item("EUR 100.00", "monetary"),
+            ]
+        }))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let ids: Vec<&str> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["token_id"].as_str().unwrap())
+        .collect();
+    assert_ne!(ids[0], ids[1], "pounds are not euros: {body}");
+    assert_eq!(ids[0], ids[2], "one currency, one value: {body}");
+    assert_eq!(t.entries().await, 2);
+}
