@@ -97,7 +97,10 @@ impl CommonConfig {
             supported_sdk_majors,
             max_body_bytes: env.parsed("MAX_BODY_BYTES", 2 * 1024 * 1024)?,
             body_timeout: body_timeout(env)?,
-            log_format: LogFormat::from_env(env)?,
+            log_format: {
+                boot::check_log_filter(env)?;
+                LogFormat::from_env(env)?
+            },
             metrics_bind_addr: env
                 .get("METRICS_BIND_ADDR")
                 .filter(|v| !v.trim().is_empty())

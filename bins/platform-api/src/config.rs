@@ -15,6 +15,7 @@
 //! | `DPS_MASTER_KEY` / `DPS_MASTER_KEY_FILE` | one required | Base64 of 32 bytes: wraps tenant data keys. |
 //! | `DPS_SUPPORTED_SDK_MAJORS` | `1` | Comma-separated SDK majors accepted. |
 //! | `MAX_BODY_BYTES` | 2097152 | Largest request body. |
+//! | `DPS_BODY_TIMEOUT_SECONDS` | 60 | The longest a request body may take to arrive (408 after). |
 //! | `DPS_COSIGNING_CLIENT_CERT_FILE` | unset | PEM client certificate the platform presents to tenants' co-signing services. |
 //! | `DPS_COSIGNING_CLIENT_KEY_FILE` | unset | Its PEM private key. Both or neither; with neither, co-signing stays `disabled`. |
 //! | `DPS_COSIGNING_CA_FILE` | unset | PEM bundle of CA certificates trusted for co-signing services, on top of the system's. |
@@ -33,7 +34,7 @@
 //! | `DPS_REMEDIATION_CRASH_AT` | unset | Crash-safety tests only: abort after the named step. |
 //! | `METRICS_BIND_ADDR` | unset | Address of `GET /metrics`, apart from the public port. |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
-//! | `RUST_LOG` | `info` | Log filter. |
+//! | `RUST_LOG` | `info` | Log filter; blank is unset, one that does not parse stops the service. |
 
 use std::path::{Path, PathBuf};
 

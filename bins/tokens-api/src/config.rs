@@ -15,6 +15,7 @@
 //! | `DPS_MASTER_KEY` / `DPS_MASTER_KEY_FILE` | one required | Base64 of 32 bytes: wraps tenant data keys. |
 //! | `DPS_SUPPORTED_SDK_MAJORS` | `1` | Comma-separated SDK majors accepted. |
 //! | `MAX_BODY_BYTES` | 2097152 | Largest request body. |
+//! | `DPS_BODY_TIMEOUT_SECONDS` | 60 | The longest a request body may take to arrive (408 after). |
 //! | `DPS_GRANT_KEY_VERSION` | 1 | Which derived Ed25519 key signs grants; the version before it still verifies. |
 //! | `DPS_RATE_LIMITS` | the spec's | `endpoint=USER/TENANT` requests per minute, comma-separated, over the defaults. |
 //! | `DPS_ANONYMOUS_RATE_LIMIT` | 120 | Requests per minute per client address whose caller is not known (no or a bad credential, an unknown route). |
@@ -22,7 +23,7 @@
 //! | `DPS_ALLOW_PRIVATE_NETWORKS` | false | `true` lets the JWKS URL be a loopback or private address (and http): tests and development only. |
 //! | `METRICS_BIND_ADDR` | unset | Address of `GET /metrics`, apart from the public port. |
 //! | `LOG_FORMAT` | `text` | `text` or `json`. |
-//! | `RUST_LOG` | `info` | Log filter. |
+//! | `RUST_LOG` | `info` | Log filter; blank is unset, one that does not parse stops the service. |
 
 use boot::{ConfigError, Env};
 use dps_http::CommonConfig;

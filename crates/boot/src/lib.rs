@@ -7,5 +7,5 @@ mod tls;
 
 pub use env::{ConfigError, Env, process_env};
 pub use panics::install_panic_hook;
-pub use telemetry::{LogFormat, init_tracing};
+pub use telemetry::{LogFormat, check_log_filter, init_tracing};
 pub use tls::install_tls_provider;
