@@ -905,6 +905,15 @@ async fn a_gate_that_cannot_be_read_fails_open_and_says_so_and_only_admins_see_r
     let stack = Stack::new(|_| {}).await;
     let admin = stack.admin();
     let (bucket, connector) = masked_people(&stack, &admin, PEOPLE).await;
+    // The tenant chose a 24-hour rollback window.
+    let (status, body) = admin
+        .send(
+            Method::PUT,
+            "/settings/lkg-retention",
+            Some(serde_json::json!({ "retention_hours": 24 })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
     // The tenant's remediation policy becomes unreadable: the gate fails open, as the spec
     // says, and every record of the action says the gate was unavailable.
     let mut conn = stack.platform.conn().await;
@@ -919,6 +928,20 @@ async fn a_gate_that_cannot_be_read_fails_open_and_says_so_and_only_admins_see_r
     let r = &done[0];
     assert_eq!(r["status"], "receipted", "{r}");
     assert_eq!(r["gate"], "gate_unavailable", "{r}");
+    // The rollback window the tenant set, read from the audit log with the row away: not the
+    // default, signed into the receipt.
+    let at = |field: &str| {
+        time::OffsetDateTime::parse(
+            r[field].as_str().unwrap(),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap_or_else(|e| panic!("{field}: {e}: {r}"))
+    };
+    assert_eq!(
+        at("undo_until") - at("executed_at"),
+        time::Duration::hours(24),
+        "{r}"
+    );
     assert_eq!(
         read(bucket.as_ref(), "people.csv").await.unwrap(),
         b"name,ssn,email\nAnn Lee,***-**-9999,ann.lee@example.com\nBo Chan,***-**-1120,bo@example.com\n"

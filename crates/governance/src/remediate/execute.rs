@@ -167,12 +167,13 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
                         discard_snapshot(db, exec, &current).await;
                     } else {
                         let conn = db.get().await?;
-                        let hours = settings::read(conn, &current.tenant()?)
+                        let tenant = current.tenant()?;
+                        let read = settings::read(conn, &tenant).await;
+                        // Unknown even from the audit log: the longest window, since the
+                        // snapshot may be the only copy of the original.
+                        let hours = receipt::retention_hours(conn, &tenant, &read)
                             .await
-                            .as_ref()
-                            .map_or(settings::LKG_RETENTION_DEFAULT_HOURS, |s| {
-                                s.retention_hours()
-                            });
+                            .unwrap_or(settings::LKG_RETENTION_OPTIONS[2]);
                         store::keep_snapshot(conn, &current, hours).await?;
                     }
                     fail(db.get().await?, &current, &reason).await?;
@@ -260,12 +261,8 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
                 Some(false) => {}
             }
         }
+        let hours = receipt::retention_hours(db.get().await?, &tenant, &settings).await?;
         let storage = open_storage(db.get().await?, exec, &tenant, &row).await?;
-        let hours = settings
-            .as_ref()
-            .map_or(settings::LKG_RETENTION_DEFAULT_HOURS, |s| {
-                s.retention_hours()
-            });
         row = write(db, exec, &storage, &row, &action, rewritten, hours).await?;
         exec.crash_point("written");
     }

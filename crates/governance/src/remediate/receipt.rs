@@ -247,3 +247,30 @@ fn planned_receipt_id(row: &Row) -> Uuid {
     let millis = (row.created_at.unix_timestamp_nanos() / 1_000_000).max(0) as u64;
     uuid::Builder::from_unix_timestamp_millis(millis, &bits).into_uuid()
 }
+
+/// The tenant's rollback window, in hours. When the settings cannot be read (the gate fails
+/// open, and the run goes on), the newest `lkg_retention_changed` entry says what the tenant
+/// set, and no entry means the default. When neither can be read, the run stops for now: a
+/// guessed window would sign a wrong `undo_until` into the receipt, and keep a snapshot of
+/// the original (its PII) for the wrong time.
+pub(crate) async fn retention_hours(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    read: &Result<settings::TenantSettings, settings::SettingsError>,
+) -> Result<u32, Stop> {
+    if let Ok(found) = read {
+        return Ok(found.retention_hours());
+    }
+    let unreadable = || Stop::Retry("the rollback window could not be read".into());
+    let latest = audit::latest(conn, tenant, settings::events::LKG_RETENTION_CHANGED, 1)
+        .await
+        .map_err(|_| unreadable())?;
+    match latest.first() {
+        None => Ok(settings::LKG_RETENTION_DEFAULT_HOURS),
+        Some(entry) => entry.details["to_hours"]
+            .as_u64()
+            .and_then(|h| u32::try_from(h).ok())
+            .filter(|h| settings::LKG_RETENTION_OPTIONS.contains(h))
+            .ok_or_else(unreadable),
+    }
+}
