@@ -106,6 +106,7 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
     let Some(store::Taken {
         request: row,
         policy_deleted,
+        action_withdrawn,
         connector_deleted,
     }) = store::take(db.get().await?).await?
     else {
@@ -118,11 +119,17 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
     if connector_deleted {
         exec.storages.forget(&(row.tenant()?, row.connector()));
     }
-    // Deleting a policy stops what it planned and has not started: the object is untouched
-    // yet. A request past its snapshot runs to its end (it may have written already).
-    if policy_deleted && row.state() == State::Planned {
+    // Deleting a policy, switching it to dry-run or taking the action out of it stops what it
+    // planned and has not started: the object is untouched yet. A request past its snapshot
+    // runs to its end (it may have written already).
+    if action_withdrawn && row.state() == State::Planned {
+        let reason = if policy_deleted {
+            "policy_deleted"
+        } else {
+            "policy_no_longer_enforces_the_action"
+        };
         discard_snapshot(db, exec, &row).await;
-        fail(db.get().await?, &row, "policy_deleted").await?;
+        fail(db.get().await?, &row, reason).await?;
         return Ok(true);
     }
     // Only a request that has changed nothing yet gives up: once snapshotted, the object may

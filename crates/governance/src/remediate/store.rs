@@ -204,6 +204,10 @@ pub(crate) struct Taken {
     pub request: Row,
     #[diesel(sql_type = diesel::sql_types::Bool)]
     pub policy_deleted: bool,
+    /// The policy's current version no longer enforces this action: switched to dry-run, or
+    /// the action taken out (or the policy deleted).
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub action_withdrawn: bool,
     #[diesel(sql_type = diesel::sql_types::Bool)]
     pub connector_deleted: bool,
 }
@@ -236,6 +240,12 @@ pub(crate) async fn take(conn: &mut AsyncPgConnection) -> Result<Option<Taken>, 
         ", NOT EXISTS (SELECT 1 FROM governance_policies p
                         WHERE p.tenant_id = r.tenant_id AND p.policy_id = r.policy_id)
              AS policy_deleted,
+             NOT EXISTS (SELECT 1 FROM governance_policies p
+                        WHERE p.tenant_id = r.tenant_id AND p.policy_id = r.policy_id
+                          AND p.mode = 'enforced'
+                          AND p.document->'spec'->'actions'
+                              @> jsonb_build_array(jsonb_build_object('type', r.action_type)))
+             AS action_withdrawn,
              NOT EXISTS (SELECT 1 FROM connectors c
                         WHERE c.tenant_id = r.tenant_id AND c.connector_id = r.connector_id)
              AS connector_deleted

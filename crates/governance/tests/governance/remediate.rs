@@ -278,6 +278,63 @@ async fn a_deleted_policy_stops_the_requests_it_planned_that_have_not_started() 
     );
 }
 
+/// Switching a policy to dry-run, or taking its action out, stops what it planned and has not
+/// started, as deleting it does: the admin's brake on a policy enforced by mistake.
+#[tokio::test]
+async fn a_policy_switched_to_dry_run_or_without_its_action_stops_its_planned_requests() {
+    let updates: [&[u8]; 2] = [
+        b"apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: dry-run
+  conditions: [{ category: us_ssn, min_confidence: 0.8 }]
+  actions: [{ type: mask, config: { keep_last: 4 } }]
+",
+        b"apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.8 }]
+  actions: [{ type: alert, config: { channels: [security], severity: high } }]
+",
+    ];
+    for update in updates {
+        let mut env = Env::new().await;
+        env.channel(&acme(), "security").await;
+        plan_one_mask(&mut env).await;
+        let tenant = acme();
+        let policy = policies::active(&mut env.conn, &tenant).await.unwrap()[0].id;
+        policies::update(
+            &mut env.conn,
+            &tenant,
+            &admin(),
+            policy,
+            update,
+            Syntax::Yaml,
+        )
+        .await
+        .unwrap();
+        let exec = executor(&env);
+        assert!(
+            remediate::execute::run_once(&mut env.conn, &exec)
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            env.count(
+                "SELECT count(*) AS n FROM remediation_requests r JOIN remediation_runs u
+                     USING (tenant_id, request_id)
+                  WHERE r.status = 'failed' AND u.lkg_key IS NULL
+                    AND u.reason = 'policy_no_longer_enforces_the_action'"
+            )
+            .await,
+            1
+        );
+    }
+}
+
 /// Findings keep the fingerprint they were stored with: the findings' own key's (a version
 /// byte, then the MAC) since it exists, the vault's fingerprint key's before. Remediation finds
 /// the values of both, and a fingerprint under any other key finds nothing.
