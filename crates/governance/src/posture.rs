@@ -144,15 +144,27 @@ fn event(
     }
 }
 
-/// The drift between what was stored of a bucket and what a check saw. Pure.
+/// The drift between what was stored of a bucket and what a check saw, with the bucket's risk
+/// unchanged by it. Pure.
 pub fn compare(
     connector: ConnectorId,
     before: Option<&Stored>,
     now: &Stored,
     risk: BucketRisk,
 ) -> Vec<NewEvent> {
+    compare_risks(connector, before, now, (risk, risk))
+}
+
+/// The drift between what was stored of a bucket and what a check saw, with the bucket's risk
+/// before and after the change (a bucket turned public scores higher). Pure.
+pub fn compare_risks(
+    connector: ConnectorId,
+    before: Option<&Stored>,
+    now: &Stored,
+    (risk_before, risk): (BucketRisk, BucketRisk),
+) -> Vec<NewEvent> {
     let mut events = Vec::new();
-    let (previous, current) = (state(risk, before), state(risk, Some(now)));
+    let (previous, current) = (state(risk_before, before), state(risk, Some(now)));
     let states = (&previous, &current);
     let bucket = now.bucket.as_str();
     let was_public = before.and_then(|b| b.public);
@@ -323,11 +335,20 @@ pub async fn record(
     for current in &seen {
         let old = before.remove(&current.bucket);
         let risk = bucket_risk(conn, tenant, connector, &current.bucket).await?;
-        events.extend(compare(connector, old.as_ref(), current, risk));
         let exposure_before = model::exposure(old.as_ref().and_then(|s| s.public));
-        if model::exposure(current.public) != exposure_before && risk.findings > 0 {
+        // The event's current state is the bucket's risk after the change is scored.
+        let after = if model::exposure(current.public) != exposure_before && risk.findings > 0 {
             set_bucket_exposure(conn, tenant, connector, &current.bucket, current.public).await?;
-        }
+            bucket_risk(conn, tenant, connector, &current.bucket).await?
+        } else {
+            risk
+        };
+        events.extend(compare_risks(
+            connector,
+            old.as_ref(),
+            current,
+            (risk, after),
+        ));
         diesel::insert_into(governance_buckets::table)
             .values((
                 governance_buckets::tenant_id.eq(tenant.as_str()),

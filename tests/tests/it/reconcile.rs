@@ -611,6 +611,16 @@ async fn a_bucket_made_public_is_critical_exposure_drift_and_raises_its_risk() {
     assert_eq!(event["previous_state"]["public"], false, "{event}");
     assert_eq!(event["current_state"]["public"], true, "{event}");
     assert_eq!(event["current_state"]["findings_count"], 1, "{event}");
+    // The event's states are the bucket's risk before and after it was scored public.
+    assert_eq!(
+        event["previous_state"]["risk_score"], private["risk_score"],
+        "{event} {private}"
+    );
+    assert!(
+        event["current_state"]["risk_score"].as_i64().unwrap()
+            > event["previous_state"]["risk_score"].as_i64().unwrap(),
+        "{event}"
+    );
     let config = drift_until(&admin, "type=config_drift", 1).await;
     assert_eq!(config[0]["severity"], "low", "{config:?}");
     assert_eq!(config[0]["current_state"]["versioning"], "enabled");
