@@ -337,7 +337,8 @@ async fn one_reconciliation_per_tenant_and_every_bad_request_named() {
         .unwrap();
     let first = reconcile(
         &admin,
-        json!({"mode": "dry-run", "scope": {"connectors": [connector]}}),
+        // Named twice, walked once.
+        json!({"mode": "dry-run", "scope": {"connectors": [connector, connector]}}),
     )
     .await;
     let (status, body) = admin

@@ -93,16 +93,17 @@ fn parse(body: &ReconcileRequest, default_max: u32) -> Result<Request, ApiError>
             problem(format!("/scope/{key}"), "at most 100 ids");
             return Vec::new();
         }
-        raw.iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                let id = uuid::Uuid::parse_str(s.trim()).ok();
-                if id.is_none() {
-                    problem(format!("/scope/{key}/{i}"), "not an id");
-                }
-                id
-            })
-            .collect()
+        // Each id once: a connector named twice would be walked twice, counting its findings
+        // and blocked actions twice.
+        let mut unique: Vec<uuid::Uuid> = Vec::with_capacity(raw.len());
+        for (i, s) in raw.iter().enumerate() {
+            match uuid::Uuid::parse_str(s.trim()) {
+                Ok(id) if !unique.contains(&id) => unique.push(id),
+                Ok(_) => {}
+                Err(_) => problem(format!("/scope/{key}/{i}"), "not an id"),
+            }
+        }
+        unique
     };
     let connectors = ids("connectors", &scope.connectors);
     let policies = ids("policies", &scope.policies);
