@@ -135,6 +135,16 @@ impl Walk {
         Some(s.clone())
     }
 
+    /// A free text of at most `max` characters: as [`Self::text`], with line breaks and tabs
+    /// allowed (a description written as a YAML block, `description: |`).
+    fn prose(&mut self, v: &Value, at: &Pointer, max: usize) -> Option<String> {
+        let Value::String(s) = v else {
+            return self.text(v, at, 0, max);
+        };
+        let flat = Value::String(s.replace(['\n', '\t'], " "));
+        self.text(&flat, at, 0, max).map(|_| s.clone())
+    }
+
     /// One of a fixed set of words.
     fn word<T>(
         &mut self,
@@ -249,7 +259,7 @@ impl Walk {
         }
         let description = match Self::optional(map, "description") {
             Some(v) => self
-                .text(v, &at.key("description"), 0, MAX_DESCRIPTION_CHARS)
+                .prose(v, &at.key("description"), MAX_DESCRIPTION_CHARS)
                 .map(Some),
             None => Some(None),
         };
@@ -640,6 +650,23 @@ mod tests {
         assert_eq!(canonical["spec"]["scope"], json!({"connectors": []}));
         // The canonical form reads back to the same document.
         assert_eq!(from_value(&canonical).unwrap(), d);
+    }
+
+    #[test]
+    fn a_description_may_span_lines_but_hold_no_other_control_character() {
+        let mut v = valid();
+        v["metadata"]["description"] = json!("Masks SSNs.\n\tSee the runbook.\n");
+        let d = from_value(&v).unwrap();
+        assert_eq!(
+            d.metadata.description.as_deref(),
+            Some("Masks SSNs.\n\tSee the runbook.\n")
+        );
+        v["metadata"]["description"] = json!("bell\u{7}");
+        assert_eq!(problems(&v)[0].0, "/metadata/description");
+        // A name is one line.
+        v["metadata"]["description"] = json!("fine");
+        v["metadata"]["name"] = json!("two\nlines");
+        assert_eq!(problems(&v)[0].0, "/metadata/name");
     }
 
     #[test]
