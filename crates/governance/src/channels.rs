@@ -204,6 +204,12 @@ pub async fn create(
     )?;
     let created_at = conn
         .transaction(async |conn| {
+            // One create of the tenant's at a time: two concurrent creates at 49 channels would
+            // each count 49 and both insert.
+            db::sql("SELECT pg_advisory_xact_lock(hashtext('dps-channels:' || $1))")
+                .bind::<diesel::sql_types::Text, _>(tenant.as_str())
+                .execute(conn)
+                .await?;
             let count: i64 = governance_channels::table
                 .filter(governance_channels::tenant_id.eq(tenant.as_str()))
                 .count()

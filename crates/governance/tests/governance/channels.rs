@@ -231,3 +231,59 @@ spec:
         0
     );
 }
+
+#[tokio::test]
+async fn creates_of_a_tenant_are_counted_one_at_a_time() {
+    use diesel_async::SimpleAsyncConnection as _;
+    let mut env = Env::new().await;
+    for i in 0..channels::MAX_PER_TENANT - 1 {
+        env.channel(&acme(), &format!("c{i}")).await;
+    }
+    // Another create of the tenant's holds the count: this one waits for it, so that two at
+    // 49 cannot both see room for one more.
+    let mut holder = env.connect().await;
+    holder
+        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(hashtext('dps-channels:acme'))")
+        .await
+        .unwrap();
+    let mut conn = env.connect().await;
+    let (keyring, egress) = (env.keyring.clone(), env.egress);
+    let pending = tokio::spawn(async move {
+        channels::create(
+            &mut conn,
+            &keyring,
+            &egress,
+            &acme(),
+            &admin(),
+            NewChannel {
+                name: "last",
+                kind: "webhook",
+                url: URL,
+            },
+        )
+        .await
+        .map(drop)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        !pending.is_finished(),
+        "the count must wait for the other create"
+    );
+    holder.batch_execute("COMMIT").await.unwrap();
+    pending.await.unwrap().unwrap();
+    // At the limit, the next is refused.
+    let refused = channels::create(
+        &mut env.conn,
+        &env.keyring.clone(),
+        &env.egress.clone(),
+        &acme(),
+        &admin(),
+        NewChannel {
+            name: "one-too-many",
+            kind: "webhook",
+            url: URL,
+        },
+    )
+    .await;
+    assert!(matches!(refused, Err(ChannelError::TooMany)), "{refused:?}");
+}
