@@ -1306,6 +1306,49 @@ async fn a_snapshot_never_goes_into_a_public_bucket() {
     );
 }
 
+/// A quarantined copy holds the whole object: it never goes into a public bucket, even one no
+/// posture check covers (the destination is asked when the quarantine runs). The object stays
+/// where it is.
+#[tokio::test]
+async fn a_quarantine_never_moves_an_object_into_a_public_bucket() {
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let url = stack.moto.url();
+    let bucket = seed::s3_bucket(&url, "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.csv", SSNS)]).await;
+    let open = seed::s3_bucket(&url, "open-to-all").await;
+    crate::reconcile::s3_put(
+        &url,
+        "open-to-all",
+        "acl",
+        &[("x-amz-acl", "public-read")],
+        "",
+    )
+    .await;
+    let connector =
+        crate::scans::connector_with(&admin, "HR", json!({"buckets": ["people-data"]})).await;
+    policy_of(
+        &admin,
+        "ssn-away",
+        "enforced",
+        "us_ssn",
+        0.5,
+        "{ type: quarantine, config: { destination: { bucket: open-to-all } } }",
+    )
+    .await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "failed", "{done:?}");
+    assert_eq!(
+        done[0]["reason"], "quarantine_destination_is_public",
+        "{done:?}"
+    );
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), SSNS);
+    use futures::TryStreamExt as _;
+    let copied: Vec<_> = open.list(None).try_collect().await.unwrap();
+    assert!(copied.is_empty(), "{copied:?}");
+}
+
 /// Polls until the posture check has seen `n` of the tenant's buckets that match `condition`
 /// (SQL over `governance_buckets`).
 async fn posture_seen(stack: &Stack, condition: &str, n: i64) {

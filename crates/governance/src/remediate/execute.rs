@@ -31,7 +31,9 @@ use settings::Gate;
 use super::cached::{Actions, ScanClassifiers, Storages};
 use super::conn::Conn;
 use super::content::{self, Unsupported};
-use super::location::{lkg_location, quarantine_location, refuse_public_snapshot, snapshot_of};
+use super::location::{
+    self, lkg_location, quarantine_location, refuse_public_snapshot, snapshot_of,
+};
 use super::mark;
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
@@ -378,7 +380,9 @@ async fn snapshot(
     row: &Row,
     action: &Action,
 ) -> Result<(Row, Option<Rewrite>), Stop> {
-    if matches!(action, Action::Tokenize(_) | Action::Mask(_)) {
+    if let Action::Quarantine(config) = action {
+        location::refuse_public_quarantine(db, storage, row, &config.destination.bucket).await?;
+    } else if matches!(action, Action::Tokenize(_) | Action::Mask(_)) {
         refuse_public_snapshot(db.get().await?, storage, row).await?;
     }
     let source = bucket(storage, &row.bucket)?;

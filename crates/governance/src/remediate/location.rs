@@ -45,6 +45,33 @@ pub(crate) async fn refuse_public_snapshot(
     Ok(())
 }
 
+/// Refuses a quarantine whose destination bucket is public: the quarantined copy holds the whole
+/// object, PII included. The destination is often outside the buckets the connector's posture
+/// checks cover, so the provider is asked now; when it will not say, the last check decides,
+/// and a bucket never seen public is taken as not public, as for snapshots.
+pub(crate) async fn refuse_public_quarantine(
+    db: &mut super::conn::Conn<'_>,
+    storage: &Storage,
+    row: &Row,
+    bucket: &str,
+) -> Result<(), Stop> {
+    let (last, _) =
+        crate::posture::last_seen(db.get().await?, &row.tenant_id, row.connector_id, bucket)
+            .await?;
+    db.release();
+    let public = match storage.posture(bucket).await {
+        Ok(posture) if posture.public.is_some() => posture.public,
+        _ => last,
+    };
+    if public == Some(true) {
+        return Err(Stop::Fail(QUARANTINE_WOULD_BE_PUBLIC.into()));
+    }
+    Ok(())
+}
+
+/// Why a quarantine into a public bucket failed.
+pub(crate) const QUARANTINE_WOULD_BE_PUBLIC: &str = "quarantine_destination_is_public";
+
 /// The longest object name all three providers take: 1,024 bytes of UTF-8 on S3 and GCS, 1,024
 /// characters on Azure.
 const MAX_OBJECT_KEY_BYTES: usize = 1024;
