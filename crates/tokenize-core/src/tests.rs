@@ -50,9 +50,10 @@ fn issuable_ssn() -> impl Strategy<Value = String> {
 }
 
 fn ssn_layout(digits: &str, style: u8) -> String {
-    match style % 3 {
+    match style % 4 {
         0 => format!("{}-{}-{}", &digits[..3], &digits[3..5], &digits[5..]),
         1 => format!("{} {} {}", &digits[..3], &digits[3..5], &digits[5..]),
+        2 => format!("{}.{}.{}", &digits[..3], &digits[3..5], &digits[5..]),
         _ => digits.to_owned(),
     }
 }
@@ -69,14 +70,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     #[test]
-    fn ssn_normalization_ignores_layout_and_is_idempotent(digits in issuable_ssn(), style in 0u8..3) {
+    fn ssn_normalization_ignores_layout_and_is_idempotent(digits in issuable_ssn(), style in 0u8..4) {
         let n = norm(PiiType::UsSsn, &ssn_layout(&digits, style));
         prop_assert_eq!(n.value.expose(), digits.as_str());
         prop_assert_eq!(canon(PiiType::UsSsn, n.value.expose()), digits.as_str());
     }
 
     #[test]
-    fn ssn_tokens_keep_the_layout_are_issuable_and_round_trip(digits in issuable_ssn(), style in 0u8..3) {
+    fn ssn_tokens_keep_the_layout_are_issuable_and_round_trip(digits in issuable_ssn(), style in 0u8..4) {
         let raw = ssn_layout(&digits, style);
         let token = fpe_token(PiiType::UsSsn, &raw);
         prop_assert!(same_shape(&raw, &token), "{} -> {}", raw, token);

@@ -25,8 +25,10 @@ pub fn ssn_is_issuable(digits: &[u8]) -> bool {
 }
 
 pub fn us_ssn(raw: &str) -> Result<String, ValueError> {
-    let digits = digits_only(raw, 9).ok_or(ValueError::invalid(
-        "a US SSN is 9 digits, optionally grouped with dashes or spaces",
+    // Dots too (`078.05.1123`): detection finds SSNs written so, and remediation tokenizes what
+    // detection found, as it was written.
+    let digits = digits_only(&raw.replace('.', "-"), 9).ok_or(ValueError::invalid(
+        "a US SSN is 9 digits, optionally grouped with dashes, spaces or dots",
     ))?;
     let d = digits.as_bytes();
     if &d[0..3] == b"000" || &d[0..3] == b"666" {
@@ -150,10 +152,11 @@ mod tests {
             "12345678",
             "1234567890",
             "123-45-678a",
-            "123.45.6789",
+            "123,45,6789",
         ] {
             assert!(us_ssn(bad).is_err(), "{bad}");
         }
+        assert_eq!(us_ssn("078.05.1123").unwrap(), "078051123");
     }
 
     #[test]
