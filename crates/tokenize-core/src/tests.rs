@@ -239,6 +239,22 @@ fn phone_tokens_keep_the_country_code_and_the_written_shape() {
 }
 
 #[test]
+fn a_phone_whose_written_digits_are_not_its_number_gets_a_token_in_e164() {
+    // Letters that are digits (a vanity number): kept, they would show the number's end.
+    let vanity = norm(PiiType::Phone, "+1 (650) 253-CALL");
+    let FormatPreserving::Enciphered(token) = format_preserving(&fpe_key(), &vanity) else {
+        panic!("expected FF1");
+    };
+    assert!(!token.contains("CALL"), "{token}");
+    assert!(token.starts_with("+1") && token.len() == 12, "{token}");
+    assert!(token[1..].bytes().all(|b| b.is_ascii_digit()), "{token}");
+    // A number written in its own digits keeps its layout, extension and all.
+    let plain = "+1 (202) 555-0123 ext. 12";
+    let token = fpe_token(PiiType::Phone, plain);
+    assert!(same_shape(plain, &token), "{plain} -> {token}");
+}
+
+#[test]
 fn values_written_with_non_ascii_letters_or_digits_get_no_format_preserving_token() {
     // Slots hold ASCII letters and digits only, so a token of these shapes would copy the
     // other characters, which are the value itself.

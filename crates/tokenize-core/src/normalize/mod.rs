@@ -120,13 +120,19 @@ pub fn normalize(
         }
         PiiType::Phone => {
             let parsed = phone::phone(trimmed, options.default_region)?;
+            // A token keeps the written layout only where its digits are the number's; else
+            // it is written as E.164, whose digits after the country code are the national
+            // number (any extension is not part of the value).
+            let (layout, variable_digits) = if parsed.layout_holds_number {
+                (Secret::from(trimmed), parsed.variable_digits)
+            } else {
+                (Secret::new(parsed.e164.clone()), parsed.national_digits)
+            };
             Normalized {
                 pii_type,
                 value: Secret::new(parsed.e164),
-                layout: Secret::from(trimmed),
-                detail: Detail::Phone {
-                    variable_digits: parsed.variable_digits,
-                },
+                layout,
+                detail: Detail::Phone { variable_digits },
                 currency: None,
             }
         }

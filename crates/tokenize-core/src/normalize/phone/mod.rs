@@ -12,6 +12,15 @@ mod valid;
 pub struct Phone {
     pub e164: String,
     pub variable_digits: usize,
+    /// Whether the written digits end with the national number and extension as parsed, so
+    /// that a token keeping the written layout enciphers exactly them. A vanity number
+    /// (`253-CALL`: the letters are digits) or digits the parser left out are not: a token in
+    /// the written layout would keep digits of the number in clear, so it is written in the
+    /// E.164 form instead.
+    pub layout_holds_number: bool,
+    /// The national significant number's digits: those of the E.164 form after the country
+    /// code.
+    pub national_digits: usize,
 }
 
 /// Parses `raw`, reading a number without a country code as a number of `region`.
@@ -42,12 +51,19 @@ pub fn phone(raw: &str, region: Id) -> Result<Phone, ValueError> {
         ));
     }
     let e164 = number.format().mode(phonenumber::Mode::E164).to_string();
-    let national = number.national();
     // Display includes the leading zeros some countries keep (Italy).
-    let extension = number.extension().map_or(0, |e| e.to_string().len());
+    let national = number.national().to_string();
+    let extension = number
+        .extension()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    let written: String = raw.chars().filter(char::is_ascii_digit).collect();
+    let layout_holds_number = written.ends_with(&format!("{national}{extension}"));
     Ok(Phone {
         e164,
-        variable_digits: national.to_string().len() + extension,
+        variable_digits: national.len() + extension.len(),
+        layout_holds_number,
+        national_digits: national.len(),
     })
 }
 
