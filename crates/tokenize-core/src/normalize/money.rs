@@ -68,12 +68,14 @@ pub fn money(raw: &str) -> Result<Money, ValueError> {
                 currency = Some((*code).to_owned());
             }
         } else if c == '-' || c == '−' {
-            if negative || !body.is_empty() {
+            // A sign stands before the digits; a space after a symbol or code (`USD -5.00`)
+            // is not a digit.
+            if negative || has_digits(&body) {
                 return Err(SHAPE);
             }
             negative = true;
         } else if c == '+' {
-            if !body.is_empty() {
+            if has_digits(&body) {
                 return Err(SHAPE);
             }
         } else if c.is_ascii_digit() || c == '.' || c == ',' || is_group_space(c) {
@@ -142,6 +144,11 @@ pub fn money(raw: &str) -> Result<Money, ValueError> {
     Ok(Money { amount, currency })
 }
 
+/// Whether the number's text so far holds anything but group spaces.
+fn has_digits(body: &str) -> bool {
+    !body.trim_matches(is_group_space).is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +172,10 @@ mod tests {
         assert_eq!(norm("12,5"), ("12.5".into(), None));
         assert_eq!(norm("0.99"), ("0.99".into(), None));
         assert_eq!(norm("1,234,567.89"), ("1234567.89".into(), None));
+        // A sign after a symbol or code and a space.
+        assert_eq!(norm("USD -5.00"), ("-5.00".into(), Some("USD".into())));
+        assert_eq!(norm("€ -5,00"), ("-5.00".into(), Some("EUR".into())));
+        assert_eq!(norm("$ -5"), ("-5".into(), None));
     }
 
     #[test]
@@ -178,6 +189,7 @@ mod tests {
             "1.2.3,4,5",
             "$$5",
             "5-",
+            "5 -3",
             "US 5",
             "1.234.",
             "12a",
