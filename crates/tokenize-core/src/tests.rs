@@ -414,3 +414,25 @@ fn errors_never_contain_the_value() {
         crate::ItemCode::UnsupportedPiiType
     );
 }
+
+#[test]
+fn a_value_that_ff1_maps_to_itself_takes_a_surrogate() {
+    // Under the test key, FF1 over seven digits maps 6770703 to itself (found by searching all
+    // seven-digit amounts once): its token would be its value.
+    let value = norm(PiiType::Monetary, "67707.03");
+    let shape = crate::token::shape_of_for_tests(&value);
+    let values = crate::fpe::encipher(&fpe_key(), b"monetary", &shape, |_| true).unwrap();
+    assert_eq!(
+        shape.render(&values),
+        "67707.03",
+        "the fixed point this test is about"
+    );
+    match format_preserving(&fpe_key(), &value) {
+        FormatPreserving::Surrogate(surrogate) => {
+            let drawn = surrogate.draw(&ring::rand::SystemRandom::new()).unwrap();
+            assert_ne!(drawn, "67707.03");
+            assert!(same_shape("67707.03", &drawn), "{drawn}");
+        }
+        other => panic!("expected a surrogate, got {other:?}"),
+    }
+}

@@ -260,6 +260,11 @@ fn acceptable(pii_type: PiiType, values: &[u32]) -> bool {
     }
 }
 
+#[cfg(test)]
+pub(crate) fn shape_of_for_tests(value: &Normalized) -> Shape {
+    shape_of(value)
+}
+
 /// The shape a format-preserving token of `value` keeps.
 fn shape_of(value: &Normalized) -> Shape {
     let layout = value.layout.expose();
@@ -355,11 +360,17 @@ pub fn format_preserving(key: &FpeKey, value: &Normalized) -> FormatPreserving {
     match enciphered {
         Some(values) => {
             let text = shape.render(&values);
-            FormatPreserving::Enciphered(if pii_type == PiiType::CaSin {
+            let text = if pii_type == PiiType::CaSin {
                 with_sin_check_digit(&text)
             } else {
                 text
-            })
+            };
+            // A permutation has fixed points: about one value in a domain's size is its own
+            // token. A token must never be its value, so such a value takes a surrogate.
+            if text == value.layout.expose() {
+                return FormatPreserving::Surrogate(surrogate_for(value));
+            }
+            FormatPreserving::Enciphered(text)
         }
         None => FormatPreserving::Surrogate(Surrogate {
             kind: SurrogateKind::Slots { shape, pii_type },
