@@ -4,6 +4,10 @@
 //! it is the decimal separator if it appears once and is followed by one, two or four digits,
 //! and grouping otherwise: `1,234` and `1.234` are one thousand two hundred thirty-four. Spaces,
 //! no-break spaces, thin spaces and apostrophes are grouping. Grouping must come in threes.
+//!
+//! The written scale is kept (`5` and `5.00` are two values, as ledgers tell them apart), and a
+//! cent sign scales the amount (`50¢` is `0.50`). A currency is named by an unambiguous symbol
+//! or any three capital letters (the ISO 4217 list changes; the code is kept as written).
 
 use crate::error::ValueError;
 
@@ -23,7 +27,9 @@ const SYMBOLS: &[(char, Option<&str>)] = &[
     ('₹', Some("INR")),
     ('₩', Some("KRW")),
     ('₽', Some("RUB")),
-    ('₣', Some("CHF")),
+    // The French franc's sign, not the Swiss franc's (CHF has none): the currency is not
+    // known from it.
+    ('₣', None),
     ('¢', None),
 ];
 
@@ -40,6 +46,8 @@ pub fn money(raw: &str) -> Result<Money, ValueError> {
     }
     let mut currency: Option<String> = None;
     let mut symbol_seen = false;
+    // `50¢` is half a unit of its currency: the amount is scaled, never read as 50.
+    let mut cents = false;
     let mut negative = false;
     let mut body = String::new();
     let chars: Vec<char> = raw.trim().chars().collect();
@@ -64,6 +72,7 @@ pub fn money(raw: &str) -> Result<Money, ValueError> {
                 return Err(SHAPE);
             }
             symbol_seen = true;
+            cents = c == '¢';
             if let (Some(code), None) = (code, &currency) {
                 currency = Some((*code).to_owned());
             }
@@ -125,6 +134,19 @@ pub fn money(raw: &str) -> Result<Money, ValueError> {
         return Err(SHAPE);
     }
     let digits: String = groups.concat();
+    let (digits, frac_part) = if cents {
+        // Two more places of fraction: the last two integer digits move after the point.
+        let mut all = format!("{digits}{frac_part}");
+        let places = frac_part.len() + 2;
+        while all.len() <= places {
+            all.insert(0, '0');
+        }
+        let (int, frac) = all.split_at(all.len() - places);
+        (int.to_owned(), frac.to_owned())
+    } else {
+        (digits, frac_part.to_owned())
+    };
+    let frac_part = frac_part.as_str();
     let digits = digits.trim_start_matches('0');
     let int_digits = if digits.is_empty() { "0" } else { digits };
     if int_digits.len() > 18 || frac_part.len() > 6 {
@@ -176,6 +198,10 @@ mod tests {
         assert_eq!(norm("USD -5.00"), ("-5.00".into(), Some("USD".into())));
         assert_eq!(norm("€ -5,00"), ("-5.00".into(), Some("EUR".into())));
         assert_eq!(norm("$ -5"), ("-5".into(), None));
+        // Cents are hundredths.
+        assert_eq!(norm("50¢"), ("0.50".into(), None));
+        assert_eq!(norm("5.5¢"), ("0.055".into(), None));
+        assert_eq!(norm("1,250¢"), ("12.50".into(), None));
     }
 
     #[test]
