@@ -2,9 +2,10 @@
 //!
 //! How ambiguous forms are read:
 //! - `YYYY-MM-DD`, `YYYY/MM/DD`, `YYYY.MM.DD` and `YYYYMMDD` are year, month, day.
-//! - `NN/NN/YYYY` and `NN-NN-YYYY` are month/day/year (the US reading), unless the first
-//!   number is above 12 and the second is not, which can only be day/month/year.
-//!   So `03/04/2020` is March 4 and `13/04/2020` is April 13.
+//! - `NN/NN/YYYY` and `NN-NN-YYYY` are month/day/year where the policy's region writes dates
+//!   so (the US and a few others: [`month_first`]), and day/month/year everywhere else, unless
+//!   only the other reading is a date (`13/04/2020` can only be April 13, `04/13/2020` only
+//!   April 13). So `03/04/2020` is March 4 under a US policy and April 3 under a French one.
 //! - `NN.NN.YYYY` is day.month.year (dots are the European form).
 //! - Month names in English or French, full or abbreviated: `March 4, 2020`, `4 March 2020`,
 //!   `4 mars 2020`, `04-Mar-2020`, `1er mai 2020`.
@@ -270,7 +271,32 @@ fn number(s: &str) -> Option<u32> {
 }
 
 /// Parses a written date.
-pub fn date(raw: &str) -> Result<(Ymd, DateLayout), ValueError> {
+/// Whether `region` writes numeric dates month first (`03/04/2020` is March 4): the United
+/// States and its territories, the Philippines, Micronesia, the Marshall Islands, Palau and
+/// Belize. Everywhere else writes the day first. Canada writes both; it keeps the US reading
+/// the service always had.
+pub fn month_first(region: super::Region) -> bool {
+    use super::Region as R;
+    matches!(
+        region,
+        R::US
+            | R::PR
+            | R::GU
+            | R::VI
+            | R::AS
+            | R::MP
+            | R::PH
+            | R::FM
+            | R::MH
+            | R::PW
+            | R::BZ
+            | R::CA
+    )
+}
+
+/// Reads a written date; `month_first` says how `NN/NN/YYYY` is read when both readings are
+/// dates ([`month_first`] of the policy's region).
+pub fn date(raw: &str, month_first: bool) -> Result<(Ymd, DateLayout), ValueError> {
     const UNREADABLE: ValueError = ValueError::invalid(
         "not a date in a supported form (for example 2020-03-04 or March 4, 2020)",
     );
@@ -312,7 +338,9 @@ pub fn date(raw: &str) -> Result<(Ymd, DateLayout), ValueError> {
             if parts[2].len() != 4 || parts[0].len() > 2 || parts[1].len() > 2 {
                 return Err(ValueError::invalid("the year must have four digits"));
             }
-            let day_first = sep == '.' || (n[0] > 12 && n[1] <= 12);
+            let day_first = sep == '.'
+                || (n[0] > 12 && n[1] <= 12)
+                || (!month_first && !(n[1] > 12 && n[0] <= 12));
             return if day_first {
                 Ok((checked(n[2], n[1], n[0])?, DateLayout::Dmy { sep, pad }))
             } else {
@@ -447,9 +475,21 @@ mod tests {
     use super::*;
 
     fn iso(raw: &str) -> String {
-        date(raw)
+        date(raw, true)
             .map(|(d, _)| d.iso())
             .unwrap_or_else(|e| format!("error: {e}"))
+    }
+
+    #[test]
+    fn a_day_first_region_reads_ambiguous_numeric_dates_day_first() {
+        let read = |raw: &str, month_first: bool| date(raw, month_first).unwrap().0.iso();
+        assert_eq!(read("03/04/2020", true), "2020-03-04");
+        assert_eq!(read("03/04/2020", false), "2020-04-03");
+        // Only one reading is a date: that one, whatever the region.
+        assert_eq!(read("13/04/2020", true), "2020-04-13");
+        assert_eq!(read("04/13/2020", false), "2020-04-13");
+        assert!(month_first(crate::normalize::Region::US));
+        assert!(!month_first(crate::normalize::Region::FR));
     }
 
     #[test]
@@ -489,7 +529,7 @@ mod tests {
             "2020/769/1",
             "March 260, 2020",
         ] {
-            assert!(date(bad).is_err(), "{bad}");
+            assert!(date(bad, true).is_err(), "{bad}");
         }
         assert_eq!(iso("2024-02-29"), "2024-02-29");
     }
@@ -509,7 +549,7 @@ mod tests {
             "1er mai 2020",
             "Mar. 4, 2020",
         ] {
-            let (d, layout) = date(raw).unwrap();
+            let (d, layout) = date(raw, true).unwrap();
             assert_eq!(render(d, &layout), raw);
         }
     }

@@ -27,7 +27,8 @@ pub fn warm_up() {
 /// Parses a written date without normalizing it: for detection, which only needs to know
 /// whether text is a calendar date.
 pub fn is_date(raw: &str) -> bool {
-    date::date(raw.trim()).is_ok()
+    // Either reading: a numeric date both readings take is a date in both.
+    date::date(raw.trim(), true).is_ok()
 }
 
 /// Whether a word is a month name or abbreviation that written dates may use, in English or
@@ -137,7 +138,7 @@ pub fn normalize(
             }
         }
         PiiType::Date | PiiType::Dob => {
-            let (ymd, layout) = date::date(trimmed)?;
+            let (ymd, layout) = date::date(trimmed, date::month_first(options.default_region))?;
             Normalized {
                 pii_type,
                 value: Secret::new(ymd.iso()),
