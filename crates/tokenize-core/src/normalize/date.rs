@@ -338,9 +338,11 @@ pub fn date(raw: &str, month_first: bool) -> Result<(Ymd, DateLayout), ValueErro
             if parts[2].len() != 4 || parts[0].len() > 2 || parts[1].len() > 2 {
                 return Err(ValueError::invalid("the year must have four digits"));
             }
-            let day_first = sep == '.'
-                || (n[0] > 12 && n[1] <= 12)
-                || (!month_first && !(n[1] > 12 && n[0] <= 12));
+            // Dots are day first; otherwise the region's order, unless only the other
+            // reading is a date.
+            let only_day_first = n[0] > 12 && n[1] <= 12;
+            let only_month_first = n[1] > 12 && n[0] <= 12;
+            let day_first = sep == '.' || only_day_first || (!month_first && !only_month_first);
             return if day_first {
                 Ok((checked(n[2], n[1], n[0])?, DateLayout::Dmy { sep, pad }))
             } else {
