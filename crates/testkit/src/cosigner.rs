@@ -185,6 +185,8 @@ pub enum Answer {
     Status(u16),
     /// Never: the connection stays open and silent.
     Never,
+    /// As `Sign`, after this many milliseconds: a test acts while a co-signing is in flight.
+    SignAfterMs(u64),
 }
 
 /// A request as the server saw it, after the TLS handshake (so with a good client certificate).
@@ -371,7 +373,7 @@ where
         let message = receipts::canonical(&body["receipt"]).unwrap_or_default();
         let sign = |bytes: &[u8]| URL_SAFE_NO_PAD.encode(state.key.sign(bytes));
         match answer {
-            Answer::Sign => Some((
+            Answer::Sign | Answer::SignAfterMs(_) => Some((
                 200,
                 json!({"signature": sign(&message), "key_id": KID}).to_string(),
             )),
@@ -400,6 +402,11 @@ where
         tokio::time::sleep(Duration::from_secs(3600)).await;
         return;
     };
+    if let Answer::SignAfterMs(ms) = answer
+        && status == 200
+    {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
     let response = format!(
         "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
          connection: close\r\n\r\n{text}",

@@ -202,3 +202,33 @@ async fn required_cosigning_with_a_bad_signature_leaves_the_object_alone_until_a
     assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), MASKED);
     verify_both(&admin, &done[0], "planned", &server).await;
 }
+
+/// The deny-list is a brake a tenant may pull while a remediation is under way: denied while
+/// its planned receipt is with the co-signer (past the gate it met when it started), the mask
+/// is blocked before it writes, and the object keeps its values.
+#[tokio::test]
+async fn a_class_denied_while_a_remediation_runs_blocks_it_before_it_writes() {
+    let pki = Pki::new();
+    let server = CosignServer::start(&pki, Answer::SignAfterMs(2000)).await;
+    let stack = stack(&pki).await;
+    let admin = stack.admin();
+    set_cosigning(&admin, "required", &server.url()).await;
+    let (bucket, connector) = masked_people(&stack, &admin, PEOPLE).await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.posts().is_empty() {
+        assert!(Instant::now() < deadline, "the co-signer was never asked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, body) = admin
+        .send(
+            Method::PUT,
+            "/settings/remediation-policy",
+            Some(json!({"denied_safety_classes": ["destructive"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "blocked", "{done:?}");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), PEOPLE);
+}

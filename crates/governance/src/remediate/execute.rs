@@ -240,18 +240,20 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
         (row, rewritten) = (next, rewrite);
     }
     if row.state() == State::Snapshotted {
-        // Resumed here (an earlier run's write failed, or its answer was lost), the request
-        // meets the gate again: a class the tenant denied since ends it `blocked` as long as
-        // the object is provably untouched. If it may hold the new content already, the write
-        // below finds out and the request runs to its end, as the receipt must say.
-        if rewritten.is_none()
-            && !settings::gate_of(&settings, &tenant, safety_class(kind)).permits()
-        {
+        // The gate again, read now (the deny-list is a brake a tenant may pull mid-run): a
+        // denied class ends the request `blocked` while the object is provably untouched (so in
+        // the run that snapshotted it). Else the write finds out, and the request runs on.
+        let now = settings::read(db.get().await?, &tenant).await;
+        if !settings::gate_of(&now, &tenant, safety_class(kind)).permits() {
             // Held for the storage calls below, as a failure holds it (see `run`).
             row = store::renew(db.get().await?, &row)
                 .await?
                 .ok_or_else(moved_on)?;
-            match is_original(db, exec, &row).await {
+            let untouched = match rewritten {
+                Some(_) => Some(true),
+                None => is_original(db, exec, &row).await,
+            };
+            match untouched {
                 Some(true) => {
                     // After the request ended: a snapshot left by a failed delete is the
                     // sweeper's.
