@@ -455,7 +455,26 @@ pub async fn apply_with_decisions(
                     (Action::Alert(_), "queued") => {
                         let targets = policy.document.alert_targets();
                         alert_details(&mut details, &targets);
+                        // An alert queued again (it ended blocked) goes only to the channels
+                        // it has not reached and is not on its way to: a receiver that got it
+                        // must not get it again under a new delivery id.
+                        let reached: Vec<String> = if action_id == c.id {
+                            Vec::new()
+                        } else {
+                            governance_deliveries::table
+                                .filter(governance_deliveries::tenant_id.eq(batch.tenant.as_str()))
+                                .filter(governance_deliveries::action_id.eq(action_id))
+                                .filter(
+                                    governance_deliveries::status.eq_any(["delivered", "pending"]),
+                                )
+                                .select(governance_deliveries::channel)
+                                .load(conn)
+                                .await?
+                        };
                         for &(channel, severity) in &targets {
+                            if reached.iter().any(|r| r == channel) {
+                                continue;
+                            }
                             let delivery = Uuid::now_v7();
                             let payload = alert_payload(
                                 delivery,

@@ -313,6 +313,55 @@ async fn a_denied_read_only_class_blocks_alerts_until_an_enforced_reconciliation
     );
 }
 
+/// An alert whose delivery reached one channel and was blocked on another (the tenant denied
+/// `read_only` in between) is queued again by a reconciliation for the blocked channel only:
+/// the receiver that got it does not get it twice under a new delivery id.
+#[tokio::test]
+async fn a_requeued_alert_goes_only_to_the_channels_it_did_not_reach() {
+    let mut env = Env::new().await;
+    let connector = ConnectorId::new();
+    env.channel(&acme(), "pager").await;
+    env.channel(&acme(), "slack").await;
+    create(
+        &mut env,
+        &acme(),
+        &policy(
+            "alerting",
+            "enforced",
+            "[{ type: alert, config: { channels: [pager, slack], severity: high } }]",
+        ),
+    )
+    .await;
+    let found = findings();
+    assert_eq!(run(&mut env, connector, &found).await.planned, 2);
+    // As the delivery task leaves them: pager delivered, slack blocked, and the action's
+    // outcome the last one written.
+    for sql in [
+        "UPDATE governance_deliveries SET status = 'delivered' WHERE channel = 'pager'",
+        "UPDATE governance_deliveries SET status = 'blocked' WHERE channel = 'slack'",
+        "UPDATE governance_actions SET outcome = 'blocked'",
+    ] {
+        diesel::sql_query(sql).execute(&mut env.conn).await.unwrap();
+    }
+    let reconciliation = Origin::Reconciliation(Uuid::now_v7());
+    let again = run_as(&mut env, connector, &found, reconciliation).await;
+    assert_eq!(again.planned, 2);
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM governance_deliveries WHERE channel = 'pager'")
+            .await,
+        2,
+        "pager's two deliveries (one per object), delivered once each"
+    );
+    assert_eq!(
+        env.count(
+            "SELECT count(*) AS n FROM governance_deliveries WHERE channel = 'slack' AND status = 'pending'"
+        )
+        .await,
+        2,
+        "slack's are queued again"
+    );
+}
+
 #[tokio::test]
 async fn a_denied_safety_class_blocks_and_an_unreadable_gate_fails_open() {
     let mut env = Env::new().await;
