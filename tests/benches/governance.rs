@@ -303,6 +303,10 @@ async fn main() {
         token: app.token(TENANT, "ann", &["admin"]),
     };
     let mut connectors = Vec::new();
+    let external_id = admin
+        .send(reqwest::Method::GET, "/connectors/external-id", None)
+        .await["data"]["external_id"]
+        .clone();
     for i in 0..CONNECTORS {
         let body = admin
             .send(
@@ -311,7 +315,7 @@ async fn main() {
                 Some(
                     json!({"name": format!("store-{i}"), "provider": "aws", "config": {
                         "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-                        "external_id": "tenant-acme-7731",
+                        "external_id": external_id,
                         "region": "us-east-1",
                         "buckets": ["exports"],
                     }}),

@@ -221,10 +221,22 @@ async fn main() {
     .policy_id;
     let token = app.token("acme", "ann", &["admin"]);
     let http = &app.http;
+    // The tenant's own external id, which an AWS connector must carry.
+    let mut config = connector_config();
+    let answer: serde_json::Value = http
+        .get(app.url("/connectors/external-id"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    config["external_id"] = answer["data"]["external_id"].clone();
     let response = http
         .post(app.url("/connectors"))
         .bearer_auth(&token)
-        .json(&json!({"name": "Bench", "provider": "aws", "config": connector_config()}))
+        .json(&json!({"name": "Bench", "provider": "aws", "config": config}))
         .send()
         .await
         .unwrap();

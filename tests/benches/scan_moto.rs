@@ -244,10 +244,14 @@ async fn main() {
             (status, body)
         }
     };
+    // The tenant's own external id, which an AWS connector must carry.
+    let (_, answer) = send(reqwest::Method::GET, "/connectors/external-id", None).await;
+    let mut config = connector_config();
+    config["external_id"] = answer["data"]["external_id"].clone();
     let (status, body) = send(
         reqwest::Method::POST,
         "/connectors",
-        Some(json!({"name": "Bench", "provider": "aws", "config": connector_config()})),
+        Some(json!({"name": "Bench", "provider": "aws", "config": config})),
     )
     .await;
     assert_eq!(status, 201, "{body}");

@@ -26,6 +26,7 @@ pub use config::{Config, CosigningClient};
         handlers::settings::put_cosigning,
         handlers::connectors::list,
         handlers::connectors::create,
+        handlers::connectors::external_id,
         handlers::connectors::get,
         handlers::connectors::delete,
         handlers::connectors::test,
@@ -87,6 +88,7 @@ pub use config::{Config, CosigningClient};
         api_types::connectors::ScanSummary,
         api_types::connectors::CreateConnector,
         api_types::connectors::ConnectorCreated,
+        api_types::connectors::ExternalId,
         api_types::connectors::ConnectorDeleted,
         api_types::connectors::ConnectionTest,
         api_types::connectors::ConnectionError,
@@ -357,6 +359,8 @@ pub struct Extra {
     pub scan_tier: scans::Tier,
     /// Derives each scan's worker token.
     pub scan_token_key: std::sync::Arc<[u8; 32]>,
+    /// Derives each tenant's AWS external id (`connectors::external_id`).
+    pub external_id_key: std::sync::Arc<[u8; 32]>,
     /// Scan worker tasks to run in this process.
     pub scan_workers: usize,
     /// The lease of each chunk those workers claim.
@@ -404,6 +408,7 @@ impl Extra {
         Ok(Self {
             scan_tier: config.scan_tier,
             scan_token_key: std::sync::Arc::new(master.derive(b"scan-worker-token")),
+            external_id_key: std::sync::Arc::new(master.derive(b"aws-external-id")),
             scan_workers: config.scan_workers,
             scan_lease_seconds: config.scan_lease_seconds,
             scan_enumerations: config.scan_enumerations,
@@ -560,6 +565,10 @@ impl ServiceSpec for PlatformApi {
                     on(Method::GET, handlers::connectors::list),
                     on(Method::POST, handlers::connectors::create),
                 ],
+            )
+            .resource(
+                "/api/v1/connectors/external-id",
+                [on(Method::GET, handlers::connectors::external_id)],
             )
             .resource(
                 "/api/v1/connectors/{id}",

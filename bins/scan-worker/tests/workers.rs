@@ -60,6 +60,7 @@ async fn setup(objects: usize, max_workers: u32) -> Setup {
             name: "Payroll",
             provider: "aws",
             config: &config,
+            aws_external_id: config["external_id"].as_str().unwrap_or_default(),
         },
     )
     .await

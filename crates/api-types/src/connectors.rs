@@ -206,6 +206,13 @@ pub struct ConnectorCreated {
     pub created_at: OffsetDateTime,
 }
 
+/// The answer to GET /connectors/external-id: what an AWS connector's role must require of the
+/// platform (`sts:ExternalId` in its trust policy), and what its `external_id` must be.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ExternalId {
+    pub external_id: String,
+}
+
 /// The answer to DELETE /connectors/:id.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ConnectorDeleted {

@@ -149,6 +149,8 @@ pub struct NewConnector<'a> {
     pub provider: &'a str,
     /// The provider's configuration, secrets included.
     pub config: &'a Value,
+    /// The tenant's AWS external id ([`crate::external_id`]): an AWS connector must carry it.
+    pub aws_external_id: &'a str,
 }
 
 /// Validates the request and stores a new connector in `pending_test`, its secret fields
@@ -163,6 +165,7 @@ pub async fn create(
         name,
         provider,
         config,
+        aws_external_id,
     } = *request;
     let mut errors = Vec::new();
     let name = name.trim();
@@ -186,6 +189,16 @@ pub async fn create(
             return Err(ConnectorError::Invalid(errors));
         }
     };
+    // The role is assumed with the tenant's own external id only: one a tenant chose could be
+    // another tenant's (see `external_id`).
+    if provider == Provider::Aws && config.text("external_id") != aws_external_id {
+        errors.push(FieldError {
+            field: "config.external_id".into(),
+            message: "must be this tenant's external id, as GET /connectors/external-id gives \
+                      it: the role's trust policy requires it of the platform"
+                .into(),
+        });
+    }
     if !errors.is_empty() {
         return Err(ConnectorError::Invalid(errors));
     }

@@ -26,7 +26,10 @@ pub(crate) fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
-async fn create(admin: &Client<'_>, name: &str, provider: &str, config: Value) -> String {
+async fn create(admin: &Client<'_>, name: &str, provider: &str, mut config: Value) -> String {
+    if provider == "aws" {
+        config["external_id"] = json!(admin.external_id().await);
+    }
     let (status, body) = admin
         .send(
             Method::POST,
@@ -80,7 +83,7 @@ async fn scanned(admin: &Client<'_>, id: &str, objects: i64) {
 fn aws_config(buckets: Option<&[&str]>) -> Value {
     let mut config = json!({
         "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-        "external_id": "tenant-acme-7731",
+        "external_id": "set by create",
         "region": "us-east-1",
     });
     if let Some(buckets) = buckets {
@@ -158,9 +161,10 @@ async fn aws_connection_test_assumes_the_role_with_the_external_id_then_lists_an
 
     // The role was assumed with the connector's external id, signed by the platform identity.
     let bodies = recorded_bodies(&recording);
+    let external_id = format!("ExternalId={}", admin.external_id().await);
     assert!(
         bodies.iter().any(|b| b.contains("Action=AssumeRole")
-            && b.contains("ExternalId=tenant-acme-7731")
+            && b.contains(&external_id)
             && b.contains("RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Fdps-scanner")),
         "no AssumeRole with the external id in {bodies:?}"
     );

@@ -15,10 +15,10 @@ fn azure(name_suffix: &str) -> Value {
     })
 }
 
-fn aws() -> Value {
+fn aws(external_id: &str) -> Value {
     json!({
         "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-        "external_id": "tenant-acme",
+        "external_id": external_id,
         "region": "us-east-1",
         "buckets": ["hr-exports"],
     })
@@ -43,6 +43,7 @@ async fn connectors_over_http_follow_the_spec() {
         app: &app,
         token: app.token("globex", "cy", &["admin"]),
     };
+    let eid = admin.external_id().await;
 
     let (status, body) = admin
         .send(
@@ -88,7 +89,7 @@ async fn connectors_over_http_follow_the_spec() {
         .send(
             Method::POST,
             "/connectors",
-            Some(json!({"name": "Blob exports", "provider": "aws", "config": aws()})),
+            Some(json!({"name": "Blob exports", "provider": "aws", "config": aws(&eid)})),
         )
         .await;
     assert_eq!(status, 409, "{body}");
@@ -99,7 +100,7 @@ async fn connectors_over_http_follow_the_spec() {
         .send(
             Method::POST,
             "/connectors",
-            Some(json!({"name": "Blob exports", "provider": "aws", "config": aws()})),
+            Some(json!({"name": "Blob exports", "provider": "aws", "config": aws(&eid)})),
         )
         .await;
     assert_eq!(status, 409, "{body}");
@@ -125,7 +126,7 @@ async fn connectors_over_http_follow_the_spec() {
             .send(
                 Method::POST,
                 "/connectors",
-                Some(json!({"name": format!("S3 {n}"), "provider": "aws", "config": aws()})),
+                Some(json!({"name": format!("S3 {n}"), "provider": "aws", "config": aws(&eid)})),
             )
             .await;
         assert_eq!(status, 201);
@@ -213,11 +214,12 @@ async fn a_deployment_can_require_a_role_for_connectors_and_scans() {
         app: &app,
         token: app.token("acme", "bo", &["analyst"]),
     };
+    let eid = analyst.external_id().await;
     let (status, body) = analyst
         .send(
             Method::POST,
             "/connectors",
-            Some(json!({"name": "S3", "provider": "aws", "config": aws()})),
+            Some(json!({"name": "S3", "provider": "aws", "config": aws(&eid)})),
         )
         .await;
     assert_eq!(status, 403, "{body}");
@@ -242,7 +244,52 @@ async fn a_deployment_can_require_a_role_for_connectors_and_scans() {
         .send(
             Method::POST,
             "/connectors",
-            Some(json!({"name": "S3", "provider": "aws", "config": aws()})),
+            Some(json!({"name": "S3", "provider": "aws", "config": aws(&eid)})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+/// An AWS connector carries its tenant's own external id, which the platform derives: one a
+/// tenant chose could be another tenant's, and the platform would assume that tenant's role
+/// for it (the confused deputy AWS's external id exists to stop).
+#[tokio::test]
+async fn an_aws_connector_must_carry_its_tenants_own_external_id() {
+    use integration_tests::{Service, TestApp};
+    use reqwest::Method;
+
+    let app = TestApp::spawn(Service::Platform).await;
+    let acme = crate::Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let globex = crate::Client {
+        app: &app,
+        token: app.token("globex", "gus", &["admin"]),
+    };
+    let (mine, theirs) = (acme.external_id().await, globex.external_id().await);
+    assert_ne!(mine, theirs);
+    assert_eq!(mine, acme.external_id().await, "stable");
+    for refused in [theirs.as_str(), "tenant-acme-7731"] {
+        let (status, body) = acme
+            .send(
+                Method::POST,
+                "/connectors",
+                Some(json!({"name": "S3", "provider": "aws", "config": aws(refused)})),
+            )
+            .await;
+        assert_eq!(status, 400, "{body}");
+        let error = crate::area_b_error(&body, "VALIDATION_FAILED");
+        assert_eq!(
+            error["details"]["fields"][0]["field"], "config.external_id",
+            "{body}"
+        );
+    }
+    let (status, body) = acme
+        .send(
+            Method::POST,
+            "/connectors",
+            Some(json!({"name": "S3", "provider": "aws", "config": aws(&mine)})),
         )
         .await;
     assert_eq!(status, 201, "{body}");
@@ -266,11 +313,12 @@ async fn a_scan_created_during_its_connectors_delete_does_not_outlive_it() {
         app: &app,
         token: app.token("acme", "ann", &["admin"]),
     };
+    let eid = admin.external_id().await;
     let (status, body) = admin
         .send(
             reqwest::Method::POST,
             "/connectors",
-            Some(json!({"name": "HR", "provider": "aws", "config": aws()})),
+            Some(json!({"name": "HR", "provider": "aws", "config": aws(&eid)})),
         )
         .await;
     assert_eq!(status, 201, "{body}");

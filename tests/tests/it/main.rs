@@ -103,6 +103,15 @@ impl Client<'_> {
         (response.status().as_u16(), response.json().await.unwrap())
     }
 
+    /// The tenant's AWS external id, which an AWS connector's `external_id` must be.
+    pub async fn external_id(&self) -> String {
+        let (status, body) = self
+            .send(reqwest::Method::GET, "/connectors/external-id", None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["data"]["external_id"].as_str().unwrap().to_owned()
+    }
+
     /// Sends `body` as it is, with `content_type`.
     pub async fn send_raw(
         &self,

@@ -602,7 +602,7 @@ async fn mask_keeps_the_shape_quarantine_moves_and_undo_brings_it_back() {
             "/connectors",
             Some(json!({"name": "HR", "provider": "aws", "config": {
                 "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-                "external_id": "tenant-acme-7731",
+                "external_id": admin.external_id().await,
                 "region": "us-east-1",
                 "buckets": ["people-data"],
                 "lkg_location": "lkg-snapshots",

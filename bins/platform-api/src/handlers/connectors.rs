@@ -4,6 +4,7 @@
 use actix_web::web;
 use api_types::connectors::{
     ConnectionTest, Connector, ConnectorCreated, ConnectorDeleted, ConnectorQuery, CreateConnector,
+    ExternalId,
 };
 use connectors::{Filter, NewConnector, Provider, Status, store};
 use dps_http::{ApiError, Body, Caller, Enveloped, Permitted, ServiceState, groups};
@@ -89,15 +90,39 @@ pub async fn create(
     body: Body<CreateConnector>,
 ) -> Result<Enveloped<ConnectorCreated>, ApiError> {
     let mut conn = state.conn().await?;
+    let aws_external_id = connectors::external_id(&extra.external_id_key, &caller.tenant_id);
     let request = NewConnector {
         name: &body.name,
         provider: &body.provider,
         config: &body.config,
+        aws_external_id: &aws_external_id,
     };
     let created = store::create(&mut conn, &extra.keyring, &caller.tenant_id, &request)
         .await
         .map_err(errors::connectors)?;
     Ok(Enveloped::created(wire::connector_created(created)))
+}
+
+/// The tenant's AWS external id: an AWS connector's `external_id` must be it, and the role's
+/// trust policy must require it. The platform derives it from the tenant, so that no tenant can
+/// have the platform assume another tenant's role.
+#[utoipa::path(
+    get,
+    path = "/api/v1/connectors/external-id",
+    tag = "connectors",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The tenant's AWS external id", body = ExternalId),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn external_id(
+    caller: Caller,
+    extra: web::Data<Extra>,
+) -> Result<Enveloped<ExternalId>, ApiError> {
+    Ok(Enveloped::ok(ExternalId {
+        external_id: connectors::external_id(&extra.external_id_key, &caller.0.tenant_id),
+    }))
 }
 
 /// One connector, with its scan history and last update.

@@ -25,6 +25,7 @@ fn new<'a>(name: &'a str, provider: &'a str, config: &'a Value) -> store::NewCon
         name,
         provider,
         config,
+        aws_external_id: config["external_id"].as_str().unwrap_or_default(),
     }
 }
 

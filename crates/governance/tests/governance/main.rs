@@ -70,6 +70,7 @@ impl Env {
                 name,
                 provider: "aws",
                 config: &config,
+                aws_external_id: config["external_id"].as_str().unwrap_or_default(),
             },
         )
         .await

@@ -152,6 +152,7 @@ impl World {
                 name,
                 provider: "aws",
                 config: &config,
+                aws_external_id: config["external_id"].as_str().unwrap_or_default(),
             },
         )
         .await
