@@ -64,7 +64,9 @@ impl Recognizers<'_> {
         while end > at + 1 && bytes[end - 1] == b'.' {
             end -= 1;
         }
-        while start < at && bytes[start] == b'.' {
+        // Dots, and quotes that open a quoted string ('ann@example.com' in SQL or code), are
+        // not the address's.
+        while start < at && matches!(bytes[start], b'.' | b'\'') {
             start += 1;
         }
         if start == at || end == at + 1 {
@@ -106,8 +108,10 @@ impl Recognizers<'_> {
                     let Some(&(cut, cut_digits)) = cuts[..cut_count].last() else {
                         return (Vec::new(), sequence_end(bytes, first));
                     };
-                    // Too long as one number: the groups before the last space may still be.
-                    if bytes[end..].first().is_some_and(u8::is_ascii_digit) || cut_digits < 6 {
+                    // Too long as one number: the groups before the last space may still be,
+                    // whether or not this digit ends its group ("123-45-6789 987-65-4321" is
+                    // two SSNs; the rest is read from the cut on).
+                    if cut_digits < 6 {
                         return (Vec::new(), sequence_end(bytes, first));
                     }
                     (end, digits) = (cut, cut_digits);
@@ -195,6 +199,25 @@ impl Recognizers<'_> {
                 start -= 1;
             }
         }
+        let out = self.candidates_from(text, start, end, digits);
+        // An opening parenthesis that begins no phone number is punctuation around the value:
+        // "Jane Roe (219-09-9999)", "(1,234.50 USD)".
+        if out.is_empty() && start < first && bytes[first - 1] == b'(' {
+            return self.candidates_from(text, first, end, digits);
+        }
+        out
+    }
+
+    /// Candidates for the numeric span from `start` (its first digit, or a `+` or `(` before
+    /// it) to `end`.
+    fn candidates_from(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        digits: usize,
+    ) -> Vec<Candidate> {
+        let bytes = text.as_bytes();
         // Fewer than six digits can only be an amount next to a currency or a day next to a
         // month name; most numbers in running text end here, cheaply.
         if digits < 6 {

@@ -346,3 +346,23 @@ fn a_backslash_escape_before_a_value_is_a_separator_not_part_of_it() {
         [(PiiType::Email, "nann@example.com".into())]
     );
 }
+
+#[test]
+fn values_side_by_side_in_parentheses_or_quotes_are_each_found() {
+    let ssn = |s: &str| (PiiType::UsSsn, s.to_owned());
+    // Two values one space apart, whose digits together pass 16.
+    assert_eq!(
+        types("ssn 123-45-6789 078-05-1120"),
+        [ssn("123-45-6789"), ssn("078-05-1120")]
+    );
+    let dates = types("dob 2024-01-05 2024-01-06 2024-01-07");
+    assert_eq!(dates.len(), 3, "{dates:?}");
+    // A parenthesis around a value is punctuation, not a phone number's area code.
+    assert_eq!(types("Jane Roe (SSN 219-09-9999)"), [ssn("219-09-9999")]);
+    assert_eq!(types("Jane Roe (219-09-9999)"), [ssn("219-09-9999")]);
+    // A quote that opens a string is not the address's.
+    assert_eq!(
+        types("VALUES (1, 'ann@example.com');"),
+        [(PiiType::Email, "ann@example.com".to_owned())]
+    );
+}
