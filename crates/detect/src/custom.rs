@@ -188,6 +188,14 @@ impl ClassifierSpec {
         if regex.is_match("") {
             return Err(invalid("regex", "matches the empty string"));
         }
+        // Nor an empty match anywhere else (`\b`, `\d*\b`): every word boundary would be a
+        // finding with no value.
+        let can_be_empty = regex_automata::util::syntax::parse(&self.regex)
+            .map(|hir| hir.properties().minimum_len() == Some(0))
+            .unwrap_or(true);
+        if can_be_empty {
+            return Err(invalid("regex", "can match an empty piece of text"));
+        }
         if !(0.0..=1.0).contains(&self.confidence) {
             return Err(invalid("confidence", "must be between 0 and 1"));
         }

@@ -74,6 +74,9 @@ fn bad_classifiers_are_refused_naming_the_field() {
         (r#"{"name": ""}"#, "name"),
         (r#"{"regex": "EMP-(\\d"}"#, "regex"),
         (r#"{"regex": "\\d*"}"#, "regex"),
+        // Never empty as a whole, but empty at every word boundary.
+        (r#"{"regex": "\\b"}"#, "regex"),
+        (r#"{"regex": "\\d*\\b"}"#, "regex"),
         (r#"{"regex": ""}"#, "regex"),
         (r#"{"regex": "(?<=a)b"}"#, "regex"),
         (r#"{"confidence": 1.5}"#, "confidence"),
