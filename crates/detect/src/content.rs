@@ -67,6 +67,9 @@ pub enum SkipReason {
     ControlCharacters,
     /// The gzip stream is corrupt or truncated.
     CorruptGzip,
+    /// More than [`crate::MAX_FINDINGS_PER_OBJECT`] findings: a caller keeps an object's
+    /// findings together, and a gzip of one value repeated inflates a thousandfold.
+    TooManyFindings,
 }
 
 impl SkipReason {
@@ -76,6 +79,7 @@ impl SkipReason {
             SkipReason::NulBytes => "nul_bytes",
             SkipReason::ControlCharacters => "control_characters",
             SkipReason::CorruptGzip => "corrupt_gzip",
+            SkipReason::TooManyFindings => "findings_limit",
         }
     }
 }
@@ -87,6 +91,7 @@ impl std::fmt::Display for SkipReason {
             SkipReason::NulBytes => f.write_str("binary content (NUL bytes)"),
             SkipReason::ControlCharacters => f.write_str("binary content (control characters)"),
             SkipReason::CorruptGzip => f.write_str("corrupt or truncated gzip stream"),
+            SkipReason::TooManyFindings => f.write_str("more findings than one object may have"),
         }
     }
 }

@@ -34,7 +34,7 @@ pub use custom::{
 };
 pub use scan::Detector;
 pub use selector::Selector;
-pub use stream::{Report, Stream};
+pub use stream::{MAX_FINDINGS_PER_OBJECT, Report, Stream};
 pub use types::{DEFAULT_MIN_CONFIDENCE, Evidence, Finding, FindingType, Kind, Location, Options};
 
 #[cfg(test)]

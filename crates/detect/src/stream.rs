@@ -18,6 +18,13 @@ const DEFAULT_WINDOW: usize = 1 << 20;
 /// expands at most about 1032:1, so one step holds at most about 4 MiB.
 const INFLATE_STEP: usize = 4 << 10;
 
+/// The most findings a stream reports into one caller's list before it stops with
+/// [`SkipReason::TooManyFindings`]. Callers keep an object's findings together, at a few hundred
+/// bytes each; a dense gzip (one value repeated) inflates a thousandfold, and without this one
+/// object could exhaust a worker's memory. Checked after each inflated step (4 KiB of gzip, at
+/// most about 4 MiB of text), so the list stays within a few hundred thousand findings.
+pub const MAX_FINDINGS_PER_OBJECT: usize = 100_000;
+
 /// What a finished scan read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
@@ -241,8 +248,21 @@ impl<'d> Stream<'d> {
         Ok(())
     }
 
-    /// Takes decompressed bytes: sniffs the first ones, then decodes and scans.
+    /// Takes decompressed bytes: sniffs the first ones, then decodes and scans; stops once the
+    /// findings pass [`MAX_FINDINGS_PER_OBJECT`].
     fn decoded(&mut self, bytes: &[u8], findings: &mut Vec<Finding>) -> Result<(), SkipReason> {
+        self.decoded_within(bytes, findings)?;
+        if findings.len() > MAX_FINDINGS_PER_OBJECT {
+            return Err(SkipReason::TooManyFindings);
+        }
+        Ok(())
+    }
+
+    fn decoded_within(
+        &mut self,
+        bytes: &[u8],
+        findings: &mut Vec<Finding>,
+    ) -> Result<(), SkipReason> {
         let mut bytes = bytes;
         if self.text.is_none() {
             let (head, rest) = bytes.split_at(bytes.len().min(SNIFF_LEN - self.head.len()));

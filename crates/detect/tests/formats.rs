@@ -344,4 +344,23 @@ fn memory_stays_bounded_whatever_the_size() {
     let report = stream.finish(&mut found).unwrap();
     assert_eq!(report.text_bytes, 32 << 20);
     assert!(peak <= 1 << 20, "held {peak} bytes inflating a bomb");
+
+    // A bomb of one SSN repeated: the findings a caller keeps for the object stop at the
+    // limit (a few steps past it at most), with a reason, instead of growing with the text.
+    let dense = gzip(&"ssn 219-09-9999\n".repeat(2_000_000).into_bytes());
+    let mut stream = detector.stream(Hint::default(), Options::default());
+    let mut kept = Vec::new();
+    let mut stopped = None;
+    for piece in dense.chunks(64 << 10) {
+        if let Err(reason) = stream.push(piece, &mut kept) {
+            stopped = Some(reason);
+            break;
+        }
+    }
+    assert_eq!(stopped, Some(SkipReason::TooManyFindings));
+    assert!(
+        kept.len() <= detect::MAX_FINDINGS_PER_OBJECT + 400_000,
+        "{} findings kept",
+        kept.len()
+    );
 }

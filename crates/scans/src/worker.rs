@@ -589,6 +589,8 @@ fn count(resource: &Resource, outcome: &Outcome) {
 fn skip(reason: detect::SkipReason) -> Outcome {
     match reason {
         detect::SkipReason::CorruptGzip => Outcome::Failed("parse".into()),
+        // Not read to its end: a failure, which counts against coverage, never a skip.
+        detect::SkipReason::TooManyFindings => Outcome::Failed(reason.as_str().into()),
         other => Outcome::Skipped(format!("binary:{}", other.as_str())),
     }
 }

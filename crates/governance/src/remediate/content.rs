@@ -46,6 +46,8 @@ pub enum Unsupported {
     Overlapping,
     /// A value read across CSV cells (a comma outside quotes inside it).
     AcrossCells,
+    /// More values than detection reports for one object (`detect::MAX_FINDINGS_PER_OBJECT`).
+    TooManyValues,
 }
 
 impl Unsupported {
@@ -55,6 +57,7 @@ impl Unsupported {
             Unsupported::NotUtf8Text => "unsupported_content:encoding",
             Unsupported::Overlapping => "unsupported_content:overlapping_values",
             Unsupported::AcrossCells => "unsupported_content:value_across_cells",
+            Unsupported::TooManyValues => "unsupported_content:too_many_values",
         }
     }
 }
@@ -88,7 +91,10 @@ pub fn find(
     };
     let report = detector
         .scan_bytes(bytes, hint, &options)
-        .map_err(|_| Unsupported::NotUtf8Text)?;
+        .map_err(|reason| match reason {
+            detect::SkipReason::TooManyFindings => Unsupported::TooManyValues,
+            _ => Unsupported::NotUtf8Text,
+        })?;
     if report.compressed {
         return Err(Unsupported::Compressed);
     }
