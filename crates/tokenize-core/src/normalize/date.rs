@@ -275,8 +275,8 @@ fn number(s: &str) -> Option<u32> {
 /// States and its territories, the Philippines, Micronesia, the Marshall Islands, Palau and
 /// Belize. Everywhere else writes the day first. Canada writes both; it keeps the US reading
 /// the service always had.
-pub fn month_first(region: super::Region) -> bool {
-    use super::Region as R;
+pub fn month_first(region: phonenumber::country::Id) -> bool {
+    use phonenumber::country::Id as R;
     matches!(
         region,
         R::US
@@ -490,8 +490,8 @@ mod tests {
         // Only one reading is a date: that one, whatever the region.
         assert_eq!(read("13/04/2020", true), "2020-04-13");
         assert_eq!(read("04/13/2020", false), "2020-04-13");
-        assert!(month_first(crate::normalize::Region::US));
-        assert!(!month_first(crate::normalize::Region::FR));
+        assert!(month_first(phonenumber::country::Id::US));
+        assert!(!month_first(phonenumber::country::Id::FR));
     }
 
     #[test]
