@@ -240,9 +240,8 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
         (row, rewritten) = (next, rewrite);
     }
     if row.state() == State::Snapshotted {
-        // The gate again, read now (the deny-list is a brake a tenant may pull mid-run): a
-        // denied class ends the request `blocked` while the object is provably untouched (so in
-        // the run that snapshotted it). Else the write finds out, and the request runs on.
+        // The gate again, read now (a brake a tenant may pull mid-run): a denied class ends the
+        // request `blocked` while the object is provably untouched (so in this run), else not.
         let now = settings::read(db.get().await?, &tenant).await;
         if !settings::gate_of(&now, &tenant, safety_class(kind)).permits() {
             // Held for the storage calls below, as a failure holds it (see `run`).
@@ -656,7 +655,8 @@ async fn find_values(
     let detector = if specs.is_empty() {
         PLAIN.get_or_init(Detector::new)
     } else {
-        specs.dedup_by(|a, b| a.name == b.name);
+        let mut seen = HashSet::new(); // each name once, wherever it repeats
+        specs.retain(|spec| seen.insert(spec.name.clone()));
         let classifiers = detect::Classifiers::compile(&specs)
             .map_err(|_| Stop::Fail("classifiers_unreadable".into()))?;
         compiled = Detector::with_classifiers(classifiers);
