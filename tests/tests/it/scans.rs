@@ -1239,4 +1239,13 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
     let found = body["data"].as_array().unwrap();
     assert_eq!(found.len(), 1, "{body}");
     assert_eq!(found[0]["preview"], "***-**-9999");
+    // An id that is no id names nothing: an empty page.
+    for filter in ["connector=not-an-id", "scan=not-an-id"] {
+        let (status, body) = admin
+            .send(Method::GET, &format!("/findings?{filter}"), None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["data"], serde_json::json!([]), "{body}");
+        assert_eq!(body["pagination"]["has_more"], false, "{body}");
+    }
 }
