@@ -289,6 +289,7 @@ impl Storage {
             writes: self.access.writes(name, store.clone(), &self.options)?,
             store,
             form: self.access.etag_form(),
+            lists_exact_prefix: self.provider() != Provider::Azure,
         };
         if let Ok(mut opened) = self.opened.lock() {
             opened.insert(name.to_owned(), bucket.clone());
@@ -389,6 +390,9 @@ pub struct Bucket {
     store: Arc<dyn Blobs>,
     writes: Arc<dyn Writes>,
     form: EtagForm,
+    /// Whether a listing under a prefix includes an object whose key is the prefix itself.
+    /// object_store's Azure listing drops it (it keeps only names longer than the prefix).
+    lists_exact_prefix: bool,
 }
 
 impl Bucket {
@@ -404,6 +408,7 @@ impl Bucket {
         page_token: Option<String>,
         max_keys: usize,
     ) -> Result<ListPage, AccessError> {
+        let first_page = page_token.is_none();
         let options = PaginatedListOptions {
             page_token,
             max_keys: Some(max_keys),
@@ -424,6 +429,17 @@ impl Bucket {
                 continue;
             }
             objects.push(self.object(meta));
+        }
+        // An object named exactly the prefix is in scope; where the listing leaves it out, it
+        // is looked up, once, and comes first (it sorts before every longer name). Left out, it
+        // would be neither scanned nor, once scanned before, kept: a complete listing without
+        // it resolves its findings as deleted.
+        if let Some(exact) = prefix.filter(|p| {
+            first_page && !self.lists_exact_prefix && !p.is_empty() && !p.ends_with('/')
+        }) && let Some(object) = self.head(exact).await?
+            && object.size > 0
+        {
+            objects.insert(0, object);
         }
         Ok(ListPage {
             objects,
