@@ -451,10 +451,14 @@ async fn json_credentials(
             format!("{what} answered unreadable JSON"),
         )
     })?;
-    let expires = body
-        .expiration
-        .as_deref()
-        .and_then(|e| OffsetDateTime::parse(e, &Rfc3339).ok());
+    // A temporary credential lasts an hour or less: one without a readable expiry is fetched
+    // again soon, not kept forever.
+    let expires = Some(
+        body.expiration
+            .as_deref()
+            .and_then(|e| OffsetDateTime::parse(e, &Rfc3339).ok())
+            .unwrap_or_else(super::cache::unknown_expiry),
+    );
     Ok((
         AwsCredential {
             key_id: body.access_key_id,

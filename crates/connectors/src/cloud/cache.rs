@@ -11,6 +11,13 @@ use super::access::AccessError;
 /// Refresh this long before expiry, so no request goes out with a credential about to lapse.
 const REFRESH_MARGIN: Duration = Duration::minutes(5);
 
+/// When a short-lived credential's answer gives no readable expiry: fetched again after this
+/// long (the margin included) rather than kept forever, since such credentials last an hour
+/// or less, and kept past their end every call would fail until the process restarts.
+pub(crate) fn unknown_expiry() -> OffsetDateTime {
+    OffsetDateTime::now_utc() + Duration::minutes(15)
+}
+
 pub(crate) struct Cached<T> {
     slot: Mutex<Option<(Arc<T>, Option<OffsetDateTime>)>>,
 }

@@ -344,7 +344,10 @@ impl Impersonated {
                 "GCP impersonation answered without accessToken and expireTime",
             )
         })?;
-        let expires = OffsetDateTime::parse(&token.expire_time, &Rfc3339).ok();
+        let expires = Some(
+            OffsetDateTime::parse(&token.expire_time, &Rfc3339)
+                .unwrap_or_else(|_| super::cache::unknown_expiry()),
+        );
         Ok((
             GcpCredential {
                 bearer: token.access_token,
