@@ -159,9 +159,17 @@ impl Stack {
 
     /// The connector to [`BUCKET`]; returns its id.
     async fn connector(&self, service: &ServiceProcess) -> String {
+        let (_, answer) = self
+            .send(
+                service,
+                reqwest::Method::GET,
+                "/connectors/external-id",
+                None,
+            )
+            .await;
         let config = json!({"name": "HR", "provider": "aws", "config": {
             "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-            "external_id": "tenant-acme-7731",
+            "external_id": answer["data"]["external_id"],
             "region": "us-east-1",
             "buckets": [BUCKET],
         }});
@@ -718,6 +726,14 @@ async fn mask_its_alert_and_undo_leak_no_value_to_logs_or_webhooks() {
         )
         .await;
     assert_eq!(status, 201, "{body}");
+    let (_, answer) = stack
+        .send(
+            &service,
+            reqwest::Method::GET,
+            "/connectors/external-id",
+            None,
+        )
+        .await;
     let (status, body) = stack
         .send(
             &service,
@@ -725,7 +741,7 @@ async fn mask_its_alert_and_undo_leak_no_value_to_logs_or_webhooks() {
             "/connectors",
             json(json!({"name": "HR", "provider": "aws", "config": {
                 "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-                "external_id": "tenant-acme-7731",
+                "external_id": answer["data"]["external_id"],
                 "region": "us-east-1",
                 "buckets": [BUCKET],
             }})),

@@ -96,13 +96,23 @@ async fn put<B: AsRef<[u8]>>(
 
 /// An AWS connector of tenant `acme` to `bucket`, made over HTTP; its id.
 async fn aws_connector(http: &reqwest::Client, base: &str, admin: &str, bucket: &str) -> String {
+    // The tenant's own external id, which an AWS connector must carry.
+    let answer: serde_json::Value = http
+        .get(format!("{base}/connectors/external-id"))
+        .bearer_auth(admin)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let created: serde_json::Value = http
         .post(format!("{base}/connectors"))
         .bearer_auth(admin)
         .json(
             &serde_json::json!({"name": bucket, "provider": "aws", "config": {
                 "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-                "external_id": "tenant-acme-7731",
+                "external_id": answer["data"]["external_id"],
                 "region": "us-east-1",
                 "buckets": [bucket],
             }}),
