@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 
 use ids::TenantId;
 
-use crate::period::{first_id_at, month_start, next_month};
+use crate::period::{month_start, next_month};
 use crate::quota::monthly_quota;
 
 /// The tenant's usage of one calendar month (UTC).
@@ -43,21 +43,26 @@ pub struct Quota {
     pub remaining: Option<i64>,
 }
 
-/// Counts one tokenize request of `items` items (after it wrote something).
+/// Counts one tokenize request of `items` items (after it wrote something), `created` of which
+/// made new vault entries: the count the monthly quota and the usage's `tokens.created` read
+/// ([`crate::tokens_created_this_month`]).
 pub async fn record_tokenize(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     items: i64,
+    created: i64,
 ) -> Result<(), diesel::result::Error> {
     db::sql(
         "INSERT INTO usage_counters AS u (tenant_id, month, metric, value, shard) \
          SELECT $1, date_trunc('month', now() AT TIME ZONE 'UTC')::date, m, v, \
                 pg_backend_pid() % 16 \
-         FROM unnest(ARRAY['tokenize_requests', 'tokenize_items'], ARRAY[1, $2]::bigint[]) AS x(m, v) \
+         FROM unnest(ARRAY['tokenize_requests', 'tokenize_items', 'tokens_created'], \
+                     ARRAY[1, $2, $3]::bigint[]) AS x(m, v) \
          ON CONFLICT (tenant_id, month, metric, shard) DO UPDATE SET value = u.value + EXCLUDED.value",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<BigInt, _>(items)
+    .bind::<BigInt, _>(created)
     .execute(conn)
     .await
     .map(drop)
@@ -95,7 +100,8 @@ pub async fn usage(
     let start = month_start(OffsetDateTime::now_utc());
     let counts: Counts = db::sql(
         "SELECT \
-           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND token_id >= $4) AS created, \
+           COALESCE((SELECT sum(value) FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
+              AND metric = 'tokens_created'), 0)::bigint AS created, \
            (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NULL \
               AND (expires_at IS NULL OR expires_at > now())) AS active, \
            (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NOT NULL) AS revoked, \
@@ -116,7 +122,6 @@ pub async fn usage(
     .bind::<Text, _>(tenant.as_str())
     .bind::<Timestamptz, _>(start)
     .bind::<Date, _>(start.date())
-    .bind::<diesel::sql_types::Uuid, _>(first_id_at(start))
     .get_result(conn)
     .await?;
     let limit = monthly_quota(conn, tenant).await?;

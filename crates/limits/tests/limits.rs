@@ -384,7 +384,10 @@ async fn a_monthly_quota_is_set_replaced_cleared_and_locked_per_tenant() {
 }
 
 #[tokio::test]
-async fn tokens_created_this_month_counts_only_this_months_entries_of_the_tenant() {
+/// The count is a counter tokenize keeps; the migration that introduced it started it at the
+/// month's entries, found by their UUIDv7 token ids. Run again here over entries of both sides of
+/// the month's first millisecond.
+async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_adds_to_it() {
     let (_db, mut conn) = connect().await;
     let now = OffsetDateTime::now_utc();
     let start = limits::month_start(now);
@@ -430,6 +433,18 @@ async fn tokens_created_this_month_counts_only_this_months_entries_of_the_tenant
     )
     .await;
     entry(&mut conn, &globex(), now, None, None).await;
+    // Entries alone are not counted: the counter is.
+    assert_eq!(
+        limits::tokens_created_this_month(&mut conn, &acme())
+            .await
+            .unwrap(),
+        0
+    );
+    conn.batch_execute(include_str!(
+        "../../../migrations/2026-11-27-000039_tokens_created_counter/up.sql"
+    ))
+    .await
+    .unwrap();
 
     assert_eq!(
         limits::tokens_created_this_month(&mut conn, &acme())
@@ -444,6 +459,35 @@ async fn tokens_created_this_month_counts_only_this_months_entries_of_the_tenant
         1
     );
     assert!(limits::first_id_at(start) <= limits::first_id_at(now));
+
+    // Tokenize adds what it created; items that found existing entries are not counted.
+    limits::record_tokenize(&mut conn, &acme(), 10, 3)
+        .await
+        .unwrap();
+    limits::record_tokenize(&mut conn, &acme(), 5, 0)
+        .await
+        .unwrap();
+    assert_eq!(
+        limits::tokens_created_this_month(&mut conn, &acme())
+            .await
+            .unwrap(),
+        7
+    );
+    // Last month's count is not this month's.
+    diesel::sql_query(
+        "INSERT INTO usage_counters (tenant_id, month, metric, value) \
+         VALUES ('globex', $1, 'tokens_created', 400)",
+    )
+    .bind::<Date, _>((start - time::Duration::days(3)).date())
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        limits::tokens_created_this_month(&mut conn, &globex())
+            .await
+            .unwrap(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -467,15 +511,16 @@ async fn usage_reports_the_tenants_own_counts_of_this_month_and_its_quota() {
     .await;
     entry(&mut conn, &acme(), last_month, None, None).await;
     entry(&mut conn, &acme(), last_month, Some(last_month), None).await;
-    limits::record_tokenize(&mut conn, &acme(), 3)
+    limits::record_tokenize(&mut conn, &acme(), 3, 2)
         .await
         .unwrap();
-    limits::record_tokenize(&mut conn, &acme(), 2)
+    limits::record_tokenize(&mut conn, &acme(), 2, 1)
         .await
         .unwrap();
     diesel::sql_query(
         "INSERT INTO usage_counters (tenant_id, month, metric, value) \
-         VALUES ('acme', $1, 'tokenize_requests', 40), ('acme', $1, 'tokenize_items', 400)",
+         VALUES ('acme', $1, 'tokenize_requests', 40), ('acme', $1, 'tokenize_items', 400), \
+                ('acme', $1, 'tokens_created', 400)",
     )
     .bind::<Date, _>(last_month.date())
     .execute(&mut conn)
@@ -494,7 +539,7 @@ async fn usage_reports_the_tenants_own_counts_of_this_month_and_its_quota() {
     // globex: its own of everything, none of which acme's usage may count.
     entry(&mut conn, &globex(), now, None, None).await;
     entry(&mut conn, &globex(), now, Some(now), None).await;
-    limits::record_tokenize(&mut conn, &globex(), 9)
+    limits::record_tokenize(&mut conn, &globex(), 9, 2)
         .await
         .unwrap();
     grant(&mut conn, &globex(), now).await;

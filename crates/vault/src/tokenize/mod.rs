@@ -454,10 +454,20 @@ async fn run(
         preview(conn, keyring, tenant, &keys, &mut pending).await?
     } else {
         let mut batch = async |conn: &mut AsyncPgConnection| {
-            let quota = limits::lock_monthly_quota(conn, tenant).await?;
-            let written = write(conn, keyring, tenant, &keys, &stored, &rng, &mut pending).await?;
-            if let Some(quota) = quota
-                && limits::tokens_created_this_month(conn, tenant).await? > quota
+            // Under the lock, the month's count is every committed batch's: this one's own
+            // entries are added to it below.
+            let used = match limits::lock_monthly_quota(conn, tenant).await? {
+                Some(quota) => Some((
+                    quota,
+                    limits::tokens_created_this_month(conn, tenant).await?,
+                )),
+                None => None,
+            };
+            let (written, created) =
+                write(conn, keyring, tenant, &keys, &stored, &rng, &mut pending).await?;
+            let created = i64::try_from(created).unwrap_or(i64::MAX);
+            if let Some((quota, used)) = used
+                && used.saturating_add(created) > quota
             {
                 // Over the quota with this batch: none of it is written.
                 return Err(Rollback::Vault(VaultError::QuotaExceeded));
@@ -479,7 +489,9 @@ async fn run(
             if items > 0 {
                 let items = i64::try_from(items).unwrap_or(i64::MAX);
                 let metered = conn
-                    .transaction(async |conn| limits::record_tokenize(conn, tenant, items).await)
+                    .transaction(async |conn| {
+                        limits::record_tokenize(conn, tenant, items, created).await
+                    })
                     .await;
                 if let Err(e) = metered {
                     tracing::warn!(error = %e, "cannot record tokenize usage");

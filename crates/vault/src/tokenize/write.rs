@@ -284,7 +284,8 @@ struct Inserted {
 }
 
 /// Writes the batch: inserts it in one statement, then, for what conflicted, reuses the
-/// existing entries found by fingerprint and draws surrogates again.
+/// existing entries found by fingerprint and draws surrogates again. Returns each item's
+/// outcome and how many entries were inserted.
 pub(super) async fn write(
     conn: &mut AsyncPgConnection,
     keyring: &KeyRing,
@@ -293,8 +294,10 @@ pub(super) async fn write(
     stored: &StoredPolicy,
     rng: &SystemRandom,
     pending: &mut [Pending],
-) -> Result<HashMap<usize, Written>, VaultError> {
+) -> Result<(HashMap<usize, Written>, usize), VaultError> {
     let mut out = HashMap::with_capacity(pending.len());
+    // Entries inserted: what the monthly quota meters.
+    let mut created = 0;
     let (key_version, data_key) = keys.current()?;
     let ttl = stored
         .policy
@@ -447,6 +450,7 @@ pub(super) async fn write(
                 .map(|r| r.token_id)
                 .collect()
         };
+        created += inserted.len();
         let mut retry = deferred;
         for (i, token_id) in batch {
             if inserted.contains(&token_id) {
@@ -490,7 +494,7 @@ pub(super) async fn write(
     for i in todo {
         out.insert(pending[i].index, Written::NoSurrogate);
     }
-    Ok(out)
+    Ok((out, created))
 }
 
 /// Makes expired entries active again under the policy's TTL now (none: they stay active), as

@@ -493,6 +493,54 @@ async fn concurrent_batches_of_the_same_values_make_one_entry_each() {
     assert_eq!(v.entries().await, 3);
 }
 
+/// Eight writers of different values at once, against a quota that admits five of their
+/// batches: the lock orders them, so exactly five are written, and the counter the quota reads
+/// holds exactly the entries written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_batches_never_pass_the_monthly_quota_together() {
+    let mut v = Vault::new().await;
+    let policy = v.policy(&acme(), &all_modes()).await;
+    limits::set_monthly_quota(&mut v.conn, &acme(), Some(10))
+        .await
+        .unwrap();
+    let mut conns: Vec<AsyncPgConnection> = Vec::new();
+    for _ in 0..8 {
+        conns.push(v.connect().await);
+    }
+    let start = Arc::new(tokio::sync::Barrier::new(conns.len()));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (n, mut conn) in conns.into_iter().enumerate() {
+        let batch = request(
+            policy,
+            vec![
+                item(&format!("{:03}-45-6789", 101 + n), "us_ssn"),
+                item(&format!("{:03}-45-6789", 201 + n), "us_ssn"),
+            ],
+        );
+        let (keyring, start) = (v.keyring.clone(), start.clone());
+        tasks.spawn(async move {
+            start.wait().await;
+            vault::tokenize::tokenize(&mut conn, &keyring, &acme(), &batch, &body).await
+        });
+    }
+    let (mut done, mut refused) = (0, 0);
+    while let Some(outcome) = tasks.join_next().await {
+        match outcome.unwrap() {
+            Ok(Outcome::Done { .. }) => done += 1,
+            Err(VaultError::QuotaExceeded) => refused += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((done, refused), (5, 3));
+    assert_eq!(v.entries().await, 10);
+    assert_eq!(
+        limits::tokens_created_this_month(&mut v.conn, &acme())
+            .await
+            .unwrap(),
+        10
+    );
+}
+
 #[tokio::test]
 async fn surrogate_tokens_are_unique_within_the_tenant() {
     let mut v = Vault::new().await;

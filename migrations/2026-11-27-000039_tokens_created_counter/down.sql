@@ -1,0 +1,1 @@
+DELETE FROM usage_counters WHERE metric = 'tokens_created';
