@@ -1,10 +1,14 @@
 //! Scan throughput on a mixed corpus: prose, CSV and JSON, with about 1% of lines carrying
 //! PII. `cargo bench -p detect --bench throughput`.
-#![allow(clippy::unwrap_used, reason = "benchmark setup")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::print_stdout,
+    reason = "benchmark setup, and a report on standard output"
+)]
 
 use std::hint::black_box;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group};
 use detect::{DEFAULT_MIN_CONFIDENCE, Detector, Format, Hint, Options};
 
 /// About 8 MiB of mixed content, deterministic: one line in 100 carries PII. With `dated`,
@@ -55,78 +59,95 @@ fn corpus(dated: bool) -> String {
     out
 }
 
-fn throughput(c: &mut Criterion) {
+/// One case: its name, its bytes, and how the detector reads them.
+struct Case {
+    name: &'static str,
+    bytes: String,
+    read: fn(&Detector, &str) -> usize,
+}
+
+/// The cases, in the order the benchmark reports them.
+fn cases() -> Vec<Case> {
     let text = corpus(false);
+    vec![
+        Case {
+            name: "mixed_1pct_pii",
+            bytes: text.clone(),
+            read: |d, t| d.scan(black_box(t), DEFAULT_MIN_CONFIDENCE).len(),
+        },
+        Case {
+            name: "mixed_dated_rows",
+            bytes: corpus(true),
+            read: |d, t| d.scan(black_box(t), DEFAULT_MIN_CONFIDENCE).len(),
+        },
+        // The same content through the file path: sniffing, UTF-8 decoding and 1 MiB windows.
+        Case {
+            name: "mixed_1pct_pii_bytes",
+            bytes: text.clone(),
+            read: scan_bytes,
+        },
+        // Structured: every line of the corpus as a CSV cell and as an NDJSON value, with the
+        // structure tracked for locations and header or key context.
+        Case {
+            name: "csv_1pct_pii",
+            bytes: structured(&text, Format::Csv),
+            read: |d, t| {
+                d.scan_text(black_box(t), Format::Csv, &Options::default())
+                    .len()
+            },
+        },
+        Case {
+            name: "ndjson_1pct_pii",
+            bytes: structured(&text, Format::Json),
+            read: |d, t| {
+                d.scan_text(black_box(t), Format::Json, &Options::default())
+                    .len()
+            },
+        },
+        // Application logs, as the scan benchmark's objects hold them: numbers on every line.
+        Case {
+            name: "app_logs_bytes",
+            bytes: app_logs(),
+            read: scan_bytes,
+        },
+    ]
+}
+
+fn scan_bytes(d: &Detector, t: &str) -> usize {
+    d.scan_bytes(
+        black_box(t.as_bytes()),
+        Hint::default(),
+        &Options::default(),
+    )
+    .map(|r| r.findings.len())
+    .unwrap_or(0)
+}
+
+fn throughput(c: &mut Criterion) {
     let detector = Detector::new();
-    let found = detector.scan(&text, DEFAULT_MIN_CONFIDENCE).len();
-    assert!(found > 0);
     let mut group = c.benchmark_group("scan");
-    group.throughput(Throughput::Bytes(text.len() as u64));
     group.sample_size(10);
-    group.bench_function("mixed_1pct_pii", |b| {
-        b.iter(|| {
-            detector
-                .scan(black_box(&text), DEFAULT_MIN_CONFIDENCE)
-                .len()
-        })
-    });
-    let dated = corpus(true);
-    group.throughput(Throughput::Bytes(dated.len() as u64));
-    group.bench_function("mixed_dated_rows", |b| {
-        b.iter(|| {
-            detector
-                .scan(black_box(&dated), DEFAULT_MIN_CONFIDENCE)
-                .len()
-        })
-    });
-    group.throughput(Throughput::Bytes(text.len() as u64));
-    // The same content through the file path: sniffing, UTF-8 decoding and 1 MiB windows.
-    group.bench_function("mixed_1pct_pii_bytes", |b| {
-        b.iter(|| {
-            detector
-                .scan_bytes(
-                    black_box(text.as_bytes()),
-                    Hint::default(),
-                    &Options::default(),
-                )
-                .map(|r| r.findings.len())
-        })
-    });
-    // Structured: every line of the corpus as a CSV cell and as an NDJSON value, with the
-    // structure tracked for locations and header or key context.
-    let csv = structured(&text, Format::Csv);
-    group.throughput(Throughput::Bytes(csv.len() as u64));
-    group.bench_function("csv_1pct_pii", |b| {
-        b.iter(|| {
-            detector
-                .scan_text(black_box(&csv), Format::Csv, &Options::default())
-                .len()
-        })
-    });
-    let ndjson = structured(&text, Format::Json);
-    group.throughput(Throughput::Bytes(ndjson.len() as u64));
-    group.bench_function("ndjson_1pct_pii", |b| {
-        b.iter(|| {
-            detector
-                .scan_text(black_box(&ndjson), Format::Json, &Options::default())
-                .len()
-        })
-    });
-    // Application logs, as the scan benchmark's objects hold them: numbers on every line.
-    let logs = app_logs();
-    group.throughput(Throughput::Bytes(logs.len() as u64));
-    group.bench_function("app_logs_bytes", |b| {
-        b.iter(|| {
-            detector
-                .scan_bytes(
-                    black_box(logs.as_bytes()),
-                    Hint::default(),
-                    &Options::default(),
-                )
-                .map(|r| r.findings.len())
-        })
-    });
+    for case in cases() {
+        assert!((case.read)(&detector, &case.bytes) > 0, "{}", case.name);
+        group.throughput(Throughput::Bytes(case.bytes.len() as u64));
+        group.bench_function(case.name, |b| {
+            b.iter(|| (case.read)(&detector, &case.bytes))
+        });
+    }
     group.finish();
+}
+
+/// `BENCH_ONCE=<case>`: builds every corpus and reads that case once (`BENCH_ONCE=none`: none),
+/// for a count of instructions that does not depend on the machine's load. The difference
+/// between a case's count and `none`'s is the case's cost (docs/BENCHMARKS.md).
+fn once(which: &str) {
+    let detector = Detector::new();
+    for case in cases() {
+        if case.name == which {
+            let found = (case.read)(&detector, &case.bytes);
+            println!("{} {} bytes {found} findings", case.name, case.bytes.len());
+        }
+    }
 }
 
 /// About 8 MiB of application log lines as `tests/benches/scan_moto.rs` writes them: a
@@ -187,4 +208,12 @@ fn structured(text: &str, format: Format) -> String {
 }
 
 criterion_group!(benches, throughput);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(which) = std::env::var("BENCH_ONCE") {
+        once(&which);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
