@@ -23,6 +23,7 @@
 //! | `DPS_SCAN_WORKERS` | 4 | Scan worker tasks in this process. |
 //! | `DPS_SCAN_LEASE_SECONDS` | 30 | Lease of each chunk a worker of this process claims (1 to 3600): how long a chunk whose worker died waits before another takes it. |
 //! | `DPS_SCAN_ENUMERATIONS` | 2 | Scan listings this process runs at once (1 to 64); each holds a database connection while it lists. |
+//! | `DPS_SCAN_RESOURCE_RETENTION_DAYS` | 30 | Days an ended scan keeps its per-object rows (0 to 3650; 0 keeps them for good). Counts and findings stay. |
 //! | `DPS_SCAN_WORKER_IMAGE` | `dps/scan-worker:<version>` | Image named in deployment configs. |
 //! | `DPS_COORDINATOR_URL` | the request's origin | URL named in deployment configs. |
 //! | cloud variables | | See docs/configuration.md, "Cloud access". |
@@ -62,6 +63,9 @@ pub struct Config {
     /// `DPS_SCAN_ENUMERATIONS`: scan listings this process runs at once (default 2, 1 to
     /// 64). Each holds a pooled connection while it lists; queued scans wait for a free one.
     pub scan_enumerations: usize,
+    /// `DPS_SCAN_RESOURCE_RETENTION_DAYS`: days an ended scan keeps its per-object rows
+    /// (`scans::retention`); `None` (0) keeps them.
+    pub scan_resource_retention_days: Option<u32>,
     /// `DPS_SCAN_WORKER_IMAGE`: the container image deployment configs name.
     pub scan_worker_image: String,
     /// `DPS_COORDINATOR_URL`: this service's URL as workers elsewhere reach it; without it,
@@ -231,6 +235,19 @@ impl Config {
                     return Err(ConfigError::new("DPS_SCAN_ENUMERATIONS", "must be 1 to 64"));
                 }
                 n
+            },
+            scan_resource_retention_days: {
+                let days = env.parsed(
+                    "DPS_SCAN_RESOURCE_RETENTION_DAYS",
+                    scans::retention::DEFAULT_DAYS,
+                )?;
+                if days > 3650 {
+                    return Err(ConfigError::new(
+                        "DPS_SCAN_RESOURCE_RETENTION_DAYS",
+                        "must be 0 to 3650",
+                    ));
+                }
+                (days > 0).then_some(days)
             },
             egress: egress::Egress::from_env(&env)?,
             reconcile_max_actions: {

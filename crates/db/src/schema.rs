@@ -494,6 +494,8 @@ diesel::table! {
         scan_id -> Uuid,
         connector_id -> Uuid,
         position -> Int4,
+        first_idx -> Nullable<Int4>,
+        last_idx -> Nullable<Int4>,
     }
 }
 

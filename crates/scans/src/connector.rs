@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
-use diesel::dsl::{count_star, max, sum};
+use diesel::dsl::{count_star, max};
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Text, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -116,28 +116,40 @@ pub async fn history(
         ))
         .load(conn)
         .await?;
-    // What each of these scans processed of this connector, in one grouped query.
+    // What each of these scans processed of this connector: the chunks that start in its
+    // range of resources (a chunk holds one connector's), in one grouped query. Chunks stay
+    // when an ended scan's resources go (`crate::retention`).
+    #[derive(QueryableByName)]
+    struct Done {
+        #[diesel(sql_type = SqlUuid)]
+        scan_id: Uuid,
+        #[diesel(sql_type = BigInt)]
+        processed: i64,
+        #[diesel(sql_type = BigInt)]
+        findings: i64,
+    }
     let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
-    let done: Vec<(Uuid, i64, Option<i64>)> = scan_resources::table
-        .filter(scan_resources::tenant_id.eq(tenant.as_str()))
-        .filter(scan_resources::scan_id.eq_any(&ids))
-        .filter(scan_resources::connector_id.eq(connector.as_uuid()))
-        .filter(scan_resources::state.ne("pending"))
-        .group_by(scan_resources::scan_id)
-        .select((
-            scan_resources::scan_id,
-            count_star(),
-            sum(scan_resources::findings),
-        ))
-        .load(conn)
-        .await?;
+    let done: Vec<Done> = db::sql(
+        "SELECT c.scan_id, sum(c.files_processed)::bigint AS processed,
+                sum(c.findings_count)::bigint AS findings
+           FROM scan_connectors sc
+           JOIN scan_chunks c ON c.tenant_id = sc.tenant_id AND c.scan_id = sc.scan_id
+                             AND c.start_index BETWEEN sc.first_idx AND sc.last_idx
+          WHERE sc.tenant_id = $1 AND sc.scan_id = ANY($2) AND sc.connector_id = $3
+          GROUP BY c.scan_id",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<SqlUuid>, _>(&ids)
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .load(conn)
+    .await?;
     Ok(rows
         .into_iter()
         .map(|(scan_id, status, started_at, completed_at)| {
             let (processed, findings) = done
                 .iter()
-                .find(|d| d.0 == scan_id)
-                .map_or((0, 0), |d| (d.1, d.2.unwrap_or(0)));
+                .find(|d| d.scan_id == scan_id)
+                .map_or((0, 0), |d| (d.processed, d.findings));
             HistoryEntry {
                 scan_id: ScanId::from_uuid(scan_id),
                 status,
@@ -197,14 +209,20 @@ pub async fn forget_connector(
     .execute(conn)
     .await?;
     // A chunk holds one connector's resources, so the connector's chunks of a shared scan are
-    // those with any resource of it; they go before the resources that identify them.
+    // those in its range of resources, or with any resource of it; they go before the links and
+    // resources that identify them. (An ended scan's resources may be gone already:
+    // `crate::retention`.)
     db::sql(
         "DELETE FROM scan_chunks c
           WHERE c.tenant_id = $1 AND c.scan_id = ANY($2)
-            AND EXISTS (SELECT 1 FROM scan_resources r
-                         WHERE r.tenant_id = c.tenant_id AND r.scan_id = c.scan_id
-                           AND r.idx BETWEEN c.start_index AND c.end_index
-                           AND r.connector_id = $3)",
+            AND (EXISTS (SELECT 1 FROM scan_connectors sc
+                          WHERE sc.tenant_id = c.tenant_id AND sc.scan_id = c.scan_id
+                            AND sc.connector_id = $3
+                            AND c.start_index BETWEEN sc.first_idx AND sc.last_idx)
+                 OR EXISTS (SELECT 1 FROM scan_resources r
+                             WHERE r.tenant_id = c.tenant_id AND r.scan_id = c.scan_id
+                               AND r.idx BETWEEN c.start_index AND c.end_index
+                               AND r.connector_id = $3))",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<Array<SqlUuid>, _>(&shared)

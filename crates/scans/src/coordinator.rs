@@ -21,8 +21,10 @@ use crate::{enumerate, lease, lifecycle, rows};
 
 /// How often the coordinator looks for work when idle.
 const TICK: Duration = Duration::from_millis(500);
-/// How often a coordinator prunes the outbox.
+/// How often a coordinator prunes the outbox and ended scans' resources.
 const PRUNE: Duration = Duration::from_secs(3600);
+/// How long one round of resource pruning may run.
+const RETENTION_BUDGET: Duration = Duration::from_secs(60);
 /// How long an idle worker task waits before looking for a chunk again.
 const IDLE: Duration = Duration::from_millis(250);
 
@@ -57,6 +59,8 @@ pub struct Coordinator {
     /// lock), which may be minutes: unbounded, a few large scans would take the pool every
     /// request shares. A queued scan waits for a free one, and stays `queued` meanwhile.
     pub enumerations: Arc<Semaphore>,
+    /// Days an ended scan keeps its resource rows (`crate::retention`); `None` keeps them.
+    pub resource_retention_days: Option<u32>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -99,7 +103,33 @@ impl Coordinator {
             let me = self.clone();
             tokio::spawn(async move { me.work(task).await });
         }
+        if let Some(days) = self.resource_retention_days {
+            let me = self.clone();
+            tokio::spawn(async move { me.retain(days).await });
+        }
         tokio::spawn(async move { self.coordinate().await });
+    }
+
+    /// Every [`PRUNE`], deletes the resource rows of scans ended more than `days` ago, for at
+    /// most [`RETENTION_BUDGET`] at a time; the rest waits for the next round. Replicas may do
+    /// this together: one deletes what the other then finds gone.
+    async fn retain(self, days: u32) {
+        loop {
+            match self.pool.get().await {
+                Ok(mut conn) => {
+                    match crate::retention::prune_resources(&mut conn, days, RETENTION_BUDGET).await
+                    {
+                        Ok(0) => {}
+                        Ok(rows) => tracing::info!(rows, days, "pruned ended scans' resources"),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "pruning ended scans' resources failed")
+                        }
+                    }
+                }
+                Err(_) => tracing::warn!("pruning ended scans' resources: no database connection"),
+            }
+            tokio::time::sleep(PRUNE).await;
+        }
     }
 
     async fn coordinate(self) {

@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use connectors::cloud::{AccessError, Cloud, PAGE_SIZE};
-use db::schema::{scan_chunks, scan_resources, scanned_objects, scans};
+use db::schema::{scan_chunks, scan_connectors, scan_resources, scanned_objects, scans};
 use ids::{ConnectorId, ScanId, TenantId};
 
 use crate::error::ScanError;
@@ -150,11 +150,13 @@ pub async fn enumerate(
     // Where each connector's resources begin: chunks never straddle two connectors, so each
     // has one connector's configuration (GET /scans/:id/deployment-config).
     let mut starts: Vec<i32> = Vec::new();
+    let mut owners: Vec<ConnectorId> = Vec::new();
     for connector in connector_ids {
         if enumerator.ended {
             break;
         }
         starts.push(enumerator.next_idx);
+        owners.push(connector);
         let config = match connectors::store::config(conn, &keys, tenant, connector).await {
             Ok(config) => config,
             Err(e) => {
@@ -270,6 +272,24 @@ pub async fn enumerate(
                     .values(batch.to_vec())
                     .execute(conn)
                     .await?;
+            }
+            // Each connector's range of resources, which names its chunks (its history).
+            for (i, owner) in owners.iter().enumerate() {
+                let first = starts[i];
+                let end = starts.get(i + 1).copied().unwrap_or(total);
+                let range = (first < end).then_some((first, end - 1));
+                diesel::update(
+                    scan_connectors::table
+                        .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
+                        .filter(scan_connectors::scan_id.eq(scan.as_uuid()))
+                        .filter(scan_connectors::connector_id.eq(owner.as_uuid())),
+                )
+                .set((
+                    scan_connectors::first_idx.eq(range.map(|r| r.0)),
+                    scan_connectors::last_idx.eq(range.map(|r| r.1)),
+                ))
+                .execute(conn)
+                .await?;
             }
         }
         let target = scans::table

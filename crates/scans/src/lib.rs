@@ -15,6 +15,7 @@ pub mod enumerate;
 pub mod lifecycle;
 pub mod record;
 pub mod remote;
+pub mod retention;
 
 pub mod classifiers;
 pub mod connector;

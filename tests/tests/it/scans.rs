@@ -1002,6 +1002,147 @@ async fn deleting_a_connector_removes_its_share_of_a_parallel_scan() {
     assert_eq!(status, 404);
 }
 
+/// An ended scan's per-object rows go once it is past the retention; its counts, the
+/// connectors' scan histories and its findings stay, and a connector deleted afterwards still
+/// takes its share of the scan with it.
+#[tokio::test]
+async fn an_ended_scan_loses_its_object_rows_after_the_retention_and_keeps_its_counts() {
+    use diesel_async::RunQueryDsl as _;
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let moto = emulators::moto(&[]);
+    let app = app_on(&moto, "2").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    for (bucket, count) in [("kept", 3), ("gone", 5)] {
+        let store = seed::s3_bucket(&moto.url(), bucket).await;
+        let body = format!("ssn {SSN}\n");
+        let keys: Vec<String> = (0..count).map(|i| format!("{bucket}/{i}.txt")).collect();
+        let objects: Vec<(&str, &[u8])> =
+            keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
+        seed::put_all(store.as_ref(), &objects).await;
+    }
+    let kept = connector(&admin, "Kept", "kept").await;
+    let gone = connector(&admin, "Gone", "gone").await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/scans/parallel",
+            Some(json!({"connectors": [kept, gone], "type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let shared = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let done = finished(&admin, &shared).await;
+    assert_eq!(done["progress"]["files_total"], 8, "{done}");
+    let history = async |id: &str| {
+        let (status, body) = admin
+            .send(Method::GET, &format!("/connectors/{id}"), None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        // What each scan processed (its completed_at is moved back below).
+        body["data"]["scan_history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["scan_id"].clone(),
+                    h["files_processed"].clone(),
+                    h["findings_count"].clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = (history(&kept).await, history(&gone).await);
+    assert_eq!((&before.0[0].1, &before.0[0].2), (&json!(3), &json!(3)));
+    assert_eq!((&before.1[0].1, &before.1[0].2), (&json!(5), &json!(5)));
+
+    let mut conn = app.conn().await;
+    let resources = async |conn: &mut db::AsyncPgConnection| {
+        diesel::sql_query("SELECT count(*) AS n FROM scan_resources")
+            .get_result::<Count>(conn)
+            .await
+            .unwrap()
+            .n
+    };
+    let minute = Duration::from_secs(60);
+    // Within the retention: nothing goes.
+    assert_eq!(
+        scans::retention::prune_resources(&mut conn, 30, minute)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(resources(&mut conn).await, 8);
+    // Ranges as migration 040 fills them in for scans enumerated before it.
+    diesel::sql_query("UPDATE scan_connectors SET first_idx = NULL, last_idx = NULL")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let backfill =
+        include_str!("../../../migrations/2026-11-27-000040_scan_connector_resources/up.sql")
+            .split_once("ADD COLUMN last_idx integer;")
+            .unwrap()
+            .1;
+    diesel::sql_query(backfill)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    diesel::sql_query("UPDATE scans SET completed_at = completed_at - interval '31 days'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        scans::retention::prune_resources(&mut conn, 30, minute)
+            .await
+            .unwrap(),
+        8
+    );
+    assert_eq!(resources(&mut conn).await, 0);
+
+    let (status, body) = admin
+        .send(Method::GET, &format!("/scans/{shared}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["progress"], done["progress"], "{body}");
+    assert_eq!(body["data"]["coverage"], done["coverage"], "{body}");
+    assert_eq!((history(&kept).await, history(&gone).await), before);
+    let (status, body) = admin
+        .send(Method::GET, &format!("/findings?scan={shared}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"].as_array().unwrap().len(), 8, "{body}");
+    // The deployment config of the ended scan has no objects left to name.
+    let (status, body) = admin
+        .send(
+            Method::GET,
+            &format!("/scans/{shared}/deployment-config"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["chunks"], json!([]), "{body}");
+
+    // A connector deleted now still takes its chunks of the shared scan with it.
+    let (status, body) = admin
+        .send(Method::DELETE, &format!("/connectors/{gone}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = admin
+        .send(Method::GET, &format!("/scans/{shared}"), None)
+        .await;
+    let scan = &body["data"];
+    assert_eq!(scan["progress"]["files_total"], 3, "{scan}");
+    assert_eq!(scan["progress"]["findings_count"], 3, "{scan}");
+    assert_eq!(history(&kept).await, before.0);
+}
+
 /// The coordinator API opens with the scan's worker token only, and checks every report: an
 /// object outside the chunk, a malformed finding, a stale fence. A report sent twice (its
 /// answer lost) is counted once.

@@ -1,0 +1,1 @@
+ALTER TABLE scan_connectors DROP COLUMN first_idx, DROP COLUMN last_idx;
