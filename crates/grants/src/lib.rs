@@ -251,6 +251,11 @@ pub async fn issue(
         ))
         .execute(conn)
         .await?;
+    if limits::housekeeping_due()
+        && let Err(e) = forget_old_grants(conn, tenant).await
+    {
+        tracing::warn!(error = %e, "old grants were not deleted");
+    }
 
     let mut header = JwsHeader::new();
     header.set_token_type("JWT");
@@ -276,6 +281,38 @@ pub async fn issue(
         expires_in: GRANT_TTL,
         trace_id: Uuid::new_v4(),
     })
+}
+
+/// Days a grant's row is kept after it expired. A grant is refused by its own `exp` once
+/// expired, so its row serves only two things then: the purpose and reason a refusal of it
+/// records in the detokenization audit, and the month's `grants_issued` in `GET /usage`. Forty
+/// days is more than a month.
+pub const GRANT_RETENTION_DAYS: i32 = 40;
+
+/// The most old grants one sweep deletes: a sweep runs for about one grant in 85 and each adds
+/// one grant, so this keeps up with any rate and bounds the statement.
+const SWEEP_ROWS: i64 = 1000;
+
+/// Deletes up to [`SWEEP_ROWS`] of the tenant's grants that expired more than
+/// [`GRANT_RETENTION_DAYS`] ago, oldest first, and says how many. Grant issuance runs it now and
+/// then; without it the table kept every grant ever issued.
+pub async fn forget_old_grants(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+) -> Result<usize, GrantError> {
+    Ok(db::sql(
+        "DELETE FROM grants
+          WHERE tenant_id = $1 AND jti = ANY(ARRAY(
+                SELECT jti FROM grants
+                 WHERE tenant_id = $1 AND expires_at < now() - make_interval(days => $2)
+                 ORDER BY expires_at
+                 LIMIT $3))",
+    )
+    .bind::<diesel::sql_types::Text, _>(tenant.as_str())
+    .bind::<diesel::sql_types::Integer, _>(GRANT_RETENTION_DAYS)
+    .bind::<diesel::sql_types::BigInt, _>(SWEEP_ROWS)
+    .execute(conn)
+    .await?)
 }
 
 /// What a verified grant says. Its fields stay inside this crate: a caller learns only that a

@@ -986,3 +986,53 @@ async fn a_detokenization_with_a_bad_token_list_is_audited() {
         3
     );
 }
+
+/// A grant's row is deleted 40 days after it expired, the tenant's own only; a grant issued
+/// now, or expired for less, stays, and a fresh grant still works.
+#[tokio::test]
+async fn grants_long_expired_are_forgotten_and_others_kept() {
+    let mut s = Setup::new().await;
+    let ids = s.ids.clone();
+    let grant_jwt = s.grant(&ids).await;
+    for (tenant, days) in [("acme", 41), ("acme", 39), ("globex", 41)] {
+        diesel::sql_query(
+            "INSERT INTO grants (tenant_id, jti, user_id, token_ids, purpose, issued_at, expires_at) \
+             VALUES ($1, gen_random_uuid(), 'sam', '{}', 'fraud_review', \
+                     now() - make_interval(days => $2), \
+                     now() - make_interval(days => $2) + interval '5 minutes')",
+        )
+        .bind::<diesel::sql_types::Text, _>(tenant)
+        .bind::<diesel::sql_types::Integer, _>(days)
+        .execute(&mut s.conn)
+        .await
+        .unwrap();
+    }
+    let count = async |conn: &mut AsyncPgConnection| {
+        diesel::sql_query("SELECT count(*) AS n FROM grants")
+            .get_result::<Count>(conn)
+            .await
+            .unwrap()
+            .n
+    };
+    assert_eq!(count(&mut s.conn).await, 4);
+    assert_eq!(
+        grants::forget_old_grants(&mut s.conn, &acme())
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        grants::forget_old_grants(&mut s.conn, &acme())
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(count(&mut s.conn).await, 3);
+    assert_eq!(
+        s.detokenize(&sam(), &ids, &grant_jwt)
+            .await
+            .unwrap()
+            .success_count(),
+        3
+    );
+}

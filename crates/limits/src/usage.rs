@@ -98,6 +98,8 @@ pub async fn usage(
     tenant: &TenantId,
 ) -> Result<Usage, diesel::result::Error> {
     let start = month_start(OffsetDateTime::now_utc());
+    // A grant expires after it is issued, so `expires_at >= $2` removes no grant of the month
+    // from the count, and lets the grants' (tenant_id, expires_at) index find them.
     let counts: Counts = db::sql(
         "SELECT \
            COALESCE((SELECT sum(value) FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
@@ -117,7 +119,8 @@ pub async fn usage(
            COALESCE((SELECT sum(cardinality(token_ids)) FROM detokenization_audit \
               WHERE tenant_id = $1 AND occurred_at >= $2 AND outcome = 'granted'), 0)::bigint \
               AS detokenize_items, \
-           (SELECT count(*) FROM grants WHERE tenant_id = $1 AND issued_at >= $2) AS grants_issued",
+           (SELECT count(*) FROM grants WHERE tenant_id = $1 AND expires_at >= $2 \
+              AND issued_at >= $2) AS grants_issued",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<Timestamptz, _>(start)
