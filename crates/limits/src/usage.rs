@@ -73,7 +73,7 @@ struct Counts {
     #[diesel(sql_type = BigInt)]
     created: i64,
     #[diesel(sql_type = BigInt)]
-    active: i64,
+    total: i64,
     #[diesel(sql_type = BigInt)]
     revoked: i64,
     #[diesel(sql_type = BigInt)]
@@ -100,16 +100,21 @@ pub async fn usage(
     let start = month_start(OffsetDateTime::now_utc());
     // A grant expires after it is issued, so `expires_at >= $2` removes no grant of the month
     // from the count, and lets the grants' (tenant_id, expires_at) index find them.
+    // Nothing here walks the tenant's vault (migration 041): entries are counted by the
+    // tokens_created counters (every month's sum is every entry, as entries are never deleted),
+    // revoked and expired ones through partial indexes that hold only those, and the active
+    // are the rest.
     let counts: Counts = db::sql(
         "SELECT \
            COALESCE((SELECT sum(value) FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
               AND metric = 'tokens_created'), 0)::bigint AS created, \
-           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NULL \
-              AND (expires_at IS NULL OR expires_at > now())) AS active, \
+           COALESCE((SELECT sum(value) FROM usage_counters WHERE tenant_id = $1 \
+              AND metric = 'tokens_created'), 0)::bigint AS total, \
            (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NOT NULL) AS revoked, \
            (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NULL \
-              AND expires_at <= now()) AS expired, \
-           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at >= $2) AS revocations, \
+              AND expires_at IS NOT NULL AND expires_at <= now()) AS expired, \
+           (SELECT count(*) FROM vault_entries WHERE tenant_id = $1 AND revoked_at IS NOT NULL \
+              AND revoked_at >= $2) AS revocations, \
            COALESCE((SELECT sum(value) FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
               AND metric = 'tokenize_requests'), 0)::bigint AS tokenize_requests, \
            COALESCE((SELECT sum(value) FROM usage_counters WHERE tenant_id = $1 AND month = $3 \
@@ -133,7 +138,8 @@ pub async fn usage(
         period_end: next_month(start),
         tokens: TokenCounts {
             created: counts.created,
-            active: counts.active,
+            // Never below zero, should a counter have missed a batch (its metering failed).
+            active: (counts.total - counts.revoked - counts.expired).max(0),
             revoked: counts.revoked,
             expired: counts.expired,
         },

@@ -42,6 +42,14 @@ async fn same_window(room: Duration) {
     }
 }
 
+#[derive(diesel::QueryableByName)]
+struct Month {
+    #[diesel(sql_type = Date)]
+    month: time::Date,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
 /// A vault entry whose token id says it was created at `at` (token ids are UUIDv7).
 async fn entry(
     conn: &mut AsyncPgConnection,
@@ -473,6 +481,35 @@ async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_ad
             .unwrap(),
         7
     );
+    // Migration 041 fills in the earlier months, each entry in the month of its token id.
+    conn.batch_execute(
+        include_str!("../../../migrations/2026-11-27-000041_usage_without_vault_scans/up.sql")
+            .split_once("revoked_at IS NULL;")
+            .unwrap()
+            .1,
+    )
+    .await
+    .unwrap();
+    let months: Vec<Month> = diesel::sql_query(
+        "SELECT month, sum(value)::bigint AS n FROM usage_counters \
+          WHERE tenant_id = 'acme' AND metric = 'tokens_created' GROUP BY month ORDER BY month",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
+    let earlier = (start - time::Duration::days(40)).date();
+    let last = (start - time::Duration::milliseconds(1)).date();
+    assert_eq!(
+        months
+            .iter()
+            .map(|m| (m.month.replace_day(1).unwrap(), m.n))
+            .collect::<Vec<_>>(),
+        [
+            (earlier.replace_day(1).unwrap(), 1),
+            (last.replace_day(1).unwrap(), 1),
+            (start.date(), 7)
+        ]
+    );
     // Last month's count is not this month's.
     diesel::sql_query(
         "INSERT INTO usage_counters (tenant_id, month, metric, value) \
@@ -520,7 +557,7 @@ async fn usage_reports_the_tenants_own_counts_of_this_month_and_its_quota() {
     diesel::sql_query(
         "INSERT INTO usage_counters (tenant_id, month, metric, value) \
          VALUES ('acme', $1, 'tokenize_requests', 40), ('acme', $1, 'tokenize_items', 400), \
-                ('acme', $1, 'tokens_created', 400)",
+                ('acme', $1, 'tokens_created', 2)",
     )
     .bind::<Date, _>(last_month.date())
     .execute(&mut conn)
