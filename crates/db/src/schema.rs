@@ -460,6 +460,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    remediation_status_counts (tenant_id, status, shard) {
+        tenant_id -> Text,
+        status -> Text,
+        shard -> Int2,
+        requests -> Int8,
+    }
+}
+
+diesel::table! {
     scan_chunks (tenant_id, scan_id, chunk_no) {
         tenant_id -> Text,
         scan_id -> Uuid,
@@ -685,6 +694,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     remediation_requests,
     remediation_retained_storage,
     remediation_runs,
+    remediation_status_counts,
     scan_chunks,
     scan_classifiers,
     scan_connectors,

@@ -726,6 +726,31 @@ async fn mask_keeps_the_shape_quarantine_moves_and_undo_brings_it_back() {
         None,
         "the spent snapshot goes"
     );
+    // The counts the metrics read, kept by triggers as the requests moved from planned to
+    // undone, are the table's own.
+    #[derive(QueryableByName, Debug, PartialEq)]
+    struct State {
+        #[diesel(sql_type = Text)]
+        status: String,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut conn = stack.platform.conn().await;
+    let table: Vec<State> = diesel::sql_query(
+        "SELECT status, count(*) AS n FROM remediation_requests GROUP BY status ORDER BY status",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
+    let kept: Vec<State> = diesel::sql_query(
+        "SELECT status, sum(requests)::bigint AS n FROM remediation_status_counts \
+          GROUP BY status HAVING sum(requests) <> 0 ORDER BY status",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
+    assert!(table.iter().any(|s| s.status == "undone"), "{table:?}");
+    assert_eq!(kept, table);
 }
 
 /// people.csv holding [`PEOPLE`] and a connector to it, scanned before any policy exists, so
