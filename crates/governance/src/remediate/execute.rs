@@ -14,12 +14,10 @@
 //! A concurrent change is never overwritten: the request fails `object_changed` and the next
 //! scan of the changed object plans again.
 
-use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use connectors::cloud::{Bucket, Cloud, Encryption, Failure, Properties, Storage};
-use detect::Detector;
 use diesel::result::Error as DieselError;
 use diesel_async::AsyncPgConnection;
 use ids::TenantId;
@@ -30,13 +28,14 @@ use settings::Gate;
 
 use super::cached::{Actions, ScanClassifiers, Storages};
 use super::conn::Conn;
-use super::content::{self, Unsupported};
+use super::content::Unsupported;
 use super::location::{
     self, lkg_location, quarantine_location, refuse_public_snapshot, snapshot_of,
 };
 use super::mark;
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
+use super::rewrite;
 use super::stop::Stop;
 use super::store::{self, Ending, Row, State};
 use crate::document::{Action, ActionType};
@@ -415,7 +414,15 @@ async fn snapshot(
                 Some("AppendBlob") => return Err(Stop::Fail(APPEND_BLOB.into())),
                 Some(_) => return Err(Stop::Fail(PAGE_BLOB.into())),
             }
-            let after = rewrite(db, exec, row, action, &whole.bytes).await?;
+            let after = rewrite::rewrite(
+                db,
+                &exec.keyring,
+                &exec.scan_classifiers,
+                row,
+                action,
+                &whole.bytes,
+            )
+            .await?;
             (
                 lkg_location(storage, row),
                 Some(Rewrite {
@@ -497,7 +504,15 @@ async fn write(
                     if Some(sha256(&snapshot.bytes)) != row.sha256_before {
                         return Err(Stop::Fail("snapshot_mismatch".into()));
                     }
-                    let after = rewrite(db, exec, row, action, &snapshot.bytes).await?;
+                    let after = rewrite::rewrite(
+                        db,
+                        &exec.keyring,
+                        &exec.scan_classifiers,
+                        row,
+                        action,
+                        &snapshot.bytes,
+                    )
+                    .await?;
                     db.release();
                     Rewrite {
                         before: snapshot.bytes,
@@ -568,105 +583,6 @@ async fn write(
     )
     .await?
     .ok_or_else(moved_on)
-}
-
-/// The object's bytes with the request's values replaced: by tokens from the vault, or masked.
-async fn rewrite(
-    db: &mut Conn<'_>,
-    exec: &Executor,
-    row: &Row,
-    action: &Action,
-    bytes: &[u8],
-) -> Result<Vec<u8>, Stop> {
-    let tenant = row.tenant()?;
-    let conn = db.get().await?;
-    let keys = exec
-        .keyring
-        .tenant(conn, &tenant)
-        .await
-        .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))?;
-    let found = find_values(db, exec, &keys, &tenant, row, bytes).await?;
-    // Every finding of the request is marked remediated when it ends, so each must be found
-    // again in the bytes that were scanned (the read is conditional on their ETag). One that is
-    // not (the detector or the tenant's classifiers changed since) fails the request rather
-    // than be reported remediated while its value stays in the object.
-    if found.spans.is_empty() || found.missing > 0 {
-        return Err(Stop::Fail("values_not_found".into()));
-    }
-    let spans = found.spans;
-    match action {
-        Action::Mask(mask) => Ok(content::rewrite(bytes, &spans, |s| {
-            content::mask(&s.value, usize::from(mask.keep_last), mask.char)
-        })),
-        Action::Tokenize(config) => {
-            let tokens = super::tokens::issue(
-                db.get().await?,
-                &exec.keyring,
-                &tenant,
-                config.tokenization_policy_id,
-                row.request_id,
-                &spans,
-            )
-            .await?;
-            Ok(content::rewrite(bytes, &spans, |s| {
-                tokens
-                    .get(&(s.pii_type.clone(), s.value.clone()))
-                    .cloned()
-                    .unwrap_or_else(|| s.value.clone())
-            }))
-        }
-        _ => Err(Stop::Fail("not_a_rewrite".into())),
-    }
-}
-
-/// The request's findings' values in `bytes`, found again by their fingerprints with the
-/// classifiers of the scans that found them.
-async fn find_values(
-    db: &mut Conn<'_>,
-    exec: &Executor,
-    keys: &TenantKeys,
-    tenant: &TenantId,
-    row: &Row,
-    bytes: &[u8],
-) -> Result<content::Found, Stop> {
-    let conn = db.get().await?;
-    let findings = scans::findings::fingerprinted(conn, tenant, &row.finding_ids)
-        .await
-        .map_err(|e| Stop::Retry(e.to_string()))?;
-    let wanted: HashSet<(String, Vec<u8>)> = findings
-        .iter()
-        .map(|f| (f.pii_type.clone(), f.fingerprint.clone()))
-        .collect();
-    let mut scans_seen: BTreeMap<uuid::Uuid, ()> = BTreeMap::new();
-    let mut specs = Vec::new();
-    for f in &findings {
-        if scans_seen.insert(f.scan_id, ()).is_none() {
-            let ran_with = exec
-                .scan_classifiers
-                .get(conn, tenant, ids::ScanId::from_uuid(f.scan_id))
-                .await?;
-            specs.extend(ran_with.iter().cloned());
-        }
-    }
-    // The built-in recognizers cost milliseconds to build: built once per process. A tenant's
-    // classifiers are compiled for the request (as rare as custom classifiers are).
-    static PLAIN: std::sync::OnceLock<Detector> = std::sync::OnceLock::new();
-    let compiled;
-    let detector = if specs.is_empty() {
-        PLAIN.get_or_init(Detector::new)
-    } else {
-        let mut seen = HashSet::new(); // each name once, wherever it repeats
-        specs.retain(|spec| seen.insert(spec.name.clone()));
-        let classifiers = detect::Classifiers::compile(&specs)
-            .map_err(|_| Stop::Fail("classifiers_unreadable".into()))?;
-        compiled = Detector::with_classifiers(classifiers);
-        &compiled
-    };
-    let file_name = row.object_key.rsplit('/').next().unwrap_or(&row.object_key);
-    // Detection is the run's longest stretch of CPU: no connection is held through it.
-    db.release();
-    content::find(detector, file_name, bytes, keys, &wanted)
-        .map_err(|u| Stop::Fail(u.reason().into()))
 }
 
 /// planned or snapshotted → blocked: the tenant denies the action's class now. Returns whether

@@ -23,6 +23,7 @@ pub mod read;
 pub mod receipt;
 pub mod rescore;
 pub mod retain;
+mod rewrite;
 pub mod stop;
 pub mod store;
 pub mod sweep;
