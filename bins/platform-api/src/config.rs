@@ -24,6 +24,7 @@
 //! | `DPS_SCAN_LEASE_SECONDS` | 30 | Lease of each chunk a worker of this process claims (1 to 3600): how long a chunk whose worker died waits before another takes it. |
 //! | `DPS_SCAN_ENUMERATIONS` | 2 | Scan listings this process runs at once (1 to 64); each holds a database connection while it lists. |
 //! | `DPS_SCAN_RESOURCE_RETENTION_DAYS` | 30 | Days an ended scan keeps its per-object rows (0 to 3650; 0 keeps them for good). Counts and findings stay. |
+//! | `DPS_RESOLVED_FINDINGS_RETENTION_DAYS` | 90 | Days a resolved finding is kept (0, or 8 to 3650; 0 keeps them for good). |
 //! | `DPS_SCAN_WORKER_IMAGE` | `dps/scan-worker:<version>` | Image named in deployment configs. |
 //! | `DPS_COORDINATOR_URL` | the request's origin | URL named in deployment configs. |
 //! | cloud variables | | See docs/configuration.md, "Cloud access". |
@@ -66,6 +67,9 @@ pub struct Config {
     /// `DPS_SCAN_RESOURCE_RETENTION_DAYS`: days an ended scan keeps its per-object rows
     /// (`scans::retention`); `None` (0) keeps them.
     pub scan_resource_retention_days: Option<u32>,
+    /// `DPS_RESOLVED_FINDINGS_RETENTION_DAYS`: days a resolved finding is kept
+    /// (`scans::retention`); `None` (0) keeps them.
+    pub resolved_findings_retention_days: Option<u32>,
     /// `DPS_SCAN_WORKER_IMAGE`: the container image deployment configs name.
     pub scan_worker_image: String,
     /// `DPS_COORDINATOR_URL`: this service's URL as workers elsewhere reach it; without it,
@@ -245,6 +249,21 @@ impl Config {
                     return Err(ConfigError::new(
                         "DPS_SCAN_RESOURCE_RETENTION_DAYS",
                         "must be 0 to 3650",
+                    ));
+                }
+                (days > 0).then_some(days)
+            },
+            resolved_findings_retention_days: {
+                let days = env.parsed(
+                    "DPS_RESOLVED_FINDINGS_RETENTION_DAYS",
+                    scans::retention::DEFAULT_RESOLVED_FINDINGS_DAYS,
+                )?;
+                if days != 0
+                    && !(scans::retention::MIN_RESOLVED_FINDINGS_DAYS..=3650).contains(&days)
+                {
+                    return Err(ConfigError::new(
+                        "DPS_RESOLVED_FINDINGS_RETENTION_DAYS",
+                        "must be 0 (keep them), or 8 to 3650: an undo within the longest rollback window (168 hours) opens its findings again",
                     ));
                 }
                 (days > 0).then_some(days)

@@ -369,6 +369,8 @@ pub struct Extra {
     pub scan_enumerations: usize,
     /// `DPS_SCAN_RESOURCE_RETENTION_DAYS`, `None` when 0.
     pub scan_resource_retention_days: Option<u32>,
+    /// `DPS_RESOLVED_FINDINGS_RETENTION_DAYS`, `None` when 0.
+    pub resolved_findings_retention_days: Option<u32>,
     /// Wakes this process's scan coordinator when a scan is created.
     pub scan_wake: scans::coordinator::Wake,
     /// The image and URL deployment configs name.
@@ -415,6 +417,7 @@ impl Extra {
             scan_lease_seconds: config.scan_lease_seconds,
             scan_enumerations: config.scan_enumerations,
             scan_resource_retention_days: config.scan_resource_retention_days,
+            resolved_findings_retention_days: config.resolved_findings_retention_days,
             scan_wake: scans::coordinator::Wake::default(),
             scan_worker_image: config.scan_worker_image.clone(),
             coordinator_url: config.coordinator_url.clone(),
@@ -508,6 +511,7 @@ impl ServiceSpec for PlatformApi {
             wake: extra.scan_wake.clone(),
             enumerations: scans::Coordinator::enumerations(extra.scan_enumerations),
             resource_retention_days: extra.scan_resource_retention_days,
+            resolved_findings_retention_days: extra.resolved_findings_retention_days,
         }
         .spawn();
         audit::Checkpointer {

@@ -61,6 +61,8 @@ pub struct Coordinator {
     pub enumerations: Arc<Semaphore>,
     /// Days an ended scan keeps its resource rows (`crate::retention`); `None` keeps them.
     pub resource_retention_days: Option<u32>,
+    /// Days a resolved finding is kept (`crate::retention`); `None` keeps them.
+    pub resolved_findings_retention_days: Option<u32>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -103,30 +105,43 @@ impl Coordinator {
             let me = self.clone();
             tokio::spawn(async move { me.work(task).await });
         }
-        if let Some(days) = self.resource_retention_days {
+        if self.resource_retention_days.is_some() || self.resolved_findings_retention_days.is_some()
+        {
             let me = self.clone();
-            tokio::spawn(async move { me.retain(days).await });
+            tokio::spawn(async move { me.retain().await });
         }
         tokio::spawn(async move { self.coordinate().await });
     }
 
-    /// Every [`PRUNE`], deletes the resource rows of scans ended more than `days` ago, for at
-    /// most [`RETENTION_BUDGET`] at a time; the rest waits for the next round. Replicas may do
-    /// this together: one deletes what the other then finds gone.
-    async fn retain(self, days: u32) {
+    /// Every [`PRUNE`], deletes the resource rows of scans that ended, and the findings that
+    /// were resolved, longer ago than their retentions, for at most [`RETENTION_BUDGET`] each;
+    /// the rest waits for the next round. Replicas may do this together: one deletes what the
+    /// other then finds gone.
+    async fn retain(self) {
+        use crate::retention::{prune_resolved_findings, prune_resources};
         loop {
             match self.pool.get().await {
                 Ok(mut conn) => {
-                    match crate::retention::prune_resources(&mut conn, days, RETENTION_BUDGET).await
-                    {
-                        Ok(0) => {}
-                        Ok(rows) => tracing::info!(rows, days, "pruned ended scans' resources"),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "pruning ended scans' resources failed")
+                    if let Some(days) = self.resource_retention_days {
+                        match prune_resources(&mut conn, days, RETENTION_BUDGET).await {
+                            Ok(0) => {}
+                            Ok(rows) => tracing::info!(rows, days, "pruned ended scans' resources"),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "pruning ended scans' resources failed")
+                            }
+                        }
+                    }
+                    if let Some(days) = self.resolved_findings_retention_days {
+                        match prune_resolved_findings(&mut conn, days, RETENTION_BUDGET).await {
+                            Ok(0) => {}
+                            Ok(rows) => tracing::info!(rows, days, "pruned resolved findings"),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "pruning resolved findings failed")
+                            }
                         }
                     }
                 }
-                Err(_) => tracing::warn!("pruning ended scans' resources: no database connection"),
+                Err(_) => tracing::warn!("retention: no database connection"),
             }
             tokio::time::sleep(PRUNE).await;
         }

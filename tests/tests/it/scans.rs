@@ -1129,6 +1129,53 @@ async fn an_ended_scan_loses_its_object_rows_after_the_retention_and_keeps_its_c
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["chunks"], json!([]), "{body}");
 
+    // Resolved findings go after their own retention, never within the rollback window, and
+    // open ones never.
+    diesel::sql_query(
+        "UPDATE findings SET status = 'resolved', resolved_at = now() - make_interval(days => d.days)
+           FROM (SELECT finding_id, (ARRAY[100, 100, 5])[row_number() OVER (ORDER BY finding_id)] AS days
+                   FROM findings ORDER BY finding_id LIMIT 3) d
+          WHERE findings.finding_id = d.finding_id",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let findings = async |conn: &mut db::AsyncPgConnection, status: &str| {
+        diesel::sql_query("SELECT count(*) AS n FROM findings WHERE status = $1")
+            .bind::<diesel::sql_types::Text, _>(status)
+            .get_result::<Count>(conn)
+            .await
+            .unwrap()
+            .n
+    };
+    assert_eq!(
+        (
+            findings(&mut conn, "open").await,
+            findings(&mut conn, "resolved").await
+        ),
+        (5, 3)
+    );
+    assert_eq!(
+        scans::retention::prune_resolved_findings(&mut conn, 90, minute)
+            .await
+            .unwrap(),
+        2
+    );
+    // One day is raised to the smallest retention an undo allows (8 days).
+    assert_eq!(
+        scans::retention::prune_resolved_findings(&mut conn, 1, minute)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        (
+            findings(&mut conn, "open").await,
+            findings(&mut conn, "resolved").await
+        ),
+        (5, 1)
+    );
+
     // A connector deleted now still takes its chunks of the shared scan with it.
     let (status, body) = admin
         .send(Method::DELETE, &format!("/connectors/{gone}"), None)
@@ -1388,5 +1435,39 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["data"], serde_json::json!([]), "{body}");
         assert_eq!(body["pagination"]["has_more"], false, "{body}");
+    }
+}
+
+/// The retentions' variables: defaults, 0 to keep for good, and values refused with the
+/// variable named (a resolved finding is kept at least as long as an undo can open it again).
+#[tokio::test]
+async fn retention_settings_have_defaults_and_refuse_what_undo_could_not_survive() {
+    let db = testkit::database().await;
+    let config = |pairs: &[(&str, &str)]| {
+        let mut env = integration_tests::default_env(&db);
+        for (k, v) in pairs {
+            env.insert((*k).into(), (*v).into());
+        }
+        platform_api::Config::from_lookup(&|k| env.get(k).cloned())
+    };
+    let defaults = config(&[]).unwrap();
+    assert_eq!(defaults.scan_resource_retention_days, Some(30));
+    assert_eq!(defaults.resolved_findings_retention_days, Some(90));
+    let kept = config(&[
+        ("DPS_SCAN_RESOURCE_RETENTION_DAYS", "0"),
+        ("DPS_RESOLVED_FINDINGS_RETENTION_DAYS", "0"),
+    ])
+    .unwrap();
+    assert_eq!(kept.scan_resource_retention_days, None);
+    assert_eq!(kept.resolved_findings_retention_days, None);
+    for (variable, value) in [
+        ("DPS_RESOLVED_FINDINGS_RETENTION_DAYS", "7"),
+        ("DPS_RESOLVED_FINDINGS_RETENTION_DAYS", "3651"),
+        ("DPS_RESOLVED_FINDINGS_RETENTION_DAYS", "-1"),
+        ("DPS_SCAN_RESOURCE_RETENTION_DAYS", "3651"),
+        ("DPS_SCAN_RESOURCE_RETENTION_DAYS", "a month"),
+    ] {
+        let refused = config(&[(variable, value)]).unwrap_err();
+        assert_eq!(refused.variable, variable, "{value}");
     }
 }

@@ -1,0 +1,1 @@
+DROP INDEX findings_resolved_idx;
