@@ -119,26 +119,24 @@ impl Coordinator {
     /// other then finds gone.
     async fn retain(self) {
         use crate::retention::{prune_resolved_findings, prune_resources};
+        fn report(what: &str, days: u32, pruned: Result<u64, ScanError>) {
+            match pruned {
+                Ok(0) => {}
+                Ok(rows) => tracing::info!(rows, days, "pruned {what}"),
+                Err(e) => tracing::warn!(error = %e, "pruning {what} failed"),
+            }
+        }
         loop {
             match self.pool.get().await {
                 Ok(mut conn) => {
                     if let Some(days) = self.resource_retention_days {
-                        match prune_resources(&mut conn, days, RETENTION_BUDGET).await {
-                            Ok(0) => {}
-                            Ok(rows) => tracing::info!(rows, days, "pruned ended scans' resources"),
-                            Err(e) => {
-                                tracing::warn!(error = %e, "pruning ended scans' resources failed")
-                            }
-                        }
+                        let pruned = prune_resources(&mut conn, days, RETENTION_BUDGET).await;
+                        report("ended scans' resources", days, pruned);
                     }
                     if let Some(days) = self.resolved_findings_retention_days {
-                        match prune_resolved_findings(&mut conn, days, RETENTION_BUDGET).await {
-                            Ok(0) => {}
-                            Ok(rows) => tracing::info!(rows, days, "pruned resolved findings"),
-                            Err(e) => {
-                                tracing::warn!(error = %e, "pruning resolved findings failed")
-                            }
-                        }
+                        let pruned =
+                            prune_resolved_findings(&mut conn, days, RETENTION_BUDGET).await;
+                        report("resolved findings", days, pruned);
                     }
                 }
                 Err(_) => tracing::warn!("retention: no database connection"),

@@ -909,15 +909,13 @@ async fn a_scan_past_its_timeout_ends_partial_and_its_workers_stop() {
     assert!(body["data"]["progress"]["findings_count"].as_i64().unwrap() >= processed);
 }
 
-#[tokio::test]
-async fn deleting_a_connector_removes_its_share_of_a_parallel_scan() {
-    let moto = emulators::moto(&[]);
-    let app = app_on(&moto, "2").await;
-    let admin = Client {
-        app: &app,
-        token: app.token("acme", "ann", &["admin"]),
-    };
-    // Two buckets: "kept" holds 3 objects with an SSN each, "gone" holds 5.
+/// Two buckets, "kept" with 3 objects holding an SSN each and "gone" with 5, a connector to
+/// each, and one parallel scan of both, finished: the connectors' ids, the scan's id and its
+/// final state.
+async fn kept_and_gone_scanned(
+    moto: &emulators::Emulator,
+    admin: &Client<'_>,
+) -> (String, String, String, Value) {
     for (bucket, count) in [("kept", 3), ("gone", 5)] {
         let store = seed::s3_bucket(&moto.url(), bucket).await;
         let body = format!("ssn {SSN}\n");
@@ -926,8 +924,8 @@ async fn deleting_a_connector_removes_its_share_of_a_parallel_scan() {
             keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
         seed::put_all(store.as_ref(), &objects).await;
     }
-    let kept = connector(&admin, "Kept", "kept").await;
-    let gone = connector(&admin, "Gone", "gone").await;
+    let kept = connector(admin, "Kept", "kept").await;
+    let gone = connector(admin, "Gone", "gone").await;
     let (status, body) = admin
         .send(
             Method::POST,
@@ -937,7 +935,19 @@ async fn deleting_a_connector_removes_its_share_of_a_parallel_scan() {
         .await;
     assert_eq!(status, 201, "{body}");
     let shared = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    let done = finished(&admin, &shared).await;
+    let done = finished(admin, &shared).await;
+    (kept, gone, shared, done)
+}
+
+#[tokio::test]
+async fn deleting_a_connector_removes_its_share_of_a_parallel_scan() {
+    let moto = emulators::moto(&[]);
+    let app = app_on(&moto, "2").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let (kept, gone, shared, done) = kept_and_gone_scanned(&moto, &admin).await;
     assert_eq!(done["progress"]["files_total"], 8, "{done}");
     assert_eq!(done["progress"]["findings_count"], 8, "{done}");
     // A scan of the deleted connector alone goes with it.
@@ -1019,26 +1029,7 @@ async fn an_ended_scan_loses_its_object_rows_after_the_retention_and_keeps_its_c
         app: &app,
         token: app.token("acme", "ann", &["admin"]),
     };
-    for (bucket, count) in [("kept", 3), ("gone", 5)] {
-        let store = seed::s3_bucket(&moto.url(), bucket).await;
-        let body = format!("ssn {SSN}\n");
-        let keys: Vec<String> = (0..count).map(|i| format!("{bucket}/{i}.txt")).collect();
-        let objects: Vec<(&str, &[u8])> =
-            keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
-        seed::put_all(store.as_ref(), &objects).await;
-    }
-    let kept = connector(&admin, "Kept", "kept").await;
-    let gone = connector(&admin, "Gone", "gone").await;
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            "/scans/parallel",
-            Some(json!({"connectors": [kept, gone], "type": "full"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let shared = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    let done = finished(&admin, &shared).await;
+    let (kept, gone, shared, done) = kept_and_gone_scanned(&moto, &admin).await;
     assert_eq!(done["progress"]["files_total"], 8, "{done}");
     let history = async |id: &str| {
         let (status, body) = admin
