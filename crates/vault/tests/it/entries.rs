@@ -519,3 +519,83 @@ async fn issued_tokens_are_found_by_their_lookup_keys_and_nothing_else_is() {
     assert_eq!(written(&again, 2).1, surrogate_id);
     assert_eq!(v.entries().await, 3);
 }
+
+/// Among 20,000 entries, listing the few revoked or expired ones reads the partial indexes
+/// that hold only those (migration 041), not the whole vault in token order.
+#[tokio::test]
+async fn listing_revoked_or_expired_entries_reads_only_those() {
+    use diesel_async::SimpleAsyncConnection as _;
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut v = Vault::new().await;
+    v.conn
+        .batch_execute(
+            "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, mode, policy_id, \
+             policy_version, key_version, ciphertext, revoked_at, expires_at) \
+             SELECT 'acme', gen_random_uuid(), 'rtk_' || n, 'email', 'randomized', \
+                    gen_random_uuid(), 1, 1, '\\x00', \
+                    CASE WHEN n % 4000 = 0 THEN now() END, \
+                    CASE WHEN n % 4000 = 1 THEN now() - interval '1 hour' \
+                         WHEN n % 2 = 0 THEN now() + interval '1 day' END \
+               FROM generate_series(1, 20000) AS n",
+        )
+        .await
+        .unwrap();
+    v.conn
+        .batch_execute("VACUUM ANALYZE vault_entries")
+        .await
+        .unwrap();
+    let scans = async |conn: &mut diesel_async::AsyncPgConnection, index: &str| {
+        conn.batch_execute("SELECT pg_stat_clear_snapshot()")
+            .await
+            .unwrap();
+        diesel::sql_query("SELECT idx_scan AS n FROM pg_stat_user_indexes WHERE indexrelname = $1")
+            .bind::<diesel::sql_types::Text, _>(index)
+            .get_result::<Count>(conn)
+            .await
+            .unwrap()
+            .n
+    };
+    for (status, index, found) in [
+        ("revoked", "vault_entries_revoked_idx", 5),
+        ("expired", "vault_entries_expiry_idx", 5),
+    ] {
+        let before = scans(&mut v.conn, index).await;
+        let page = entries::list(
+            &mut v.conn,
+            &v.cursors,
+            &acme(),
+            ListRequest {
+                status: Some(status),
+                ..all(50)
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(page.items.len(), found, "{status}");
+        v.conn
+            .batch_execute("SELECT pg_stat_force_next_flush()")
+            .await
+            .unwrap();
+        assert!(
+            scans(&mut v.conn, index).await > before,
+            "listing {status} entries did not read {index}"
+        );
+    }
+    // So does the usage's count of them.
+    let before = (
+        scans(&mut v.conn, "vault_entries_revoked_idx").await,
+        scans(&mut v.conn, "vault_entries_expiry_idx").await,
+    );
+    let usage = limits::usage(&mut v.conn, &acme()).await.unwrap();
+    assert_eq!((usage.tokens.revoked, usage.tokens.expired), (5, 5));
+    v.conn
+        .batch_execute("SELECT pg_stat_force_next_flush()")
+        .await
+        .unwrap();
+    assert!(scans(&mut v.conn, "vault_entries_revoked_idx").await > before.0);
+    assert!(scans(&mut v.conn, "vault_entries_expiry_idx").await > before.1);
+}
