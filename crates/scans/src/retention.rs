@@ -33,7 +33,7 @@ pub const DEFAULT_RESOLVED_FINDINGS_DAYS: u32 = 90;
 /// (168 hours), within which an undo opens the findings its remediation resolved again.
 pub const MIN_RESOLVED_FINDINGS_DAYS: u32 = 8;
 
-/// Resource rows deleted per statement: each is a short transaction.
+/// Rows (resources or findings) deleted per statement: each is a short transaction.
 const SLICE: i32 = 10_000;
 
 #[derive(QueryableByName)]
