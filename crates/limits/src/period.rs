@@ -28,13 +28,6 @@ pub(crate) fn next_month(start: OffsetDateTime) -> OffsetDateTime {
         .unwrap_or(start)
 }
 
-/// The smallest UUIDv7 of `at`'s millisecond. Token ids are UUIDv7, so "created since `at`"
-/// is a range of the primary key `(tenant_id, token_id)`.
-pub fn first_id_at(at: OffsetDateTime) -> uuid::Uuid {
-    let millis = u64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
-    uuid::Builder::from_unix_timestamp_millis(millis, &[0; 10]).into_uuid()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

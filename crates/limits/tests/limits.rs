@@ -466,7 +466,6 @@ async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_ad
             .unwrap(),
         1
     );
-    assert!(limits::first_id_at(start) <= limits::first_id_at(now));
 
     // Tokenize adds what it created; items that found existing entries are not counted.
     limits::record_tokenize(&mut conn, &acme(), 10, 3)

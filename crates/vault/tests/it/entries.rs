@@ -19,6 +19,21 @@ fn all(limit: i64) -> ListRequest<'static> {
     }
 }
 
+/// The first page of acme's entries of one status.
+async fn with_status(v: &mut Vault, status: &str) -> paging::Page<entries::Entry> {
+    entries::list(
+        &mut v.conn,
+        &v.cursors,
+        &acme(),
+        ListRequest {
+            status: Some(status),
+            ..all(50)
+        },
+    )
+    .await
+    .unwrap()
+}
+
 async fn expire(v: &mut Vault, id: TokenId) {
     diesel::sql_query(
         "UPDATE vault_entries SET expires_at = now() - interval '1 second' WHERE token_id = $1",
@@ -100,17 +115,7 @@ async fn the_list_filters_by_type_and_status_and_holds_no_value() {
         ("revoked", vec![ids[1]]),
         ("expired", vec![ids[2]]),
     ] {
-        let page = entries::list(
-            &mut v.conn,
-            &v.cursors,
-            &acme(),
-            ListRequest {
-                status: Some(status),
-                ..all(50)
-            },
-        )
-        .await
-        .unwrap();
+        let page = with_status(&mut v, status).await;
         assert_eq!(
             page.items.iter().map(|e| e.token_id).collect::<Vec<_>>(),
             expected,
@@ -564,17 +569,7 @@ async fn listing_revoked_or_expired_entries_reads_only_those() {
         ("expired", "vault_entries_expiry_idx", 5),
     ] {
         let before = scans(&mut v.conn, index).await;
-        let page = entries::list(
-            &mut v.conn,
-            &v.cursors,
-            &acme(),
-            ListRequest {
-                status: Some(status),
-                ..all(50)
-            },
-        )
-        .await
-        .unwrap();
+        let page = with_status(&mut v, status).await;
         assert_eq!(page.items.len(), found, "{status}");
         v.conn
             .batch_execute("SELECT pg_stat_force_next_flush()")
