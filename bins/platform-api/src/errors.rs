@@ -350,17 +350,20 @@ mod tests {
 
     #[test]
     fn an_undo_the_storage_refuses_is_a_conflict_not_a_retry() {
-        let refused = undo(UndoError::Refused(
-            "refused: 409 BlobArchived: This operation is not permitted on an archived blob."
-                .into(),
-        ));
+        use governance::remediate::stop::Reason;
+        let refused = undo(UndoError::Refused(Reason::StorageRefused));
         assert_eq!(refused.status, StatusCode::CONFLICT);
         assert!(
-            refused.message.contains("BlobArchived"),
+            refused.message.contains("storage_refused"),
             "{}",
             refused.message
         );
-        let unreachable = undo(UndoError::Storage("network: timed out".into()));
+        let unreachable = undo(UndoError::Storage(Reason::Network));
         assert_eq!(unreachable.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            unreachable.message.ends_with(": network"),
+            "{}",
+            unreachable.message
+        );
     }
 }

@@ -1817,3 +1817,61 @@ async fn a_worker_outside_the_platform_feeds_remediation_and_knows_the_tenants_t
         "nothing planned again: {all}"
     );
 }
+
+/// A storage that fails under a remediation: the request's reason, the API and the audit log
+/// carry only a code from the closed list, never the provider's or the HTTP client's own text
+/// (which names addresses, role ARNs and object keys). The text goes to the operator's log.
+#[tokio::test]
+async fn a_storage_failure_is_a_reason_code_never_the_providers_words() {
+    let mut stack = Stack::new(|_| {}).await;
+    // Borrows the service alone, so that the storage can be stopped below.
+    let admin = Client {
+        app: &stack.platform,
+        token: stack.platform.token("acme", "ann", &["admin"]),
+    };
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("people.csv", SSNS)]).await;
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    crate::scans::full_scan(&admin, &connector).await;
+    // The storage goes away, then an enforced reconciliation plans a mask of what the scan
+    // found: every call the executor makes to the storage fails.
+    stack.moto.stop();
+    ssn_mask_policy(&admin).await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/reconcile",
+            Some(json!({"mode": "enforced"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let remediation = loop {
+        let (status, body) = admin
+            .send(Method::GET, "/governance/remediations", None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        if let Some(r) = body["data"]
+            .as_array()
+            .and_then(|all| all.iter().find(|r| r["reason"].is_string()))
+        {
+            break r.clone();
+        }
+        assert!(Instant::now() < deadline, "no reason yet: {body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let reason = remediation["reason"].as_str().unwrap();
+    assert!(
+        ["identity", "network"].contains(&reason),
+        "a bare code: {remediation}"
+    );
+    assert_eq!(remediation["status"], "planned", "retried: {remediation}");
+    let (_, log) = admin
+        .send(Method::GET, "/governance/audit-log?limit=100", None)
+        .await;
+    for shown in [remediation.to_string(), log.to_string()] {
+        for words in ["127.0.0.1", "http://", "error sending request", "STS"] {
+            assert!(!shown.contains(words), "{words} in {shown}");
+        }
+    }
+}

@@ -11,7 +11,7 @@ use detect::ClassifierSpec;
 use diesel_async::AsyncPgConnection;
 use ids::{ConnectorId, PolicyId, ScanId, TenantId};
 
-use super::stop::Stop;
+use super::stop::{Reason, Stop};
 use super::store::Row;
 use crate::document::{Action, ActionType};
 
@@ -128,7 +128,7 @@ impl Actions {
         let action =
             crate::policies::action_at(conn, tenant, row.policy(), row.policy_version, kind)
                 .await?
-                .ok_or_else(|| Stop::Fail("policy_version_missing".into()))?;
+                .ok_or_else(|| Stop::fail(Reason::PolicyVersionMissing))?;
         self.0.put(key, &action);
         Ok(action)
     }
@@ -166,7 +166,7 @@ impl ScanClassifiers {
         let specs = Arc::new(
             scans::classifiers::for_scan(conn, tenant, scan)
                 .await
-                .map_err(|e| Stop::Retry(e.to_string()))?,
+                .map_err(|e| Stop::retry_with(Reason::ClassifiersUnreadable, e))?,
         );
         self.0.put(key, &specs);
         Ok(specs)

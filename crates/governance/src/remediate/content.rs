@@ -51,13 +51,22 @@ pub enum Unsupported {
 }
 
 impl Unsupported {
-    pub fn reason(self) -> &'static str {
+    pub const ALL: [Unsupported; 5] = [
+        Unsupported::Compressed,
+        Unsupported::NotUtf8Text,
+        Unsupported::Overlapping,
+        Unsupported::AcrossCells,
+        Unsupported::TooManyValues,
+    ];
+
+    /// The qualifier of the `unsupported_content` reason.
+    pub fn code(self) -> &'static str {
         match self {
-            Unsupported::Compressed => "unsupported_content:compressed",
-            Unsupported::NotUtf8Text => "unsupported_content:encoding",
-            Unsupported::Overlapping => "unsupported_content:overlapping_values",
-            Unsupported::AcrossCells => "unsupported_content:value_across_cells",
-            Unsupported::TooManyValues => "unsupported_content:too_many_values",
+            Unsupported::Compressed => "compressed",
+            Unsupported::NotUtf8Text => "encoding",
+            Unsupported::Overlapping => "overlapping_values",
+            Unsupported::AcrossCells => "value_across_cells",
+            Unsupported::TooManyValues => "too_many_values",
         }
     }
 }

@@ -30,7 +30,7 @@ use uuid::Uuid;
 use super::conn::Conn;
 use super::cosigner::{CosignError, host};
 use super::receipt::Receipts;
-use super::stop::Stop;
+use super::stop::{Reason, Stop};
 use super::store::{self, Row, StoredReceipt};
 
 /// Pending receipts taken per run.
@@ -79,7 +79,7 @@ pub(crate) async fn approve(
         Err(e) => {
             let host = endpoint.map_or_else(|| "none".to_owned(), host);
             tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, %host, reason = %e, "the co-signer did not approve a planned remediation; it does not run");
-            Err(Stop::Retry(format!("cosign_failed: {e}")))
+            Err(Stop::retry(Reason::CosignFailed(e.code())))
         }
     }
 }

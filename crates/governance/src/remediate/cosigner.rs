@@ -74,6 +74,42 @@ pub enum CosignError {
     Receipt(String),
 }
 
+impl CosignError {
+    /// Every [`CosignError::code`].
+    pub const CODES: [&'static str; 12] = [
+        "no_certificate",
+        "no_endpoint",
+        "endpoint_refused",
+        "not_https",
+        "unreachable",
+        "timeout",
+        "http_status",
+        "malformed_answer",
+        "jwks_unusable",
+        "unknown_kid",
+        "bad_signature",
+        "receipt_unsignable",
+    ];
+
+    /// What a tenant is told of it: a code, without the co-signer's own words.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CosignError::NoCertificate => "no_certificate",
+            CosignError::NoEndpoint => "no_endpoint",
+            CosignError::Refused(_) => "endpoint_refused",
+            CosignError::NotHttps => "not_https",
+            CosignError::Unreachable(_) => "unreachable",
+            CosignError::Timeout(_) => "timeout",
+            CosignError::Status(_) => "http_status",
+            CosignError::Malformed(_) => "malformed_answer",
+            CosignError::Jwks(_) => "jwks_unusable",
+            CosignError::UnknownKid => "unknown_kid",
+            CosignError::BadSignature => "bad_signature",
+            CosignError::Receipt(_) => "receipt_unsignable",
+        }
+    }
+}
+
 /// The JWKS of one co-signer origin and when it was fetched.
 struct CachedJwks {
     fetched: Instant,

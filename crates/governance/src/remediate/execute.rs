@@ -36,7 +36,7 @@ use super::mark;
 use super::receipt::{self, Receipts};
 use super::rescore::Changed;
 use super::rewrite;
-use super::stop::Stop;
+use super::stop::{Reason, Stop};
 use super::store::{self, Ending, Row, State};
 use crate::document::{Action, ActionType};
 use crate::evaluate::plan::safety_class;
@@ -125,29 +125,33 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
     // runs to its end (it may have written already).
     if action_withdrawn && row.state() == State::Planned {
         let reason = if policy_deleted {
-            "policy_deleted"
+            Reason::PolicyDeleted
         } else {
-            "policy_no_longer_enforces_the_action"
+            Reason::PolicyWithdrawn
         };
         discard_snapshot(db, exec, &row).await;
-        fail(db.get().await?, &row, reason).await?;
+        fail(db.get().await?, &row, reason, None).await?;
         return Ok(true);
     }
     // Only a request that has changed nothing yet gives up: once snapshotted, the object may
     // hold the new content (a write whose answer was lost), and only a definite answer from the
     // storage ends the request; until then it is retried, every 30 minutes at most.
     if row.attempts > store::MAX_ATTEMPTS && row.state() == State::Planned {
-        let reason = format!(
-            "attempts_exhausted: {}",
-            row.reason.as_deref().unwrap_or("unknown")
-        );
         discard_snapshot(db, exec, &row).await;
-        fail(db.get().await?, &row, &reason).await?;
+        fail(
+            db.get().await?,
+            &row,
+            Reason::AttemptsExhausted,
+            row.reason.as_deref(),
+        )
+        .await?;
         return Ok(true);
     }
     match advance(db, exec, row.clone()).await {
         Ok(()) => {}
-        Err(Stop::Fail(reason)) => {
+        Err(Stop::Fail(cause)) => {
+            cause.log(&row.tenant_id, &row.request_id);
+            let reason = cause.reason;
             // The lease is renewed first, guarded by the one this taker holds, so that no other
             // taker can start on the request while this one asks the storage, keeps or deletes
             // the snapshot and ends it. A plain read could pass just before the lease ran out,
@@ -162,7 +166,7 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
                 // The object holds the new content: only the receipt is missing, and it is
                 // retried, never failed.
                 Some(current) if current.state() == State::Written => {
-                    store::retry_later(db.get().await?, &current, &reason).await?;
+                    store::retry_later(db.get().await?, &current, reason).await?;
                 }
                 Some(current) => {
                     // Once snapshotted, the write may have reached the object before the answer
@@ -184,13 +188,13 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
                             .unwrap_or(settings::LKG_RETENTION_OPTIONS[2]);
                         store::keep_snapshot(conn, &current, hours).await?;
                     }
-                    fail(db.get().await?, &current, &reason).await?;
+                    fail(db.get().await?, &current, reason, None).await?;
                 }
             }
         }
-        Err(Stop::Retry(reason)) => {
-            tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, attempt = row.attempts, %reason, "a remediation step failed; it is retried");
-            store::retry_later(db.get().await?, &row, &reason).await?;
+        Err(Stop::Retry(cause)) => {
+            tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, attempt = row.attempts, reason = %cause.reason, detail = cause.detail.as_deref().unwrap_or(""), "a remediation step failed; it is retried");
+            store::retry_later(db.get().await?, &row, cause.reason).await?;
         }
         Err(Stop::Database(e)) => return Err(e),
     }
@@ -202,7 +206,7 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
     let tenant = row.tenant()?;
     let kind = row
         .kind()
-        .ok_or_else(|| Stop::Fail("corrupt_request".into()))?;
+        .ok_or_else(|| Stop::fail(Reason::CorruptRequest))?;
     let conn = db.get().await?;
     let action = exec.actions.get(conn, &tenant, &row, kind).await?;
     // The tenant's settings, read once for the run: the gate, the co-signing and the rollback
@@ -263,9 +267,7 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
                 // Denied, and the storage cannot say whether the write happened: asked again
                 // later, never written meanwhile.
                 None => {
-                    return Err(Stop::Retry(
-                        "the storage could not be asked whether the object is untouched".into(),
-                    ));
+                    return Err(Stop::retry(Reason::ObjectStateUnknown));
                 }
                 Some(false) => {}
             }
@@ -308,7 +310,7 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
 
 /// The other taker's doing when a guarded transition finds the request moved on.
 fn moved_on() -> Stop {
-    Stop::Retry("the request moved on under another taker".into())
+    Stop::retry(Reason::MovedOn)
 }
 
 /// The connector's storage, opened with its current credentials.
@@ -326,14 +328,14 @@ pub(crate) async fn open_storage(
     let config = match connectors::store::config(conn, &keys, tenant, row.connector()).await {
         Ok(config) => config,
         Err(connectors::ConnectorError::NotFound) => {
-            return Err(Stop::Fail("connector_deleted".into()));
+            return Err(Stop::fail(Reason::ConnectorDeleted));
         }
-        Err(e) => return Err(Stop::Retry(e.to_string())),
+        Err(e) => return Err(Stop::retry_with(Reason::ConnectorUnreadable, e)),
     };
     let storage = exec
         .cloud
         .open(row.connector(), &config)
-        .map_err(|e| Stop::Retry(e.message))?;
+        .map_err(|e| Stop::retry_with(Reason::StorageUnopened, e.message))?;
     exec.storages.put(key, &storage);
     Ok(storage)
 }
@@ -347,7 +349,7 @@ pub(crate) async fn tenant_keys(
     exec.keyring
         .tenant(conn, tenant)
         .await
-        .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))
+        .map_err(|_| Stop::retry(Reason::TenantKeysUnreadable))
 }
 
 fn bucket(storage: &Storage, name: &str) -> Result<Bucket, Stop> {
@@ -359,10 +361,6 @@ pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
         .as_ref()
         .to_vec()
 }
-
-/// Why an Azure append or page blob is not rewritten: Put Blob would make it a block blob.
-const APPEND_BLOB: &str = "unsupported_content:append_blob";
-const PAGE_BLOB: &str = "unsupported_content:page_blob";
 
 /// An object's content before and after, and its served headers and metadata (kept).
 struct Rewrite {
@@ -400,10 +398,10 @@ async fn snapshot(
             // Computed first: an object that cannot be rewritten gets no snapshot. Bytes
             // stored encoded (`Content-Encoding: gzip`, ...) are not what readers see.
             if whole.properties.is_encoded() {
-                return Err(Stop::Fail(Unsupported::Compressed.reason().into()));
+                return Err(Stop::fail(Reason::Unsupported(Unsupported::Compressed)));
             }
             // Put Blob makes a block blob: an append blob (a log being written) or a page
-            // blob rewritten so would stop being one.
+            // blob rewritten so would stop being one, so neither is rewritten.
             match source
                 .kind(&row.object_key)
                 .await
@@ -411,8 +409,8 @@ async fn snapshot(
                 .as_deref()
             {
                 None | Some("BlockBlob") => {}
-                Some("AppendBlob") => return Err(Stop::Fail(APPEND_BLOB.into())),
-                Some(_) => return Err(Stop::Fail(PAGE_BLOB.into())),
+                Some("AppendBlob") => return Err(Stop::fail(Reason::AppendBlob)),
+                Some(_) => return Err(Stop::fail(Reason::PageBlob)),
             }
             let after = rewrite::rewrite(
                 db,
@@ -432,7 +430,7 @@ async fn snapshot(
                 }),
             )
         }
-        Action::Alert(_) => return Err(Stop::Fail("not_a_remediation".into())),
+        Action::Alert(_) => return Err(Stop::fail(Reason::NotARemediation)),
     };
     db.release();
     storage
@@ -485,7 +483,7 @@ async fn write(
                         .map_err(Stop::storage)?
                         .is_some()
                     {
-                        return Err(Stop::Fail("object_changed".into()));
+                        return Err(Stop::fail(Reason::ObjectChanged));
                     }
                 }
                 Err(e) => return Err(Stop::storage(e)),
@@ -502,7 +500,7 @@ async fn write(
                         .await
                         .map_err(Stop::storage)?;
                     if Some(sha256(&snapshot.bytes)) != row.sha256_before {
-                        return Err(Stop::Fail("snapshot_mismatch".into()));
+                        return Err(Stop::fail(Reason::SnapshotMismatch));
                     }
                     let after = rewrite::rewrite(
                         db,
@@ -548,13 +546,13 @@ async fn write(
                         .read_whole(&row.object_key, None, MAX_OBJECT_BYTES)
                         .await
                         .map_err(|e| match e.failure {
-                            Failure::NotFound => Stop::Fail("object_changed".into()),
+                            Failure::NotFound => Stop::fail(Reason::ObjectChanged),
                             _ => Stop::storage(e),
                         })?;
                     if sha256(&current.bytes) != sha_after
                         || mark::of(&current.properties) != written_mark.as_deref()
                     {
-                        return Err(Stop::Fail("object_changed".into()));
+                        return Err(Stop::fail(Reason::ObjectChanged));
                     }
                     (Some(current.etag), Some(sha_after))
                 }
@@ -603,7 +601,7 @@ async fn block(
             from: row.state(),
             to: State::Blocked,
             outcome: Some("blocked"),
-            reason: Some("safety_class_denied"),
+            reason: Some(Reason::SafetyClassDenied),
             entry,
             receipt: Some(receipt),
             changed: None,
@@ -613,10 +611,16 @@ async fn block(
     .map_err(Stop::from)
 }
 
-/// Ends a request `failed`, from whichever running state it is in.
-async fn fail(conn: &mut AsyncPgConnection, row: &Row, reason: &str) -> Result<(), DieselError> {
+/// Ends a request `failed`, from whichever running state it is in; `last_reason` is the reason
+/// of the retries that ended in `attempts_exhausted`.
+async fn fail(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+    reason: Reason,
+    last_reason: Option<&str>,
+) -> Result<(), DieselError> {
     let kind = row.kind().map_or("tokenize", ActionType::as_str);
-    let entry = audit::NewEntry::new("action_failed", audit::Actor::System)
+    let mut entry = audit::NewEntry::new("action_failed", audit::Actor::System)
         .policy(row.policy(), row.policy_version)
         .action(kind)
         .connector(row.connector())
@@ -625,8 +629,11 @@ async fn fail(conn: &mut AsyncPgConnection, row: &Row, reason: &str) -> Result<(
         .details(json!({
             "request_id": row.request_id.to_string(),
             "action_id": row.action_id.to_string(),
-            "reason": reason,
+            "reason": reason.to_string(),
         }));
+    if let Some(last) = last_reason {
+        entry.details["last_reason"] = json!(last);
+    }
     store::end(
         conn,
         row,

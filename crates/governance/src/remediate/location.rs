@@ -3,7 +3,7 @@
 
 use connectors::cloud::Storage;
 
-use super::stop::Stop;
+use super::stop::{Reason, Stop};
 use super::store::Row;
 
 /// Where the snapshot of `row`'s object goes: under `.dps-lkg/`, named by the request (so no two
@@ -25,10 +25,6 @@ pub(crate) fn lkg_location(storage: &Storage, row: &Row) -> (String, String) {
     }
 }
 
-/// Why a rewrite of an object was not started: its snapshot would go to a public bucket (the
-/// object's own, when the connector names no `lkg_location`).
-pub const SNAPSHOT_WOULD_BE_PUBLIC: &str = "snapshot_would_be_public";
-
 /// Refuses a rewrite whose snapshot, an exact copy of the values it protects, would go into a
 /// bucket the last posture check saw public (a bucket never checked is not refused).
 pub(crate) async fn refuse_public_snapshot(
@@ -40,7 +36,7 @@ pub(crate) async fn refuse_public_snapshot(
     let (public, _) =
         crate::posture::last_seen(conn, &row.tenant_id, row.connector_id, &bucket).await?;
     if public == Some(true) {
-        return Err(Stop::Fail(SNAPSHOT_WOULD_BE_PUBLIC.into()));
+        return Err(Stop::fail(Reason::SnapshotWouldBePublic));
     }
     Ok(())
 }
@@ -64,13 +60,10 @@ pub(crate) async fn refuse_public_quarantine(
         _ => last,
     };
     if public == Some(true) {
-        return Err(Stop::Fail(QUARANTINE_WOULD_BE_PUBLIC.into()));
+        return Err(Stop::fail(Reason::QuarantineWouldBePublic));
     }
     Ok(())
 }
-
-/// Why a quarantine into a public bucket failed.
-pub(crate) const QUARANTINE_WOULD_BE_PUBLIC: &str = "quarantine_destination_is_public";
 
 /// The longest object name all three providers take: 1,024 bytes of UTF-8 on S3 and GCS, 1,024
 /// characters on Azure.
@@ -131,7 +124,7 @@ pub(crate) fn quarantine_location(
 pub(crate) fn snapshot_of(row: &Row) -> Result<(String, String), Stop> {
     match (&row.lkg_bucket, &row.lkg_key) {
         (Some(b), Some(k)) => Ok((b.clone(), k.clone())),
-        _ => Err(Stop::Fail("snapshot_missing".into())),
+        _ => Err(Stop::fail(Reason::SnapshotMissing)),
     }
 }
 

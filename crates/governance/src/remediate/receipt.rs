@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::cosigner::Cosigner;
-use super::stop::Stop;
+use super::stop::{Reason, Stop};
 use super::store::{Row, StoredReceipt};
 use crate::evaluate::plan::safety_class;
 
@@ -102,7 +102,7 @@ impl Receipts {
         if let Ok(found) = read {
             return Ok(found.cosigning(tenant, self.certificate()));
         }
-        let unreadable = || Stop::Retry("the co-signing setting could not be read".into());
+        let unreadable = || Stop::retry(Reason::SettingsUnreadable);
         let latest = audit::latest(conn, tenant, settings::events::COSIGNING_CHANGED, 1)
             .await
             .map_err(|_| unreadable())?;
@@ -138,7 +138,7 @@ impl Receipts {
         let document = self
             .signer
             .sign_receipt(receipt)
-            .map_err(|e| Stop::Retry(format!("the receipt could not be signed: {e}")))?
+            .map_err(|e| Stop::retry_with(Reason::ReceiptUnsigned, e))?
             .to_value();
         Ok(StoredReceipt {
             id,
@@ -165,7 +165,7 @@ impl Receipts {
         let document = self
             .signer
             .sign_receipt(receipt)
-            .map_err(|e| Stop::Retry(format!("the receipt could not be signed: {e}")))?;
+            .map_err(|e| Stop::retry_with(Reason::ReceiptUnsigned, e))?;
         Ok((id, document))
     }
 
@@ -261,7 +261,7 @@ pub(crate) async fn retention_hours(
     if let Ok(found) = read {
         return Ok(found.retention_hours());
     }
-    let unreadable = || Stop::Retry("the rollback window could not be read".into());
+    let unreadable = || Stop::retry(Reason::SettingsUnreadable);
     let latest = audit::latest(conn, tenant, settings::events::LKG_RETENTION_CHANGED, 1)
         .await
         .map_err(|_| unreadable())?;

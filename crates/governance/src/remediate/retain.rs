@@ -15,7 +15,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
 
 use super::execute::Executor;
-use super::stop::Stop;
+use super::stop::{Reason, Stop};
 use connectors::Storage;
 
 /// Whether a connector has a snapshot not deleted yet that is not a standing quarantine, or a
@@ -101,17 +101,17 @@ pub(crate) async fn retained_storage(
     .get_result(conn)
     .await
     .optional()
-    .map_err(|e| Stop::Retry(e.to_string()))?;
+    .map_err(|e| Stop::retry_with(Reason::ConnectorUnreadable, e))?;
     let Some(stored) = stored else {
         return Ok(None);
     };
     let keys = super::execute::tenant_keys(conn, exec, tenant).await?;
     let config = connectors::store::open_config(&keys, connector, &stored)
-        .map_err(|e| Stop::Retry(e.to_string()))?;
+        .map_err(|e| Stop::retry_with(Reason::ConnectorUnreadable, e))?;
     let storage = exec
         .cloud
         .open(connector, &config)
-        .map_err(|e| Stop::Retry(e.message))?;
+        .map_err(|e| Stop::retry_with(Reason::StorageUnopened, e.message))?;
     // Kept for the next snapshots of the same pass, as `open_storage` keeps a live connector's
     // (which finds it there first). The executor drops a deleted connector's cached storage
     // before it could use it, and undo never reads the cache.

@@ -11,7 +11,7 @@ use keys::{KeyRing, TenantKeys};
 use super::cached::ScanClassifiers;
 use super::conn::Conn;
 use super::content;
-use super::stop::Stop;
+use super::stop::{Reason, Stop};
 use super::store::Row;
 use crate::document::Action;
 
@@ -29,14 +29,14 @@ pub(super) async fn rewrite(
     let keys = keyring
         .tenant(conn, &tenant)
         .await
-        .map_err(|_| Stop::Retry("the tenant's keys could not be read".into()))?;
+        .map_err(|_| Stop::retry(Reason::TenantKeysUnreadable))?;
     let found = find_values(db, classifiers, &keys, &tenant, row, bytes).await?;
     // Every finding of the request is marked remediated when it ends, so each must be found
     // again in the bytes that were scanned (the read is conditional on their ETag). One that is
     // not (the detector or the tenant's classifiers changed since) fails the request rather
     // than be reported remediated while its value stays in the object.
     if found.spans.is_empty() || found.missing > 0 {
-        return Err(Stop::Fail("values_not_found".into()));
+        return Err(Stop::fail(Reason::ValuesNotFound));
     }
     let spans = found.spans;
     match action {
@@ -60,7 +60,7 @@ pub(super) async fn rewrite(
                     .unwrap_or_else(|| s.value.clone())
             }))
         }
-        _ => Err(Stop::Fail("not_a_rewrite".into())),
+        _ => Err(Stop::fail(Reason::NotARewrite)),
     }
 }
 
@@ -77,7 +77,7 @@ async fn find_values(
     let conn = db.get().await?;
     let findings = scans::findings::fingerprinted(conn, tenant, &row.finding_ids)
         .await
-        .map_err(|e| Stop::Retry(e.to_string()))?;
+        .map_err(|e| Stop::retry_with(Reason::FindingsUnreadable, e))?;
     let wanted: HashSet<(String, Vec<u8>)> = findings
         .iter()
         .map(|f| (f.pii_type.clone(), f.fingerprint.clone()))
@@ -102,7 +102,7 @@ async fn find_values(
         let mut seen = HashSet::new(); // each name once, wherever it repeats
         specs.retain(|spec| seen.insert(spec.name.clone()));
         let classifiers = detect::Classifiers::compile(&specs)
-            .map_err(|_| Stop::Fail("classifiers_unreadable".into()))?;
+            .map_err(|_| Stop::fail(Reason::ClassifiersUnreadable))?;
         compiled = Detector::with_classifiers(classifiers);
         &compiled
     };
@@ -110,5 +110,5 @@ async fn find_values(
     // Detection is the run's longest stretch of CPU: no connection is held through it.
     db.release();
     content::find(detector, file_name, bytes, keys, &wanted)
-        .map_err(|u| Stop::Fail(u.reason().into()))
+        .map_err(|u| Stop::fail(Reason::Unsupported(u)))
 }

@@ -369,7 +369,7 @@ pub(crate) struct Ending<'a> {
     pub to: State,
     /// The ledger's new outcome, if it changes.
     pub outcome: Option<&'static str>,
-    pub reason: Option<&'a str>,
+    pub reason: Option<super::stop::Reason>,
     pub entry: audit::NewEntry,
     pub receipt: Option<StoredReceipt>,
     /// What the object's findings and risk become.
@@ -396,6 +396,7 @@ pub(crate) async fn end(
     let tenant = row.tenant()?;
     let receipt = ending.receipt.as_ref();
     let undone_by = (ending.to == State::Undone).then(|| ending.entry.actor.as_str());
+    let reason = ending.reason.map(|r| r.to_string());
     conn.transaction(async |conn| {
         let moved = db::sql(
             "WITH moved AS (
@@ -428,7 +429,7 @@ pub(crate) async fn end(
         .bind::<SqlUuid, _>(row.request_id)
         .bind::<Text, _>(ending.from.as_str())
         .bind::<Text, _>(ending.to.as_str())
-        .bind::<Nullable<Text>, _>(ending.reason)
+        .bind::<Nullable<Text>, _>(reason.as_deref())
         .bind::<Nullable<Text>, _>(undone_by)
         .bind::<Nullable<Text>, _>(ending.outcome)
         .bind::<Nullable<SqlUuid>, _>(receipt.map(|r| r.id))
@@ -503,7 +504,7 @@ pub(crate) async fn renew(
 pub(crate) async fn retry_later(
     conn: &mut AsyncPgConnection,
     row: &Row,
-    reason: &str,
+    reason: super::stop::Reason,
 ) -> Result<(), DieselError> {
     let backoff = 30_i32.saturating_mul(1 << row.attempts.clamp(1, 7).saturating_sub(1));
     db::sql(
@@ -518,7 +519,7 @@ pub(crate) async fn retry_later(
     .bind::<Text, _>(&row.tenant_id)
     .bind::<SqlUuid, _>(row.request_id)
     .bind::<Integer, _>(backoff.min(1800))
-    .bind::<Text, _>(reason)
+    .bind::<Text, _>(reason.to_string())
     .bind::<Timestamptz, _>(row.next_attempt_at)
     .execute(conn)
     .await?;

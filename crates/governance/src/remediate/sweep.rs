@@ -59,10 +59,10 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<usize, DieselError> {
         let conn = db.get().await?;
         let storage = match open_storage(conn, exec, &tenant, row).await {
             // A deleted connector's storage, through what its deletion kept.
-            Err(Stop::Fail(reason)) => {
+            Err(Stop::Fail(cause)) => {
                 match retain::retained_storage(conn, exec, &tenant, row.connector()).await {
                     Ok(Some(storage)) => Ok(storage),
-                    Ok(None) => Err(Stop::Fail(reason)),
+                    Ok(None) => Err(Stop::Fail(cause)),
                     Err(e) => Err(e),
                 }
             }
@@ -76,8 +76,8 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<usize, DieselError> {
             },
             // Deleted before its configuration was kept for this (or kept nothing): out of
             // reach for good.
-            Err(Stop::Fail(reason)) => {
-                tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, %reason, "a snapshot is out of reach; it is forgotten");
+            Err(Stop::Fail(cause)) => {
+                tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, reason = %cause.reason, "a snapshot is out of reach; it is forgotten");
                 Ok(())
             }
             Err(_) => Err("the connector's storage could not be opened".to_owned()),

@@ -15,7 +15,7 @@ use vault::VaultError;
 use vault::tokenize::{BatchMode, Item, ItemOutcome, Outcome, Request, Run, Tokenized};
 
 use super::content::Span;
-use super::stop::Stop;
+use super::stop::{Reason, Stop};
 
 /// Each distinct (type, value) of the spans, with its token.
 pub(crate) type Tokens = HashMap<(String, String), String>;
@@ -72,25 +72,22 @@ pub(crate) async fn issue(
         let body = match vault::tokenize::tokenize(conn, keyring, tenant, &call, &answer).await {
             Ok(Outcome::Done { body, .. } | Outcome::Replayed { body }) => body,
             Ok(Outcome::Rejected { first, .. }) => {
-                return Err(Stop::Fail(format!(
-                    "tokenize_refused:{}",
-                    first.code.to_ascii_lowercase()
-                )));
+                return Err(Stop::fail(Reason::TokenizeRefused(first.code)));
             }
-            Err(VaultError::QuotaExceeded) => return Err(Stop::Fail("quota_exceeded".into())),
+            Err(VaultError::QuotaExceeded) => return Err(Stop::fail(Reason::QuotaExceeded)),
             Err(VaultError::PolicyNotFound) => {
-                return Err(Stop::Fail("tokenization_policy_not_found".into()));
+                return Err(Stop::fail(Reason::TokenizationPolicyNotFound));
             }
             Err(VaultError::Database(e)) => return Err(Stop::Database(e)),
-            Err(e) => return Err(Stop::Retry(format!("tokenize: {e}"))),
+            Err(e) => return Err(Stop::retry_with(Reason::VaultUnavailable, e)),
         };
         let answered: Answer = serde_json::from_slice(&body)
-            .map_err(|_| Stop::Fail("tokenize_answer_unreadable".into()))?;
+            .map_err(|_| Stop::fail(Reason::TokenizeAnswerUnreadable))?;
         if answered.tokens.len() != values.len() {
-            return Err(Stop::Fail("tokenize_answer_unreadable".into()));
+            return Err(Stop::fail(Reason::TokenizeAnswerUnreadable));
         }
         for (key, token) in values.iter().zip(answered.tokens) {
-            let token = token.ok_or_else(|| Stop::Fail("tokenize_incomplete".into()))?;
+            let token = token.ok_or_else(|| Stop::fail(Reason::TokenizeIncomplete))?;
             tokens.insert(key.clone(), token);
         }
     }

@@ -23,7 +23,7 @@ use super::execute::{Executor, MAX_OBJECT_BYTES};
 use super::location::snapshot_of;
 use super::receipt;
 use super::rescore::Changed;
-use super::stop::Stop;
+use super::stop::{Reason, Stop};
 use super::store::{self, Ending, Row, State, same_etag};
 use crate::document::ActionType;
 
@@ -50,13 +50,15 @@ pub enum UndoError {
     /// of the service's reach for good.
     #[error("the remediation's connector was deleted; its snapshot cannot be reached")]
     ConnectorDeleted,
-    #[error("the storage could not be reached: {0}")]
-    Storage(String),
+    /// The storage could not be reached, or answered something unusable; the provider's own
+    /// words went to the operator's log.
+    #[error("the storage could not complete the undo: {0}")]
+    Storage(Reason),
     /// The storage refused the undo for a reason retrying will not change: the object or the
     /// snapshot is archived, immutable or under a hold, or the connector's identity may not
     /// do it.
     #[error("the storage refused the undo: {0}")]
-    Refused(String),
+    Refused(Reason),
     #[error("database error")]
     Database(#[from] diesel::result::Error),
 }
@@ -65,8 +67,15 @@ impl From<Stop> for UndoError {
     fn from(stop: Stop) -> Self {
         match stop {
             Stop::Database(e) => UndoError::Database(e),
-            Stop::Fail(reason) if reason == "connector_deleted" => UndoError::ConnectorDeleted,
-            Stop::Fail(reason) | Stop::Retry(reason) => UndoError::Storage(reason),
+            Stop::Fail(cause) if cause.reason == Reason::ConnectorDeleted => {
+                UndoError::ConnectorDeleted
+            }
+            Stop::Fail(cause) | Stop::Retry(cause) => {
+                if let Some(detail) = &cause.detail {
+                    tracing::warn!(reason = %cause.reason, %detail, "an undo could not open the storage");
+                }
+                UndoError::Storage(cause.reason)
+            }
         }
     }
 }
@@ -188,12 +197,16 @@ async fn restore(
     row: &Row,
     force: bool,
 ) -> Result<(String, Option<(String, String)>), UndoError> {
-    let storage_error = |e: connectors::cloud::AccessError| match e.failure {
-        Failure::Changed => UndoError::ObjectChanged,
-        Failure::Refused | Failure::Permission => {
-            UndoError::Refused(format!("{}: {}", e.failure.as_str(), e.message))
+    let storage_error = |e: connectors::cloud::AccessError| {
+        let reason = Reason::storage(e.failure);
+        if e.failure != Failure::Changed {
+            tracing::warn!(tenant = %row.tenant_id, request = %row.request_id, %reason, detail = %e.message, "the storage did not complete an undo");
         }
-        _ => UndoError::Storage(format!("{}: {}", e.failure.as_str(), e.message)),
+        match e.failure {
+            Failure::Changed => UndoError::ObjectChanged,
+            Failure::Refused | Failure::Permission => UndoError::Refused(reason),
+            _ => UndoError::Storage(reason),
+        }
     };
     let (lkg_bucket, lkg_key) = snapshot_of(row)?;
     let target = storage.bucket(&row.bucket).map_err(storage_error)?;

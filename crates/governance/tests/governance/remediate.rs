@@ -233,6 +233,44 @@ async fn a_deleted_connector_ends_its_requests_even_with_its_storage_cached() {
     );
 }
 
+/// A step the storage refuses is retried with a bare reason code, and the column refuses any
+/// other text: a provider's words (role ARNs, principals, other systems' keys) never reach
+/// what the tenant reads.
+#[tokio::test]
+async fn a_retried_step_records_a_code_and_the_column_refuses_free_text() {
+    let mut env = Env::new().await;
+    plan_one_mask(&mut env).await;
+    let exec = executor(&env);
+    assert!(
+        remediate::execute::run_once(&mut env.conn, &exec)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        env.count(
+            "SELECT count(*) AS n FROM remediation_runs
+              WHERE reason ~ '^[a-z_]+$' AND reason IN ('identity', 'network')"
+        )
+        .await,
+        1,
+        "the unreachable storage is a code"
+    );
+    let refused = diesel::sql_query(
+        "UPDATE remediation_runs
+            SET reason = 'permission: 403 AccessDenied: User: arn:aws:sts::1:assumed-role/x'",
+    )
+    .execute(&mut env.conn)
+    .await;
+    let Err(diesel::result::Error::DatabaseError(_, info)) = refused else {
+        panic!("free text was stored: {refused:?}");
+    };
+    assert!(
+        info.constraint_name() == Some("remediation_runs_reason_is_a_code"),
+        "{}",
+        info.message()
+    );
+}
+
 /// Deleting a policy stops what it planned and has not started: the request ends `failed`
 /// with reason `policy_deleted` and an `action_failed` entry, before any storage call (the
 /// executor's storage here is unreachable, so a call would fail it otherwise).

@@ -1,0 +1,1 @@
+ALTER TABLE remediation_runs DROP CONSTRAINT remediation_runs_reason_is_a_code;
