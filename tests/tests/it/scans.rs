@@ -1429,6 +1429,107 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
     }
 }
 
+/// A worker that sends whole values as its previews (modified, or buggy) has them masked by
+/// the platform before they are stored: no value reaches the findings table, the API or a
+/// dump of the database. A location that is not one of the detector's shapes is refused.
+#[tokio::test]
+async fn a_worker_cannot_store_a_preview_the_platform_did_not_mask() {
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "payroll").await;
+    seed::put_all(bucket.as_ref(), &[("a.txt", b"ssn on file\n" as &[u8])]).await;
+    let app = app_on(&moto, "0").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let connector = connector(&admin, "Payroll", "payroll").await;
+    let (scan, config) = enumerated(&admin, &connector, json!({"max_workers": 1})).await;
+    let worker = Client {
+        app: &app,
+        token: config["environment"]["AUTH_TOKEN"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    };
+    let work = |path: &str| format!("/scans/{scan}/work/{path}");
+    let (_, body) = worker
+        .send(
+            Method::POST,
+            &work("claim"),
+            Some(json!({"worker_id": "modified"})),
+        )
+        .await;
+    let claim = body["data"]["claim"].clone();
+    let (chunk_no, fence) = (claim["chunk_no"].clone(), claim["fence"].clone());
+    let idx = claim["resources"][0]["idx"].clone();
+    let found = |pii_type: &str, category: &str, preview: &str, location: Value| {
+        json!({
+            "pii_type": pii_type, "category": category, "confidence": 0.9,
+            "location": location, "preview": preview,
+            "fingerprint": format!("02{}", "cd".repeat(32)),
+        })
+    };
+    let line = json!({"line": 1, "column": 5});
+    let report = |findings: Value| {
+        json!({"chunk_no": chunk_no, "fence": fence,
+               "outcomes": [{"idx": idx, "outcome": "scanned", "findings": findings}]})
+    };
+    let (status, body) = worker
+        .send(
+            Method::POST,
+            &work("record"),
+            Some(report(json!([found(
+                "us_ssn",
+                "government_id",
+                "***-**-9999",
+                json!({"line": 1, "column": 5, "value": "219-09-9999"})
+            )]))),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"]["details"]["field"], "outcomes[0].findings[0].location",
+        "{body}"
+    );
+    let (status, body) = worker
+        .send(
+            Method::POST,
+            &work("record"),
+            Some(report(json!([
+                found("us_ssn", "government_id", "219-09-9999", line.clone()),
+                found("email", "contact", "ann.lee@example.com", line.clone()),
+                found("dob", "personal", "1984-05-21", line.clone()),
+            ]))),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["held"], true, "{body}");
+    let (_, body) = admin
+        .send(
+            Method::GET,
+            &format!("/findings?connector={connector}"),
+            None,
+        )
+        .await;
+    let mut previews: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["preview"].as_str().unwrap())
+        .collect();
+    previews.sort_unstable();
+    assert_eq!(
+        previews,
+        ["****-**-**", "***-**-9999", "a***@example.com"],
+        "{body}"
+    );
+    let dump = testkit::pg_dump(&app.db);
+    for value in ["219-09-9999", "ann.lee@example.com", "1984-05-21"] {
+        assert!(!dump.contains(value), "{value} is in the database");
+        assert!(!body.to_string().contains(value), "{value} is in the API");
+    }
+}
+
 /// The retentions' variables: defaults, 0 to keep for good, and values refused with the
 /// variable named (a resolved finding is kept at least as long as an undo can open it again).
 #[tokio::test]

@@ -345,6 +345,26 @@ fn reason_like(r: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_:.-".contains(&b))
 }
 
+/// One of the three locations a detector makes (`detect::Location`), and nothing else: a line
+/// and column, a CSV row, column and header, or a JSON line and path.
+fn location_shaped(location: &serde_json::Value) -> bool {
+    let Some(fields) = location.as_object() else {
+        return false;
+    };
+    let count = |k: &str| fields.get(k).is_some_and(serde_json::Value::is_u64);
+    let text = |k: &str, nullable: bool| match fields.get(k) {
+        Some(serde_json::Value::String(t)) => t.chars().count() <= 1024,
+        Some(serde_json::Value::Null) => nullable,
+        _ => false,
+    };
+    match fields.len() {
+        2 if fields.contains_key("path") => count("line") && text("path", false),
+        2 => count("line") && count("column"),
+        3 => count("row") && count("column") && text("header", true),
+        _ => false,
+    }
+}
+
 /// A reported finding, or the name of its first bad field.
 fn finding(f: WorkFinding) -> Result<(NewFinding, Option<Uuid>), &'static str> {
     let name_like = |s: &str| {
@@ -363,7 +383,7 @@ fn finding(f: WorkFinding) -> Result<(NewFinding, Option<Uuid>), &'static str> {
     }
     // A worker's detector bounds both (a JSONPath to 256 characters, a preview to
     // MAX_PREVIEW), so a longer one is not a finding a worker made.
-    if !f.location.is_object() || f.location.to_string().len() > 4096 {
+    if !location_shaped(&f.location) || f.location.to_string().len() > 4096 {
         return Err("location");
     }
     if f.preview.chars().count() > scans::worker::MAX_PREVIEW {
@@ -393,4 +413,34 @@ fn finding(f: WorkFinding) -> Result<(NewFinding, Option<Uuid>), &'static str> {
         },
         lookup,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::location_shaped;
+
+    #[test]
+    fn a_location_is_one_of_the_detectors_three_shapes() {
+        for good in [
+            json!({"line": 3, "column": 14}),
+            json!({"row": 2, "column": 3, "header": "ssn"}),
+            json!({"row": 2, "column": 3, "header": null}),
+            json!({"line": 1, "path": "$.people[0].ssn"}),
+        ] {
+            assert!(location_shaped(&good), "{good}");
+        }
+        for bad in [
+            json!({"line": 3, "column": 14, "value": "219-09-9999"}),
+            json!({"line": "219-09-9999", "column": 1}),
+            json!({"row": 2, "column": -3, "header": "ssn"}),
+            json!({"line": 1, "path": null}),
+            json!({"line": 1, "path": "x".repeat(1025)}),
+            json!({"note": "219-09-9999"}),
+            json!([1, 2]),
+        ] {
+            assert!(!location_shaped(&bad), "{bad}");
+        }
+    }
 }
