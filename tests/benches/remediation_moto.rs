@@ -87,7 +87,9 @@ fn connector_config() -> serde_json::Value {
 async fn raw(moto_url: &str, keys: &[String], clients: usize, copy: bool) -> Duration {
     let cloud = seed::moto_cloud(moto_url);
     let config = connectors::validate(connectors::Provider::Aws, &connector_config()).unwrap();
-    let storage = cloud.open(ids::ConnectorId::new(), &config).unwrap();
+    let storage = cloud
+        .open(&"bench".parse().unwrap(), ids::ConnectorId::new(), &config)
+        .unwrap();
     let bucket = storage.bucket(BUCKET).unwrap();
     let queue = Arc::new(std::sync::Mutex::new(keys.to_vec()));
     let started = Instant::now();

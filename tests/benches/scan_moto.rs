@@ -132,7 +132,9 @@ async fn raw(moto_url: &str, readers: usize) -> (usize, u64, Duration) {
     let cloud = seed::moto_cloud(moto_url);
     let config = connectors::validate(connectors::Provider::Aws, &connector_config()).unwrap();
     let started = Instant::now();
-    let storage = cloud.open(ids::ConnectorId::new(), &config).unwrap();
+    let storage = cloud
+        .open(&"bench".parse().unwrap(), ids::ConnectorId::new(), &config)
+        .unwrap();
     let bucket = storage.bucket(BUCKET).unwrap();
     let mut objects = Vec::new();
     let mut token = None;

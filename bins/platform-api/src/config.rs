@@ -199,8 +199,16 @@ impl Config {
 
     pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let env = Env::new(lookup);
+        let common = CommonConfig::from_env(&env, Self::SERVICE, Self::DEFAULT_BIND)?;
+        // One process serves every tenant: each GCP connector presents its own tenant's subject.
+        let mut cloud = connectors::CloudEnv::from_vars(|k| lookup(k).filter(|v| !v.is_empty()))
+            .map_err(crate::cloud_error)?;
+        cloud
+            .gcp
+            .for_tenants(&common.master_key)
+            .map_err(crate::cloud_error)?;
         Ok(Self {
-            common: CommonConfig::from_env(&env, Self::SERVICE, Self::DEFAULT_BIND)?,
+            common,
             cosigning_client: CosigningClient::from_env(&env)?,
             cosigning_ca: match env.get(COSIGNING_CA) {
                 None => None,
@@ -210,8 +218,7 @@ impl Config {
                     Some(path)
                 }
             },
-            cloud: connectors::CloudEnv::from_vars(|k| lookup(k).filter(|v| !v.is_empty()))
-                .map_err(crate::cloud_error)?,
+            cloud,
             scan_tier: match env.get("DPS_SCAN_TIER") {
                 None => scans::Tier::standard(),
                 Some(name) => scans::Tier::named(name.trim()).ok_or_else(|| ConfigError {

@@ -27,6 +27,9 @@ pub use config::{Config, CosigningClient};
         handlers::connectors::list,
         handlers::connectors::create,
         handlers::connectors::external_id,
+        handlers::connectors::gcp_subject,
+        handlers::gcp_oidc::discovery,
+        handlers::gcp_oidc::jwks,
         handlers::connectors::get,
         handlers::connectors::delete,
         handlers::connectors::test,
@@ -89,6 +92,7 @@ pub use config::{Config, CosigningClient};
         api_types::connectors::CreateConnector,
         api_types::connectors::ConnectorCreated,
         api_types::connectors::ExternalId,
+        api_types::connectors::GcpSubject,
         api_types::connectors::ConnectorDeleted,
         api_types::connectors::ConnectionTest,
         api_types::connectors::ConnectionError,
@@ -577,6 +581,18 @@ impl ServiceSpec for PlatformApi {
             .resource(
                 "/api/v1/connectors/external-id",
                 [on(Method::GET, handlers::connectors::external_id)],
+            )
+            .resource(
+                "/api/v1/connectors/gcp-subject",
+                [on(Method::GET, handlers::connectors::gcp_subject)],
+            )
+            .resource(
+                "/api/v1/gcp-oidc/.well-known/openid-configuration",
+                [on(Method::GET, handlers::gcp_oidc::discovery)],
+            )
+            .resource(
+                "/api/v1/gcp-oidc/jwks",
+                [on(Method::GET, handlers::gcp_oidc::jwks)],
             )
             .resource(
                 "/api/v1/connectors/{id}",

@@ -165,6 +165,33 @@ pub fn connector_created(c: connectors::Connector) -> api_types::connectors::Con
     }
 }
 
+pub fn gcp_subject(trust: connectors::GcpTrust) -> api_types::connectors::GcpSubject {
+    let bare = |mode: &str| api_types::connectors::GcpSubject {
+        mode: mode.to_owned(),
+        issuer: None,
+        jwks_uri: None,
+        subject: None,
+        attribute_mapping: None,
+        attribute_condition: None,
+    };
+    match trust {
+        connectors::GcpTrust::Subject {
+            issuer,
+            jwks_uri,
+            subject,
+        } => api_types::connectors::GcpSubject {
+            attribute_condition: Some(format!("assertion.sub == '{subject}'")),
+            attribute_mapping: Some("google.subject=assertion.sub".into()),
+            issuer: Some(issuer),
+            jwks_uri: Some(jwks_uri),
+            subject: Some(subject),
+            ..bare("tenant_subject")
+        },
+        connectors::GcpTrust::SingleIdentity => bare("single_identity"),
+        connectors::GcpTrust::NotConfigured => bare("not_configured"),
+    }
+}
+
 pub fn connection_test(t: connectors::TestOutcome) -> api_types::connectors::ConnectionTest {
     api_types::connectors::ConnectionTest {
         connected: t.connected,

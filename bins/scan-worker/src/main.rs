@@ -12,13 +12,14 @@
 //! | `SCAN_ID` | The scan to work on. |
 //! | `AUTH_TOKEN` | The scan's worker token; a worker with another token is refused. |
 //! | `COORDINATOR_URL` | The platform-api that issued the configuration. |
-//! | cloud variables | The worker's own identity, as for platform-api (docs/configuration.md, "Cloud access"); `AZURE_CLIENT_SECRET` for Azure connectors that use a client secret, which the platform never hands out. |
+//! | cloud variables | The worker's own identity, as for platform-api (docs/configuration.md, "Cloud access"); `AZURE_CLIENT_SECRET` for Azure connectors that use a client secret, which the platform never hands out. For GCP, the worker presents its own `GOOGLE_APPLICATION_CREDENTIALS` identity (the customer's, serving this one scan). |
 //! | `DPS_ALLOW_PRIVATE_NETWORKS` | `true` lets `COORDINATOR_URL` be `http` or a private address (as for the services' outbound URLs). |
 //! | `LOG_FORMAT`, `RUST_LOG` | As for the services. |
 //!
 //! **On the operator's own machines** it may instead work through the platform's Postgres, as
 //! platform-api's own workers do: set `DATABASE_URL` and `DPS_MASTER_KEY` (or
-//! `DPS_MASTER_KEY_FILE`); then `COORDINATOR_URL` is only logged, and
+//! `DPS_MASTER_KEY_FILE`); then `COORDINATOR_URL` is only logged, GCP connectors present their
+//! tenant's subject token as platform-api's do (`DPS_GCP_OIDC_ISSUER`), and
 //! `DPS_SCAN_LEASE_SECONDS` (default 30) and `DATABASE_STATEMENT_TIMEOUT_MS` (default 30000)
 //! apply.
 //!
@@ -66,12 +67,19 @@ async fn main() -> std::process::ExitCode {
 async fn run() -> anyhow::Result<scans::coordinator::Summary> {
     let scan = ids::ScanId::parse(&required("SCAN_ID")?).context("SCAN_ID must be a scan id")?;
     let token = required("AUTH_TOKEN")?;
-    let cloud = connectors::Cloud::new(connectors::CloudEnv::from_env()?)?;
+    let mut env = connectors::CloudEnv::from_env()?;
     let id = scans::coordinator::process_worker_id("scan-worker");
     if var("DATABASE_URL").is_none() {
+        // In the customer's infrastructure the worker's GCP identity is the customer's own, and
+        // it works for one scan of one tenant: that identity is the one it presents.
+        env.gcp.single_identity = env.gcp.identity.is_some();
+        let cloud = connectors::Cloud::new(env)?;
         return through_coordinator(scan, token, cloud, id).await;
     }
     let master = keys::MasterKey::from_env(&boot::Env::process())?;
+    // On the operator's machines it is the platform, and presents the scan's tenant's subject.
+    env.gcp.for_tenants(&master)?;
+    let cloud = connectors::Cloud::new(env)?;
     let lease_seconds: i64 = match var("DPS_SCAN_LEASE_SECONDS") {
         None => scans::worker::LEASE_SECONDS,
         Some(v) => v

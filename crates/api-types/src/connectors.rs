@@ -213,6 +213,32 @@ pub struct ExternalId {
     pub external_id: String,
 }
 
+/// The answer to GET /connectors/gcp-subject: how a GCP customer's workload identity provider
+/// must trust the platform so that only this tenant's connectors can use it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GcpSubject {
+    /// `tenant_subject`: the provider trusts the platform's issuer with an attribute condition
+    /// on `subject`. `single_identity`: a single-tenant deployment presents one identity of its
+    /// own (its operator says which). `not_configured`: GCP connectors cannot connect.
+    #[schema(pattern = "^(tenant_subject|single_identity|not_configured)$")]
+    pub mode: String,
+    /// The provider's issuer URI (`--issuer-uri`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// Where the issuer's keys are, to fetch or to upload to the provider (`--jwk-json-path`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jwks_uri: Option<String>,
+    /// The `sub` of every token the platform presents for this tenant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The provider's `--attribute-mapping`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribute_mapping: Option<String>,
+    /// The provider's `--attribute-condition`: admit this tenant's subject only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribute_condition: Option<String>,
+}
+
 /// The answer to DELETE /connectors/:id.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ConnectorDeleted {

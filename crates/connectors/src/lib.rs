@@ -6,7 +6,7 @@ pub mod external_id;
 pub mod probe;
 pub mod store;
 
-pub use cloud::{AccessError, Cloud, CloudEnv, Failure, Posture, Storage};
+pub use cloud::{AccessError, Cloud, CloudEnv, Failure, GcpTrust, Posture, Storage, SubjectIssuer};
 pub use config::{Config, FieldError, Provider, validate};
 pub use external_id::external_id;
 pub use probe::{TestOutcome, test_connection};

@@ -36,7 +36,7 @@ pub async fn test_connection(
     id: ConnectorId,
 ) -> Result<TestOutcome, ConnectorError> {
     let config = test_config(conn, keyring, tenant, id).await?;
-    let found = probe(cloud, id, &config).await;
+    let found = probe(cloud, tenant, id, &config).await;
     record_test(conn, tenant, id, found).await
 }
 
@@ -53,8 +53,8 @@ pub async fn test_config(
 
 /// Lists and samples the connector's storage, within [`PROBE_DEADLINE`] in all. Needs no
 /// database.
-pub async fn probe(cloud: &Cloud, id: ConnectorId, config: &Config) -> Probe {
-    match cloud.open(id, config) {
+pub async fn probe(cloud: &Cloud, tenant: &TenantId, id: ConnectorId, config: &Config) -> Probe {
+    match cloud.open(tenant, id, config) {
         Ok(storage) => storage.probe(&config.prefixes(), PROBE_DEADLINE).await,
         Err(error) => Probe {
             buckets_accessible: Vec::new(),

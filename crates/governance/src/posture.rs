@@ -419,7 +419,7 @@ async fn check(
         Err(connectors::ConnectorError::NotFound) => return Checked::Gone,
         Err(e) => return Checked::Retry(e.to_string()),
     };
-    let storage = match cloud.open(connector, &config) {
+    let storage = match cloud.open(tenant, connector, &config) {
         Ok(storage) => storage,
         Err(e) => return Checked::Retry(e.message),
     };

@@ -167,7 +167,7 @@ pub async fn enumerate(
                 continue;
             }
         };
-        let storage = match cloud.open(connector, &config) {
+        let storage = match cloud.open(tenant, connector, &config) {
             Ok(s) => s,
             Err(e) => {
                 enumerator.fail_source(connector, None, &e);

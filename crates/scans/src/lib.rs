@@ -1,11 +1,12 @@
 #![doc = include_str!("../README.md")]
 
-// Dependencies point one way: error, model, options and rows at the bottom; the lease protocol
+// Dependencies point one way: error, model, options, preview and rows at the bottom; the lease protocol
 // above them; recording, the lifecycle and enumeration above that; the store of views, the
 // per-connector facts, the worker and the coordinator on top.
 mod error;
 pub mod model;
 pub mod options;
+pub mod preview;
 mod rows;
 
 pub mod lease;

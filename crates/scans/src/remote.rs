@@ -251,9 +251,9 @@ pub async fn record(
             if let Outcome::Scanned(found) = &mut outcome {
                 for (finding, key) in found.iter_mut().zip(keys) {
                     finding.candidate = None;
-                    // Masked here, whatever the worker sent: see `worker::remask`.
+                    // Masked here, whatever the worker sent: see `preview::remask`.
                     finding.preview =
-                        crate::worker::remask(finding.pii_type.parse().ok(), &finding.preview);
+                        crate::preview::remask(finding.pii_type.parse().ok(), &finding.preview);
                     finding.tokenized = key.is_some() && answers.next().unwrap_or(false);
                 }
             }

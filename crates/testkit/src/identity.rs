@@ -243,6 +243,121 @@ pub fn google(subject_token: &str, wif_provider: &str) -> FakeIdentity {
     }))
 }
 
+/// What a stand-in Google STS trusts: one issuer with its JWKS, and for each workload identity
+/// provider (its resource name) the one subject its attribute condition admits.
+#[derive(Debug, Clone, Default)]
+pub struct GoogleTrust {
+    pub issuer: String,
+    pub jwks: Value,
+    pub providers: HashMap<String, String>,
+}
+
+/// Google STS and IAM Credentials for providers that trust an OpenID Connect issuer, as a
+/// customer sets one up for the platform: the exchange succeeds only for a subject token signed
+/// by a key of the issuer's JWKS (ES256), with the issuer's `iss`, the provider's default
+/// audience (`https://iam.googleapis.com/<provider>`), a current `iat`/`exp` of at most an hour,
+/// and the `sub` the provider's attribute condition names. Set what it trusts through the
+/// returned handle (the platform's JWKS is known once the service runs).
+pub fn google_federation() -> (FakeIdentity, Arc<Mutex<GoogleTrust>>) {
+    let trust = Arc::new(Mutex::new(GoogleTrust::default()));
+    let held = trust.clone();
+    const FEDERATED: &str = "federated-access-token";
+    let server = FakeIdentity::serve(Box::new(move |request| {
+        let trust = held.lock().map(|t| t.clone()).unwrap_or_default();
+        if request.method == "POST" && request.path == "/v1/token" {
+            let body: Value = serde_json::from_str(&request.body).unwrap_or_default();
+            let text = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
+            let provider = text("audience").strip_prefix("//iam.googleapis.com/");
+            let admitted = provider.and_then(|p| trust.providers.get(p).map(|s| (p, s)));
+            let Some((provider, subject)) = admitted
+                .filter(|_| text("grantType") == "urn:ietf:params:oauth:grant-type:token-exchange")
+            else {
+                return (
+                    400,
+                    json!({"error": "invalid_target", "error_description": "The target service indicated by the \"audience\" parameters is invalid."}),
+                );
+            };
+            let claims = match verified_claims(text("subjectToken"), &trust.jwks) {
+                Some(claims) => claims,
+                None => {
+                    return (
+                        400,
+                        json!({"error": "invalid_grant", "error_description": "Invalid JWT signature."}),
+                    );
+                }
+            };
+            let now = now() as i64;
+            let claim = |k: &str| claims.get(k).cloned().unwrap_or(Value::Null);
+            let (iat, exp) = (
+                claim("iat").as_i64().unwrap_or(0),
+                claim("exp").as_i64().unwrap_or(0),
+            );
+            let audience = format!("https://iam.googleapis.com/{provider}");
+            let audience_ok = match claim("aud") {
+                Value::String(a) => a == audience,
+                Value::Array(all) => all.iter().any(|a| a.as_str() == Some(&audience)),
+                _ => false,
+            };
+            if claim("iss").as_str() != Some(trust.issuer.as_str())
+                || !audience_ok
+                || exp <= now
+                || iat > now + 60
+                || exp - iat > 3600
+            {
+                return (
+                    400,
+                    json!({"error": "invalid_grant", "error_description": "The ID Token is invalid or expired, or its issuer or audience is not the provider's."}),
+                );
+            }
+            if claim("sub").as_str() != Some(subject.as_str()) {
+                return (
+                    400,
+                    json!({"error": "unauthorized_client", "error_description": "The given credential is rejected by the attribute condition."}),
+                );
+            }
+            return (
+                200,
+                json!({"access_token": FEDERATED, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer", "expires_in": 3600}),
+            );
+        }
+        if request.method == "POST" && request.path.ends_with(":generateAccessToken") {
+            if request.headers.get("authorization").map(String::as_str)
+                != Some(&format!("Bearer {FEDERATED}"))
+            {
+                return (
+                    401,
+                    json!({"error": {"code": 401, "message": "Request had invalid authentication credentials.", "status": "UNAUTHENTICATED"}}),
+                );
+            }
+            return (
+                200,
+                json!({"accessToken": "ya29.impersonated", "expireTime": time_rfc3339(now() + 3600)}),
+            );
+        }
+        (404, json!({"error": {"code": 404, "message": "not found"}}))
+    }));
+    (server, trust)
+}
+
+/// The claims of `token` if it is an ES256 JWT signed by a key of `jwks` named by its `kid`.
+pub fn verified_claims(token: &str, jwks: &Value) -> Option<serde_json::Map<String, Value>> {
+    let header = token.split('.').next()?;
+    let header: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(header).ok()?).ok()?;
+    if header.get("alg")?.as_str()? != "ES256" {
+        return None;
+    }
+    let kid = header.get("kid")?.as_str()?;
+    let key = jwks
+        .get("keys")?
+        .as_array()?
+        .iter()
+        .find(|k| k.get("kid").and_then(Value::as_str) == Some(kid))?;
+    let jwk = josekit::jwk::Jwk::from_map(key.as_object()?.clone()).ok()?;
+    let verifier = josekit::jws::ES256.verifier_from_jwk(&jwk).ok()?;
+    let (payload, _) = josekit::jwt::decode_with_verifier(token, &verifier).ok()?;
+    Some(payload.claims_set().clone())
+}
+
 /// RFC 3339 for a Unix time, UTC.
 fn time_rfc3339(secs: u64) -> String {
     let at = time::OffsetDateTime::from_unix_timestamp(secs as i64)

@@ -15,7 +15,6 @@ use crate::Client;
 
 const WIF: &str =
     "projects/123456789012/locations/global/workloadIdentityPools/dps-pool/providers/platform";
-const SUBJECT_TOKEN: &str = "platform-oidc-subject-token";
 pub(crate) const ENTRA_TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
 pub(crate) const ENTRA_CLIENT: &str = "0b3f2c1e-1111-2222-3333-444455556666";
 pub(crate) const ENTRA_SECRET: &str = "entra-client-secret-9d2b";
@@ -251,8 +250,16 @@ async fn aws_without_a_platform_identity_says_so() {
     crate::area_b_error(&body, "CONNECTOR_NOT_FOUND");
 }
 
+/// Where the platform says its GCP issuer is: never fetched by the stand-in, which is given
+/// the JWKS (as a customer may upload it to their provider).
+const ISSUER: &str = "https://dps.example.test/api/v1/gcp-oidc";
+
+/// The platform is an OpenID Connect issuer of its own: each tenant's GCP connectors present a
+/// subject token whose `sub` is derived from the tenant, so a provider that admits only one
+/// tenant's subject is reachable by that tenant's connectors alone. Another tenant that names
+/// it is refused at the exchange, and nothing of the customer's storage is listed.
 #[tokio::test]
-async fn gcp_federates_impersonates_then_tests_and_scans() {
+async fn gcp_connectors_reach_only_providers_that_admit_their_own_tenants_subject() {
     let seed_dir = scratch("gcs-seed");
     std::fs::create_dir_all(seed_dir.join("hr-exports/2024")).unwrap();
     std::fs::write(
@@ -262,27 +269,11 @@ async fn gcp_federates_impersonates_then_tests_and_scans() {
     .unwrap();
     std::fs::write(seed_dir.join("hr-exports/readme.txt"), "hello").unwrap();
     let gcs = emulators::fake_gcs(&seed_dir);
-    let google = identity::google(SUBJECT_TOKEN, WIF);
-
-    let creds = scratch("gcp-creds");
-    std::fs::write(creds.join("token"), SUBJECT_TOKEN).unwrap();
-    let external_account = json!({
-        "type": "external_account",
-        "audience": format!("//iam.googleapis.com/{WIF}"),
-        "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
-        "token_url": format!("{}/v1/token", google.url()),
-        "service_account_impersonation_url": format!(
-            "{}/v1/projects/-/serviceAccounts/unused@x.iam.gserviceaccount.com:generateAccessToken",
-            google.url()
-        ),
-        "credential_source": {"file": creds.join("token"), "format": {"type": "text"}},
-    });
-    std::fs::write(creds.join("platform.json"), external_account.to_string()).unwrap();
+    let (google, trust) = identity::google_federation();
     let env: HashMap<&str, String> = HashMap::from([
-        (
-            "GOOGLE_APPLICATION_CREDENTIALS",
-            creds.join("platform.json").to_str().unwrap().to_owned(),
-        ),
+        ("DPS_GCP_OIDC_ISSUER", ISSUER.to_owned()),
+        ("DPS_GCP_STS_URL", google.url()),
+        ("DPS_GCP_IAM_CREDENTIALS_URL", google.url()),
         ("STORAGE_EMULATOR_HOST", format!("127.0.0.1:{}", gcs.port)),
     ]);
     let app = TestApp::spawn_with(Service::Platform, |vars| {
@@ -291,14 +282,67 @@ async fn gcp_federates_impersonates_then_tests_and_scans() {
         }
     })
     .await;
-    let admin = Client {
+
+    // The issuer's documents are public, as a provider fetches them.
+    let discovery: Value = app
+        .http
+        .get(app.url("/gcp-oidc/.well-known/openid-configuration"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(discovery["issuer"], ISSUER, "{discovery}");
+    assert_eq!(discovery["jwks_uri"], format!("{ISSUER}/jwks"));
+    assert_eq!(
+        discovery["id_token_signing_alg_values_supported"],
+        json!(["ES256"])
+    );
+    let jwks: Value = app
+        .http
+        .get(app.url("/gcp-oidc/jwks"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(jwks["keys"][0]["kty"], "EC", "{jwks}");
+    assert!(
+        jwks["keys"][0].get("d").is_none(),
+        "no private part: {jwks}"
+    );
+
+    // Each tenant learns its own subject, and the condition its provider needs.
+    let acme = Client {
         app: &app,
         token: app.token("acme", "ann", &["admin"]),
     };
+    let globex = Client {
+        app: &app,
+        token: app.token("globex", "gil", &["analyst"]),
+    };
+    let (acme_subject, globex_subject) = (gcp_subject(&acme).await, gcp_subject(&globex).await);
+    assert_ne!(acme_subject, globex_subject);
+    assert_eq!(acme_subject, gcp_subject(&acme).await, "stable");
+
+    // Globex's project: a provider that admits globex's subject only.
+    let globex_wif = WIF.replace("providers/platform", "providers/globex");
+    let acme_wif = WIF.replace("providers/platform", "providers/acme");
+    {
+        let mut trust = trust.lock().unwrap();
+        trust.issuer = ISSUER.to_owned();
+        trust.jwks = jwks.clone();
+        trust.providers = HashMap::from([
+            (globex_wif.clone(), globex_subject.clone()),
+            (acme_wif.clone(), acme_subject.clone()),
+        ]);
+    }
     let config = |wif: &str, buckets: Option<&[&str]>| {
         let mut c = json!({
-            "project_id": "acme-data-prod",
-            "service_account_email": "dps-reader@acme-data-prod.iam.gserviceaccount.com",
+            "project_id": "globex-data-prod",
+            "service_account_email": "dps-reader@globex-data-prod.iam.gserviceaccount.com",
             "wif_provider": wif,
         });
         if let Some(b) = buckets {
@@ -306,44 +350,88 @@ async fn gcp_federates_impersonates_then_tests_and_scans() {
         }
         c
     };
-    let id = create(&admin, "GCS", "gcp", config(WIF, Some(&["hr-exports"]))).await;
-    let found = test(&admin, &id).await;
+    let own = create(
+        &globex,
+        "GCS",
+        "gcp",
+        config(&globex_wif, Some(&["hr-exports"])),
+    )
+    .await;
+    let found = test(&globex, &own).await;
     assert_eq!(found["connected"], true, "{found}");
     assert_eq!(found["buckets_accessible"], json!(["hr-exports"]));
     assert_eq!(found["sample_objects"], 2);
-    assert_eq!(status_of(&admin, &id).await.0, "active");
-
-    // One exchange at STS for the connector's provider, then one impersonation of its account.
+    // One exchange of globex's token at STS for its provider, then one impersonation.
     let requests = google.requests();
     assert_eq!(requests.len(), 2, "{requests:?}");
     let exchange: Value = serde_json::from_str(&requests[0].body).unwrap();
-    assert_eq!(exchange["audience"], format!("//iam.googleapis.com/{WIF}"));
+    assert_eq!(
+        exchange["audience"],
+        format!("//iam.googleapis.com/{globex_wif}")
+    );
+    let claims = identity::verified_claims(exchange["subjectToken"].as_str().unwrap(), &jwks)
+        .expect("signed by the served key");
+    assert_eq!(claims["sub"], globex_subject.as_str());
+    assert_eq!(claims["iss"], ISSUER);
+    assert_eq!(
+        claims["aud"],
+        format!("https://iam.googleapis.com/{globex_wif}")
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let (iat, exp) = (
+        claims["iat"].as_i64().unwrap(),
+        claims["exp"].as_i64().unwrap(),
+    );
+    assert!(exp > now && exp - iat == 300, "short-lived: {claims:?}");
     assert!(requests[1].path.contains(
-        "/serviceAccounts/dps-reader@acme-data-prod.iam.gserviceaccount.com:generateAccessToken"
+        "/serviceAccounts/dps-reader@globex-data-prod.iam.gserviceaccount.com:generateAccessToken"
     ));
-    scanned(&admin, &id, 2).await;
-
+    scanned(&globex, &own, 2).await;
     // Every bucket of the project when none is named.
-    let all = create(&admin, "GCS all", "gcp", config(WIF, None)).await;
-    let found = test(&admin, &all).await;
+    let all = create(&globex, "GCS all", "gcp", config(&globex_wif, None)).await;
+    let found = test(&globex, &all).await;
     assert_eq!(
         found["buckets_accessible"],
         json!(["hr-exports"]),
         "{found}"
     );
 
-    // STS refuses another provider's audience; the reason is Google's.
-    let other = WIF.replace("providers/platform", "providers/other");
-    let refused = create(
-        &admin,
-        "GCS wrong pool",
+    // Acme names globex's provider and service account: its token carries acme's subject,
+    // which globex's provider does not admit. Nothing is impersonated, nothing listed.
+    let before = google.requests().len();
+    let theirs = create(
+        &acme,
+        "Not ours",
         "gcp",
-        config(&other, Some(&["hr-exports"])),
+        config(&globex_wif, Some(&["hr-exports"])),
     )
     .await;
-    let found = test(&admin, &refused).await;
-    assert_eq!(found["connected"], false);
+    let found = test(&acme, &theirs).await;
+    assert_eq!(found["connected"], false, "{found}");
+    assert_eq!(found["buckets_accessible"], json!([]), "{found}");
+    assert_eq!(found["sample_objects"], 0, "{found}");
     assert_eq!(found["error"]["reason"], "identity", "{found}");
+    let message = found["error"]["message"].as_str().unwrap();
+    assert!(message.contains("attribute condition"), "{message}");
+    let after = google.requests();
+    assert!(
+        after[before..].iter().all(|r| r.path == "/v1/token"),
+        "no impersonation after a refused exchange: {after:?}"
+    );
+    let presented: Value = serde_json::from_str(&after.last().unwrap().body).unwrap();
+    let claims =
+        identity::verified_claims(presented["subjectToken"].as_str().unwrap(), &jwks).unwrap();
+    assert_eq!(claims["sub"], acme_subject.as_str(), "acme's own subject");
+    scan_refused(&acme, &theirs).await;
+
+    // A provider that does not exist in the stand-in: STS refuses the audience.
+    let unknown = WIF.replace("providers/platform", "providers/other");
+    let refused = create(&acme, "GCS wrong pool", "gcp", config(&unknown, None)).await;
+    let found = test(&acme, &refused).await;
+    assert_eq!(found["connected"], false);
     assert!(
         found["error"]["message"]
             .as_str()
@@ -352,6 +440,81 @@ async fn gcp_federates_impersonates_then_tests_and_scans() {
         "{found}"
     );
     let _ = std::fs::remove_dir_all(seed_dir);
+}
+
+/// The caller's tenant's GCP subject, and the condition a provider needs to admit it.
+async fn gcp_subject(client: &Client<'_>) -> String {
+    let (status, body) = client
+        .send(Method::GET, "/connectors/gcp-subject", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let data = body["data"].clone();
+    assert_eq!(data["mode"], "tenant_subject", "{data}");
+    assert_eq!(data["issuer"], ISSUER);
+    let subject = data["subject"].as_str().unwrap().to_owned();
+    assert_eq!(
+        data["attribute_condition"],
+        format!("assertion.sub == '{subject}'")
+    );
+    subject
+}
+
+/// A full scan of a connector whose identity is refused reads nothing: every object it could
+/// have listed is out of reach, and no finding is made.
+async fn scan_refused(admin: &Client<'_>, id: &str) {
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{id}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let done = crate::scans::finished(admin, body["data"]["scan_id"].as_str().unwrap()).await;
+    assert_ne!(done["status"], "completed", "{done}");
+    assert_eq!(done["coverage"]["total_scanned"], 0, "{done}");
+    assert_eq!(done["progress"]["findings_count"], 0, "{done}");
+}
+
+/// A deployment that would present one GCP identity for every tenant must say so by name: a
+/// platform-api given `GOOGLE_APPLICATION_CREDENTIALS` without `DPS_GCP_SINGLE_IDENTITY=true`
+/// does not start.
+#[tokio::test]
+async fn one_gcp_identity_for_every_tenant_is_refused_unless_asked_for_by_name() {
+    let db = testkit::database().await;
+    let creds = scratch("gcp-single");
+    let external_account = json!({
+        "type": "external_account",
+        "audience": format!("//iam.googleapis.com/{WIF}"),
+        "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+        "token_url": "https://sts.googleapis.com/v1/token",
+        "credential_source": {"file": creds.join("token"), "format": {"type": "text"}},
+    });
+    std::fs::write(creds.join("platform.json"), external_account.to_string()).unwrap();
+    let path = creds.join("platform.json").to_str().unwrap().to_owned();
+    let config = |pairs: &[(&str, &str)]| {
+        let mut env = integration_tests::default_env(&db);
+        for (k, v) in pairs {
+            env.insert((*k).into(), (*v).into());
+        }
+        platform_api::Config::from_lookup(&|k| env.get(k).cloned())
+    };
+    let refused = config(&[("GOOGLE_APPLICATION_CREDENTIALS", &path)]).unwrap_err();
+    assert_eq!(refused.variable, "GOOGLE_APPLICATION_CREDENTIALS");
+    assert!(
+        refused.problem.contains("DPS_GCP_SINGLE_IDENTITY"),
+        "{}",
+        refused.problem
+    );
+    config(&[
+        ("GOOGLE_APPLICATION_CREDENTIALS", &path),
+        ("DPS_GCP_SINGLE_IDENTITY", "true"),
+    ])
+    .unwrap();
+    let refused = config(&[("DPS_GCP_SINGLE_IDENTITY", "true")]).unwrap_err();
+    assert_eq!(refused.variable, "DPS_GCP_SINGLE_IDENTITY");
+    let refused = config(&[("DPS_GCP_OIDC_ISSUER", "http://dps.example.test/oidc")]).unwrap_err();
+    assert_eq!(refused.variable, "DPS_GCP_OIDC_ISSUER");
     let _ = std::fs::remove_dir_all(creds);
 }
 
@@ -431,5 +594,37 @@ async fn azure_gets_an_entra_token_then_tests_and_scans_over_https() {
     let (status, stored) = status_of(&admin, &refused).await;
     assert_eq!(status, "error");
     assert!(!stored.unwrap().contains(wrong));
+
+    // Another tenant names the same application and account: its connector acts only with the
+    // secret it supplied itself, never with acme's, which is sealed to acme's connector.
+    let globex = Client {
+        app: &app,
+        token: app.token("globex", "gil", &["admin"]),
+    };
+    let before = entra.requests().len();
+    let theirs = create(
+        &globex,
+        "Blob of acme",
+        "azure",
+        config("globex-guess-1", Some(&["exports"])),
+    )
+    .await;
+    let found = test(&globex, &theirs).await;
+    assert_eq!(found["connected"], false, "{found}");
+    assert_eq!(found["buckets_accessible"], json!([]), "{found}");
+    assert_eq!(found["error"]["reason"], "identity", "{found}");
+    let presented = entra.requests();
+    assert!(
+        presented.len() > before,
+        "globex's connector asked for a token"
+    );
+    for request in &presented[before..] {
+        assert!(
+            request.body.contains("client_secret=globex-guess-1"),
+            "only globex's own secret: {}",
+            request.body
+        );
+        assert!(!request.body.contains(ENTRA_SECRET));
+    }
     let _ = std::fs::remove_dir_all(certs);
 }

@@ -343,7 +343,15 @@ fn filled(route: &str, id: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn no_route_reaches_another_tenants_data() {
-    let stack = Stack::new(|_| {}).await;
+    // An issuer of tenants' GCP subjects, so that its public documents and each tenant's
+    // subject are among the routes read.
+    let stack = Stack::new(|env| {
+        env.insert(
+            "DPS_GCP_OIDC_ISSUER".into(),
+            "https://dps.example.test/api/v1/gcp-oidc".into(),
+        );
+    })
+    .await;
     let acme = seed_tenant(&stack, "acme").await;
     let globex = seed_tenant(&stack, "globex").await;
 

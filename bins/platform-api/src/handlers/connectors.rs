@@ -4,7 +4,7 @@
 use actix_web::web;
 use api_types::connectors::{
     ConnectionTest, Connector, ConnectorCreated, ConnectorDeleted, ConnectorQuery, CreateConnector,
-    ExternalId,
+    ExternalId, GcpSubject,
 };
 use connectors::{Filter, NewConnector, Provider, Status, store};
 use dps_http::{ApiError, Body, Caller, Enveloped, Permitted, ServiceState, groups};
@@ -125,6 +125,28 @@ pub async fn external_id(
     }))
 }
 
+/// How a GCP customer's workload identity provider must trust the platform for this tenant:
+/// the platform's issuer, and an attribute condition on the tenant's own subject, which the
+/// platform derives so that no tenant can have it act in another customer's project.
+#[utoipa::path(
+    get,
+    path = "/api/v1/connectors/gcp-subject",
+    tag = "connectors",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The issuer and the tenant's subject", body = GcpSubject),
+        (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
+    ),
+)]
+pub async fn gcp_subject(
+    caller: Caller,
+    extra: web::Data<Extra>,
+) -> Result<Enveloped<GcpSubject>, ApiError> {
+    Ok(Enveloped::ok(wire::gcp_subject(
+        extra.cloud.gcp_trust(&caller.0.tenant_id),
+    )))
+}
+
 /// One connector, with its scan history and last update.
 #[utoipa::path(
     get,
@@ -210,7 +232,7 @@ pub async fn test(
     // No pooled connection is held while the storage is called (up to 20 s): a few slow
     // tests must not take the pool from every other request.
     drop(conn);
-    let found = connectors::probe::probe(&extra.cloud, id, &config).await;
+    let found = connectors::probe::probe(&extra.cloud, &caller.tenant_id, id, &config).await;
     let mut conn = state.conn().await?;
     let outcome = connectors::probe::record_test(&mut conn, &caller.tenant_id, id, found)
         .await

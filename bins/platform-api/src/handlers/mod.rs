@@ -4,6 +4,7 @@ pub mod classifiers;
 pub mod connectors;
 pub mod drift;
 pub mod findings;
+pub mod gcp_oidc;
 pub mod health;
 pub mod openapi;
 pub mod policies;

@@ -386,7 +386,7 @@ fn finding(f: WorkFinding) -> Result<(NewFinding, Option<Uuid>), &'static str> {
     if !location_shaped(&f.location) || f.location.to_string().len() > 4096 {
         return Err("location");
     }
-    if f.preview.chars().count() > scans::worker::MAX_PREVIEW {
+    if f.preview.chars().count() > scans::preview::MAX_PREVIEW {
         return Err("preview");
     }
     let fingerprint = audit::unhex(&f.fingerprint)

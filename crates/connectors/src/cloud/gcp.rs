@@ -1,12 +1,16 @@
-//! GCP: workload identity federation. The platform's own identity (a subject token named by an
-//! `external_account` credentials file) is exchanged at Google STS for the connector's
-//! workload identity provider, the federated token impersonates the connector's service
-//! account, and that account's token reads GCS through object_store, and each bucket's
+//! GCP: workload identity federation. A subject token is exchanged at Google STS for the
+//! connector's workload identity provider, the federated token impersonates the connector's
+//! service account, and that account's token reads GCS through object_store, and each bucket's
 //! posture from its metadata and IAM policy. Writes (`gcp_writes`) use a second token of the
 //! same account with the read-write scope.
+//!
+//! The subject token is the tenant's own, minted by the platform as an OpenID Connect issuer
+//! (`gcp_issuer`), so a connector reaches only providers that trust its tenant's subject. A
+//! single-tenant deployment may instead present one identity for everything, an
+//! `external_account` file's (`DPS_GCP_SINGLE_IDENTITY=true`); so does a `scan-worker` in a
+//! customer's infrastructure, whose identity is the customer's own.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use object_store::gcp::{GcpCredential, GcpSigningCredential, GoogleCloudStorageBuilder};
@@ -21,10 +25,14 @@ use super::access::{
     url_with_segments,
 };
 use super::cache::Cached;
+use super::gcp_account::{ExternalAccount, read_external_account};
+use super::gcp_issuer::SubjectIssuer;
 use super::gcp_writes::{GcsToken, GcsWrites};
 use crate::config::Config;
+use ids::TenantId;
 
-const STS_URL: &str = "https://sts.googleapis.com/v1/token";
+/// Google STS; the exchange is `POST {STS}/v1/token`.
+const STS: &str = "https://sts.googleapis.com";
 const IAM_CREDENTIALS: &str = "https://iamcredentials.googleapis.com";
 const STORAGE: &str = "https://storage.googleapis.com";
 /// The scope of the token that lists and reads: all a scan needs.
@@ -33,56 +41,30 @@ const READ_ONLY: &str = "https://www.googleapis.com/auth/devstorage.read_only";
 /// scan holds cannot change an object even where the service account may.
 const READ_WRITE: &str = "https://www.googleapis.com/auth/devstorage.read_write";
 
-/// Where the platform's subject token comes from, per the `external_account` file.
-#[derive(Clone)]
-pub enum SubjectSource {
-    File {
-        path: PathBuf,
-    },
-    Url {
-        url: String,
-        headers: Vec<(String, String)>,
-    },
-}
-
-/// Header values are left out: a URL source's headers carry a bearer token (GitHub Actions'
-/// request token, for one).
-impl fmt::Debug for SubjectSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SubjectSource::File { path } => f.debug_struct("File").field("path", path).finish(),
-            SubjectSource::Url { url, headers } => {
-                let names: Vec<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
-                f.debug_struct("Url")
-                    .field("url", url)
-                    .field("header_names", &names)
-                    .finish()
-            }
-        }
-    }
-}
-
-/// The platform's GCP identity: an `external_account` credentials file (the format `gcloud iam
-/// workload-identity-pools create-cred-config` writes).
-#[derive(Debug, Clone)]
-pub struct ExternalAccount {
-    pub source: SubjectSource,
-    /// `credential_source.format`: when `json`, the field holding the token.
-    pub json_field: Option<String>,
-    pub subject_token_type: String,
-    /// `token_url`: Google STS, or an override.
-    pub token_url: String,
-    /// The origin of `service_account_impersonation_url`, when given: the IAM Credentials API.
-    pub iam_credentials_url: String,
-}
-
 /// The GCP side of the environment.
 #[derive(Clone, Default)]
 pub struct GcpEnv {
     /// `STORAGE_EMULATOR_HOST`: GCS requests go there (`http://` assumed without a scheme).
     pub storage_url: Option<String>,
-    /// From `GOOGLE_APPLICATION_CREDENTIALS`.
+    /// From `GOOGLE_APPLICATION_CREDENTIALS`: one identity for every connector, used only in
+    /// single-identity mode.
     pub identity: Option<ExternalAccount>,
+    /// `DPS_GCP_SINGLE_IDENTITY=true`: every connector federates with `identity`, whatever its
+    /// tenant. Off by default, and only for a deployment that serves one tenant (or a
+    /// `scan-worker` with the customer's own identity): with several tenants, any of them could
+    /// name a provider that trusts that identity.
+    pub single_identity: bool,
+    /// The tenants' subject tokens (`DPS_GCP_OIDC_ISSUER`, keys from the master key), set by a
+    /// process that holds the master key.
+    pub issuer: Option<Arc<SubjectIssuer>>,
+    /// `DPS_GCP_OIDC_ISSUER`, as read; the process that holds the master key builds `issuer`
+    /// from it.
+    pub issuer_url: Option<String>,
+    /// `DPS_GCP_STS_URL` (Google STS's token endpoint by default), for the tenants' tokens.
+    pub sts_url: String,
+    /// `DPS_GCP_IAM_CREDENTIALS_URL` (the IAM Credentials API by default), for the tenants'
+    /// tokens.
+    pub iam_credentials_url: String,
 }
 
 impl fmt::Debug for GcpEnv {
@@ -90,6 +72,8 @@ impl fmt::Debug for GcpEnv {
         f.debug_struct("GcpEnv")
             .field("storage_url", &self.storage_url)
             .field("identity", &self.identity.is_some())
+            .field("single_identity", &self.single_identity)
+            .field("issuer", &self.issuer_url)
             .finish()
     }
 }
@@ -108,136 +92,146 @@ impl GcpEnv {
             Some(path) => Some(read_external_account(&path)?),
             None => None,
         };
+        let single_identity = match var("DPS_GCP_SINGLE_IDENTITY").as_deref().map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                return Err(EnvError::new(
+                    "DPS_GCP_SINGLE_IDENTITY",
+                    "must be true or false",
+                ));
+            }
+        };
+        if single_identity && identity.is_none() {
+            return Err(EnvError::new(
+                "DPS_GCP_SINGLE_IDENTITY",
+                "single-identity mode needs GOOGLE_APPLICATION_CREDENTIALS",
+            ));
+        }
+        let origin = |name: &'static str, default: &str| -> Result<String, EnvError> {
+            match var(name) {
+                None => Ok(default.to_owned()),
+                Some(v) => url::Url::parse(v.trim())
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "https" | "http") && u.has_host())
+                    .map(|_| v.trim().trim_end_matches('/').to_owned())
+                    .ok_or_else(|| EnvError::new(name, "must be an http or https URL")),
+            }
+        };
         Ok(GcpEnv {
             storage_url,
             identity,
+            single_identity,
+            issuer: None,
+            issuer_url: var("DPS_GCP_OIDC_ISSUER").map(|v| v.trim().to_owned()),
+            sts_url: origin("DPS_GCP_STS_URL", STS)?,
+            iam_credentials_url: origin("DPS_GCP_IAM_CREDENTIALS_URL", IAM_CREDENTIALS)?,
         })
+    }
+
+    /// Builds the tenants' issuer from `DPS_GCP_OIDC_ISSUER` with keys derived from `master`,
+    /// for a process that serves several tenants. Such a process refuses a platform-wide
+    /// identity unless single-identity mode is asked for by name.
+    pub fn for_tenants(&mut self, master: &keys::MasterKey) -> Result<(), EnvError> {
+        if self.identity.is_some() && !self.single_identity {
+            return Err(EnvError::new(
+                "GOOGLE_APPLICATION_CREDENTIALS",
+                "would give every tenant the platform's one GCP identity, so that any tenant \
+                 could name a provider that trusts it: unset it and set DPS_GCP_OIDC_ISSUER, \
+                 or set DPS_GCP_SINGLE_IDENTITY=true for a single-tenant deployment",
+            ));
+        }
+        if let Some(url) = &self.issuer_url {
+            self.issuer = Some(Arc::new(SubjectIssuer::new(master, url)?));
+        }
+        Ok(())
     }
 }
 
-fn read_external_account(path: &std::path::Path) -> Result<ExternalAccount, EnvError> {
-    let name = "GOOGLE_APPLICATION_CREDENTIALS";
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| EnvError::new(name, format!("cannot read {}: {e}", path.display())))?;
-    let file: Value = serde_json::from_str(&text)
-        .map_err(|_| EnvError::new(name, format!("{} is not JSON", path.display())))?;
-    let text_field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    if text_field(&file, "type").as_deref() != Some("external_account") {
-        return Err(EnvError::new(
-            name,
-            "only an external_account (workload identity federation) file can give the \
-             platform its GCP identity",
-        ));
-    }
-    let source = file.get("credential_source").cloned().unwrap_or_default();
-    let subject = if let Some(path) = text_field(&source, "file") {
-        SubjectSource::File { path: path.into() }
-    } else if let Some(url) = text_field(&source, "url") {
-        let headers = source
-            .get("headers")
-            .and_then(Value::as_object)
-            .map(|h| {
-                h.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        SubjectSource::Url { url, headers }
-    } else {
-        return Err(EnvError::new(
-            name,
-            "credential_source must name a file or a url (executable and AWS sources \
-             are not supported)",
-        ));
-    };
-    let format = source.get("format");
-    let json_field = match format.and_then(|f| text_field(f, "type")).as_deref() {
-        Some("json") => Some(
-            format
-                .and_then(|f| text_field(f, "subject_token_field_name"))
-                .ok_or_else(|| {
-                    EnvError::new(name, "a json format needs subject_token_field_name")
-                })?,
-        ),
-        _ => None,
-    };
-    let iam_credentials_url = text_field(&file, "service_account_impersonation_url")
-        .and_then(|u| url::Url::parse(&u).ok())
-        .map(|u| u.origin().ascii_serialization())
-        .unwrap_or_else(|| IAM_CREDENTIALS.to_owned());
-    Ok(ExternalAccount {
-        source: subject,
-        json_field,
-        subject_token_type: text_field(&file, "subject_token_type")
-            .unwrap_or_else(|| "urn:ietf:params:oauth:token-type:jwt".into()),
-        token_url: text_field(&file, "token_url").unwrap_or_else(|| STS_URL.into()),
-        iam_credentials_url,
-    })
+/// What the platform presents to Google STS.
+#[derive(Debug)]
+enum Identity {
+    /// Each tenant's own subject token.
+    Tenants {
+        issuer: Arc<SubjectIssuer>,
+        sts_url: String,
+        iam_credentials_url: String,
+    },
+    /// One identity for every connector (single-identity mode).
+    Single(ExternalAccount),
+    None,
 }
 
 /// The platform's GCP identity.
 #[derive(Debug)]
 pub(crate) struct Platform {
-    identity: Option<ExternalAccount>,
+    identity: Identity,
     http: reqwest::Client,
+}
+
+/// The token to exchange, and where to exchange it and impersonate with the result.
+struct Subject {
+    token: String,
+    token_type: String,
+    sts_url: String,
+    iam_credentials_url: String,
 }
 
 impl Platform {
     pub(crate) fn new(env: &GcpEnv, http: reqwest::Client) -> Self {
-        Platform {
-            identity: env.identity.clone(),
-            http,
+        let identity = match (&env.identity, &env.issuer) {
+            (Some(account), _) if env.single_identity => Identity::Single(account.clone()),
+            (_, Some(issuer)) => Identity::Tenants {
+                issuer: issuer.clone(),
+                sts_url: env.sts_url.clone(),
+                iam_credentials_url: env.iam_credentials_url.clone(),
+            },
+            _ => Identity::None,
+        };
+        Platform { identity, http }
+    }
+
+    /// The tenants' issuer, when the platform mints tenants' tokens.
+    pub(crate) fn issuer(&self) -> Option<&SubjectIssuer> {
+        match &self.identity {
+            Identity::Tenants { issuer, .. } => Some(issuer),
+            _ => None,
         }
     }
 
-    fn identity(&self) -> Result<&ExternalAccount, AccessError> {
-        self.identity.as_ref().ok_or_else(|| {
-            AccessError::new(
-                Failure::Identity,
-                "the platform has no GCP identity: set GOOGLE_APPLICATION_CREDENTIALS to an \
-                 external_account file (docs/configuration.md)",
-            )
-        })
+    pub(crate) fn single_identity(&self) -> bool {
+        matches!(self.identity, Identity::Single(_))
     }
 
-    /// The platform's current subject token, read fresh (files and URLs rotate it).
-    async fn subject_token(&self) -> Result<String, AccessError> {
-        let identity = self.identity()?;
-        let raw = match &identity.source {
-            SubjectSource::File { path } => std::fs::read_to_string(path).map_err(|e| {
-                AccessError::new(
-                    Failure::Identity,
-                    format!("cannot read the GCP subject token file: {e}"),
-                )
-            })?,
-            SubjectSource::Url { url, headers } => {
-                let mut request = self.http.get(url);
-                for (k, v) in headers {
-                    request = request.header(k, v);
-                }
-                request
-                    .send()
-                    .await
-                    .and_then(reqwest::Response::error_for_status)
-                    .map_err(|e| AccessError::identity_http("GCP subject token", &e))?
-                    .text()
-                    .await
-                    .map_err(|e| AccessError::identity_http("GCP subject token", &e))?
-            }
-        };
-        let token = match &identity.json_field {
-            None => raw.trim().to_owned(),
-            Some(field) => serde_json::from_str::<Value>(&raw)
-                .ok()
-                .and_then(|v| v.get(field).and_then(Value::as_str).map(str::to_owned))
-                .ok_or_else(|| {
-                    AccessError::new(
-                        Failure::Identity,
-                        format!("the GCP subject token source has no {field} field"),
-                    )
-                })?,
-        };
-        Ok(token)
+    /// What to present for `tenant`'s connector to the provider of `audience`.
+    async fn subject(&self, tenant: &TenantId, wif_provider: &str) -> Result<Subject, AccessError> {
+        match &self.identity {
+            Identity::Tenants {
+                issuer,
+                sts_url,
+                iam_credentials_url,
+            } => Ok(Subject {
+                // The provider's default allowed audience.
+                token: issuer.token(
+                    tenant,
+                    &format!("https://iam.googleapis.com/{wif_provider}"),
+                )?,
+                token_type: "urn:ietf:params:oauth:token-type:jwt".into(),
+                sts_url: format!("{sts_url}/v1/token"),
+                iam_credentials_url: iam_credentials_url.clone(),
+            }),
+            Identity::Single(account) => Ok(Subject {
+                token: account.subject_token(&self.http).await?,
+                token_type: account.subject_token_type.clone(),
+                sts_url: account.token_url.clone(),
+                iam_credentials_url: account.iam_credentials_url.clone(),
+            }),
+            Identity::None => Err(AccessError::new(
+                Failure::Identity,
+                "the platform has no GCP identity: set DPS_GCP_OIDC_ISSUER (each tenant's own \
+                 subject; docs/configuration.md)",
+            )),
+        }
     }
 }
 
@@ -283,7 +277,9 @@ async fn answer(response: reqwest::Response, what: &str) -> Result<Value, Access
 #[derive(Debug)]
 pub(super) struct Impersonated {
     platform: Arc<Platform>,
-    audience: String,
+    /// The connector's tenant: whose subject token is presented.
+    tenant: TenantId,
+    wif_provider: String,
     service_account: String,
     scope: &'static str,
     cache: Cached<GcpCredential>,
@@ -302,19 +298,21 @@ impl Impersonated {
     }
 
     async fn fetch(&self) -> Result<(GcpCredential, Option<OffsetDateTime>), AccessError> {
-        let identity = self.platform.identity()?;
-        let subject = self.platform.subject_token().await?;
+        let subject = self
+            .platform
+            .subject(&self.tenant, &self.wif_provider)
+            .await?;
         let http = &self.platform.http;
         let exchange = json!({
-            "audience": self.audience,
+            "audience": format!("//iam.googleapis.com/{}", self.wif_provider),
             "grantType": "urn:ietf:params:oauth:grant-type:token-exchange",
             "requestedTokenType": "urn:ietf:params:oauth:token-type:access_token",
             "scope": "https://www.googleapis.com/auth/cloud-platform",
-            "subjectTokenType": identity.subject_token_type,
-            "subjectToken": subject,
+            "subjectTokenType": subject.token_type,
+            "subjectToken": subject.token,
         });
         let response = http
-            .post(&identity.token_url)
+            .post(&subject.sts_url)
             .json(&exchange)
             .send()
             .await
@@ -328,7 +326,7 @@ impl Impersonated {
         };
         let url = format!(
             "{}/v1/projects/-/serviceAccounts/{}:generateAccessToken",
-            identity.iam_credentials_url, self.service_account
+            subject.iam_credentials_url, self.service_account
         );
         let response = http
             .post(&url)
@@ -394,11 +392,13 @@ impl Access {
         env: &GcpEnv,
         platform: Arc<Platform>,
         http: reqwest::Client,
+        tenant: &TenantId,
         config: &Config,
     ) -> Self {
         let impersonated = |scope| Impersonated {
             platform: platform.clone(),
-            audience: format!("//iam.googleapis.com/{}", config.text("wif_provider")),
+            tenant: tenant.clone(),
+            wif_provider: config.text("wif_provider").to_owned(),
             service_account: config.text("service_account_email").to_owned(),
             scope,
             cache: Cached::default(),
@@ -619,17 +619,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_subject_source_prints_header_names_not_values() {
-        let source = SubjectSource::Url {
-            url: "http://127.0.0.1:9/token".into(),
-            headers: vec![("Authorization".into(), "Bearer req-t0ken-value".into())],
-        };
-        let printed = format!("{source:?}");
-        assert!(printed.contains("Authorization"), "{printed}");
-        assert!(!printed.contains("req-t0ken-value"), "{printed}");
-    }
-
-    #[test]
     fn bucket_posture_reads_metadata_and_public_bindings() {
         let metadata = json!({
             "name": "hr",
@@ -678,33 +667,5 @@ mod tests {
             Some("Permission denied")
         );
         assert_eq!(google_error("nope"), None);
-    }
-
-    #[test]
-    fn reads_an_external_account_file() {
-        let dir = std::env::temp_dir().join(format!("dps-gcp-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("creds.json");
-        std::fs::write(
-            &path,
-            r#"{"type":"external_account","audience":"x",
-                "subject_token_type":"urn:ietf:params:oauth:token-type:jwt",
-                "token_url":"http://127.0.0.1:9/v1/token",
-                "service_account_impersonation_url":"http://127.0.0.1:9/v1/projects/-/serviceAccounts/a@b.iam.gserviceaccount.com:generateAccessToken",
-                "credential_source":{"file":"/var/run/token","format":{"type":"text"}}}"#,
-        )
-        .unwrap();
-        let account = read_external_account(&path).unwrap();
-        assert_eq!(account.token_url, "http://127.0.0.1:9/v1/token");
-        assert_eq!(account.iam_credentials_url, "http://127.0.0.1:9");
-        assert!(matches!(account.source, SubjectSource::File { .. }));
-        std::fs::write(&path, r#"{"type":"service_account"}"#).unwrap();
-        assert!(read_external_account(&path).is_err());
-        std::fs::remove_dir_all(dir).unwrap();
-        let env = GcpEnv::from_vars(&|name: &str| {
-            (name == "STORAGE_EMULATOR_HOST").then(|| "127.0.0.1:4443".to_owned())
-        })
-        .unwrap();
-        assert_eq!(env.storage_url.as_deref(), Some("http://127.0.0.1:4443"));
     }
 }

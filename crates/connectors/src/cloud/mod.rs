@@ -18,6 +18,8 @@ mod azure;
 mod azure_writes;
 mod cache;
 mod gcp;
+mod gcp_account;
+mod gcp_issuer;
 mod gcp_writes;
 mod properties;
 mod sigv4;
@@ -41,6 +43,7 @@ pub use access::{AccessError, Blobs, EnvError, Failure, Posture};
 pub use aws::AwsEnv;
 pub use azure::AzureEnv;
 pub use gcp::GcpEnv;
+pub use gcp_issuer::SubjectIssuer;
 pub use properties::{Encryption, Properties};
 pub use writes::Whole;
 
@@ -150,9 +153,32 @@ impl Cloud {
         })
     }
 
-    /// Opens a connector's storage. Nothing is called yet: the first list or read does.
+    /// How a GCP customer's workload identity provider must trust the platform for `tenant`'s
+    /// connectors.
+    pub fn gcp_trust(&self, tenant: &ids::TenantId) -> GcpTrust {
+        let gcp = &self.inner.gcp;
+        match gcp.issuer() {
+            Some(issuer) => GcpTrust::Subject {
+                issuer: issuer.issuer().to_owned(),
+                jwks_uri: issuer.jwks_uri(),
+                subject: issuer.subject(tenant),
+            },
+            None if gcp.single_identity() => GcpTrust::SingleIdentity,
+            None => GcpTrust::NotConfigured,
+        }
+    }
+
+    /// The tenants' issuer, if this process mints tenants' GCP subject tokens: what the
+    /// issuer's discovery document and JWKS are served from.
+    pub fn gcp_issuer(&self) -> Option<&SubjectIssuer> {
+        self.inner.gcp.issuer()
+    }
+
+    /// Opens `tenant`'s connector's storage. Nothing is called yet: the first list or read
+    /// does. The tenant is what a GCP connector's subject token names.
     pub fn open(
         &self,
+        tenant: &ids::TenantId,
         connector_id: ids::ConnectorId,
         config: &Config,
     ) -> Result<Storage, AccessError> {
@@ -169,6 +195,7 @@ impl Cloud {
                 &shared.env.gcp,
                 shared.gcp.clone(),
                 shared.http.clone(),
+                tenant,
                 config,
             )),
             Provider::Azure => Arc::new(azure::Access::new(
@@ -186,6 +213,22 @@ impl Cloud {
             opened: Arc::default(),
         })
     }
+}
+
+/// What a GCP customer's workload identity provider must trust (`GET
+/// /connectors/gcp-subject`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GcpTrust {
+    /// The platform's issuer, with an attribute condition on the tenant's own subject.
+    Subject {
+        issuer: String,
+        jwks_uri: String,
+        subject: String,
+    },
+    /// The deployment's one identity (single-tenant deployments only).
+    SingleIdentity,
+    /// No GCP identity is configured: GCP connectors cannot connect.
+    NotConfigured,
 }
 
 /// One connector's storage.

@@ -21,7 +21,9 @@ pub(crate) fn cloud(vars: &[(&str, String)]) -> Cloud {
 
 pub(crate) fn open(cloud: &Cloud, provider: Provider, config: Value) -> Storage {
     let config = connectors::validate(provider, &config).unwrap();
-    cloud.open(ids::ConnectorId::new(), &config).unwrap()
+    cloud
+        .open(&"acme".parse().unwrap(), ids::ConnectorId::new(), &config)
+        .unwrap()
 }
 
 fn posture(public: Option<bool>, reasons: &[&str], encryption: &str, versioning: &str) -> Posture {
@@ -355,6 +357,8 @@ async fn gcs_posture_reads_versioning_and_encryption_and_leaves_iam_unknown_on_f
             "GOOGLE_APPLICATION_CREDENTIALS",
             creds.join("platform.json").to_str().unwrap().to_owned(),
         ),
+        // One identity for every connector: this crate's tests serve one tenant.
+        ("DPS_GCP_SINGLE_IDENTITY", "true".to_owned()),
         ("STORAGE_EMULATOR_HOST", format!("127.0.0.1:{}", gcs.port)),
     ]);
     let storage = open(

@@ -258,7 +258,7 @@ async fn the_connection_test_lists_and_reads_for_real_and_records_the_outcome() 
     let config = store::config(&mut conn, &keys, &acme, good.id)
         .await
         .unwrap();
-    let storage = cloud.open(good.id, &config).unwrap();
+    let storage = cloud.open(&acme, good.id, &config).unwrap();
     assert_eq!(storage.buckets().await.unwrap(), ["hr-exports"]);
     let hr = storage.bucket("hr-exports").unwrap();
     let page = hr.list_page(Some("2024/"), None, 1).await.unwrap();
@@ -365,7 +365,7 @@ async fn a_connection_test_gives_up_at_its_deadline() {
     let config = connectors::probe::test_config(&mut conn, &keyring, &acme, created.id)
         .await
         .unwrap();
-    let storage = silent.open(created.id, &config).unwrap();
+    let storage = silent.open(&acme, created.id, &config).unwrap();
     let probe = storage
         .probe(&[], std::time::Duration::from_millis(500))
         .await;

@@ -409,6 +409,8 @@ pub(crate) fn gcs_cloud(
             "GOOGLE_APPLICATION_CREDENTIALS",
             creds.join("platform.json").to_str().unwrap().to_owned(),
         ),
+        // One identity for every connector: this crate's tests serve one tenant.
+        ("DPS_GCP_SINGLE_IDENTITY", "true".to_owned()),
         ("STORAGE_EMULATOR_HOST", storage_host.to_owned()),
     ]);
     (cloud, creds)

@@ -334,7 +334,7 @@ pub(crate) async fn open_storage(
     };
     let storage = exec
         .cloud
-        .open(row.connector(), &config)
+        .open(tenant, row.connector(), &config)
         .map_err(|e| Stop::retry_with(Reason::StorageUnopened, e.message))?;
     exec.storages.put(key, &storage);
     Ok(storage)

@@ -110,7 +110,7 @@ pub(crate) async fn retained_storage(
         .map_err(|e| Stop::retry_with(Reason::ConnectorUnreadable, e))?;
     let storage = exec
         .cloud
-        .open(connector, &config)
+        .open(tenant, connector, &config)
         .map_err(|e| Stop::retry_with(Reason::StorageUnopened, e.message))?;
     // Kept for the next snapshots of the same pass, as `open_storage` keeps a live connector's
     // (which finds it there first). The executor drops a deleted connector's cached storage
