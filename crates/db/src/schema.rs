@@ -469,6 +469,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    remediation_written_tokens (tenant_id, connector_id, object_ref, lookup, request_id) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        object_ref -> Uuid,
+        lookup -> Uuid,
+        request_id -> Uuid,
+        written_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     scan_chunks (tenant_id, scan_id, chunk_no) {
         tenant_id -> Text,
         scan_id -> Uuid,
@@ -695,6 +706,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     remediation_retained_storage,
     remediation_runs,
     remediation_status_counts,
+    remediation_written_tokens,
     scan_chunks,
     scan_classifiers,
     scan_connectors,

@@ -130,6 +130,9 @@ async fn delete_once(
         governance::remediate::retain::retain_storage(conn, tenant, id)
             .await
             .map_err(PlatformError::Governance)?;
+        governance::remediate::written::forget_connector(conn, tenant, id)
+            .await
+            .map_err(PlatformError::Governance)?;
         store::delete(conn, tenant, id).await?;
         // After the delete, which may have waited for a scan of the connector being created
         // meanwhile: that scan's only link went with the connector.

@@ -30,7 +30,8 @@ pub struct OpenFinding {
     pub category: String,
     #[diesel(sql_type = Float4)]
     pub confidence: f32,
-    /// The value is a token the tenant's vault issued: remediated, never acted on again.
+    /// The value is a token the platform wrote into this object: remediated, never acted on
+    /// again.
     #[diesel(sql_type = diesel::sql_types::Bool)]
     pub tokenized: bool,
 }
@@ -305,7 +306,7 @@ pub struct StoredFinding {
     pub status: String,
     pub created_at: time::OffsetDateTime,
     pub resolved_at: Option<time::OffsetDateTime>,
-    /// The value is a token the tenant's vault issued (see [`crate::tokens`]).
+    /// The value is a token the platform wrote into this object (see [`crate::tokens`]).
     pub tokenized: bool,
 }
 

@@ -32,7 +32,7 @@ pub struct NewFinding {
     pub fingerprint: Vec<u8>,
     /// The value, until the lookup of issued tokens (see [`crate::tokens`]).
     pub candidate: Option<Candidate>,
-    /// The value is a token the tenant's vault issued.
+    /// The value is a token the platform wrote into this object.
     pub tokenized: bool,
 }
 

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::error::ScanError;
 use crate::lease::{self, Claim, Held};
 use crate::record::{self, Outcome};
-use crate::tokens::IssuedTokens;
+use crate::tokens::{Place, WrittenTokens};
 use crate::worker::{Coordination as _, Local, Prepared};
 use crate::{Status, lifecycle, rows};
 
@@ -174,10 +174,10 @@ pub async fn complete(
 
 /// Records what the holder of `scan`'s token reports for chunk `chunk_no` under `fence`. Objects
 /// already recorded (a report sent again after its answer was lost) are skipped; each finding
-/// whose lookup key is a token the tenant's vault issued is recorded `tokenized`.
+/// whose lookup key is a token the platform wrote into its object is recorded `tokenized`.
 pub async fn record(
     conn: &mut AsyncPgConnection,
-    tokens: &dyn IssuedTokens,
+    tokens: &dyn WrittenTokens,
     scan: &Authorized,
     chunk_no: i32,
     fence: i64,
@@ -229,7 +229,6 @@ pub async fn record(
         .collect();
     let mut seen = HashSet::new();
     let mut batch = Vec::with_capacity(reported.len());
-    let mut lookups: Vec<Uuid> = Vec::new();
     for r in reported {
         if !seen.insert(r.idx) {
             continue;
@@ -237,13 +236,21 @@ pub async fn record(
         let Some(resource) = pending.remove(&r.idx) else {
             continue;
         };
-        lookups.extend(r.lookups.iter().flatten());
         batch.push((resource, r.outcome, r.lookups));
     }
+    let lookups: Vec<(Place<'_>, Uuid)> = batch
+        .iter()
+        .flat_map(|(resource, _, keys)| {
+            keys.iter()
+                .flatten()
+                .map(move |key| (Place::from(resource), *key))
+        })
+        .collect();
     let answers = tokens
-        .issued_lookups(conn, &claim.tenant, &lookups)
+        .written_lookups(conn, &claim.tenant, &lookups)
         .await
         .map_err(ScanError::from)?;
+    drop(lookups);
     let mut answers = answers.into_iter();
     let batch = batch
         .into_iter()

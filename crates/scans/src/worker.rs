@@ -24,7 +24,7 @@ use crate::lease::{self, Claim, Held, Resource};
 use crate::lifecycle;
 use crate::record::{self, Candidate, NewFinding, Outcome};
 use crate::rows;
-use crate::tokens::{IssuedTokens, recognize};
+use crate::tokens::{WrittenTokens, recognize};
 
 /// How long a claim holds without a heartbeat, by default.
 pub const LEASE_SECONDS: i64 = 30;
@@ -70,7 +70,7 @@ pub struct Worker {
     compiled: Arc<Mutex<Compiled>>,
     /// Tells the tenant's own tokens from PII (see [`crate::tokens`]); without it, nothing is
     /// recognized as a token.
-    tokens: Option<Arc<dyn IssuedTokens>>,
+    tokens: Option<Arc<dyn WrittenTokens>>,
 }
 
 /// Compiled detectors by scan.
@@ -123,7 +123,7 @@ pub trait Coordination: Send {
 pub struct Local<'a> {
     pub conn: &'a mut AsyncPgConnection,
     pub keyring: &'a KeyRing,
-    pub tokens: Option<&'a dyn IssuedTokens>,
+    pub tokens: Option<&'a dyn WrittenTokens>,
     pub lease_seconds: i64,
 }
 
@@ -225,8 +225,8 @@ impl Worker {
         }
     }
 
-    /// Recognizes the tenant's issued tokens among findings with `tokens`.
-    pub fn with_tokens(mut self, tokens: Arc<dyn IssuedTokens>) -> Self {
+    /// Recognizes the tokens remediation wrote into objects among findings with `tokens`.
+    pub fn with_tokens(mut self, tokens: Arc<dyn WrittenTokens>) -> Self {
         self.tokens = Some(tokens);
         self
     }

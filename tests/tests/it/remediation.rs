@@ -1875,3 +1875,180 @@ async fn a_storage_failure_is_a_reason_code_never_the_providers_words() {
         }
     }
 }
+
+/// A vault filled with format-preserving date tokens, one for every date of 1900 to 2099 in one
+/// layout, hides no real date of birth: a value counts as a token only where a remediation wrote
+/// it into that object. The real dates are open findings, alerted and matched by the enforced
+/// policy; once a remediation tokenizes them, a rescan knows its tokens for what they are.
+#[tokio::test]
+async fn a_vault_full_of_date_tokens_hides_no_real_date_of_birth() {
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let token_policy = stack
+        .tokens
+        .policy(json!({
+            "name": "dob-fpe",
+            "type_rules": { "dob": { "mode": "format_preserving" } },
+            "allowed_roles": ["support"],
+            "allowed_purposes": ["fraud_review"],
+        }))
+        .await;
+    // Every date of the layout, tokenized by a caller who may tokenize, choosing
+    // format-preserving output per item.
+    let first = time::macros::date!(1900 - 01 - 01);
+    let days = (time::macros::date!(2099 - 12 - 31) - first).whole_days() + 1;
+    let dates: Vec<String> = (0..days)
+        .map(|d| (first + time::Duration::days(d)).to_string())
+        .collect();
+    for batch in dates.chunks(1000) {
+        let items: Vec<Value> = batch
+            .iter()
+            .map(|d| json!({"value": d, "pii_type": "dob", "mode": "format_preserving"}))
+            .collect();
+        let (status, body) = stack
+            .tokens
+            .tokenize(json!({"policy_id": token_policy, "items": items}))
+            .await;
+        assert_eq!(status, 200, "{}", body["error"]);
+        // Once every surrogate of the shape is taken, the rest cannot be tokenized: the vault
+        // is full of them, which is the point.
+        let failed: Vec<&Value> = body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["status"] != "TOKENIZED" && r["error"]["code"] != "SURROGATE_EXHAUSTED")
+            .collect();
+        assert!(failed.is_empty(), "{failed:?} of {:?}", &batch[..2]);
+    }
+
+    // Forty real dates of birth in that layout.
+    let mut csv = String::from("name,dob\n");
+    for i in 0..40 {
+        let born = time::macros::date!(1951 - 02 - 03) + time::Duration::days(i * 397);
+        csv.push_str(&format!("Employee {i},{born}\n"));
+    }
+    // Nearly every one of them equals a token in the vault: what used to hide them.
+    let mut conn = stack.platform.conn().await;
+    let mut equal_to_a_token = 0;
+    for line in csv.lines().skip(1) {
+        let born = line.split(',').nth(1).unwrap();
+        let key = vault::lookup("acme", "dob", born);
+        equal_to_a_token += count(
+            &mut conn,
+            &format!("SELECT count(*) AS n FROM vault_entries WHERE lookup = '{key}'"),
+        )
+        .await;
+    }
+    assert!(equal_to_a_token >= 35, "{equal_to_a_token} of 40");
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    seed::put_all(bucket.as_ref(), &[("hr.csv", csv.as_bytes())]).await;
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    let receiver = testkit::identity::http_server(|_| (200, Value::Null));
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/channels",
+            Some(json!({"name": "security", "type": "webhook", "url": format!("{}/hook", receiver.url())})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let alert = policy_of(
+        &admin,
+        "dob-alert",
+        "enforced",
+        "dob",
+        0.3,
+        "{ type: alert, config: { channels: [security], severity: high } }",
+    )
+    .await;
+    crate::scans::full_scan(&admin, &connector).await;
+
+    let found = dob_findings(&admin).await;
+    assert_eq!(found.len(), 40, "{found:?}");
+    for f in &found {
+        assert_eq!(f["status"], "open", "{f}");
+        assert_ne!(f["remediation_status"], "completed", "not a token: {f}");
+        assert_eq!(f["matched_policies"], json!(["dob-alert"]), "{f}");
+    }
+    // The policy's count of what it matched is recomputed in the background.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin
+            .send(Method::GET, &format!("/governance/policies/{alert}"), None)
+            .await;
+        if body["data"]["findings_matched"] == 40 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while receiver.requests().is_empty() {
+        assert!(Instant::now() < deadline, "the alert was not delivered");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let payload: Value = serde_json::from_str(&receiver.requests()[0].body).unwrap();
+    assert_eq!(payload["resource"], "people-data/hr.csv", "{payload}");
+    assert_eq!(payload["counts"]["findings"], 40, "{payload}");
+
+    // A remediation tokenizes them; a rescan knows those tokens, there, for the platform's own.
+    policy_of(
+        &admin,
+        "dob-tokenize",
+        "enforced",
+        "dob",
+        0.3,
+        &format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}"),
+    )
+    .await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            "/governance/reconcile",
+            Some(json!({"mode": "enforced"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "receipted", "{done:?}");
+    let after = String::from_utf8(read(bucket.as_ref(), "hr.csv").await.unwrap()).unwrap();
+    assert_ne!(after, csv);
+    crate::scans::full_scan(&admin, &connector).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = dob_findings(&admin).await;
+        let open_now: Vec<&Value> = found.iter().filter(|f| f["status"] == "open").collect();
+        if open_now.len() == 40
+            && open_now
+                .iter()
+                .all(|f| f["remediation_status"] == "completed")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{found:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(ended(&admin, 1).await.len(), 1, "nothing planned again");
+}
+
+/// The tenant's date-of-birth findings, open or not (at most 100).
+async fn dob_findings(admin: &Client<'_>) -> Vec<Value> {
+    let (status, body) = admin
+        .send(Method::GET, "/findings?pii_type=dob&limit=100", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["data"].as_array().unwrap().clone()
+}
+
+async fn count(conn: &mut diesel_async::AsyncPgConnection, sql: &str) -> i64 {
+    #[derive(QueryableByName)]
+    struct N {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    diesel::sql_query(sql)
+        .get_result::<N>(conn)
+        .await
+        .unwrap()
+        .n
+}

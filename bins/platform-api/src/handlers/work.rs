@@ -253,7 +253,7 @@ pub async fn record(
     let mut conn = state.conn().await?;
     scans::remote::record(
         &mut conn,
-        &governance::remediate::VaultTokens,
+        &governance::remediate::WrittenTokens,
         &authorized,
         chunk_no,
         fence,

@@ -362,10 +362,12 @@ pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
         .to_vec()
 }
 
-/// An object's content before and after, and its served headers and metadata (kept).
+/// An object's content before and after, the tokens written into it, and its served headers
+/// and metadata (kept).
 struct Rewrite {
     before: Bytes,
     after: Vec<u8>,
+    tokens: Vec<(String, String)>,
     properties: Properties,
 }
 
@@ -412,7 +414,7 @@ async fn snapshot(
                 Some("AppendBlob") => return Err(Stop::fail(Reason::AppendBlob)),
                 Some(_) => return Err(Stop::fail(Reason::PageBlob)),
             }
-            let after = rewrite::rewrite(
+            let rewritten = rewrite::rewrite(
                 db,
                 &exec.keyring,
                 &exec.scan_classifiers,
@@ -425,7 +427,8 @@ async fn snapshot(
                 lkg_location(storage, row),
                 Some(Rewrite {
                     before: whole.bytes,
-                    after,
+                    after: rewritten.bytes,
+                    tokens: rewritten.tokens,
                     properties: whole.properties,
                 }),
             )
@@ -470,6 +473,8 @@ async fn write(
 ) -> Result<Row, Stop> {
     let source = bucket(storage, &row.bucket)?;
     db.release();
+    // The tokens written into the object, as the vault's lookup keys of them.
+    let mut written_tokens: Vec<uuid::Uuid> = Vec::new();
     let (etag_after, sha_after) = match action {
         Action::Quarantine(_) => {
             match source.delete_if_match(&row.object_key, &row.etag).await {
@@ -502,7 +507,7 @@ async fn write(
                     if Some(sha256(&snapshot.bytes)) != row.sha256_before {
                         return Err(Stop::fail(Reason::SnapshotMismatch));
                     }
-                    let after = rewrite::rewrite(
+                    let rewritten = rewrite::rewrite(
                         db,
                         &exec.keyring,
                         &exec.scan_classifiers,
@@ -514,7 +519,8 @@ async fn write(
                     db.release();
                     Rewrite {
                         before: snapshot.bytes,
-                        after,
+                        after: rewritten.bytes,
+                        tokens: rewritten.tokens,
                         // The snapshot is a server-side copy, with the original's metadata;
                         // the key is the original's, as recorded (the snapshot's bucket may
                         // have put another default on the copy).
@@ -527,6 +533,11 @@ async fn write(
             };
             let sha_after = sha256(&rewrite.after);
             drop(rewrite.before);
+            written_tokens = rewrite
+                .tokens
+                .iter()
+                .map(|(pii_type, token)| vault::lookup(&row.tenant_id, pii_type, token))
+                .collect();
             let (properties, written_mark) = mark::marked(rewrite.properties, row.request_id);
             match source
                 .put_if_match(
@@ -578,6 +589,7 @@ async fn write(
         sha_after.as_deref(),
         retention_hours,
         prior_versions,
+        &written_tokens,
     )
     .await?
     .ok_or_else(moved_on)

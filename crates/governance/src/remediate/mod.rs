@@ -3,7 +3,8 @@
 //! reversible within the tenant's rollback window. See docs/governance.md, "Remediation".
 //!
 //! The modules, bottom to top: `content` (finding values again and rewriting only them),
-//! `stop` (why a step stopped), `store` (the state machine's rows), `cosigner` (the mutual-TLS
+//! `stop` (why a step stopped), `store` (the state machine's rows), `written` (the tokens
+//! written into each object, which a rescan recognizes), `cosigner` (the mutual-TLS
 //! client of tenants' co-signing services), `receipt` (signed receipts), `cosign` (co-signing
 //! as each tenant's setting says), `rescore` (findings and risk after a change), `tokens` (the
 //! vault), `conn` (a connection held only while a step talks to Postgres), `execute` (the
@@ -16,7 +17,6 @@ pub mod content;
 pub mod cosign;
 pub mod cosigner;
 pub mod execute;
-mod issued;
 pub(crate) mod location;
 mod mark;
 pub mod read;
@@ -29,17 +29,18 @@ pub mod store;
 pub mod sweep;
 mod tokens;
 pub mod undo;
+pub mod written;
 
 use std::time::Duration;
 
 pub use cached::{Actions, ScanClassifiers, Storages};
 pub use cosigner::{CosignError, Cosigner, CosignerBuildError};
 pub use execute::{Executor, MAX_OBJECT_BYTES};
-pub use issued::VaultTokens;
 pub use read::{Filter, Receipt, Remediation};
 pub use receipt::Receipts;
 pub use store::{Row, State};
 pub use undo::{UndoError, undo};
+pub use written::WrittenTokens;
 
 /// Runs `tasks` executor loops (each takes one due request at a time, under its lease), the
 /// co-signing of pending receipts, the rescoring of changed objects and the snapshot sweeper

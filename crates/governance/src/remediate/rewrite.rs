@@ -15,6 +15,13 @@ use super::stop::{Reason, Stop};
 use super::store::Row;
 use crate::document::Action;
 
+/// An object's new content, and the tokens written into it (PII type, token), which a rescan
+/// will recognize there (`written`).
+pub(super) struct Rewritten {
+    pub bytes: Vec<u8>,
+    pub tokens: Vec<(String, String)>,
+}
+
 /// The object's bytes with the request's values replaced: by tokens from the vault, or masked.
 pub(super) async fn rewrite(
     db: &mut Conn<'_>,
@@ -23,7 +30,7 @@ pub(super) async fn rewrite(
     row: &Row,
     action: &Action,
     bytes: &[u8],
-) -> Result<Vec<u8>, Stop> {
+) -> Result<Rewritten, Stop> {
     let tenant = row.tenant()?;
     let conn = db.get().await?;
     let keys = keyring
@@ -40,9 +47,12 @@ pub(super) async fn rewrite(
     }
     let spans = found.spans;
     match action {
-        Action::Mask(mask) => Ok(content::rewrite(bytes, &spans, |s| {
-            content::mask(&s.value, usize::from(mask.keep_last), mask.char)
-        })),
+        Action::Mask(mask) => Ok(Rewritten {
+            bytes: content::rewrite(bytes, &spans, |s| {
+                content::mask(&s.value, usize::from(mask.keep_last), mask.char)
+            }),
+            tokens: Vec::new(),
+        }),
         Action::Tokenize(config) => {
             let tokens = super::tokens::issue(
                 db.get().await?,
@@ -53,12 +63,22 @@ pub(super) async fn rewrite(
                 &spans,
             )
             .await?;
-            Ok(content::rewrite(bytes, &spans, |s| {
-                tokens
-                    .get(&(s.pii_type.clone(), s.value.clone()))
-                    .cloned()
-                    .unwrap_or_else(|| s.value.clone())
-            }))
+            let written = spans
+                .iter()
+                .filter_map(|s| {
+                    let token = tokens.get(&(s.pii_type.clone(), s.value.clone()))?;
+                    Some((s.pii_type.clone(), token.clone()))
+                })
+                .collect();
+            Ok(Rewritten {
+                bytes: content::rewrite(bytes, &spans, |s| {
+                    tokens
+                        .get(&(s.pii_type.clone(), s.value.clone()))
+                        .cloned()
+                        .unwrap_or_else(|| s.value.clone())
+                }),
+                tokens: written,
+            })
         }
         _ => Err(Stop::fail(Reason::NotARewrite)),
     }

@@ -317,7 +317,9 @@ pub(crate) async fn snapshotted(
     .optional()
 }
 
-/// snapshotted → written: the object holds the remediated content (or is quarantined).
+/// snapshotted → written: the object holds the remediated content (or is quarantined), and
+/// `tokens` (the vault's lookup keys of the tokens written into it) are recorded for the object
+/// in the same statement, so a rescan knows them for the platform's own (`written`).
 /// Redoable (see `redoable!`). Returns the request as it now is, or None as
 /// [`snapshotted`] does.
 pub(crate) async fn written(
@@ -327,6 +329,7 @@ pub(crate) async fn written(
     sha256_after: Option<&[u8]>,
     retention_hours: u32,
     prior_versions: &str,
+    tokens: &[Uuid],
 ) -> Result<Option<Row>, DieselError> {
     db::sql(concat!(
         "WITH durability AS (",
@@ -345,7 +348,13 @@ pub(crate) async fn written(
                    prior_versions = $7
               FROM moved
              WHERE u.tenant_id = moved.tenant_id AND u.request_id = moved.request_id
-            RETURNING u.*)
+            RETURNING u.*),
+         tokens AS (
+            INSERT INTO remediation_written_tokens
+                   (tenant_id, connector_id, object_ref, lookup, request_id)
+            SELECT moved.tenant_id, moved.connector_id, $8, t.lookup, moved.request_id
+              FROM moved, unnest($9::uuid[]) AS t(lookup)
+            ON CONFLICT DO NOTHING)
          SELECT ",
         columns!(),
         " FROM moved r JOIN run u ON true"
@@ -357,6 +366,8 @@ pub(crate) async fn written(
     .bind::<Integer, _>(i32::try_from(retention_hours).unwrap_or(i32::MAX))
     .bind::<Timestamptz, _>(row.next_attempt_at)
     .bind::<Text, _>(prior_versions)
+    .bind::<SqlUuid, _>(super::written::object_ref(&row.bucket, &row.object_key))
+    .bind::<Array<SqlUuid>, _>(tokens)
     .get_result(conn)
     .await
     .optional()

@@ -120,6 +120,8 @@ pub async fn undo(
             let mut entry = receipt::entry("remediation_undone", &row, "undone", &receipt);
             entry.actor = audit::Actor::User(actor.clone());
             entry.details["forced"] = json!(force);
+            // The original content is back: the tokens written into it are gone from it.
+            super::written::forget_request(conn, tenant, row.request_id).await?;
             if let Some((bucket, key)) = &displaced {
                 // Where the version a forced undo replaced was kept.
                 entry.details["displaced"] = json!({ "bucket": bucket, "key": key });
