@@ -153,6 +153,15 @@ pub fn platform(error: platform::PlatformError) -> ApiError {
         platform::PlatformError::Connector(e) => connectors(e),
         platform::PlatformError::Scan(e) => scans(e),
         platform::PlatformError::Governance(e) => ApiError::database(e),
+        platform::PlatformError::RemediationsUnderWay(ids) => ApiError::new(
+            StatusCode::CONFLICT,
+            Code::Conflict,
+            "the connector has remediations between their snapshot and their receipt; \
+             delete it once they end (usually within seconds)",
+        )
+        .with_details(json!({
+            "remediations": ids.iter().map(uuid::Uuid::to_string).collect::<Vec<_>>(),
+        })),
     }
 }
 

@@ -608,6 +608,7 @@ pub fn remediation(r: governance::remediate::Remediation) -> api_types::remediat
         connector_id: row.connector_id.to_string(),
         resource: row.resource(),
         lkg_available: location.is_some() && row.lkg_deleted_at.is_none(),
+        lkg_kept_reason: row.lkg_kept_reason.clone(),
         prior_versions: row.prior_versions.clone(),
         lkg_location: location,
         finding_ids: row.finding_ids.iter().map(uuid::Uuid::to_string).collect(),

@@ -61,6 +61,11 @@ pub struct Remediation {
     pub lkg_location: Option<ObjectLocation>,
     /// Whether the snapshot still exists (undo needs it).
     pub lkg_available: bool,
+    /// Set when the copy at `lkg_location` may be the last copy of the original and is kept
+    /// for good, never swept: `original_missing` (nothing is at the object's key any more) or
+    /// `original_changed` (something else is).
+    #[schema(pattern = "^(original_missing|original_changed)$")]
+    pub lkg_kept_reason: Option<String>,
     /// What the object's bucket keeps of the content this remediation replaced or deleted, as
     /// its last posture check said: `kept` (versioning is on, so the original stays readable
     /// as a noncurrent version until the customer's own lifecycle removes it), `not_kept`, or

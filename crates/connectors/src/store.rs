@@ -296,6 +296,24 @@ pub async fn get(
     view(row.ok_or(ConnectorError::NotFound)?)
 }
 
+/// Takes the connector's row for the caller's transaction (`FOR UPDATE`): what a deletion holds
+/// while it checks what may not be cut short. Not found when there is none.
+pub async fn lock(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: ConnectorId,
+) -> Result<(), ConnectorError> {
+    let found: Option<Uuid> = connectors::table
+        .filter(connectors::tenant_id.eq(tenant.as_str()))
+        .filter(connectors::connector_id.eq(id.as_uuid()))
+        .select(connectors::connector_id)
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?;
+    found.map(drop).ok_or(ConnectorError::NotFound)
+}
+
 /// Which of `ids` are connectors of the tenant (a policy's scope names them).
 pub async fn existing(
     conn: &mut AsyncPgConnection,

@@ -391,6 +391,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    remediation_kept_copies (tenant_id, request_id) {
+        tenant_id -> Text,
+        request_id -> Uuid,
+        reason -> Text,
+        kept_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     remediation_receipts (tenant_id, receipt_id) {
         tenant_id -> Text,
         receipt_id -> Uuid,
@@ -701,6 +710,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     idempotency_keys,
     kill_switches,
     rate_limit_counters,
+    remediation_kept_copies,
     remediation_receipts,
     remediation_requests,
     remediation_retained_storage,

@@ -90,7 +90,9 @@ pub async fn get(
 }
 
 /// Deletes a connector: in one transaction, every owner forgets it, then the connector row
-/// goes. A connector that does not exist is not found, and nothing changes.
+/// goes. A connector that does not exist is not found, and nothing changes. One with
+/// remediations between their snapshot and their receipt is refused, naming them: cut short,
+/// such a request could leave an object half moved with nothing left to finish it.
 ///
 /// The transaction deletes rows that background work (a scan's last objects, rescoring,
 /// evaluation) may be updating in another order; when Postgres ends it as a deadlock, nothing
@@ -116,8 +118,16 @@ async fn delete_once(
     id: ConnectorId,
 ) -> Result<(), PlatformError> {
     conn.transaction::<_, PlatformError, _>(async |conn| {
-        // Not found before anything else is touched.
-        store::get(conn, tenant, id).await?;
+        // Not found before anything else is touched. The row is held until the end, so that no
+        // remediation of the connector can take its snapshot meanwhile (its `snapshotted`
+        // step needs the row), and none that has taken one is cut short before its receipt.
+        store::lock(conn, tenant, id).await?;
+        let under_way = governance::remediate::store::in_flight(conn, tenant, id)
+            .await
+            .map_err(PlatformError::Governance)?;
+        if !under_way.is_empty() {
+            return Err(PlatformError::RemediationsUnderWay(under_way));
+        }
         scans::connector::forget_connector(conn, tenant, id).await?;
         governance::risk::forget_connector(conn, tenant, id)
             .await

@@ -13,6 +13,10 @@ pub enum PlatformError {
     /// Governance's part of a view could not be read.
     #[error("database error")]
     Governance(#[source] diesel::result::Error),
+    /// The connector's remediations between their snapshot and their receipt, which its
+    /// deletion would cut short: it waits for them.
+    #[error("the connector has remediations under way; delete it once they end")]
+    RemediationsUnderWay(Vec<uuid::Uuid>),
 }
 
 impl PlatformError {

@@ -1479,51 +1479,59 @@ async fn a_remediation_says_whether_the_bucket_keeps_the_original_version() {
     );
 }
 
-/// Undo after the remediation's connector was deleted: the snapshot is out of reach for good,
-/// which is 410, not a 503 inviting a retry that cannot succeed.
+/// Undo after the remediation's connector was deleted: the rollback window outlives the
+/// connector, and undo restores through the configuration its deletion kept.
 #[tokio::test]
-async fn undo_after_the_connector_is_deleted_is_gone() {
+async fn undo_still_works_after_the_connector_is_deleted() {
     let stack = Stack::new(|_| {}).await;
     let admin = stack.admin();
-    let (_bucket, connector) = masked_people(&stack, &admin, SSNS).await;
-    crate::scans::full_scan(&admin, &connector).await;
-    let done = ended(&admin, 1).await;
-    assert_eq!(done[0]["status"], "receipted", "{done:?}");
+    let (bucket, connector, r, lkg) = masked_with_snapshot(&stack, &admin).await;
     let (status, body) = admin
         .send(Method::DELETE, &format!("/connectors/{connector}"), None)
         .await;
-    assert!(status == 204 || status == 200, "{status}: {body}");
-    let id = done[0]["remediation_id"].as_str().unwrap();
+    assert_eq!(status, 200, "{body}");
+    let id = r["remediation_id"].as_str().unwrap();
     let (status, body) = undo(&admin, id, None).await;
-    assert_eq!(status, 410, "{body}");
-    crate::area_b_error(&body, "connector_deleted");
-}
-
-/// How many deleted connectors' storage configurations are kept for their snapshots.
-async fn kept(conn: &mut diesel_async::AsyncPgConnection) -> i64 {
-    #[derive(QueryableByName)]
-    struct N {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        n: i64,
-    }
-    diesel::sql_query("SELECT count(*) AS n FROM remediation_retained_storage")
-        .get_result::<N>(conn)
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "undone", "{body}");
+    assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), SSNS);
+    assert_eq!(
+        read(bucket.as_ref(), &lkg).await,
+        None,
+        "the spent snapshot goes"
+    );
+    // Nothing is left to clean up: what the deletion kept goes at the sweeper's next pass.
+    let mut conn = stack.platform.conn().await;
+    governance::remediate::sweep::run_once(&mut conn, &stack.executor())
         .await
-        .unwrap()
-        .n
+        .unwrap();
+    assert_eq!(kept(&mut conn).await, 0);
 }
 
-/// A deleted connector's snapshots, copies of the originals in the customer's bucket, are
-/// still deleted: at the sweeper's next pass, since no undo can reach them any more, through
-/// the configuration the deletion kept, which goes once nothing is left to delete.
+/// How many deleted connectors' storage configurations are kept for their copies.
+async fn kept(conn: &mut diesel_async::AsyncPgConnection) -> i64 {
+    count(
+        conn,
+        "SELECT count(*) AS n FROM remediation_retained_storage",
+    )
+    .await
+}
+
+/// A connector deleted right after a mask, by any user of the tenant (an analyst here): its
+/// snapshot, the original's only copy, stays in the bucket until the rollback window ends,
+/// sweep after sweep, and goes then, through the configuration the deletion kept, which goes
+/// once nothing is left to delete.
 #[tokio::test]
-async fn a_deleted_connectors_snapshots_are_swept_at_once_and_its_kept_configuration_goes() {
+async fn a_deleted_connectors_snapshot_lives_until_its_window_ends() {
     let stack = Stack::new(|_| {}).await;
     let admin = stack.admin();
     let (bucket, connector, r, lkg) = masked_with_snapshot(&stack, &admin).await;
     let id = r["remediation_id"].as_str().unwrap();
-
-    let (status, body) = admin
+    let analyst = Client {
+        app: &stack.platform,
+        token: stack.platform.token("acme", "ivy", &["analyst"]),
+    };
+    let (status, body) = analyst
         .send(Method::DELETE, &format!("/connectors/{connector}"), None)
         .await;
     assert_eq!(status, 200, "{body}");
@@ -1531,28 +1539,36 @@ async fn a_deleted_connectors_snapshots_are_swept_at_once_and_its_kept_configura
     assert_eq!(
         kept(&mut conn).await,
         1,
-        "the deletion kept the storage's configuration"
+        "the deletion kept the configuration"
     );
 
-    // Well inside the rollback window, the snapshot goes at the next pass.
+    // Well inside the window, every pass leaves the snapshot alone.
     let exec = stack.executor();
+    for _ in 0..3 {
+        governance::remediate::sweep::run_once(&mut conn, &exec)
+            .await
+            .unwrap();
+        assert_eq!(read(bucket.as_ref(), &lkg).await.unwrap(), SSNS, "kept");
+    }
+    let (_, body) = admin
+        .send(Method::GET, &format!("/governance/remediations/{id}"), None)
+        .await;
+    assert_eq!(body["data"]["lkg_available"], true, "{body}");
+
+    // The window passes: the snapshot goes, then what was kept for it.
+    diesel::sql_query("UPDATE remediation_runs SET undo_until = now() - interval '1 second'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
     governance::remediate::sweep::run_once(&mut conn, &exec)
         .await
         .unwrap();
-    assert_eq!(
-        read(bucket.as_ref(), &lkg).await,
-        None,
-        "the snapshot is deleted"
-    );
+    assert_eq!(read(bucket.as_ref(), &lkg).await, None, "deleted");
     assert_ne!(
         read(bucket.as_ref(), "people.csv").await.unwrap(),
         SSNS,
         "the remediated object stays remediated"
     );
-    let (_, body) = admin
-        .send(Method::GET, &format!("/governance/remediations/{id}"), None)
-        .await;
-    assert_eq!(body["data"]["lkg_available"], false, "{body}");
     assert_eq!(
         kept(&mut conn).await,
         0,

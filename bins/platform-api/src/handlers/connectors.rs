@@ -185,6 +185,7 @@ pub async fn get(
         (status = 401, description = "Missing or invalid access token", body = api_types::ErrorEnvelope),
         (status = 403, description = "The caller lacks the role the deployment requires for this group (DPS_ROLE_REQUIREMENTS; none by default)", body = api_types::ErrorEnvelope),
         (status = 404, description = "CONNECTOR_NOT_FOUND", body = api_types::ErrorEnvelope),
+        (status = 409, description = "CONFLICT: remediations of the connector are between their snapshot and their receipt; details.remediations names them", body = api_types::ErrorEnvelope),
     ),
 )]
 pub async fn delete(

@@ -284,6 +284,37 @@ spec:
         .unwrap();
     }
 
+    /// The one connector's id, as the API lists it.
+    async fn connector_id(&self, service: &ServiceProcess) -> String {
+        let body = self.get(service, "/connectors").await;
+        body["data"][0]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Runs the copies' sweeper `passes` times, as platform-api's would every minute.
+    async fn sweep(&mut self, passes: usize) {
+        let master = Arc::new(keys::MasterKey::from_base64(&self.master_key).unwrap());
+        let exec = governance::remediate::Executor::new(
+            seed::moto_cloud(&self.moto.url()),
+            Arc::new(keys::KeyRing::new(master.clone())),
+            Arc::new(governance::remediate::Receipts {
+                signer: receipts::Signer::from_master(&master),
+                cosigner: governance::remediate::Cosigner::new(
+                    None,
+                    None,
+                    egress::Egress {
+                        allow_private: true,
+                    },
+                )
+                .unwrap(),
+            }),
+        );
+        for _ in 0..passes {
+            governance::remediate::sweep::run_once(&mut self.conn, &exec)
+                .await
+                .unwrap();
+        }
+    }
+
     /// Keeps `request` from being taken for an hour.
     async fn later(&mut self, request: Uuid) {
         diesel::sql_query(
@@ -642,7 +673,91 @@ async fn a_failed_quarantine_whose_original_is_gone_keeps_its_copy() {
             )
             .await,
         1,
-        "kept until the window ends"
+        "kept"
+    );
+
+    // The connector deleted, the window passed: no sweep deletes the copy, since what is at the
+    // key is not the original, and it is marked kept for good.
+    let connector = stack.connector_id(&service).await;
+    let (status, body) = stack
+        .send(
+            &service,
+            reqwest::Method::DELETE,
+            &format!("/connectors/{connector}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    diesel::sql_query("UPDATE remediation_runs SET undo_until = now() - interval '1 second'")
+        .execute(&mut stack.conn)
+        .await
+        .unwrap();
+    stack.sweep(3).await;
+    assert_eq!(
+        read(stack.held.as_ref(), &copies[0]).await.unwrap(),
+        PEOPLE.as_bytes(),
+        "the only copy of the original survives every sweep"
+    );
+    let remediation = stack
+        .get(&service, &format!("/governance/remediations/{request}"))
+        .await;
+    assert_eq!(
+        remediation["data"]["lkg_kept_reason"], "original_changed",
+        "{remediation}"
+    );
+    assert_eq!(remediation["data"]["lkg_available"], true, "{remediation}");
+}
+
+/// A quarantine killed after its delete (the original is gone, and only its copy holds it) is
+/// between its snapshot and its receipt: its connector's deletion is refused, naming it, until
+/// the request ends. It ends a standing quarantine, and once the connector is deleted, the copy
+/// (now the object itself) survives every sweep.
+#[tokio::test]
+async fn a_connector_is_not_deleted_under_a_quarantine_whose_original_is_already_gone() {
+    let mut stack = Stack::new().await;
+    let doomed = stack.start(Some("replaced"));
+    stack.plan(&doomed, Action::Quarantine).await;
+    let (status, lines) = doomed.exited(Duration::from_secs(120));
+    assert_eq!(status.signal(), Some(SIGABRT), "{status}: {lines:#?}");
+    let (request, state) = stack.request().await;
+    assert_eq!(state, "snapshotted");
+    assert_eq!(read(stack.bucket.as_ref(), KEY).await, None, "deleted");
+
+    // Restarted, the request is not due before its lease ends: the deletion meets it under way.
+    let service = stack.start(None);
+    let connector = stack.connector_id(&service).await;
+    let delete = format!("/connectors/{connector}");
+    let (status, body) = stack
+        .send(&service, reqwest::Method::DELETE, &delete, None)
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "CONFLICT", "{body}");
+    assert_eq!(
+        body["error"]["details"]["remediations"],
+        json!([request.to_string()]),
+        "{body}"
+    );
+
+    stack.due_now(request).await;
+    let remediation = stack.ended(&service, request).await;
+    assert_eq!(remediation["status"], "receipted", "{remediation}");
+    let copy = remediation["lkg_location"]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = stack
+        .send(&service, reqwest::Method::DELETE, &delete, None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    diesel::sql_query("UPDATE remediation_runs SET undo_until = now() - interval '1 second'")
+        .execute(&mut stack.conn)
+        .await
+        .unwrap();
+    stack.sweep(3).await;
+    assert_eq!(
+        read(stack.held.as_ref(), &copy).await.unwrap(),
+        PEOPLE.as_bytes(),
+        "the quarantined object stays"
     );
 }
 

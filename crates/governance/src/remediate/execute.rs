@@ -14,82 +14,28 @@
 //! A concurrent change is never overwritten: the request fails `object_changed` and the next
 //! scan of the changed object plans again.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
-use connectors::cloud::{Bucket, Cloud, Encryption, Failure, Properties, Storage};
+use connectors::cloud::{Bucket, Encryption, Failure, Properties, Storage};
 use diesel::result::Error as DieselError;
 use diesel_async::AsyncPgConnection;
-use ids::TenantId;
-use keys::{KeyRing, TenantKeys};
 use scans::findings::Remediated;
 use serde_json::json;
 use settings::Gate;
 
-use super::cached::{Actions, ScanClassifiers, Storages};
 use super::conn::Conn;
 use super::content::Unsupported;
 use super::location::{
     self, lkg_location, quarantine_location, refuse_public_snapshot, snapshot_of,
 };
 use super::mark;
-use super::receipt::{self, Receipts};
+use super::receipt;
 use super::rescore::Changed;
 use super::rewrite;
 use super::stop::{Reason, Stop};
+use super::storage::{Executor, MAX_OBJECT_BYTES, open_storage, sha256};
 use super::store::{self, Ending, Row, State};
 use crate::document::{Action, ActionType};
 use crate::evaluate::plan::safety_class;
-
-/// The largest object remediation rewrites, read whole into memory.
-pub const MAX_OBJECT_BYTES: u64 = 64 << 20;
-
-/// What the executor needs besides a connection.
-#[derive(Clone)]
-pub struct Executor {
-    pub cloud: Cloud,
-    pub keyring: Arc<KeyRing>,
-    pub receipts: Arc<Receipts>,
-    /// Test builds only: abort the process at this point, to prove that a kill at any step
-    /// leaves nothing half done (`DPS_REMEDIATION_CRASH_AT`).
-    pub crash_at: Option<String>,
-    /// Each connector's opened storage, kept briefly (see [`Storages`]).
-    pub storages: Storages,
-    /// Policy versions' actions, as read (see [`Actions`]).
-    pub actions: Actions,
-    /// The classifiers scans ran with, as read (see [`ScanClassifiers`]).
-    pub scan_classifiers: ScanClassifiers,
-}
-
-impl std::fmt::Debug for Executor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Executor")
-            .field("crash_at", &self.crash_at)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Executor {
-    /// An executor with empty caches and no crash point.
-    pub fn new(cloud: Cloud, keyring: Arc<KeyRing>, receipts: Arc<Receipts>) -> Self {
-        Executor {
-            cloud,
-            keyring,
-            receipts,
-            crash_at: None,
-            storages: Storages::default(),
-            actions: Actions::default(),
-            scan_classifiers: ScanClassifiers::default(),
-        }
-    }
-
-    fn crash_point(&self, point: &str) {
-        if self.crash_at.as_deref() == Some(point) {
-            tracing::error!(point, "DPS_REMEDIATION_CRASH_AT: aborting on purpose");
-            std::process::abort();
-        }
-    }
-}
 
 /// Takes one due request and runs it as far as it goes on `conn`, held throughout; returns
 /// whether there was one.
@@ -129,7 +75,7 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
         } else {
             Reason::PolicyWithdrawn
         };
-        discard_snapshot(db, exec, &row).await;
+        super::copies::discard(db, exec, &row).await;
         fail(db.get().await?, &row, reason, None).await?;
         return Ok(true);
     }
@@ -137,7 +83,7 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
     // hold the new content (a write whose answer was lost), and only a definite answer from the
     // storage ends the request; until then it is retried, every 30 minutes at most.
     if row.attempts > store::MAX_ATTEMPTS && row.state() == State::Planned {
-        discard_snapshot(db, exec, &row).await;
+        super::copies::discard(db, exec, &row).await;
         fail(
             db.get().await?,
             &row,
@@ -176,7 +122,7 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
                     // original; otherwise it is kept for the rollback window.
                     if current.state() == State::Planned || still_original(db, exec, &current).await
                     {
-                        discard_snapshot(db, exec, &current).await;
+                        super::copies::discard(db, exec, &current).await;
                     } else {
                         let conn = db.get().await?;
                         let tenant = current.tenant()?;
@@ -260,7 +206,7 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
                     // After the request ended: a snapshot left by a failed delete is the
                     // sweeper's.
                     if block(db.get().await?, exec, &row, cosigning.mode).await? {
-                        discard_snapshot(db, exec, &row).await;
+                        super::copies::discard(db, exec, &row).await;
                     }
                     return Ok(());
                 }
@@ -313,53 +259,8 @@ fn moved_on() -> Stop {
     Stop::retry(Reason::MovedOn)
 }
 
-/// The connector's storage, opened with its current credentials.
-pub(crate) async fn open_storage(
-    conn: &mut AsyncPgConnection,
-    exec: &Executor,
-    tenant: &TenantId,
-    row: &Row,
-) -> Result<Storage, Stop> {
-    let key = (tenant.clone(), row.connector());
-    if let Some(storage) = exec.storages.get(&key) {
-        return Ok(storage);
-    }
-    let keys = tenant_keys(conn, exec, tenant).await?;
-    let config = match connectors::store::config(conn, &keys, tenant, row.connector()).await {
-        Ok(config) => config,
-        Err(connectors::ConnectorError::NotFound) => {
-            return Err(Stop::fail(Reason::ConnectorDeleted));
-        }
-        Err(e) => return Err(Stop::retry_with(Reason::ConnectorUnreadable, e)),
-    };
-    let storage = exec
-        .cloud
-        .open(tenant, row.connector(), &config)
-        .map_err(|e| Stop::retry_with(Reason::StorageUnopened, e.message))?;
-    exec.storages.put(key, &storage);
-    Ok(storage)
-}
-
-/// The tenant's keys, for opening a connector's sealed secrets.
-pub(crate) async fn tenant_keys(
-    conn: &mut AsyncPgConnection,
-    exec: &Executor,
-    tenant: &TenantId,
-) -> Result<Arc<TenantKeys>, Stop> {
-    exec.keyring
-        .tenant(conn, tenant)
-        .await
-        .map_err(|_| Stop::retry(Reason::TenantKeysUnreadable))
-}
-
 fn bucket(storage: &Storage, name: &str) -> Result<Bucket, Stop> {
     storage.bucket(name).map_err(Stop::storage)
-}
-
-pub(crate) fn sha256(bytes: &[u8]) -> Vec<u8> {
-    ring::digest::digest(&ring::digest::SHA256, bytes)
-        .as_ref()
-        .to_vec()
 }
 
 /// An object's content before and after, the tokens written into it, and its served headers
@@ -663,73 +564,18 @@ async fn fail(
     .map(drop)
 }
 
-/// Whether the request's object is still at the ETag it was planned on: nothing was written.
-/// Any doubt (the storage cannot be asked) answers no.
+/// Whether the request's object is still what it was planned on: nothing was written. Any
+/// doubt (the storage cannot be asked) answers no.
 async fn still_original(db: &mut Conn<'_>, exec: &Executor, row: &Row) -> bool {
     is_original(db, exec, row).await == Some(true)
 }
 
-/// Whether the request's object is still at the ETag it was planned on, or None when the
-/// storage cannot be asked.
+/// Whether the request's object is still what it was planned on (its ETag, or its content's
+/// SHA-256), or None when the storage cannot be asked.
 async fn is_original(db: &mut Conn<'_>, exec: &Executor, row: &Row) -> Option<bool> {
-    let tenant = row.tenant().ok()?;
-    let conn = db.get().await.ok()?;
-    let storage = open_storage(conn, exec, &tenant, row).await.ok()?;
-    let source = storage.bucket(&row.bucket).ok()?;
+    let storage = super::copies::open_any(db, exec, row).await.ok()?;
     db.release();
-    match source.head(&row.object_key).await {
-        Ok(Some(head)) => Some(store::same_etag(head.etag.as_deref(), Some(&row.etag))),
-        Ok(None) => Some(false),
-        Err(_) => None,
-    }
-}
-
-/// A failed request's snapshot is of no use: deleted at once (a failure to delete is left to
-/// the expiry sweeper, which takes a failed request's recorded snapshot at once). A copy made
-/// but not recorded (the process stopped between the two) is at the request's own location,
-/// which is known, and is deleted too.
-async fn discard_snapshot(db: &mut Conn<'_>, exec: &Executor, row: &Row) {
-    let Ok(tenant) = row.tenant() else { return };
-    let Ok(conn) = db.get().await else { return };
-    let Ok(storage) = open_storage(conn, exec, &tenant, row).await else {
-        return;
-    };
-    let recorded = snapshot_of(row).ok();
-    let location = match &recorded {
-        Some(location) => Some(location.clone()),
-        None if row.state() == State::Planned => {
-            let action = match row.kind() {
-                Some(kind) => crate::policies::action_at(
-                    conn,
-                    &tenant,
-                    row.policy(),
-                    row.policy_version,
-                    kind,
-                )
-                .await
-                .ok()
-                .flatten(),
-                None => None,
-            };
-            match action {
-                Some(Action::Quarantine(config)) => {
-                    Some(quarantine_location(row, &config.destination))
-                }
-                Some(Action::Tokenize(_) | Action::Mask(_)) => Some(lkg_location(&storage, row)),
-                _ => None,
-            }
-        }
-        None => None,
-    };
-    let Some((lkg_bucket, lkg_key)) = location else {
-        return;
-    };
-    db.release();
-    if let Ok(bucket) = storage.bucket(&lkg_bucket)
-        && bucket.delete(&lkg_key).await.is_ok()
-        && recorded.is_some()
-        && let Ok(conn) = db.get().await
-    {
-        let _ = store::snapshot_deleted(conn, row).await;
-    }
+    super::copies::original(&storage, row)
+        .await
+        .map(|found| found == super::copies::Original::Unchanged)
 }

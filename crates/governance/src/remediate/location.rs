@@ -151,7 +151,7 @@ mod tests {
             named,
             format!(
                 "{head}sha256-{}",
-                audit::hex(&crate::remediate::execute::sha256(long.as_bytes()))
+                audit::hex(&crate::remediate::storage::sha256(long.as_bytes()))
             )
         );
         // Multi-byte characters count as their UTF-8 bytes.

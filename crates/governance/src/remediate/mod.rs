@@ -3,17 +3,20 @@
 //! reversible within the tenant's rollback window. See docs/governance.md, "Remediation".
 //!
 //! The modules, bottom to top: `content` (finding values again and rewriting only them),
-//! `stop` (why a step stopped), `store` (the state machine's rows), `written` (the tokens
+//! `stop` (why a step stopped), `store` (the state machine's rows), `storage` (what the
+//! executor holds, and opening a connector's storage), `written` (the tokens
 //! written into each object, which a rescan recognizes), `cosigner` (the mutual-TLS
 //! client of tenants' co-signing services), `receipt` (signed receipts), `cosign` (co-signing
 //! as each tenant's setting says), `rescore` (findings and risk after a change), `tokens` (the
 //! vault), `conn` (a connection held only while a step talks to Postgres), `execute` (the
-//! steps), `undo`, `sweep` (expired snapshots), `retain` (a deleted
-//! connector's snapshots) and `read` (the API's view).
+//! steps), `copies` (when a snapshot or a quarantine's copy may go, and when it is kept for
+//! good), `undo`, `sweep` (deleting the copies due), `retain` (a deleted connector's
+//! configuration, kept while its copies remain) and `read` (the API's view).
 
 mod cached;
 mod conn;
 pub mod content;
+mod copies;
 pub mod cosign;
 pub mod cosigner;
 pub mod execute;
@@ -25,6 +28,7 @@ pub mod rescore;
 pub mod retain;
 mod rewrite;
 pub mod stop;
+mod storage;
 pub mod store;
 pub mod sweep;
 mod tokens;
@@ -35,15 +39,15 @@ use std::time::Duration;
 
 pub use cached::{Actions, ScanClassifiers, Storages};
 pub use cosigner::{CosignError, Cosigner, CosignerBuildError};
-pub use execute::{Executor, MAX_OBJECT_BYTES};
 pub use read::{Filter, Receipt, Remediation};
 pub use receipt::Receipts;
+pub use storage::{Executor, MAX_OBJECT_BYTES};
 pub use store::{Row, State};
 pub use undo::{UndoError, undo};
 pub use written::WrittenTokens;
 
 /// Runs `tasks` executor loops (each takes one due request at a time, under its lease), the
-/// co-signing of pending receipts, the rescoring of changed objects and the snapshot sweeper
+/// co-signing of pending receipts, the rescoring of changed objects and the copies' sweeper
 /// until the process ends.
 pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
     rescore::spawn(pool.clone());

@@ -1,12 +1,14 @@
-//! A deleted connector's snapshots. A tokenize or mask snapshot is a copy of the original
-//! object, values and all, in the customer's own storage; the sweeper deletes it when its undo
-//! window ends. A connector deleted before then takes its credentials with it, and the copies
-//! would stay for good. So the transaction that deletes a connector keeps its configuration
-//! here (secrets still sealed) while any of its snapshots may remain, the sweeper deletes those
-//! snapshots at once (no undo can reach them any more), and then this row.
+//! A deleted connector's copies. A tokenize or mask snapshot is a copy of the original object,
+//! values and all, in the customer's own storage; the sweeper deletes it when its rollback window
+//! ends, and undo restores from it until then. A connector deleted before then would take its
+//! credentials with it: the copies would stay for good, and undo would be gone. So the
+//! transaction that deletes a connector keeps its configuration here (secrets still sealed)
+//! while any of its copies may remain; undo and the sweeper reach its storage through it, on
+//! the schedule a live connector's copies keep (`copies`), and this row goes once nothing is
+//! left. Nothing else uses it: no new change is made through a deleted connector.
 //!
-//! A standing quarantine is not a snapshot: it is the object itself, moved where the tenant's
-//! policy said, and stays.
+//! A standing quarantine is not a copy to delete: it is the object itself, moved where the
+//! tenant's policy said, and stays. Nor is a copy kept for good (`remediation_kept_copies`).
 
 use diesel::result::Error as DieselError;
 use diesel::sql_types::{Bool, Bytea, Int4, Jsonb, Nullable, Text, Uuid as SqlUuid};
@@ -14,12 +16,13 @@ use diesel::{OptionalExtension as _, QueryableByName};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
 
-use super::execute::Executor;
 use super::stop::{Reason, Stop};
+use super::storage::Executor;
 use connectors::Storage;
 
-/// Whether a connector has a snapshot not deleted yet that is not a standing quarantine, or a
-/// request still under way (which may yet leave one): what the sweeper still has to delete.
+/// Whether a connector has a copy not deleted yet that is neither a standing quarantine nor kept
+/// for good, or a request still under way (which may yet leave one): what undo and the sweeper
+/// may still need its storage for.
 /// `$1` is the tenant, `$2` the connector.
 const PENDING: &str = "SELECT EXISTS (
         SELECT 1 FROM remediation_requests r
@@ -28,7 +31,11 @@ const PENDING: &str = "SELECT EXISTS (
          WHERE r.tenant_id = $1 AND r.connector_id = $2
            AND (r.status IN ('planned', 'snapshotted', 'written')
                 OR (u.lkg_key IS NOT NULL AND u.lkg_deleted_at IS NULL
-                    AND (r.action_type <> 'quarantine' OR r.status IN ('undone', 'failed'))))
+                    AND NOT EXISTS (SELECT 1 FROM remediation_kept_copies k
+                                     WHERE k.tenant_id = r.tenant_id
+                                       AND k.request_id = r.request_id)
+                    AND (r.action_type <> 'quarantine'
+                         OR r.status IN ('undone', 'failed', 'blocked'))))
        ) AS pending";
 
 #[derive(QueryableByName)]
@@ -105,14 +112,14 @@ pub(crate) async fn retained_storage(
     let Some(stored) = stored else {
         return Ok(None);
     };
-    let keys = super::execute::tenant_keys(conn, exec, tenant).await?;
+    let keys = super::storage::tenant_keys(conn, exec, tenant).await?;
     let config = connectors::store::open_config(&keys, connector, &stored)
         .map_err(|e| Stop::retry_with(Reason::ConnectorUnreadable, e))?;
     let storage = exec
         .cloud
         .open(tenant, connector, &config)
         .map_err(|e| Stop::retry_with(Reason::StorageUnopened, e.message))?;
-    // Kept for the next snapshots of the same pass, as `open_storage` keeps a live connector's
+    // Kept for the next copies of the same pass, as `open_storage` keeps a live connector's
     // (which finds it there first). The executor drops a deleted connector's cached storage
     // before it could use it, and undo never reads the cache.
     exec.storages.put((tenant.clone(), connector), &storage);

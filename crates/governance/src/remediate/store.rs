@@ -135,6 +135,10 @@ pub struct Row {
     /// written.
     #[diesel(sql_type = Nullable<Text>)]
     pub prior_versions: Option<String>,
+    /// Why the copy is kept for good, when it may be the original's last copy
+    /// (`original_missing`, `original_changed`); the sweeper never takes it.
+    #[diesel(sql_type = Nullable<Text>)]
+    pub lkg_kept_reason: Option<String>,
     /// The customer-managed key the original was under when it was snapshotted
     /// (`connectors::cloud::Encryption::to_json`); null under the provider's own keys.
     #[diesel(sql_type = Nullable<Jsonb>)]
@@ -176,7 +180,9 @@ macro_rules! columns {
         r.finding_ids, r.gate, r.status, r.created_at, r.updated_at, r.next_attempt_at,
         coalesce(u.attempts, 0) AS attempts, u.reason, u.lkg_bucket, u.lkg_key, u.sha256_before,
         u.etag_after, u.sha256_after, u.executed_at, u.undo_until, u.undone_at, u.undone_by,
-        u.lkg_deleted_at, u.prior_versions, u.encryption"
+        u.lkg_deleted_at, u.prior_versions, u.encryption,
+        (SELECT k.reason FROM remediation_kept_copies k
+          WHERE k.tenant_id = r.tenant_id AND k.request_id = r.request_id) AS lkg_kept_reason"
     };
 }
 pub(crate) const COLUMNS: &str = columns!();
@@ -281,6 +287,11 @@ pub async fn one(
 /// planned → snapshotted: the object's bytes are safe at the last-known-good location. Returns
 /// the request as it now is, or None when it was not `planned` any more (another taker moved
 /// it: a lease that ran out).
+///
+/// The connector must still exist, and its row is locked (`FOR KEY SHARE`) until this commits:
+/// a deletion that takes the row first makes this find nothing (the request then ends
+/// `connector_deleted`), and one that comes after sees the request between its snapshot and its
+/// receipt and refuses (`in_flight`). No request is ever snapshotted for a deleted connector.
 pub(crate) async fn snapshotted(
     conn: &mut AsyncPgConnection,
     row: &Row,
@@ -289,10 +300,14 @@ pub(crate) async fn snapshotted(
     encryption: Option<&Value>,
 ) -> Result<Option<Row>, DieselError> {
     db::sql(concat!(
-        "WITH moved AS (
+        "WITH live AS (
+            SELECT 1 FROM connectors c
+             WHERE c.tenant_id = $1 AND c.connector_id = $8
+               FOR KEY SHARE),
+         moved AS (
             UPDATE remediation_requests SET status = 'snapshotted', updated_at = now()
              WHERE tenant_id = $1 AND request_id = $2 AND status = 'planned'
-               AND next_attempt_at = $6
+               AND next_attempt_at = $6 AND EXISTS (SELECT 1 FROM live)
             RETURNING *),
          run AS (
             UPDATE remediation_runs u
@@ -312,6 +327,7 @@ pub(crate) async fn snapshotted(
     .bind::<Bytea, _>(sha256_before)
     .bind::<Timestamptz, _>(row.next_attempt_at)
     .bind::<Nullable<Jsonb>, _>(encryption)
+    .bind::<SqlUuid, _>(row.connector_id)
     .get_result(conn)
     .await
     .optional()
@@ -586,6 +602,59 @@ pub(crate) async fn snapshot_deleted(
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// Keeps a copy for good: it may be the last copy of the original (`reason`:
+/// `original_missing`, `original_changed`). Records where it is, for a copy made but never
+/// recorded (a request that stopped between its copy and its snapshot).
+pub(crate) async fn keep_copy(
+    conn: &mut AsyncPgConnection,
+    row: &Row,
+    location: (&str, &str),
+    reason: &str,
+) -> Result<(), DieselError> {
+    db::sql(
+        "WITH located AS (
+            UPDATE remediation_runs
+               SET lkg_bucket = coalesce(lkg_bucket, $3), lkg_key = coalesce(lkg_key, $4)
+             WHERE tenant_id = $1 AND request_id = $2)
+         INSERT INTO remediation_kept_copies (tenant_id, request_id, reason)
+         VALUES ($1, $2, $5)
+         ON CONFLICT (tenant_id, request_id) DO NOTHING",
+    )
+    .bind::<Text, _>(&row.tenant_id)
+    .bind::<SqlUuid, _>(row.request_id)
+    .bind::<Text, _>(location.0)
+    .bind::<Text, _>(location.1)
+    .bind::<Text, _>(reason)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The connector's requests between their snapshot and their receipt: what its deletion waits
+/// for (it answers 409 naming them). Call it holding the connector's row (`FOR UPDATE`), which
+/// [`snapshotted`] needs to move a request there.
+pub async fn in_flight(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connector: ConnectorId,
+) -> Result<Vec<Uuid>, DieselError> {
+    #[derive(QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = SqlUuid)]
+        request_id: Uuid,
+    }
+    let ids: Vec<Id> = db::sql(
+        "SELECT request_id FROM remediation_requests
+          WHERE tenant_id = $1 AND connector_id = $2 AND status IN ('snapshotted', 'written')
+          ORDER BY request_id LIMIT 100",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<SqlUuid, _>(connector.as_uuid())
+    .load(conn)
+    .await?;
+    Ok(ids.into_iter().map(|i| i.request_id).collect())
 }
 
 /// ETags compared as providers give them, with or without their quotes.

@@ -19,11 +19,12 @@ use serde_json::json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::execute::{Executor, MAX_OBJECT_BYTES};
+use super::conn::Conn;
 use super::location::snapshot_of;
 use super::receipt;
 use super::rescore::Changed;
 use super::stop::{Reason, Stop};
+use super::storage::{Executor, MAX_OBJECT_BYTES};
 use super::store::{self, Ending, Row, State, same_etag};
 use crate::document::ActionType;
 
@@ -46,8 +47,9 @@ pub enum UndoError {
     SnapshotChanged,
     #[error("another undo of this remediation is running")]
     Busy,
-    /// The remediation's connector was deleted: its storage, and the snapshot in it, are out
-    /// of the service's reach for good.
+    /// The remediation's connector was deleted and nothing of its configuration was kept (it
+    /// was deleted before deletions kept it): its storage, and the snapshot in it, are out of
+    /// the service's reach for good.
     #[error("the remediation's connector was deleted; its snapshot cannot be reached")]
     ConnectorDeleted,
     /// The storage could not be reached, or answered something unusable; the provider's own
@@ -109,9 +111,11 @@ pub async fn undo(
                 return Err(UndoError::Expired);
             }
             // Opened afresh: an undo is rare and asked by a person, and must see the connector
-            // as it is now (deleted, or with new credentials), not as it was a minute ago.
+            // as it is now (deleted, or with new credentials), not as it was a minute ago. A
+            // deleted connector's storage is reached through what its deletion kept: the
+            // rollback window outlives the connector.
             exec.storages.forget(&(tenant.clone(), row.connector()));
-            let storage = super::execute::open_storage(conn, exec, tenant, &row).await?;
+            let storage = super::copies::open_any(&mut Conn::Borrowed(conn), exec, &row).await?;
             let (restored, displaced) = restore(&storage, &row, force).await?;
             let receipt = exec
                 .receipts
@@ -151,7 +155,7 @@ pub async fn undo(
         .await?;
     // The snapshot of a tokenize or mask is spent; a quarantined object's copy was moved back.
     if let Ok((bucket, key)) = snapshot_of(&undone)
-        && let Ok(storage) = super::execute::open_storage(conn, exec, tenant, &undone).await
+        && let Ok(storage) = super::copies::open_any(&mut Conn::Borrowed(conn), exec, &undone).await
         && let Ok(bucket) = storage.bucket(&bucket)
         && bucket.delete(&key).await.is_ok()
     {
@@ -237,7 +241,7 @@ async fn restore(
             .read_whole(&row.object_key, None, MAX_OBJECT_BYTES)
             .await
         {
-            Ok(now) => restored_already = super::execute::sha256(&now.bytes).as_slice() == before,
+            Ok(now) => restored_already = super::storage::sha256(&now.bytes).as_slice() == before,
             // Changed again since the head, or grown past what is read: not the original.
             Err(e) if matches!(e.failure, Failure::NotFound | Failure::TooLarge) => {}
             Err(e) => return Err(storage_error(e)),
@@ -255,7 +259,7 @@ async fn restore(
             Failure::NotFound => UndoError::Expired,
             _ => storage_error(e),
         })?;
-    if row.sha256_before.as_deref() != Some(super::execute::sha256(&snapshot.bytes).as_slice()) {
+    if row.sha256_before.as_deref() != Some(super::storage::sha256(&snapshot.bytes).as_slice()) {
         return Err(UndoError::SnapshotChanged);
     }
     // A forced undo writes over a version nobody else has a copy of: it is copied first, beside
