@@ -563,6 +563,7 @@ pub fn reconciliation(
         actions_failed: c.actions_failed,
         actions_repeated: c.actions_repeated,
         changes_planned: c.changes_planned,
+        changes_planned_elsewhere: c.changes_planned_elsewhere,
         plan: r
             .plan
             .into_iter()

@@ -559,6 +559,10 @@ pub struct Reconciliation {
     pub actions_repeated: u64,
     /// Object-changing actions the plan newly takes: what max_actions is checked against.
     pub changes_planned: u64,
+    /// Object-changing actions of the policies in scope that a scan's evaluation planned while
+    /// an enforced run went (for findings recorded after the policy): not this
+    /// reconciliation's, and not counted against max_actions.
+    pub changes_planned_elsewhere: u64,
     pub plan: Vec<ReconcilePlanItem>,
     pub requested_by: String,
     /// Why it failed; never a value.

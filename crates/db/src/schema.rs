@@ -137,6 +137,7 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         reconciliation_id -> Nullable<Uuid>,
+        txid -> Int8,
     }
 }
 
@@ -304,6 +305,7 @@ diesel::table! {
         document -> Jsonb,
         created_at -> Timestamptz,
         created_by -> Text,
+        acts_from_txid -> Int8,
     }
 }
 

@@ -516,6 +516,9 @@ pub struct Active {
     pub id: PolicyId,
     pub version: i32,
     pub document: PolicyDocument,
+    /// The first transaction id whose recorded batches this version acts on through a scan's
+    /// evaluation: the version's creation's snapshot xmax (0 for versions from before the rule).
+    pub acts_from_txid: i64,
 }
 
 impl Active {
@@ -532,26 +535,40 @@ pub async fn active(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
 ) -> Result<Vec<Active>, DieselError> {
-    let rows: Vec<(Uuid, i32, Value)> = governance_policies::table
-        .filter(governance_policies::tenant_id.eq(tenant.as_str()))
-        .select((
-            governance_policies::policy_id,
-            governance_policies::version,
-            governance_policies::document,
-        ))
-        .order(governance_policies::policy_id)
-        .load(conn)
-        .await?;
+    #[derive(diesel::QueryableByName)]
+    struct Current {
+        #[diesel(sql_type = diesel::sql_types::Uuid)]
+        policy_id: Uuid,
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        version: i32,
+        #[diesel(sql_type = diesel::sql_types::Jsonb)]
+        document: Value,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        acts_from_txid: i64,
+    }
+    let rows: Vec<Current> = db::sql(
+        "SELECT p.policy_id, p.version, p.document, v.acts_from_txid
+           FROM governance_policies p
+           JOIN governance_policy_versions v
+             ON v.tenant_id = p.tenant_id AND v.policy_id = p.policy_id
+            AND v.version = p.version
+          WHERE p.tenant_id = $1
+          ORDER BY p.policy_id",
+    )
+    .bind::<diesel::sql_types::Text, _>(tenant.as_str())
+    .load(conn)
+    .await?;
     Ok(rows
         .into_iter()
-        .filter_map(|(id, version, canonical)| match document::from_value(&canonical) {
+        .filter_map(|row| match document::from_value(&row.document) {
             Ok(document) => Some(Active {
-                id: PolicyId::from_uuid(id),
-                version,
+                id: PolicyId::from_uuid(row.policy_id),
+                version: row.version,
                 document,
+                acts_from_txid: row.acts_from_txid,
             }),
             Err(_) => {
-                tracing::error!(tenant = %tenant, policy = %id, "a stored policy is unreadable; it is not evaluated");
+                tracing::error!(tenant = %tenant, policy = %row.policy_id, "a stored policy is unreadable; it is not evaluated");
                 None
             }
         })

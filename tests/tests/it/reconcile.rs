@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use diesel_async::RunQueryDsl;
+use object_store::ObjectStoreExt as _;
 use reqwest::Method;
 use serde_json::{Value, json};
 use testkit::{emulators, seed};
@@ -747,4 +748,99 @@ spec:
         .send(Method::GET, "/governance/risk-scores", None)
         .await;
     assert_eq!(body["data"][0]["factors"]["policy_coverage"], 0.0, "{body}");
+}
+
+/// The sequence of the security review: a full scan completes, an enforced mask policy is
+/// created at once, and an enforced reconciliation runs with `max_actions: 0`. Whatever the
+/// scan's evaluation is doing meanwhile, the reconciliation ends `blocked_by_limit`, no
+/// remediation is planned and the object is unchanged: five times with no pause, and once with
+/// the evaluation held until the reconciliation has ended.
+#[tokio::test]
+async fn the_breaker_holds_against_a_policy_made_right_after_a_scan() {
+    const PEOPLE: &[u8] = b"name,ssn\nAnn Lee,219-09-9999\nBo Chan,078-05-1120\n";
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "archive").await;
+    seed::put_all(bucket.as_ref(), &[("people.csv", PEOPLE)]).await;
+    let app = crate::scans::app_on(&moto, "1").await;
+    let mut db = app.conn().await;
+    for round in 0..6 {
+        let tenant = format!("tenant-{round}");
+        let admin = Client {
+            app: &app,
+            token: app.token(&tenant, "ann", &["admin"]),
+        };
+        let held = round == 5;
+        if held {
+            diesel::sql_query(
+                "INSERT INTO governance_consumers (consumer) VALUES ('governance-evaluation')
+                 ON CONFLICT DO NOTHING",
+            )
+            .execute(&mut db)
+            .await
+            .unwrap();
+            diesel::sql_query("BEGIN").execute(&mut db).await.unwrap();
+            diesel::sql_query(
+                "SELECT 1 FROM governance_consumers
+                  WHERE consumer = 'governance-evaluation' FOR UPDATE",
+            )
+            .execute(&mut db)
+            .await
+            .unwrap();
+        }
+        let connector = crate::scans::connector(&admin, "Archive", "archive").await;
+        crate::scans::full_scan(&admin, &connector).await;
+        let (status, body) = admin
+            .send_raw(
+                Method::POST,
+                "/governance/policies",
+                YAML,
+                "apiVersion: governance.dps/v1
+kind: Policy
+metadata: { name: ssn-mask }
+spec:
+  mode: enforced
+  conditions: [{ category: us_ssn, min_confidence: 0.5 }]
+  actions: [{ type: mask, config: { keep_last: 4 } }]
+",
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let id = reconcile(
+            &admin,
+            json!({"mode": "enforced", "limits": {"max_actions": 0}}),
+        )
+        .await;
+        let done = ended(&admin, &id).await;
+        assert_eq!(done["status"], "blocked_by_limit", "round {round}: {done}");
+        assert_eq!(done["changes_planned"], 1, "round {round}: {done}");
+        assert_eq!(done["actions_planned"], 0, "round {round}: {done}");
+        if held {
+            diesel::sql_query("COMMIT").execute(&mut db).await.unwrap();
+        }
+        // The scan's evaluation has caught up (it records each object's risk), and planned
+        // nothing for a policy made after the scan.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, body) = admin
+                .send(Method::GET, "/governance/risk-scores?level=file", None)
+                .await;
+            if body["data"].as_array().unwrap().len() == 1 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "round {round}: {body}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (_, body) = admin
+            .send(Method::GET, "/governance/remediations", None)
+            .await;
+        assert_eq!(body["data"], json!([]), "round {round}: {body}");
+    }
+    let now = bucket
+        .get(&object_store::path::Path::from("people.csv"))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(now.as_ref(), PEOPLE, "no object changed");
 }

@@ -1,6 +1,11 @@
 //! Policy evaluation: every batch of findings a scan records is evaluated against the tenant's
 //! policies in scope, read from the scans outbox.
 //!
+//! **A policy acts on what is recorded after it.** A policy version acts through this
+//! evaluation only on batches whose transaction began after the version was created
+//! (`Active::acts_from_txid`): findings recorded before are acted on by a reconciliation,
+//! under its blast-radius limit, or by the next scan. Coverage and risk follow every policy.
+//!
 //! [`Evaluator::run_once`] takes the consumer's row lock (so one replica consumes at a time),
 //! reads events after its position, evaluates each and moves the position, all in one
 //! transaction: an event's effects and the position that says it was read commit together.
@@ -118,6 +123,12 @@ pub fn spawn(pool: db::Pool) {
     });
 }
 
+/// Whether `policy`'s version acts on the batch `delivered` recorded: the batch's transaction
+/// began after the version's was created.
+fn acts_on(policy: &Active, delivered: &Delivered) -> bool {
+    delivered.position.txid >= policy.acts_from_txid
+}
+
 async fn evaluate_event(
     conn: &mut AsyncPgConnection,
     gates_conn: &mut AsyncPgConnection,
@@ -159,7 +170,21 @@ async fn evaluate_event(
     .into_iter()
     .map(Finding::from)
     .collect();
-    let decisions = if policies.iter().any(|p| p.covers(*connector)) {
+    // A policy version acts here only on batches recorded after it was created: what was
+    // recorded before is a reconciliation's to act on, under its limit, whatever the order in
+    // which this consumer and a reconciliation happen to run.
+    let acting: std::borrow::Cow<'_, [Active]> = if policies.iter().all(|p| acts_on(p, delivered)) {
+        std::borrow::Cow::Borrowed(policies)
+    } else {
+        std::borrow::Cow::Owned(
+            policies
+                .iter()
+                .filter(|p| acts_on(p, delivered))
+                .cloned()
+                .collect(),
+        )
+    };
+    let decisions = if acting.iter().any(|p| p.covers(*connector)) {
         let batch = Batch {
             tenant: &delivered.tenant,
             connector: *connector,
@@ -168,7 +193,7 @@ async fn evaluate_event(
             findings: &findings,
             enforce: true,
         };
-        plan::apply_with_decisions(conn, &batch, policies, gates)
+        plan::apply_with_decisions(conn, &batch, &acting, gates)
             .await?
             .1
     } else {

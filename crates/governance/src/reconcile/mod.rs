@@ -157,6 +157,10 @@ pub struct Counts {
     /// Object-changing actions the plan would newly take when enforced: what the limit is
     /// checked against.
     pub changes_planned: u64,
+    /// Object-changing actions of the policies in scope that another path (a scan's
+    /// evaluation of findings recorded after the policy) planned while an enforced run went:
+    /// not this reconciliation's, and not counted against its limit.
+    pub changes_planned_elsewhere: u64,
 }
 
 /// One line of a plan: what one action of one policy would do.

@@ -126,13 +126,21 @@ async fn run(
     let planned_under = versions(&policies);
     let gates = Gates::read(gates_conn, &job.tenant, &policies).await;
     renew(conn, job).await?;
-    let plan: Plan = conn
-        .transaction(async |conn| {
+    // One snapshot for the plan and for the record of what it saw: the ledger rows not in it
+    // are what other paths planned while this reconciliation ran (`elsewhere`).
+    let (plan, seen): (Plan, String) = conn
+        .build_transaction()
+        .repeatable_read()
+        .read_only()
+        .run(async |conn| {
+            let seen = snapshot(conn).await?;
             // The plan groups per object: give its hash tables room rather than disk.
             db::sql("SET LOCAL work_mem = '256MB'")
                 .execute(conn)
                 .await?;
-            preview::plan(conn, &job.tenant, &job.scope.connectors, &policies, &gates).await
+            let plan =
+                preview::plan(conn, &job.tenant, &job.scope.connectors, &policies, &gates).await?;
+            Ok::<_, DieselError>((plan, seen))
         })
         .await?;
     renew(conn, job).await?;
@@ -141,12 +149,16 @@ async fn run(
         save_plan(conn, job, &plan, &counts).await?;
         return finish(conn, job, Status::Completed, counts, None).await;
     }
+    let ended = async |conn: &mut AsyncPgConnection, status, mut counts: Counts, error| {
+        counts.changes_planned_elsewhere = elsewhere(conn, job, &planned_under, &seen).await?;
+        finish(conn, job, status, counts, error).await
+    };
     // Enforced: nothing is simulated unless a dry-run policy simulates it while running.
     counts.actions_simulated = 0;
     counts.actions_repeated = 0;
     save_plan(conn, job, &plan, &counts).await?;
     if counts.changes_planned > job.max_actions {
-        return finish(conn, job, Status::BlockedByLimit, counts, None).await;
+        return ended(conn, Status::BlockedByLimit, counts, None).await;
     }
     // The plan was within the limit, but a request that failed after the plan was made is
     // planned again by the run (the plan saw it running): the limit holds for what the run
@@ -218,12 +230,11 @@ async fn run(
             match step {
                 Ok(Step::WentOn) => {}
                 Ok(Step::PoliciesChanged) => {
-                    return finish(conn, job, Status::Failed, counts, Some(POLICIES_CHANGED)).await;
+                    return ended(conn, Status::Failed, counts, Some(POLICIES_CHANGED)).await;
                 }
                 Err(DieselError::RollbackTransaction) => {
-                    return finish(
+                    return ended(
                         conn,
-                        job,
                         Status::BlockedByLimit,
                         counts,
                         Some(OVER_LIMIT_WHILE_RUNNING),
@@ -234,7 +245,61 @@ async fn run(
             }
         }
     }
-    finish(conn, job, Status::Completed, counts, None).await
+    ended(conn, Status::Completed, counts, None).await
+}
+
+/// The current transaction's snapshot, as text (`xmin:xmax:xip,…`).
+async fn snapshot(conn: &mut AsyncPgConnection) -> Result<String, DieselError> {
+    #[derive(QueryableByName)]
+    struct Snapshot {
+        #[diesel(sql_type = Text)]
+        seen: String,
+    }
+    let row: Snapshot = db::sql("SELECT pg_current_snapshot()::text AS seen")
+        .get_result(conn)
+        .await?;
+    Ok(row.seen)
+}
+
+/// The object-changing actions of the policy versions in scope that another path (a scan's
+/// evaluation, mostly) claimed in the ledger after the plan's snapshot: changes this
+/// reconciliation neither planned nor counted against its limit, reported so that its counts
+/// say who changed what. Read through the ledger's `(tenant_id, txid)` index: only rows newer
+/// than the snapshot's xmin.
+async fn elsewhere(
+    conn: &mut AsyncPgConnection,
+    job: &Job,
+    versions: &[(ids::PolicyId, i32)],
+    seen: &str,
+) -> Result<u64, DieselError> {
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let policies: Vec<Uuid> = versions.iter().map(|(p, _)| p.as_uuid()).collect();
+    let numbers: Vec<i32> = versions.iter().map(|(_, v)| *v).collect();
+    let connectors: Vec<Uuid> = job.scope.connectors.iter().map(|c| c.as_uuid()).collect();
+    let found: Count = db::sql(
+        "SELECT count(*) AS n FROM governance_actions a
+          WHERE a.tenant_id = $1
+            AND a.txid >= pg_snapshot_xmin($2::pg_snapshot)::text::bigint
+            AND NOT pg_visible_in_snapshot(a.txid::text::xid8, $2::pg_snapshot)
+            AND a.reconciliation_id IS DISTINCT FROM $3
+            AND NOT a.simulated AND a.action_type <> 'alert'
+            AND (a.policy_id, a.policy_version) IN
+                (SELECT * FROM unnest($4::uuid[], $5::int[]))
+            AND (cardinality($6::uuid[]) = 0 OR a.connector_id = ANY($6))",
+    )
+    .bind::<Text, _>(job.tenant.as_str())
+    .bind::<Text, _>(seen)
+    .bind::<SqlUuid, _>(job.id)
+    .bind::<diesel::sql_types::Array<SqlUuid>, _>(&policies)
+    .bind::<diesel::sql_types::Array<Integer>, _>(&numbers)
+    .bind::<diesel::sql_types::Array<SqlUuid>, _>(&connectors)
+    .get_result(conn)
+    .await?;
+    Ok(u64::try_from(found.n).unwrap_or(0))
 }
 
 /// How one step of an enforced run ended.
@@ -418,8 +483,16 @@ async fn finish(
             details["reason"] = json!(error);
         } else if status == Status::BlockedByLimit {
             details["reason"] = json!(format!(
-                "the plan would newly take {} object-changing actions, over the limit of {}; nothing was executed",
+                "the plan would newly take {} object-changing actions, over the limit of {}; this reconciliation planned none of them",
                 counts.changes_planned, job.max_actions
+            ));
+        }
+        if counts.changes_planned_elsewhere > 0 {
+            details["elsewhere"] = json!(format!(
+                "{} object-changing actions of these policies were planned by another path (a \
+                 scan's evaluation of newly recorded findings) while this reconciliation ran; \
+                 they are not this reconciliation's and its limit did not count them",
+                counts.changes_planned_elsewhere
             ));
         }
         audit::append(

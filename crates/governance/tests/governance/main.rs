@@ -7,6 +7,7 @@
     reason = "test code: a panic is how a test reports failure"
 )]
 
+mod breaker;
 mod channels;
 mod cosign;
 mod delivery;
