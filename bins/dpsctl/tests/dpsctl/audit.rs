@@ -1,5 +1,8 @@
 //! `dpsctl audit verify` on a real Postgres: exit 0 on an intact log, and non-zero naming the
-//! first bad seq when an entry was changed, removed, moved, or the tail cut past a checkpoint.
+//! first bad seq when an entry was changed, removed, moved, or the tail cut past a checkpoint,
+//! by a database owner who gets past the append-only trigger either way there is: the trigger
+//! disabled (`ALTER TABLE … DISABLE TRIGGER`), or every trigger skipped for the session
+//! (`SET session_replication_role = replica`).
 
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -15,9 +18,20 @@ struct Log {
     master: String,
 }
 
+/// How the append-only trigger is got past.
+#[derive(Debug, Clone, Copy)]
+enum Bypass {
+    /// `ALTER TABLE audit_log DISABLE TRIGGER USER`: the table's owner.
+    DisableTrigger,
+    /// `SET session_replication_role = replica`: triggers skipped for the session.
+    ReplicationRole,
+}
+
+const BYPASSES: [Bypass; 2] = [Bypass::DisableTrigger, Bypass::ReplicationRole];
+
 /// 2,500 entries of tenant acme with their checkpoints (1,000, 2,000 and the head), and the
-/// append-only trigger off, as it would be for someone with the owner's rights.
-async fn log() -> Log {
+/// append-only trigger got past by `bypass`, as it could be by someone with the owner's rights.
+async fn log(bypass: Bypass) -> Log {
     let db = testkit::database().await;
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
     let (master, text) = keys::MasterKey::generate().unwrap();
@@ -37,7 +51,18 @@ async fn log() -> Log {
         key: Arc::new(CheckpointKey::from_master(&master)),
     };
     assert_eq!(checkpointer.run_once(&mut conn).await.unwrap(), 3);
-    diesel::sql_query("ALTER TABLE audit_log DISABLE TRIGGER USER")
+    // The trigger refuses a change first, so the cases below prove the bypass, not a gap.
+    assert!(
+        diesel::sql_query("UPDATE audit_log SET actor = 'mallory' WHERE seq = 1")
+            .execute(&mut conn)
+            .await
+            .is_err()
+    );
+    let statement = match bypass {
+        Bypass::DisableTrigger => "ALTER TABLE audit_log DISABLE TRIGGER USER",
+        Bypass::ReplicationRole => "SET session_replication_role = replica",
+    };
+    diesel::sql_query(statement)
         .execute(&mut conn)
         .await
         .unwrap();
@@ -75,7 +100,7 @@ async fn tamper(log: &mut Log, statements: &[&str]) {
 
 #[tokio::test]
 async fn an_intact_log_verifies_with_the_derived_or_the_published_key() {
-    let log = log().await;
+    let log = log(Bypass::DisableTrigger).await;
     let output = verify(&log, &[]);
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -104,51 +129,65 @@ async fn an_intact_log_verifies_with_the_derived_or_the_published_key() {
 
 #[tokio::test]
 async fn a_modified_entry_is_named() {
-    let mut log = log().await;
-    tamper(
-        &mut log,
-        &["UPDATE audit_log SET actor = 'mallory' WHERE seq = 1234"],
-    )
-    .await;
-    let stderr = broken_at(&verify(&log, &[]));
-    assert!(stderr.contains("first bad seq 1234"), "{stderr}");
+    for bypass in BYPASSES {
+        let mut log = log(bypass).await;
+        tamper(
+            &mut log,
+            &["UPDATE audit_log SET actor = 'mallory' WHERE seq = 1234"],
+        )
+        .await;
+        let stderr = broken_at(&verify(&log, &[]));
+        assert!(
+            stderr.contains("first bad seq 1234"),
+            "{bypass:?}: {stderr}"
+        );
+    }
 }
 
 #[tokio::test]
 async fn a_deleted_entry_is_named() {
-    let mut log = log().await;
-    tamper(&mut log, &["DELETE FROM audit_log WHERE seq = 77"]).await;
-    let stderr = broken_at(&verify(&log, &[]));
-    assert!(stderr.contains("first bad seq 77"), "{stderr}");
+    for bypass in BYPASSES {
+        let mut log = log(bypass).await;
+        tamper(&mut log, &["DELETE FROM audit_log WHERE seq = 77"]).await;
+        let stderr = broken_at(&verify(&log, &[]));
+        assert!(stderr.contains("first bad seq 77"), "{bypass:?}: {stderr}");
+    }
 }
 
 #[tokio::test]
 async fn reordered_entries_are_named() {
-    let mut log = log().await;
-    tamper(
-        &mut log,
-        &[
-            "UPDATE audit_log SET seq = 9999999 WHERE seq = 501",
-            "UPDATE audit_log SET seq = 501 WHERE seq = 502",
-            "UPDATE audit_log SET seq = 502 WHERE seq = 9999999",
-        ],
-    )
-    .await;
-    let stderr = broken_at(&verify(&log, &[]));
-    assert!(stderr.contains("first bad seq 501"), "{stderr}");
+    for bypass in BYPASSES {
+        let mut log = log(bypass).await;
+        tamper(
+            &mut log,
+            &[
+                "UPDATE audit_log SET seq = 9999999 WHERE seq = 501",
+                "UPDATE audit_log SET seq = 501 WHERE seq = 502",
+                "UPDATE audit_log SET seq = 502 WHERE seq = 9999999",
+            ],
+        )
+        .await;
+        let stderr = broken_at(&verify(&log, &[]));
+        assert!(stderr.contains("first bad seq 501"), "{bypass:?}: {stderr}");
+    }
 }
 
 #[tokio::test]
 async fn a_tail_cut_past_a_checkpoint_is_named() {
-    let mut log = log().await;
-    tamper(
-        &mut log,
-        &[
-            "DELETE FROM audit_log WHERE seq > 2100",
-            "UPDATE audit_heads SET seq = 2100, hash = (SELECT hash FROM audit_log WHERE seq = 2100)",
-        ],
-    )
-    .await;
-    let stderr = broken_at(&verify(&log, &[]));
-    assert!(stderr.contains("first bad seq 2101"), "{stderr}");
+    for bypass in BYPASSES {
+        let mut log = log(bypass).await;
+        tamper(
+            &mut log,
+            &[
+                "DELETE FROM audit_log WHERE seq > 2100",
+                "UPDATE audit_heads SET seq = 2100, hash = (SELECT hash FROM audit_log WHERE seq = 2100)",
+            ],
+        )
+        .await;
+        let stderr = broken_at(&verify(&log, &[]));
+        assert!(
+            stderr.contains("first bad seq 2101"),
+            "{bypass:?}: {stderr}"
+        );
+    }
 }
