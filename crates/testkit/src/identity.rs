@@ -200,7 +200,6 @@ pub fn entra(tenant: &str, client_id: &str, secret: &str) -> FakeIdentity {
 pub fn google(subject_token: &str, wif_provider: &str) -> FakeIdentity {
     let subject = subject_token.to_owned();
     let audience = format!("//iam.googleapis.com/{wif_provider}");
-    const FEDERATED: &str = "federated-access-token";
     FakeIdentity::serve(Box::new(move |request| {
         if request.method == "POST" && request.path == "/v1/token" {
             let body: Value = serde_json::from_str(&request.body).unwrap_or_default();
@@ -219,27 +218,9 @@ pub fn google(subject_token: &str, wif_provider: &str) -> FakeIdentity {
                     json!({"error": "invalid_grant", "error_description": "The subject token is invalid."}),
                 );
             }
-            return (
-                200,
-                json!({"access_token": FEDERATED, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer", "expires_in": 3600}),
-            );
+            return federated();
         }
-        if request.method == "POST" && request.path.ends_with(":generateAccessToken") {
-            if request.headers.get("authorization").map(String::as_str)
-                != Some(&format!("Bearer {FEDERATED}"))
-            {
-                return (
-                    401,
-                    json!({"error": {"code": 401, "message": "Request had invalid authentication credentials.", "status": "UNAUTHENTICATED"}}),
-                );
-            }
-            let expires = time_rfc3339(now() + 3600);
-            return (
-                200,
-                json!({"accessToken": "ya29.impersonated", "expireTime": expires}),
-            );
-        }
-        (404, json!({"error": {"code": 404, "message": "not found"}}))
+        impersonation(request)
     }))
 }
 
@@ -261,7 +242,6 @@ pub struct GoogleTrust {
 pub fn google_federation() -> (FakeIdentity, Arc<Mutex<GoogleTrust>>) {
     let trust = Arc::new(Mutex::new(GoogleTrust::default()));
     let held = trust.clone();
-    const FEDERATED: &str = "federated-access-token";
     let server = FakeIdentity::serve(Box::new(move |request| {
         let trust = held.lock().map(|t| t.clone()).unwrap_or_default();
         if request.method == "POST" && request.path == "/v1/token" {
@@ -315,28 +295,42 @@ pub fn google_federation() -> (FakeIdentity, Arc<Mutex<GoogleTrust>>) {
                     json!({"error": "unauthorized_client", "error_description": "The given credential is rejected by the attribute condition."}),
                 );
             }
-            return (
-                200,
-                json!({"access_token": FEDERATED, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer", "expires_in": 3600}),
-            );
+            return federated();
         }
-        if request.method == "POST" && request.path.ends_with(":generateAccessToken") {
-            if request.headers.get("authorization").map(String::as_str)
-                != Some(&format!("Bearer {FEDERATED}"))
-            {
-                return (
-                    401,
-                    json!({"error": {"code": 401, "message": "Request had invalid authentication credentials.", "status": "UNAUTHENTICATED"}}),
-                );
-            }
-            return (
-                200,
-                json!({"accessToken": "ya29.impersonated", "expireTime": time_rfc3339(now() + 3600)}),
-            );
-        }
-        (404, json!({"error": {"code": 404, "message": "not found"}}))
+        impersonation(request)
     }));
     (server, trust)
+}
+
+/// The federated token a stand-in STS issues, which [`impersonation`] takes.
+const FEDERATED: &str = "federated-access-token";
+
+/// A successful exchange at the stand-in STS.
+fn federated() -> (u16, Value) {
+    (
+        200,
+        json!({"access_token": FEDERATED, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer", "expires_in": 3600}),
+    )
+}
+
+/// IAM Credentials' `generateAccessToken`, for a bearer of the federated token only; anything
+/// else is 404.
+fn impersonation(request: &Seen) -> (u16, Value) {
+    if request.method != "POST" || !request.path.ends_with(":generateAccessToken") {
+        return (404, json!({"error": {"code": 404, "message": "not found"}}));
+    }
+    if request.headers.get("authorization").map(String::as_str)
+        != Some(&format!("Bearer {FEDERATED}"))
+    {
+        return (
+            401,
+            json!({"error": {"code": 401, "message": "Request had invalid authentication credentials.", "status": "UNAUTHENTICATED"}}),
+        );
+    }
+    (
+        200,
+        json!({"accessToken": "ya29.impersonated", "expireTime": time_rfc3339(now() + 3600)}),
+    )
 }
 
 /// The claims of `token` if it is an ES256 JWT signed by a key of `jwks` named by its `kid`.

@@ -64,15 +64,7 @@ async fn status_of(admin: &Client<'_>, id: &str) -> (String, Option<String>) {
 /// Scans the connector through platform-api's worker tasks: `objects` objects are read and
 /// the one SSN among them is found.
 async fn scanned(admin: &Client<'_>, id: &str, objects: i64) {
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{id}/scan"),
-            Some(json!({"type": "full"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let done = crate::scans::finished(admin, body["data"]["scan_id"].as_str().unwrap()).await;
+    let done = scan_to_its_end(admin, id).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["coverage"]["total_enumerated"], objects, "{done}");
     assert_eq!(done["coverage"]["total_scanned"], objects, "{done}");
@@ -459,9 +451,8 @@ async fn gcp_subject(client: &Client<'_>) -> String {
     subject
 }
 
-/// A full scan of a connector whose identity is refused reads nothing: every object it could
-/// have listed is out of reach, and no finding is made.
-async fn scan_refused(admin: &Client<'_>, id: &str) {
+/// Starts a full scan of the connector and waits for it to end; returns its last state.
+async fn scan_to_its_end(admin: &Client<'_>, id: &str) -> Value {
     let (status, body) = admin
         .send(
             Method::POST,
@@ -470,7 +461,13 @@ async fn scan_refused(admin: &Client<'_>, id: &str) {
         )
         .await;
     assert_eq!(status, 201, "{body}");
-    let done = crate::scans::finished(admin, body["data"]["scan_id"].as_str().unwrap()).await;
+    crate::scans::finished(admin, body["data"]["scan_id"].as_str().unwrap()).await
+}
+
+/// A full scan of a connector whose identity is refused reads nothing: every object it could
+/// have listed is out of reach, and no finding is made.
+async fn scan_refused(admin: &Client<'_>, id: &str) {
+    let done = scan_to_its_end(admin, id).await;
     assert_ne!(done["status"], "completed", "{done}");
     assert_eq!(done["coverage"]["total_scanned"], 0, "{done}");
     assert_eq!(done["progress"]["findings_count"], 0, "{done}");

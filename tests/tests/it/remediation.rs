@@ -1853,14 +1853,7 @@ async fn a_storage_failure_is_a_reason_code_never_the_providers_words() {
     // found: every call the executor makes to the storage fails.
     stack.moto.stop();
     ssn_mask_policy(&admin).await;
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            "/governance/reconcile",
-            Some(json!({"mode": "enforced"})),
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
+    crate::reconcile::reconcile(&admin, json!({"mode": "enforced"})).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     let remediation = loop {
         let (status, body) = admin
@@ -2017,14 +2010,7 @@ async fn a_vault_full_of_date_tokens_hides_no_real_date_of_birth() {
         &format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}"),
     )
     .await;
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            "/governance/reconcile",
-            Some(json!({"mode": "enforced"})),
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
+    crate::reconcile::reconcile(&admin, json!({"mode": "enforced"})).await;
     let done = ended(&admin, 1).await;
     assert_eq!(done[0]["status"], "receipted", "{done:?}");
     let after = String::from_utf8(read(bucket.as_ref(), "hr.csv").await.unwrap()).unwrap();

@@ -284,10 +284,17 @@ spec:
         .unwrap();
     }
 
-    /// The one connector's id, as the API lists it.
-    async fn connector_id(&self, service: &ServiceProcess) -> String {
-        let body = self.get(service, "/connectors").await;
-        body["data"][0]["id"].as_str().unwrap().to_owned()
+    /// `DELETE /connectors/:id` of the one connector, as the API lists it.
+    async fn delete_connector(&self, service: &ServiceProcess) -> (u16, Value) {
+        let listed = self.get(service, "/connectors").await;
+        let connector = listed["data"][0]["id"].as_str().unwrap().to_owned();
+        self.send(
+            service,
+            reqwest::Method::DELETE,
+            &format!("/connectors/{connector}"),
+            None,
+        )
+        .await
     }
 
     /// Runs the copies' sweeper `passes` times, as platform-api's would every minute.
@@ -678,15 +685,7 @@ async fn a_failed_quarantine_whose_original_is_gone_keeps_its_copy() {
 
     // The connector deleted, the window passed: no sweep deletes the copy, since what is at the
     // key is not the original, and it is marked kept for good.
-    let connector = stack.connector_id(&service).await;
-    let (status, body) = stack
-        .send(
-            &service,
-            reqwest::Method::DELETE,
-            &format!("/connectors/{connector}"),
-            None,
-        )
-        .await;
+    let (status, body) = stack.delete_connector(&service).await;
     assert_eq!(status, 200, "{body}");
     diesel::sql_query("UPDATE remediation_runs SET undo_until = now() - interval '1 second'")
         .execute(&mut stack.conn)
@@ -725,11 +724,7 @@ async fn a_connector_is_not_deleted_under_a_quarantine_whose_original_is_already
 
     // Restarted, the request is not due before its lease ends: the deletion meets it under way.
     let service = stack.start(None);
-    let connector = stack.connector_id(&service).await;
-    let delete = format!("/connectors/{connector}");
-    let (status, body) = stack
-        .send(&service, reqwest::Method::DELETE, &delete, None)
-        .await;
+    let (status, body) = stack.delete_connector(&service).await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "CONFLICT", "{body}");
     assert_eq!(
@@ -745,9 +740,7 @@ async fn a_connector_is_not_deleted_under_a_quarantine_whose_original_is_already
         .as_str()
         .unwrap()
         .to_owned();
-    let (status, body) = stack
-        .send(&service, reqwest::Method::DELETE, &delete, None)
-        .await;
+    let (status, body) = stack.delete_connector(&service).await;
     assert_eq!(status, 200, "{body}");
     diesel::sql_query("UPDATE remediation_runs SET undo_until = now() - interval '1 second'")
         .execute(&mut stack.conn)
