@@ -228,8 +228,9 @@ impl Platform {
             }),
             Identity::None => Err(AccessError::new(
                 Failure::Identity,
-                "the platform has no GCP identity: set DPS_GCP_OIDC_ISSUER (each tenant's own \
-                 subject; docs/configuration.md)",
+                "no GCP identity: platform-api presents each tenant's own subject once \
+                 DPS_GCP_OIDC_ISSUER is set; a scan-worker in the customer's infrastructure \
+                 presents GOOGLE_APPLICATION_CREDENTIALS (docs/configuration.md)",
             )),
         }
     }

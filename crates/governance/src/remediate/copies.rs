@@ -175,6 +175,17 @@ pub(crate) async fn discard(db: &mut Conn<'_>, exec: &Executor, row: &Row) {
     };
     db.release();
     if row.kind() == Some(ActionType::Quarantine) {
+        // A copy never recorded may never have been made (the request stopped before its
+        // copy): there is nothing to keep then, and a record of one would be false.
+        if recorded.is_none() {
+            let exists = match storage.bucket(&lkg_bucket) {
+                Ok(bucket) => bucket.head(&lkg_key).await.map(|h| h.is_some()),
+                Err(e) => Err(e),
+            };
+            if !matches!(exists, Ok(true)) {
+                return;
+            }
+        }
         match original(&storage, row).await.map(Original::kept_reason) {
             Some(None) => {}
             Some(Some(reason)) => {
