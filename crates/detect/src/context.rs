@@ -27,6 +27,7 @@ const WORDS: &[(&str, Hint)] = &[
     ("social security", Hint::For(Kind::UsSsn)),
     ("social sec", Hint::For(Kind::UsSsn)),
     ("soc sec", Hint::For(Kind::UsSsn)),
+    ("socialsecuritynumber", Hint::For(Kind::UsSsn)),
     ("sécurité sociale", Hint::For(Kind::UsSsn)),
     // ca_sin
     ("sin", Hint::For(Kind::CaSin)),
@@ -57,6 +58,12 @@ const WORDS: &[(&str, Hint)] = &[
     ("landline", Hint::For(Kind::Phone)),
     ("hotline", Hint::For(Kind::Phone)),
     ("joindre", Hint::For(Kind::Phone)),
+    // Field names written as one word or abbreviated (`phonenumber`, `tel_no`, `mob`).
+    ("phonenumber", Hint::For(Kind::Phone)),
+    ("cellphone", Hint::For(Kind::Phone)),
+    ("mobilephone", Hint::For(Kind::Phone)),
+    ("telno", Hint::For(Kind::Phone)),
+    ("mob", Hint::For(Kind::Phone)),
     // dob
     ("dob", Hint::For(Kind::Dob)),
     ("d.o.b", Hint::For(Kind::Dob)),
@@ -69,6 +76,9 @@ const WORDS: &[(&str, Hint)] = &[
     ("né le", Hint::For(Kind::Dob)),
     ("née le", Hint::For(Kind::Dob)),
     ("naissance", Hint::For(Kind::Dob)),
+    ("dateofbirth", Hint::For(Kind::Dob)),
+    ("bday", Hint::For(Kind::Dob)),
+    ("ddn", Hint::For(Kind::Dob)),
     // date
     ("date", Hint::For(Kind::Date)),
     ("dated", Hint::For(Kind::Date)),
@@ -81,6 +91,7 @@ const WORDS: &[(&str, Hint)] = &[
     ("montant", Hint::For(Kind::Monetary)),
     ("salaire", Hint::For(Kind::Monetary)),
     ("solde", Hint::For(Kind::Monetary)),
+    ("amt", Hint::For(Kind::Monetary)),
     // case_number
     ("case", Hint::For(Kind::CaseNumber)),
     ("docket", Hint::For(Kind::CaseNumber)),
@@ -90,16 +101,23 @@ const WORDS: &[(&str, Hint)] = &[
     ("affaire", Hint::For(Kind::CaseNumber)),
     ("medical record", Hint::For(Kind::CaseNumber)),
     ("mrn", Hint::For(Kind::CaseNumber)),
+    ("caseno", Hint::For(Kind::CaseNumber)),
+    ("casenumber", Hint::For(Kind::CaseNumber)),
     // passports
     ("passport", Hint::For(Kind::Passport)),
     ("passports", Hint::For(Kind::Passport)),
     ("passeport", Hint::For(Kind::Passport)),
+    ("passportno", Hint::For(Kind::Passport)),
+    ("passportnumber", Hint::For(Kind::Passport)),
     // against
     ("order", Hint::Against),
     ("routing", Hint::Against),
     ("aba", Hint::Against),
     ("account", Hint::Against),
     ("acct", Hint::Against),
+    ("reference", Hint::Against),
+    ("référence", Hint::Against),
+    ("compte", Hint::Against),
     ("iban", Hint::Against),
     ("invoice", Hint::Against),
     ("tracking", Hint::Against),
@@ -122,42 +140,79 @@ const WORDS: &[(&str, Hint)] = &[
     ("réf", Hint::Against),
 ];
 
+/// Words that may stand between a label and the value it names: `SSN # `, `Part No. `,
+/// `order number: `, `n° de passeport `, `born on `, `reach me at `.
+const CONNECTORS: &[&str] = &[
+    "no", "nr", "nbr", "num", "number", "numbers", "numéro", "numero", "n", "id", "code", "is",
+    "was", "are", "at", "on", "of", "de", "du", "d", "the", "le", "la", "me", "us",
+];
+
+/// The longest gap between a label and the value it names, in bytes.
+const MAX_NAMING_GAP: usize = 24;
+
 /// Finds context words in a window of text.
 #[derive(Debug)]
 pub struct Context {
     matcher: AhoCorasick,
 }
 
+/// One context word found around a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hit {
+    pub hint: Hint,
+    /// Bytes between the word and the value; 0 for the name of the value's field.
+    pub distance: usize,
+    /// The word names the value: it ends right before it with only label punctuation and
+    /// words between (`Part No. `, `SSN # `), or it is the name of the field the value fills.
+    pub naming: bool,
+}
+
+impl Hit {
+    /// Which of two words speaks for the value: one that names it, then the nearer one.
+    pub fn rank(&self) -> (bool, usize) {
+        (!self.naming, self.distance)
+    }
+}
+
 /// The context words found around one match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Hits {
     pub words: Vec<&'static str>,
+    found: Vec<Hit>,
 }
 
 impl Hits {
     pub fn supports(&self, kind: Kind) -> bool {
-        self.words.iter().any(|w| {
-            WORDS
-                .iter()
-                .any(|(word, hint)| word == w && *hint == Hint::For(kind))
-        })
+        self.found.iter().any(|h| h.hint == Hint::For(kind))
     }
 
-    /// Adds the words of `other` not already here.
+    /// Whether any word speaks for a type.
+    pub fn favours_any(&self) -> bool {
+        self.found.iter().any(|h| h.hint != Hint::Against)
+    }
+
+    /// Whether any word says the number is something else.
+    pub fn against(&self) -> bool {
+        self.found.iter().any(|h| h.hint == Hint::Against)
+    }
+
+    /// The word that speaks best for one of `kinds`, or against any kind.
+    pub(crate) fn nearest(&self, wanted: impl Fn(Hint) -> bool) -> Option<Hit> {
+        self.found
+            .iter()
+            .filter(|h| wanted(h.hint))
+            .min_by_key(|h| h.rank())
+            .copied()
+    }
+
+    /// Adds the words of `other`.
     pub fn merge(&mut self, other: Hits) {
         for word in other.words {
             if !self.words.contains(&word) {
                 self.words.push(word);
             }
         }
-    }
-
-    pub fn against(&self) -> bool {
-        self.words.iter().any(|w| {
-            WORDS
-                .iter()
-                .any(|(word, hint)| word == w && *hint == Hint::Against)
-        })
+        self.found.extend(other.found);
     }
 }
 
@@ -177,26 +232,102 @@ impl Context {
         self.hits(&label_words(label), "")
     }
 
+    /// What the names of a value's field say: a JSON key and its parents, a CSV header, a
+    /// column path, innermost first. The innermost name with a context word decides, and its
+    /// words name the value. A word against names the value only when the value `fills` its
+    /// field; in a longer text (a `notes` column) it is the farthest word there is.
+    pub(crate) fn field_hits<'n>(&self, names: impl Iterator<Item = &'n str>, fills: bool) -> Hits {
+        for name in names {
+            let mut hits = self.label_hits(name);
+            if hits.found.is_empty() {
+                continue;
+            }
+            for hit in &mut hits.found {
+                let names_it = hit.hint != Hint::Against || fills;
+                hit.naming = names_it;
+                hit.distance = if names_it { 0 } else { usize::MAX };
+            }
+            return hits;
+        }
+        Hits::default()
+    }
+
     /// Words in `before` (the text before the match) and `after`. A word counts only on word
     /// boundaries, so "sin" in "using" does not.
     pub fn hits(&self, before: &str, after: &str) -> Hits {
-        let mut words = Vec::new();
+        let mut hits = Hits::default();
         // The matcher ignores ASCII case; the French words' accented letters are matched as
         // written (lower case), which is how they appear in running text.
-        for text in [before, after] {
+        for (side, text) in [before, after].into_iter().enumerate() {
             for m in self.matcher.find_iter(text) {
+                let (word, hint) = WORDS[m.pattern().as_usize()];
                 let bytes = text.as_bytes();
                 let starts = m.start() == 0 || !bytes[m.start() - 1].is_ascii_alphanumeric();
                 let ends = m.end() == bytes.len()
                     || !bytes[m.end()].is_ascii_alphanumeric()
-                    || WORDS[m.pattern().as_usize()].0.ends_with(' ');
-                if starts && ends {
-                    words.push(WORDS[m.pattern().as_usize()].0);
+                    || word.ends_with(' ');
+                if !(starts && ends) {
+                    continue;
                 }
+                let (distance, naming) = if side == 0 {
+                    (text.len() - m.end(), connects(word, &text[m.end()..]))
+                } else {
+                    (m.start(), false)
+                };
+                hits.words.push(word);
+                hits.found.push(Hit {
+                    hint,
+                    distance,
+                    naming,
+                });
             }
         }
-        Hits { words }
+        hits
     }
+}
+
+/// Whether `gap`, the text between `word` and the value after it, leaves the word naming the
+/// value: short, and only label punctuation and label words (`# `, ` No. `, ` number: `). A
+/// period is an abbreviation's (`Réf.`, `No.`), so it may follow only a word of four letters
+/// or fewer: after `account.` a sentence ends, and the next one is not named by it.
+fn connects(word: &str, gap: &str) -> bool {
+    if gap.len() > MAX_NAMING_GAP {
+        return false;
+    }
+    // The letters of the word's last part: `no` of `part no`.
+    let mut last = word
+        .split_whitespace()
+        .last()
+        .map_or(usize::MAX, |w| w.chars().count());
+    let mut letters = 0;
+    let mut current = String::new();
+    for c in gap.chars() {
+        if c.is_alphabetic() {
+            current.extend(c.to_lowercase());
+            letters += 1;
+            continue;
+        }
+        if letters > 0 {
+            if !CONNECTORS.contains(&current.as_str()) {
+                return false;
+            }
+            last = letters;
+            letters = 0;
+            current.clear();
+        }
+        let allowed = match c {
+            '.' => last <= 4,
+            c => c.is_whitespace() || ":#°=-/(\"'№".contains(c),
+        };
+        if !allowed {
+            return false;
+        }
+        if !c.is_whitespace() {
+            // After punctuation no abbreviation is open: `#.` is not one.
+            last = usize::MAX;
+        }
+    }
+    letters == 0 || CONNECTORS.contains(&current.as_str())
 }
 
 /// A CSV header or JSON key as words: `dateOfBirth`, `date_of_birth` and `Date-Of-Birth` all

@@ -8,10 +8,10 @@ use std::borrow::Cow;
 use tokenize_core::normalize::{NormalizeOptions, Region};
 
 use crate::content::Format;
-use crate::context::{Context, Hits};
+use crate::context::Context;
 use crate::custom::Classifiers;
 use crate::recognize::Recognizers;
-use crate::score::{self, CONTEXT_BOOST};
+use crate::score::{self, CONTEXT_BOOST, Scope};
 use crate::structure::Tracker;
 use crate::types::{Evidence, Finding, Options, Window};
 
@@ -56,6 +56,20 @@ impl Detector {
 
     /// Every finding in decoded text of a known format, in order.
     pub fn scan_text(&self, text: &str, format: Format, options: &Options) -> Vec<Finding> {
+        self.scan_whole(text, Tracker::new(format), options)
+    }
+
+    /// Every finding in one field's value, handed over whole with the names of its field from
+    /// the outermost in: a Parquet or Avro column path (`["customer", "ssn"]`), a spreadsheet
+    /// column's header, a key path. The names speak for the value as a CSV header or JSON key
+    /// does, and the value's own text is its only other context. Locations are lines and
+    /// columns within the value: the caller, which knows the row and the column, puts its own.
+    pub fn scan_field(&self, text: &str, path: &[&str], options: &Options) -> Vec<Finding> {
+        self.scan_whole(text, Tracker::field(path), options)
+    }
+
+    /// Every finding in `text`, one window for all of it.
+    fn scan_whole(&self, text: &str, mut tracker: Tracker, options: &Options) -> Vec<Finding> {
         let mut findings = Vec::new();
         let window = Window {
             text,
@@ -64,7 +78,7 @@ impl Detector {
             report_until: usize::MAX,
             custom_from: 0,
         };
-        self.scan_window(&window, options, &mut Tracker::new(format), &mut findings);
+        self.scan_window(&window, options, &mut tracker, &mut findings);
         findings
     }
 
@@ -144,20 +158,23 @@ impl Detector {
                 continue;
             }
             let fresh = first >= window.report_from;
-            // A CSV header or JSON key names the value: it is context too.
-            let label = if tracker.labels() {
+            // In CSV and JSON the value's field is its context: the text of its own cell or
+            // string, and the names of its field (a header; a key and its parents' keys).
+            let mut names: Vec<&str> = Vec::new();
+            let field = if tracker.labels() {
                 if fresh {
                     advance(tracker, first);
                 }
-                Some(
-                    tracker
-                        .label()
-                        .map_or_else(Hits::default, |label| self.context.label_hits(label)),
-                )
+                names.extend(tracker.names());
+                tracker.field_at(first)
             } else {
                 None
             };
-            if let Some(mut best) = score::best(&self.context, text, candidates, label) {
+            let scope = field.map(|field| Scope {
+                field,
+                names: &names,
+            });
+            if let Some(mut best) = score::best(&self.context, text, base, candidates, scope) {
                 next = next.max(best.end);
                 if fresh && best.confidence >= options.min_confidence {
                     advance(tracker, base + best.start);

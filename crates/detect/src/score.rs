@@ -1,61 +1,82 @@
 //! The confidence model (docs/detection.md): each candidate's base confidence, raised by
 //! context words in favour and lowered by words against, and the most confident candidate of a
 //! numeric sequence kept.
+//!
+//! Evidence is weighed, not vetoed. A word against (order, account, invoice) lowers a value
+//! only when it speaks for the value more than any word of the value's own type: it names the
+//! value (`Order #`, the value's own field name), or the value's only evidence is its shape
+//! (bare digits, a passport's letters and digits) and the word is nearer than any keyword. A
+//! currency and an address's `@` are evidence no word outweighs.
 
 use std::borrow::Cow;
 
 use tokenize_core::PiiType;
 
-use crate::context::{self, Context, Hits};
+use crate::context::{self, Context, Hint, Hits};
+use crate::structure::{Close, Field};
 use crate::types::{Candidate, Evidence, Finding, FindingType, Kind, Location, window};
 
 /// What a context word in favour adds, and what a word against takes away.
 pub(crate) const CONTEXT_BOOST: f32 = 0.35;
 const CONTEXT_PENALTY: f32 = 0.4;
 
-/// Scores candidates with their context and keeps the most confident one.
+/// The structured field a value sits in: where it starts and ends, and its names (innermost
+/// first), which are its context instead of the text of other fields.
+pub(crate) struct Scope<'a> {
+    pub field: Field,
+    pub names: &'a [&'a str],
+}
+
+/// Shapes whose only evidence is the digits' count and the letters' places.
+fn shape_only(c: &Candidate) -> bool {
+    matches!(
+        c.pattern,
+        "ssn_bare" | "sin_bare" | "passport_us" | "passport_ca" | "phone_bare"
+    )
+}
+
+/// Scores candidates with their context and keeps the most confident one. `text` is the
+/// window and `base` its absolute offset.
 pub(crate) fn best(
     keywords: &Context,
     text: &str,
+    base: usize,
     candidates: Vec<Candidate>,
-    label: Option<Hits>,
+    scope: Option<Scope<'_>>,
 ) -> Option<Finding> {
     let start = candidates.iter().map(|c| c.start).min()?;
     let end = candidates.iter().map(|c| c.end).max()?;
     let mut from = start.saturating_sub(context::BEFORE);
-    if label.is_some() {
-        // Structured content. In a CSV row or a JSON line the header or key speaks for the value; earlier lines
-        // (the header row itself, other records) are not its context.
-        if let Some(newline) = memchr::memrchr(b'\n', &text.as_bytes()[from..start]) {
-            from += newline + 1;
-        }
+    let mut to = (end + context::AFTER).min(text.len());
+    if let Some(scope) = &scope {
+        // Structured content: the value's own field is its text context, and its names speak
+        // for it; a sibling field (a `note` beside an `ssn`) and other records do not.
+        from = from.max(scope.field.start.saturating_sub(base).min(start));
+        let rest = &text.as_bytes()[end..to];
+        to = end
+            + match scope.field.close {
+                Close::Quote => memchr::memchr(b'"', rest).unwrap_or(rest.len()),
+                Close::Cell(delimiter) => {
+                    memchr::memchr2(delimiter, b'\n', rest).unwrap_or(rest.len())
+                }
+                Close::Token => 0,
+                Close::Whole => rest.len(),
+            };
     }
     let before = window(text, from, start);
-    let after = window(text, end, (end + context::AFTER).min(text.len()));
+    let after = window(text, end, to);
     let mut hits = keywords.hits(before, after);
-    if let Some(label) = label {
-        hits.merge(label);
+    if let Some(scope) = &scope {
+        let fills = before
+            .trim_matches(|c: char| c.is_whitespace() || c == '"')
+            .is_empty()
+            && after.trim().is_empty();
+        hits.merge(keywords.field_hits(scope.names.iter().copied(), fills));
     }
-    let against = hits.against();
     let (confidence, pii_type, winner) = candidates
         .iter()
         .map(|c| {
-            let mut confidence = c.base;
-            if hits.supports(c.kind) {
-                confidence += CONTEXT_BOOST;
-            }
-            // Words against say a number is something else (an order, a version); an
-            // email address is one whatever is near it.
-            if against && c.kind != Kind::Email {
-                confidence -= CONTEXT_PENALTY;
-            }
-            // A date next to birth words is a date of birth.
-            let pii_type = if c.kind == Kind::Date && hits.supports(Kind::Dob) {
-                confidence += CONTEXT_BOOST;
-                PiiType::Dob
-            } else {
-                c.pii_type
-            };
+            let (confidence, pii_type) = weigh(&hits, c);
             (confidence.clamp(0.0, 1.0), pii_type, c)
         })
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
@@ -74,4 +95,37 @@ pub(crate) fn best(
         value: None,
         normalized: winner.normalized.clone(),
     })
+}
+
+/// One candidate's confidence and type given the words around it.
+fn weigh(hits: &Hits, c: &Candidate) -> (f32, PiiType) {
+    // A date speaks for itself; birth words make it a date of birth.
+    let dob = c.kind == Kind::Date && hits.supports(Kind::Dob);
+    let keyword = hits.nearest(|hint| {
+        hint == Hint::For(c.kind) || (c.kind == Kind::Date && hint == Hint::For(Kind::Dob))
+    });
+    let against = hits.nearest(|hint| hint == Hint::Against);
+    let mut confidence = c.base;
+    if hits.supports(c.kind) {
+        confidence += CONTEXT_BOOST;
+    }
+    if dob {
+        confidence += CONTEXT_BOOST;
+    }
+    // The word that names the value, else the nearer one, speaks for it; a keyword farther
+    // than a word against still counts, and the two weigh against each other.
+    let keyword_wins = match (keyword, against) {
+        (Some(k), Some(a)) => k.rank() <= a.rank(),
+        _ => keyword.is_some(),
+    };
+    // A currency sign or code, and an address's syntax, are evidence no word outweighs.
+    let intrinsic = matches!(c.kind, Kind::Email | Kind::Monetary);
+    if let Some(a) = against
+        && !keyword_wins
+        && !intrinsic
+        && (a.naming || shape_only(c))
+    {
+        confidence -= CONTEXT_PENALTY;
+    }
+    (confidence, if dob { PiiType::Dob } else { c.pii_type })
 }

@@ -22,9 +22,49 @@ pub(crate) enum Tracker {
     Lines(Lines),
     Csv(Csv),
     Json(Json),
+    /// One field's value, handed over with the names of its field (`Detector::scan_field`).
+    Field(Named),
+}
+
+/// How the field holding a value ends after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Close {
+    /// At the next `"`: a JSON string, a quoted CSV cell.
+    Quote,
+    /// At the next delimiter or line break: an unquoted CSV cell.
+    Cell(u8),
+    /// With the value itself: a JSON number.
+    Token,
+    /// At the end of the text: a field handed over whole.
+    Whole,
+}
+
+/// The field a value sits in: where it starts (an absolute offset) and how it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Field {
+    pub start: usize,
+    pub close: Close,
+}
+
+/// A field's value scanned on its own, with its names from the outermost to the innermost.
+#[derive(Debug)]
+pub(crate) struct Named {
+    lines: Lines,
+    names: Vec<String>,
 }
 
 impl Tracker {
+    /// A tracker for one field's value, named by `path` from the outermost name in.
+    pub fn field(path: &[&str]) -> Self {
+        Tracker::Field(Named {
+            lines: Lines::default(),
+            names: path
+                .iter()
+                .map(|name| name.chars().take(MAX_NAME).collect())
+                .collect(),
+        })
+    }
+
     pub fn new(format: Format) -> Self {
         match format {
             Format::Text => Tracker::Lines(Lines::default()),
@@ -40,6 +80,7 @@ impl Tracker {
             Tracker::Lines(t) => t.pos,
             Tracker::Csv(t) => t.pos,
             Tracker::Json(t) => t.pos,
+            Tracker::Field(t) => t.lines.pos,
         }
     }
 
@@ -54,13 +95,14 @@ impl Tracker {
             Tracker::Lines(t) => t.feed(bytes),
             Tracker::Csv(t) => t.feed(bytes),
             Tracker::Json(t) => t.feed(bytes),
+            Tracker::Field(t) => t.lines.feed(bytes),
         }
     }
 
     /// The location of absolute offset `at`, which is at or just after the fed bytes.
     pub fn location(&self, at: usize) -> Location {
         match self {
-            Tracker::Lines(t) => Location::Line {
+            Tracker::Lines(t) | Tracker::Field(Named { lines: t, .. }) => Location::Line {
                 line: t.line,
                 column: at.saturating_sub(t.line_start) + 1,
             },
@@ -82,6 +124,53 @@ impl Tracker {
             Tracker::Lines(_) => None,
             Tracker::Csv(t) => t.header(),
             Tracker::Json(t) => t.key(),
+            Tracker::Field(t) => t.names.last().map(String::as_str),
+        }
+    }
+
+    /// The names of the current value's field, innermost first: a CSV header; a JSON key and
+    /// its parents' keys; a handed-over field's path, reversed.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        let (single, json, named) = match self {
+            Tracker::Lines(_) => (None, None, None),
+            Tracker::Csv(t) => (t.header(), None, None),
+            Tracker::Json(t) => (None, Some(t), None),
+            Tracker::Field(t) => (None, None, Some(&t.names)),
+        };
+        single
+            .into_iter()
+            .chain(json.into_iter().flat_map(Json::keys))
+            .chain(
+                named
+                    .into_iter()
+                    .flat_map(|n| n.iter().rev().map(String::as_str)),
+            )
+    }
+
+    /// The field the value at `at` (just after the fed bytes) sits in; `None` in plain text.
+    pub fn field_at(&self, at: usize) -> Option<Field> {
+        match self {
+            Tracker::Lines(_) => None,
+            Tracker::Csv(t) => Some(Field {
+                start: t.cell_start,
+                close: if t.in_quotes || t.quote_pending {
+                    Close::Quote
+                } else {
+                    Close::Cell(t.delimiter)
+                },
+            }),
+            Tracker::Json(t) if t.in_string => Some(Field {
+                start: t.string_start,
+                close: Close::Quote,
+            }),
+            Tracker::Json(_) => Some(Field {
+                start: at,
+                close: Close::Token,
+            }),
+            Tracker::Field(_) => Some(Field {
+                start: 0,
+                close: Close::Whole,
+            }),
         }
     }
 }
@@ -148,6 +237,8 @@ pub(crate) struct Csv {
     in_quotes: bool,
     /// A quote closed the chunk inside a quoted field: it ends the field or starts `""`.
     quote_pending: bool,
+    /// Where the current cell starts (an absolute offset, its opening quote included).
+    cell_start: usize,
     /// 0 while in the header row; data rows count from 1.
     record: usize,
     field: usize,
@@ -165,6 +256,7 @@ impl Csv {
             pos: 0,
             in_quotes: false,
             quote_pending: false,
+            cell_start: 0,
             record: 0,
             field: 0,
             headers: Vec::new(),
@@ -200,6 +292,7 @@ impl Csv {
     }
 
     fn feed(&mut self, bytes: &[u8]) {
+        let origin = self.pos;
         self.pos += bytes.len();
         let mut i = 0;
         if self.quote_pending && !bytes.is_empty() {
@@ -235,6 +328,9 @@ impl Csv {
                 };
                 self.name_bytes(&rest[..k]);
                 i += k + 1;
+                if rest[k] != b'"' {
+                    self.cell_start = origin + i;
+                }
                 match rest[k] {
                     b'"' => self.in_quotes = true,
                     b'\n' => {
@@ -281,6 +377,8 @@ pub(crate) struct Json {
     /// Nesting deeper than MAX_DEPTH, counted so closing brackets stay balanced.
     hidden: usize,
     in_string: bool,
+    /// Where the current string's text starts (an absolute offset, after its quote).
+    string_start: usize,
     escaped: bool,
     in_key: bool,
     key: Vec<u8>,
@@ -295,6 +393,7 @@ impl Default for Json {
             stack: Vec::new(),
             hidden: 0,
             in_string: false,
+            string_start: 0,
             escaped: false,
             in_key: false,
             key: Vec::new(),
@@ -320,6 +419,7 @@ impl Json {
     }
 
     fn feed(&mut self, bytes: &[u8]) {
+        let origin = self.pos;
         self.pos += bytes.len();
         let mut i = 0;
         while i < bytes.len() {
@@ -368,6 +468,7 @@ impl Json {
             match b {
                 b'"' => {
                     self.in_string = true;
+                    self.string_start = origin + i;
                     self.in_key = self.hidden == 0
                         && matches!(
                             self.stack.last(),
@@ -408,7 +509,12 @@ impl Json {
 
     /// The key naming the current value: the innermost object's, through arrays.
     fn key(&self) -> Option<&str> {
-        self.stack.iter().rev().find_map(|frame| match frame {
+        self.keys().next()
+    }
+
+    /// The keys of the current value and of the objects around it, innermost first.
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.stack.iter().rev().filter_map(|frame| match frame {
             Frame::Object { key, .. } if key.1 > key.0 => Some(&self.names[key.0..key.1]),
             _ => None,
         })

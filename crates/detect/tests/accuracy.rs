@@ -1,7 +1,8 @@
 //! Accuracy on the generated corpus (`tests/corpus/mod.rs`): precision and recall per type,
 //! placement and container, at the default threshold.
 //!
-//! The issue's target is a precision and a recall of at least [`TARGET`] per type. A weak form (a
+//! The target (issue 39) is a precision of at least 0.98 and a recall of at least 0.97 per type
+//! ([`Metric::target`]), with and without business words near the values. A weak form (a
 //! bare nine-digit number, a passport or case number, bare phone digits, a date of birth without
 //! its birth word) carries no evidence without its keyword, and the engine deliberately does not
 //! report it then, so the target applies where the value carries evidence:
@@ -35,9 +36,6 @@ use corpus::{Doc, Placement, Scored, Tally};
 use detect::DEFAULT_MIN_CONFIDENCE;
 use tokenize_core::PiiType;
 
-/// The issue's target, per type, at the default threshold.
-const TARGET: f64 = 0.95;
-
 /// Where a figure is measured: one placement's evidence-carrying values, or all of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
@@ -46,10 +44,21 @@ enum Scope {
     None,
     /// Every evidence-carrying value of the type, whatever its placement.
     Evidence,
+    /// Evidence-carrying values in plain words.
+    Plain,
+    /// Evidence-carrying values among business words (account, order, invoice, ...).
+    Business,
 }
 
 impl Scope {
-    const ALL: [Scope; 4] = [Scope::Near, Scope::Far, Scope::None, Scope::Evidence];
+    const ALL: [Scope; 6] = [
+        Scope::Near,
+        Scope::Far,
+        Scope::None,
+        Scope::Evidence,
+        Scope::Plain,
+        Scope::Business,
+    ];
 
     fn keeps(self, doc: &Doc) -> bool {
         doc.evidence()
@@ -58,6 +67,8 @@ impl Scope {
                 Scope::Far => doc.placement == Placement::Far,
                 Scope::None => doc.placement == Placement::None,
                 Scope::Evidence => true,
+                Scope::Plain => !doc.business,
+                Scope::Business => doc.business,
             }
     }
 }
@@ -69,6 +80,14 @@ enum Metric {
 }
 
 impl Metric {
+    /// The issue's target, per type, at the default threshold.
+    fn target(self) -> f64 {
+        match self {
+            Metric::Precision => 0.98,
+            Metric::Recall => 0.97,
+        }
+    }
+
     fn of(self, tally: Tally) -> Option<f64> {
         match self {
             Metric::Precision => tally.precision(),
@@ -89,19 +108,52 @@ struct Below {
 
 const BELOW_TARGET: &[Below] = &[];
 
-/// Today's figures per type, rounded down to four decimals: precision and recall over all
-/// placements, then over the evidence-carrying values only.
-const FLOORS: &[(PiiType, [f64; 4])] = &[
-    (PiiType::UsSsn, [1.0, 0.8333, 1.0, 1.0]),
-    (PiiType::CaSin, [1.0, 0.8333, 1.0, 1.0]),
-    (PiiType::Email, [1.0, 1.0, 1.0, 1.0]),
-    (PiiType::Phone, [1.0, 1.0, 1.0, 1.0]),
-    (PiiType::Date, [0.6, 1.0, 1.0, 1.0]),
-    (PiiType::Dob, [1.0, 0.3333, 1.0, 1.0]),
-    (PiiType::Monetary, [1.0, 1.0, 1.0, 1.0]),
-    (PiiType::CaseNumber, [1.0, 0.3333, 1.0, 1.0]),
-    (PiiType::PassportUs, [1.0, 0.3333, 1.0, 1.0]),
-    (PiiType::PassportCa, [1.0, 0.3333, 1.0, 1.0]),
+/// Today's figures per type, rounded down to four decimals, in plain words and then among
+/// business words: precision and recall over all placements, then over the evidence-carrying
+/// values only.
+const FLOORS: &[(PiiType, [f64; 4], [f64; 4])] = &[
+    (
+        PiiType::UsSsn,
+        [1.0, 0.8333, 1.0, 1.0],
+        [1.0, 0.8333, 1.0, 1.0],
+    ),
+    (
+        PiiType::CaSin,
+        [1.0, 0.8333, 1.0, 1.0],
+        [1.0, 0.8333, 1.0, 1.0],
+    ),
+    (PiiType::Email, [1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]),
+    (
+        PiiType::Phone,
+        [1.0, 1.0, 1.0, 1.0],
+        [1.0, 0.9976, 1.0, 1.0],
+    ),
+    (PiiType::Date, [0.6, 1.0, 1.0, 1.0], [0.6, 1.0, 1.0, 1.0]),
+    (
+        PiiType::Dob,
+        [1.0, 0.3333, 1.0, 1.0],
+        [1.0, 0.3333, 1.0, 1.0],
+    ),
+    (
+        PiiType::Monetary,
+        [1.0, 1.0, 1.0, 1.0],
+        [1.0, 1.0, 1.0, 1.0],
+    ),
+    (
+        PiiType::CaseNumber,
+        [1.0, 0.3333, 1.0, 1.0],
+        [1.0, 0.3333, 1.0, 1.0],
+    ),
+    (
+        PiiType::PassportUs,
+        [1.0, 0.3333, 1.0, 1.0],
+        [1.0, 0.3333, 1.0, 1.0],
+    ),
+    (
+        PiiType::PassportCa,
+        [1.0, 0.3333, 1.0, 1.0],
+        [1.0, 0.3333, 1.0, 1.0],
+    ),
 ];
 
 /// Hard negative classes the engine reports today, with how many findings it makes in them: each
@@ -140,11 +192,18 @@ fn the_corpus_is_sound_and_the_same_every_time() {
     for t in PiiType::ALL {
         for p in Placement::ALL {
             for c in corpus::Container::ALL {
-                let n = docs
-                    .iter()
-                    .filter(|d| d.pii() == Some(t) && d.placement == p && d.container == c)
-                    .count();
-                assert_eq!(n, corpus::PER_CELL, "{t:?} {p:?} {c:?}");
+                for business in [false, true] {
+                    let n = docs
+                        .iter()
+                        .filter(|d| {
+                            d.pii() == Some(t)
+                                && d.placement == p
+                                && d.container == c
+                                && d.business == business
+                        })
+                        .count();
+                    assert_eq!(n, corpus::PER_CELL, "{t:?} {p:?} {c:?} business {business}");
+                }
             }
         }
     }
@@ -157,25 +216,34 @@ fn figures_hold_today_s_floors() {
     println!("{}", corpus::misses(&s));
     let mut failures = String::new();
     let mut today = String::new();
-    for &(t, floors) in FLOORS {
-        let all = s.tally(Some(t), |_| true);
-        let ev = s.tally(Some(t), Doc::evidence);
-        let figures =
-            [all.precision(), all.recall(), ev.precision(), ev.recall()].map(|x| x.unwrap_or(1.0));
-        let _ = writeln!(today, "    (PiiType::{t:?}, {:?}),", figures.map(floor4));
-        for (k, (figure, floor)) in figures.iter().zip(floors).enumerate() {
-            if *figure + 1e-9 < floor {
-                let what = [
-                    "precision (all)",
-                    "recall (all)",
-                    "precision (evidence)",
-                    "recall (evidence)",
-                ][k];
-                let _ = writeln!(
-                    failures,
-                    "{} {what}: {figure:.4} < floor {floor}",
-                    t.as_str()
-                );
+    for &(t, plain, business) in FLOORS {
+        let figures = |business: bool| {
+            let all = s.tally(Some(t), |d| d.business == business);
+            let ev = s.tally(Some(t), |d| d.business == business && d.evidence());
+            [all.precision(), all.recall(), ev.precision(), ev.recall()].map(|x| x.unwrap_or(1.0))
+        };
+        let (p, b) = (figures(false), figures(true));
+        let _ = writeln!(
+            today,
+            "    (\n        PiiType::{t:?},\n        {:?},\n        {:?},\n    ),",
+            p.map(floor4),
+            b.map(floor4)
+        );
+        for (speech, figures, floors) in [("plain", p, plain), ("business", b, business)] {
+            for (k, (figure, floor)) in figures.iter().zip(floors).enumerate() {
+                if *figure + 1e-9 < floor {
+                    let what = [
+                        "precision (all)",
+                        "recall (all)",
+                        "precision (evidence)",
+                        "recall (evidence)",
+                    ][k];
+                    let _ = writeln!(
+                        failures,
+                        "{} {speech} {what}: {figure:.4} < floor {floor}",
+                        t.as_str()
+                    );
+                }
             }
         }
     }
@@ -212,7 +280,7 @@ fn every_type_meets_the_target_where_it_carries_evidence_or_is_listed_below_it()
                 let Some(figure) = metric.of(tally) else {
                     continue;
                 };
-                if figure < TARGET {
+                if figure < metric.target() {
                     let _ = writeln!(
                         below,
                         "    {} {scope:?} {metric:?}: figure {}",
@@ -225,7 +293,7 @@ fn every_type_meets_the_target_where_it_carries_evidence_or_is_listed_below_it()
                     .find(|b| b.pii == t && b.scope == scope && b.metric == metric);
                 if let Some(b) = listed {
                     checked.push((t, scope, metric));
-                    if figure >= TARGET {
+                    if figure >= metric.target() {
                         let _ = writeln!(
                             failures,
                             "{} {scope:?} {metric:?} is {figure:.4}, at the target now: remove it \
@@ -249,12 +317,13 @@ fn every_type_meets_the_target_where_it_carries_evidence_or_is_listed_below_it()
                             b.figure
                         );
                     }
-                } else if figure < TARGET {
+                } else if figure < metric.target() {
                     let _ = writeln!(
                         failures,
-                        "{} {scope:?} {metric:?} is {figure:.4}, below the target {TARGET} and \
-                         not in BELOW_TARGET",
-                        t.as_str()
+                        "{} {scope:?} {metric:?} is {figure:.4}, below the target {} and not \
+                         in BELOW_TARGET",
+                        t.as_str(),
+                        metric.target()
                     );
                 }
             }

@@ -262,7 +262,8 @@ fn sample(format: Format, rows: usize) -> String {
         let (kind, value) = values[n % values.len()];
         let filler = "lorem ipsum 42 dolor ".repeat(n % 7);
         match format {
-            Format::Csv => out.push_str(&format!("{n},{kind},\"{value}\",\"{filler}\"\n")),
+            // A cell's own text is its context; another cell of the row is not.
+            Format::Csv => out.push_str(&format!("{n},{kind},\"{kind} {value}\",\"{filler}\"\n")),
             Format::Json => out.push_str(&format!(
                 "{{\"id\": {n}, \"{kind}\": \"{value}\", \"note\": \"{filler}\"}},\n"
             )),

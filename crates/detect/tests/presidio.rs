@@ -227,6 +227,11 @@ const DELIBERATE: &[Known] = &[
         "my passport number is hi bye hello 912803456",
         BARE_PASSPORT_WITH_CONTEXT,
     ),
+    known(
+        "US_PASSPORT",
+        "my passportnumber is 912803456",
+        BARE_PASSPORT_WITH_CONTEXT,
+    ),
 ];
 
 /// Disagreements where our engine is wrong. They are here so that the suite passes while the

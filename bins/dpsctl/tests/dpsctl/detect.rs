@@ -164,3 +164,63 @@ fn bad_arguments_are_refused() {
     assert!(!output.status.success());
     assert!(stderr(&output).contains("opening /nonexistent/file.csv"));
 }
+
+#[test]
+fn business_words_near_a_value_with_its_own_evidence_do_not_hide_it() {
+    // Issue 39's lines, one per run as an operator pipes them: each is found with its type.
+    for (line, pii_type, value) in [
+        (
+            "the account was reviewed by the team, passport no. GK356955 please update the record",
+            "passport_ca",
+            "GK356955",
+        ),
+        (
+            "the account was reviewed by the team, docket CR-2003-208712 escalated",
+            "case_number",
+            "CR-2003-208712",
+        ),
+        (
+            "shipment left the warehouse, value $57,715.06 the account was reviewed",
+            "monetary",
+            "$57,715.06",
+        ),
+        (
+            "the account was reviewed by the team, SSN # 729505541 escalated to tier two",
+            "us_ssn",
+            "729505541",
+        ),
+        (
+            r#"{"id": 119, "customer": {"ssn": "596573369", "note": "the account was reviewed"}}"#,
+            "us_ssn",
+            "596573369",
+        ),
+        (
+            r#"{"id": 57, "customer": {"passport": "KJ315581", "note": "the account was reviewed"}}"#,
+            "passport_ca",
+            "KJ315581",
+        ),
+        (
+            r#"{"id": 299, "customer": {"mobile": "3308221704", "note": "the account was reviewed"}}"#,
+            "phone",
+            "3308221704",
+        ),
+        ("contact 9717885853", "phone", "9717885853"),
+        ("value 369.888.8848", "phone", "369.888.8848"),
+        ("then (726)243-5254", "phone", "(726)243-5254"),
+    ] {
+        let input = format!("{line}\n");
+        let output = dpsctl(&["--format", "json", "-"], input.as_bytes());
+        assert!(output.status.success(), "{}", stderr(&output));
+        let found: Vec<(String, String)> = json_lines(&output)
+            .iter()
+            .map(|f| {
+                let (start, end) = (f["start"].as_u64().unwrap(), f["end"].as_u64().unwrap());
+                (
+                    f["pii_type"].as_str().unwrap().to_owned(),
+                    input[start as usize..end as usize].to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(found, [(pii_type.to_owned(), value.to_owned())], "{line}");
+    }
+}
