@@ -118,6 +118,9 @@ const WORDS: &[(&str, Hint)] = &[
     ("reference", Hint::Against),
     ("référence", Hint::Against),
     ("compte", Hint::Against),
+    ("p/n", Hint::Against),
+    ("colis", Hint::Against),
+    ("suivi", Hint::Against),
     ("iban", Hint::Against),
     ("invoice", Hint::Against),
     ("tracking", Hint::Against),
@@ -269,10 +272,25 @@ impl Context {
                 if !(starts && ends) {
                     continue;
                 }
-                let (distance, naming) = if side == 0 {
-                    (text.len() - m.end(), connects(word, &text[m.end()..]))
+                let gap = if side == 0 {
+                    &text[m.end()..]
                 } else {
-                    (m.start(), false)
+                    &text[..m.start()]
+                };
+                // A word with another value between it and this one speaks for that value:
+                // in `SIN 537-822-637. SKU 471-293-043` the SIN is the first number's.
+                if holds_a_value(gap) {
+                    continue;
+                }
+                // A word after the value speaks for it only within its sentence and line: the
+                // next line's `Passeport` is the next value's label.
+                if side == 1 && ends_a_sentence(gap) {
+                    continue;
+                }
+                let (distance, naming) = if side == 0 {
+                    (gap.len(), connects(word, gap))
+                } else {
+                    (gap.len(), false)
                 };
                 hits.words.push(word);
                 hits.found.push(Hit {
@@ -284,6 +302,21 @@ impl Context {
         }
         hits
     }
+}
+
+/// Whether text between a word and a value holds another value: four digits or more, or an
+/// address's `@`.
+fn holds_a_value(gap: &str) -> bool {
+    gap.contains('@') || gap.bytes().filter(u8::is_ascii_digit).count() >= 4
+}
+
+/// Whether text after a value ends its sentence or its line before the next word.
+fn ends_a_sentence(gap: &str) -> bool {
+    let bytes = gap.as_bytes();
+    bytes.contains(&b'\n')
+        || bytes
+            .windows(2)
+            .any(|w| matches!(w[0], b'.' | b'!' | b'?' | b';') && w[1].is_ascii_whitespace())
 }
 
 /// Whether `gap`, the text between `word` and the value after it, leaves the word naming the

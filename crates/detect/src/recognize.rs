@@ -29,6 +29,13 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b >= 0x80
 }
 
+/// Whether a no-break space (U+00A0, or the narrow U+202F) starts at `i`: a separator, as
+/// French typesetting writes one before `€` and between thousands.
+fn no_break_space(bytes: &[u8], i: usize) -> bool {
+    let rest = &bytes[i.min(bytes.len())..];
+    rest.starts_with("\u{a0}".as_bytes()) || rest.starts_with("\u{202f}".as_bytes())
+}
+
 /// Whether the letter at `i` ends a backslash escape (`\n`, `\t`, `\r`, `\b`, `\f`), as JSON
 /// strings, CSV exports and log lines write line breaks and tabs: an odd run of backslashes
 /// just before it. Such a letter is a separator, not part of the value beside it.
@@ -141,6 +148,12 @@ impl Recognizers<'_> {
                         && bytes[first..end]
                             .iter()
                             .all(|b| b.is_ascii_digit() || matches!(b, b',' | b'.' | b' '))
+                        // "1.234.567,89": groups of three after the first; `306.484.5982`
+                        // is a phone number and the comma after it ends a CSV cell.
+                        && bytes[first..end]
+                            .split(|b| matches!(b, b',' | b'.' | b' '))
+                            .skip(1)
+                            .all(|g| g.len() == 3)
                         // After space-grouped thousands only a decimal part: "5 883,23".
                         && (!bytes[first..end].contains(&b' ') || group == 2)
                 }
@@ -255,7 +268,7 @@ impl Recognizers<'_> {
             .map(|i| bytes[i]);
         // Part of a longer token: letters or digits glued on either side, a hyphenated
         // identifier (UUIDs, SKUs), a version (v1.2.3), a timestamp (2024-01-02T10:00).
-        let glued_after = after.is_some_and(is_word)
+        let glued_after = (after.is_some_and(is_word) && !no_break_space(bytes, end))
             || (after.is_some_and(|a| a == b'-' || a == b'.' || a == b':' || a == b'_')
                 && bytes.get(end + 1).is_some_and(|b| is_word(*b)));
         let glued_before = before.is_some_and(|b| b == b'-' || b == b'_' || b == b'.')
@@ -419,6 +432,8 @@ impl Recognizers<'_> {
         let mut count = 0;
         let mut separator = None;
         let mut consistent = true;
+        // Spaces, then a dash before the line number: `514 507-9129`, as Quebec writes it.
+        let mut spaces_then_dash = true;
         let mut in_group = false;
         for b in span.bytes() {
             if b.is_ascii_digit() {
@@ -434,6 +449,7 @@ impl Recognizers<'_> {
                 in_group = false;
                 if matches!(b, b'-' | b'.' | b' ' | b'/') {
                     consistent &= separator.is_none_or(|s| s == b);
+                    spaces_then_dash &= separator.is_none_or(|s| s == b' ');
                     separator = Some(b);
                 }
             }
@@ -447,7 +463,9 @@ impl Recognizers<'_> {
                 [10] | [3, 3, 4] | [3, 7] => true,
                 [11] | [1, 3, 3, 4] | [1, 3, 7] => leading_one,
                 _ => false,
-            } && (consistent || span.contains(')'));
+            } && (consistent
+                || span.contains(')')
+                || (spaces_then_dash && separator == Some(b'-')));
         }
         consistent && separator != Some(b'/')
     }
@@ -461,7 +479,9 @@ impl Recognizers<'_> {
         // side.
         let prev = start.checked_sub(1).map(|i| bytes[i]);
         let next = bytes.get(end).copied();
-        let plausible = matches!(prev, Some(b'$' | 0xAC | 0xA3 | 0xA5))
+        // A no-break space (U+00A0, U+202F) may stand where a space does, as French typesetting
+        // puts one before `€` and `$`.
+        let plausible = matches!(prev, Some(b'$' | 0xAC | 0xA3 | 0xA5 | 0xA0 | 0xAF))
             || (prev == Some(b' ')
                 && start >= 2
                 && (bytes[start - 2].is_ascii_uppercase() || bytes[start - 2] == b'$'))
@@ -469,13 +489,15 @@ impl Recognizers<'_> {
                 && bytes
                     .get(end + 1)
                     .is_some_and(|b| b.is_ascii_uppercase() || *b == 0xE2 || *b == b'$'))
-            || matches!(next, Some(0xE2 | b'$'));
+            || matches!(next, Some(0xE2 | 0xC2 | b'$'));
         if !plausible {
             return;
         }
         let is_sign = |c: char| matches!(c, '$' | '€' | '£' | '¥');
         // "$1,234.50", or "$ 1,234.50" with a space after the sign.
-        let spaced = text[..start].strip_suffix(' ').unwrap_or(&text[..start]);
+        let spaced = text[..start]
+            .strip_suffix([' ', '\u{a0}', '\u{202f}'])
+            .unwrap_or(&text[..start]);
         let sign_before = spaced.chars().next_back().is_some_and(is_sign);
         let code_near = |s: &str| CURRENCY_CODES.contains(&s);
         let code_before = start >= 4
@@ -484,7 +506,9 @@ impl Recognizers<'_> {
         let code_after =
             bytes.get(end) == Some(&b' ') && text.get(end + 1..end + 4).is_some_and(code_near);
         // "1.234,50 €", or the Quebec "2 500,00 $".
-        let sign_after = text[end..].trim_start_matches(' ').starts_with(['€', '$']);
+        let sign_after = text[end..]
+            .trim_start_matches([' ', '\u{a0}', '\u{202f}'])
+            .starts_with(['€', '$']);
         if (sign_before || code_before || code_after || sign_after)
             && normalize(PiiType::Monetary, span, &NormalizeOptions::default()).is_ok()
         {

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use tokenize_core::PiiType;
 
-use crate::context::{self, Context, Hint, Hits};
+use crate::context::{self, Context, Hint, Hit, Hits};
 use crate::structure::{Close, Field};
 use crate::types::{Candidate, Evidence, Finding, FindingType, Kind, Location, window};
 
@@ -73,10 +73,17 @@ pub(crate) fn best(
             && after.trim().is_empty();
         hits.merge(keywords.field_hits(scope.names.iter().copied(), fills));
     }
+    // Between candidates of different types (a bare nine-digit number is an SSN, a SIN or a
+    // passport), the keyword that speaks best for the value decides: `Passport no.` before it
+    // beats an `SSN` on the line above.
+    let best_keyword = candidates
+        .iter()
+        .filter_map(|c| keyword(&hits, c).map(|k| k.rank()))
+        .min();
     let (confidence, pii_type, winner) = candidates
         .iter()
         .map(|c| {
-            let (confidence, pii_type) = weigh(&hits, c);
+            let (confidence, pii_type) = weigh(&hits, c, best_keyword);
             (confidence.clamp(0.0, 1.0), pii_type, c)
         })
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
@@ -97,16 +104,22 @@ pub(crate) fn best(
     })
 }
 
-/// One candidate's confidence and type given the words around it.
-fn weigh(hits: &Hits, c: &Candidate) -> (f32, PiiType) {
+/// The word that speaks best for a candidate's type (for a date, birth words too).
+fn keyword(hits: &Hits, c: &Candidate) -> Option<Hit> {
+    hits.nearest(|hint| {
+        hint == Hint::For(c.kind) || (c.kind == Kind::Date && hint == Hint::For(Kind::Dob))
+    })
+}
+
+/// One candidate's confidence and type given the words around it, and the rank of the best
+/// keyword any candidate of the value has.
+fn weigh(hits: &Hits, c: &Candidate, best_keyword: Option<(bool, usize)>) -> (f32, PiiType) {
     // A date speaks for itself; birth words make it a date of birth.
     let dob = c.kind == Kind::Date && hits.supports(Kind::Dob);
-    let keyword = hits.nearest(|hint| {
-        hint == Hint::For(c.kind) || (c.kind == Kind::Date && hint == Hint::For(Kind::Dob))
-    });
+    let keyword = keyword(hits, c).filter(|k| Some(k.rank()) == best_keyword);
     let against = hits.nearest(|hint| hint == Hint::Against);
     let mut confidence = c.base;
-    if hits.supports(c.kind) {
+    if keyword.is_some_and(|k| k.hint == Hint::For(c.kind)) {
         confidence += CONTEXT_BOOST;
     }
     if dob {
@@ -118,8 +131,9 @@ fn weigh(hits: &Hits, c: &Candidate) -> (f32, PiiType) {
         (Some(k), Some(a)) => k.rank() <= a.rank(),
         _ => keyword.is_some(),
     };
-    // A currency sign or code, and an address's syntax, are evidence no word outweighs.
-    let intrinsic = matches!(c.kind, Kind::Email | Kind::Monetary);
+    // A currency sign or code, an address's syntax and a calendar date are evidence no word
+    // outweighs: an invoice's due date is a date.
+    let intrinsic = matches!(c.kind, Kind::Email | Kind::Monetary | Kind::Date);
     if let Some(a) = against
         && !keyword_wins
         && !intrinsic

@@ -214,3 +214,70 @@ fn a_field_handed_over_with_its_path_is_read_as_a_key_would_be() {
     // A column named for one type says nothing for another.
     assert_eq!(types("219099999", &["phone"]), Vec::<String>::new());
 }
+
+#[test]
+fn what_an_independent_corpus_found_is_fixed() {
+    // Found by a corpus written apart from the engine's own (issue 39's review).
+    for (text, expected) in [
+        // Quebec writes a space, then a dash before the line number.
+        ("Téléphone : 418 639-9986", &[("phone", "418 639-9986")][..]),
+        (
+            "Pour le suivi de votre commande, appelez le 418 447-1044.",
+            &[("phone", "418 447-1044")],
+        ),
+        // A no-break space before the euro sign, as French typesetting puts one.
+        (
+            "Solde du compte : 22 598,43\u{a0}€",
+            &[("monetary", "22 598,43")],
+        ),
+        ("Montant : 1 250,00\u{202f}$", &[("monetary", "1 250,00")]),
+        // A keyword with another value between it and this one is that value's.
+        (
+            "The holder's SSN is 098-34-7907.\nPassport no. 531361755 is required to open the account.",
+            &[("us_ssn", "098-34-7907"), ("passport_us", "531361755")],
+        ),
+        (
+            "Passport no. 735557093\nSSN: 323-66-0554",
+            &[("passport_us", "735557093"), ("us_ssn", "323-66-0554")],
+        ),
+        (
+            "The social insurance number 537-822-637.\nSKU 471-293-043 is back in stock.",
+            &[("ca_sin", "537-822-637")],
+        ),
+        (
+            "Account 9315092893: the social insurance number on file is 312645468.",
+            &[("ca_sin", "312645468")],
+        ),
+        // A word after the value speaks for it only within its sentence and line.
+        (
+            "Numéro de sécurité sociale américain (SSN) : 471464034\nPasseport américain n° 837465412",
+            &[("us_ssn", "471464034"), ("passport_us", "837465412")],
+        ),
+        (
+            "Account 9315092893: the social insurance number on file is 312645468.\nThe payroll account lists SSN 758-51-9110 for this employee.",
+            &[("ca_sin", "312645468"), ("us_ssn", "758-51-9110")],
+        ),
+        // Part numbers and parcels.
+        ("Please reorder P/N 364-745-315 before Friday.", &[]),
+        (
+            "Le colis 8188079913 est en cours de livraison (suivi).",
+            &[],
+        ),
+        // An invoice's due date is a date.
+        (
+            "Date d'échéance de la facture : 24/10/2010",
+            &[("date", "24/10/2010")],
+        ),
+    ] {
+        assert_eq!(found(text), pairs(expected), "{text}");
+    }
+    // A dotted phone number before a comma ends its CSV cell: the comma joins only an amount's
+    // groups of three.
+    let csv = "name,phone,tracking\nCarlos Chen,306.484.5982,1Z4XR70D4713361234\n";
+    let findings = Detector::new().scan_text(csv, Format::Csv, &Options::default());
+    let reported: Vec<_> = findings
+        .iter()
+        .map(|f| (f.pii_type.as_str(), &csv[f.start..f.end]))
+        .collect();
+    assert_eq!(reported, [("phone", "306.484.5982")]);
+}
