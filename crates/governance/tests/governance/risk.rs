@@ -266,7 +266,7 @@ async fn a_bucket_with_findings_is_checked_at_first_sight_only() {
 }
 
 /// An enforced policy that covers [`three_ssns`].
-const MASK_SSNS: &str = "apiVersion: governance.dps/v1
+pub(crate) const MASK_SSNS: &str = "apiVersion: governance.dps/v1
 kind: Policy
 metadata: { name: ssn-mask }
 spec:
