@@ -194,11 +194,6 @@ impl Hits {
         self.found.iter().any(|h| h.hint != Hint::Against)
     }
 
-    /// Whether any word says the number is something else.
-    pub fn against(&self) -> bool {
-        self.found.iter().any(|h| h.hint == Hint::Against)
-    }
-
     /// The word that speaks best for one of `kinds`, or against any kind.
     pub(crate) fn nearest(&self, wanted: impl Fn(Hint) -> bool) -> Option<Hit> {
         self.found
