@@ -1426,6 +1426,16 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["data"], serde_json::json!([]), "{body}");
         assert_eq!(body["pagination"]["has_more"], false, "{body}");
+        // The cursor is still checked: a page of nothing is no licence for a foreign cursor.
+        let (status, body) = admin
+            .send(
+                Method::GET,
+                &format!("/findings?{filter}&cursor={}", "A".repeat(54)),
+                None,
+            )
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["error"]["code"], "VALIDATION_FAILED", "{body}");
     }
 }
 

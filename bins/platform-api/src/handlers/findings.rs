@@ -76,24 +76,7 @@ pub async fn list(
     {
         return Err(field("resource", "resource must be 1 to 1024 characters"));
     }
-    // An id that is not a UUID matches nothing: answered at once, not by reading every finding
-    // of the tenant to find none.
-    if query
-        .connector
-        .as_deref()
-        .is_some_and(|c| ConnectorId::parse(c).is_none())
-        || query
-            .scan
-            .as_deref()
-            .is_some_and(|s| ScanId::parse(s).is_none())
-    {
-        let none = paging::Pagination {
-            limit: limit.get(),
-            has_more: false,
-            next_cursor: None,
-        };
-        return Ok(Enveloped::page(Vec::new(), wire::pagination(none)));
-    }
+    // An id that is not a UUID becomes the nil id, which matches nothing.
     let filter = Filter {
         connector: query.connector.as_deref().map(ConnectorId::parse_or_nil),
         scan: query.scan.as_deref().map(ScanId::parse_or_nil),
