@@ -187,3 +187,28 @@ async fn platform_api_documents_its_envelope_and_pagination() {
         "#/components/schemas/Connector"
     );
 }
+
+/// The documents as served, byte for byte as committed in docs/openapi/: a change to a wire
+/// shape is a reviewed diff of those files, never a side effect. `DPS_UPDATE_OPENAPI=1` writes
+/// the served documents there instead.
+#[tokio::test]
+async fn the_served_documents_are_the_committed_ones() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi");
+    for (service, file) in [
+        (Service::Tokens, "tokens-api.json"),
+        (Service::Platform, "platform-api.json"),
+    ] {
+        let served = serde_json::to_string_pretty(&served_document(service).await).unwrap() + "\n";
+        let path = dir.join(file);
+        if std::env::var("DPS_UPDATE_OPENAPI").is_ok_and(|v| v == "1") {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &served).unwrap();
+            continue;
+        }
+        let committed = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            served == committed,
+            "{file} differs from what the service serves; if the change is meant, run this test with DPS_UPDATE_OPENAPI=1 and review the diff"
+        );
+    }
+}
