@@ -506,7 +506,7 @@ impl ServiceSpec for PlatformApi {
             extra.cloud.clone(),
             extra.keyring.clone(),
         )
-        .with_tokens(std::sync::Arc::new(governance::remediate::WrittenTokens))
+        .with_tokens(std::sync::Arc::new(scans::tokens::Recorded))
         .with_lease_seconds(extra.scan_lease_seconds);
         scans::Coordinator {
             pool: state.pool.clone(),

@@ -9,22 +9,6 @@ pub fn pagination(p: paging::Pagination) -> api_types::Pagination {
     }
 }
 
-pub fn safety_class(c: settings::SafetyClass) -> api_types::settings::SafetyClass {
-    use api_types::settings::SafetyClass as Wire;
-    match c {
-        settings::SafetyClass::ReadOnly => Wire::ReadOnly,
-        settings::SafetyClass::Reversible => Wire::Reversible,
-        settings::SafetyClass::Destructive => Wire::Destructive,
-        settings::SafetyClass::Infrastructure => Wire::Infrastructure,
-        settings::SafetyClass::Governance => Wire::Governance,
-        settings::SafetyClass::InlineRuntime => Wire::InlineRuntime,
-    }
-}
-
-fn safety_classes(classes: Vec<settings::SafetyClass>) -> Vec<api_types::settings::SafetyClass> {
-    classes.into_iter().map(safety_class).collect()
-}
-
 pub fn lkg_retention(v: settings::LkgRetention) -> api_types::settings::LkgRetention {
     api_types::settings::LkgRetention {
         retention_hours: v.retention_hours,
@@ -50,9 +34,9 @@ pub fn remediation_policy(
 ) -> api_types::settings::RemediationPolicy {
     api_types::settings::RemediationPolicy {
         tenant_id: v.tenant_id,
-        denied_safety_classes: safety_classes(v.denied_safety_classes),
-        allowed_safety_classes: safety_classes(v.allowed_safety_classes),
-        enforceable_safety_classes: safety_classes(v.enforceable_safety_classes),
+        denied_safety_classes: v.denied_safety_classes,
+        allowed_safety_classes: v.allowed_safety_classes,
+        enforceable_safety_classes: v.enforceable_safety_classes,
         updated_at: v.updated_at,
         updated_by: v.updated_by,
     }
@@ -426,8 +410,8 @@ pub fn audit_entry(e: audit::Entry) -> api_types::governance::AuditEntry {
         simulated: e.simulated,
         outcome: e.outcome,
         details: e.details,
-        prev_hash: audit::hex(&e.prev_hash),
-        hash: audit::hex(&e.hash),
+        prev_hash: hex::encode(&e.prev_hash),
+        hash: hex::encode(&e.hash),
     }
 }
 
@@ -618,8 +602,8 @@ pub fn remediation(r: governance::remediate::Remediation) -> api_types::remediat
         attempts: row.attempts,
         etag_before: row.etag.clone(),
         etag_after: row.etag_after.clone(),
-        sha256_before: row.sha256_before.as_deref().map(audit::hex),
-        sha256_after: row.sha256_after.as_deref().map(audit::hex),
+        sha256_before: row.sha256_before.as_deref().map(hex::encode),
+        sha256_after: row.sha256_after.as_deref().map(hex::encode),
         executed_at: row.executed_at,
         undo_until: row.undo_until,
         undone_at: row.undone_at,

@@ -104,7 +104,7 @@ async fn run() -> anyhow::Result<scans::coordinator::Summary> {
     })?;
     let worker = scans::Worker::new(id, cloud, Arc::new(keys::KeyRing::new(Arc::new(master))))
         .with_lease_seconds(lease_seconds)
-        .with_tokens(Arc::new(governance::remediate::WrittenTokens));
+        .with_tokens(Arc::new(scans::tokens::Recorded));
     tracing::info!(
         %scan,
         worker = %worker.id,

@@ -162,7 +162,8 @@ impl Remote {
     fn read_claim(&self, scan: ScanId, work: WorkClaim) -> Result<(Claim, Prepared), ScanError> {
         let bad = |what: &str| ScanError::Coordinator(format!("claim: {what} is not valid"));
         let tenant: TenantId = work.tenant_id.parse().map_err(|_| bad("tenant_id"))?;
-        let finding_key: [u8; 32] = audit::unhex(&work.finding_key)
+        let finding_key: [u8; 32] = hex::decode(&work.finding_key)
+            .ok()
             .and_then(|b| b.try_into().ok())
             .ok_or_else(|| bad("finding_key"))?;
         let resources = work
@@ -301,9 +302,13 @@ impl Coordination for Remote {
                         .into_iter()
                         .map(|f| WorkFinding {
                             lookup: f.candidate.as_ref().map(|c| {
-                                audit::hex(
-                                    vault::lookup(claim.tenant.as_str(), &f.pii_type, c.value())
-                                        .as_bytes(),
+                                hex::encode(
+                                    tokenize_core::lookup(
+                                        claim.tenant.as_str(),
+                                        &f.pii_type,
+                                        c.value(),
+                                    )
+                                    .as_bytes(),
                                 )
                             }),
                             pii_type: f.pii_type,
@@ -311,7 +316,7 @@ impl Coordination for Remote {
                             confidence: f.confidence,
                             location: f.location,
                             preview: f.preview,
-                            fingerprint: audit::hex(&f.fingerprint),
+                            fingerprint: hex::encode(&f.fingerprint),
                         })
                         .collect(),
                 }

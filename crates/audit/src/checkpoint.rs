@@ -21,7 +21,7 @@ use time::OffsetDateTime;
 
 use db::schema::{audit_checkpoints, audit_log};
 
-use crate::entry::{hex, timestamp, to_micros};
+use crate::entry::{timestamp, to_micros};
 
 /// A checkpoint at every this many entries.
 pub const EVERY_ENTRIES: i64 = 1_000;
@@ -55,17 +55,17 @@ impl PublicKey {
         let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
         PublicKey {
             bytes,
-            key_id: hex(&digest.as_ref()[..8]),
+            key_id: hex::encode(&digest.as_ref()[..8]),
         }
     }
 
     pub fn from_hex(text: &str) -> Option<Self> {
-        let bytes: [u8; 32] = crate::unhex(text.trim())?.try_into().ok()?;
+        let bytes: [u8; 32] = hex::decode(text.trim()).ok()?.try_into().ok()?;
         Some(PublicKey::new(bytes))
     }
 
     pub fn to_hex(&self) -> String {
-        hex(&self.bytes)
+        hex::encode(self.bytes)
     }
 
     /// Whether `signature` is this key's over the checkpoint.
@@ -128,7 +128,7 @@ impl Checkpoint {
             "dps-audit-checkpoint/v1\ntenant:{}\nseq:{}\nhash:{}\ntime:{}\n",
             self.tenant_id,
             self.seq,
-            hex(&self.hash),
+            hex::encode(&self.hash),
             timestamp(self.signed_at)
         )
         .into_bytes()

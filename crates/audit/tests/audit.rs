@@ -352,7 +352,7 @@ async fn verify_names_a_modified_entry_whose_hash_was_recomputed() {
     let mut forged = entries.remove(9);
     assert_eq!(forged.seq, 10);
     forged.outcome = Some("forged".into());
-    let hash = audit::hex(&forged.compute_hash(&forged.prev_hash));
+    let hash = hex::encode(forged.compute_hash(&forged.prev_hash));
     sql(
         &mut conn,
         &format!("UPDATE audit_log SET outcome = 'forged', hash = '\\x{hash}' WHERE seq = 10"),

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod background;
 mod migrate;
 mod pool;
 mod print_schema;

@@ -14,6 +14,13 @@ pub const ALLOW_PRIVATE_NETWORKS: &str = "DPS_ALLOW_PRIVATE_NETWORKS";
 /// The longest URL accepted.
 pub const MAX_URL_LEN: usize = 2048;
 
+/// The wait before attempt `n + 1` after `n` failed ones of an outbound call that is retried
+/// (an alert's webhook, a receipt's co-signing): 30 s, doubling, at most an hour.
+pub fn backoff(failed: u32) -> Duration {
+    let seconds = 30u64.saturating_mul(1u64 << failed.saturating_sub(1).min(16));
+    Duration::from_secs(seconds.min(3600))
+}
+
 /// Why a URL or an address is refused. Messages name the rule, never the URL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EgressError {
@@ -290,6 +297,12 @@ mod tests {
     const STRICT: Egress = Egress {
         allow_private: false,
     };
+
+    #[test]
+    fn backoff_doubles_from_thirty_seconds_to_an_hour() {
+        let waits: Vec<u64> = (1..=9).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(waits, [30, 60, 120, 240, 480, 960, 1920, 3600, 3600]);
+    }
 
     #[test]
     fn private_and_metadata_addresses_are_refused() {

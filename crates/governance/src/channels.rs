@@ -139,7 +139,7 @@ fn new_secret() -> Result<String, ChannelError> {
     SystemRandom::new()
         .fill(&mut bytes)
         .map_err(|_| ChannelError::Crypto)?;
-    Ok(format!("whsec_{}", audit::hex(&bytes)))
+    Ok(format!("whsec_{}", hex::encode(bytes)))
 }
 
 fn seal(keys: &TenantKeys, id: Uuid, sealed: &Sealed) -> Result<SealedSecret, ChannelError> {

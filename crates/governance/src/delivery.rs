@@ -45,12 +45,6 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// another replica could take and send the last of a slow run's deliveries a second time.
 const LEASE: Duration = Duration::from_secs(PER_RUN as u64 * SEND_TIMEOUT.as_secs() + 60);
 
-/// The wait before attempt `n + 1` after `n` failed ones: 30 s, doubling, at most an hour.
-pub fn backoff(failed: u32) -> Duration {
-    let seconds = 30u64.saturating_mul(1u64 << failed.saturating_sub(1).min(16));
-    Duration::from_secs(seconds.min(3600))
-}
-
 /// `t=<t>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
 pub fn signature(secret: &str, t: i64, body: &[u8]) -> String {
     let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
@@ -58,7 +52,7 @@ pub fn signature(secret: &str, t: i64, body: &[u8]) -> String {
     ctx.update(t.to_string().as_bytes());
     ctx.update(b".");
     ctx.update(body);
-    format!("t={t},v1={}", audit::hex(ctx.sign().as_ref()))
+    format!("t={t},v1={}", hex::encode(ctx.sign().as_ref()))
 }
 
 #[derive(Debug, Queryable)]
@@ -225,7 +219,8 @@ async fn record(
     let now = OffsetDateTime::now_utc();
     let attempts = d.attempts + 1;
     let gave_up = now - d.created_at
-        + time::Duration::try_from(backoff(attempts as u32)).unwrap_or(time::Duration::HOUR)
+        + time::Duration::try_from(egress::backoff(attempts as u32))
+            .unwrap_or(time::Duration::HOUR)
         > time::Duration::try_from(GIVE_UP_AFTER).unwrap_or(time::Duration::DAY);
     let (status, error, next, entry) = match attempt {
         Attempt::Delivered(code) => (
@@ -270,7 +265,12 @@ async fn record(
             now,
             Some(("action_failed", "failed", json!({ "error": error }))),
         ),
-        Attempt::Refused(error) => ("pending", Some(error), now + backoff(attempts as u32), None),
+        Attempt::Refused(error) => (
+            "pending",
+            Some(error),
+            now + egress::backoff(attempts as u32),
+            None,
+        ),
     };
     conn.transaction(async |conn| {
         let held = diesel::update(governance_deliveries::table)
@@ -343,7 +343,7 @@ pub fn spawn(pool: db::Pool, keyring: std::sync::Arc<KeyRing>, egress: egress::E
             return;
         }
     };
-    crate::background::repeat("alert delivery", Duration::from_secs(1), move || {
+    db::background::repeat("alert delivery", Duration::from_secs(1), move || {
         let (pool, keyring, client) = (pool.clone(), keyring.clone(), client.clone());
         async move {
             let mut conn = pool.get().await.map_err(|e| e.to_string())?;
@@ -358,12 +358,6 @@ pub fn spawn(pool: db::Pool, keyring: std::sync::Arc<KeyRing>, egress: egress::E
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_from_thirty_seconds_to_an_hour() {
-        let waits: Vec<u64> = (1..=9).map(|n| backoff(n).as_secs()).collect();
-        assert_eq!(waits, [30, 60, 120, 240, 480, 960, 1920, 3600, 3600]);
-    }
 
     #[test]
     fn the_signature_is_an_hmac_over_time_and_body() {

@@ -1,6 +1,5 @@
 #![doc = include_str!("../README.md")]
 
-mod background;
 pub mod backlog;
 mod channel_name;
 pub mod channels;

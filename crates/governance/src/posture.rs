@@ -478,7 +478,7 @@ pub async fn run_once(
     let Some(claimed) = claimed else {
         return Ok(false);
     };
-    let tenant = crate::background::tenant(&claimed.tenant_id)?;
+    let tenant = db::background::parse_column::<TenantId>(&claimed.tenant_id)?;
     let connector = ConnectorId::from_uuid(claimed.connector_id);
     let done = governance_posture_checks::table
         .filter(governance_posture_checks::tenant_id.eq(tenant.as_str()))
@@ -508,7 +508,7 @@ pub async fn run_once(
 /// Runs posture checks until the process ends: one after another while any is queued, else a
 /// look every second.
 pub fn spawn(pool: db::Pool, cloud: Cloud, keyring: Arc<KeyRing>) {
-    crate::background::repeat("bucket posture checks", Duration::from_secs(1), move || {
+    db::background::repeat("bucket posture checks", Duration::from_secs(1), move || {
         let (pool, cloud, keyring) = (pool.clone(), cloud.clone(), keyring.clone());
         async move {
             let mut conn = pool.get().await.map_err(|e| e.to_string())?;

@@ -13,8 +13,10 @@
 use std::fmt;
 
 use diesel::result::Error as DieselError;
-use diesel_async::AsyncPgConnection;
+use diesel::sql_types::{Array, BigInt, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
+use uuid::Uuid;
 
 use crate::lease::Resource;
 use crate::record::Outcome;
@@ -38,8 +40,7 @@ impl<'a> From<&'a Resource> for Place<'a> {
 }
 
 /// Says which values found in an object are tokens the platform's remediation wrote into that
-/// object. Remediation owns that record; the scans crate does not depend on it, so the service
-/// wires it in.
+/// object: [`Recorded`] in the services and workers, none where a test scans without it.
 #[async_trait::async_trait]
 pub trait WrittenTokens: Send + Sync + fmt::Debug {
     /// One answer per candidate (where, PII type, text), in order.
@@ -56,8 +57,94 @@ pub trait WrittenTokens: Send + Sync + fmt::Debug {
         &self,
         conn: &mut AsyncPgConnection,
         tenant: &TenantId,
-        lookups: &[(Place<'_>, uuid::Uuid)],
+        lookups: &[(Place<'_>, Uuid)],
     ) -> Result<Vec<bool>, DieselError>;
+}
+
+/// Answers [`WrittenTokens`] from the rows remediation records as it writes tokens into objects
+/// (`remediation_written_tokens`, which remediation owns and writes; scans only reads it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Recorded;
+
+/// An object's name as these rows keep it: the first 16 bytes of SHA-256 over its bucket and
+/// key, each written `<byte length>:<text>` after `dps-object-v1|`. Keys run to 1,024 bytes;
+/// the digest keeps the index small.
+pub fn object_ref(bucket: &str, object_key: &str) -> Uuid {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    ctx.update(b"dps-object-v1|");
+    for field in [bucket, object_key] {
+        ctx.update(field.len().to_string().as_bytes());
+        ctx.update(b":");
+        ctx.update(field.as_bytes());
+    }
+    let digest = ctx.finish();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest.as_ref()[..16]);
+    Uuid::from_bytes(bytes)
+}
+
+#[async_trait::async_trait]
+impl WrittenTokens for Recorded {
+    async fn written(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        candidates: &[(Place<'_>, &str, &str)],
+    ) -> Result<Vec<bool>, DieselError> {
+        let lookups: Vec<(Place<'_>, Uuid)> = candidates
+            .iter()
+            .map(|(place, pii_type, value)| {
+                (
+                    *place,
+                    tokenize_core::lookup(tenant.as_str(), pii_type, value),
+                )
+            })
+            .collect();
+        self.written_lookups(conn, tenant, &lookups).await
+    }
+
+    async fn written_lookups(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        lookups: &[(Place<'_>, Uuid)],
+    ) -> Result<Vec<bool>, DieselError> {
+        #[derive(diesel::QueryableByName)]
+        struct Ordinal {
+            #[diesel(sql_type = BigInt)]
+            i: i64,
+        }
+        if lookups.is_empty() {
+            return Ok(Vec::new());
+        }
+        let connectors: Vec<Uuid> = lookups.iter().map(|(p, _)| p.connector.as_uuid()).collect();
+        let objects: Vec<Uuid> = lookups
+            .iter()
+            .map(|(p, _)| object_ref(p.bucket, p.object_key))
+            .collect();
+        let keys: Vec<Uuid> = lookups.iter().map(|(_, k)| *k).collect();
+        // One probe of the primary key per candidate.
+        let found: Vec<Ordinal> = db::sql(
+            "SELECT c.i FROM unnest($2::uuid[], $3::uuid[], $4::uuid[])
+                             WITH ORDINALITY AS c(connector_id, object_ref, lookup, i)
+              WHERE EXISTS (SELECT 1 FROM remediation_written_tokens w
+                             WHERE w.tenant_id = $1 AND w.connector_id = c.connector_id
+                               AND w.object_ref = c.object_ref AND w.lookup = c.lookup)",
+        )
+        .bind::<Text, _>(tenant.as_str())
+        .bind::<Array<SqlUuid>, _>(&connectors)
+        .bind::<Array<SqlUuid>, _>(&objects)
+        .bind::<Array<SqlUuid>, _>(&keys)
+        .load(conn)
+        .await?;
+        let mut answers = vec![false; lookups.len()];
+        for Ordinal { i } in found {
+            if let Some(slot) = usize::try_from(i - 1).ok().and_then(|i| answers.get_mut(i)) {
+                *slot = true;
+            }
+        }
+        Ok(answers)
+    }
 }
 
 /// Marks the batch's findings whose values are tokens the platform wrote into their objects,
@@ -103,4 +190,19 @@ pub(crate) async fn recognize(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_objects_name_is_told_apart_by_bucket_and_key() {
+        let a = object_ref("hr", "people.csv");
+        assert_eq!(a, object_ref("hr", "people.csv"));
+        assert_ne!(a, object_ref("hr", "people.csv.bak"));
+        assert_ne!(a, object_ref("hr2", "people.csv"));
+        // The lengths keep a split at another place apart.
+        assert_ne!(object_ref("ab", "c"), object_ref("a", "bc"));
+    }
 }

@@ -9,51 +9,7 @@ pub mod events {
     pub const COSIGNING_CHANGED: &str = "cosigning_changed";
 }
 
-/// An action's safety class (`ActionSafetyClass`). Remediation actions declare one, and the
-/// tenant's remediation policy can deny whole classes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SafetyClass {
-    ReadOnly,
-    Reversible,
-    Destructive,
-    Infrastructure,
-    Governance,
-    InlineRuntime,
-}
-
-impl SafetyClass {
-    /// Every class, in the order the API lists them.
-    pub const ALL: [SafetyClass; 6] = [
-        SafetyClass::ReadOnly,
-        SafetyClass::Reversible,
-        SafetyClass::Destructive,
-        SafetyClass::Infrastructure,
-        SafetyClass::Governance,
-        SafetyClass::InlineRuntime,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SafetyClass::ReadOnly => "read_only",
-            SafetyClass::Reversible => "reversible",
-            SafetyClass::Destructive => "destructive",
-            SafetyClass::Infrastructure => "infrastructure",
-            SafetyClass::Governance => "governance",
-            SafetyClass::InlineRuntime => "inline_runtime",
-        }
-    }
-}
-
-impl std::str::FromStr for SafetyClass {
-    type Err = ();
-    fn from_str(s: &str) -> Result<Self, ()> {
-        SafetyClass::ALL
-            .into_iter()
-            .find(|c| c.as_str() == s)
-            .ok_or(())
-    }
-}
+pub use vocab::SafetyClass;
 
 /// Whether remediation receipts are co-signed by the tenant's own service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

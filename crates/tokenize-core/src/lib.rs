@@ -4,6 +4,7 @@
 mod error;
 mod ff1;
 mod fpe;
+mod lookup;
 pub mod normalize;
 mod numerals;
 mod pii;
@@ -17,6 +18,7 @@ mod token;
 
 pub use error::{ItemCode, ValueError};
 pub use fpe::{FPE_MIN_DOMAIN, FpeKey};
+pub use lookup::lookup;
 pub use normalize::{NormalizeOptions, Normalized, Region, normalize, warm_up};
 pub use pii::{Category, Mode, PiiType};
 pub use policy::{FailureMode, Policy, Scope, TypeRule};

@@ -1,13 +1,10 @@
 #![doc = include_str!("../README.md")]
 
 pub mod entries;
-mod lookup;
 pub mod policies;
 pub mod rewrap;
 pub mod tokenize;
 mod value;
-
-pub use lookup::lookup;
 
 /// One invalid field of a request, for a 400 that names every problem at once.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

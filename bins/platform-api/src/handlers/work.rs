@@ -143,7 +143,7 @@ pub async fn claim(
             .iter()
             .filter_map(|c| serde_json::to_value(c).ok())
             .collect(),
-        finding_key: audit::hex(&prepared.finding_key.0),
+        finding_key: hex::encode(prepared.finding_key.0),
         max_object_bytes: prepared.max_bytes,
         // The public part only: a secret stays with the platform, and the worker reads with
         // its own cloud identity.
@@ -253,7 +253,7 @@ pub async fn record(
     let mut conn = state.conn().await?;
     scans::remote::record(
         &mut conn,
-        &governance::remediate::WrittenTokens,
+        &scans::tokens::Recorded,
         &authorized,
         chunk_no,
         fence,
@@ -389,13 +389,15 @@ fn finding(f: WorkFinding) -> Result<(NewFinding, Option<Uuid>), &'static str> {
     if f.preview.chars().count() > scans::preview::MAX_PREVIEW {
         return Err("preview");
     }
-    let fingerprint = audit::unhex(&f.fingerprint)
+    let fingerprint = hex::decode(&f.fingerprint)
+        .ok()
         .filter(|b| b.len() == 33 && b[0] == scans::findings::FINGERPRINT_VERSION)
         .ok_or("fingerprint")?;
     let lookup = match f.lookup.as_deref() {
         None => None,
         Some(text) => Some(
-            audit::unhex(text)
+            hex::decode(text)
+                .ok()
                 .and_then(|b| Uuid::from_slice(&b).ok())
                 .ok_or("lookup")?,
         ),

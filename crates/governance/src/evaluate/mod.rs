@@ -110,7 +110,7 @@ pub async fn run_once(
 
 /// Evaluates until the process ends: at once while events keep coming, else every half second.
 pub fn spawn(pool: db::Pool) {
-    crate::background::repeat("policy evaluation", Duration::from_millis(500), move || {
+    db::background::repeat("policy evaluation", Duration::from_millis(500), move || {
         let pool = pool.clone();
         async move {
             let mut conn = pool.get().await.map_err(|e| e.to_string())?;

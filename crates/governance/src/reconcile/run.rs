@@ -98,7 +98,7 @@ pub async fn run_once(
         return Ok(false);
     };
     let job = Job {
-        tenant: crate::background::tenant(&claimed.tenant_id)?,
+        tenant: db::background::parse_column::<TenantId>(&claimed.tenant_id)?,
         id: claimed.reconciliation_id,
         mode: Mode::parse(&claimed.mode).unwrap_or(Mode::DryRun),
         scope: Scope::from_value(&claimed.scope).unwrap_or_default(),
@@ -518,7 +518,7 @@ async fn finish(
 /// Runs reconciliations until the process ends: one after another while any is queued, else
 /// a look every second.
 pub fn spawn(pool: db::Pool) {
-    crate::background::repeat("reconciliations", Duration::from_secs(1), move || {
+    db::background::repeat("reconciliations", Duration::from_secs(1), move || {
         let pool = pool.clone();
         async move {
             let mut conn = pool.get().await.map_err(|e| e.to_string())?;

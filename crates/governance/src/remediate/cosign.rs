@@ -166,7 +166,7 @@ async fn run(db: &mut Conn<'_>, receipts: &Receipts) -> Result<usize, DieselErro
 }
 
 async fn attempt(db: &mut Conn<'_>, receipts: &Receipts, d: &Due) -> Outcome {
-    let Ok(tenant) = crate::background::tenant(&d.tenant_id) else {
+    let Ok(tenant) = db::background::parse_column::<ids::TenantId>(&d.tenant_id) else {
         return Outcome::Failed("the receipt's tenant id is malformed".into());
     };
     let Ok(conn) = db.get().await else {
@@ -229,7 +229,7 @@ async fn record(
         }
         Outcome::Failed(reason) => {
             let attempts = d.cosign_attempts.saturating_add(1);
-            let wait = crate::delivery::backoff(attempts.unsigned_abs());
+            let wait = egress::backoff(attempts.unsigned_abs());
             let next = OffsetDateTime::now_utc()
                 + time::Duration::try_from(wait).unwrap_or(time::Duration::HOUR);
             #[derive(QueryableByName)]

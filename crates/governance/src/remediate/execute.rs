@@ -437,7 +437,7 @@ async fn write(
             written_tokens = rewrite
                 .tokens
                 .iter()
-                .map(|(pii_type, token)| vault::lookup(&row.tenant_id, pii_type, token))
+                .map(|(pii_type, token)| tokenize_core::lookup(&row.tenant_id, pii_type, token))
                 .collect();
             let (properties, written_mark) = mark::marked(rewrite.properties, row.request_id);
             match source

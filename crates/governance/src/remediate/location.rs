@@ -78,7 +78,7 @@ fn under_key_limit(head: String, key: &str) -> String {
         head + key
     } else {
         head + "sha256-"
-            + &audit::hex(ring::digest::digest(&ring::digest::SHA256, key.as_bytes()).as_ref())
+            + &hex::encode(ring::digest::digest(&ring::digest::SHA256, key.as_bytes()).as_ref())
     }
 }
 
@@ -93,7 +93,7 @@ pub(crate) fn displaced_key(request_id: uuid::Uuid, lkg_key: &str) -> String {
         let digest = ring::digest::digest(&ring::digest::SHA256, lkg_key.as_bytes());
         format!(
             ".dps-lkg/{request_id}/sha256-{}{SUFFIX}",
-            audit::hex(digest.as_ref())
+            hex::encode(digest.as_ref())
         )
     }
 }
@@ -151,7 +151,7 @@ mod tests {
             named,
             format!(
                 "{head}sha256-{}",
-                audit::hex(&crate::remediate::storage::sha256(long.as_bytes()))
+                hex::encode(crate::remediate::storage::sha256(long.as_bytes()))
             )
         );
         // Multi-byte characters count as their UTF-8 bytes.

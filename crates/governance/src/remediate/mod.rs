@@ -44,7 +44,6 @@ pub use receipt::Receipts;
 pub use storage::{Executor, MAX_OBJECT_BYTES};
 pub use store::{Row, State};
 pub use undo::{UndoError, undo};
-pub use written::WrittenTokens;
 
 /// Runs `tasks` executor loops (each takes one due request at a time, under its lease), the
 /// co-signing of pending receipts, the rescoring of changed objects and the copies' sweeper
@@ -52,7 +51,7 @@ pub use written::WrittenTokens;
 pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
     rescore::spawn(pool.clone());
     let (p, receipts) = (pool.clone(), exec.receipts.clone());
-    crate::background::repeat("receipt co-signing", Duration::from_secs(1), move || {
+    db::background::repeat("receipt co-signing", Duration::from_secs(1), move || {
         let (pool, receipts) = (p.clone(), receipts.clone());
         async move {
             cosign::run_once_pooled(&pool, &receipts)
@@ -63,7 +62,7 @@ pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
     });
     for _ in 0..tasks.max(1) {
         let (p, e) = (pool.clone(), exec.clone());
-        crate::background::repeat("remediation", Duration::from_millis(500), move || {
+        db::background::repeat("remediation", Duration::from_millis(500), move || {
             let (pool, exec) = (p.clone(), e.clone());
             async move {
                 execute::run_once_pooled(&pool, &exec)
@@ -72,7 +71,7 @@ pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
             }
         });
     }
-    crate::background::repeat("snapshot expiry", Duration::from_secs(60), move || {
+    db::background::repeat("snapshot expiry", Duration::from_secs(60), move || {
         let (pool, exec) = (pool.clone(), exec.clone());
         async move {
             sweep::run_once_pooled(&pool, &exec)

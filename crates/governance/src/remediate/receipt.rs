@@ -25,7 +25,7 @@ pub struct Receipts {
 }
 
 fn hex(bytes: Option<&[u8]>) -> Value {
-    bytes.map_or(Value::Null, |b| Value::String(audit::hex(b)))
+    bytes.map_or(Value::Null, |b| Value::String(hex::encode(b)))
 }
 
 fn time(at: Option<OffsetDateTime>) -> Value {

@@ -112,7 +112,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<usize, DieselError
                 .push((q.bucket.clone(), q.object_key.clone()));
         }
         for ((tenant, connector), objects) in groups {
-            let tenant = crate::background::tenant(&tenant)?;
+            let tenant = db::background::parse_column::<TenantId>(&tenant)?;
             let connector = ConnectorId::from_uuid(connector);
             let open: Vec<Finding> =
                 scans::findings::open_in_objects(conn, &tenant, connector, &objects)
@@ -138,7 +138,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<usize, DieselError
 /// Rescores queued objects until the process ends: at once while any is queued, else every
 /// half second.
 pub(crate) fn spawn(pool: db::Pool) {
-    crate::background::repeat(
+    db::background::repeat(
         "remediation rescoring",
         Duration::from_millis(500),
         move || {

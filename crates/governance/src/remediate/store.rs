@@ -147,7 +147,7 @@ pub struct Row {
 
 impl Row {
     pub fn tenant(&self) -> Result<TenantId, DieselError> {
-        crate::background::tenant(&self.tenant_id)
+        db::background::parse_column::<TenantId>(&self.tenant_id)
     }
 
     pub fn state(&self) -> State {
@@ -382,7 +382,7 @@ pub(crate) async fn written(
     .bind::<Integer, _>(i32::try_from(retention_hours).unwrap_or(i32::MAX))
     .bind::<Timestamptz, _>(row.next_attempt_at)
     .bind::<Text, _>(prior_versions)
-    .bind::<SqlUuid, _>(super::written::object_ref(&row.bucket, &row.object_key))
+    .bind::<SqlUuid, _>(scans::tokens::object_ref(&row.bucket, &row.object_key))
     .bind::<Array<SqlUuid>, _>(tokens)
     .get_result(conn)
     .await

@@ -267,7 +267,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<bool, DieselError>
     let Some(claimed) = claimed else {
         return Ok(false);
     };
-    let tenant = crate::background::tenant(&claimed.tenant_id)?;
+    let tenant = db::background::parse_column::<TenantId>(&claimed.tenant_id)?;
     conn.transaction(async |conn| {
         let changed = refresh(conn, &tenant).await?;
         tracing::debug!(tenant = %tenant, findings = changed, "policy coverage recomputed");
@@ -295,7 +295,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<bool, DieselError>
 /// Recomputes coverage until the process ends: at once while tenants are queued, else a look
 /// every second.
 pub fn spawn(pool: db::Pool) {
-    crate::background::repeat("policy coverage", Duration::from_secs(1), move || {
+    db::background::repeat("policy coverage", Duration::from_secs(1), move || {
         let pool = pool.clone();
         async move {
             let mut conn = pool.get().await.map_err(|e| e.to_string())?;

@@ -23,7 +23,7 @@ pub(super) struct Pending {
     /// Known here for deterministic and enciphered format-preserving tokens; drawn when
     /// written for surrogates; derived from the token id when written for randomized ones.
     pub token: Option<String>,
-    /// The lookup key of the token ([`crate::lookup`]), which also keeps one entry per value
+    /// The lookup key of the token ([`tokenize_core::lookup`]), which also keeps one entry per value
     /// for deterministic and enciphered tokens. Set with the token, except for randomized
     /// tokens, which their token ids find.
     pub lookup: Option<uuid::Uuid>,
@@ -112,13 +112,13 @@ pub(super) fn prepare(
         match mode {
             Mode::Deterministic => {
                 let token = deterministic_token(&keys.mac, &scope, &value);
-                pending.lookup = Some(crate::lookup(tenant, pii_type.as_str(), &token));
+                pending.lookup = Some(tokenize_core::lookup(tenant, pii_type.as_str(), &token));
                 pending.token = Some(token);
             }
             Mode::Randomized => {}
             Mode::FormatPreserving => match format_preserving(&keys.fpe, &value) {
                 FormatPreserving::Enciphered(token) => {
-                    pending.lookup = Some(crate::lookup(tenant, pii_type.as_str(), &token));
+                    pending.lookup = Some(tokenize_core::lookup(tenant, pii_type.as_str(), &token));
                     pending.token = Some(token);
                     pending.enciphered = Some(Box::new(value));
                 }

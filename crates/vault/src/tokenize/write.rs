@@ -377,7 +377,11 @@ pub(super) async fn write(
             }
             if let Some(s) = &p.surrogate {
                 let token = s.draw(rng).map_err(|_| VaultError::Crypto)?;
-                p.lookup = Some(crate::lookup(tenant.as_str(), p.pii_type.as_str(), &token));
+                p.lookup = Some(tokenize_core::lookup(
+                    tenant.as_str(),
+                    p.pii_type.as_str(),
+                    &token,
+                ));
                 p.token = Some(token);
             }
             let Some(draw) = random.next() else {

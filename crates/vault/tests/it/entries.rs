@@ -431,7 +431,7 @@ async fn the_migrations_lookup_formula_is_the_vaults() {
         .unwrap();
         assert_eq!(
             from_sql.lookup,
-            vault::lookup(tenant, pii_type, token),
+            tokenize_core::lookup(tenant, pii_type, token),
             "{token}"
         );
     }
@@ -503,7 +503,7 @@ async fn tokens_are_found_by_their_lookup_keys_and_nothing_else_is() {
     let mut elsewhere = Vec::new();
     for (pii_type, token) in candidates {
         for (tenant, into) in [(acme(), &mut found), (globex(), &mut elsewhere)] {
-            let key = vault::lookup(tenant.as_str(), pii_type, token);
+            let key = tokenize_core::lookup(tenant.as_str(), pii_type, token);
             let n = v
                 .count(&format!(
                     "SELECT count(*) AS n FROM vault_entries

@@ -732,7 +732,7 @@ async fn a_format_preserving_token_that_names_another_value_gives_this_one_a_sur
     else {
         panic!("{:?}", preview.results[0])
     };
-    let lookup = vault::lookup("acme", "phone", bare_token);
+    let lookup = tokenize_core::lookup("acme", "phone", bare_token);
     use diesel_async::RunQueryDsl as _;
     diesel::sql_query("UPDATE vault_entries SET token = $1, lookup = $2 WHERE token_id = $3")
         .bind::<diesel::sql_types::Text, _>(bare_token)
