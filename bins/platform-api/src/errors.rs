@@ -165,8 +165,8 @@ pub fn platform(error: platform::PlatformError) -> ApiError {
     }
 }
 
-pub fn policies(error: governance::policies::PolicyError) -> ApiError {
-    use governance::policies::PolicyError;
+pub fn policies(error: policies::store::PolicyError) -> ApiError {
+    use policies::store::PolicyError;
     match error {
         PolicyError::NotFound => ApiError::new(
             StatusCode::NOT_FOUND,

@@ -330,15 +330,15 @@ pub fn deployment_config(
     }
 }
 
-pub fn document_syntax(s: dps_http::DocumentSyntax) -> governance::document::Syntax {
+pub fn document_syntax(s: dps_http::DocumentSyntax) -> policies::document::Syntax {
     match s {
-        dps_http::DocumentSyntax::Json => governance::document::Syntax::Json,
-        dps_http::DocumentSyntax::Yaml => governance::document::Syntax::Yaml,
+        dps_http::DocumentSyntax::Json => policies::document::Syntax::Json,
+        dps_http::DocumentSyntax::Yaml => policies::document::Syntax::Yaml,
     }
 }
 
 pub fn governance_policy(
-    p: governance::policies::PolicySummary,
+    p: policies::store::PolicySummary,
 ) -> api_types::governance::GovernancePolicy {
     api_types::governance::GovernancePolicy {
         id: p.id.to_string(),
@@ -357,7 +357,7 @@ pub fn governance_policy(
 }
 
 pub fn governance_policy_detail(
-    p: governance::policies::Policy,
+    p: policies::store::Policy,
 ) -> api_types::governance::GovernancePolicyDetail {
     api_types::governance::GovernancePolicyDetail {
         document: p.document.to_value(),
@@ -366,7 +366,7 @@ pub fn governance_policy_detail(
 }
 
 pub fn governance_policy_created(
-    p: governance::policies::PolicySummary,
+    p: policies::store::PolicySummary,
 ) -> api_types::governance::GovernancePolicyCreated {
     api_types::governance::GovernancePolicyCreated {
         id: p.id.to_string(),
@@ -490,7 +490,7 @@ fn round3(x: f64) -> f64 {
 }
 
 pub fn summary(s: governance::summary::Summary) -> api_types::governance::Summary {
-    use governance::document::{Mode, Severity};
+    use policies::document::{Mode, Severity};
     let drift = |severity| s.open_drift_events.get(&severity).copied().unwrap_or(0);
     let mode = |m| s.policies_by_mode.get(&m).copied().unwrap_or(0);
     api_types::governance::Summary {
@@ -573,9 +573,7 @@ pub fn reconciliation(
 pub fn remediation(r: governance::remediate::Remediation) -> api_types::remediation::Remediation {
     use api_types::remediation as api;
     let row = r.row;
-    let class = row.kind().map_or("unknown", |k| {
-        governance::evaluate::plan::safety_class(k).as_str()
-    });
+    let class = row.kind().map_or("unknown", |k| k.safety_class().as_str());
     let location = match (&row.lkg_bucket, &row.lkg_key) {
         (Some(bucket), Some(key)) => Some(api::ObjectLocation {
             bucket: bucket.clone(),

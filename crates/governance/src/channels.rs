@@ -18,8 +18,8 @@ use uuid::Uuid;
 
 use db::schema::{governance_channels, governance_policies};
 
-pub use crate::channel_name::{MAX_NAME_CHARS, NAME_RULE, valid_name};
-use crate::document::Problem;
+pub use policies::channel_name::{MAX_NAME_CHARS, NAME_RULE, valid_name};
+use policies::document::Problem;
 
 /// The most channels a tenant holds.
 pub const MAX_PER_TENANT: i64 = 50;

@@ -24,10 +24,10 @@ use uuid::Uuid;
 
 use db::schema::governance_drift_events;
 
-use crate::document::Severity;
 use crate::findings::RemediationStatus;
 use crate::risk::model;
 use crate::risk::state::ObjectChange;
+use policies::document::Severity;
 
 /// The cursor list name.
 const LIST: &str = "drift-events";

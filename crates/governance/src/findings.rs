@@ -10,8 +10,8 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
 use uuid::Uuid;
 
-use crate::evaluate::matching::{Finding, matches};
-use crate::policies::active;
+use policies::matching::{Finding, matches};
+use policies::store::active;
 
 /// Where a finding's remediation stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

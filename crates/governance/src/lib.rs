@@ -1,14 +1,11 @@
 #![doc = include_str!("../README.md")]
 
 pub mod backlog;
-mod channel_name;
 pub mod channels;
 pub mod delivery;
-pub mod document;
 pub mod drift;
 pub mod evaluate;
 pub mod findings;
-pub mod policies;
 pub mod posture;
 pub mod reconcile;
 pub mod remediate;

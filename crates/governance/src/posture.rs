@@ -33,11 +33,11 @@ use uuid::Uuid;
 
 use db::schema::{governance_buckets, governance_posture_checks};
 
-use crate::document::Severity;
 use crate::drift::{Kind, NewEvent};
 use crate::findings::RemediationStatus;
 use crate::risk::exposure::{BucketRisk, bucket_risk, set_bucket_exposure};
 use crate::risk::model;
+use policies::document::Severity;
 
 /// Attempts before a check that keeps failing is dropped (the next scan queues another).
 const MAX_ATTEMPTS: i32 = 5;

@@ -7,8 +7,8 @@ use diesel::result::Error as DieselError;
 use diesel_async::AsyncPgConnection;
 use ids::TenantId;
 
-use crate::document::{Mode, Severity};
 use crate::risk::RiskScore;
+use policies::document::{Mode, Severity};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
@@ -28,6 +28,6 @@ pub async fn summary(
         open_drift_events: crate::drift::open_by_severity(conn, tenant).await?,
         risk: crate::risk::workspace(conn, tenant).await?,
         findings_by_category: crate::risk::read::findings_by_category(conn, tenant).await?,
-        policies_by_mode: crate::policies::count_by_mode(conn, tenant).await?,
+        policies_by_mode: policies::store::count_by_mode(conn, tenant).await?,
     })
 }

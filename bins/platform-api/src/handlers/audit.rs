@@ -3,8 +3,8 @@
 use actix_web::web;
 use api_types::governance::{AuditEntry, AuditQuery};
 use dps_http::{ApiError, Caller, Enveloped, ServiceState};
-use governance::document::ActionType;
 use ids::PolicyId;
+use policies::document::ActionType;
 
 use crate::{Extra, errors, wire};
 

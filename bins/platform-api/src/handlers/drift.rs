@@ -4,9 +4,9 @@
 use actix_web::web;
 use api_types::governance::{Acknowledge, DriftEvent, DriftQuery, Summary};
 use dps_http::{ApiError, Caller, Enveloped, OptionalBody, ServiceState};
-use governance::document::Severity;
 use governance::drift::{self, Filter, Kind};
 use ids::ConnectorId;
+use policies::document::Severity;
 
 use crate::{Extra, errors, wire};
 

@@ -9,9 +9,9 @@ use api_types::governance::{
     GovernancePolicyQuery, PolicyDocument,
 };
 use dps_http::{ApiError, Caller, Enveloped, Permitted, RawDocument, ServiceState, groups};
-use governance::document::Mode;
-use governance::policies::{self as store, Filter};
 use ids::PolicyId;
+use policies::document::Mode;
+use policies::store::{self, Filter};
 
 use crate::{Extra, errors, wire};
 

@@ -4,9 +4,9 @@
 use actix_web::web;
 use api_types::remediation::{ReceiptKeys, Remediation, RemediationQuery, UndoRequest};
 use dps_http::{ApiError, Caller, Enveloped, OptionalBody, Permitted, ServiceState, groups};
-use governance::document::ActionType;
 use governance::remediate::{self, Filter, State};
 use ids::{ConnectorId, PolicyId};
+use policies::document::ActionType;
 use serde_json::json;
 
 use crate::{Extra, errors, wire};

@@ -11,7 +11,6 @@
 //! transaction: an event's effects and the position that says it was read commit together.
 //! The ledger of actions makes a re-read harmless anyway.
 
-pub mod matching;
 pub mod plan;
 
 use std::collections::HashMap;
@@ -24,11 +23,11 @@ use scans::outbox::{self, Delivered, Event, Position};
 
 use db::schema::governance_consumers;
 
-pub use matching::Finding;
 pub use plan::{Batch, Gates, Origin, Tally, apply};
+pub use policies::matching::Finding;
 
 use crate::drift::Decisions;
-use crate::policies::{Active, active};
+use policies::store::{Active, active};
 
 /// This consumer's name in `governance_consumers`.
 pub const CONSUMER: &str = "governance-evaluation";
@@ -42,21 +41,6 @@ pub enum EvaluateError {
     Database(#[from] diesel::result::Error),
     #[error("the scans outbox could not be read: {0}")]
     Outbox(#[from] scans::ScanError),
-}
-
-impl From<scans::findings::OpenFinding> for Finding {
-    fn from(f: scans::findings::OpenFinding) -> Self {
-        Finding {
-            id: f.finding_id,
-            bucket: f.bucket,
-            object_key: f.object_key,
-            etag: f.etag,
-            pii_type: f.pii_type,
-            category: f.category,
-            confidence: f.confidence,
-            tokenized: f.tokenized,
-        }
-    }
 }
 
 /// Policies and gates per tenant, read once per run.
@@ -144,7 +128,7 @@ async fn evaluate_event(
         }
     };
     if !tenants.0.contains_key(&delivered.tenant) {
-        crate::policies::lock_for_reading(conn, &delivered.tenant).await?;
+        policies::store::lock_for_reading(conn, &delivered.tenant).await?;
         let policies = active(conn, &delivered.tenant).await?;
         let gates = Gates::read(gates_conn, &delivered.tenant, &policies).await;
         tenants

@@ -25,26 +25,17 @@ use diesel::sql_types::{Array, Bool, Integer, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, ScanId, TenantId};
 use serde_json::{Value, json};
-use settings::{Gate, SafetyClass};
+use settings::Gate;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use db::schema::{governance_deliveries, remediation_requests};
 
-use super::matching::{Finding, ObjectMatch, by_object};
-use crate::document::{Action, ActionType, Mode};
 use crate::drift::Decisions;
 use crate::findings::RemediationStatus;
-use crate::policies::{Active, count_matches};
-
-/// The safety class of each action type.
-pub fn safety_class(action: ActionType) -> SafetyClass {
-    match action {
-        ActionType::Alert => SafetyClass::ReadOnly,
-        ActionType::Tokenize | ActionType::Quarantine => SafetyClass::Reversible,
-        ActionType::Mask => SafetyClass::Destructive,
-    }
-}
+use policies::document::{Action, ActionType, Mode};
+use policies::matching::{Finding, ObjectMatch, by_object};
+use policies::store::{Active, count_matches};
 
 /// What the safety-class gate said for each action type, read before the transaction (a failed
 /// read must not abort it: the gate fails open).
@@ -65,8 +56,9 @@ impl Gates {
             for action in &policy.document.spec.actions {
                 let kind = action.action_type();
                 if let std::collections::hash_map::Entry::Vacant(entry) = gates.entry(kind) {
-                    entry
-                        .insert(settings::remediation_gate(conn, tenant, safety_class(kind)).await);
+                    entry.insert(
+                        settings::remediation_gate(conn, tenant, kind.safety_class()).await,
+                    );
                 }
             }
         }
@@ -279,7 +271,7 @@ const REPLAN: &str = replan_sql!("('blocked', 'failed')");
 const REPLAN_ALERT: &str = replan_sql!("('blocked')");
 
 /// An alert's audit details: the channels it goes to and its highest severity.
-fn alert_details(details: &mut Value, targets: &[(&str, crate::document::Severity)]) {
+fn alert_details(details: &mut Value, targets: &[(&str, policies::document::Severity)]) {
     details["channels"] = json!(targets.iter().map(|(c, _)| *c).collect::<Vec<_>>());
     if let Some(highest) = targets.iter().map(|(_, s)| *s).max() {
         details["severity"] = json!(highest.as_str());
@@ -501,7 +493,7 @@ pub async fn apply_with_decisions(
                     (Action::Alert(_), "blocked") => {
                         alert_details(&mut details, &policy.document.alert_targets());
                         details["gate"] = json!("denied");
-                        details["safety_class"] = json!(safety_class(kind).as_str());
+                        details["safety_class"] = json!(kind.safety_class().as_str());
                     }
                     (_, "planned" | "blocked") => {
                         let request = Uuid::now_v7();
@@ -531,7 +523,7 @@ pub async fn apply_with_decisions(
                             .await?;
                         details["request_id"] = json!(request.to_string());
                         details["gate"] = json!(gate_said);
-                        details["safety_class"] = json!(safety_class(kind).as_str());
+                        details["safety_class"] = json!(kind.safety_class().as_str());
                     }
                     _ => {}
                 }

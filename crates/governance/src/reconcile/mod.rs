@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use db::schema::{governance_actions, governance_policies, governance_reconciliations};
 
-use crate::document::{Pointer, Problem};
+use policies::document::{Pointer, Problem};
 
 /// The limit when neither the request nor `DPS_RECONCILE_MAX_ACTIONS` sets one.
 pub const DEFAULT_MAX_ACTIONS: u32 = 1000;

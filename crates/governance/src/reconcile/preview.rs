@@ -19,10 +19,10 @@ use settings::Gate;
 use uuid::Uuid;
 
 use super::{Counts, PlanItem};
-use crate::document::{ActionType, Mode};
 use crate::evaluate::Gates;
-use crate::evaluate::matching::names;
-use crate::policies::Active;
+use policies::document::{ActionType, Mode};
+use policies::matching::names;
+use policies::store::Active;
 
 /// The plan: counts, and one item per policy and action.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -18,7 +18,7 @@ use db::schema::{connectors as connector_rows, governance_reconciliations};
 use super::preview::{self, Plan};
 use super::{Counts, Mode, Scope, Status};
 use crate::evaluate::{Batch, Finding, Gates, Origin, apply};
-use crate::policies::{Active, active};
+use policies::store::{Active, active};
 
 /// Objects evaluated per transaction when an enforced reconciliation runs.
 const OBJECTS_PER_STEP: i64 = 500;
@@ -209,7 +209,7 @@ async fn run(
                     // stops: a policy since switched to dry-run, edited or deleted must not
                     // have its old version's actions planned (scan evaluation holds the same
                     // lock).
-                    crate::policies::lock_for_reading(conn, &job.tenant).await?;
+                    policies::store::lock_for_reading(conn, &job.tenant).await?;
                     if versions(&in_scope_policies(conn, job).await?) != planned_under {
                         return Ok(Step::PoliciesChanged);
                     }

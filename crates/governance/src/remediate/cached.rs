@@ -13,7 +13,7 @@ use ids::{ConnectorId, PolicyId, ScanId, TenantId};
 
 use super::stop::{Reason, Stop};
 use super::store::Row;
-use crate::document::{Action, ActionType};
+use policies::document::{Action, ActionType};
 
 /// Connectors' storages as the executor opened them, kept for a minute: opening one reads and
 /// unseals the connector's configuration, and its first call trades the platform's identity for
@@ -126,7 +126,7 @@ impl Actions {
             return Ok(action);
         }
         let action =
-            crate::policies::action_at(conn, tenant, row.policy(), row.policy_version, kind)
+            policies::store::action_at(conn, tenant, row.policy(), row.policy_version, kind)
                 .await?
                 .ok_or_else(|| Stop::fail(Reason::PolicyVersionMissing))?;
         self.0.put(key, &action);

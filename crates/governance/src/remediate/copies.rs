@@ -24,7 +24,7 @@ use super::retain;
 use super::stop::{Reason, Stop};
 use super::storage::{Executor, MAX_OBJECT_BYTES, open_storage, sha256};
 use super::store::{self, Row, State, same_etag};
-use crate::document::{Action, ActionType};
+use policies::document::{Action, ActionType};
 
 /// The request's connector's storage: the live connector's, else what its deletion kept.
 pub(crate) async fn open_any(
@@ -148,7 +148,7 @@ pub(crate) async fn discard(db: &mut Conn<'_>, exec: &Executor, row: &Row) {
         Some(location) => Some(location.clone()),
         None if row.state() == State::Planned => {
             let action = match (row.tenant(), row.kind(), db.get().await) {
-                (Ok(tenant), Some(kind), Ok(conn)) => crate::policies::action_at(
+                (Ok(tenant), Some(kind), Ok(conn)) => policies::store::action_at(
                     conn,
                     &tenant,
                     row.policy(),

@@ -34,8 +34,7 @@ use super::rewrite;
 use super::stop::{Reason, Stop};
 use super::storage::{Executor, MAX_OBJECT_BYTES, open_storage, sha256};
 use super::store::{self, Ending, Row, State};
-use crate::document::{Action, ActionType};
-use crate::evaluate::plan::safety_class;
+use policies::document::{Action, ActionType};
 
 /// Takes one due request and runs it as far as it goes on `conn`, held throughout; returns
 /// whether there was one.
@@ -172,7 +171,7 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
         let gate = if row.gate == "denied" {
             Gate::Denied
         } else {
-            settings::gate_of(&settings, &tenant, safety_class(kind))
+            settings::gate_of(&settings, &tenant, kind.safety_class())
         };
         if !gate.permits() {
             block(db.get().await?, exec, &row, cosigning.mode).await?;
@@ -192,7 +191,7 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
         // The gate again, read now (a brake a tenant may pull mid-run): a denied class ends the
         // request `blocked` while the object is provably untouched (so in this run), else not.
         let now = settings::read(db.get().await?, &tenant).await;
-        if !settings::gate_of(&now, &tenant, safety_class(kind)).permits() {
+        if !settings::gate_of(&now, &tenant, kind.safety_class()).permits() {
             // Held for the storage calls below, as a failure holds it (see `run`).
             row = store::renew(db.get().await?, &row)
                 .await?

@@ -102,7 +102,7 @@ pub(crate) fn displaced_key(request_id: uuid::Uuid, lkg_key: &str) -> String {
 /// `.dps-quarantine/` segment that scans skip, named by the request and the source bucket.
 pub(crate) fn quarantine_location(
     row: &Row,
-    destination: &crate::document::Destination,
+    destination: &policies::document::Destination,
 ) -> (String, String) {
     // `.dps-quarantine` must be a path segment of its own, which scans skip: a prefix `held`
     // is `held/`, not `held.dps-quarantine/...`, which a scan would find and quarantine again.

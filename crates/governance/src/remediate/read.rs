@@ -10,7 +10,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::store::{COLUMNS, Row, State};
-use crate::document::ActionType;
+use policies::document::ActionType;
 
 const LIST: &str = "remediations";
 

@@ -13,7 +13,6 @@ use uuid::Uuid;
 use super::cosigner::Cosigner;
 use super::stop::{Reason, Stop};
 use super::store::{Row, StoredReceipt};
-use crate::evaluate::plan::safety_class;
 
 /// Signs receipts and has them co-signed as each tenant wants.
 #[derive(Debug)]
@@ -34,7 +33,7 @@ fn time(at: Option<OffsetDateTime>) -> Value {
 
 /// The receipt's fields for `row` (everything but what the kind adds).
 fn body(kind: &str, id: Uuid, row: &Row, now: OffsetDateTime) -> Value {
-    let class = row.kind().map_or("unknown", |k| safety_class(k).as_str());
+    let class = row.kind().map_or("unknown", |k| k.safety_class().as_str());
     let mut findings: Vec<String> = row.finding_ids.iter().map(Uuid::to_string).collect();
     findings.sort();
     json!({
@@ -219,7 +218,7 @@ pub(crate) fn entry(
     receipt: &StoredReceipt,
 ) -> audit::NewEntry {
     let action = row.kind().map_or("tokenize", |k| k.as_str());
-    let class = row.kind().map_or("unknown", |k| safety_class(k).as_str());
+    let class = row.kind().map_or("unknown", |k| k.safety_class().as_str());
     audit::NewEntry::new(kind, audit::Actor::System)
         .policy(row.policy(), row.policy_version)
         .action(action)

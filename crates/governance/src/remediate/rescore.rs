@@ -121,8 +121,8 @@ pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<usize, DieselError
                     .into_iter()
                     .map(Finding::from)
                     .collect();
-            crate::policies::lock_for_reading(conn, &tenant).await?;
-            let policies = crate::policies::active(conn, &tenant).await?;
+            policies::store::lock_for_reading(conn, &tenant).await?;
+            let policies = policies::store::active(conn, &tenant).await?;
             let keys: Vec<(&str, &str)> = objects
                 .iter()
                 .map(|(b, k)| (b.as_str(), k.as_str()))

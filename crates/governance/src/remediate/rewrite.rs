@@ -13,7 +13,7 @@ use super::conn::Conn;
 use super::content;
 use super::stop::{Reason, Stop};
 use super::store::Row;
-use crate::document::Action;
+use policies::document::Action;
 
 /// An object's new content, and the tokens written into it (PII type, token), which a rescan
 /// will recognize there (`written`).

@@ -22,7 +22,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::document::ActionType;
+use policies::document::ActionType;
 
 /// How long a taken request is the taker's alone.
 pub(crate) const LEASE_SECONDS: i32 = 300;

@@ -26,7 +26,7 @@ use super::rescore::Changed;
 use super::stop::{Reason, Stop};
 use super::storage::{Executor, MAX_OBJECT_BYTES};
 use super::store::{self, Ending, Row, State, same_etag};
-use crate::document::ActionType;
+use policies::document::ActionType;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UndoError {

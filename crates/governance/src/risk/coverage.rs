@@ -10,22 +10,16 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use diesel::QueryableByName;
-use diesel::prelude::*;
 use diesel::result::Error as DieselError;
-use diesel::sql_types::{
-    Array, Bool, Float4, Integer, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
-};
+use diesel::sql_types::{Array, Bool, Float4, Integer, Nullable, SmallInt, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use ids::TenantId;
-use time::OffsetDateTime;
 use uuid::Uuid;
 
-use db::schema::governance_coverage_refresh;
-
 use super::model::{self, Factors};
-use crate::document::Mode;
-use crate::policies::active;
 use crate::reconcile::preview::{lowest_thresholds, pairs};
+use policies::document::Mode;
+use policies::store::active;
 
 #[derive(QueryableByName)]
 struct Flipped {
@@ -68,7 +62,7 @@ struct ObjectRow {
 /// Recomputes the tenant's coverage under its current enforced policies; returns how many
 /// findings changed. Call it in a transaction.
 pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<u64, DieselError> {
-    crate::policies::lock_for_reading(conn, tenant).await?;
+    policies::store::lock_for_reading(conn, tenant).await?;
     // After any batch being recorded in the tenant's connectors has committed, and before any
     // other records them: the counts moved below are deltas from the rows read here.
     super::state::lock_connectors(conn, tenant).await?;
@@ -241,52 +235,15 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
     Ok(flipped.len() as u64)
 }
 
-#[derive(QueryableByName)]
-struct Claimed {
-    #[diesel(sql_type = Text)]
-    tenant_id: String,
-    #[diesel(sql_type = Timestamptz)]
-    requested_at: OffsetDateTime,
-}
-
 /// Takes one queued tenant and recomputes its coverage; returns whether there was one.
 pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<bool, DieselError> {
-    let claimed: Option<Claimed> = db::sql(
-        "UPDATE governance_coverage_refresh c SET lease_until = now() + interval '5 minutes'
-          WHERE c.tenant_id = (
-                SELECT tenant_id FROM governance_coverage_refresh
-                 WHERE lease_until IS NULL OR lease_until < now()
-                 ORDER BY requested_at
-                 LIMIT 1
-                   FOR UPDATE SKIP LOCKED)
-         RETURNING c.tenant_id, c.requested_at",
-    )
-    .get_result(conn)
-    .await
-    .optional()?;
-    let Some(claimed) = claimed else {
+    let Some(claimed) = policies::changes::claim(conn).await? else {
         return Ok(false);
     };
-    let tenant = db::background::parse_column::<TenantId>(&claimed.tenant_id)?;
     conn.transaction(async |conn| {
-        let changed = refresh(conn, &tenant).await?;
-        tracing::debug!(tenant = %tenant, findings = changed, "policy coverage recomputed");
-        // A change requested meanwhile keeps its row, for another pass.
-        diesel::delete(
-            governance_coverage_refresh::table
-                .filter(governance_coverage_refresh::tenant_id.eq(tenant.as_str()))
-                .filter(governance_coverage_refresh::requested_at.eq(claimed.requested_at)),
-        )
-        .execute(conn)
-        .await?;
-        diesel::update(
-            governance_coverage_refresh::table
-                .filter(governance_coverage_refresh::tenant_id.eq(tenant.as_str())),
-        )
-        .set(governance_coverage_refresh::lease_until.eq(None::<OffsetDateTime>))
-        .execute(conn)
-        .await
-        .map(drop)
+        let changed = refresh(conn, &claimed.tenant).await?;
+        tracing::debug!(tenant = %claimed.tenant, findings = changed, "policy coverage recomputed");
+        policies::changes::done(conn, &claimed).await
     })
     .await?;
     Ok(true)

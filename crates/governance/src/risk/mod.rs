@@ -2,7 +2,6 @@
 //! how each recorded batch keeps them current ([`state`]), and how they are read ([`read`]).
 
 pub mod coverage;
-pub mod coverage_queue;
 pub mod exposure;
 pub mod model;
 pub mod read;

@@ -18,7 +18,7 @@
 //! - **policy_coverage**: the share of findings matched by an enforced policy. It lowers the
 //!   score, to half at full coverage: a policy is acting, but the data is there until it has.
 
-use crate::document::Severity;
+use policies::document::Severity;
 
 /// The factors of one score.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::model::{self, CONNECTOR_SATURATION, FILE_SATURATION, Factors, WORKSPACE_SATURATION};
-use crate::document::Severity;
+use policies::document::Severity;
 
 /// The aggregation level of a score.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

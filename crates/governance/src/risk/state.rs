@@ -16,9 +16,9 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::model::{self, FILE_SATURATION, Factors};
-use crate::document::Mode;
-use crate::evaluate::matching::{Finding, matches};
-use crate::policies::Active;
+use policies::document::Mode;
+use policies::matching::{Finding, matches};
+use policies::store::Active;
 
 /// What a file's risk was before and is now.
 #[derive(Debug, Clone, PartialEq)]

@@ -77,12 +77,12 @@ async fn record_batch(
 }
 
 async fn create_policy(env: &mut Env, tenant: &TenantId) {
-    governance::policies::create(
+    policies::store::create(
         &mut env.conn,
         tenant,
         &crate::admin(),
         MASK_SSNS.as_bytes(),
-        governance::document::Syntax::Yaml,
+        policies::document::Syntax::Yaml,
     )
     .await
     .unwrap();
@@ -241,7 +241,7 @@ async fn a_change_a_scan_planned_while_a_reconciliation_ran_is_reported_as_plann
     // without seeing it, and its step waits on the ledger row it claimed.
     let mut evaluation = env.connect().await;
     evaluation.batch_execute("BEGIN").await.unwrap();
-    let active = governance::policies::active(&mut evaluation, &tenant)
+    let active = policies::store::active(&mut evaluation, &tenant)
         .await
         .unwrap();
     let mut gates_conn = env.connect().await;

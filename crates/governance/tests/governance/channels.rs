@@ -1,6 +1,6 @@
 use governance::channels::{self, ChannelError, NewChannel};
-use governance::document::Syntax;
 use paging::Limit;
+use policies::document::Syntax;
 
 use crate::{Env, acme, admin, globex};
 
@@ -129,7 +129,7 @@ spec:
   conditions: [{ category: email, min_confidence: 0.9 }]
   actions: [{ type: alert, config: { channels: [security], severity: medium } }]
 ";
-    let policy = governance::policies::create(
+    let policy = policies::store::create(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -147,7 +147,7 @@ spec:
         channels::delete(&mut env.conn, &globex(), &admin(), "security").await,
         Err(ChannelError::NotFound)
     ));
-    governance::policies::delete(&mut env.conn, &acme(), &admin(), policy.summary.id)
+    policies::store::delete(&mut env.conn, &acme(), &admin(), policy.summary.id)
         .await
         .unwrap();
     channels::delete(&mut env.conn, &acme(), &admin(), "security")
@@ -191,7 +191,7 @@ spec:
   conditions: [{ category: email, min_confidence: 0.9 }]
   actions: [{ type: alert, config: { channels: [security], severity: medium } }]
 ";
-        let outcome = governance::policies::create(
+        let outcome = policies::store::create(
             &mut creator,
             &acme(),
             &admin(),

@@ -1,9 +1,10 @@
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
 use governance::channels::NewChannel;
-use governance::document::Syntax;
 use governance::evaluate::{self, Batch, Finding, Gates, Origin};
-use governance::{channels, delivery, policies};
+use governance::{channels, delivery};
 use ids::{ConnectorId, ScanId};
+use policies::document::Syntax;
+use policies::store;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -35,7 +36,7 @@ spec:
   conditions: [{ category: us_ssn, min_confidence: 0.5 }]
   actions: [{ type: alert, config: { channels: [hooks], severity: high } }]
 ";
-    policies::create(
+    store::create(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -55,7 +56,7 @@ spec:
         tokenized: false,
     }];
     let tenant = acme();
-    let active = policies::active(&mut env.conn, &tenant).await.unwrap();
+    let active = store::active(&mut env.conn, &tenant).await.unwrap();
     let batch = Batch {
         tenant: &tenant,
         connector: ConnectorId::new(),

@@ -1,8 +1,8 @@
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
-use governance::document::Syntax;
 use governance::evaluate::{self, Batch, Finding, Gates, Origin};
-use governance::policies;
 use ids::{ConnectorId, ScanId, TenantId};
+use policies::document::Syntax;
+use policies::store;
 use uuid::Uuid;
 
 use crate::{Env, acme, admin};
@@ -43,8 +43,8 @@ spec:
     )
 }
 
-async fn create(env: &mut Env, tenant: &TenantId, text: &str) -> policies::Policy {
-    policies::create(
+async fn create(env: &mut Env, tenant: &TenantId, text: &str) -> store::Policy {
+    store::create(
         &mut env.conn,
         tenant,
         &admin(),
@@ -66,7 +66,7 @@ async fn run_as(
     origin: Origin,
 ) -> evaluate::Tally {
     let tenant = acme();
-    let active = policies::active(&mut env.conn, &tenant).await.unwrap();
+    let active = store::active(&mut env.conn, &tenant).await.unwrap();
     let mut gates_conn = env.connect().await;
     let gates = Gates::read(&mut gates_conn, &tenant, &active).await;
     let batch = Batch {
@@ -142,7 +142,7 @@ async fn a_dry_run_policy_records_what_it_would_do_once_and_changes_nothing() {
             .await,
         4
     );
-    let policy = policies::get(&mut env.conn, &acme(), created.summary.id)
+    let policy = store::get(&mut env.conn, &acme(), created.summary.id)
         .await
         .unwrap();
     assert_eq!(policy.summary.findings_matched, 6);
@@ -460,7 +460,7 @@ async fn a_denied_safety_class_blocks_and_an_unreadable_gate_fails_open() {
             ..f.clone()
         })
         .collect();
-    let active = policies::active(&mut env.conn, &acme()).await.unwrap();
+    let active = store::active(&mut env.conn, &acme()).await.unwrap();
     let mut gates_conn = env.connect().await;
     let gates = Gates::read(&mut gates_conn, &acme(), &active).await;
     diesel::sql_query("ALTER TABLE tenant_settings_away RENAME TO tenant_settings")

@@ -7,8 +7,8 @@
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Integer, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
-use governance::evaluate::matching::Finding;
 use ids::ConnectorId;
+use policies::matching::Finding;
 use uuid::Uuid;
 
 use crate::Env;

@@ -1,6 +1,6 @@
-use governance::document::{Mode, Syntax};
-use governance::policies::{self, Filter, PolicyError};
 use paging::Limit;
+use policies::document::{Mode, Syntax};
+use policies::store::{self, Filter, PolicyError};
 
 use crate::{Env, acme, admin, globex};
 
@@ -39,7 +39,7 @@ async fn a_policy_is_created_read_replaced_and_deleted_with_its_audit_trail() {
             "    - type: alert\n      config: {{ channels: [security], severity: high }}\n  scope:\n    connectors: [{connector}]\n"
         ),
     );
-    let created = policies::create(
+    let created = store::create(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -65,7 +65,7 @@ async fn a_policy_is_created_read_replaced_and_deleted_with_its_audit_trail() {
     json["spec"]["actions"] = serde_json::json!([
         {"type": "tokenize", "config": {"tokenization_policy_id": token_policy.to_string()}}
     ]);
-    let updated = policies::update(
+    let updated = store::update(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -90,15 +90,15 @@ async fn a_policy_is_created_read_replaced_and_deleted_with_its_audit_trail() {
         2
     );
 
-    policies::delete(&mut env.conn, &acme(), &admin(), s.id)
+    store::delete(&mut env.conn, &acme(), &admin(), s.id)
         .await
         .unwrap();
     assert!(matches!(
-        policies::get(&mut env.conn, &acme(), s.id).await,
+        store::get(&mut env.conn, &acme(), s.id).await,
         Err(PolicyError::NotFound)
     ));
     assert!(matches!(
-        policies::delete(&mut env.conn, &acme(), &admin(), s.id).await,
+        store::delete(&mut env.conn, &acme(), &admin(), s.id).await,
         Err(PolicyError::NotFound)
     ));
     // The versions stay, so what the policy did can still be read back.
@@ -137,7 +137,7 @@ spec:
     - {{ type: tokenize, config: {{ tokenization_policy_id: {missing_policy} }} }}
 "
     );
-    let Err(PolicyError::Invalid(problems)) = policies::create(
+    let Err(PolicyError::Invalid(problems)) = store::create(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -167,7 +167,7 @@ spec:
 
     // A valid policy, then an invalid PUT: nothing changes.
     let good = yaml("good", "enforced", "");
-    let created = policies::create(
+    let created = store::create(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -177,7 +177,7 @@ spec:
     .await
     .unwrap();
     let broken = good.replace("min_confidence: 0.8", "min_confidence: 8");
-    let outcome = policies::update(
+    let outcome = store::update(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -190,7 +190,7 @@ spec:
         matches!(outcome, Err(PolicyError::Invalid(_))),
         "{outcome:?}"
     );
-    let after = policies::get(&mut env.conn, &acme(), created.summary.id)
+    let after = store::get(&mut env.conn, &acme(), created.summary.id)
         .await
         .unwrap();
     assert_eq!(after, created);
@@ -200,7 +200,7 @@ spec:
 async fn names_are_unique_per_tenant_and_tenants_never_see_each_other() {
     let mut env = Env::new().await;
     let body = yaml("dup", "enforced", "");
-    let first = policies::create(
+    let first = store::create(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -209,7 +209,7 @@ async fn names_are_unique_per_tenant_and_tenants_never_see_each_other() {
     )
     .await
     .unwrap();
-    let again = policies::create(
+    let again = store::create(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -222,7 +222,7 @@ async fn names_are_unique_per_tenant_and_tenants_never_see_each_other() {
         "{again:?}"
     );
     // Another tenant may use the name, and cannot see, change or delete acme's policy.
-    policies::create(
+    store::create(
         &mut env.conn,
         &globex(),
         &admin(),
@@ -233,11 +233,11 @@ async fn names_are_unique_per_tenant_and_tenants_never_see_each_other() {
     .unwrap();
     let id = first.summary.id;
     assert!(matches!(
-        policies::get(&mut env.conn, &globex(), id).await,
+        store::get(&mut env.conn, &globex(), id).await,
         Err(PolicyError::NotFound)
     ));
     assert!(matches!(
-        policies::update(
+        store::update(
             &mut env.conn,
             &globex(),
             &admin(),
@@ -249,11 +249,11 @@ async fn names_are_unique_per_tenant_and_tenants_never_see_each_other() {
         Err(PolicyError::NotFound)
     ));
     assert!(matches!(
-        policies::delete(&mut env.conn, &globex(), &admin(), id).await,
+        store::delete(&mut env.conn, &globex(), &admin(), id).await,
         Err(PolicyError::NotFound)
     ));
     // Renaming onto another policy's name is a conflict too.
-    let other = policies::create(
+    let other = store::create(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -262,7 +262,7 @@ async fn names_are_unique_per_tenant_and_tenants_never_see_each_other() {
     )
     .await
     .unwrap();
-    let renamed = policies::update(
+    let renamed = store::update(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -287,7 +287,7 @@ async fn the_list_filters_by_mode_and_tag_and_pages() {
         ("d", "enforced", "[]"),
     ] {
         let body = yaml(name, mode, "").replace("[pci, exports]", tags);
-        policies::create(
+        store::create(
             &mut env.conn,
             &acme(),
             &admin(),
@@ -297,7 +297,7 @@ async fn the_list_filters_by_mode_and_tag_and_pages() {
         .await
         .unwrap();
     }
-    policies::create(
+    store::create(
         &mut env.conn,
         &globex(),
         &admin(),
@@ -306,7 +306,7 @@ async fn the_list_filters_by_mode_and_tag_and_pages() {
     )
     .await
     .unwrap();
-    let names = |page: &paging::Page<policies::PolicySummary>| {
+    let names = |page: &paging::Page<store::PolicySummary>| {
         page.items
             .iter()
             .map(|p| p.name.clone())
@@ -314,7 +314,7 @@ async fn the_list_filters_by_mode_and_tag_and_pages() {
     };
     let limit = |n| Limit::parse(Some(n), 20).unwrap();
     let list = async |env: &mut Env, filter: Filter, n: i64, cursor: Option<&str>| {
-        policies::list(
+        store::list(
             &mut env.conn,
             &env.cursors,
             &acme(),

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use diesel::QueryableByName;
 use diesel::sql_types::{Jsonb, Text};
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
-use governance::document::Syntax;
 use governance::evaluate::{self, Batch, Finding, Gates, Origin};
-use governance::policies;
 use governance::remediate::{self, Executor, Receipts};
 use ids::ScanId;
+use policies::document::Syntax;
+use policies::store;
 use uuid::Uuid;
 
 use crate::{Env, acme, admin};
@@ -39,7 +39,7 @@ pub fn executor_with(env: &Env, cosigner: remediate::Cosigner) -> Executor {
 /// remediation request, `planned`, for acme.
 pub async fn plan_one_mask(env: &mut Env) {
     let connector = env.connector(&acme(), "exports").await;
-    policies::create(
+    store::create(
         &mut env.conn,
         &acme(),
         &admin(),
@@ -66,7 +66,7 @@ spec:
         tokenized: false,
     }];
     let tenant = acme();
-    let active = policies::active(&mut env.conn, &tenant).await.unwrap();
+    let active = store::active(&mut env.conn, &tenant).await.unwrap();
     let mut gates_conn = env.connect().await;
     let gates = Gates::read(&mut gates_conn, &tenant, &active).await;
     let batch = Batch {
@@ -279,8 +279,8 @@ async fn a_deleted_policy_stops_the_requests_it_planned_that_have_not_started() 
     let mut env = Env::new().await;
     plan_one_mask(&mut env).await;
     let tenant = acme();
-    let policy = policies::active(&mut env.conn, &tenant).await.unwrap()[0].id;
-    policies::delete(&mut env.conn, &tenant, &admin(), policy)
+    let policy = store::active(&mut env.conn, &tenant).await.unwrap()[0].id;
+    store::delete(&mut env.conn, &tenant, &admin(), policy)
         .await
         .unwrap();
     let exec = executor(&env);
@@ -343,8 +343,8 @@ spec:
         env.channel(&acme(), "security").await;
         plan_one_mask(&mut env).await;
         let tenant = acme();
-        let policy = policies::active(&mut env.conn, &tenant).await.unwrap()[0].id;
-        policies::update(
+        let policy = store::active(&mut env.conn, &tenant).await.unwrap()[0].id;
+        store::update(
             &mut env.conn,
             &tenant,
             &admin(),

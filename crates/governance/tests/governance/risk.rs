@@ -5,9 +5,9 @@ use diesel::sql_types::{Bool, Float4, Text, Uuid as SqlUuid};
 use diesel_async::{
     AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _, SimpleAsyncConnection as _,
 };
-use governance::evaluate::matching::Finding;
 use governance::risk::state::record_batch;
 use ids::{ConnectorId, TenantId};
+use policies::matching::Finding;
 use uuid::Uuid;
 
 use crate::{Env, acme};
@@ -313,12 +313,12 @@ async fn covered(env: &mut Env) -> (i64, i64) {
 }
 
 async fn create_mask_policy(conn: &mut AsyncPgConnection, tenant: &TenantId) {
-    governance::policies::create(
+    policies::store::create(
         conn,
         tenant,
         &crate::admin(),
         MASK_SSNS.as_bytes(),
-        governance::document::Syntax::Yaml,
+        policies::document::Syntax::Yaml,
     )
     .await
     .expect("the policy is created");
@@ -336,12 +336,10 @@ async fn a_policy_change_waits_for_a_run_recording_under_the_old_policies() {
     stored(&mut env, connector, &findings).await;
     let mut run = env.connect().await;
     run.batch_execute("BEGIN").await.unwrap();
-    governance::policies::lock_for_reading(&mut run, &tenant)
+    policies::store::lock_for_reading(&mut run, &tenant)
         .await
         .unwrap();
-    let policies = governance::policies::active(&mut run, &tenant)
-        .await
-        .unwrap();
+    let policies = policies::store::active(&mut run, &tenant).await.unwrap();
     assert!(policies.is_empty());
     record_batch(
         &mut run,

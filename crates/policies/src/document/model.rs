@@ -126,6 +126,15 @@ impl ActionType {
         ActionType::ALL.into_iter().find(|t| t.as_str() == raw)
     }
 
+    /// The action's safety class, which the tenant's remediation policy may deny.
+    pub fn safety_class(self) -> vocab::SafetyClass {
+        match self {
+            ActionType::Alert => vocab::SafetyClass::ReadOnly,
+            ActionType::Tokenize | ActionType::Quarantine => vocab::SafetyClass::Reversible,
+            ActionType::Mask => vocab::SafetyClass::Destructive,
+        }
+    }
+
     /// Whether the action changes the customer's object (and so becomes a remediation
     /// request) rather than only telling someone.
     pub fn changes_objects(self) -> bool {

@@ -2,7 +2,7 @@
 //! document, in YAML or JSON, the reader answers a document or a list of problems; it never
 //! panics, and a problem never quotes the document.
 
-use governance::document::{Syntax, parse};
+use policies::document::{Syntax, parse};
 use proptest::prelude::*;
 
 /// Text that looks like YAML: keys, indentation, flow collections, anchors, tags, quotes.
@@ -36,7 +36,7 @@ fn yamlish() -> impl Strategy<Value = String> {
 }
 
 /// Whether a problem's text repeats a marker planted in the document.
-fn quotes(problems: &[governance::document::Problem], marker: &str) -> bool {
+fn quotes(problems: &[policies::document::Problem], marker: &str) -> bool {
     problems
         .iter()
         .any(|p| p.reason.contains(marker) || p.pointer.contains(marker))

@@ -24,6 +24,21 @@ pub struct Finding {
     pub tokenized: bool,
 }
 
+impl From<scans::findings::OpenFinding> for Finding {
+    fn from(f: scans::findings::OpenFinding) -> Self {
+        Finding {
+            id: f.finding_id,
+            bucket: f.bucket,
+            object_key: f.object_key,
+            etag: f.etag,
+            pii_type: f.pii_type,
+            category: f.category,
+            confidence: f.confidence,
+            tokenized: f.tokenized,
+        }
+    }
+}
+
 /// Whether a condition names a finding of this type and category: its type, its category or
 /// its custom classifier is the condition's.
 pub fn names(condition: &Condition, pii_type: &str, category: &str) -> bool {

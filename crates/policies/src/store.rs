@@ -307,7 +307,7 @@ pub async fn create(
             ],
         )
         .await?;
-        crate::risk::coverage_queue::request(conn, tenant).await?;
+        crate::changes::request(conn, tenant).await?;
         Ok::<_, PolicyError>(())
     })
     .await?;
@@ -397,7 +397,7 @@ pub async fn update(
             ],
         )
         .await?;
-        crate::risk::coverage_queue::request(conn, tenant).await?;
+        crate::changes::request(conn, tenant).await?;
         Ok::<_, PolicyError>(())
     })
     .await?;
@@ -433,7 +433,7 @@ pub async fn delete(
             ],
         )
         .await?;
-        crate::risk::coverage_queue::request(conn, tenant).await?;
+        crate::changes::request(conn, tenant).await?;
         Ok(())
     })
     .await
@@ -577,7 +577,7 @@ pub async fn active(
 
 /// The action of `kind` in a policy's document at `version` (kept after the policy changed or
 /// was deleted), or None when there is no such version or action.
-pub(crate) async fn action_at(
+pub async fn action_at(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     id: PolicyId,
@@ -603,7 +603,7 @@ pub(crate) async fn action_at(
 }
 
 /// Adds a batch's matches to a policy's counters.
-pub(crate) async fn count_matches(
+pub async fn count_matches(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     id: PolicyId,

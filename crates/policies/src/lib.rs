@@ -1,0 +1,7 @@
+#![doc = include_str!("../README.md")]
+
+pub mod changes;
+pub mod channel_name;
+pub mod document;
+pub mod matching;
+pub mod store;
