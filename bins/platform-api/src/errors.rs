@@ -194,8 +194,8 @@ pub fn policies(error: policies::store::PolicyError) -> ApiError {
     }
 }
 
-pub fn channels(error: governance::channels::ChannelError) -> ApiError {
-    use governance::channels::ChannelError;
+pub fn channels(error: alerts::channels::ChannelError) -> ApiError {
+    use alerts::channels::ChannelError;
     match error {
         ChannelError::NotFound => ApiError::new(
             StatusCode::NOT_FOUND,
@@ -219,9 +219,9 @@ pub fn channels(error: governance::channels::ChannelError) -> ApiError {
         .with_details(json!({ "policies": policies })),
         ChannelError::TooMany => ApiError::invalid(format!(
             "a tenant has at most {} alert channels; delete one first",
-            governance::channels::MAX_PER_TENANT
+            alerts::channels::MAX_PER_TENANT
         ))
-        .with_details(json!({ "limit": governance::channels::MAX_PER_TENANT })),
+        .with_details(json!({ "limit": alerts::channels::MAX_PER_TENANT })),
         ChannelError::BadCursor => {
             ApiError::invalid("the cursor is not one this service issued for this list")
                 .with_details(json!({ "field": "cursor" }))

@@ -530,7 +530,7 @@ impl ServiceSpec for PlatformApi {
             extra.cloud.clone(),
             extra.keyring.clone(),
         );
-        governance::delivery::spawn(state.pool.clone(), extra.keyring.clone(), extra.egress);
+        alerts::delivery::spawn(state.pool.clone(), extra.keyring.clone(), extra.egress);
         if extra.remediation_executor {
             governance::remediate::spawn(
                 state.pool.clone(),

@@ -377,7 +377,7 @@ pub fn governance_policy_created(
     }
 }
 
-pub fn channel(c: governance::channels::Channel) -> api_types::governance::Channel {
+pub fn channel(c: alerts::channels::Channel) -> api_types::governance::Channel {
     api_types::governance::Channel {
         name: c.name,
         kind: c.kind.to_owned(),
@@ -387,7 +387,7 @@ pub fn channel(c: governance::channels::Channel) -> api_types::governance::Chann
 }
 
 pub fn channel_created(
-    c: governance::channels::CreatedChannel,
+    c: alerts::channels::CreatedChannel,
 ) -> api_types::governance::ChannelCreated {
     api_types::governance::ChannelCreated {
         channel: channel(c.channel),

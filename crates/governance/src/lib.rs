@@ -1,8 +1,6 @@
 #![doc = include_str!("../README.md")]
 
 pub mod backlog;
-pub mod channels;
-pub mod delivery;
 pub mod drift;
 pub mod evaluate;
 pub mod findings;

@@ -3,5 +3,6 @@
 pub mod changes;
 pub mod channel_name;
 pub mod document;
+pub mod ledger;
 pub mod matching;
 pub mod store;

@@ -2,9 +2,9 @@
 //! channel's URL may carry a token.
 
 use actix_web::web;
+use alerts::channels::{self as store, NewChannel};
 use api_types::governance::{Channel, ChannelCreated, ChannelDeleted, ChannelRequest};
 use dps_http::{ApiError, Body, Enveloped, Permitted, ServiceState, groups};
-use governance::channels::{self as store, NewChannel};
 
 use crate::{Extra, errors, wire};
 

@@ -19,23 +19,20 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use diesel::prelude::*;
 use diesel::result::Error as DieselError;
-use diesel::sql_types::{Array, Bool, Integer, Text, Uuid as SqlUuid};
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::AsyncPgConnection;
 use ids::{ConnectorId, ScanId, TenantId};
+use policies::document::{Action, ActionType, Mode};
+use policies::ledger::{Claim, claim};
+use policies::matching::{Finding, ObjectMatch, by_object};
+use policies::store::{Active, count_matches};
 use serde_json::{Value, json};
 use settings::Gate;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use db::schema::{governance_deliveries, remediation_requests};
-
 use crate::drift::Decisions;
 use crate::findings::RemediationStatus;
-use policies::document::{Action, ActionType, Mode};
-use policies::matching::{Finding, ObjectMatch, by_object};
-use policies::store::{Active, count_matches};
 
 /// What the safety-class gate said for each action type, read before the transaction (a failed
 /// read must not abort it: the gate fails open).
@@ -117,159 +114,6 @@ impl Tally {
     }
 }
 
-/// One ledger row to claim.
-struct Claim<'a> {
-    id: Uuid,
-    object: &'a ObjectMatch<'a>,
-    outcome: &'static str,
-}
-
-#[derive(QueryableByName)]
-struct Reopened {
-    #[diesel(sql_type = SqlUuid)]
-    action_id: Uuid,
-    #[diesel(sql_type = Text)]
-    bucket: String,
-    #[diesel(sql_type = Text)]
-    object_key: String,
-    #[diesel(sql_type = Text)]
-    etag: String,
-}
-
-/// Writes ledger rows for the claims and returns, for each claim that is to be acted on, its
-/// id and the ledger's id of the action: the claim's own for a new row, the existing row's for
-/// a remediation an enforced reconciliation plans again.
-#[allow(clippy::too_many_arguments, reason = "one row's columns")]
-async fn claim(
-    conn: &mut AsyncPgConnection,
-    tenant: &TenantId,
-    connector: ConnectorId,
-    policy: &Active,
-    kind: ActionType,
-    simulated: bool,
-    claims: &[Claim<'_>],
-    now: OffsetDateTime,
-    reconciliation: Option<Uuid>,
-) -> Result<HashMap<Uuid, Uuid>, DieselError> {
-    if claims.is_empty() {
-        return Ok(HashMap::new());
-    }
-    // Only an enforced reconciliation plans an action again: a remediation that ended blocked
-    // or failed, an alert that ended blocked (the conflict's update locks the row; scans keep
-    // `DO NOTHING`). A failed alert was tried for a day; a queued one is on its way.
-    let statement = match (reconciliation.is_some() && !simulated, kind) {
-        (false, _) => CLAIM,
-        (true, ActionType::Alert) => REPLAN_ALERT,
-        (true, _) => REPLAN,
-    };
-    let ids: Vec<Uuid> = claims.iter().map(|c| c.id).collect();
-    let buckets: Vec<&str> = claims.iter().map(|c| c.object.bucket).collect();
-    let keys: Vec<&str> = claims.iter().map(|c| c.object.object_key).collect();
-    let etags: Vec<&str> = claims.iter().map(|c| c.object.etag).collect();
-    // A denied remediation is planned in the ledger: it is `blocked` once the executor ended
-    // its request, and only an ended request may be planned again. A denied alert has no
-    // executor: it is blocked at once.
-    let outcomes: Vec<&str> = claims
-        .iter()
-        .map(|c| match c.outcome {
-            "blocked" if kind != ActionType::Alert => "planned",
-            outcome => outcome,
-        })
-        .collect();
-    // Finding ids travel as one text array of comma-joined ids per row (arrays of arrays
-    // cannot be ragged).
-    let findings: Vec<String> = claims
-        .iter()
-        .map(|c| {
-            c.object
-                .finding_ids()
-                .iter()
-                .map(Uuid::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect();
-    let rows: Vec<Reopened> = db::sql(statement)
-        .bind::<Text, _>(tenant.as_str())
-        .bind::<SqlUuid, _>(policy.id.as_uuid())
-        .bind::<Integer, _>(policy.version)
-        .bind::<Text, _>(kind.as_str())
-        .bind::<SqlUuid, _>(connector.as_uuid())
-        .bind::<Bool, _>(simulated)
-        .bind::<Array<SqlUuid>, _>(&ids)
-        .bind::<Array<Text>, _>(&buckets)
-        .bind::<Array<Text>, _>(&keys)
-        .bind::<Array<Text>, _>(&etags)
-        .bind::<Array<Text>, _>(&outcomes)
-        .bind::<diesel::sql_types::Timestamptz, _>(now)
-        .bind::<Array<Text>, _>(&findings)
-        .bind::<diesel::sql_types::Nullable<SqlUuid>, _>(reconciliation)
-        .load(conn)
-        .await?;
-    // A batch holds each object version once, so the version names the claim.
-    let by_version: HashMap<(&str, &str, &str), Uuid> = claims
-        .iter()
-        .map(|c| ((c.object.bucket, c.object.object_key, c.object.etag), c.id))
-        .collect();
-    Ok(rows
-        .iter()
-        .filter_map(|r| {
-            by_version
-                .get(&(r.bucket.as_str(), r.object_key.as_str(), r.etag.as_str()))
-                .map(|claim| (*claim, r.action_id))
-        })
-        .collect())
-}
-
-/// The claims' ledger rows, inserted where no row holds their object version yet (an undone
-/// remediation is not applied again until the policy version changes), then `$conflict`.
-macro_rules! claim_sql {
-    ($conflict:expr) => {
-        concat!(
-            "INSERT INTO governance_actions (tenant_id, action_id, policy_id, policy_version,
-                    action_type, connector_id, bucket, object_key, etag, simulated, outcome,
-                    finding_ids, created_at, updated_at, reconciliation_id)
-             SELECT $1, a.id, $2, $3, $4, $5, a.bucket, a.object_key, a.etag, $6, a.outcome,
-                    string_to_array(a.findings, ',')::uuid[], $12, $12, $14
-               FROM unnest($7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[],
-                           $13::text[]) AS a(id, bucket, object_key, etag, outcome, findings)
-              WHERE $6 OR NOT EXISTS (
-                    SELECT 1 FROM remediation_requests r
-                     WHERE r.tenant_id = $1 AND r.connector_id = $5 AND r.bucket = a.bucket
-                       AND r.object_key = a.object_key AND r.policy_id = $2
-                       AND r.policy_version = $3 AND r.action_type = $4
-                       AND r.status = 'undone') ",
-            $conflict,
-            " RETURNING action_id, bucket, object_key, etag"
-        )
-    };
-}
-
-/// New rows only.
-const CLAIM: &str = claim_sql!("ON CONFLICT DO NOTHING");
-
-/// New rows, and a row whose outcome is one of `$outcomes` taken again under its own action
-/// id.
-macro_rules! replan_sql {
-    ($outcomes:literal) => {
-        claim_sql!(concat!(
-            "ON CONFLICT (tenant_id, connector_id, bucket, object_key, etag, policy_id,
-                          policy_version, action_type, simulated)
-             DO UPDATE SET outcome = EXCLUDED.outcome, finding_ids = EXCLUDED.finding_ids,
-                           updated_at = EXCLUDED.updated_at,
-                           reconciliation_id = EXCLUDED.reconciliation_id
-              WHERE governance_actions.outcome IN ",
-            $outcomes
-        ))
-    };
-}
-
-/// A remediation that ended blocked or failed is planned again.
-const REPLAN: &str = replan_sql!("('blocked', 'failed')");
-
-/// An alert that ended blocked is queued again.
-const REPLAN_ALERT: &str = replan_sql!("('blocked')");
-
 /// An alert's audit details: the channels it goes to and its highest severity.
 fn alert_details(details: &mut Value, targets: &[(&str, policies::document::Severity)]) {
     details["channels"] = json!(targets.iter().map(|(c, _)| *c).collect::<Vec<_>>());
@@ -344,6 +188,8 @@ pub async fn apply_with_decisions(
     let mut decisions = Decisions::new();
     let now = OffsetDateTime::now_utc();
     let mut entries: Vec<audit::NewEntry> = Vec::new();
+    let mut deliveries: Vec<alerts::queue::NewDelivery> = Vec::new();
+    let mut requests: Vec<crate::remediate::store::NewRequest> = Vec::new();
     let mut total = Tally::default();
     let (origin_key, origin_id) = origin_details(batch.origin);
     for policy in policies.iter().filter(|p| p.covers(batch.connector)) {
@@ -453,41 +299,26 @@ pub async fn apply_with_decisions(
                         let reached: Vec<String> = if action_id == c.id {
                             Vec::new()
                         } else {
-                            governance_deliveries::table
-                                .filter(governance_deliveries::tenant_id.eq(batch.tenant.as_str()))
-                                .filter(governance_deliveries::action_id.eq(action_id))
-                                .filter(
-                                    governance_deliveries::status.eq_any(["delivered", "pending"]),
-                                )
-                                .select(governance_deliveries::channel)
-                                .load(conn)
-                                .await?
+                            alerts::queue::reached(conn, batch.tenant, action_id).await?
                         };
                         for &(channel, severity) in &targets {
                             if reached.iter().any(|r| r == channel) {
                                 continue;
                             }
                             let delivery = Uuid::now_v7();
-                            let payload = alert_payload(
-                                delivery,
-                                batch,
-                                policy,
-                                severity.as_str(),
-                                c.object,
-                                now,
-                            );
-                            diesel::insert_into(governance_deliveries::table)
-                                .values((
-                                    governance_deliveries::tenant_id.eq(batch.tenant.as_str()),
-                                    governance_deliveries::delivery_id.eq(delivery),
-                                    governance_deliveries::channel.eq(channel),
-                                    governance_deliveries::action_id.eq(action_id),
-                                    governance_deliveries::payload.eq(payload),
-                                    governance_deliveries::next_attempt_at.eq(now),
-                                    governance_deliveries::created_at.eq(now),
-                                ))
-                                .execute(conn)
-                                .await?;
+                            deliveries.push(alerts::queue::NewDelivery {
+                                delivery_id: delivery,
+                                channel: channel.to_owned(),
+                                action_id,
+                                payload: alert_payload(
+                                    delivery,
+                                    batch,
+                                    policy,
+                                    severity.as_str(),
+                                    c.object,
+                                    now,
+                                ),
+                            });
                         }
                     }
                     (Action::Alert(_), "blocked") => {
@@ -502,25 +333,19 @@ pub async fn apply_with_decisions(
                             Gate::AllowedPolicyUnreadable => "gate_unavailable",
                             Gate::Allowed => "allowed",
                         };
-                        diesel::insert_into(remediation_requests::table)
-                            .values((
-                                remediation_requests::tenant_id.eq(batch.tenant.as_str()),
-                                remediation_requests::request_id.eq(request),
-                                remediation_requests::action_id.eq(action_id),
-                                remediation_requests::policy_id.eq(policy.id.as_uuid()),
-                                remediation_requests::policy_version.eq(policy.version),
-                                remediation_requests::action_type.eq(kind.as_str()),
-                                remediation_requests::connector_id.eq(batch.connector.as_uuid()),
-                                remediation_requests::bucket.eq(c.object.bucket),
-                                remediation_requests::object_key.eq(c.object.object_key),
-                                remediation_requests::etag.eq(c.object.etag),
-                                remediation_requests::finding_ids.eq(c.object.finding_ids()),
-                                remediation_requests::gate.eq(gate_said),
-                                remediation_requests::created_at.eq(now),
-                                remediation_requests::updated_at.eq(now),
-                            ))
-                            .execute(conn)
-                            .await?;
+                        requests.push(crate::remediate::store::NewRequest {
+                            request_id: request,
+                            action_id,
+                            policy: policy.id,
+                            policy_version: policy.version,
+                            action: kind,
+                            connector: batch.connector,
+                            bucket: c.object.bucket.to_owned(),
+                            object_key: c.object.object_key.to_owned(),
+                            etag: c.object.etag.to_owned(),
+                            finding_ids: c.object.finding_ids(),
+                            gate: gate_said,
+                        });
                         details["request_id"] = json!(request.to_string());
                         details["gate"] = json!(gate_said);
                         details["safety_class"] = json!(kind.safety_class().as_str());
@@ -565,6 +390,8 @@ pub async fn apply_with_decisions(
         entries.insert(first_entry, evaluated);
         total.add(tally);
     }
+    alerts::queue::queue(conn, batch.tenant, &deliveries, now).await?;
+    crate::remediate::store::plan(conn, batch.tenant, &requests, now).await?;
     audit::append(conn, batch.tenant, &entries).await?;
     Ok((total, decisions))
 }

@@ -20,7 +20,7 @@ use scans::findings::Remediated;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::evaluate::Finding;
+use policies::matching::Finding;
 
 /// Objects rescored per step.
 const PER_STEP: i64 = 200;

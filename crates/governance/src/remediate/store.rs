@@ -200,6 +200,85 @@ macro_rules! redoable {
     };
 }
 
+/// A remediation request as evaluation plans it.
+#[derive(Debug, Clone)]
+pub struct NewRequest {
+    pub request_id: Uuid,
+    /// The ledger's id of the action.
+    pub action_id: Uuid,
+    pub policy: PolicyId,
+    pub policy_version: i32,
+    pub action: ActionType,
+    pub connector: ConnectorId,
+    pub bucket: String,
+    pub object_key: String,
+    pub etag: String,
+    pub finding_ids: Vec<Uuid>,
+    /// What the safety-class gate said: `allowed`, `denied` or `gate_unavailable`.
+    pub gate: &'static str,
+}
+
+/// Records `requests`, `planned` and due at once, in one statement. Call it in the
+/// evaluation's transaction, with its ledger rows.
+pub async fn plan(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    requests: &[NewRequest],
+    now: OffsetDateTime,
+) -> Result<(), DieselError> {
+    if requests.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = requests.iter().map(|r| r.request_id).collect();
+    let actions: Vec<Uuid> = requests.iter().map(|r| r.action_id).collect();
+    let policies: Vec<Uuid> = requests.iter().map(|r| r.policy.as_uuid()).collect();
+    let versions: Vec<i32> = requests.iter().map(|r| r.policy_version).collect();
+    let kinds: Vec<&str> = requests.iter().map(|r| r.action.as_str()).collect();
+    let connectors: Vec<Uuid> = requests.iter().map(|r| r.connector.as_uuid()).collect();
+    let buckets: Vec<&str> = requests.iter().map(|r| r.bucket.as_str()).collect();
+    let keys: Vec<&str> = requests.iter().map(|r| r.object_key.as_str()).collect();
+    let etags: Vec<&str> = requests.iter().map(|r| r.etag.as_str()).collect();
+    // Arrays of arrays cannot be ragged: each request's findings travel comma-joined.
+    let findings: Vec<String> = requests
+        .iter()
+        .map(|r| {
+            r.finding_ids
+                .iter()
+                .map(Uuid::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let gates: Vec<&str> = requests.iter().map(|r| r.gate).collect();
+    db::sql(
+        "INSERT INTO remediation_requests (tenant_id, request_id, action_id, policy_id,
+                policy_version, action_type, connector_id, bucket, object_key, etag, finding_ids,
+                gate, created_at, updated_at)
+         SELECT $1, r.id, r.action_id, r.policy_id, r.version, r.kind, r.connector_id, r.bucket,
+                r.object_key, r.etag, string_to_array(r.findings, ',')::uuid[], r.gate, $13, $13
+           FROM unnest($2::uuid[], $3::uuid[], $4::uuid[], $5::int4[], $6::text[], $7::uuid[],
+                       $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+                AS r(id, action_id, policy_id, version, kind, connector_id, bucket, object_key,
+                     etag, findings, gate)",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<SqlUuid>, _>(&ids)
+    .bind::<Array<SqlUuid>, _>(&actions)
+    .bind::<Array<SqlUuid>, _>(&policies)
+    .bind::<Array<Integer>, _>(&versions)
+    .bind::<Array<Text>, _>(&kinds)
+    .bind::<Array<SqlUuid>, _>(&connectors)
+    .bind::<Array<Text>, _>(&buckets)
+    .bind::<Array<Text>, _>(&keys)
+    .bind::<Array<Text>, _>(&etags)
+    .bind::<Array<Text>, _>(&findings)
+    .bind::<Array<Text>, _>(&gates)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)
+    .await
+    .map(drop)
+}
+
 /// Takes the request due first, of any tenant, and counts the attempt: one statement, committed
 /// without waiting for the disk (see `redoable!`).
 /// A request just taken, and whether its policy or its connector has been deleted since it was
@@ -425,7 +504,7 @@ pub(crate) async fn end(
     let undone_by = (ending.to == State::Undone).then(|| ending.entry.actor.as_str());
     let reason = ending.reason.map(|r| r.to_string());
     conn.transaction(async |conn| {
-        let moved = db::sql(
+        let moved = db::sql(concat!(
             "WITH moved AS (
                 UPDATE remediation_requests SET status = $4, updated_at = now()
                  WHERE tenant_id = $1 AND request_id = $2 AND status = $3
@@ -437,11 +516,9 @@ pub(crate) async fn end(
                        undone_by = coalesce($6, u.undone_by)
                   FROM moved
                  WHERE u.tenant_id = moved.tenant_id AND u.request_id = moved.request_id),
-             ledger AS (
-                UPDATE governance_actions a SET outcome = $7, updated_at = now()
-                  FROM moved
-                 WHERE $7::text IS NOT NULL
-                   AND a.tenant_id = moved.tenant_id AND a.action_id = moved.action_id),
+             ledger AS (",
+            policies::ledger_outcome_sql!("moved", "$7"),
+            "),
              receipt AS (
                 INSERT INTO remediation_receipts (tenant_id, receipt_id, request_id, kind,
                        document, cosign_status, cosign_attempts, cosign_next_at, created_at)
@@ -451,7 +528,7 @@ pub(crate) async fn end(
                   FROM moved
                  WHERE $8::uuid IS NOT NULL)
              SELECT 1 FROM moved",
-        )
+        ))
         .bind::<Text, _>(&row.tenant_id)
         .bind::<SqlUuid, _>(row.request_id)
         .bind::<Text, _>(ending.from.as_str())

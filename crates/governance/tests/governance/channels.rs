@@ -1,4 +1,4 @@
-use governance::channels::{self, ChannelError, NewChannel};
+use alerts::channels::{self, ChannelError, NewChannel};
 use paging::Limit;
 use policies::document::Syntax;
 

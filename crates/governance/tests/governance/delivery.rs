@@ -1,7 +1,7 @@
+use alerts::channels::NewChannel;
+use alerts::{channels, delivery};
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
-use governance::channels::NewChannel;
 use governance::evaluate::{self, Batch, Finding, Gates, Origin};
-use governance::{channels, delivery};
 use ids::{ConnectorId, ScanId};
 use policies::document::Syntax;
 use policies::store;

@@ -104,13 +104,13 @@ impl Env {
     }
 
     pub async fn channel(&mut self, tenant: &TenantId, name: &str) -> String {
-        governance::channels::create(
+        alerts::channels::create(
             &mut self.conn,
             &self.keyring,
             &self.egress,
             tenant,
             &admin(),
-            governance::channels::NewChannel {
+            alerts::channels::NewChannel {
                 name,
                 kind: "webhook",
                 url: "https://hooks.example.com/services/T0/B0/tok3n",

@@ -27,7 +27,7 @@ use settings::{Gate, SafetyClass};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use db::schema::{governance_actions, governance_deliveries};
+use db::schema::governance_deliveries;
 
 use crate::channels::{self, Destination};
 
@@ -294,15 +294,7 @@ async fn record(
         let Some((kind, outcome, mut details)) = entry else {
             return Ok(());
         };
-        diesel::update(governance_actions::table)
-            .filter(governance_actions::tenant_id.eq(tenant.as_str()))
-            .filter(governance_actions::action_id.eq(d.action_id))
-            .set((
-                governance_actions::outcome.eq(outcome),
-                governance_actions::updated_at.eq(now),
-            ))
-            .execute(conn)
-            .await?;
+        policies::ledger::set_outcome(conn, tenant, d.action_id, outcome, now).await?;
         details["delivery_id"] = json!(d.delivery_id.to_string());
         details["action_id"] = json!(d.action_id.to_string());
         details["channel"] = json!(d.channel);

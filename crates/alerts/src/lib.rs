@@ -1,0 +1,5 @@
+#![doc = include_str!("../README.md")]
+
+pub mod channels;
+pub mod delivery;
+pub mod queue;
