@@ -202,7 +202,7 @@ async fn seed_risk(conn: &mut db::AsyncPgConnection, connectors: &[String]) -> u
             objects.dedup();
             let written = conn
                 .transaction(async |conn| {
-                    let changes = governance::risk::state::record_batch(
+                    let changes = posture::risk::state::record_batch(
                         conn,
                         &tenant,
                         connector,
@@ -211,12 +211,12 @@ async fn seed_risk(conn: &mut db::AsyncPgConnection, connectors: &[String]) -> u
                         &[],
                     )
                     .await?;
-                    let drift = governance::drift::data_drift(
+                    let drift = posture::drift::data_drift(
                         connector,
                         &changes,
-                        &governance::drift::Decisions::new(),
+                        &posture::drift::Decisions::new(),
                     );
-                    governance::drift::record(conn, &tenant, &drift).await?;
+                    posture::drift::record(conn, &tenant, &drift).await?;
                     Ok::<_, diesel::result::Error>(drift.len())
                 })
                 .await

@@ -241,8 +241,8 @@ pub fn audit(error: audit::ListError) -> ApiError {
     }
 }
 
-pub fn drift(error: governance::drift::DriftError) -> ApiError {
-    use governance::drift::DriftError;
+pub fn drift(error: posture::drift::DriftError) -> ApiError {
+    use posture::drift::DriftError;
     match error {
         DriftError::NotFound => ApiError::new(
             StatusCode::NOT_FOUND,
@@ -260,8 +260,8 @@ pub fn drift(error: governance::drift::DriftError) -> ApiError {
     }
 }
 
-pub fn risk(error: governance::risk::RiskError) -> ApiError {
-    use governance::risk::RiskError;
+pub fn risk(error: posture::risk::RiskError) -> ApiError {
+    use posture::risk::RiskError;
     match error {
         RiskError::BadCursor => {
             ApiError::invalid("the cursor is not one this service issued for this list")

@@ -524,8 +524,8 @@ impl ServiceSpec for PlatformApi {
         .spawn(state.pool.clone());
         governance::evaluate::spawn(state.pool.clone());
         governance::reconcile::run::spawn(state.pool.clone());
-        governance::risk::coverage::spawn(state.pool.clone());
-        governance::posture::spawn(
+        posture::risk::coverage::spawn(state.pool.clone());
+        posture::buckets::spawn(
             state.pool.clone(),
             extra.cloud.clone(),
             extra.keyring.clone(),

@@ -448,7 +448,7 @@ fn drift_state(v: &serde_json::Value) -> api_types::governance::DriftState {
     }
 }
 
-pub fn drift_event(e: governance::drift::DriftEvent) -> api_types::governance::DriftEvent {
+pub fn drift_event(e: posture::drift::DriftEvent) -> api_types::governance::DriftEvent {
     api_types::governance::DriftEvent {
         event_id: e.event_id.to_string(),
         kind: e.kind.as_str().to_owned(),
@@ -468,7 +468,7 @@ pub fn drift_event(e: governance::drift::DriftEvent) -> api_types::governance::D
     }
 }
 
-pub fn risk_score(s: governance::risk::RiskScore) -> api_types::governance::RiskScore {
+pub fn risk_score(s: posture::risk::RiskScore) -> api_types::governance::RiskScore {
     api_types::governance::RiskScore {
         entity_id: s.entity_id,
         entity_type: s.entity_type.as_str().to_owned(),

@@ -7,8 +7,8 @@ use diesel::result::Error as DieselError;
 use diesel_async::AsyncPgConnection;
 use ids::TenantId;
 
-use crate::risk::RiskScore;
 use policies::document::{Mode, Severity};
+use posture::risk::RiskScore;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
@@ -25,9 +25,9 @@ pub async fn summary(
     tenant: &TenantId,
 ) -> Result<Summary, DieselError> {
     Ok(Summary {
-        open_drift_events: crate::drift::open_by_severity(conn, tenant).await?,
-        risk: crate::risk::workspace(conn, tenant).await?,
-        findings_by_category: crate::risk::read::findings_by_category(conn, tenant).await?,
+        open_drift_events: posture::drift::open_by_severity(conn, tenant).await?,
+        risk: posture::risk::workspace(conn, tenant).await?,
+        findings_by_category: posture::risk::read::findings_by_category(conn, tenant).await?,
         policies_by_mode: policies::store::count_by_mode(conn, tenant).await?,
     })
 }

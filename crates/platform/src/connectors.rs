@@ -42,7 +42,7 @@ async fn scores(
     tenant: &TenantId,
     ids: &[ConnectorId],
 ) -> Result<std::collections::HashMap<ConnectorId, i32>, PlatformError> {
-    Ok(governance::risk::connectors(conn, tenant, ids)
+    Ok(posture::risk::connectors(conn, tenant, ids)
         .await
         .map_err(PlatformError::Governance)?
         .into_iter()
@@ -129,10 +129,10 @@ async fn delete_once(
             return Err(PlatformError::RemediationsUnderWay(under_way));
         }
         scans::connector::forget_connector(conn, tenant, id).await?;
-        governance::risk::forget_connector(conn, tenant, id)
+        posture::risk::forget_connector(conn, tenant, id)
             .await
             .map_err(PlatformError::Governance)?;
-        governance::drift::forget_connector(conn, tenant, id)
+        posture::drift::forget_connector(conn, tenant, id)
             .await
             .map_err(PlatformError::Governance)?;
         // Snapshots of originals that remediation left in the customer's storage must still

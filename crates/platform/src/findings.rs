@@ -13,13 +13,13 @@ use crate::PlatformError;
 pub struct FindingView {
     pub finding: StoredFinding,
     pub matched_policies: Vec<String>,
-    pub remediation_status: governance::findings::RemediationStatus,
+    pub remediation_status: posture::findings::RemediationStatus,
 }
 
-fn for_governance(f: &StoredFinding, etag: String) -> (ConnectorId, governance::evaluate::Finding) {
+fn for_governance(f: &StoredFinding, etag: String) -> (ConnectorId, policies::matching::Finding) {
     (
         ConnectorId::from_uuid(f.connector_id),
-        governance::evaluate::Finding {
+        policies::matching::Finding {
             id: f.finding_id,
             bucket: f.bucket.clone(),
             object_key: f.object_key.clone(),
@@ -48,7 +48,7 @@ async fn annotated(
             for_governance(f, etag)
         })
         .collect();
-    let notes = governance::findings::annotate(conn, tenant, &keys)
+    let notes = posture::findings::annotate(conn, tenant, &keys)
         .await
         .map_err(PlatformError::Governance)?;
     Ok(findings

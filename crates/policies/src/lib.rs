@@ -6,3 +6,4 @@ pub mod document;
 pub mod ledger;
 pub mod matching;
 pub mod store;
+pub mod thresholds;

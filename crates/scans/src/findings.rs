@@ -449,6 +449,40 @@ pub async fn list(
         .map(|(r, _, _)| r))
 }
 
+/// How many open findings (not tokenized) have one (pii type, category).
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub struct TypeCount {
+    #[diesel(sql_type = Text)]
+    pub pii_type: String,
+    #[diesel(sql_type = Text)]
+    pub category: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub n: i64,
+}
+
+/// The (pii type, category) pairs present in the tenant's open, untokenized findings of
+/// `connectors` (empty: every connector), with their counts.
+pub async fn type_counts(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    connectors: &[Uuid],
+) -> Result<Vec<TypeCount>, diesel::result::Error> {
+    // Planned on every call (not `db::sql`): the optional filter must be planned with its
+    // value, or a generic plan ignores the index it needs (docs/decisions.md, "Static SQL is
+    // prepared once per connection").
+    diesel::sql_query(
+        "SELECT pii_type, category, count(*) AS n
+           FROM findings
+          WHERE tenant_id = $1 AND status = 'open' AND NOT tokenized
+            AND (cardinality($2::uuid[]) = 0 OR connector_id = ANY($2))
+          GROUP BY pii_type, category",
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<SqlUuid>, _>(connectors)
+    .load(conn)
+    .await
+}
+
 /// One finding of the tenant.
 pub async fn get(
     conn: &mut AsyncPgConnection,

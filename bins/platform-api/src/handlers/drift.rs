@@ -4,9 +4,9 @@
 use actix_web::web;
 use api_types::governance::{Acknowledge, DriftEvent, DriftQuery, Summary};
 use dps_http::{ApiError, Caller, Enveloped, OptionalBody, ServiceState};
-use governance::drift::{self, Filter, Kind};
 use ids::ConnectorId;
 use policies::document::Severity;
+use posture::drift::{self, Filter, Kind};
 
 use crate::{Extra, errors, wire};
 

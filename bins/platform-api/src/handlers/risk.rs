@@ -3,8 +3,8 @@
 use actix_web::web;
 use api_types::governance::{RiskQuery, RiskScore};
 use dps_http::{ApiError, Caller, Enveloped, ServiceState};
-use governance::risk::{self, Level, Query};
 use ids::ConnectorId;
+use posture::risk::{self, Level, Query};
 
 use crate::{Extra, errors, wire};
 

@@ -26,8 +26,8 @@ use db::schema::governance_consumers;
 pub use plan::{Batch, Gates, Origin, Tally, apply};
 pub use policies::matching::Finding;
 
-use crate::drift::Decisions;
 use policies::store::{Active, active};
+use posture::drift::Decisions;
 
 /// This consumer's name in `governance_consumers`.
 pub const CONSUMER: &str = "governance-evaluation";
@@ -123,7 +123,7 @@ async fn evaluate_event(
         Event::ObjectsRecorded { connector, objects } => (connector, objects),
         Event::ScanEnded { connectors, .. } => {
             // Each connector's buckets are checked for exposure and configuration drift.
-            crate::posture::queue(conn, &delivered.tenant, connectors).await?;
+            posture::buckets::queue(conn, &delivered.tenant, connectors).await?;
             return Ok(());
         }
     };
@@ -188,7 +188,7 @@ async fn evaluate_event(
     let mut found_in: Vec<&str> = findings.iter().map(|f| f.bucket.as_str()).collect();
     found_in.sort_unstable();
     found_in.dedup();
-    crate::posture::queue_first_sight(conn, &delivered.tenant, *connector, &found_in).await?;
+    posture::buckets::queue_first_sight(conn, &delivered.tenant, *connector, &found_in).await?;
     // Risk and drift follow every scanned object, with or without policies; a deleted object
     // has no findings left.
     let scanned: Vec<(&str, &str)> = objects
@@ -196,7 +196,7 @@ async fn evaluate_event(
         .filter(|o| o.state == "scanned" || o.state == "deleted")
         .map(|o| (o.bucket.as_str(), o.object_key.as_str()))
         .collect();
-    let changes = crate::risk::state::record_batch(
+    let changes = posture::risk::state::record_batch(
         conn,
         &delivered.tenant,
         *connector,
@@ -205,7 +205,7 @@ async fn evaluate_event(
         policies,
     )
     .await?;
-    let events = crate::drift::data_drift(*connector, &changes, &decisions);
-    crate::drift::record(conn, &delivered.tenant, &events).await?;
+    let events = posture::drift::data_drift(*connector, &changes, &decisions);
+    posture::drift::record(conn, &delivered.tenant, &events).await?;
     Ok(())
 }

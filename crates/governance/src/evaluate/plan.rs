@@ -31,8 +31,8 @@ use settings::Gate;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::drift::Decisions;
-use crate::findings::RemediationStatus;
+use posture::drift::Decisions;
+use posture::findings::RemediationStatus;
 
 /// What the safety-class gate said for each action type, read before the transaction (a failed
 /// read must not abort it: the gate fails open).

@@ -21,8 +21,8 @@ use uuid::Uuid;
 use super::{Counts, PlanItem};
 use crate::evaluate::Gates;
 use policies::document::{ActionType, Mode};
-use policies::matching::names;
 use policies::store::Active;
+use policies::thresholds::{lowest_thresholds, policy_thresholds};
 
 /// The plan: counts, and one item per policy and action.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,85 +53,6 @@ impl Plan {
             ..Counts::default()
         }
     }
-}
-
-/// A (pii type, category) pair present in the open findings, and how many have it.
-#[derive(QueryableByName)]
-pub(crate) struct Pair {
-    #[diesel(sql_type = Text)]
-    pub(crate) pii_type: String,
-    #[diesel(sql_type = Text)]
-    pub(crate) category: String,
-    #[diesel(sql_type = BigInt)]
-    pub(crate) n: i64,
-}
-
-/// The pairs present in the tenant's open findings of `scope` (empty: every connector).
-pub(crate) async fn pairs(
-    conn: &mut AsyncPgConnection,
-    tenant: &TenantId,
-    scope: &[Uuid],
-) -> Result<Vec<Pair>, DieselError> {
-    // Planned on every call (not `db::sql`): the optional filter must be planned with its
-    // value, or a generic plan ignores the index it needs (docs/decisions.md, "Static SQL is
-    // prepared once per connection").
-    diesel::sql_query(
-        "SELECT pii_type, category, count(*) AS n
-           FROM findings
-          WHERE tenant_id = $1 AND status = 'open' AND NOT tokenized
-            AND (cardinality($2::uuid[]) = 0 OR connector_id = ANY($2))
-          GROUP BY pii_type, category",
-    )
-    .bind::<Text, _>(tenant.as_str())
-    .bind::<Array<SqlUuid>, _>(scope)
-    .load(conn)
-    .await
-}
-
-/// A policy's thresholds over the pairs present: one per (connector, or `None` for every
-/// connector; pii type; category) it matches, with the confidence it needs.
-fn policy_thresholds<'a>(
-    policy: &Active,
-    pairs: &'a [Pair],
-    scope: &[ConnectorId],
-) -> Vec<(Option<Uuid>, &'a str, &'a str, f32)> {
-    let targets: Vec<Option<Uuid>> = match policy_connectors(policy, scope) {
-        None => vec![None],
-        Some(list) => list.into_iter().map(Some).collect(),
-    };
-    let mut out = Vec::new();
-    for pair in pairs {
-        let Some(min) = threshold(policy, &pair.pii_type, &pair.category) else {
-            continue;
-        };
-        for connector in &targets {
-            out.push((
-                *connector,
-                pair.pii_type.as_str(),
-                pair.category.as_str(),
-                min,
-            ));
-        }
-    }
-    out
-}
-
-/// The lowest threshold at which some policy matches a finding, per (connector, or `None` for
-/// every connector; pii type; category): "matched by any of them".
-pub(crate) fn lowest_thresholds<'a>(
-    policies: &[Active],
-    pairs: &'a [Pair],
-    scope: &[ConnectorId],
-) -> HashMap<(Option<Uuid>, &'a str, &'a str), f32> {
-    let mut any = HashMap::new();
-    for policy in policies {
-        for (connector, pii_type, category, min) in policy_thresholds(policy, pairs, scope) {
-            any.entry((connector, pii_type, category))
-                .and_modify(|m: &mut f32| *m = m.min(min))
-                .or_insert(min);
-        }
-    }
-    any
 }
 
 #[derive(QueryableByName)]
@@ -173,36 +94,6 @@ impl Thresholds {
     }
 }
 
-/// The lowest `min_confidence` of the policy's conditions that name the pair, in f32 as
-/// confidences are stored.
-fn threshold(policy: &Active, pii_type: &str, category: &str) -> Option<f32> {
-    policy
-        .document
-        .spec
-        .conditions
-        .iter()
-        .filter(|c| names(c, pii_type, category))
-        .map(|c| c.min_confidence as f32)
-        .reduce(f32::min)
-}
-
-/// The connectors a policy looks at within the reconciliation's scope: `None` for all of them
-/// (both unscoped), else the list (possibly empty: it looks at none in scope).
-fn policy_connectors(policy: &Active, scope: &[ConnectorId]) -> Option<Vec<Uuid>> {
-    let own = &policy.document.spec.scope.connectors;
-    match (own.is_empty(), scope.is_empty()) {
-        (true, true) => None,
-        (true, false) => Some(scope.iter().map(ConnectorId::as_uuid).collect()),
-        (false, true) => Some(own.iter().map(ConnectorId::as_uuid).collect()),
-        (false, false) => Some(
-            own.iter()
-                .filter(|c| scope.contains(c))
-                .map(ConnectorId::as_uuid)
-                .collect(),
-        ),
-    }
-}
-
 /// Computes the plan of a reconciliation of `policies` over the open findings of `scope`
 /// (empty: all the tenant's connectors). Reads only; call it in a transaction that may raise
 /// `work_mem` for its groupings.
@@ -214,7 +105,7 @@ pub async fn plan(
     gates: &Gates,
 ) -> Result<Plan, DieselError> {
     let scope_ids: Vec<Uuid> = scope.iter().map(ConnectorId::as_uuid).collect();
-    let pairs = pairs(conn, tenant, &scope_ids).await?;
+    let pairs = scans::findings::type_counts(conn, tenant, &scope_ids).await?;
     let findings_evaluated: u64 = pairs.iter().map(|p| u64::try_from(p.n).unwrap_or(0)).sum();
 
     let mut per_policy = Thresholds::default();

@@ -29,12 +29,12 @@ use super::location::{
 };
 use super::mark;
 use super::receipt;
-use super::rescore::Changed;
 use super::rewrite;
 use super::stop::{Reason, Stop};
 use super::storage::{Executor, MAX_OBJECT_BYTES, open_storage, sha256};
 use super::store::{self, Ending, Row, State};
 use policies::document::{Action, ActionType};
+use posture::risk::rescore::Changed;
 
 /// Takes one due request and runs it as far as it goes on `conn`, held throughout; returns
 /// whether there was one.
@@ -473,7 +473,7 @@ async fn write(
     };
     exec.crash_point("replaced");
     // Whether the replaced content is still in the bucket's versions, as its posture says.
-    let (_, versioning) = crate::posture::last_seen(
+    let (_, versioning) = posture::buckets::last_seen(
         db.get().await?,
         &row.tenant_id,
         row.connector_id,

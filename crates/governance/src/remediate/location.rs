@@ -34,7 +34,7 @@ pub(crate) async fn refuse_public_snapshot(
 ) -> Result<(), Stop> {
     let (bucket, _) = lkg_location(storage, row);
     let (public, _) =
-        crate::posture::last_seen(conn, &row.tenant_id, row.connector_id, &bucket).await?;
+        posture::buckets::last_seen(conn, &row.tenant_id, row.connector_id, &bucket).await?;
     if public == Some(true) {
         return Err(Stop::fail(Reason::SnapshotWouldBePublic));
     }
@@ -52,7 +52,7 @@ pub(crate) async fn refuse_public_quarantine(
     bucket: &str,
 ) -> Result<(), Stop> {
     let (last, _) =
-        crate::posture::last_seen(db.get().await?, &row.tenant_id, row.connector_id, bucket)
+        posture::buckets::last_seen(db.get().await?, &row.tenant_id, row.connector_id, bucket)
             .await?;
     db.release();
     let public = match storage.posture(bucket).await {

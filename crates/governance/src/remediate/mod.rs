@@ -7,7 +7,7 @@
 //! executor holds, and opening a connector's storage), `written` (the tokens
 //! written into each object, which a rescan recognizes), `cosigner` (the mutual-TLS
 //! client of tenants' co-signing services), `receipt` (signed receipts), `cosign` (co-signing
-//! as each tenant's setting says), `rescore` (findings and risk after a change), `tokens` (the
+//! as each tenant's setting says), `tokens` (the
 //! vault), `conn` (a connection held only while a step talks to Postgres), `execute` (the
 //! steps), `copies` (when a snapshot or a quarantine's copy may go, and when it is kept for
 //! good), `undo`, `sweep` (deleting the copies due), `retain` (a deleted connector's
@@ -24,7 +24,6 @@ pub(crate) mod location;
 mod mark;
 pub mod read;
 pub mod receipt;
-pub mod rescore;
 pub mod retain;
 mod rewrite;
 pub mod stop;
@@ -49,7 +48,7 @@ pub use undo::{UndoError, undo};
 /// co-signing of pending receipts, the rescoring of changed objects and the copies' sweeper
 /// until the process ends.
 pub fn spawn(pool: db::Pool, exec: Executor, tasks: usize) {
-    rescore::spawn(pool.clone());
+    posture::risk::rescore::spawn(pool.clone());
     let (p, receipts) = (pool.clone(), exec.receipts.clone());
     db::background::repeat("receipt co-signing", Duration::from_secs(1), move || {
         let (pool, receipts) = (p.clone(), receipts.clone());

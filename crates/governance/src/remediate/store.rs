@@ -479,7 +479,7 @@ pub(crate) struct Ending<'a> {
     pub entry: audit::NewEntry,
     pub receipt: Option<StoredReceipt>,
     /// What the object's findings and risk become.
-    pub changed: Option<super::rescore::Changed<'a>>,
+    pub changed: Option<posture::risk::rescore::Changed<'a>>,
 }
 
 /// A signed receipt to store with its request's transition.
@@ -546,7 +546,7 @@ pub(crate) async fn end(
             return Ok(false);
         }
         if let Some(changed) = &ending.changed {
-            super::rescore::apply(conn, &tenant, changed).await?;
+            posture::risk::rescore::apply(conn, &tenant, changed).await?;
         }
         audit::append(conn, &tenant, std::slice::from_ref(&ending.entry)).await?;
         Ok(true)

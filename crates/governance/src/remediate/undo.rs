@@ -22,11 +22,11 @@ use uuid::Uuid;
 use super::conn::Conn;
 use super::location::snapshot_of;
 use super::receipt;
-use super::rescore::Changed;
 use super::stop::{Reason, Stop};
 use super::storage::{Executor, MAX_OBJECT_BYTES};
 use super::store::{self, Ending, Row, State, same_etag};
 use policies::document::ActionType;
+use posture::risk::rescore::Changed;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UndoError {

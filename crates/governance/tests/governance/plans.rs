@@ -84,7 +84,7 @@ async fn a_batchs_risk_is_recorded_by_key_without_statistics() {
                     testkit::rows_read(conn, "governance_objects").await,
                     testkit::rows_read(conn, "governance_finding_risk").await,
                 );
-                let changes = governance::risk::state::record_batch(
+                let changes = posture::risk::state::record_batch(
                     conn,
                     &acme,
                     connector,

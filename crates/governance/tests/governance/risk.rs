@@ -5,9 +5,9 @@ use diesel::sql_types::{Bool, Float4, Text, Uuid as SqlUuid};
 use diesel_async::{
     AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _, SimpleAsyncConnection as _,
 };
-use governance::risk::state::record_batch;
 use ids::{ConnectorId, TenantId};
 use policies::matching::Finding;
+use posture::risk::state::record_batch;
 use uuid::Uuid;
 
 use crate::{Env, acme};
@@ -53,7 +53,7 @@ async fn tokens_stay_covered_when_the_policies_change() {
     // No policy is left.
     let changed = env
         .conn
-        .transaction(async |conn| governance::risk::coverage::refresh(conn, &tenant).await)
+        .transaction(async |conn| posture::risk::coverage::refresh(conn, &tenant).await)
         .await
         .unwrap();
     assert_eq!(changed, 1);
@@ -176,7 +176,7 @@ async fn a_bucket_found_public_during_a_batch_rescores_that_batch() {
         let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
         let observations = logs_seen(true);
         conn.transaction(async |conn| {
-            governance::posture::record(conn, &check_tenant, connector, &observations).await
+            posture::buckets::record(conn, &check_tenant, connector, &observations).await
         })
         .await
     });
@@ -184,7 +184,7 @@ async fn a_bucket_found_public_during_a_batch_rescores_that_batch() {
     batch.batch_execute("COMMIT").await.unwrap();
     check.await.unwrap().expect("the posture check succeeds");
 
-    let public = governance::risk::model::exposure(Some(true));
+    let public = posture::risk::model::exposure(Some(true));
     let stale = env
         .count(&format!(
             "SELECT count(*) AS n FROM governance_finding_risk
@@ -205,8 +205,8 @@ async fn a_bucket_found_public_during_a_batch_rescores_that_batch() {
 }
 
 /// A posture check's sight of the bucket `logs`, reachable, public or not.
-fn logs_seen(public: bool) -> [governance::posture::Observation; 1] {
-    [governance::posture::Observation {
+fn logs_seen(public: bool) -> [posture::buckets::Observation; 1] {
+    [posture::buckets::Observation {
         bucket: "logs".into(),
         accessible: true,
         posture: connectors::Posture {
@@ -218,7 +218,7 @@ fn logs_seen(public: bool) -> [governance::posture::Observation; 1] {
 
 /// Queues acme's first-sight check of `buckets`.
 async fn queue(env: &mut Env, connector: ConnectorId, buckets: &[&str]) {
-    governance::posture::queue_first_sight(&mut env.conn, &acme(), connector, buckets)
+    posture::buckets::queue_first_sight(&mut env.conn, &acme(), connector, buckets)
         .await
         .unwrap();
 }
@@ -244,7 +244,7 @@ async fn a_bucket_with_findings_is_checked_at_first_sight_only() {
 
     // The check ran: the bucket's posture is stored and the queue is empty.
     let observations = logs_seen(false);
-    governance::posture::record(&mut env.conn, &tenant, connector, &observations)
+    posture::buckets::record(&mut env.conn, &tenant, connector, &observations)
         .await
         .unwrap();
     diesel::sql_query("DELETE FROM governance_posture_checks")
@@ -364,7 +364,7 @@ async fn a_policy_change_waits_for_a_run_recording_under_the_old_policies() {
 
     let changed = env
         .conn
-        .transaction(async |conn| governance::risk::coverage::refresh(conn, &tenant).await)
+        .transaction(async |conn| posture::risk::coverage::refresh(conn, &tenant).await)
         .await
         .unwrap();
     assert_eq!(changed, 3);
@@ -405,10 +405,8 @@ async fn a_coverage_refresh_waits_for_a_batch_being_recorded() {
     let refresh_tenant = tenant.clone();
     let refresh = tokio::spawn(async move {
         let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
-        conn.transaction(async |conn| {
-            governance::risk::coverage::refresh(conn, &refresh_tenant).await
-        })
-        .await
+        conn.transaction(async |conn| posture::risk::coverage::refresh(conn, &refresh_tenant).await)
+            .await
     });
     testkit::wait_for_lock_wait(&mut env.conn).await;
     batch.batch_execute("COMMIT").await.unwrap();

@@ -27,7 +27,7 @@ const PER_STEP: i64 = 200;
 
 /// The object a remediation changed, and how.
 #[derive(Debug, Clone)]
-pub(crate) struct Changed<'a> {
+pub struct Changed<'a> {
     pub connector: ConnectorId,
     pub bucket: &'a str,
     pub object_key: &'a str,
@@ -44,7 +44,7 @@ fn scan_error(e: scans::ScanError) -> DieselError {
 
 /// Records the change of the findings and queues the object. Call it in the remediation's
 /// transaction.
-pub(crate) async fn apply(
+pub async fn apply(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     changed: &Changed<'_>,
@@ -137,7 +137,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<usize, DieselError
 
 /// Rescores queued objects until the process ends: at once while any is queued, else every
 /// half second.
-pub(crate) fn spawn(pool: db::Pool) {
+pub fn spawn(pool: db::Pool) {
     db::background::repeat(
         "remediation rescoring",
         Duration::from_millis(500),

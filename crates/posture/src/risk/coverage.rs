@@ -3,7 +3,7 @@
 //! coverage flipped (and their files and connectors) are rescored.
 //!
 //! A policy created, replaced or deleted queues the tenant
-//! ([`super::coverage_queue::request`], in the policy's transaction); a task in platform-api
+//! ([`policies::changes::request`], in the policy's transaction); a task in platform-api
 //! drains the queue ([`run_once`]).
 
 use std::collections::HashMap;
@@ -17,9 +17,9 @@ use ids::TenantId;
 use uuid::Uuid;
 
 use super::model::{self, Factors};
-use crate::reconcile::preview::{lowest_thresholds, pairs};
 use policies::document::Mode;
 use policies::store::active;
+use policies::thresholds::lowest_thresholds;
 
 #[derive(QueryableByName)]
 struct Flipped {
@@ -71,7 +71,7 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
         .into_iter()
         .filter(|p| p.document.spec.mode == Mode::Enforced)
         .collect();
-    let pairs = pairs(conn, tenant, &[]).await?;
+    let pairs = scans::findings::type_counts(conn, tenant, &[]).await?;
     let lowest = lowest_thresholds(&enforced, &pairs, &[]);
     let mut connectors: Vec<Option<Uuid>> = Vec::new();
     let mut types: Vec<&str> = Vec::new();

@@ -5,6 +5,7 @@ pub mod coverage;
 pub mod exposure;
 pub mod model;
 pub mod read;
+pub mod rescore;
 pub mod state;
 
 pub use model::Factors;

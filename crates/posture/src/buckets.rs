@@ -252,7 +252,7 @@ pub fn compare_risks(
 
 /// What the last posture check saw of one bucket of a connector: whether it is public and its
 /// versioning (`None` each: never checked, or the provider does not say).
-pub(crate) async fn last_seen(
+pub async fn last_seen(
     conn: &mut AsyncPgConnection,
     tenant: &str,
     connector: Uuid,
