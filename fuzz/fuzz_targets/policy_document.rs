@@ -2,7 +2,7 @@
 //! document or a list of problems. A problem never quotes the document.
 #![no_main]
 
-use governance::document::{Syntax, parse};
+use policies::document::{Syntax, parse};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {

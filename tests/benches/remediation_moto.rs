@@ -10,7 +10,7 @@
 //! planned request), then:
 //! 1. **raw:** reads every object whole and writes the same bytes back (a GET and a PUT per
 //!    object through `connectors::Cloud`), with `BENCH_TASKS` concurrent clients;
-//! 2. **remediate:** `BENCH_TASKS` executor tasks (`governance::remediate::execute::run_once_pooled`,
+//! 2. **remediate:** `BENCH_TASKS` executor tasks (`remediation::execute::run_once_pooled`,
 //!    what platform-api runs) take every request to `receipted`: the gate, a read, detection,
 //!    tokens from the vault, the server-side snapshot copy, the conditional write, the receipt
 //!    and every state transition on the durable cluster;
@@ -295,12 +295,12 @@ spec:
     println!("raw get+put: {:.2} s", first.as_secs_f64());
 
     let master_key = Arc::new(keys::MasterKey::from_base64(&master_text).unwrap());
-    let exec = governance::remediate::Executor::new(
+    let exec = remediation::Executor::new(
         seed::moto_cloud(&moto_url),
         Arc::new(keys::KeyRing::new(master_key.clone())),
-        Arc::new(governance::remediate::Receipts {
+        Arc::new(remediation::Receipts {
             signer: receipts::Signer::from_master(&master_key),
-            cosigner: governance::remediate::Cosigner::new(
+            cosigner: remediation::Cosigner::new(
                 None,
                 None,
                 egress::Egress {
@@ -327,7 +327,7 @@ spec:
     for _ in 0..tasks {
         let (exec, pool) = (exec.clone(), pool.clone());
         runners.spawn(async move {
-            while governance::remediate::execute::run_once_pooled(&pool, &exec)
+            while remediation::execute::run_once_pooled(&pool, &exec)
                 .await
                 .unwrap()
             {}

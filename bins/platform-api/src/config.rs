@@ -126,8 +126,8 @@ impl Config {
     /// The client of tenants' co-signing services: the certificate and key are read here, once,
     /// handed to the TLS stack and dropped; the problem reported names the variable, never the
     /// material.
-    pub fn cosigner(&self) -> Result<governance::remediate::Cosigner, ConfigError> {
-        use governance::remediate::{Cosigner, CosignerBuildError};
+    pub fn cosigner(&self) -> Result<remediation::Cosigner, ConfigError> {
+        use remediation::{Cosigner, CosignerBuildError};
         let identity = match &self.cosigning_client {
             None => None,
             Some(client) => {

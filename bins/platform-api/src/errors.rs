@@ -304,8 +304,8 @@ pub fn remediation_not_found() -> ApiError {
     )
 }
 
-pub fn remediation_read(error: governance::remediate::read::ReadError) -> ApiError {
-    use governance::remediate::read::ReadError;
+pub fn remediation_read(error: remediation::read::ReadError) -> ApiError {
+    use remediation::read::ReadError;
     match error {
         ReadError::BadCursor => {
             ApiError::invalid("the cursor is not one this service issued for this list")
@@ -315,8 +315,8 @@ pub fn remediation_read(error: governance::remediate::read::ReadError) -> ApiErr
     }
 }
 
-pub fn undo(error: governance::remediate::UndoError) -> ApiError {
-    use governance::remediate::UndoError;
+pub fn undo(error: remediation::UndoError) -> ApiError {
+    use remediation::UndoError;
     let message = error.to_string();
     let conflict = |code: &'static str| {
         ApiError::new(StatusCode::CONFLICT, Code::Named(code), message.clone())
@@ -353,13 +353,13 @@ pub fn undo(error: governance::remediate::UndoError) -> ApiError {
 
 #[cfg(test)]
 mod tests {
-    use governance::remediate::UndoError;
+    use remediation::UndoError;
 
     use super::*;
 
     #[test]
     fn an_undo_the_storage_refuses_is_a_conflict_not_a_retry() {
-        use governance::remediate::stop::Reason;
+        use remediation::stop::Reason;
         let refused = undo(UndoError::Refused(Reason::StorageRefused));
         assert_eq!(refused.status, StatusCode::CONFLICT);
         assert!(

@@ -388,7 +388,7 @@ pub struct Extra {
     /// sets none.
     pub reconcile_max_actions: u32,
     /// Executes remediation requests, undoes them and signs their receipts.
-    pub remediation: governance::remediate::Executor,
+    pub remediation: remediation::Executor,
     /// Whether this process runs the executor (undo is served either way), and with how many
     /// tasks.
     pub remediation_executor: bool,
@@ -402,12 +402,12 @@ impl Extra {
         let keyring = std::sync::Arc::new(keys::KeyRing::new(master.clone()));
         let cosigner = config.cosigner()?;
         let cosigning_certificate = cosigner.certificate();
-        let remediation = governance::remediate::Executor {
+        let remediation = remediation::Executor {
             crash_at: config.remediation_crash_at.clone(),
-            ..governance::remediate::Executor::new(
+            ..remediation::Executor::new(
                 cloud.clone(),
                 keyring.clone(),
-                std::sync::Arc::new(governance::remediate::Receipts {
+                std::sync::Arc::new(remediation::Receipts {
                     signer: receipts::Signer::from_master(&master),
                     cosigner,
                 }),
@@ -532,7 +532,7 @@ impl ServiceSpec for PlatformApi {
         );
         alerts::delivery::spawn(state.pool.clone(), extra.keyring.clone(), extra.egress);
         if extra.remediation_executor {
-            governance::remediate::spawn(
+            remediation::spawn(
                 state.pool.clone(),
                 extra.remediation.clone(),
                 extra.remediation_tasks,

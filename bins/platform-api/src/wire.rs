@@ -570,7 +570,7 @@ pub fn reconciliation(
     }
 }
 
-pub fn remediation(r: governance::remediate::Remediation) -> api_types::remediation::Remediation {
+pub fn remediation(r: remediation::Remediation) -> api_types::remediation::Remediation {
     use api_types::remediation as api;
     let row = r.row;
     let class = row.kind().map_or("unknown", |k| k.safety_class().as_str());

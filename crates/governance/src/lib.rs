@@ -3,5 +3,4 @@
 pub mod backlog;
 pub mod evaluate;
 pub mod reconcile;
-pub mod remediate;
 pub mod summary;

@@ -122,7 +122,7 @@ async fn delete_once(
         // remediation of the connector can take its snapshot meanwhile (its `snapshotted`
         // step needs the row), and none that has taken one is cut short before its receipt.
         store::lock(conn, tenant, id).await?;
-        let under_way = governance::remediate::store::in_flight(conn, tenant, id)
+        let under_way = remediation::store::in_flight(conn, tenant, id)
             .await
             .map_err(PlatformError::Governance)?;
         if !under_way.is_empty() {
@@ -137,10 +137,10 @@ async fn delete_once(
             .map_err(PlatformError::Governance)?;
         // Snapshots of originals that remediation left in the customer's storage must still
         // be deleted after the connector is gone.
-        governance::remediate::retain::retain_storage(conn, tenant, id)
+        remediation::retain::retain_storage(conn, tenant, id)
             .await
             .map_err(PlatformError::Governance)?;
-        governance::remediate::written::forget_connector(conn, tenant, id)
+        remediation::written::forget_connector(conn, tenant, id)
             .await
             .map_err(PlatformError::Governance)?;
         store::delete(conn, tenant, id).await?;

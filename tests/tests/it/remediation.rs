@@ -118,14 +118,14 @@ impl Stack {
 
     /// An executor like platform-api's, on this stack's database and moto: for driving the
     /// snapshot sweeper without waiting for its minute.
-    pub(crate) fn executor(&self) -> governance::remediate::Executor {
+    pub(crate) fn executor(&self) -> remediation::Executor {
         let master = std::sync::Arc::new(keys::MasterKey::from_base64(&self.master).unwrap());
-        governance::remediate::Executor::new(
+        remediation::Executor::new(
             seed::moto_cloud(&self.moto.url()),
             std::sync::Arc::new(keys::KeyRing::new(master.clone())),
-            std::sync::Arc::new(governance::remediate::Receipts {
+            std::sync::Arc::new(remediation::Receipts {
                 signer: receipts::Signer::from_master(&master),
-                cosigner: governance::remediate::Cosigner::new(
+                cosigner: remediation::Cosigner::new(
                     None,
                     None,
                     egress::Egress {
@@ -1025,7 +1025,7 @@ async fn after_the_rollback_window_undo_is_gone_and_the_sweeper_deletes_the_snap
     // Inside the window the sweeper leaves the snapshot alone.
     let exec = stack.executor();
     let mut conn = stack.platform.conn().await;
-    governance::remediate::sweep::run_once(&mut conn, &exec)
+    remediation::sweep::run_once(&mut conn, &exec)
         .await
         .unwrap();
     assert_eq!(read(bucket.as_ref(), &lkg).await.unwrap(), SSNS);
@@ -1038,7 +1038,7 @@ async fn after_the_rollback_window_undo_is_gone_and_the_sweeper_deletes_the_snap
     let (status, body) = undo(&admin, id, None).await;
     assert_eq!(status, 410, "{body}");
     crate::area_b_error(&body, "lkg_expired");
-    governance::remediate::sweep::run_once(&mut conn, &exec)
+    remediation::sweep::run_once(&mut conn, &exec)
         .await
         .unwrap();
     assert_eq!(read(bucket.as_ref(), &lkg).await, None);
@@ -1502,7 +1502,7 @@ async fn undo_still_works_after_the_connector_is_deleted() {
     );
     // Nothing is left to clean up: what the deletion kept goes at the sweeper's next pass.
     let mut conn = stack.platform.conn().await;
-    governance::remediate::sweep::run_once(&mut conn, &stack.executor())
+    remediation::sweep::run_once(&mut conn, &stack.executor())
         .await
         .unwrap();
     assert_eq!(kept(&mut conn).await, 0);
@@ -1545,7 +1545,7 @@ async fn a_deleted_connectors_snapshot_lives_until_its_window_ends() {
     // Well inside the window, every pass leaves the snapshot alone.
     let exec = stack.executor();
     for _ in 0..3 {
-        governance::remediate::sweep::run_once(&mut conn, &exec)
+        remediation::sweep::run_once(&mut conn, &exec)
             .await
             .unwrap();
         assert_eq!(read(bucket.as_ref(), &lkg).await.unwrap(), SSNS, "kept");
@@ -1560,7 +1560,7 @@ async fn a_deleted_connectors_snapshot_lives_until_its_window_ends() {
         .execute(&mut conn)
         .await
         .unwrap();
-    governance::remediate::sweep::run_once(&mut conn, &exec)
+    remediation::sweep::run_once(&mut conn, &exec)
         .await
         .unwrap();
     assert_eq!(read(bucket.as_ref(), &lkg).await, None, "deleted");
@@ -1724,7 +1724,7 @@ async fn the_executor_holds_no_connection_while_it_waits_on_the_storage() {
     let pool = testkit::pool_of_one(&stack.platform.db.url);
     let run = tokio::spawn({
         let (pool, exec) = (pool.clone(), exec.clone());
-        async move { governance::remediate::execute::run_once_pooled(&pool, &exec).await }
+        async move { remediation::execute::run_once_pooled(&pool, &exec).await }
     });
     let (ran, calls) = free_during_storage_calls(&proxy, &pool, run).await;
     assert!(ran.unwrap());
@@ -1738,7 +1738,7 @@ async fn the_executor_holds_no_connection_while_it_waits_on_the_storage() {
         .unwrap();
     let sweep = tokio::spawn({
         let pool = pool.clone();
-        async move { governance::remediate::sweep::run_once_pooled(&pool, &exec).await }
+        async move { remediation::sweep::run_once_pooled(&pool, &exec).await }
     });
     let (swept, calls) = free_during_storage_calls(&proxy, &pool, sweep).await;
     assert_eq!(swept.unwrap(), 1);

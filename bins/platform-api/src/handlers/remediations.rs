@@ -4,9 +4,9 @@
 use actix_web::web;
 use api_types::remediation::{ReceiptKeys, Remediation, RemediationQuery, UndoRequest};
 use dps_http::{ApiError, Caller, Enveloped, OptionalBody, Permitted, ServiceState, groups};
-use governance::remediate::{self, Filter, State};
 use ids::{ConnectorId, PolicyId};
 use policies::document::ActionType;
+use remediation::{Filter, State};
 use serde_json::json;
 
 use crate::{Extra, errors, wire};
@@ -61,7 +61,7 @@ pub async fn list(
         action_type,
     };
     let mut conn = state.conn().await?;
-    let page = remediate::read::list(
+    let page = remediation::read::list(
         &mut conn,
         &extra.cursors,
         &caller.tenant_id,
@@ -98,7 +98,7 @@ pub async fn get(
 ) -> Result<Enveloped<Remediation>, ApiError> {
     let id = uuid::Uuid::parse_str(id.trim()).unwrap_or(uuid::Uuid::nil());
     let mut conn = state.conn().await?;
-    let found = remediate::read::get(&mut conn, &caller.tenant_id, id)
+    let found = remediation::read::get(&mut conn, &caller.tenant_id, id)
         .await
         .map_err(ApiError::database)?
         .ok_or_else(errors::remediation_not_found)?;
@@ -136,7 +136,7 @@ pub async fn undo(
     let id = uuid::Uuid::parse_str(id.trim()).unwrap_or(uuid::Uuid::nil());
     let force = body.0.is_some_and(|b| b.force);
     let mut conn = state.conn().await?;
-    remediate::undo(
+    remediation::undo(
         &mut conn,
         &extra.remediation,
         &caller.tenant_id,
@@ -146,7 +146,7 @@ pub async fn undo(
     )
     .await
     .map_err(errors::undo)?;
-    let found = remediate::read::get(&mut conn, &caller.tenant_id, id)
+    let found = remediation::read::get(&mut conn, &caller.tenant_id, id)
         .await
         .map_err(ApiError::database)?
         .ok_or_else(errors::remediation_not_found)?;

@@ -300,12 +300,12 @@ spec:
     /// Runs the copies' sweeper `passes` times, as platform-api's would every minute.
     async fn sweep(&mut self, passes: usize) {
         let master = Arc::new(keys::MasterKey::from_base64(&self.master_key).unwrap());
-        let exec = governance::remediate::Executor::new(
+        let exec = remediation::Executor::new(
             seed::moto_cloud(&self.moto.url()),
             Arc::new(keys::KeyRing::new(master.clone())),
-            Arc::new(governance::remediate::Receipts {
+            Arc::new(remediation::Receipts {
                 signer: receipts::Signer::from_master(&master),
-                cosigner: governance::remediate::Cosigner::new(
+                cosigner: remediation::Cosigner::new(
                     None,
                     None,
                     egress::Egress {
@@ -316,7 +316,7 @@ spec:
             }),
         );
         for _ in 0..passes {
-            governance::remediate::sweep::run_once(&mut self.conn, &exec)
+            remediation::sweep::run_once(&mut self.conn, &exec)
                 .await
                 .unwrap();
         }

@@ -189,7 +189,7 @@ pub async fn apply_with_decisions(
     let now = OffsetDateTime::now_utc();
     let mut entries: Vec<audit::NewEntry> = Vec::new();
     let mut deliveries: Vec<alerts::queue::NewDelivery> = Vec::new();
-    let mut requests: Vec<crate::remediate::store::NewRequest> = Vec::new();
+    let mut requests: Vec<remediation::store::NewRequest> = Vec::new();
     let mut total = Tally::default();
     let (origin_key, origin_id) = origin_details(batch.origin);
     for policy in policies.iter().filter(|p| p.covers(batch.connector)) {
@@ -333,7 +333,7 @@ pub async fn apply_with_decisions(
                             Gate::AllowedPolicyUnreadable => "gate_unavailable",
                             Gate::Allowed => "allowed",
                         };
-                        requests.push(crate::remediate::store::NewRequest {
+                        requests.push(remediation::store::NewRequest {
                             request_id: request,
                             action_id,
                             policy: policy.id,
@@ -391,7 +391,7 @@ pub async fn apply_with_decisions(
         total.add(tally);
     }
     alerts::queue::queue(conn, batch.tenant, &deliveries, now).await?;
-    crate::remediate::store::plan(conn, batch.tenant, &requests, now).await?;
+    remediation::store::plan(conn, batch.tenant, &requests, now).await?;
     audit::append(conn, batch.tenant, &entries).await?;
     Ok((total, decisions))
 }

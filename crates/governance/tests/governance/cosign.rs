@@ -9,8 +9,8 @@ use std::time::Duration;
 use diesel::QueryableByName;
 use diesel::sql_types::{Integer, Jsonb, Nullable, Text};
 use diesel_async::RunQueryDsl as _;
-use governance::remediate::{self, CosignError, Cosigner};
 use receipts::{PublicKey, SignedReceipt};
+use remediation::{CosignError, Cosigner};
 use serde_json::json;
 use testkit::cosigner::{Answer, CosignServer, Pki, free_port};
 
@@ -256,7 +256,7 @@ async fn required_cosigning_that_fails_leaves_the_request_planned_and_untouched(
         let exec = executor_with(&env, client);
         let posts_before = server.posts().len();
         assert!(
-            remediate::execute::run_once(&mut env.conn, &exec)
+            remediation::execute::run_once(&mut env.conn, &exec)
                 .await
                 .unwrap()
         );
@@ -279,7 +279,7 @@ async fn required_cosigning_that_fails_leaves_the_request_planned_and_untouched(
         );
         // Retried later, not at once.
         assert!(
-            !remediate::execute::run_once(&mut env.conn, &exec)
+            !remediation::execute::run_once(&mut env.conn, &exec)
                 .await
                 .unwrap()
         );
@@ -315,7 +315,7 @@ async fn a_cosigned_planned_receipt_is_sent_once_and_lets_the_action_run() {
     let (other, _) = keys::MasterKey::generate().unwrap();
     exec.keyring = std::sync::Arc::new(keys::KeyRing::new(std::sync::Arc::new(other)));
     assert!(
-        remediate::execute::run_once(&mut env.conn, &exec)
+        remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
@@ -338,7 +338,7 @@ async fn a_cosigned_planned_receipt_is_sent_once_and_lets_the_action_run() {
     // Resumed, the request does not ask again.
     due_now(&mut env).await;
     assert!(
-        remediate::execute::run_once(&mut env.conn, &exec)
+        remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
@@ -361,7 +361,7 @@ async fn a_retried_approval_sends_the_same_planned_receipt() {
     let (other, _) = keys::MasterKey::generate().unwrap();
     exec.keyring = std::sync::Arc::new(keys::KeyRing::new(std::sync::Arc::new(other)));
     assert!(
-        remediate::execute::run_once(&mut env.conn, &exec)
+        remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
@@ -369,7 +369,7 @@ async fn a_retried_approval_sends_the_same_planned_receipt() {
     server.answer(Answer::Sign);
     due_now(&mut env).await;
     assert!(
-        remediate::execute::run_once(&mut env.conn, &exec)
+        remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
@@ -390,7 +390,7 @@ async fn a_retried_approval_sends_the_same_planned_receipt() {
 
 /// The tenant denies the action's class: the request ends blocked, with a receipt that is
 /// co-signed as the tenant's mode says.
-async fn blocked_receipt(env: &mut Env, exec: &remediate::Executor) {
+async fn blocked_receipt(env: &mut Env, exec: &remediation::Executor) {
     settings::set_remediation_policy(
         &mut env.conn,
         &acme(),
@@ -400,7 +400,7 @@ async fn blocked_receipt(env: &mut Env, exec: &remediate::Executor) {
     .await
     .unwrap();
     assert!(
-        remediate::execute::run_once(&mut env.conn, exec)
+        remediation::execute::run_once(&mut env.conn, exec)
             .await
             .unwrap()
     );
@@ -426,7 +426,7 @@ async fn optional_cosigning_retries_a_receipt_until_the_cosigner_is_up() {
 
     // The co-signer is down: the receipt stays pending, with why, and is due in 30 s.
     assert_eq!(
-        remediate::cosign::run_once(&mut env.conn, &exec.receipts)
+        remediation::cosign::run_once(&mut env.conn, &exec.receipts)
             .await
             .unwrap(),
         1
@@ -437,7 +437,7 @@ async fn optional_cosigning_retries_a_receipt_until_the_cosigner_is_up() {
     let error = stored[0].cosign_error.clone().unwrap_or_default();
     assert!(error.contains("could not be reached"), "{error}");
     assert_eq!(
-        remediate::cosign::run_once(&mut env.conn, &exec.receipts)
+        remediation::cosign::run_once(&mut env.conn, &exec.receipts)
             .await
             .unwrap(),
         0,
@@ -459,7 +459,7 @@ async fn optional_cosigning_retries_a_receipt_until_the_cosigner_is_up() {
         .await
         .unwrap();
     assert_eq!(
-        remediate::cosign::run_once(&mut env.conn, &exec.receipts)
+        remediation::cosign::run_once(&mut env.conn, &exec.receipts)
             .await
             .unwrap(),
         1
@@ -473,7 +473,7 @@ async fn optional_cosigning_retries_a_receipt_until_the_cosigner_is_up() {
     assert_eq!(server.posts().len(), 1);
     assert_eq!(server.posts()[0].body["receipt"]["kind"], "blocked");
     assert_eq!(
-        remediate::cosign::run_once(&mut env.conn, &exec.receipts)
+        remediation::cosign::run_once(&mut env.conn, &exec.receipts)
             .await
             .unwrap(),
         0
@@ -493,7 +493,7 @@ async fn a_receipt_not_cosigned_within_a_day_or_after_cosigning_is_turned_off_fa
         .execute(&mut env.conn)
         .await
         .unwrap();
-    remediate::cosign::run_once(&mut env.conn, &exec.receipts)
+    remediation::cosign::run_once(&mut env.conn, &exec.receipts)
         .await
         .unwrap();
     let stored = stored_receipts(&mut env).await;
@@ -513,7 +513,7 @@ async fn a_receipt_not_cosigned_within_a_day_or_after_cosigning_is_turned_off_fa
     .unwrap();
     set_cosigning(&mut env, settings::CosigningMode::Disabled, &server.url()).await;
     let posts = server.posts().len();
-    remediate::cosign::run_once(&mut env.conn, &exec.receipts)
+    remediation::cosign::run_once(&mut env.conn, &exec.receipts)
         .await
         .unwrap();
     let stored = stored_receipts(&mut env).await;
@@ -563,7 +563,7 @@ async fn no_connection_is_held_while_a_cosigner_keeps_the_executor_or_the_cosign
     let pool = testkit::pool_of_one(&env._db.url);
     let run = tokio::spawn({
         let (pool, exec) = (pool.clone(), exec.clone());
-        async move { remediate::execute::run_once_pooled(&pool, &exec).await }
+        async move { remediation::execute::run_once_pooled(&pool, &exec).await }
     });
     assert!(
         free_while_the_cosigner_is_silent(&pool, &server, 0, run)
@@ -585,7 +585,7 @@ async fn no_connection_is_held_while_a_cosigner_keeps_the_executor_or_the_cosign
     let pool = testkit::pool_of_one(&env._db.url);
     let run = tokio::spawn({
         let (pool, receipts) = (pool.clone(), exec.receipts.clone());
-        async move { remediate::cosign::run_once_pooled(&pool, &receipts).await }
+        async move { remediation::cosign::run_once_pooled(&pool, &receipts).await }
     });
     assert_eq!(
         free_while_the_cosigner_is_silent(&pool, &server, posted_before, run)

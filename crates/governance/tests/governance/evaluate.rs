@@ -402,7 +402,7 @@ async fn a_denied_safety_class_blocks_and_an_unreadable_gate_fails_open() {
     .await
     .unwrap();
     let exec = crate::remediate::executor(&env);
-    while governance::remediate::execute::run_once(&mut env.conn, &exec)
+    while remediation::execute::run_once(&mut env.conn, &exec)
         .await
         .unwrap()
     {}

@@ -9,21 +9,21 @@ use diesel::QueryableByName;
 use diesel::sql_types::{Jsonb, Text};
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
 use governance::evaluate::{self, Batch, Finding, Gates, Origin};
-use governance::remediate::{self, Executor, Receipts};
 use ids::ScanId;
 use policies::document::Syntax;
 use policies::store;
+use remediation::{Executor, Receipts};
 use uuid::Uuid;
 
 use crate::{Env, acme, admin};
 
 pub fn executor(env: &Env) -> Executor {
-    let cosigner = remediate::Cosigner::new(None, None, env.egress).unwrap();
+    let cosigner = remediation::Cosigner::new(None, None, env.egress).unwrap();
     executor_with(env, cosigner)
 }
 
 /// An executor whose receipts are co-signed by `cosigner`, on a storage it never reaches.
-pub fn executor_with(env: &Env, cosigner: remediate::Cosigner) -> Executor {
+pub fn executor_with(env: &Env, cosigner: remediation::Cosigner) -> Executor {
     let (master, _) = keys::MasterKey::generate().unwrap();
     Executor::new(
         connectors::Cloud::new(connectors::CloudEnv::default()).unwrap(),
@@ -110,12 +110,12 @@ async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
     .unwrap();
     let exec = executor(&env);
     assert!(
-        remediate::execute::run_once(&mut env.conn, &exec)
+        remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
     assert!(
-        !remediate::execute::run_once(&mut env.conn, &exec)
+        !remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
@@ -158,12 +158,12 @@ async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
     assert_eq!(receipt["etag_before"], "\"e1\"");
 
     // The list shows it, with its receipt; a page of one that holds everything has no next.
-    let page = remediate::read::list(
+    let page = remediation::read::list(
         &mut env.conn,
         &env.cursors,
         &tenant,
-        &remediate::Filter {
-            status: Some(remediate::State::Blocked),
+        &remediation::Filter {
+            status: Some(remediation::State::Blocked),
             ..Default::default()
         },
         paging::Limit::parse(Some(1), 20).unwrap(),
@@ -174,11 +174,11 @@ async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
     assert_eq!(page.items.len(), 1);
     assert_eq!(page.items[0].receipts.len(), 1);
     assert!(!page.pagination.has_more);
-    let none = remediate::read::list(
+    let none = remediation::read::list(
         &mut env.conn,
         &env.cursors,
         &crate::globex(),
-        &remediate::Filter::default(),
+        &remediation::Filter::default(),
         paging::Limit::parse(None, 20).unwrap(),
         None,
     )
@@ -199,7 +199,7 @@ async fn a_deleted_connector_ends_its_requests_even_with_its_storage_cached() {
     let exec = executor(&env);
     // The first run opens the connector's storage (and keeps it) and fails to reach it.
     assert!(
-        remediate::execute::run_once(&mut env.conn, &exec)
+        remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
@@ -218,7 +218,7 @@ async fn a_deleted_connector_ends_its_requests_even_with_its_storage_cached() {
         .await
         .unwrap();
     assert!(
-        remediate::execute::run_once(&mut env.conn, &exec)
+        remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
@@ -242,7 +242,7 @@ async fn a_retried_step_records_a_code_and_the_column_refuses_free_text() {
     plan_one_mask(&mut env).await;
     let exec = executor(&env);
     assert!(
-        remediate::execute::run_once(&mut env.conn, &exec)
+        remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
@@ -285,12 +285,12 @@ async fn a_deleted_policy_stops_the_requests_it_planned_that_have_not_started() 
         .unwrap();
     let exec = executor(&env);
     assert!(
-        remediate::execute::run_once(&mut env.conn, &exec)
+        remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
     assert!(
-        !remediate::execute::run_once(&mut env.conn, &exec)
+        !remediation::execute::run_once(&mut env.conn, &exec)
             .await
             .unwrap()
     );
@@ -356,7 +356,7 @@ spec:
         .unwrap();
         let exec = executor(&env);
         assert!(
-            remediate::execute::run_once(&mut env.conn, &exec)
+            remediation::execute::run_once(&mut env.conn, &exec)
                 .await
                 .unwrap()
         );
@@ -411,7 +411,7 @@ async fn remediation_finds_values_by_current_and_earlier_fingerprints() {
         ("us_ssn".to_owned(), legacy),
     ]
     .into();
-    let found = remediate::content::find(&detector, "people.csv", bytes, &keys, &wanted).unwrap();
+    let found = remediation::content::find(&detector, "people.csv", bytes, &keys, &wanted).unwrap();
     let values: Vec<&str> = found.spans.iter().map(|s| s.value.as_str()).collect();
     assert_eq!(values, ["219-09-9999", "078-05-1120"]);
     assert_eq!(found.missing, 0);
@@ -424,7 +424,7 @@ async fn remediation_finds_values_by_current_and_earlier_fingerprints() {
     ));
     let wanted: std::collections::HashSet<(String, Vec<u8>)> =
         [("us_ssn".to_owned(), forged)].into();
-    let found = remediate::content::find(&detector, "people.csv", bytes, &keys, &wanted).unwrap();
+    let found = remediation::content::find(&detector, "people.csv", bytes, &keys, &wanted).unwrap();
     assert!(found.spans.is_empty());
     assert_eq!(found.missing, 1);
 }

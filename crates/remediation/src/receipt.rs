@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::cosigner::Cosigner;
-use super::stop::{Reason, Stop};
-use super::store::{Row, StoredReceipt};
+use crate::cosigner::Cosigner;
+use crate::stop::{Reason, Stop};
+use crate::store::{Row, StoredReceipt};
 
 /// Signs receipts and has them co-signed as each tenant wants.
 #[derive(Debug)]

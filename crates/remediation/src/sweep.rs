@@ -7,13 +7,13 @@
 use diesel::result::Error as DieselError;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use super::conn::Conn;
-use super::copies::{self, Fate};
-use super::location::snapshot_of;
-use super::retain;
-use super::stop::{Reason, Stop};
-use super::storage::Executor;
-use super::store::{self, COLUMNS, Row};
+use crate::conn::Conn;
+use crate::copies::{self, Fate};
+use crate::location::snapshot_of;
+use crate::retain;
+use crate::stop::{Reason, Stop};
+use crate::storage::Executor;
+use crate::store::{self, COLUMNS, Row};
 
 /// Copies looked at per step.
 const PER_STEP: i32 = 50;

@@ -19,12 +19,12 @@ use serde_json::json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::conn::Conn;
-use super::location::snapshot_of;
-use super::receipt;
-use super::stop::{Reason, Stop};
-use super::storage::{Executor, MAX_OBJECT_BYTES};
-use super::store::{self, Ending, Row, State, same_etag};
+use crate::conn::Conn;
+use crate::location::snapshot_of;
+use crate::receipt;
+use crate::stop::{Reason, Stop};
+use crate::storage::{Executor, MAX_OBJECT_BYTES};
+use crate::store::{self, Ending, Row, State, same_etag};
 use policies::document::ActionType;
 use posture::risk::rescore::Changed;
 
@@ -115,7 +115,7 @@ pub async fn undo(
             // deleted connector's storage is reached through what its deletion kept: the
             // rollback window outlives the connector.
             exec.storages.forget(&(tenant.clone(), row.connector()));
-            let storage = super::copies::open_any(&mut Conn::Borrowed(conn), exec, &row).await?;
+            let storage = crate::copies::open_any(&mut Conn::Borrowed(conn), exec, &row).await?;
             let (restored, displaced) = restore(&storage, &row, force).await?;
             let receipt = exec
                 .receipts
@@ -125,7 +125,7 @@ pub async fn undo(
             entry.actor = audit::Actor::User(actor.clone());
             entry.details["forced"] = json!(force);
             // The original content is back: the tokens written into it are gone from it.
-            super::written::forget_request(conn, tenant, row.request_id).await?;
+            crate::written::forget_request(conn, tenant, row.request_id).await?;
             if let Some((bucket, key)) = &displaced {
                 // Where the version a forced undo replaced was kept.
                 entry.details["displaced"] = json!({ "bucket": bucket, "key": key });
@@ -155,7 +155,7 @@ pub async fn undo(
         .await?;
     // The snapshot of a tokenize or mask is spent; a quarantined object's copy was moved back.
     if let Ok((bucket, key)) = snapshot_of(&undone)
-        && let Ok(storage) = super::copies::open_any(&mut Conn::Borrowed(conn), exec, &undone).await
+        && let Ok(storage) = crate::copies::open_any(&mut Conn::Borrowed(conn), exec, &undone).await
         && let Ok(bucket) = storage.bucket(&bucket)
         && bucket.delete(&key).await.is_ok()
     {
@@ -241,7 +241,7 @@ async fn restore(
             .read_whole(&row.object_key, None, MAX_OBJECT_BYTES)
             .await
         {
-            Ok(now) => restored_already = super::storage::sha256(&now.bytes).as_slice() == before,
+            Ok(now) => restored_already = crate::storage::sha256(&now.bytes).as_slice() == before,
             // Changed again since the head, or grown past what is read: not the original.
             Err(e) if matches!(e.failure, Failure::NotFound | Failure::TooLarge) => {}
             Err(e) => return Err(storage_error(e)),
@@ -259,7 +259,7 @@ async fn restore(
             Failure::NotFound => UndoError::Expired,
             _ => storage_error(e),
         })?;
-    if row.sha256_before.as_deref() != Some(super::storage::sha256(&snapshot.bytes).as_slice()) {
+    if row.sha256_before.as_deref() != Some(crate::storage::sha256(&snapshot.bytes).as_slice()) {
         return Err(UndoError::SnapshotChanged);
     }
     // A forced undo writes over a version nobody else has a copy of: it is copied first, beside
@@ -267,7 +267,7 @@ async fn restore(
     let displaced = match &current {
         Some(c) if !unchanged && !restored_already => {
             let etag = c.etag.as_deref().ok_or(UndoError::ObjectChanged)?;
-            let key = super::location::displaced_key(row.request_id, &lkg_key);
+            let key = crate::location::displaced_key(row.request_id, &lkg_key);
             storage
                 .copy_if_match(&row.bucket, &row.object_key, etag, &lkg_bucket, &key, None)
                 .await

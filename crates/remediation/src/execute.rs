@@ -22,17 +22,17 @@ use scans::findings::Remediated;
 use serde_json::json;
 use settings::Gate;
 
-use super::conn::Conn;
-use super::content::Unsupported;
-use super::location::{
+use crate::conn::Conn;
+use crate::content::Unsupported;
+use crate::location::{
     self, lkg_location, quarantine_location, refuse_public_snapshot, snapshot_of,
 };
-use super::mark;
-use super::receipt;
-use super::rewrite;
-use super::stop::{Reason, Stop};
-use super::storage::{Executor, MAX_OBJECT_BYTES, open_storage, sha256};
-use super::store::{self, Ending, Row, State};
+use crate::mark;
+use crate::receipt;
+use crate::rewrite;
+use crate::stop::{Reason, Stop};
+use crate::storage::{Executor, MAX_OBJECT_BYTES, open_storage, sha256};
+use crate::store::{self, Ending, Row, State};
 use policies::document::{Action, ActionType};
 use posture::risk::rescore::Changed;
 
@@ -74,7 +74,7 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
         } else {
             Reason::PolicyWithdrawn
         };
-        super::copies::discard(db, exec, &row).await;
+        crate::copies::discard(db, exec, &row).await;
         fail(db.get().await?, &row, reason, None).await?;
         return Ok(true);
     }
@@ -82,7 +82,7 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
     // hold the new content (a write whose answer was lost), and only a definite answer from the
     // storage ends the request; until then it is retried, every 30 minutes at most.
     if row.attempts > store::MAX_ATTEMPTS && row.state() == State::Planned {
-        super::copies::discard(db, exec, &row).await;
+        crate::copies::discard(db, exec, &row).await;
         fail(
             db.get().await?,
             &row,
@@ -121,7 +121,7 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
                     // original; otherwise it is kept for the rollback window.
                     if current.state() == State::Planned || still_original(db, exec, &current).await
                     {
-                        super::copies::discard(db, exec, &current).await;
+                        crate::copies::discard(db, exec, &current).await;
                     } else {
                         let conn = db.get().await?;
                         let tenant = current.tenant()?;
@@ -181,7 +181,7 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
             store::gate_unavailable(db.get().await?, &row).await?;
         }
         // Required co-signing: nothing touches the object before the co-signer approved.
-        super::cosign::approve(db, &exec.receipts, &row, &cosigning).await?;
+        crate::cosign::approve(db, &exec.receipts, &row, &cosigning).await?;
         let storage = open_storage(db.get().await?, exec, &tenant, &row).await?;
         let (next, rewrite) = snapshot(db, exec, &storage, &row, &action).await?;
         exec.crash_point("snapshotted");
@@ -205,7 +205,7 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
                     // After the request ended: a snapshot left by a failed delete is the
                     // sweeper's.
                     if block(db.get().await?, exec, &row, cosigning.mode).await? {
-                        super::copies::discard(db, exec, &row).await;
+                        crate::copies::discard(db, exec, &row).await;
                     }
                     return Ok(());
                 }
@@ -572,9 +572,9 @@ async fn still_original(db: &mut Conn<'_>, exec: &Executor, row: &Row) -> bool {
 /// Whether the request's object is still what it was planned on (its ETag, or its content's
 /// SHA-256), or None when the storage cannot be asked.
 async fn is_original(db: &mut Conn<'_>, exec: &Executor, row: &Row) -> Option<bool> {
-    let storage = super::copies::open_any(db, exec, row).await.ok()?;
+    let storage = crate::copies::open_any(db, exec, row).await.ok()?;
     db.release();
-    super::copies::original(&storage, row)
+    crate::copies::original(&storage, row)
         .await
-        .map(|found| found == super::copies::Original::Unchanged)
+        .map(|found| found == crate::copies::Original::Unchanged)
 }

@@ -9,10 +9,10 @@ use diesel_async::AsyncPgConnection;
 use ids::TenantId;
 use keys::{KeyRing, TenantKeys};
 
-use super::cached::{Actions, ScanClassifiers, Storages};
-use super::receipt::Receipts;
-use super::stop::{Reason, Stop};
-use super::store::Row;
+use crate::cached::{Actions, ScanClassifiers, Storages};
+use crate::receipt::Receipts;
+use crate::stop::{Reason, Stop};
+use crate::store::Row;
 
 /// The largest object remediation rewrites, read whole into memory.
 pub const MAX_OBJECT_BYTES: u64 = 64 << 20;

@@ -16,8 +16,8 @@ use diesel::{OptionalExtension as _, QueryableByName};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
 
-use super::stop::{Reason, Stop};
-use super::storage::Executor;
+use crate::stop::{Reason, Stop};
+use crate::storage::Executor;
 use connectors::Storage;
 
 /// Whether a connector has a copy not deleted yet that is neither a standing quarantine nor kept
@@ -112,7 +112,7 @@ pub(crate) async fn retained_storage(
     let Some(stored) = stored else {
         return Ok(None);
     };
-    let keys = super::storage::tenant_keys(conn, exec, tenant).await?;
+    let keys = crate::storage::tenant_keys(conn, exec, tenant).await?;
     let config = connectors::store::open_config(&keys, connector, &stored)
         .map_err(|e| Stop::retry_with(Reason::ConnectorUnreadable, e))?;
     let storage = exec

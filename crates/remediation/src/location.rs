@@ -3,8 +3,8 @@
 
 use connectors::cloud::Storage;
 
-use super::stop::{Reason, Stop};
-use super::store::Row;
+use crate::stop::{Reason, Stop};
+use crate::store::Row;
 
 /// Where the snapshot of `row`'s object goes: under `.dps-lkg/`, named by the request (so no two
 /// snapshots share a key), in the connector's `lkg_location` bucket if it names one (then with
@@ -46,7 +46,7 @@ pub(crate) async fn refuse_public_snapshot(
 /// checks cover, so the provider is asked now; when it will not say, the last check decides,
 /// and a bucket never seen public is taken as not public, as for snapshots.
 pub(crate) async fn refuse_public_quarantine(
-    db: &mut super::conn::Conn<'_>,
+    db: &mut crate::conn::Conn<'_>,
     storage: &Storage,
     row: &Row,
     bucket: &str,
@@ -151,7 +151,7 @@ mod tests {
             named,
             format!(
                 "{head}sha256-{}",
-                hex::encode(crate::remediate::storage::sha256(long.as_bytes()))
+                hex::encode(crate::storage::sha256(long.as_bytes()))
             )
         );
         // Multi-byte characters count as their UTF-8 bytes.

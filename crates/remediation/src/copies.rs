@@ -18,12 +18,12 @@
 
 use connectors::Storage;
 
-use super::conn::Conn;
-use super::location::{lkg_location, quarantine_location, snapshot_of};
-use super::retain;
-use super::stop::{Reason, Stop};
-use super::storage::{Executor, MAX_OBJECT_BYTES, open_storage, sha256};
-use super::store::{self, Row, State, same_etag};
+use crate::conn::Conn;
+use crate::location::{lkg_location, quarantine_location, snapshot_of};
+use crate::retain;
+use crate::stop::{Reason, Stop};
+use crate::storage::{Executor, MAX_OBJECT_BYTES, open_storage, sha256};
+use crate::store::{self, Row, State, same_etag};
 use policies::document::{Action, ActionType};
 
 /// The request's connector's storage: the live connector's, else what its deletion kept.

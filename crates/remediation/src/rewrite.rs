@@ -8,11 +8,11 @@ use detect::Detector;
 use ids::TenantId;
 use keys::{KeyRing, TenantKeys};
 
-use super::cached::ScanClassifiers;
-use super::conn::Conn;
-use super::content;
-use super::stop::{Reason, Stop};
-use super::store::Row;
+use crate::cached::ScanClassifiers;
+use crate::conn::Conn;
+use crate::content;
+use crate::stop::{Reason, Stop};
+use crate::store::Row;
 use policies::document::Action;
 
 /// An object's new content, and the tokens written into it (PII type, token), which a rescan
@@ -54,7 +54,7 @@ pub(super) async fn rewrite(
             tokens: Vec::new(),
         }),
         Action::Tokenize(config) => {
-            let tokens = super::tokens::issue(
+            let tokens = crate::tokens::issue(
                 db.get().await?,
                 keyring,
                 &tenant,

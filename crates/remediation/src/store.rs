@@ -475,7 +475,7 @@ pub(crate) struct Ending<'a> {
     pub to: State,
     /// The ledger's new outcome, if it changes.
     pub outcome: Option<&'static str>,
-    pub reason: Option<super::stop::Reason>,
+    pub reason: Option<crate::stop::Reason>,
     pub entry: audit::NewEntry,
     pub receipt: Option<StoredReceipt>,
     /// What the object's findings and risk become.
@@ -608,7 +608,7 @@ pub(crate) async fn renew(
 pub(crate) async fn retry_later(
     conn: &mut AsyncPgConnection,
     row: &Row,
-    reason: super::stop::Reason,
+    reason: crate::stop::Reason,
 ) -> Result<(), DieselError> {
     let backoff = 30_i32.saturating_mul(1 << row.attempts.clamp(1, 7).saturating_sub(1));
     db::sql(

@@ -1,17 +1,4 @@
-//! Remediation: the tokenize, mask and quarantine requests that evaluation plans, executed
-//! against the customer's storage, each change snapshotted first, signed in a receipt and
-//! reversible within the tenant's rollback window. See docs/governance.md, "Remediation".
-//!
-//! The modules, bottom to top: `content` (finding values again and rewriting only them),
-//! `stop` (why a step stopped), `store` (the state machine's rows), `storage` (what the
-//! executor holds, and opening a connector's storage), `written` (the tokens
-//! written into each object, which a rescan recognizes), `cosigner` (the mutual-TLS
-//! client of tenants' co-signing services), `receipt` (signed receipts), `cosign` (co-signing
-//! as each tenant's setting says), `tokens` (the
-//! vault), `conn` (a connection held only while a step talks to Postgres), `execute` (the
-//! steps), `copies` (when a snapshot or a quarantine's copy may go, and when it is kept for
-//! good), `undo`, `sweep` (deleting the copies due), `retain` (a deleted connector's
-//! configuration, kept while its copies remain) and `read` (the API's view).
+#![doc = include_str!("../README.md")]
 
 mod cached;
 mod conn;

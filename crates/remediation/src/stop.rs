@@ -12,7 +12,7 @@ use std::fmt;
 use connectors::cloud::{AccessError, Failure};
 use diesel::result::Error as DieselError;
 
-use super::content::Unsupported;
+use crate::content::Unsupported;
 
 /// Why a step stopped.
 #[derive(Debug)]
@@ -318,7 +318,7 @@ mod tests {
         ];
         all.extend(Unsupported::ALL.map(Reason::Unsupported));
         all.extend(
-            super::super::cosigner::CosignError::CODES
+            crate::cosigner::CosignError::CODES
                 .iter()
                 .map(|c| Reason::CosignFailed(c)),
         );

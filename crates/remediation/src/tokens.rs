@@ -14,8 +14,8 @@ use uuid::Uuid;
 use vault::VaultError;
 use vault::tokenize::{BatchMode, Item, ItemOutcome, Outcome, Request, Run, Tokenized};
 
-use super::content::Span;
-use super::stop::{Reason, Stop};
+use crate::content::Span;
+use crate::stop::{Reason, Stop};
 
 /// Each distinct (type, value) of the spans, with its token.
 pub(crate) type Tokens = HashMap<(String, String), String>;

@@ -27,11 +27,11 @@ use settings::CosigningMode;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::conn::Conn;
-use super::cosigner::{CosignError, host};
-use super::receipt::Receipts;
-use super::stop::{Reason, Stop};
-use super::store::{self, Row, StoredReceipt};
+use crate::conn::Conn;
+use crate::cosigner::{CosignError, host};
+use crate::receipt::Receipts;
+use crate::stop::{Reason, Stop};
+use crate::store::{self, Row, StoredReceipt};
 
 /// Pending receipts taken per run.
 const PER_RUN: i32 = 16;
@@ -39,7 +39,7 @@ const PER_RUN: i32 = 16;
 /// How long a taken receipt is its taker's: longer than the whole run can last (its receipts
 /// are sent one after another, each exchange up to the co-signer's timeout), so that another
 /// replica never sends a receipt this run still holds.
-const LEASE_SECONDS: i32 = PER_RUN * super::cosigner::TIMEOUT.as_secs() as i32 + 60;
+const LEASE_SECONDS: i32 = PER_RUN * crate::cosigner::TIMEOUT.as_secs() as i32 + 60;
 
 /// How long a pending receipt keeps being sent, counted from when it was issued.
 const GIVE_UP_AFTER_HOURS: i32 = 24;

@@ -9,7 +9,7 @@ use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::store::{COLUMNS, Row, State};
+use crate::store::{COLUMNS, Row, State};
 use policies::document::ActionType;
 
 const LIST: &str = "remediations";
@@ -105,7 +105,7 @@ pub async fn get(
     tenant: &TenantId,
     id: Uuid,
 ) -> Result<Option<Remediation>, DieselError> {
-    let Some(row) = super::store::one(conn, tenant, id).await? else {
+    let Some(row) = crate::store::one(conn, tenant, id).await? else {
         return Ok(None);
     };
     Ok(with_receipts(conn, tenant, vec![row]).await?.pop())

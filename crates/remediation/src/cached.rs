@@ -11,8 +11,8 @@ use detect::ClassifierSpec;
 use diesel_async::AsyncPgConnection;
 use ids::{ConnectorId, PolicyId, ScanId, TenantId};
 
-use super::stop::{Reason, Stop};
-use super::store::Row;
+use crate::stop::{Reason, Stop};
+use crate::store::Row;
 use policies::document::{Action, ActionType};
 
 /// Connectors' storages as the executor opened them, kept for a minute: opening one reads and
