@@ -200,6 +200,37 @@ macro_rules! redoable {
     };
 }
 
+/// A receipt's row, as an `INSERT ... SELECT` of the given expressions (tenant, receipt id,
+/// request id, kind, document, co-signing status), to which a caller may add `FROM` and
+/// `WHERE`: the one statement text that writes receipts, alone or inside a transition.
+macro_rules! insert_receipt {
+    ($tenant:literal, $id:literal, $request:literal, $kind:literal, $document:literal, $cosign:literal) => {
+        concat!(
+            "INSERT INTO remediation_receipts (tenant_id, receipt_id, request_id, kind, document,
+                    cosign_status, cosign_attempts, cosign_next_at, created_at)
+             SELECT ",
+            $tenant,
+            ", ",
+            $id,
+            ", ",
+            $request,
+            ", ",
+            $kind,
+            ", ",
+            $document,
+            ", ",
+            $cosign,
+            ",
+                    CASE WHEN ",
+            $cosign,
+            " = 'cosigned' THEN 1 ELSE 0 END,
+                    CASE WHEN ",
+            $cosign,
+            " = 'pending' THEN now() END, now()"
+        )
+    };
+}
+
 /// A remediation request as evaluation plans it.
 #[derive(Debug, Clone)]
 pub struct NewRequest {
@@ -519,14 +550,16 @@ pub(crate) async fn end(
              ledger AS (",
             policies::ledger_outcome_sql!("moved", "$7"),
             "),
-             receipt AS (
-                INSERT INTO remediation_receipts (tenant_id, receipt_id, request_id, kind,
-                       document, cosign_status, cosign_attempts, cosign_next_at, created_at)
-                SELECT moved.tenant_id, $8, moved.request_id, $9, $10, $11,
-                       CASE WHEN $11 = 'cosigned' THEN 1 ELSE 0 END,
-                       CASE WHEN $11 = 'pending' THEN now() END, now()
-                  FROM moved
-                 WHERE $8::uuid IS NOT NULL)
+             receipt AS (",
+            insert_receipt!(
+                "moved.tenant_id",
+                "$8",
+                "moved.request_id",
+                "$9",
+                "$10",
+                "$11"
+            ),
+            " FROM moved WHERE $8::uuid IS NOT NULL)
              SELECT 1 FROM moved",
         ))
         .bind::<Text, _>(&row.tenant_id)
@@ -559,20 +592,15 @@ pub(crate) async fn insert_receipt(
     row: &Row,
     receipt: &StoredReceipt,
 ) -> Result<(), DieselError> {
-    db::sql(
-        "INSERT INTO remediation_receipts (tenant_id, receipt_id, request_id, kind, document,
-                cosign_status, cosign_attempts, cosign_next_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $6 = 'cosigned' THEN 1 ELSE 0 END,
-                 CASE WHEN $6 = 'pending' THEN now() END, now())",
-    )
-    .bind::<Text, _>(&row.tenant_id)
-    .bind::<SqlUuid, _>(receipt.id)
-    .bind::<SqlUuid, _>(row.request_id)
-    .bind::<Text, _>(receipt.kind)
-    .bind::<Jsonb, _>(&receipt.document)
-    .bind::<Text, _>(receipt.cosign_status)
-    .execute(conn)
-    .await?;
+    db::sql(insert_receipt!("$1", "$2", "$3", "$4", "$5", "$6"))
+        .bind::<Text, _>(&row.tenant_id)
+        .bind::<SqlUuid, _>(receipt.id)
+        .bind::<SqlUuid, _>(row.request_id)
+        .bind::<Text, _>(receipt.kind)
+        .bind::<Jsonb, _>(&receipt.document)
+        .bind::<Text, _>(receipt.cosign_status)
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
