@@ -8,6 +8,7 @@
     reason = "test code: a panic is how a test reports failure"
 )]
 
+mod config;
 mod pinned;
 mod posture;
 mod store;
