@@ -59,7 +59,7 @@ pub fn lowest_thresholds<'a>(
 
 /// The lowest `min_confidence` of the policy's conditions that name the pair, in f32 as
 /// confidences are stored.
-pub fn threshold(policy: &Active, pii_type: &str, category: &str) -> Option<f32> {
+fn threshold(policy: &Active, pii_type: &str, category: &str) -> Option<f32> {
     policy
         .document
         .spec
@@ -72,7 +72,7 @@ pub fn threshold(policy: &Active, pii_type: &str, category: &str) -> Option<f32>
 
 /// The connectors a policy looks at within the reconciliation's scope: `None` for all of them
 /// (both unscoped), else the list (possibly empty: it looks at none in scope).
-pub fn policy_connectors(policy: &Active, scope: &[ConnectorId]) -> Option<Vec<Uuid>> {
+fn policy_connectors(policy: &Active, scope: &[ConnectorId]) -> Option<Vec<Uuid>> {
     let own = &policy.document.spec.scope.connectors;
     match (own.is_empty(), scope.is_empty()) {
         (true, true) => None,
