@@ -152,8 +152,17 @@ pub fn platform(error: platform::PlatformError) -> ApiError {
     match error {
         platform::PlatformError::Connector(e) => connectors(e),
         platform::PlatformError::Scan(e) => scans(e),
-        platform::PlatformError::Governance(e) => ApiError::database(e),
-        platform::PlatformError::RemediationsUnderWay(ids) => ApiError::new(
+        platform::PlatformError::Posture(e) => ApiError::database(e),
+    }
+}
+
+pub fn offboard(error: governance::offboard::DeleteError) -> ApiError {
+    use governance::offboard::DeleteError;
+    match error {
+        DeleteError::Connector(e) => connectors(e),
+        DeleteError::Scan(e) => scans(e),
+        DeleteError::Database(e) => ApiError::database(e),
+        DeleteError::RemediationsUnderWay(ids) => ApiError::new(
             StatusCode::CONFLICT,
             Code::Conflict,
             "the connector has remediations between their snapshot and their receipt; \

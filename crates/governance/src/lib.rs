@@ -2,5 +2,6 @@
 
 pub mod backlog;
 pub mod evaluate;
+pub mod offboard;
 pub mod reconcile;
 pub mod summary;

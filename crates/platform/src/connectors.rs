@@ -1,6 +1,7 @@
-//! Connectors as the API shows them, and their deletion.
+//! Connectors as the API shows them. Their deletion asks remediation first, so it lives in
+//! governance (`governance::offboard`).
 
-use diesel_async::{AsyncConnection as _, AsyncPgConnection};
+use diesel_async::AsyncPgConnection;
 use ids::{ConnectorId, TenantId};
 use paging::{CursorKey, Limit, Page};
 use time::OffsetDateTime;
@@ -44,7 +45,7 @@ async fn scores(
 ) -> Result<std::collections::HashMap<ConnectorId, i32>, PlatformError> {
     Ok(posture::risk::connectors(conn, tenant, ids)
         .await
-        .map_err(PlatformError::Governance)?
+        .map_err(PlatformError::Posture)?
         .into_iter()
         .map(|(id, s)| (id, i32::from(s.risk_score)))
         .collect())
@@ -87,67 +88,4 @@ pub async fn get(
         history: Some(history),
         ..view(connector, activity, score)
     })
-}
-
-/// Deletes a connector: in one transaction, every owner forgets it, then the connector row
-/// goes. A connector that does not exist is not found, and nothing changes. One with
-/// remediations between their snapshot and their receipt is refused, naming them: cut short,
-/// such a request could leave an object half moved with nothing left to finish it.
-///
-/// The transaction deletes rows that background work (a scan's last objects, rescoring,
-/// evaluation) may be updating in another order; when Postgres ends it as a deadlock, nothing
-/// was committed and it is run again, up to three times in all.
-pub async fn delete(
-    conn: &mut AsyncPgConnection,
-    tenant: &TenantId,
-    id: ConnectorId,
-) -> Result<(), PlatformError> {
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match delete_once(conn, tenant, id).await {
-            Err(e) if attempt < 3 && e.database().is_some_and(db::is_concurrency_conflict) => {}
-            done => return done,
-        }
-    }
-}
-
-async fn delete_once(
-    conn: &mut AsyncPgConnection,
-    tenant: &TenantId,
-    id: ConnectorId,
-) -> Result<(), PlatformError> {
-    conn.transaction::<_, PlatformError, _>(async |conn| {
-        // Not found before anything else is touched. The row is held until the end, so that no
-        // remediation of the connector can take its snapshot meanwhile (its `snapshotted`
-        // step needs the row), and none that has taken one is cut short before its receipt.
-        store::lock(conn, tenant, id).await?;
-        let under_way = remediation::store::in_flight(conn, tenant, id)
-            .await
-            .map_err(PlatformError::Governance)?;
-        if !under_way.is_empty() {
-            return Err(PlatformError::RemediationsUnderWay(under_way));
-        }
-        scans::connector::forget_connector(conn, tenant, id).await?;
-        posture::risk::forget_connector(conn, tenant, id)
-            .await
-            .map_err(PlatformError::Governance)?;
-        posture::drift::forget_connector(conn, tenant, id)
-            .await
-            .map_err(PlatformError::Governance)?;
-        // Snapshots of originals that remediation left in the customer's storage must still
-        // be deleted after the connector is gone.
-        remediation::retain::retain_storage(conn, tenant, id)
-            .await
-            .map_err(PlatformError::Governance)?;
-        remediation::written::forget_connector(conn, tenant, id)
-            .await
-            .map_err(PlatformError::Governance)?;
-        store::delete(conn, tenant, id).await?;
-        // After the delete, which may have waited for a scan of the connector being created
-        // meanwhile: that scan's only link went with the connector.
-        scans::connector::forget_orphans(conn, tenant).await?;
-        Ok(())
-    })
-    .await
 }

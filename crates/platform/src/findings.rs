@@ -50,7 +50,7 @@ async fn annotated(
         .collect();
     let notes = posture::findings::annotate(conn, tenant, &keys)
         .await
-        .map_err(PlatformError::Governance)?;
+        .map_err(PlatformError::Posture)?;
     Ok(findings
         .into_iter()
         .zip(notes)

@@ -10,30 +10,8 @@ pub enum PlatformError {
     Connector(#[from] ::connectors::ConnectorError),
     #[error(transparent)]
     Scan(#[from] scans::ScanError),
-    /// Governance's part of a view could not be read.
+    /// Posture's part of a view (risk scores, matched policies, remediation status) could
+    /// not be read.
     #[error("database error")]
-    Governance(#[source] diesel::result::Error),
-    /// The connector's remediations between their snapshot and their receipt, which its
-    /// deletion would cut short: it waits for them.
-    #[error("the connector has remediations under way; delete it once they end")]
-    RemediationsUnderWay(Vec<uuid::Uuid>),
-}
-
-impl PlatformError {
-    /// The database error behind this one, if it is one.
-    pub fn database(&self) -> Option<&diesel::result::Error> {
-        match self {
-            PlatformError::Connector(::connectors::ConnectorError::Database(e))
-            | PlatformError::Scan(scans::ScanError::Database(e))
-            | PlatformError::Governance(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-/// A failure of the transaction itself (begin, commit) rather than of an owner's statement.
-impl From<diesel::result::Error> for PlatformError {
-    fn from(e: diesel::result::Error) -> Self {
-        PlatformError::Scan(scans::ScanError::Database(e))
-    }
+    Posture(#[source] diesel::result::Error),
 }

@@ -195,9 +195,9 @@ pub async fn delete(
 ) -> Result<Enveloped<ConnectorDeleted>, ApiError> {
     let id = connector_id(&id)?;
     let mut conn = state.conn().await?;
-    platform::connectors::delete(&mut conn, &caller.tenant_id, id)
+    governance::offboard::delete(&mut conn, &caller.tenant_id, id)
         .await
-        .map_err(errors::platform)?;
+        .map_err(errors::offboard)?;
     Ok(Enveloped::ok(ConnectorDeleted {
         id: id.to_string(),
         deleted: true,
