@@ -119,9 +119,19 @@ impl Extra {
     }
 }
 
-/// Area A's page size: 1 to 100, default 50.
-pub(crate) fn page_limit(limit: Option<i64>) -> Result<paging::Limit, ApiError> {
-    paging::Limit::parse(limit, 50).map_err(|e| ApiError::invalid(e.to_string()))
+/// What an Area A list request asks of paging: its `cursor`, and its `limit` (1 to 100,
+/// default 50).
+pub(crate) fn paged<'a>(
+    cursors: &'a paging::CursorKey,
+    limit: Option<i64>,
+    cursor: Option<&'a str>,
+) -> Result<paging::PageRequest<'a>, ApiError> {
+    let limit = paging::Limit::parse(limit, 50).map_err(|e| ApiError::invalid(e.to_string()))?;
+    Ok(paging::PageRequest {
+        cursors,
+        limit,
+        cursor,
+    })
 }
 
 /// From the operation that creates or lists a resource to those that use its id.

@@ -10,7 +10,7 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use ids::{TenantId, UserId};
 use keys::{KeyError, KeyRing, SealedSecret, TenantKeys};
-use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{BadCursor, Keyset, Order, Page, PageRequest, Position};
 use ring::rand::{SecureRandom as _, SystemRandom};
 use serde_json::json;
 use time::OffsetDateTime;
@@ -260,12 +260,10 @@ pub async fn create(
 pub async fn list(
     conn: &mut AsyncPgConnection,
     keyring: &KeyRing,
-    cursors: &CursorKey,
     tenant: &TenantId,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<Channel>, ChannelError> {
-    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
+    let keyset = Keyset::new(page, tenant, LIST, Order::Ascending)?;
     let mut query = governance_channels::table
         .filter(governance_channels::tenant_id.eq(tenant.as_str()))
         .select((

@@ -4,7 +4,7 @@ use diesel::dsl::{AsSelect, Select};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{PolicyId, TenantId};
-use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{BadCursor, Keyset, Order, Page, PageRequest, Position};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -92,13 +92,11 @@ impl From<BadCursor> for ListError {
 /// One page of the tenant's log, oldest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     filter: &Filter,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<Entry>, ListError> {
-    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
+    let keyset = Keyset::new(page, tenant, LIST, Order::Ascending)?;
     // Times never go backwards within a log, so `since` becomes the first seq at or after it,
     // found through the time index. Entries written together share their time; `seq` breaks
     // the tie, so none of them is skipped.

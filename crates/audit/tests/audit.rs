@@ -89,11 +89,13 @@ async fn entries_are_numbered_and_chained_per_tenant() {
     let cursors = CursorKey::new(&[7; 32]);
     let page = audit::list(
         &mut conn,
-        &cursors,
         &acme,
         &Filter::default(),
-        Limit::parse(None, 50).unwrap(),
-        None,
+        paging::PageRequest {
+            cursors: &cursors,
+            limit: Limit::parse(None, 50).unwrap(),
+            cursor: None,
+        },
     )
     .await
     .unwrap();
@@ -145,11 +147,13 @@ async fn the_list_filters_by_time_policy_and_action_and_pages_in_order() {
         async |conn: &mut AsyncPgConnection, filter: Filter, limit: i64, cursor: Option<String>| {
             audit::list(
                 conn,
-                &cursors,
                 &acme,
                 &filter,
-                Limit::parse(Some(limit), 50).unwrap(),
-                cursor.as_deref(),
+                paging::PageRequest {
+                    cursors: &cursors,
+                    limit: Limit::parse(Some(limit), 50).unwrap(),
+                    cursor: cursor.as_deref(),
+                },
             )
             .await
         };
@@ -221,11 +225,13 @@ async fn the_list_filters_by_time_policy_and_action_and_pages_in_order() {
     // Another tenant's cursor is refused.
     let foreign = audit::list(
         &mut conn,
-        &cursors,
         &tenant("globex"),
         &Filter::default(),
-        Limit::parse(None, 50).unwrap(),
-        first.pagination.next_cursor.as_deref(),
+        paging::PageRequest {
+            cursors: &cursors,
+            limit: Limit::parse(None, 50).unwrap(),
+            cursor: first.pagination.next_cursor.as_deref(),
+        },
     )
     .await;
     assert!(matches!(foreign, Err(audit::ListError::BadCursor)));
@@ -340,11 +346,13 @@ async fn verify_names_a_modified_entry_whose_hash_was_recomputed() {
     let (_db, mut conn, acme, key) = tamperable().await;
     let mut entries = audit::list(
         &mut conn,
-        &CursorKey::new(&[1; 32]),
         &acme,
         &Filter::default(),
-        Limit::parse(Some(20), 50).unwrap(),
-        None,
+        paging::PageRequest {
+            cursors: &CursorKey::new(&[1; 32]),
+            limit: Limit::parse(Some(20), 50).unwrap(),
+            cursor: None,
+        },
     )
     .await
     .unwrap()

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use db::schema::connectors;
 use ids::{ConnectorId, TenantId};
 use keys::{KeyRing, SealedSecret, TenantKeys};
-use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{BadCursor, Keyset, Order, Page, PageRequest, Position};
 
 use crate::config::{self, Config, FieldError, Provider};
 
@@ -253,13 +253,11 @@ pub struct Filter {
 /// One page of connectors, oldest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     filter: Filter,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<Connector>, ConnectorError> {
-    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
+    let keyset = Keyset::new(page, tenant, LIST, Order::Ascending)?;
     let mut query = connectors::table
         .filter(connectors::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())

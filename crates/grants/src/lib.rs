@@ -20,7 +20,7 @@ use uuid::Uuid;
 use db::schema::{detokenization_audit, grants};
 use ids::{Principal, TenantId, TokenId, TokenPolicyId};
 use keys::KeyRing;
-use paging::{CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{Keyset, Order, Page, PageRequest, Position};
 use vault::VaultError;
 
 pub use error::GrantError;
@@ -704,14 +704,12 @@ const AUDIT_LIST: &str = "detokenization-audit";
 /// One page of the tenant's detokenization attempts, oldest first.
 pub async fn audit(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
-    limit: Limit,
-    cursor: Option<&str>,
     filter: &AuditFilter<'_>,
+    page: PageRequest<'_>,
 ) -> Result<Page<AuditRecord>, GrantError> {
-    let keyset = Keyset::new(cursors, tenant, AUDIT_LIST, limit, cursor, Order::Ascending)
-        .map_err(VaultError::from)?;
+    let keyset =
+        Keyset::new(page, tenant, AUDIT_LIST, Order::Ascending).map_err(VaultError::from)?;
     let mut query = detokenization_audit::table
         .filter(detokenization_audit::tenant_id.eq(tenant.as_str()))
         .select(AuditRow::as_select())

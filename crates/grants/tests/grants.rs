@@ -219,11 +219,13 @@ impl Setup {
     ) -> Result<Page<AuditRecord>, GrantError> {
         grants::audit(
             &mut self.conn,
-            &self.cursors,
             tenant,
-            Limit::parse(Some(limit), 50).unwrap(),
-            cursor,
             filter,
+            paging::PageRequest {
+                cursors: &self.cursors,
+                limit: Limit::parse(Some(limit), 50).unwrap(),
+                cursor,
+            },
         )
         .await
     }

@@ -83,6 +83,26 @@ impl<T> Page<T> {
     }
 }
 
+/// What a caller asks of any list: where to resume (`cursor`, as it was sent), how many rows,
+/// and the key that signs and checks cursors. Each list takes one, beside its own filter.
+#[derive(Debug, Clone, Copy)]
+pub struct PageRequest<'a> {
+    pub cursors: &'a CursorKey,
+    pub limit: Limit,
+    pub cursor: Option<&'a str>,
+}
+
+impl<'a> PageRequest<'a> {
+    /// A first page of `limit` rows.
+    pub fn first(cursors: &'a CursorKey, limit: Limit) -> Self {
+        Self {
+            cursors,
+            limit,
+            cursor: None,
+        }
+    }
+}
+
 /// One request for a page of one tenant's list: where it resumes, how many rows to read, and
 /// how to cut and sign what was read.
 #[derive(Debug)]
@@ -97,15 +117,18 @@ pub struct Keyset<'a> {
 
 impl<'a> Keyset<'a> {
     /// `list` names the list in its cursors, so that a cursor of one list is refused by
-    /// another; `cursor` is what the caller sent, if anything.
+    /// another.
     pub fn new(
-        cursors: &'a CursorKey,
+        request: PageRequest<'a>,
         tenant: &'a TenantId,
         list: &'static str,
-        limit: Limit,
-        cursor: Option<&str>,
         order: Order,
     ) -> Result<Self, BadCursor> {
+        let PageRequest {
+            cursors,
+            limit,
+            cursor,
+        } = request;
         let after = cursor
             .map(|c| cursors.decode(tenant, list, c))
             .transpose()?;
@@ -248,7 +271,13 @@ mod tests {
         let tenant: TenantId = "acme".parse().unwrap();
         let limit = Limit::parse(Some(3), 20).unwrap();
         let ids: Vec<uuid::Uuid> = (0..4).map(|_| uuid::Uuid::now_v7()).collect();
-        let keyset = Keyset::new(&key, &tenant, "things", limit, None, Order::Ascending).unwrap();
+        let keyset = Keyset::new(
+            PageRequest::first(&key, limit),
+            &tenant,
+            "things",
+            Order::Ascending,
+        )
+        .unwrap();
         // Two settled of four read: the page shows two and resumes after the second.
         let page = keyset.page_settled(ids.clone(), 2, |id| Position::id(*id));
         assert_eq!(page.items, ids[..2]);
@@ -261,11 +290,13 @@ mod tests {
         // Nothing settled: an empty page that resumes where it began.
         let one = Limit::parse(Some(1), 20).unwrap();
         let resumed = Keyset::new(
-            &key,
+            PageRequest {
+                cursors: &key,
+                limit: one,
+                cursor: Some(&cursor),
+            },
             &tenant,
             "things",
-            one,
-            Some(&cursor),
             Order::Ascending,
         )
         .unwrap();
@@ -286,7 +317,13 @@ mod tests {
         let key = CursorKey::new(&[1u8; 32]);
         let tenant: TenantId = "acme".parse().unwrap();
         let limit = Limit::parse(Some(2), 20).unwrap();
-        let keyset = Keyset::new(&key, &tenant, "things", limit, None, Order::Ascending).unwrap();
+        let keyset = Keyset::new(
+            PageRequest::first(&key, limit),
+            &tenant,
+            "things",
+            Order::Ascending,
+        )
+        .unwrap();
         assert_eq!(keyset.fetch(), 3);
         let ids: Vec<uuid::Uuid> = (0..3).map(|_| uuid::Uuid::now_v7()).collect();
         let page = keyset.page(ids.clone(), |id| Position::id(*id));
@@ -299,11 +336,13 @@ mod tests {
         assert_eq!(last.pagination.next_cursor, None);
         assert!(
             Keyset::new(
-                &key,
+                PageRequest {
+                    cursors: &key,
+                    limit,
+                    cursor: Some(&cursor)
+                },
                 &tenant,
                 "other",
-                limit,
-                Some(&cursor),
                 Order::Ascending
             )
             .is_err()

@@ -4,4 +4,4 @@ mod cursor;
 mod keyset;
 
 pub use cursor::{BadCursor, CursorKey, Position};
-pub use keyset::{Keyset, Limit, LimitOutOfRange, Order, Page, Pagination};
+pub use keyset::{Keyset, Limit, LimitOutOfRange, Order, Page, PageRequest, Pagination};

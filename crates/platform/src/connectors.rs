@@ -3,7 +3,7 @@
 
 use diesel_async::AsyncPgConnection;
 use ids::{ConnectorId, TenantId};
-use paging::{CursorKey, Limit, Page};
+use paging::{Page, PageRequest};
 use time::OffsetDateTime;
 
 use ::connectors::store::{self, Connector, Filter};
@@ -54,13 +54,11 @@ async fn scores(
 /// One page of the tenant's connectors, oldest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     filter: Filter,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<ConnectorView>, PlatformError> {
-    let page = store::list(conn, cursors, tenant, filter, limit, cursor).await?;
+    let page = store::list(conn, tenant, filter, page).await?;
     let ids: Vec<ConnectorId> = page.items.iter().map(|c| c.id).collect();
     let mut activity = scans::connector::activity(conn, tenant, &ids).await?;
     let scores = scores(conn, tenant, &ids).await?;

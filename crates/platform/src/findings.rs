@@ -3,7 +3,7 @@
 
 use diesel_async::AsyncPgConnection;
 use ids::{ConnectorId, FindingId, TenantId};
-use paging::{CursorKey, Limit, Page};
+use paging::{Page, PageRequest};
 use scans::findings::{Filter, StoredFinding};
 
 use crate::PlatformError;
@@ -65,13 +65,11 @@ async fn annotated(
 /// One page of the tenant's findings, oldest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     filter: &Filter,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<FindingView>, PlatformError> {
-    let page = scans::findings::list(conn, cursors, tenant, filter, limit, cursor).await?;
+    let page = scans::findings::list(conn, tenant, filter, page).await?;
     let items = annotated(conn, tenant, page.items).await?;
     Ok(Page {
         items,

@@ -11,7 +11,7 @@ use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use ids::{PolicyId, TenantId, TokenPolicyId, UserId};
-use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{BadCursor, Keyset, Order, Page, PageRequest, Position};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -482,13 +482,11 @@ pub struct Filter {
 /// One page of the tenant's policies, oldest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     filter: &Filter,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<PolicySummary>, PolicyError> {
-    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
+    let keyset = Keyset::new(page, tenant, LIST, Order::Ascending)?;
     let mut query = governance_policies::table
         .filter(governance_policies::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())

@@ -17,7 +17,7 @@ use diesel::prelude::*;
 use diesel::result::Error as DieselError;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId, UserId};
-use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{BadCursor, Keyset, Order, Page, PageRequest, Position};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -253,13 +253,11 @@ pub struct Filter {
 /// One page of the tenant's drift events, newest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     filter: &Filter,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<DriftEvent>, DriftError> {
-    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Descending)?;
+    let keyset = Keyset::new(page, tenant, LIST, Order::Descending)?;
     let mut query = governance_drift_events::table
         .filter(governance_drift_events::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())

@@ -5,7 +5,7 @@ use diesel::result::Error as DieselError;
 use diesel::sql_types::{Integer, Jsonb, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, PolicyId, TenantId};
-use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{BadCursor, Keyset, Order, Page, PageRequest, Position};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -113,13 +113,11 @@ pub async fn get(
 
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     filter: &Filter,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<Remediation>, ReadError> {
-    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Descending)?;
+    let keyset = Keyset::new(page, tenant, LIST, Order::Descending)?;
     let rows: Vec<Row> = diesel::sql_query(format!(
         "SELECT {COLUMNS} FROM remediation_requests r
            LEFT JOIN remediation_runs u

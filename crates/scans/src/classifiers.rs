@@ -16,7 +16,7 @@ use connectors::FieldError;
 use db::schema::{classifiers, scan_classifiers};
 use detect::{ClassifierSpec, Classifiers, Validator};
 use ids::{ClassifierId, ScanId, TenantId};
-use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{BadCursor, Keyset, Order, Page, PageRequest, Position};
 use tokenize_core::Category;
 
 /// The most classifiers a tenant holds.
@@ -308,12 +308,10 @@ pub async fn delete(
 /// One page of classifiers, oldest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<Classifier>, ClassifierStoreError> {
-    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
+    let keyset = Keyset::new(page, tenant, LIST, Order::Ascending)?;
     let mut query = classifiers::table
         .filter(classifiers::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())

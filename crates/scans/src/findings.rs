@@ -352,11 +352,9 @@ fn like_prefix(prefix: &str) -> String {
 /// ends at the watermark, and may then be empty with a cursor to come back with.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &paging::CursorKey,
     tenant: &TenantId,
     filter: &Filter,
-    limit: paging::Limit,
-    cursor: Option<&str>,
+    page: paging::PageRequest<'_>,
 ) -> Result<paging::Page<StoredFinding>, ScanError> {
     use db::schema::findings::dsl as f;
     use diesel::TextExpressionMethods as _;
@@ -364,15 +362,8 @@ pub async fn list(
     use diesel::expression_methods::EscapeExpressionMethods as _;
     use diesel::sql_types::{BigInt, Bool, Text, Uuid as SqlUuid};
     use diesel::{ExpressionMethods as _, QueryDsl as _, SelectableHelper as _};
-    let keyset = paging::Keyset::new(
-        cursors,
-        tenant,
-        LIST,
-        limit,
-        cursor,
-        paging::Order::Ascending,
-    )
-    .map_err(|_| ScanError::BadCursor)?;
+    let keyset = paging::Keyset::new(page, tenant, LIST, paging::Order::Ascending)
+        .map_err(|_| ScanError::BadCursor)?;
     // A connector or scan that is no id (the nil id stands for it) matches nothing: answered
     // at once, after the cursor is checked, not by reading every finding of the tenant.
     if filter.connector.is_some_and(|c| c.as_uuid().is_nil())

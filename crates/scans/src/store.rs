@@ -13,7 +13,7 @@ use db::schema::{
     connectors as connectors_table, scan_chunks, scan_connectors, scan_resources, scans,
 };
 use ids::{ConnectorId, ScanId, TenantId};
-use paging::{CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{Keyset, Order, Page, PageRequest, Position};
 
 use crate::error::ScanError;
 use crate::model::{Enumeration, Scan, Status, WorkerCounts};
@@ -276,13 +276,11 @@ pub struct Filter {
 /// The tenant's scans, newest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     filter: &Filter,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<Scan>, ScanError> {
-    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Descending)?;
+    let keyset = Keyset::new(page, tenant, LIST, Order::Descending)?;
     let mut query = scans::table
         .filter(scans::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())
@@ -353,13 +351,11 @@ pub async fn workers(
 /// One page of the scan's workers, in chunk order.
 pub async fn workers_page(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     id: ScanId,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<Worker>, ScanError> {
-    let keyset = Keyset::new(cursors, tenant, WORKERS, limit, cursor, Order::Ascending)?;
+    let keyset = Keyset::new(page, tenant, WORKERS, Order::Ascending)?;
     rows::row(conn, tenant, id).await?;
     // A chunk number past any i32 is past every chunk.
     let after = keyset

@@ -10,7 +10,7 @@ use db::schema::vault_entries;
 use ids::{Principal, Role, TenantId, TokenId, TokenPolicyId};
 
 use crate::{VaultError, policies};
-use paging::{CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{Keyset, Order, Page, PageRequest, Position};
 
 const LIST: &str = "vault";
 
@@ -89,8 +89,6 @@ pub struct Entry {
 /// What the vault list is asked for; the filters are checked here.
 #[derive(Debug, Clone, Copy)]
 pub struct ListRequest<'a> {
-    pub limit: Limit,
-    pub cursor: Option<&'a str>,
     /// A PII type code.
     pub pii_type: Option<&'a str>,
     /// active, revoked or expired.
@@ -100,16 +98,11 @@ pub struct ListRequest<'a> {
 /// One page of the tenant's entries, oldest first (in token id order, which is creation order).
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     request: ListRequest<'_>,
+    page: PageRequest<'_>,
 ) -> Result<Page<Entry>, VaultError> {
-    let ListRequest {
-        limit,
-        cursor,
-        pii_type,
-        status,
-    } = request;
+    let ListRequest { pii_type, status } = request;
     let pii_type = pii_type
         .map(|t| {
             t.parse::<PiiType>()
@@ -117,7 +110,7 @@ pub async fn list(
         })
         .transpose()?;
     let status = status.map(Status::parse).transpose()?;
-    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
+    let keyset = Keyset::new(page, tenant, LIST, Order::Ascending)?;
     let now = OffsetDateTime::now_utc();
     let mut query = vault_entries::table
         .filter(vault_entries::tenant_id.eq(tenant.as_str()))

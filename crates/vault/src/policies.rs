@@ -15,7 +15,7 @@ use db::schema::{tokenization_policies, tokenization_policy_versions};
 use ids::{TenantId, TokenPolicyId, UserId};
 
 use crate::{FieldProblem, VaultError};
-use paging::{CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{Keyset, Order, Page, PageRequest, Position};
 
 const LIST: &str = "policies";
 
@@ -401,12 +401,10 @@ pub async fn get(
 /// One page of the tenant's policies, oldest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<PolicyRecord>, VaultError> {
-    let keyset = Keyset::new(cursors, tenant, LIST, limit, cursor, Order::Ascending)?;
+    let keyset = Keyset::new(page, tenant, LIST, Order::Ascending)?;
     let mut query = tokenization_policies::table
         .filter(tokenization_policies::tenant_id.eq(tenant.as_str()))
         .select(Row::as_select())

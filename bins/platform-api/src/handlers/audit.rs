@@ -29,9 +29,12 @@ pub async fn list(
     extra: web::Data<Extra>,
     query: web::Query<AuditQuery>,
 ) -> Result<Enveloped<Vec<AuditEntry>>, ApiError> {
-    let limit = paging::Limit::parse(query.limit, audit::DEFAULT_LIMIT).map_err(|e| {
-        ApiError::invalid(e.to_string()).with_details(serde_json::json!({ "field": "limit" }))
-    })?;
+    let paged = super::paged_by(
+        audit::DEFAULT_LIMIT,
+        &extra.cursors,
+        query.limit,
+        query.cursor.as_deref(),
+    )?;
     let since = query.since.as_deref().map(super::since).transpose()?;
     let action_type = match query.action_type.as_deref() {
         None => None,
@@ -52,15 +55,13 @@ pub async fn list(
     let mut conn = state.conn().await?;
     let page = audit::list(
         &mut conn,
-        &extra.cursors,
         &caller.tenant_id,
         &audit::Filter {
             since,
             policy,
             action_type,
         },
-        limit,
-        query.cursor.as_deref(),
+        paged,
     )
     .await
     .map_err(errors::audit)?;

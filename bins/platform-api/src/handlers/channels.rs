@@ -30,18 +30,11 @@ pub async fn list(
     extra: web::Data<Extra>,
     query: web::Query<api_types::ListQuery>,
 ) -> Result<Enveloped<Vec<Channel>>, ApiError> {
-    let limit = super::page_limit(query.limit)?;
+    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let mut conn = state.conn().await?;
-    let page = store::list(
-        &mut conn,
-        &extra.keyring,
-        &extra.cursors,
-        &caller.tenant_id,
-        limit,
-        query.cursor.as_deref(),
-    )
-    .await
-    .map_err(errors::channels)?;
+    let page = store::list(&mut conn, &extra.keyring, &caller.tenant_id, paged)
+        .await
+        .map_err(errors::channels)?;
     Ok(Enveloped::page(
         page.items.into_iter().map(wire::channel).collect(),
         wire::pagination(page.pagination),

@@ -36,17 +36,11 @@ pub async fn list(
     extra: web::Data<Extra>,
     query: web::Query<api_types::ListQuery>,
 ) -> Result<Enveloped<Vec<Classifier>>, ApiError> {
-    let limit = super::page_limit(query.limit)?;
+    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let mut conn = state.conn().await?;
-    let page = store::list(
-        &mut conn,
-        &extra.cursors,
-        &caller.tenant_id,
-        limit,
-        query.cursor.as_deref(),
-    )
-    .await
-    .map_err(errors::classifiers)?;
+    let page = store::list(&mut conn, &caller.tenant_id, paged)
+        .await
+        .map_err(errors::classifiers)?;
     Ok(Enveloped::page(
         page.items.into_iter().map(wire::classifier).collect(),
         wire::pagination(page.pagination),

@@ -38,7 +38,7 @@ pub async fn list(
     extra: web::Data<Extra>,
     query: web::Query<ConnectorQuery>,
 ) -> Result<Enveloped<Vec<Connector>>, ApiError> {
-    let limit = super::page_limit(query.limit)?;
+    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let provider = match query.provider.as_deref() {
         None => None,
         Some(p) => Some(Provider::parse(p).ok_or_else(|| {
@@ -56,11 +56,9 @@ pub async fn list(
     let mut conn = state.conn().await?;
     let page = platform::connectors::list(
         &mut conn,
-        &extra.cursors,
         &caller.tenant_id,
         Filter { provider, status },
-        limit,
-        query.cursor.as_deref(),
+        paged,
     )
     .await
     .map_err(errors::platform)?;

@@ -31,7 +31,7 @@ pub async fn list(
     extra: web::Data<Extra>,
     query: web::Query<DriftQuery>,
 ) -> Result<Enveloped<Vec<DriftEvent>>, ApiError> {
-    let limit = super::page_limit(query.limit)?;
+    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let since = query.since.as_deref().map(super::since).transpose()?;
     let severity = match query.severity.as_deref() {
         None => None,
@@ -51,7 +51,6 @@ pub async fn list(
     let mut conn = state.conn().await?;
     let page = drift::list(
         &mut conn,
-        &extra.cursors,
         &caller.tenant_id,
         &Filter {
             since,
@@ -59,8 +58,7 @@ pub async fn list(
             kind,
             connector,
         },
-        limit,
-        query.cursor.as_deref(),
+        paged,
     )
     .await
     .map_err(errors::drift)?;

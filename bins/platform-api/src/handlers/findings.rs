@@ -36,7 +36,7 @@ pub async fn list(
     extra: web::Data<Extra>,
     query: web::Query<FindingQuery>,
 ) -> Result<Enveloped<Vec<Finding>>, ApiError> {
-    let limit = super::page_limit(query.limit)?;
+    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     if let Some(t) = query.pii_type.as_deref()
         && t.parse::<PiiType>().is_err()
         && detect::Selector::parse(t).is_none_or(|s| !matches!(s, detect::Selector::Custom(_)))
@@ -87,16 +87,9 @@ pub async fn list(
         resource_prefix: query.resource.clone(),
     };
     let mut conn = state.conn().await?;
-    let page = platform::findings::list(
-        &mut conn,
-        &extra.cursors,
-        &caller.tenant_id,
-        &filter,
-        limit,
-        query.cursor.as_deref(),
-    )
-    .await
-    .map_err(errors::platform)?;
+    let page = platform::findings::list(&mut conn, &caller.tenant_id, &filter, paged)
+        .await
+        .map_err(errors::platform)?;
     Ok(Enveloped::page(
         page.items.into_iter().map(wire::finding).collect(),
         wire::pagination(page.pagination),

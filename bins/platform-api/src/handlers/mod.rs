@@ -17,10 +17,30 @@ pub mod work;
 
 use dps_http::ApiError;
 
-/// A list's `limit`: 20 when absent, else 1 to 100.
-pub(crate) fn page_limit(limit: Option<i64>) -> Result<paging::Limit, ApiError> {
-    paging::Limit::parse(limit, 20).map_err(|e| {
+/// What a list request asks of paging: its `cursor`, and its `limit` (20 when absent, else 1
+/// to 100).
+pub(crate) fn paged<'a>(
+    cursors: &'a paging::CursorKey,
+    limit: Option<i64>,
+    cursor: Option<&'a str>,
+) -> Result<paging::PageRequest<'a>, ApiError> {
+    paged_by(20, cursors, limit, cursor)
+}
+
+/// [`paged`], with a list's own default page size.
+pub(crate) fn paged_by<'a>(
+    default: u32,
+    cursors: &'a paging::CursorKey,
+    limit: Option<i64>,
+    cursor: Option<&'a str>,
+) -> Result<paging::PageRequest<'a>, ApiError> {
+    let limit = paging::Limit::parse(limit, default).map_err(|e| {
         ApiError::invalid(e.to_string()).with_details(serde_json::json!({ "field": "limit" }))
+    })?;
+    Ok(paging::PageRequest {
+        cursors,
+        limit,
+        cursor,
     })
 }
 

@@ -36,7 +36,7 @@ pub async fn list(
     extra: web::Data<Extra>,
     query: web::Query<GovernancePolicyQuery>,
 ) -> Result<Enveloped<Vec<GovernancePolicy>>, ApiError> {
-    let limit = super::page_limit(query.limit)?;
+    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let mode = match query.mode.as_deref() {
         None => None,
         Some(m) => Some(Mode::parse(m).ok_or_else(|| {
@@ -53,16 +53,9 @@ pub async fn list(
             .with_details(serde_json::json!({ "field": "tag" })));
     }
     let mut conn = state.conn().await?;
-    let page = store::list(
-        &mut conn,
-        &extra.cursors,
-        &caller.tenant_id,
-        &Filter { mode, tag },
-        limit,
-        query.cursor.as_deref(),
-    )
-    .await
-    .map_err(errors::policies)?;
+    let page = store::list(&mut conn, &caller.tenant_id, &Filter { mode, tag }, paged)
+        .await
+        .map_err(errors::policies)?;
     Ok(Enveloped::page(
         page.items
             .into_iter()

@@ -33,7 +33,7 @@ pub async fn list(
     extra: web::Data<Extra>,
     query: web::Query<RemediationQuery>,
 ) -> Result<Enveloped<Vec<Remediation>>, ApiError> {
-    let limit = super::page_limit(query.limit)?;
+    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let status = match query.status.as_deref() {
         None => None,
         Some(s) => Some(State::parse(s).ok_or_else(|| {
@@ -61,16 +61,9 @@ pub async fn list(
         action_type,
     };
     let mut conn = state.conn().await?;
-    let page = remediation::read::list(
-        &mut conn,
-        &extra.cursors,
-        &caller.tenant_id,
-        &filter,
-        limit,
-        query.cursor.as_deref(),
-    )
-    .await
-    .map_err(errors::remediation_read)?;
+    let page = remediation::read::list(&mut conn, &caller.tenant_id, &filter, paged)
+        .await
+        .map_err(errors::remediation_read)?;
     Ok(Enveloped::page(
         page.items.into_iter().map(wire::remediation).collect(),
         wire::pagination(page.pagination),

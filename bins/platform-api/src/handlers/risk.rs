@@ -29,7 +29,7 @@ pub async fn list(
     extra: web::Data<Extra>,
     query: web::Query<RiskQuery>,
 ) -> Result<Enveloped<Vec<RiskScore>>, ApiError> {
-    let limit = super::page_limit(query.limit)?;
+    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let level = match query.level.as_deref() {
         None => Level::Connector,
         Some(l) => Level::parse(l).ok_or_else(|| {
@@ -53,15 +53,13 @@ pub async fn list(
     let mut conn = state.conn().await?;
     let page = risk::list(
         &mut conn,
-        &extra.cursors,
         &caller.tenant_id,
         &Query {
             level,
             connector,
             min_score,
         },
-        limit,
-        query.cursor.as_deref(),
+        paged,
     )
     .await
     .map_err(errors::risk)?;

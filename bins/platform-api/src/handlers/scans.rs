@@ -155,7 +155,7 @@ pub async fn list(
     let field = |name: &str, message: &str| {
         ApiError::invalid(message.to_owned()).with_details(serde_json::json!({ "field": name }))
     };
-    let limit = super::page_limit(query.limit)?;
+    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let status = match query.status.as_deref() {
         None => None,
         Some(s) => Some(scans::Status::parse(s).ok_or_else(|| {
@@ -171,15 +171,13 @@ pub async fn list(
     let mut conn = state.conn().await?;
     let page = store::list(
         &mut conn,
-        &extra.cursors,
         &caller.tenant_id,
         &store::Filter {
             connector,
             status,
             since,
         },
-        limit,
-        query.cursor.as_deref(),
+        paged,
     )
     .await
     .map_err(errors::scans)?;
@@ -239,18 +237,11 @@ pub async fn workers(
     query: web::Query<api_types::ListQuery>,
 ) -> Result<Enveloped<Vec<Worker>>, ApiError> {
     let id = scan_id(&id)?;
-    let limit = super::page_limit(query.limit)?;
+    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let mut conn = state.conn().await?;
-    let page = store::workers_page(
-        &mut conn,
-        &extra.cursors,
-        &caller.tenant_id,
-        id,
-        limit,
-        query.cursor.as_deref(),
-    )
-    .await
-    .map_err(errors::scans)?;
+    let page = store::workers_page(&mut conn, &caller.tenant_id, id, paged)
+        .await
+        .map_err(errors::scans)?;
     Ok(Enveloped::page(
         page.items.into_iter().map(wire::worker).collect(),
         wire::pagination(page.pagination),

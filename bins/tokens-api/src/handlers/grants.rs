@@ -132,22 +132,15 @@ pub async fn audit(
     }: Admitted<op::Audit, web::Query<AuditQuery>>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let limit = crate::page_limit(query.limit)?;
+    let paged = crate::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let filter = grants::AuditFilter {
         user: query.user.as_deref(),
         token_id: query.token_id.as_deref(),
         since: query.since.as_deref().map(dps_http::since).transpose()?,
     };
-    let page = grants::audit(
-        &mut conn,
-        &extra.cursors,
-        &caller.0.tenant_id,
-        limit,
-        query.cursor.as_deref(),
-        &filter,
-    )
-    .await
-    .map_err(errors::grant)?;
+    let page = grants::audit(&mut conn, &caller.0.tenant_id, &filter, paged)
+        .await
+        .map_err(errors::grant)?;
     Ok(HttpResponse::Ok().json(wire::audit(page)))
 }
 

@@ -29,16 +29,10 @@ pub async fn list(
     }: Admitted<op::PolicyList, web::Query<PageQuery>>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let limit = crate::page_limit(query.limit)?;
-    let page = vault::policies::list(
-        &mut conn,
-        &extra.cursors,
-        &caller.0.tenant_id,
-        limit,
-        query.cursor.as_deref(),
-    )
-    .await
-    .map_err(errors::vault)?;
+    let paged = crate::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
+    let page = vault::policies::list(&mut conn, &caller.0.tenant_id, paged)
+        .await
+        .map_err(errors::vault)?;
     Ok(HttpResponse::Ok().json(wire::policy_list(page)))
 }
 

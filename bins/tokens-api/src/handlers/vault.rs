@@ -29,13 +29,12 @@ pub async fn list(
     }: Admitted<op::VaultList, web::Query<VaultQuery>>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
+    let paged = crate::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let request = vault::entries::ListRequest {
-        limit: crate::page_limit(query.limit)?,
-        cursor: query.cursor.as_deref(),
         pii_type: query.pii_type.as_deref(),
         status: query.status.as_deref(),
     };
-    let page = vault::entries::list(&mut conn, &extra.cursors, &caller.0.tenant_id, request)
+    let page = vault::entries::list(&mut conn, &caller.0.tenant_id, request, paged)
         .await
         .map_err(errors::vault)?;
     Ok(HttpResponse::Ok().json(wire::vault_list(page)))

@@ -132,11 +132,13 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
     }
     let first = store::list(
         &mut conn,
-        &cursors,
         &acme,
         Filter::default(),
-        limit(2),
-        None,
+        paging::PageRequest {
+            cursors: &cursors,
+            limit: limit(2),
+            cursor: None,
+        },
     )
     .await
     .unwrap();
@@ -145,11 +147,13 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
     let cursor = first.pagination.next_cursor.clone().unwrap();
     let second = store::list(
         &mut conn,
-        &cursors,
         &acme,
         Filter::default(),
-        limit(2),
-        Some(&cursor),
+        paging::PageRequest {
+            cursors: &cursors,
+            limit: limit(2),
+            cursor: Some(&cursor),
+        },
     )
     .await
     .unwrap();
@@ -165,24 +169,24 @@ async fn connectors_are_stored_without_secrets_and_scoped_to_their_tenant() {
     // Another tenant's cursor is refused.
     let stolen = store::list(
         &mut conn,
-        &cursors,
         &other,
         Filter::default(),
-        limit(2),
-        Some(&cursor),
+        paging::PageRequest {
+            cursors: &cursors,
+            limit: limit(2),
+            cursor: Some(&cursor),
+        },
     )
     .await;
     assert!(matches!(stolen, Err(ConnectorError::BadCursor)));
     let only_aws = store::list(
         &mut conn,
-        &cursors,
         &acme,
         Filter {
             provider: Some(Provider::Aws),
             status: Some(Status::PendingTest),
         },
-        limit(20),
-        None,
+        paging::PageRequest::first(&cursors, limit(20)),
     )
     .await
     .unwrap();

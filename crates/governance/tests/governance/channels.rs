@@ -17,10 +17,12 @@ async fn a_channel_keeps_its_url_and_secret_sealed_and_shows_the_secret_once() {
     let page = channels::list(
         &mut env.conn,
         &env.keyring,
-        &env.cursors,
         &acme(),
-        Limit::parse(None, 20).unwrap(),
-        None,
+        paging::PageRequest {
+            cursors: &env.cursors,
+            limit: Limit::parse(None, 20).unwrap(),
+            cursor: None,
+        },
     )
     .await
     .unwrap();
@@ -45,10 +47,12 @@ async fn a_channel_keeps_its_url_and_secret_sealed_and_shows_the_secret_once() {
     let theirs = channels::list(
         &mut env.conn,
         &env.keyring,
-        &env.cursors,
         &globex(),
-        Limit::parse(None, 20).unwrap(),
-        None,
+        paging::PageRequest {
+            cursors: &env.cursors,
+            limit: Limit::parse(None, 20).unwrap(),
+            cursor: None,
+        },
     )
     .await
     .unwrap();

@@ -316,11 +316,13 @@ async fn the_list_filters_by_mode_and_tag_and_pages() {
     let list = async |env: &mut Env, filter: Filter, n: i64, cursor: Option<&str>| {
         store::list(
             &mut env.conn,
-            &env.cursors,
             &acme(),
             &filter,
-            limit(n),
-            cursor,
+            paging::PageRequest {
+                cursors: &env.cursors,
+                limit: limit(n),
+                cursor,
+            },
         )
         .await
         .unwrap()

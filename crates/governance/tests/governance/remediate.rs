@@ -160,14 +160,12 @@ async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
     // The list shows it, with its receipt; a page of one that holds everything has no next.
     let page = remediation::read::list(
         &mut env.conn,
-        &env.cursors,
         &tenant,
         &remediation::Filter {
             status: Some(remediation::State::Blocked),
             ..Default::default()
         },
-        paging::Limit::parse(Some(1), 20).unwrap(),
-        None,
+        paging::PageRequest::first(&env.cursors, paging::Limit::parse(Some(1), 20).unwrap()),
     )
     .await
     .unwrap();
@@ -176,11 +174,13 @@ async fn a_class_denied_after_planning_blocks_the_request_with_a_receipt() {
     assert!(!page.pagination.has_more);
     let none = remediation::read::list(
         &mut env.conn,
-        &env.cursors,
         &crate::globex(),
         &remediation::Filter::default(),
-        paging::Limit::parse(None, 20).unwrap(),
-        None,
+        paging::PageRequest {
+            cursors: &env.cursors,
+            limit: paging::Limit::parse(None, 20).unwrap(),
+            cursor: None,
+        },
     )
     .await
     .unwrap();

@@ -11,7 +11,7 @@ use diesel::sql_types::{
 };
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
-use paging::{BadCursor, CursorKey, Keyset, Limit, Order, Page, Position};
+use paging::{BadCursor, Keyset, Order, Page, PageRequest, Position};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -275,20 +275,11 @@ pub async fn workspace(
 /// One page of scores at one level, highest first.
 pub async fn list(
     conn: &mut AsyncPgConnection,
-    cursors: &CursorKey,
     tenant: &TenantId,
     query: &Query,
-    limit: Limit,
-    cursor: Option<&str>,
+    page: PageRequest<'_>,
 ) -> Result<Page<RiskScore>, RiskError> {
-    let keyset = Keyset::new(
-        cursors,
-        tenant,
-        query.level.list_name(),
-        limit,
-        cursor,
-        Order::Descending,
-    )?;
+    let keyset = Keyset::new(page, tenant, query.level.list_name(), Order::Descending)?;
     // The cursor is (score, id) of the last row shown; a first page starts above 100.
     let (after_score, after_id) = match keyset.position() {
         Some(p) => (

@@ -75,19 +75,44 @@ async fn classifiers_are_checked_kept_per_tenant_and_paged() {
     );
 
     // Oldest first, one per page; the cursor is acme's alone.
-    let first = classifiers::list(&mut w.conn, &w.cursors, &acme, limit(1), None)
-        .await
-        .unwrap();
+    let first = classifiers::list(
+        &mut w.conn,
+        &acme,
+        paging::PageRequest {
+            cursors: &w.cursors,
+            limit: limit(1),
+            cursor: None,
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(first.items.len(), 1);
     assert_eq!(first.items[0].id, created.id);
     let cursor = first.pagination.next_cursor.clone().unwrap();
-    let second = classifiers::list(&mut w.conn, &w.cursors, &acme, limit(1), Some(&cursor))
-        .await
-        .unwrap();
+    let second = classifiers::list(
+        &mut w.conn,
+        &acme,
+        paging::PageRequest {
+            cursors: &w.cursors,
+            limit: limit(1),
+            cursor: Some(&cursor),
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(second.items.len(), 1);
     assert_eq!(second.items[0].id, badge.id);
     assert!(!second.pagination.has_more);
-    let stolen = classifiers::list(&mut w.conn, &w.cursors, &globex, limit(1), Some(&cursor)).await;
+    let stolen = classifiers::list(
+        &mut w.conn,
+        &globex,
+        paging::PageRequest {
+            cursors: &w.cursors,
+            limit: limit(1),
+            cursor: Some(&cursor),
+        },
+    )
+    .await;
     assert!(
         matches!(stolen, Err(ClassifierStoreError::BadCursor)),
         "{stolen:?}"
@@ -95,11 +120,13 @@ async fn classifiers_are_checked_kept_per_tenant_and_paged() {
     // A cursor of the classifiers list is no cursor of the scans list.
     let crossed = scans::store::list(
         &mut w.conn,
-        &w.cursors,
         &acme,
         &scans::store::Filter::default(),
-        limit(1),
-        Some(&cursor),
+        paging::PageRequest {
+            cursors: &w.cursors,
+            limit: limit(1),
+            cursor: Some(&cursor),
+        },
     )
     .await;
     assert!(

@@ -123,11 +123,13 @@ async fn forgetting_a_connector_leaves_a_finished_shared_scan_with_only_the_othe
     }
     let page = scans::store::list(
         &mut w.conn,
-        &w.cursors,
         &acme,
         &scans::store::Filter::default(),
-        paging::Limit::parse(None, 20).unwrap(),
-        None,
+        paging::PageRequest {
+            cursors: &w.cursors,
+            limit: paging::Limit::parse(None, 20).unwrap(),
+            cursor: None,
+        },
     )
     .await
     .unwrap();

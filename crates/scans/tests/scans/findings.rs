@@ -30,11 +30,13 @@ async fn page(w: &mut World, cursor: Option<&str>) -> (Vec<Uuid>, Option<String>
     let limit = paging::Limit::parse(Some(1), 20).unwrap();
     let page = findings::list(
         &mut w.conn,
-        &w.cursors,
         &w.acme.clone(),
         &Filter::default(),
-        limit,
-        cursor,
+        paging::PageRequest {
+            cursors: &w.cursors,
+            limit,
+            cursor,
+        },
     )
     .await
     .unwrap();
@@ -114,11 +116,13 @@ async fn a_whole_list_on_one_page_shows_every_committed_finding_at_once() {
     // that fits on one page is current.
     let page = findings::list(
         &mut w.conn,
-        &w.cursors,
         &acme,
         &Filter::default(),
-        paging::Limit::parse(Some(20), 20).unwrap(),
-        None,
+        paging::PageRequest {
+            cursors: &w.cursors,
+            limit: paging::Limit::parse(Some(20), 20).unwrap(),
+            cursor: None,
+        },
     )
     .await
     .unwrap();

@@ -290,11 +290,13 @@ async fn lists_page_newest_first_with_cursors_no_other_tenant_can_use() {
     loop {
         let page = store::list(
             &mut w.conn,
-            &w.cursors,
             &acme,
             &Filter::default(),
-            limit(2),
-            cursor.as_deref(),
+            paging::PageRequest {
+                cursors: &w.cursors,
+                limit: limit(2),
+                cursor: cursor.as_deref(),
+            },
         )
         .await
         .unwrap();
@@ -311,11 +313,13 @@ async fn lists_page_newest_first_with_cursors_no_other_tenant_can_use() {
                 // The cursor is acme's: globex cannot use it, even on its own list.
                 let stolen = store::list(
                     &mut w.conn,
-                    &w.cursors,
                     &globex,
                     &Filter::default(),
-                    limit(2),
-                    Some(&next),
+                    paging::PageRequest {
+                        cursors: &w.cursors,
+                        limit: limit(2),
+                        cursor: Some(&next),
+                    },
                 )
                 .await;
                 assert!(matches!(stolen, Err(ScanError::BadCursor)), "{stolen:?}");
@@ -329,11 +333,13 @@ async fn lists_page_newest_first_with_cursors_no_other_tenant_can_use() {
 
     let forged = store::list(
         &mut w.conn,
-        &w.cursors,
         &acme,
         &Filter::default(),
-        limit(2),
-        Some("not-a-cursor"),
+        paging::PageRequest {
+            cursors: &w.cursors,
+            limit: limit(2),
+            cursor: Some("not-a-cursor"),
+        },
     )
     .await;
     assert!(matches!(forged, Err(ScanError::BadCursor)), "{forged:?}");
@@ -341,11 +347,13 @@ async fn lists_page_newest_first_with_cursors_no_other_tenant_can_use() {
     // Globex sees only its own scan.
     let page = store::list(
         &mut w.conn,
-        &w.cursors,
         &globex,
         &Filter::default(),
-        limit(20),
-        None,
+        paging::PageRequest {
+            cursors: &w.cursors,
+            limit: limit(20),
+            cursor: None,
+        },
     )
     .await
     .unwrap();
@@ -358,9 +366,14 @@ async fn lists_page_newest_first_with_cursors_no_other_tenant_can_use() {
         connector: Some(b),
         ..Filter::default()
     };
-    let page = store::list(&mut w.conn, &w.cursors, &acme, &by_b, limit(20), None)
-        .await
-        .unwrap();
+    let page = store::list(
+        &mut w.conn,
+        &acme,
+        &by_b,
+        paging::PageRequest::first(&w.cursors, limit(20)),
+    )
+    .await
+    .unwrap();
     let ids: Vec<ScanId> = page.items.iter().map(|s| s.id).collect();
     assert_eq!(ids, [made[3], made[1]]);
     // A connector of another tenant filters to nothing.
@@ -368,9 +381,14 @@ async fn lists_page_newest_first_with_cursors_no_other_tenant_can_use() {
         connector: Some(g),
         ..Filter::default()
     };
-    let page = store::list(&mut w.conn, &w.cursors, &acme, &by_g, limit(20), None)
-        .await
-        .unwrap();
+    let page = store::list(
+        &mut w.conn,
+        &acme,
+        &by_g,
+        paging::PageRequest::first(&w.cursors, limit(20)),
+    )
+    .await
+    .unwrap();
     assert!(page.items.is_empty());
 
     scans::lifecycle::cancel(&mut w.conn, &acme, made[2])
@@ -380,9 +398,14 @@ async fn lists_page_newest_first_with_cursors_no_other_tenant_can_use() {
         status: Some(Status::Cancelled),
         ..Filter::default()
     };
-    let page = store::list(&mut w.conn, &w.cursors, &acme, &cancelled, limit(20), None)
-        .await
-        .unwrap();
+    let page = store::list(
+        &mut w.conn,
+        &acme,
+        &cancelled,
+        paging::PageRequest::first(&w.cursors, limit(20)),
+    )
+    .await
+    .unwrap();
     let ids: Vec<ScanId> = page.items.iter().map(|s| s.id).collect();
     assert_eq!(ids, [made[2]]);
     assert_eq!(page.items[0].status, Status::Cancelled);
@@ -392,9 +415,14 @@ async fn lists_page_newest_first_with_cursors_no_other_tenant_can_use() {
         since: Some(third.created_at),
         ..Filter::default()
     };
-    let page = store::list(&mut w.conn, &w.cursors, &acme, &since, limit(20), None)
-        .await
-        .unwrap();
+    let page = store::list(
+        &mut w.conn,
+        &acme,
+        &since,
+        paging::PageRequest::first(&w.cursors, limit(20)),
+    )
+    .await
+    .unwrap();
     let ids: Vec<ScanId> = page.items.iter().map(|s| s.id).collect();
     assert_eq!(ids, [made[4], made[3], made[2]]);
 }

@@ -10,8 +10,17 @@ use vault::tokenize::{BatchMode, ItemOutcome, Request, Run};
 
 use crate::{Vault, acme, all_modes, codes, globex, item, principal, request, written};
 
-fn all(limit: i64) -> ListRequest<'static> {
-    ListRequest {
+/// What one call of the list asks: its filters and its page.
+#[derive(Clone, Copy)]
+struct Ask<'a> {
+    limit: Limit,
+    cursor: Option<&'a str>,
+    pii_type: Option<&'a str>,
+    status: Option<&'a str>,
+}
+
+fn all(limit: i64) -> Ask<'static> {
+    Ask {
         limit: Limit::parse(Some(limit), 50).unwrap(),
         cursor: None,
         pii_type: None,
@@ -19,13 +28,31 @@ fn all(limit: i64) -> ListRequest<'static> {
     }
 }
 
+async fn list(
+    conn: &mut diesel_async::AsyncPgConnection,
+    cursors: &paging::CursorKey,
+    tenant: &ids::TenantId,
+    ask: Ask<'_>,
+) -> Result<paging::Page<entries::Entry>, VaultError> {
+    let filters = ListRequest {
+        pii_type: ask.pii_type,
+        status: ask.status,
+    };
+    let page = paging::PageRequest {
+        cursors,
+        limit: ask.limit,
+        cursor: ask.cursor,
+    };
+    entries::list(conn, tenant, filters, page).await
+}
+
 /// The first page of acme's entries of one status.
 async fn with_status(v: &mut Vault, status: &str) -> paging::Page<entries::Entry> {
-    entries::list(
+    list(
         &mut v.conn,
         &v.cursors,
         &acme(),
-        ListRequest {
+        Ask {
             status: Some(status),
             ..all(50)
         },
@@ -61,7 +88,7 @@ async fn the_list_filters_by_type_and_status_and_holds_no_value() {
         .await;
     let ids: Vec<TokenId> = (0..4).map(|i| written(&result, i).1).collect();
 
-    let page = entries::list(&mut v.conn, &v.cursors, &acme(), all(50))
+    let page = list(&mut v.conn, &v.cursors, &acme(), all(50))
         .await
         .unwrap();
     assert_eq!(
@@ -84,11 +111,11 @@ async fn the_list_filters_by_type_and_status_and_holds_no_value() {
         assert!(!text.contains(value), "{value} is listed");
     }
 
-    let emails = entries::list(
+    let emails = list(
         &mut v.conn,
         &v.cursors,
         &acme(),
-        ListRequest {
+        Ask {
             pii_type: Some("email"),
             ..all(50)
         },
@@ -124,11 +151,11 @@ async fn the_list_filters_by_type_and_status_and_holds_no_value() {
         assert!(page.items.iter().all(|e| e.status.as_str() == status));
     }
     // Both filters at once.
-    let revoked_emails = entries::list(
+    let revoked_emails = list(
         &mut v.conn,
         &v.cursors,
         &acme(),
-        ListRequest {
+        Ask {
             pii_type: Some("email"),
             status: Some("revoked"),
             ..all(50)
@@ -139,20 +166,20 @@ async fn the_list_filters_by_type_and_status_and_holds_no_value() {
     assert_eq!(revoked_emails.items.len(), 1);
     assert!(revoked_emails.items[0].revoked_at.is_some());
 
-    let gone = ListRequest {
+    let gone = Ask {
         status: Some("gone"),
         ..all(50)
     };
-    let outcome = entries::list(&mut v.conn, &v.cursors, &acme(), gone).await;
+    let outcome = list(&mut v.conn, &v.cursors, &acme(), gone).await;
     assert!(
         matches!(outcome, Err(VaultError::InvalidRequest(_))),
         "{outcome:?}"
     );
-    let zip = ListRequest {
+    let zip = Ask {
         pii_type: Some("us_zip"),
         ..all(50)
     };
-    let outcome = entries::list(&mut v.conn, &v.cursors, &acme(), zip).await;
+    let outcome = list(&mut v.conn, &v.cursors, &acme(), zip).await;
     assert!(
         matches!(outcome, Err(VaultError::UnsupportedPiiType)),
         "{outcome:?}"
@@ -167,7 +194,7 @@ async fn a_policy_ttl_gives_entries_an_expiry() {
     let policy = v.policy(&acme(), &definition).await;
     v.done(&request(policy, vec![item("123-45-6789", "us_ssn")]))
         .await;
-    let page = entries::list(&mut v.conn, &v.cursors, &acme(), all(50))
+    let page = list(&mut v.conn, &v.cursors, &acme(), all(50))
         .await
         .unwrap();
     let entry = &page.items[0];
@@ -190,11 +217,11 @@ async fn list_pages_follow_a_cursor_that_another_tenant_or_list_cannot_use() {
     let mut cursor: Option<String> = None;
     let mut sizes = Vec::new();
     loop {
-        let page = entries::list(
+        let page = list(
             &mut v.conn,
             &v.cursors,
             &acme(),
-            ListRequest {
+            Ask {
                 cursor: cursor.as_deref(),
                 ..all(2)
             },
@@ -217,29 +244,29 @@ async fn list_pages_follow_a_cursor_that_another_tenant_or_list_cannot_use() {
     assert_eq!(sizes, [2, 2, 1]);
     assert_eq!(seen, ids);
 
-    let first = entries::list(&mut v.conn, &v.cursors, &acme(), all(2))
+    let first = list(&mut v.conn, &v.cursors, &acme(), all(2))
         .await
         .unwrap();
     let cursor = first.pagination.next_cursor.unwrap();
     // Another tenant sees nothing, and cannot resume this tenant's list.
-    let theirs = entries::list(&mut v.conn, &v.cursors, &globex(), all(2))
+    let theirs = list(&mut v.conn, &v.cursors, &globex(), all(2))
         .await
         .unwrap();
     assert!(theirs.items.is_empty());
-    let with = |cursor| ListRequest {
+    let with = |cursor| Ask {
         cursor: Some(cursor),
         ..all(2)
     };
-    let outcome = entries::list(&mut v.conn, &v.cursors, &globex(), with(&cursor)).await;
+    let outcome = list(&mut v.conn, &v.cursors, &globex(), with(&cursor)).await;
     assert!(matches!(outcome, Err(VaultError::BadCursor)), "{outcome:?}");
     // A changed cursor, or one signed with another key, is refused too.
     let mut tampered = cursor.clone().into_bytes();
     tampered[5] = if tampered[5] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).unwrap();
-    let outcome = entries::list(&mut v.conn, &v.cursors, &acme(), with(&tampered)).await;
+    let outcome = list(&mut v.conn, &v.cursors, &acme(), with(&tampered)).await;
     assert!(matches!(outcome, Err(VaultError::BadCursor)), "{outcome:?}");
     let other_key = paging::CursorKey::new(&[7u8; 32]);
-    let outcome = entries::list(&mut v.conn, &other_key, &acme(), with(&cursor)).await;
+    let outcome = list(&mut v.conn, &other_key, &acme(), with(&cursor)).await;
     assert!(matches!(outcome, Err(VaultError::BadCursor)), "{outcome:?}");
     // A cursor of the policy list does not resume the vault list.
     for n in 0..2 {
@@ -249,11 +276,15 @@ async fn list_pages_follow_a_cursor_that_another_tenant_or_list_cannot_use() {
         };
         v.policy(&acme(), &definition).await;
     }
-    let policies = vault::policies::list(&mut v.conn, &v.cursors, &acme(), all(1).limit, None)
-        .await
-        .unwrap();
+    let policies = vault::policies::list(
+        &mut v.conn,
+        &acme(),
+        paging::PageRequest::first(&v.cursors, all(1).limit),
+    )
+    .await
+    .unwrap();
     let policy_cursor = policies.pagination.next_cursor.unwrap();
-    let outcome = entries::list(&mut v.conn, &v.cursors, &acme(), with(&policy_cursor)).await;
+    let outcome = list(&mut v.conn, &v.cursors, &acme(), with(&policy_cursor)).await;
     assert!(matches!(outcome, Err(VaultError::BadCursor)), "{outcome:?}");
 }
 

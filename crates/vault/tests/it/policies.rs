@@ -185,9 +185,17 @@ async fn policies_are_listed_oldest_first_in_pages_of_their_tenant_only() {
     let mut cursor: Option<String> = None;
     let mut pages = 0;
     loop {
-        let page = policies::list(&mut v.conn, &v.cursors, &acme(), limit, cursor.as_deref())
-            .await
-            .unwrap();
+        let page = policies::list(
+            &mut v.conn,
+            &acme(),
+            paging::PageRequest {
+                cursors: &v.cursors,
+                limit,
+                cursor: cursor.as_deref(),
+            },
+        )
+        .await
+        .unwrap();
         pages += 1;
         assert!(page.items.len() <= 2);
         assert_eq!(page.pagination.limit, 2);
@@ -202,18 +210,43 @@ async fn policies_are_listed_oldest_first_in_pages_of_their_tenant_only() {
     assert_eq!(pages, 3);
     assert_eq!(seen, created);
 
-    let first = policies::list(&mut v.conn, &v.cursors, &acme(), limit, None)
-        .await
-        .unwrap();
+    let first = policies::list(
+        &mut v.conn,
+        &acme(),
+        paging::PageRequest {
+            cursors: &v.cursors,
+            limit,
+            cursor: None,
+        },
+    )
+    .await
+    .unwrap();
     let cursor = first.pagination.next_cursor.unwrap();
-    let theirs = policies::list(&mut v.conn, &v.cursors, &globex(), limit, Some(&cursor)).await;
+    let theirs = policies::list(
+        &mut v.conn,
+        &globex(),
+        paging::PageRequest {
+            cursors: &v.cursors,
+            limit,
+            cursor: Some(&cursor),
+        },
+    )
+    .await;
     assert!(
         matches!(theirs, Err(VaultError::BadCursor)),
         "another tenant's cursor: {theirs:?}"
     );
-    let theirs = policies::list(&mut v.conn, &v.cursors, &globex(), limit, None)
-        .await
-        .unwrap();
+    let theirs = policies::list(
+        &mut v.conn,
+        &globex(),
+        paging::PageRequest {
+            cursors: &v.cursors,
+            limit,
+            cursor: None,
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(theirs.items.len(), 1);
     assert_eq!(theirs.items[0].definition.name, "customer data");
 }
