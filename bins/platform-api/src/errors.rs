@@ -264,7 +264,6 @@ pub fn drift(error: posture::drift::DriftError) -> ApiError {
             ApiError::invalid("the cursor is not one this service issued for this list")
                 .with_details(json!({ "field": "cursor" }))
         }
-        DriftError::CorruptRow => ApiError::internal("a stored drift event is unreadable"),
         DriftError::Database(e) => ApiError::database(e),
     }
 }

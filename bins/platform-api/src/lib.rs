@@ -3,6 +3,7 @@
 mod config;
 mod errors;
 mod handlers;
+mod path;
 mod wire;
 
 use actix_web::http::Method;

@@ -573,7 +573,7 @@ pub fn reconciliation(
 pub fn remediation(r: remediation::Remediation) -> api_types::remediation::Remediation {
     use api_types::remediation as api;
     let row = r.row;
-    let class = row.kind().map_or("unknown", |k| k.safety_class().as_str());
+    let class = row.kind().safety_class().as_str();
     let location = match (&row.lkg_bucket, &row.lkg_key) {
         (Some(bucket), Some(key)) => Some(api::ObjectLocation {
             bucket: bucket.clone(),
@@ -583,8 +583,8 @@ pub fn remediation(r: remediation::Remediation) -> api_types::remediation::Remed
     };
     api::Remediation {
         remediation_id: row.request_id.to_string(),
-        status: row.status.clone(),
-        action_type: row.action_type.clone(),
+        status: row.status.as_str().to_owned(),
+        action_type: row.action_type.as_str().to_owned(),
         safety_class: class.to_owned(),
         policy_id: row.policy_id.to_string(),
         policy_version: row.policy_version,
@@ -595,7 +595,7 @@ pub fn remediation(r: remediation::Remediation) -> api_types::remediation::Remed
         prior_versions: row.prior_versions.clone(),
         lkg_location: location,
         finding_ids: row.finding_ids.iter().map(uuid::Uuid::to_string).collect(),
-        gate: row.gate.clone(),
+        gate: row.gate.as_str().to_owned(),
         reason: row.reason.clone(),
         attempts: row.attempts,
         etag_before: row.etag.clone(),

@@ -6,4 +6,7 @@ mod records;
 
 pub use field::field_name_like;
 pub use identity::{IdentityError, Principal, Role, TenantId, UserId};
-pub use records::{ClassifierId, ConnectorId, FindingId, PolicyId, ScanId, TokenId, TokenPolicyId};
+pub use records::{
+    ClassifierId, ConnectorId, DriftEventId, FindingId, PolicyId, ReconciliationId, RemediationId,
+    ScanId, TokenId, TokenPolicyId,
+};

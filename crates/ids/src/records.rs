@@ -107,6 +107,18 @@ record_id!(
     /// A vault entry, named `token_id` on the wire.
     TokenId
 );
+record_id!(
+    /// A remediation request: one action on one object version, from plan to receipt.
+    RemediationId
+);
+record_id!(
+    /// A reconciliation: governance evaluated again on request.
+    ReconciliationId
+);
+record_id!(
+    /// A drift event in the tenant's timeline.
+    DriftEventId
+);
 
 #[cfg(test)]
 mod tests {

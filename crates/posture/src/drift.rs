@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use ids::{ConnectorId, TenantId, UserId};
+use ids::{ConnectorId, DriftEventId, TenantId, UserId};
 use paging::{BadCursor, Keyset, Order, Page, PageRequest, Position};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -58,6 +58,9 @@ impl Kind {
     }
 }
 
+// An unknown kind read back is an error, never a default.
+db::text_enum!(Kind);
+
 /// A drift event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DriftEvent {
@@ -88,8 +91,6 @@ pub enum DriftError {
     InvalidNote,
     #[error("the cursor is not valid for this list")]
     BadCursor,
-    #[error("a stored drift event is unreadable")]
-    CorruptRow,
     #[error("database error")]
     Database(#[from] DieselError),
 }
@@ -104,8 +105,8 @@ impl From<BadCursor> for DriftError {
 #[diesel(table_name = governance_drift_events, check_for_backend(diesel::pg::Pg))]
 struct Row {
     event_id: Uuid,
-    kind: String,
-    severity: String,
+    kind: Kind,
+    severity: Severity,
     occurred_at: OffsetDateTime,
     connector_id: Uuid,
     resource: String,
@@ -120,11 +121,11 @@ struct Row {
     note: Option<String>,
 }
 
-fn event(row: Row) -> Result<DriftEvent, DriftError> {
-    Ok(DriftEvent {
+fn event(row: Row) -> DriftEvent {
+    DriftEvent {
         event_id: row.event_id,
-        kind: Kind::parse(&row.kind).ok_or(DriftError::CorruptRow)?,
-        severity: Severity::parse(&row.severity).ok_or(DriftError::CorruptRow)?,
+        kind: row.kind,
+        severity: row.severity,
         timestamp: row.occurred_at,
         connector_id: ConnectorId::from_uuid(row.connector_id),
         resource: row.resource,
@@ -137,7 +138,7 @@ fn event(row: Row) -> Result<DriftEvent, DriftError> {
         acknowledged_at: row.acknowledged_at,
         acknowledged_by: row.acknowledged_by,
         note: row.note,
-    })
+    }
 }
 
 /// A new event to write.
@@ -285,9 +286,9 @@ pub async fn list(
         query = query.filter(after);
     }
     let rows: Vec<Row> = query.load(conn).await?;
-    keyset
+    Ok(keyset
         .page(rows, |r| Position::at(r.occurred_at, r.event_id))
-        .try_map(event)
+        .map(event))
 }
 
 /// Acknowledges an event with a note. Acknowledging it again changes nothing.
@@ -295,9 +296,10 @@ pub async fn acknowledge(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     actor: &UserId,
-    id: Uuid,
+    id: DriftEventId,
     note: Option<&str>,
 ) -> Result<DriftEvent, DriftError> {
+    let id = id.as_uuid();
     if note.is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS || n.contains('\0')) {
         return Err(DriftError::InvalidNote);
     }
@@ -312,7 +314,7 @@ pub async fn acknowledge(
             .optional()?
             .ok_or(DriftError::NotFound)?;
         if row.status == "acknowledged" {
-            return event(row);
+            return Ok(event(row));
         }
         let row: Row = diesel::update(governance_drift_events::table)
             .filter(governance_drift_events::tenant_id.eq(tenant.as_str()))
@@ -336,14 +338,14 @@ pub async fn acknowledge(
                     .outcome("success")
                     .details(json!({
                         "event_id": id.to_string(),
-                        "type": row.kind,
-                        "severity": row.severity,
+                        "type": row.kind.as_str(),
+                        "severity": row.severity.as_str(),
                         "noted": note.is_some_and(|n| !n.is_empty()),
                     })),
             ],
         )
         .await?;
-        event(row)
+        Ok(event(row))
     })
     .await
 }
@@ -353,17 +355,14 @@ pub async fn open_by_severity(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
 ) -> Result<HashMap<Severity, i64>, DieselError> {
-    let rows: Vec<(String, i64)> = governance_drift_events::table
+    governance_drift_events::table
         .filter(governance_drift_events::tenant_id.eq(tenant.as_str()))
         .filter(governance_drift_events::status.eq("open"))
         .group_by(governance_drift_events::severity)
         .select((governance_drift_events::severity, diesel::dsl::count_star()))
-        .load(conn)
-        .await?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(s, n)| Severity::parse(&s).map(|s| (s, n)))
-        .collect())
+        .load::<(Severity, i64)>(conn)
+        .await
+        .map(|rows| rows.into_iter().collect())
 }
 
 /// Forgets a deleted connector's drift events.

@@ -119,9 +119,9 @@ pub(crate) async fn fate(storage: &Storage, row: &Row) -> Fate {
     };
     match (kind, state) {
         // The quarantined object itself: never chosen, never touched.
-        (Some(ActionType::Quarantine), State::Receipted) => Fate::Undecided,
+        (ActionType::Quarantine, State::Receipted) => Fate::Undecided,
         // A quarantine's copy goes only as a duplicate of an original that is there.
-        (Some(ActionType::Quarantine), _) => decide(original(storage, row).await, true),
+        (ActionType::Quarantine, _) => decide(original(storage, row).await, true),
         // An executed remediation's snapshot, its window passed; an undone one's, restored.
         (_, State::Receipted | State::Undone) => Fate::Delete,
         // A request that failed after its snapshot kept it for the window (its write may have
@@ -148,7 +148,7 @@ pub(crate) async fn discard(db: &mut Conn<'_>, exec: &Executor, row: &Row) {
         Some(location) => Some(location.clone()),
         None if row.state() == State::Planned => {
             let action = match (row.tenant(), row.kind(), db.get().await) {
-                (Ok(tenant), Some(kind), Ok(conn)) => policies::store::action_at(
+                (Ok(tenant), kind, Ok(conn)) => policies::store::action_at(
                     conn,
                     &tenant,
                     row.policy(),
@@ -174,7 +174,7 @@ pub(crate) async fn discard(db: &mut Conn<'_>, exec: &Executor, row: &Row) {
         return;
     };
     db.release();
-    if row.kind() == Some(ActionType::Quarantine) {
+    if row.kind() == ActionType::Quarantine {
         // A copy never recorded may never have been made (the request stopped before its
         // copy): there is nothing to keep then, and a record of one would be false.
         if recorded.is_none() {

@@ -149,9 +149,7 @@ async fn run(db: &mut Conn<'_>, exec: &Executor) -> Result<bool, DieselError> {
 /// Runs the request from the state it is in to `receipted`, `blocked` or a stop.
 async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Stop> {
     let tenant = row.tenant()?;
-    let kind = row
-        .kind()
-        .ok_or_else(|| Stop::fail(Reason::CorruptRequest))?;
+    let kind = row.kind();
     let conn = db.get().await?;
     let action = exec.actions.get(conn, &tenant, &row, kind).await?;
     // The tenant's settings, read once for the run: the gate, the co-signing and the rollback
@@ -168,7 +166,7 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
     if row.state() == State::Planned {
         // A class denied when the action was planned stays denied: the evaluation counted it
         // blocked, and only a reconciliation plans it again.
-        let gate = if row.gate == "denied" {
+        let gate = if row.gate == Gate::Denied {
             Gate::Denied
         } else {
             settings::gate_of(&settings, &tenant, kind.safety_class())
@@ -531,7 +529,7 @@ async fn fail(
     reason: Reason,
     last_reason: Option<&str>,
 ) -> Result<(), DieselError> {
-    let kind = row.kind().map_or("tokenize", ActionType::as_str);
+    let kind = row.kind().as_str();
     let mut entry = audit::NewEntry::new("action_failed", audit::Actor::System)
         .policy(row.policy(), row.policy_version)
         .action(kind)

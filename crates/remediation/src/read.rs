@@ -4,7 +4,7 @@ use diesel::QueryableByName;
 use diesel::result::Error as DieselError;
 use diesel::sql_types::{Integer, Jsonb, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use ids::{ConnectorId, PolicyId, TenantId};
+use ids::{ConnectorId, PolicyId, RemediationId, TenantId};
 use paging::{BadCursor, Keyset, Order, Page, PageRequest, Position};
 use serde_json::Value;
 use uuid::Uuid;
@@ -103,8 +103,9 @@ async fn with_receipts(
 pub async fn get(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    id: Uuid,
+    id: RemediationId,
 ) -> Result<Option<Remediation>, DieselError> {
+    let id = id.as_uuid();
     let Some(row) = crate::store::one(conn, tenant, id).await? else {
         return Ok(None);
     };

@@ -33,7 +33,7 @@ fn time(at: Option<OffsetDateTime>) -> Value {
 
 /// The receipt's fields for `row` (everything but what the kind adds).
 fn body(kind: &str, id: Uuid, row: &Row, now: OffsetDateTime) -> Value {
-    let class = row.kind().map_or("unknown", |k| k.safety_class().as_str());
+    let class = row.kind().safety_class().as_str();
     let mut findings: Vec<String> = row.finding_ids.iter().map(Uuid::to_string).collect();
     findings.sort();
     json!({
@@ -44,7 +44,7 @@ fn body(kind: &str, id: Uuid, row: &Row, now: OffsetDateTime) -> Value {
         "tenant_id": row.tenant_id,
         "policy_id": row.policy_id.to_string(),
         "policy_version": row.policy_version,
-        "action": row.action_type,
+        "action": row.action_type.as_str(),
         "safety_class": class,
         "connector_id": row.connector_id.to_string(),
         "resource": {"bucket": row.bucket, "key": row.object_key},
@@ -217,8 +217,8 @@ pub(crate) fn entry(
     outcome: &'static str,
     receipt: &StoredReceipt,
 ) -> audit::NewEntry {
-    let action = row.kind().map_or("tokenize", |k| k.as_str());
-    let class = row.kind().map_or("unknown", |k| k.safety_class().as_str());
+    let action = row.kind().as_str();
+    let class = row.kind().safety_class().as_str();
     audit::NewEntry::new(kind, audit::Actor::System)
         .policy(row.policy(), row.policy_version)
         .action(action)
@@ -230,7 +230,7 @@ pub(crate) fn entry(
             "action_id": row.action_id.to_string(),
             "receipt_id": receipt.id.to_string(),
             "safety_class": class,
-            "gate": row.gate,
+            "gate": row.gate.as_str(),
         }))
 }
 

@@ -147,7 +147,6 @@ pub enum Reason {
     PolicyVersionMissing,
     ConnectorUnreadable,
     StorageUnopened,
-    CorruptRequest,
     /// The storage could not say whether a denied request's object is untouched.
     ObjectStateUnknown,
     /// Another taker holds the request now.
@@ -212,7 +211,6 @@ impl Reason {
             Reason::PolicyVersionMissing => ("policy_version_missing", None),
             Reason::ConnectorUnreadable => ("connector_unreadable", None),
             Reason::StorageUnopened => ("storage_unopened", None),
-            Reason::CorruptRequest => ("corrupt_request", None),
             Reason::ObjectStateUnknown => ("object_state_unknown", None),
             Reason::MovedOn => ("moved_on", None),
             Reason::AttemptsExhausted => ("attempts_exhausted", None),
@@ -307,7 +305,6 @@ mod tests {
             Reason::PolicyVersionMissing,
             Reason::ConnectorUnreadable,
             Reason::StorageUnopened,
-            Reason::CorruptRequest,
             Reason::ObjectStateUnknown,
             Reason::MovedOn,
             Reason::AttemptsExhausted,

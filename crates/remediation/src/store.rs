@@ -23,6 +23,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use policies::document::ActionType;
+use settings::Gate;
 
 /// How long a taken request is the taker's alone.
 pub(crate) const LEASE_SECONDS: i32 = 300;
@@ -69,6 +70,9 @@ impl State {
     }
 }
 
+// An unknown status read back is an error, never a default.
+db::text_enum!(State);
+
 /// A request with what its execution recorded so far.
 #[derive(Debug, Clone, QueryableByName)]
 pub struct Row {
@@ -83,7 +87,7 @@ pub struct Row {
     #[diesel(sql_type = Integer)]
     pub policy_version: i32,
     #[diesel(sql_type = Text)]
-    pub action_type: String,
+    pub action_type: ActionType,
     #[diesel(sql_type = SqlUuid)]
     pub connector_id: Uuid,
     #[diesel(sql_type = Text)]
@@ -95,9 +99,9 @@ pub struct Row {
     #[diesel(sql_type = Array<SqlUuid>)]
     pub finding_ids: Vec<Uuid>,
     #[diesel(sql_type = Text)]
-    pub gate: String,
+    pub gate: Gate,
     #[diesel(sql_type = Text)]
-    pub status: String,
+    pub status: State,
     #[diesel(sql_type = Timestamptz)]
     pub created_at: OffsetDateTime,
     #[diesel(sql_type = Timestamptz)]
@@ -151,11 +155,11 @@ impl Row {
     }
 
     pub fn state(&self) -> State {
-        State::parse(&self.status).unwrap_or(State::Failed)
+        self.status
     }
 
-    pub fn kind(&self) -> Option<ActionType> {
-        ActionType::parse(&self.action_type)
+    pub fn kind(&self) -> ActionType {
+        self.action_type
     }
 
     pub fn connector(&self) -> ConnectorId {
@@ -245,8 +249,8 @@ pub struct NewRequest {
     pub object_key: String,
     pub etag: String,
     pub finding_ids: Vec<Uuid>,
-    /// What the safety-class gate said: `allowed`, `denied` or `gate_unavailable`.
-    pub gate: &'static str,
+    /// What the safety-class gate said.
+    pub gate: Gate,
 }
 
 /// Records `requests`, `planned` and due at once, in one statement. Call it in the
@@ -280,7 +284,7 @@ pub async fn plan(
                 .join(",")
         })
         .collect();
-    let gates: Vec<&str> = requests.iter().map(|r| r.gate).collect();
+    let gates: Vec<&str> = requests.iter().map(|r| r.gate.as_str()).collect();
     db::sql(
         "INSERT INTO remediation_requests (tenant_id, request_id, action_id, policy_id,
                 policy_version, action_type, connector_id, bucket, object_key, etag, finding_ids,

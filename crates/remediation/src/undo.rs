@@ -13,7 +13,7 @@
 
 use connectors::cloud::{Failure, Storage};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection};
-use ids::{TenantId, UserId};
+use ids::{RemediationId, TenantId, UserId};
 use scans::findings::Remediated;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -87,10 +87,11 @@ pub async fn undo(
     conn: &mut AsyncPgConnection,
     exec: &Executor,
     tenant: &TenantId,
-    id: Uuid,
+    id: RemediationId,
     actor: &UserId,
     force: bool,
 ) -> Result<Row, UndoError> {
+    let id = id.as_uuid();
     let undone = conn
         .transaction(async |conn| {
             {
@@ -219,7 +220,7 @@ async fn restore(
     let current = target.head(&row.object_key).await.map_err(storage_error)?;
     let unchanged = match row.kind() {
         // Quarantine left nothing at the key.
-        Some(ActionType::Quarantine) => current.is_none(),
+        ActionType::Quarantine => current.is_none(),
         _ => current
             .as_ref()
             .is_some_and(|c| same_etag(c.etag.as_deref(), row.etag_after.as_deref())),

@@ -162,10 +162,27 @@ pub enum Gate {
 }
 
 impl Gate {
+    pub const ALL: [Gate; 3] = [Gate::Allowed, Gate::Denied, Gate::AllowedPolicyUnreadable];
+
     pub fn permits(self) -> bool {
         !matches!(self, Gate::Denied)
     }
+
+    /// As a remediation request records it: `allowed`, `denied` or `gate_unavailable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Gate::Allowed => "allowed",
+            Gate::Denied => "denied",
+            Gate::AllowedPolicyUnreadable => "gate_unavailable",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Gate::ALL.into_iter().find(|g| g.as_str() == raw)
+    }
 }
+
+db::text_enum!(Gate);
 
 /// The remediation enforcement gate: may an automated action of `class` run for `tenant`?
 ///
@@ -321,19 +338,15 @@ fn lkg_view(row: Option<&store::Row>, change_log: Vec<LkgRetentionChange>) -> Lk
     }
 }
 
-/// The stored deny-list in API order. Unknown strings cannot be stored (a CHECK constraint
-/// lists the classes), so none is dropped here in practice.
+/// The stored deny-list in API order. A class this build does not know fails the read of the
+/// row (a CHECK constraint keeps any from being stored).
 fn denied_of(row: Option<&store::Row>) -> Vec<SafetyClass> {
     let Some(row) = row else {
         return Vec::new();
     };
     SafetyClass::ALL
         .into_iter()
-        .filter(|c| {
-            row.denied_safety_classes
-                .iter()
-                .any(|d| d.as_deref() == Some(c.as_str()))
-        })
+        .filter(|c| row.denied_safety_classes.contains(&Some(*c)))
         .collect()
 }
 

@@ -19,7 +19,7 @@ pub(crate) struct Row {
     pub lkg_retention_hours: Option<i32>,
     pub lkg_updated_at: Option<OffsetDateTime>,
     pub lkg_updated_by: Option<String>,
-    pub denied_safety_classes: Vec<Option<String>>,
+    pub denied_safety_classes: Vec<Option<SafetyClass>>,
     pub remediation_updated_at: Option<OffsetDateTime>,
     pub remediation_updated_by: Option<String>,
     pub cosigning_mode: String,
@@ -82,7 +82,7 @@ pub(crate) async fn set_denied(
     actor: &UserId,
     denied: &[SafetyClass],
 ) -> QueryResult<()> {
-    let denied: Vec<Option<String>> = denied.iter().map(|c| Some(c.as_str().to_owned())).collect();
+    let denied: Vec<Option<&str>> = denied.iter().map(|c| Some(c.as_str())).collect();
     diesel::update(tenant_settings::table.find(tenant.as_str()))
         .set((
             tenant_settings::denied_safety_classes.eq(denied),

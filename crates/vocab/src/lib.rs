@@ -41,7 +41,16 @@ impl SafetyClass {
             SafetyClass::InlineRuntime => "inline_runtime",
         }
     }
+
+    /// The class of a wire spelling, if it is one.
+    pub fn parse(raw: &str) -> Option<Self> {
+        SafetyClass::ALL.into_iter().find(|c| c.as_str() == raw)
+    }
 }
+
+// Stored as its wire spelling; an unknown one read back is an error, never dropped.
+#[cfg(feature = "diesel")]
+db::text_enum!(SafetyClass);
 
 impl fmt::Display for SafetyClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -56,10 +65,7 @@ pub struct UnknownSafetyClass;
 impl FromStr for SafetyClass {
     type Err = UnknownSafetyClass;
     fn from_str(s: &str) -> Result<Self, UnknownSafetyClass> {
-        SafetyClass::ALL
-            .into_iter()
-            .find(|c| c.as_str() == s)
-            .ok_or(UnknownSafetyClass)
+        SafetyClass::parse(s).ok_or(UnknownSafetyClass)
     }
 }
 

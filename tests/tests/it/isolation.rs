@@ -381,6 +381,44 @@ async fn no_route_reaches_another_tenants_data() {
                 caller.tenant, owner.tenant
             );
             answered.insert(format!("{method} {route}"), status);
+            // What cannot be an id is the very same answer, code included: an answer never
+            // tells a malformed id from another tenant's.
+            let malformed = filled(&route, "not-an-id");
+            let body = body_for(&method, &route);
+            let (status, same) = call(
+                &stack,
+                caller.tenant,
+                method.clone(),
+                tokens,
+                &malformed,
+                body,
+            )
+            .await;
+            assert_eq!(status, 404, "{method} {malformed}: {same}");
+            assert_eq!(
+                same["error"]["code"], answer["error"]["code"],
+                "{method} {malformed}: {same}"
+            );
+        }
+        // Without a token, the caller is refused before the id is read, malformed or not.
+        let app = if tokens {
+            &stack.tokens.app
+        } else {
+            &stack.platform
+        };
+        for id in [acme.id_for(&route), "not-an-id"] {
+            let path = filled(&route, id);
+            let anonymous = app
+                .http
+                .request(method.clone(), format!("{}{path}", app.origin))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                anonymous.status().as_u16(),
+                401,
+                "{method} {path} without a token"
+            );
         }
     }
     assert!(answered.len() >= 20, "{answered:?}");

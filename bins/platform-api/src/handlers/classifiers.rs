@@ -6,14 +6,10 @@ use actix_web::web;
 use api_types::classifiers::{Classifier, ClassifierDeleted, ClassifierRequest};
 use dps_http::{ApiError, Caller, Document, Enveloped, Permitted, ServiceState, groups};
 use ids::ClassifierId;
-use scans::classifiers::{self as store, ClassifierStoreError};
+use scans::classifiers as store;
 
+use crate::path::Record;
 use crate::{Extra, errors, wire};
-
-/// An id that is not a UUID names no classifier.
-fn classifier_id(raw: &str) -> Result<ClassifierId, ApiError> {
-    ClassifierId::parse(raw).ok_or_else(|| errors::classifiers(ClassifierStoreError::NotFound))
-}
 
 /// Lists the tenant's classifiers, oldest first.
 #[utoipa::path(
@@ -91,11 +87,9 @@ pub async fn create(
     ),
 )]
 pub async fn get(
-    Caller(caller): Caller,
+    Record(Caller(caller), id): Record<Caller, ClassifierId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<Classifier>, ApiError> {
-    let id = classifier_id(&id)?;
     let mut conn = state.conn().await?;
     let found = store::get(&mut conn, &caller.tenant_id, id)
         .await
@@ -124,12 +118,10 @@ pub async fn get(
     ),
 )]
 pub async fn update(
-    Permitted(caller, _): Permitted<groups::Classifiers>,
+    Record(Permitted(caller, _), id): Record<Permitted<groups::Classifiers>, ClassifierId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
     body: Document<ClassifierRequest>,
 ) -> Result<Enveloped<Classifier>, ApiError> {
-    let id = classifier_id(&id)?;
     let mut conn = state.conn().await?;
     let updated = store::update(
         &mut conn,
@@ -157,11 +149,9 @@ pub async fn update(
     ),
 )]
 pub async fn delete(
-    Permitted(caller, _): Permitted<groups::Classifiers>,
+    Record(Permitted(caller, _), id): Record<Permitted<groups::Classifiers>, ClassifierId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<ClassifierDeleted>, ApiError> {
-    let id = classifier_id(&id)?;
     let mut conn = state.conn().await?;
     store::delete(&mut conn, &caller.tenant_id, id)
         .await

@@ -10,12 +10,8 @@ use connectors::{Filter, NewConnector, Provider, Status, store};
 use dps_http::{ApiError, Body, Caller, Enveloped, Permitted, ServiceState, groups};
 use ids::ConnectorId;
 
+use crate::path::Record;
 use crate::{Extra, errors, wire};
-
-/// An id that is not a UUID names no connector.
-fn connector_id(raw: &str) -> Result<ConnectorId, ApiError> {
-    ConnectorId::parse(raw).ok_or_else(|| errors::connectors(connectors::ConnectorError::NotFound))
-}
 
 /// Lists the tenant's connectors, oldest first, with cursor pagination.
 #[utoipa::path(
@@ -159,11 +155,9 @@ pub async fn gcp_subject(
     ),
 )]
 pub async fn get(
-    Caller(caller): Caller,
+    Record(Caller(caller), id): Record<Caller, ConnectorId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<Connector>, ApiError> {
-    let id = connector_id(&id)?;
     let mut conn = state.conn().await?;
     let connector = platform::connectors::get(&mut conn, &caller.tenant_id, id)
         .await
@@ -187,11 +181,9 @@ pub async fn get(
     ),
 )]
 pub async fn delete(
-    Permitted(caller, _): Permitted<groups::Connectors>,
+    Record(Permitted(caller, _), id): Record<Permitted<groups::Connectors>, ConnectorId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<ConnectorDeleted>, ApiError> {
-    let id = connector_id(&id)?;
     let mut conn = state.conn().await?;
     governance::offboard::delete(&mut conn, &caller.tenant_id, id)
         .await
@@ -218,12 +210,10 @@ pub async fn delete(
     ),
 )]
 pub async fn test(
-    Permitted(caller, _): Permitted<groups::Connectors>,
+    Record(Permitted(caller, _), id): Record<Permitted<groups::Connectors>, ConnectorId>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<ConnectionTest>, ApiError> {
-    let id = connector_id(&id)?;
     let mut conn = state.conn().await?;
     let config = connectors::probe::test_config(&mut conn, &extra.keyring, &caller.tenant_id, id)
         .await

@@ -4,10 +4,11 @@
 use actix_web::web;
 use api_types::governance::{Acknowledge, DriftEvent, DriftQuery, Summary};
 use dps_http::{ApiError, Caller, Enveloped, OptionalBody, ServiceState};
-use ids::ConnectorId;
+use ids::{ConnectorId, DriftEventId};
 use policies::document::Severity;
 use posture::drift::{self, Filter, Kind};
 
+use crate::path::Record;
 use crate::{Extra, errors, wire};
 
 /// The tenant's drift events, newest first.
@@ -84,13 +85,11 @@ pub async fn list(
     ),
 )]
 pub async fn acknowledge(
-    Caller(caller): Caller,
+    Record(Caller(caller), id): Record<Caller, DriftEventId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
     // The note is optional, and so is a body that would hold only it.
     body: OptionalBody<Acknowledge>,
 ) -> Result<Enveloped<DriftEvent>, ApiError> {
-    let id = uuid::Uuid::parse_str(id.trim()).unwrap_or(uuid::Uuid::nil());
     let mut conn = state.conn().await?;
     let event = drift::acknowledge(
         &mut conn,

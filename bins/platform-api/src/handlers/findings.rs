@@ -8,6 +8,7 @@ use ids::{ConnectorId, FindingId, ScanId};
 use scans::findings::Filter;
 use tokenize_core::{Category, PiiType};
 
+use crate::path::Record;
 use crate::{Extra, errors, wire};
 
 fn field(name: &'static str, message: &'static str) -> ApiError {
@@ -110,11 +111,9 @@ pub async fn list(
     ),
 )]
 pub async fn get(
-    Caller(caller): Caller,
+    Record(Caller(caller), id): Record<Caller, FindingId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<Finding>, ApiError> {
-    let id = FindingId::parse_or_nil(&id);
     let mut conn = state.conn().await?;
     let found = platform::findings::get(&mut conn, &caller.tenant_id, id)
         .await

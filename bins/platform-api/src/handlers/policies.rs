@@ -13,6 +13,7 @@ use ids::PolicyId;
 use policies::document::Mode;
 use policies::store::{self, Filter};
 
+use crate::path::Record;
 use crate::{Extra, errors, wire};
 
 /// Lists the tenant's governance policies, oldest first.
@@ -147,11 +148,9 @@ fn wants_yaml(req: &HttpRequest) -> bool {
 )]
 pub async fn get(
     req: HttpRequest,
-    Caller(caller): Caller,
+    Record(Caller(caller), id): Record<Caller, PolicyId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<actix_web::Either<Enveloped<GovernancePolicyDetail>, HttpResponse>, ApiError> {
-    let id = PolicyId::parse_or_nil(&id);
     let mut conn = state.conn().await?;
     let found = store::get(&mut conn, &caller.tenant_id, id)
         .await
@@ -194,12 +193,10 @@ pub async fn get(
     ),
 )]
 pub async fn update(
-    Permitted(caller, _): Permitted<groups::GovernancePolicies>,
+    Record(Permitted(caller, _), id): Record<Permitted<groups::GovernancePolicies>, PolicyId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
     body: RawDocument,
 ) -> Result<Enveloped<GovernancePolicyDetail>, ApiError> {
-    let id = PolicyId::parse_or_nil(&id);
     let mut conn = state.conn().await?;
     let updated = store::update(
         &mut conn,
@@ -229,11 +226,9 @@ pub async fn update(
     ),
 )]
 pub async fn delete(
-    Permitted(caller, _): Permitted<groups::GovernancePolicies>,
+    Record(Permitted(caller, _), id): Record<Permitted<groups::GovernancePolicies>, PolicyId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<GovernancePolicyDeleted>, ApiError> {
-    let id = PolicyId::parse_or_nil(&id);
     let mut conn = state.conn().await?;
     store::delete(&mut conn, &caller.tenant_id, &caller.user_id, id)
         .await

@@ -4,9 +4,10 @@ use actix_web::web;
 use api_types::governance::{ReconcileQueued, ReconcileRequest, Reconciliation};
 use dps_http::{ApiError, Body, Caller, Enveloped, Permitted, ServiceState, groups};
 use governance::reconcile::{self, MAX_MAX_ACTIONS, MAX_SCOPE_IDS, Mode, Request, Scope};
-use ids::{ConnectorId, PolicyId};
+use ids::{ConnectorId, PolicyId, ReconciliationId};
 use serde_json::json;
 
+use crate::path::Record;
 use crate::{Extra, errors, wire};
 
 /// Queues a re-evaluation of every open finding in scope.
@@ -54,11 +55,9 @@ pub async fn request(
     ),
 )]
 pub async fn get(
-    Caller(caller): Caller,
+    Record(Caller(caller), id): Record<Caller, ReconciliationId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<Reconciliation>, ApiError> {
-    let id = uuid::Uuid::parse_str(id.trim()).unwrap_or(uuid::Uuid::nil());
     let mut conn = state.conn().await?;
     let found = reconcile::get(&mut conn, &caller.tenant_id, id)
         .await

@@ -4,11 +4,12 @@
 use actix_web::web;
 use api_types::remediation::{ReceiptKeys, Remediation, RemediationQuery, UndoRequest};
 use dps_http::{ApiError, Caller, Enveloped, OptionalBody, Permitted, ServiceState, groups};
-use ids::{ConnectorId, PolicyId};
+use ids::{ConnectorId, PolicyId, RemediationId};
 use policies::document::ActionType;
 use remediation::{Filter, State};
 use serde_json::json;
 
+use crate::path::Record;
 use crate::{Extra, errors, wire};
 
 /// The tenant's remediations, newest first.
@@ -85,11 +86,9 @@ pub async fn list(
     ),
 )]
 pub async fn get(
-    Permitted(caller, _): Permitted<groups::Remediations>,
+    Record(Permitted(caller, _), id): Record<Permitted<groups::Remediations>, RemediationId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<Remediation>, ApiError> {
-    let id = uuid::Uuid::parse_str(id.trim()).unwrap_or(uuid::Uuid::nil());
     let mut conn = state.conn().await?;
     let found = remediation::read::get(&mut conn, &caller.tenant_id, id)
         .await
@@ -120,13 +119,11 @@ pub async fn get(
     ),
 )]
 pub async fn undo(
-    Permitted(caller, _): Permitted<groups::Remediations>,
+    Record(Permitted(caller, _), id): Record<Permitted<groups::Remediations>, RemediationId>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
-    id: web::Path<String>,
     body: OptionalBody<UndoRequest>,
 ) -> Result<Enveloped<Remediation>, ApiError> {
-    let id = uuid::Uuid::parse_str(id.trim()).unwrap_or(uuid::Uuid::nil());
     let force = body.0.is_some_and(|b| b.force);
     let mut conn = state.conn().await?;
     remediation::undo(

@@ -11,12 +11,8 @@ use dps_http::{ApiError, Body, Caller, Enveloped, OptionalBody, Permitted, Servi
 use ids::{ConnectorId, ScanId};
 use scans::store::{self, NewScan, Origin};
 
+use crate::path::Record;
 use crate::{Extra, errors, wire};
-
-/// An id that is not a UUID names no scan.
-fn scan_id(raw: &str) -> Result<ScanId, ApiError> {
-    ScanId::parse(raw).ok_or_else(|| errors::scans(scans::ScanError::NotFound))
-}
 
 /// Starts a scan over several connectors at once.
 #[utoipa::path(
@@ -119,11 +115,9 @@ pub async fn start_for_connector(
     ),
 )]
 pub async fn get(
-    Caller(caller): Caller,
+    Record(Caller(caller), id): Record<Caller, ScanId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<Scan>, ApiError> {
-    let id = scan_id(&id)?;
     let mut conn = state.conn().await?;
     let scan = store::get(&mut conn, &caller.tenant_id, id)
         .await
@@ -203,11 +197,9 @@ pub async fn list(
     ),
 )]
 pub async fn cancel(
-    Permitted(caller, _): Permitted<groups::Scans>,
+    Record(Permitted(caller, _), id): Record<Permitted<groups::Scans>, ScanId>,
     state: web::Data<ServiceState>,
-    id: web::Path<String>,
 ) -> Result<Enveloped<ScanCancelled>, ApiError> {
-    let id = scan_id(&id)?;
     let mut conn = state.conn().await?;
     let cancelled = scans::lifecycle::cancel(&mut conn, &caller.tenant_id, id)
         .await
@@ -230,13 +222,11 @@ pub async fn cancel(
     ),
 )]
 pub async fn workers(
-    Caller(caller): Caller,
+    Record(Caller(caller), id): Record<Caller, ScanId>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
-    id: web::Path<String>,
     query: web::Query<api_types::ListQuery>,
 ) -> Result<Enveloped<Vec<Worker>>, ApiError> {
-    let id = scan_id(&id)?;
     let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let mut conn = state.conn().await?;
     let page = store::workers_page(&mut conn, &caller.tenant_id, id, paged)
@@ -264,14 +254,12 @@ pub async fn workers(
     ),
 )]
 pub async fn deployment_config(
-    Permitted(caller, _): Permitted<groups::ScanDeployment>,
+    Record(Permitted(caller, _), id): Record<Permitted<groups::ScanDeployment>, ScanId>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     request: actix_web::HttpRequest,
-    id: web::Path<String>,
     query: web::Query<api_types::scans::DeploymentQuery>,
 ) -> Result<Enveloped<DeploymentConfig>, ApiError> {
-    let id = scan_id(&id)?;
     let only = query
         .chunk
         .as_deref()

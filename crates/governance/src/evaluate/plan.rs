@@ -328,11 +328,6 @@ pub async fn apply_with_decisions(
                     }
                     (_, "planned" | "blocked") => {
                         let request = Uuid::now_v7();
-                        let gate_said = match gate {
-                            Gate::Denied => "denied",
-                            Gate::AllowedPolicyUnreadable => "gate_unavailable",
-                            Gate::Allowed => "allowed",
-                        };
                         requests.push(remediation::store::NewRequest {
                             request_id: request,
                             action_id,
@@ -344,10 +339,10 @@ pub async fn apply_with_decisions(
                             object_key: c.object.object_key.to_owned(),
                             etag: c.object.etag.to_owned(),
                             finding_ids: c.object.finding_ids(),
-                            gate: gate_said,
+                            gate,
                         });
                         details["request_id"] = json!(request.to_string());
-                        details["gate"] = json!(gate_said);
+                        details["gate"] = json!(gate.as_str());
                         details["safety_class"] = json!(kind.safety_class().as_str());
                     }
                     _ => {}

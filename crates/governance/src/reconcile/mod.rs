@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use ids::{ConnectorId, PolicyId, TenantId, UserId};
+use ids::{ConnectorId, PolicyId, ReconciliationId, TenantId, UserId};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -59,6 +59,10 @@ impl Mode {
         }
     }
 }
+
+// Mode and status are stored as their names; an unknown name read back is an error.
+db::text_enum!(Mode);
+db::text_enum!(Status);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -280,7 +284,7 @@ pub async fn request(
     }
     // The answer says what this request did, queue it, whatever a runner (another task, or
     // another replica) has done with it since the commit.
-    let mut created = get(conn, tenant, id).await?;
+    let mut created = get(conn, tenant, ReconciliationId::from_uuid(id)).await?;
     created.status = Status::Queued;
     Ok(created)
 }
@@ -327,10 +331,10 @@ async fn check_scope(
 
 type Row = (
     Uuid,
-    String,
+    Mode,
     Value,
     i32,
-    String,
+    Status,
     String,
     Value,
     Value,
@@ -345,8 +349,9 @@ type Row = (
 pub async fn get(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    id: Uuid,
+    id: ReconciliationId,
 ) -> Result<Reconciliation, ReconcileError> {
+    let id = id.as_uuid();
     let row: Option<Row> = governance_reconciliations::table
         .filter(governance_reconciliations::tenant_id.eq(tenant.as_str()))
         .filter(governance_reconciliations::reconciliation_id.eq(id))
@@ -391,10 +396,10 @@ fn from_row(row: Row) -> Option<Reconciliation> {
     let (id, mode, scope, max, status, by, counts, plan, error, created, started, ended) = row;
     Some(Reconciliation {
         id,
-        mode: Mode::parse(&mode)?,
+        mode,
         scope: Scope::from_value(&scope)?,
         max_actions: u32::try_from(max).ok()?,
-        status: Status::parse(&status)?,
+        status,
         requested_by: by,
         counts: serde_json::from_value(counts).ok()?,
         plan: serde_json::from_value(plan).ok()?,

@@ -33,7 +33,7 @@ struct Claimed {
     #[diesel(sql_type = SqlUuid)]
     reconciliation_id: Uuid,
     #[diesel(sql_type = Text)]
-    mode: String,
+    mode: Mode,
     #[diesel(sql_type = Jsonb)]
     scope: Value,
     #[diesel(sql_type = Integer)]
@@ -100,7 +100,7 @@ pub async fn run_once(
     let job = Job {
         tenant: db::background::parse_column::<TenantId>(&claimed.tenant_id)?,
         id: claimed.reconciliation_id,
-        mode: Mode::parse(&claimed.mode).unwrap_or(Mode::DryRun),
+        mode: claimed.mode,
         scope: Scope::from_value(&claimed.scope).unwrap_or_default(),
         max_actions: u64::try_from(claimed.max_actions).unwrap_or(0),
         lease: std::sync::Mutex::new(claimed.lease_until),

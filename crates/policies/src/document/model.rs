@@ -142,6 +142,9 @@ impl ActionType {
     }
 }
 
+// Stored as its name (ledger, remediation requests); an unknown name read back is an error.
+db::text_enum!(ActionType);
+
 impl Action {
     pub fn action_type(&self) -> ActionType {
         match self {
@@ -183,6 +186,9 @@ impl Severity {
         Severity::ALL.into_iter().find(|s| s.as_str() == raw)
     }
 }
+
+// Drift events keep it as its name; an unknown name read back is an error.
+db::text_enum!(Severity);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AlertConfig {
