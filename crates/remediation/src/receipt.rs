@@ -75,13 +75,9 @@ impl Receipts {
     }
 
     /// The tenant's co-signing decision. When the settings cannot be read (the same row as the
-    /// remediation policy, whose gate fails open), the decision is read from the audit log
-    /// instead: the newest `cosigning_changed` entry holds the mode the tenant set, and no
-    /// entry means the tenant never left the default, `disabled`. Only when neither can be
-    /// read does the step stop for now: reading it as `disabled` could skip a co-signing the
-    /// tenant requires. The entry names the endpoint's host only (entries written before named
-    /// the URL), so a tenant that co-signs waits, with no endpoint, until the settings can be
-    /// read.
+    /// remediation policy, whose gate fails open), settings answers from its history
+    /// (`settings::history`); only when neither can be read does the step stop for now:
+    /// reading it as `disabled` could skip a co-signing the tenant requires.
     pub(crate) async fn cosigning(
         &self,
         conn: &mut AsyncPgConnection,
@@ -98,32 +94,9 @@ impl Receipts {
         tenant: &TenantId,
         read: &Result<settings::TenantSettings, settings::SettingsError>,
     ) -> Result<settings::Cosigning, Stop> {
-        if let Ok(found) = read {
-            return Ok(found.cosigning(tenant, self.certificate()));
-        }
-        let unreadable = || Stop::retry(Reason::SettingsUnreadable);
-        let latest = audit::latest(conn, tenant, settings::events::COSIGNING_CHANGED, 1)
+        settings::history::cosigning(conn, tenant, read, self.certificate())
             .await
-            .map_err(|_| unreadable())?;
-        let (mode, endpoint_url) = match latest.first() {
-            None => (settings::CosigningMode::Disabled, None),
-            Some(entry) => {
-                let mode = entry.details["mode"]
-                    .as_str()
-                    .and_then(|m| m.parse().ok())
-                    .ok_or_else(unreadable)?;
-                let url = entry.details["endpoint_url"].as_str().map(str::to_owned);
-                (mode, url)
-            }
-        };
-        Ok(settings::Cosigning {
-            tenant_id: tenant.as_str().to_owned(),
-            mode,
-            endpoint_url,
-            platform_provisioned: self.certificate() == settings::PlatformCertificate::Provisioned,
-            updated_at: None,
-            updated_by: None,
-        })
+            .map_err(|_| Stop::retry(Reason::SettingsUnreadable))
     }
 
     /// Signs a receipt; `mode` (the tenant's co-signing) says whether it awaits a co-signature.
@@ -248,28 +221,16 @@ fn planned_receipt_id(row: &Row) -> Uuid {
 }
 
 /// The tenant's rollback window, in hours. When the settings cannot be read (the gate fails
-/// open, and the run goes on), the newest `lkg_retention_changed` entry says what the tenant
-/// set, and no entry means the default. When neither can be read, the run stops for now: a
-/// guessed window would sign a wrong `undo_until` into the receipt, and keep a snapshot of
-/// the original (its PII) for the wrong time.
+/// open, and the run goes on), settings answers from its history (`settings::history`). When
+/// neither can be read, the run stops for now: a guessed window would sign a wrong
+/// `undo_until` into the receipt, and keep a snapshot of the original (its PII) for the wrong
+/// time.
 pub(crate) async fn retention_hours(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     read: &Result<settings::TenantSettings, settings::SettingsError>,
 ) -> Result<u32, Stop> {
-    if let Ok(found) = read {
-        return Ok(found.retention_hours());
-    }
-    let unreadable = || Stop::retry(Reason::SettingsUnreadable);
-    let latest = audit::latest(conn, tenant, settings::events::LKG_RETENTION_CHANGED, 1)
+    settings::history::retention_hours(conn, tenant, read)
         .await
-        .map_err(|_| unreadable())?;
-    match latest.first() {
-        None => Ok(settings::LKG_RETENTION_DEFAULT_HOURS),
-        Some(entry) => entry.details["to_hours"]
-            .as_u64()
-            .and_then(|h| u32::try_from(h).ok())
-            .filter(|h| settings::LKG_RETENTION_OPTIONS.contains(h))
-            .ok_or_else(unreadable),
-    }
+        .map_err(|_| Stop::retry(Reason::SettingsUnreadable))
 }

@@ -97,7 +97,7 @@ pub async fn open_in_batch(
     connector: ConnectorId,
     objects: &[(String, String)],
 ) -> Result<Vec<OpenFinding>, ScanError> {
-    open_findings(conn, tenant, connector, Some(scan), objects).await
+    Ok(open_findings(conn, tenant, connector, Some(scan), objects).await?)
 }
 
 /// The open findings of `objects` of one connector, of one scan or of any, with the ETag each
@@ -108,13 +108,13 @@ async fn open_findings(
     connector: ConnectorId,
     scan: Option<ScanId>,
     objects: &[(String, String)],
-) -> Result<Vec<OpenFinding>, ScanError> {
+) -> Result<Vec<OpenFinding>, diesel::result::Error> {
     if objects.is_empty() {
         return Ok(Vec::new());
     }
     let buckets: Vec<&str> = objects.iter().map(|(b, _)| b.as_str()).collect();
     let keys: Vec<&str> = objects.iter().map(|(_, k)| k.as_str()).collect();
-    Ok(db::sql(
+    db::sql(
         // One index probe per object, whatever the statistics say (docs/decisions.md, "Batches
         // of keys are looked up one key at a time").
         "SELECT f.finding_id, b.bucket, b.object_key, coalesce(o.etag, '') AS etag,
@@ -140,7 +140,7 @@ async fn open_findings(
     .bind::<Array<Text>, _>(&buckets)
     .bind::<Array<Text>, _>(&keys)
     .load(conn)
-    .await?)
+    .await
 }
 
 /// What remediation needs to find some findings' values again: each finding's scan (whose
@@ -256,9 +256,9 @@ pub async fn open_after(
     connector: ConnectorId,
     after: Option<(&str, &str)>,
     objects: i64,
-) -> Result<Vec<OpenFinding>, ScanError> {
+) -> Result<Vec<OpenFinding>, diesel::result::Error> {
     let (bucket, key) = after.unwrap_or(("", ""));
-    Ok(db::sql(
+    db::sql(
         "WITH o AS (
              SELECT DISTINCT bucket, object_key
                FROM findings
@@ -283,7 +283,7 @@ pub async fn open_after(
     .bind::<Text, _>(key)
     .bind::<diesel::sql_types::BigInt, _>(objects)
     .load(conn)
-    .await?)
+    .await
 }
 
 /// A finding as the findings list shows it.
@@ -563,7 +563,7 @@ pub async fn remediated(
     object: (ConnectorId, &str, &str),
     ids: &[Uuid],
     change: Remediated,
-) -> Result<usize, ScanError> {
+) -> Result<usize, diesel::result::Error> {
     let (connector, bucket, key) = object;
     let run = |sql: &'static str| {
         db::sql(sql)
@@ -617,6 +617,6 @@ pub async fn open_in_objects(
     tenant: &TenantId,
     connector: ConnectorId,
     objects: &[(String, String)],
-) -> Result<Vec<OpenFinding>, ScanError> {
+) -> Result<Vec<OpenFinding>, diesel::result::Error> {
     open_findings(conn, tenant, connector, None, objects).await
 }

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod history;
 mod model;
 mod store;
 

@@ -979,3 +979,84 @@ async fn settings_belong_to_their_tenant_only() {
         168
     );
 }
+
+/// When the settings row cannot be read, settings answers from its own history: the newest
+/// change of each value, else the default. Nobody else reads its audit entries back.
+#[tokio::test]
+async fn an_unreadable_row_is_answered_from_the_settings_own_history() {
+    let (_db, mut conn) = connect().await;
+    let acme = tenant("acme");
+    let alice = user("alice");
+    let unreadable: Result<settings::TenantSettings, SettingsError> =
+        Err(SettingsError::Database(diesel::result::Error::NotFound));
+
+    // Never changed: the defaults.
+    assert_eq!(
+        settings::history::retention_hours(&mut conn, &acme, &unreadable)
+            .await
+            .unwrap(),
+        settings::LKG_RETENTION_DEFAULT_HOURS
+    );
+    let cosigning = settings::history::cosigning(
+        &mut conn,
+        &acme,
+        &unreadable,
+        PlatformCertificate::Provisioned,
+    )
+    .await
+    .unwrap();
+    assert_eq!(cosigning.mode, CosigningMode::Disabled);
+
+    // Changed twice: the newest change is in force.
+    settings::set_lkg_retention(&mut conn, &acme, &alice, 24)
+        .await
+        .unwrap();
+    settings::set_lkg_retention(&mut conn, &acme, &alice, 168)
+        .await
+        .unwrap();
+    settings::set_cosigning(
+        &mut conn,
+        &acme,
+        &alice,
+        &cosign(CosigningMode::Required, Some(ENDPOINT)),
+        PlatformCertificate::Provisioned,
+        |_| true,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        settings::history::retention_hours(&mut conn, &acme, &unreadable)
+            .await
+            .unwrap(),
+        168
+    );
+    let cosigning = settings::history::cosigning(
+        &mut conn,
+        &acme,
+        &unreadable,
+        PlatformCertificate::Provisioned,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        cosigning.mode,
+        CosigningMode::Required,
+        "never read as disabled"
+    );
+
+    // A readable row is the answer, whatever the history says.
+    let read = settings::read(&mut conn, &acme).await;
+    assert_eq!(
+        settings::history::retention_hours(&mut conn, &acme, &read)
+            .await
+            .unwrap(),
+        168
+    );
+    // Another tenant's history is not this one's.
+    assert_eq!(
+        settings::history::retention_hours(&mut conn, &tenant("globex"), &unreadable)
+            .await
+            .unwrap(),
+        settings::LKG_RETENTION_DEFAULT_HOURS
+    );
+}

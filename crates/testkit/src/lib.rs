@@ -9,6 +9,7 @@ use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnectio
 use pgcluster::{Cluster, Durability};
 
 pub mod cosigner;
+pub mod domain;
 pub mod emulators;
 pub mod identity;
 mod process;

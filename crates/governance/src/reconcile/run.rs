@@ -67,17 +67,30 @@ impl Job {
     }
 }
 
-/// The runner lost its lease to another: it stops, writing nothing more.
-fn lease_lost() -> DieselError {
-    DieselError::QueryBuilderError("the reconciliation's lease passed to another runner".into())
+/// Why a run stopped before its end, in this crate's words rather than diesel's.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The runner lost its lease to another: it stops, writing nothing more.
+    #[error("the reconciliation's lease passed to another runner")]
+    LeaseLost,
+    /// A step would take the run past `max_actions`: nothing of it stays.
+    #[error("the step would pass the reconciliation's limit")]
+    OverLimit,
+    #[error("database error")]
+    Database(#[from] DieselError),
 }
+
+/// Why a reconciliation whose stored scope cannot be read ends at once: run with no scope, it
+/// would cover every connector and policy of the tenant.
+pub const SCOPE_UNREADABLE: &str =
+    "the reconciliation's stored scope cannot be read; start it again";
 
 /// Takes and runs one reconciliation; returns whether there was one. `gates_conn` reads the
 /// remediation gate apart from the run's transactions (the gate fails open).
 pub async fn run_once(
     conn: &mut AsyncPgConnection,
     gates_conn: &mut AsyncPgConnection,
-) -> Result<bool, DieselError> {
+) -> Result<bool, RunError> {
     let claimed: Option<Claimed> = diesel::sql_query(format!(
         "UPDATE governance_reconciliations r
             SET status = 'running', started_at = coalesce(r.started_at, now()),
@@ -97,16 +110,32 @@ pub async fn run_once(
     let Some(claimed) = claimed else {
         return Ok(false);
     };
+    let scope = Scope::from_value(&claimed.scope);
     let job = Job {
         tenant: db::background::parse_column::<TenantId>(&claimed.tenant_id)?,
         id: claimed.reconciliation_id,
         mode: claimed.mode,
-        scope: Scope::from_value(&claimed.scope).unwrap_or_default(),
+        // Unreadable, it is never run (below): an empty scope would mean all of the tenant's.
+        scope: scope.clone().unwrap_or_default(),
         max_actions: u64::try_from(claimed.max_actions).unwrap_or(0),
         lease: std::sync::Mutex::new(claimed.lease_until),
     };
+    if scope.is_none() {
+        tracing::error!(tenant = %job.tenant, reconciliation = %job.id, "a reconciliation's stored scope is unreadable");
+        finish(
+            conn,
+            &job,
+            Status::Failed,
+            Counts::default(),
+            Some(SCOPE_UNREADABLE),
+        )
+        .await?;
+        return Ok(true);
+    }
     if let Err(e) = run(conn, gates_conn, &job).await {
-        if holds(conn, &job).await? {
+        if matches!(e, RunError::LeaseLost) {
+            tracing::warn!(tenant = %job.tenant, reconciliation = %job.id, "a reconciliation's lease passed to another runner; this one stops");
+        } else if holds(conn, &job).await? {
             tracing::error!(tenant = %job.tenant, reconciliation = %job.id, error = %e, "a reconciliation failed");
             let counts = current_counts(conn, &job).await.unwrap_or_default();
             finish(conn, &job, Status::Failed, counts, Some("database error")).await?;
@@ -121,7 +150,7 @@ async fn run(
     conn: &mut AsyncPgConnection,
     gates_conn: &mut AsyncPgConnection,
     job: &Job,
-) -> Result<(), DieselError> {
+) -> Result<(), RunError> {
     let policies = in_scope_policies(conn, job).await?;
     let planned_under = versions(&policies);
     let gates = Gates::read(gates_conn, &job.tenant, &policies).await;
@@ -178,11 +207,7 @@ async fn run(
                 after.as_ref().map(|(b, k)| (b.as_str(), k.as_str())),
                 OBJECTS_PER_STEP,
             )
-            .await
-            .map_err(|e| match e {
-                scans::ScanError::Database(e) => e,
-                other => DieselError::QueryBuilderError(Box::new(other)),
-            })?
+            .await?
             .into_iter()
             .map(Finding::from)
             .collect();
@@ -204,7 +229,7 @@ async fn run(
                 enforce: true,
             };
             let step = conn
-                .transaction(async |conn| {
+                .transaction::<_, RunError, _>(async |conn| {
                     // The policies stay as the plan saw them while the step writes, or the run
                     // stops: a policy since switched to dry-run, edited or deleted must not
                     // have its old version's actions planned (scan evaluation holds the same
@@ -216,7 +241,7 @@ async fn run(
                     let tally = apply(conn, &batch, &policies, &gates).await?;
                     if changes + tally.changes > job.max_actions {
                         // Nothing of this step stays: the run stops at the limit.
-                        return Err(DieselError::RollbackTransaction);
+                        return Err(RunError::OverLimit);
                     }
                     changes += tally.changes;
                     counts.actions_planned += tally.planned;
@@ -224,7 +249,7 @@ async fn run(
                     counts.actions_blocked += tally.blocked;
                     counts.actions_repeated += tally.repeated;
                     progress(conn, job, &counts).await?;
-                    Ok::<_, DieselError>(Step::WentOn)
+                    Ok(Step::WentOn)
                 })
                 .await;
             match step {
@@ -232,7 +257,7 @@ async fn run(
                 Ok(Step::PoliciesChanged) => {
                     return ended(conn, Status::Failed, counts, Some(POLICIES_CHANGED)).await;
                 }
-                Err(DieselError::RollbackTransaction) => {
+                Err(RunError::OverLimit) => {
                     return ended(
                         conn,
                         Status::BlockedByLimit,
@@ -354,7 +379,7 @@ async fn save_plan(
     job: &Job,
     plan: &Plan,
     counts: &Counts,
-) -> Result<(), DieselError> {
+) -> Result<(), RunError> {
     let saved = diesel::update(governance_reconciliations::table)
         .filter(governance_reconciliations::tenant_id.eq(job.tenant.as_str()))
         .filter(governance_reconciliations::reconciliation_id.eq(job.id))
@@ -366,13 +391,13 @@ async fn save_plan(
         .execute(conn)
         .await?;
     if saved == 0 {
-        return Err(lease_lost());
+        return Err(RunError::LeaseLost);
     }
     Ok(())
 }
 
 /// Renews the lease, which must still be this runner's.
-async fn renew(conn: &mut AsyncPgConnection, job: &Job) -> Result<(), DieselError> {
+async fn renew(conn: &mut AsyncPgConnection, job: &Job) -> Result<(), RunError> {
     let until: Option<OffsetDateTime> = diesel::sql_query(format!(
         "UPDATE governance_reconciliations SET lease_until = now() + interval '{LEASE}'
           WHERE tenant_id = $1 AND reconciliation_id = $2 AND lease_until = $3
@@ -386,7 +411,7 @@ async fn renew(conn: &mut AsyncPgConnection, job: &Job) -> Result<(), DieselErro
     .await
     .optional()?
     .map(|l| l.lease_until);
-    job.renewed(until.ok_or_else(lease_lost)?);
+    job.renewed(until.ok_or(RunError::LeaseLost)?);
     Ok(())
 }
 
@@ -414,7 +439,7 @@ async fn progress(
     conn: &mut AsyncPgConnection,
     job: &Job,
     counts: &Counts,
-) -> Result<(), DieselError> {
+) -> Result<(), RunError> {
     let until: Option<Lease> = diesel::sql_query(format!(
         "UPDATE governance_reconciliations
             SET counts = $3, lease_until = now() + interval '{LEASE}'
@@ -430,7 +455,7 @@ async fn progress(
     .await
     .optional()?;
     // Lost: the step's transaction rolls back, and the run stops.
-    job.renewed(until.ok_or_else(lease_lost)?.lease_until);
+    job.renewed(until.ok_or(RunError::LeaseLost)?.lease_until);
     Ok(())
 }
 
@@ -451,9 +476,9 @@ async fn finish(
     status: Status,
     counts: Counts,
     error: Option<&str>,
-) -> Result<(), DieselError> {
+) -> Result<(), RunError> {
     let now = OffsetDateTime::now_utc();
-    conn.transaction(async |conn| {
+    conn.transaction::<_, RunError, _>(async |conn| {
         let ended = diesel::update(governance_reconciliations::table)
             .filter(governance_reconciliations::tenant_id.eq(job.tenant.as_str()))
             .filter(governance_reconciliations::reconciliation_id.eq(job.id))
@@ -470,7 +495,7 @@ async fn finish(
             .await?;
         if ended == 0 {
             // Another runner holds it now: it ends the reconciliation, and audits it, once.
-            return Err(lease_lost());
+            return Err(RunError::LeaseLost);
         }
         let mut details = json!({
             "reconciliation_id": job.id.to_string(),
@@ -509,8 +534,8 @@ async fn finish(
                     .details(details),
             ],
         )
-        .await
-        .map(drop)
+        .await?;
+        Ok(())
     })
     .await
 }

@@ -290,3 +290,44 @@ async fn a_change_a_scan_planned_while_a_reconciliation_ran_is_reported_as_plann
         1
     );
 }
+
+/// A reconciliation whose stored scope cannot be read fails at once, with its reason, and
+/// plans nothing: run with no scope it would cover every connector and policy of the tenant.
+#[tokio::test]
+async fn a_reconciliation_whose_scope_cannot_be_read_fails_and_plans_nothing() {
+    let mut env = Env::new().await;
+    let tenant = acme();
+    let connector = env.connector(&tenant, "Logs").await;
+    let mut scan_conn = env.connect().await;
+    record_batch(&mut scan_conn, connector, ScanId::new(), &findings()).await;
+    create_policy(&mut env, &tenant).await;
+    request(&mut env, &tenant, 100).await;
+    env.conn
+        .batch_execute("UPDATE governance_reconciliations SET scope = '\"everything\"'")
+        .await
+        .unwrap();
+    reconcile_once(&mut env).await;
+    assert_eq!(ended(&mut env, "changes_planned").await.0, "failed");
+    assert_eq!(
+        env.count(
+            "SELECT count(*) AS n FROM governance_reconciliations
+              WHERE error LIKE '%stored scope cannot be read%'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) AS n FROM remediation_requests")
+            .await,
+        0,
+        "nothing changes an object"
+    );
+    assert_eq!(
+        env.count(
+            "SELECT count(*) AS n FROM audit_log
+              WHERE kind = 'reconciliation_ended' AND outcome = 'failed'"
+        )
+        .await,
+        1
+    );
+}

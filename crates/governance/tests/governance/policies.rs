@@ -31,7 +31,7 @@ async fn a_policy_is_created_read_replaced_and_deleted_with_its_audit_trail() {
     let mut env = Env::new().await;
     let connector = env.connector(&acme(), "exports").await;
     env.channel(&acme(), "security").await;
-    let token_policy = env.token_policy(&acme()).await;
+    let token_policy = crate::token_policy(&mut env, &acme()).await;
     let body = yaml(
         "ssn-in-exports",
         "dry-run",

@@ -421,7 +421,7 @@ async fn run_behind_the_policies(
     env: &mut Env,
 ) -> (
     AsyncPgConnection,
-    tokio::task::JoinHandle<Result<bool, diesel::result::Error>>,
+    tokio::task::JoinHandle<Result<bool, governance::reconcile::run::RunError>>,
 ) {
     let mut change = env.connect().await;
     change

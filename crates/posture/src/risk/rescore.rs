@@ -35,13 +35,6 @@ pub struct Changed<'a> {
     pub change: Remediated,
 }
 
-fn scan_error(e: scans::ScanError) -> DieselError {
-    match e {
-        scans::ScanError::Database(e) => e,
-        other => DieselError::QueryBuilderError(other.to_string().into()),
-    }
-}
-
 /// Records the change of the findings and queues the object. Call it in the remediation's
 /// transaction.
 pub async fn apply(
@@ -56,8 +49,7 @@ pub async fn apply(
         changed.findings,
         changed.change,
     )
-    .await
-    .map_err(scan_error)?;
+    .await?;
     db::sql(
         "INSERT INTO governance_rescore_queue
                 (tenant_id, connector_id, bucket, object_key, requested_at)
@@ -116,8 +108,7 @@ pub async fn run_once(conn: &mut AsyncPgConnection) -> Result<usize, DieselError
             let connector = ConnectorId::from_uuid(connector);
             let open: Vec<Finding> =
                 scans::findings::open_in_objects(conn, &tenant, connector, &objects)
-                    .await
-                    .map_err(scan_error)?
+                    .await?
                     .into_iter()
                     .map(Finding::from)
                     .collect();
