@@ -401,7 +401,14 @@ async fn a_denied_safety_class_blocks_and_an_unreadable_gate_fails_open() {
     )
     .await
     .unwrap();
-    let exec = crate::remediate::executor(&env);
+    // An executor on a storage it never reaches: the requests end at the gate.
+    let (master, _) = keys::MasterKey::generate().unwrap();
+    let receipts = remediation::Receipts {
+        signer: receipts::Signer::from_master(&master),
+        cosigner: remediation::Cosigner::new(None, None, env.egress).unwrap(),
+    };
+    let cloud = connectors::Cloud::new(connectors::CloudEnv::default()).unwrap();
+    let exec = remediation::Executor::new(cloud, env.keyring.clone(), receipts.into());
     while remediation::execute::run_once(&mut env.conn, &exec)
         .await
         .unwrap()

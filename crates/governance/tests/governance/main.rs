@@ -9,12 +9,10 @@
 )]
 
 mod breaker;
-mod cosign;
 mod delivery;
 mod evaluate;
 mod plans;
 mod policies;
-mod remediate;
 mod risk;
 
 use std::collections::BTreeMap;

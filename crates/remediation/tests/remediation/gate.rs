@@ -3,87 +3,13 @@
 //! entry; and nothing reaches the storage. (Execution on real objects is tested over HTTP
 //! against moto, in tests/tests/it/remediation.rs.)
 
-use std::sync::Arc;
-
 use diesel::QueryableByName;
 use diesel::sql_types::{Jsonb, Text};
-use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
-use governance::evaluate::{self, Batch, Finding, Gates, Origin};
-use ids::ScanId;
+use diesel_async::RunQueryDsl as _;
 use policies::document::Syntax;
 use policies::store;
-use remediation::{Executor, Receipts};
-use uuid::Uuid;
 
-use crate::{Env, acme, admin};
-
-pub fn executor(env: &Env) -> Executor {
-    let cosigner = remediation::Cosigner::new(None, None, env.egress).unwrap();
-    executor_with(env, cosigner)
-}
-
-/// An executor whose receipts are co-signed by `cosigner`, on a storage it never reaches.
-pub fn executor_with(env: &Env, cosigner: remediation::Cosigner) -> Executor {
-    let (master, _) = keys::MasterKey::generate().unwrap();
-    Executor::new(
-        connectors::Cloud::new(connectors::CloudEnv::default()).unwrap(),
-        env.keyring.clone(),
-        Arc::new(Receipts {
-            signer: receipts::Signer::from_master(&master),
-            cosigner,
-        }),
-    )
-}
-
-/// An enforced mask policy and one SSN finding in `exports/people.csv`, evaluated: one
-/// remediation request, `planned`, for acme.
-pub async fn plan_one_mask(env: &mut Env) {
-    let connector = env.connector(&acme(), "exports").await;
-    store::create(
-        &mut env.conn,
-        &acme(),
-        &admin(),
-        b"apiVersion: governance.dps/v1
-kind: Policy
-metadata: { name: ssn-mask }
-spec:
-  mode: enforced
-  conditions: [{ category: us_ssn, min_confidence: 0.8 }]
-  actions: [{ type: mask, config: { keep_last: 4 } }]
-",
-        Syntax::Yaml,
-    )
-    .await
-    .unwrap();
-    let findings = vec![Finding {
-        id: Uuid::now_v7(),
-        bucket: "exports".into(),
-        object_key: "people.csv".into(),
-        etag: "\"e1\"".into(),
-        pii_type: "us_ssn".into(),
-        category: "government_id".into(),
-        confidence: 0.95,
-        tokenized: false,
-    }];
-    let tenant = acme();
-    let active = store::active(&mut env.conn, &tenant).await.unwrap();
-    let mut gates_conn = env.connect().await;
-    let gates = Gates::read(&mut gates_conn, &tenant, &active).await;
-    let batch = Batch {
-        tenant: &tenant,
-        connector,
-        origin: Origin::Scan(ScanId::new()),
-        objects: 1,
-        findings: &findings,
-        enforce: true,
-    };
-    let tally = env
-        .conn
-        .transaction(async |conn| evaluate::apply(conn, &batch, &active, &gates).await)
-        .await
-        .unwrap();
-    assert_eq!(tally.planned, 1);
-}
+use crate::{Env, acme, admin, executor, plan_one_mask};
 
 #[derive(QueryableByName)]
 struct Receipt {

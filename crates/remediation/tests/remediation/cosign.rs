@@ -14,8 +14,7 @@ use remediation::{CosignError, Cosigner};
 use serde_json::json;
 use testkit::cosigner::{Answer, CosignServer, Pki, free_port};
 
-use crate::remediate::{executor_with, plan_one_mask};
-use crate::{Env, acme, admin};
+use crate::{Env, acme, admin, executor_with, plan_one_mask};
 
 const OPEN: egress::Egress = egress::Egress {
     allow_private: true,
