@@ -4,6 +4,7 @@ mod config;
 mod errors;
 mod handlers;
 mod path;
+mod queries;
 mod wire;
 
 use actix_web::http::Method;

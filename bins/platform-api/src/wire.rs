@@ -622,3 +622,72 @@ pub fn remediation(r: remediation::Remediation) -> api_types::remediation::Remed
             .collect(),
     }
 }
+
+/// What a worker's claim answers: the chunk it now holds, if any, with everything it needs to
+/// scan it, and the scan's status. Connectors' public configuration only: a secret stays with
+/// the platform, and the worker reads with its own cloud identity.
+pub fn work_claimed(
+    claimed: scans::remote::Claimed,
+    lease_seconds: i64,
+) -> api_types::scans::WorkClaimed {
+    use api_types::scans::{WorkClaim, WorkClaimed, WorkConnector, WorkResource};
+    let claim = claimed.chunk.map(|(claim, prepared)| WorkClaim {
+        tenant_id: claim.tenant.as_str().to_owned(),
+        chunk_no: claim.chunk_no,
+        fence: claim.fence,
+        start_index: claim.start,
+        end_index: claim.end,
+        lease_seconds,
+        resources: prepared
+            .resources
+            .into_iter()
+            .map(|r| WorkResource {
+                idx: r.idx,
+                connector_id: r.connector_id.to_string(),
+                bucket: r.bucket,
+                object_key: r.object_key,
+                size: r.size,
+                etag: r.etag,
+                last_modified: r.last_modified,
+            })
+            .collect(),
+        classifiers: prepared
+            .classifiers
+            .iter()
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .collect(),
+        finding_key: hex::encode(prepared.finding_key.0),
+        max_object_bytes: prepared.max_bytes,
+        // The public part only: a secret stays with the platform, and the worker reads with
+        // its own cloud identity.
+        connectors: prepared
+            .connectors
+            .into_iter()
+            .map(|(id, config)| match config {
+                Ok(config) => WorkConnector {
+                    connector_id: id.to_string(),
+                    provider: Some(config.provider.as_str().to_owned()),
+                    config: config.public,
+                    error: None,
+                },
+                Err(e) => WorkConnector {
+                    connector_id: id.to_string(),
+                    provider: None,
+                    config: serde_json::Map::new(),
+                    error: Some(e.failure.as_str().to_owned()),
+                },
+            })
+            .collect(),
+    });
+    WorkClaimed {
+        scan_status: claimed.status.as_str().to_owned(),
+        claim,
+    }
+}
+
+/// Whether the worker still holds the chunk it reported on.
+pub fn work_held(held: scans::lease::Held) -> api_types::scans::WorkHeld {
+    api_types::scans::WorkHeld {
+        held: held == scans::lease::Held::Yes,
+    }
+}

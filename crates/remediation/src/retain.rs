@@ -58,12 +58,14 @@ async fn pending(
 }
 
 /// Keeps `connector`'s configuration when snapshots of it may remain. Call it in the
-/// transaction that deletes the connector, before its row goes.
+/// transaction that deletes the connector, before its row goes. A configuration that cannot be
+/// read is the connector's own error: the deletion stops rather than lose the way to the
+/// snapshots.
 pub async fn retain_storage(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     connector: ConnectorId,
-) -> Result<(), DieselError> {
+) -> Result<(), connectors::ConnectorError> {
     if !pending(conn, tenant.as_str(), connector.as_uuid()).await? {
         return Ok(());
     }
@@ -71,8 +73,7 @@ pub async fn retain_storage(
         Ok(stored) => stored,
         // Already gone: nothing to keep.
         Err(connectors::ConnectorError::NotFound) => return Ok(()),
-        Err(connectors::ConnectorError::Database(e)) => return Err(e),
-        Err(_) => return Err(DieselError::RollbackTransaction),
+        Err(other) => return Err(other),
     };
     db::sql(
         "INSERT INTO remediation_retained_storage

@@ -1085,10 +1085,16 @@ async fn an_ended_scan_loses_its_object_rows_after_the_retention_and_keeps_its_c
         .execute(&mut conn)
         .await
         .unwrap();
-    diesel::sql_query("UPDATE scans SET completed_at = completed_at - interval '31 days'")
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    // The whole scan moves 31 days back, so that what it reports (its elapsed time among it)
+    // is what it was.
+    diesel::sql_query(
+        "UPDATE scans SET created_at = created_at - interval '31 days',
+                          started_at = started_at - interval '31 days',
+                          completed_at = completed_at - interval '31 days'",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
     assert_eq!(
         scans::retention::prune_resources(&mut conn, 30, minute)
             .await

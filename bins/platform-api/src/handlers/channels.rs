@@ -6,6 +6,7 @@ use alerts::channels::{self as store, NewChannel};
 use api_types::governance::{Channel, ChannelCreated, ChannelDeleted, ChannelRequest};
 use dps_http::{ApiError, Body, Enveloped, Permitted, ServiceState, groups};
 
+use crate::queries::Listed;
 use crate::{Extra, errors, wire};
 
 /// Lists the tenant's channels, oldest first, without their secrets.
@@ -28,11 +29,10 @@ pub async fn list(
     Permitted(caller, _): Permitted<groups::AlertChannels>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
-    query: web::Query<api_types::ListQuery>,
+    query: Listed<api_types::ListQuery>,
 ) -> Result<Enveloped<Vec<Channel>>, ApiError> {
-    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let mut conn = state.conn().await?;
-    let page = store::list(&mut conn, &extra.keyring, &caller.tenant_id, paged)
+    let page = store::list(&mut conn, &extra.keyring, &caller.tenant_id, query.page())
         .await
         .map_err(errors::channels)?;
     Ok(Enveloped::page(

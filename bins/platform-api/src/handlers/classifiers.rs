@@ -9,7 +9,8 @@ use ids::ClassifierId;
 use scans::classifiers as store;
 
 use crate::path::Record;
-use crate::{Extra, errors, wire};
+use crate::queries::Listed;
+use crate::{errors, wire};
 
 /// Lists the tenant's classifiers, oldest first.
 #[utoipa::path(
@@ -29,12 +30,10 @@ use crate::{Extra, errors, wire};
 pub async fn list(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
-    query: web::Query<api_types::ListQuery>,
+    query: Listed<api_types::ListQuery>,
 ) -> Result<Enveloped<Vec<Classifier>>, ApiError> {
-    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let mut conn = state.conn().await?;
-    let page = store::list(&mut conn, &caller.tenant_id, paged)
+    let page = store::list(&mut conn, &caller.tenant_id, query.page())
         .await
         .map_err(errors::classifiers)?;
     Ok(Enveloped::page(

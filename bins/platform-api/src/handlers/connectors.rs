@@ -6,11 +6,12 @@ use api_types::connectors::{
     ConnectionTest, Connector, ConnectorCreated, ConnectorDeleted, ConnectorQuery, CreateConnector,
     ExternalId, GcpSubject,
 };
-use connectors::{Filter, NewConnector, Provider, Status, store};
+use connectors::{NewConnector, store};
 use dps_http::{ApiError, Body, Caller, Enveloped, Permitted, ServiceState, groups};
 use ids::ConnectorId;
 
 use crate::path::Record;
+use crate::queries::Listed;
 use crate::{Extra, errors, wire};
 
 /// Lists the tenant's connectors, oldest first, with cursor pagination.
@@ -31,33 +32,12 @@ use crate::{Extra, errors, wire};
 pub async fn list(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
-    query: web::Query<ConnectorQuery>,
+    query: Listed<ConnectorQuery>,
 ) -> Result<Enveloped<Vec<Connector>>, ApiError> {
-    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
-    let provider = match query.provider.as_deref() {
-        None => None,
-        Some(p) => Some(Provider::parse(p).ok_or_else(|| {
-            ApiError::invalid("provider must be one of aws, gcp, azure")
-                .with_details(serde_json::json!({ "field": "provider" }))
-        })?),
-    };
-    let status = match query.status.as_deref() {
-        None => None,
-        Some(s) => Some(Status::parse(s).ok_or_else(|| {
-            ApiError::invalid("status must be one of active, disconnected, error, pending_test")
-                .with_details(serde_json::json!({ "field": "status" }))
-        })?),
-    };
     let mut conn = state.conn().await?;
-    let page = platform::connectors::list(
-        &mut conn,
-        &caller.tenant_id,
-        Filter { provider, status },
-        paged,
-    )
-    .await
-    .map_err(errors::platform)?;
+    let page = platform::connectors::list(&mut conn, &caller.tenant_id, query.filter, query.page())
+        .await
+        .map_err(errors::platform)?;
     let items = page.items.into_iter().map(wire::connector).collect();
     Ok(Enveloped::page(items, wire::pagination(page.pagination)))
 }

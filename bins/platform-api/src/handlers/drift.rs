@@ -4,12 +4,12 @@
 use actix_web::web;
 use api_types::governance::{Acknowledge, DriftEvent, DriftQuery, Summary};
 use dps_http::{ApiError, Caller, Enveloped, OptionalBody, ServiceState};
-use ids::{ConnectorId, DriftEventId};
-use policies::document::Severity;
-use posture::drift::{self, Filter, Kind};
+use ids::DriftEventId;
+use posture::drift::{self};
 
 use crate::path::Record;
-use crate::{Extra, errors, wire};
+use crate::queries::Listed;
+use crate::{errors, wire};
 
 /// The tenant's drift events, newest first.
 #[utoipa::path(
@@ -29,40 +29,12 @@ use crate::{Extra, errors, wire};
 pub async fn list(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
-    query: web::Query<DriftQuery>,
+    query: Listed<DriftQuery>,
 ) -> Result<Enveloped<Vec<DriftEvent>>, ApiError> {
-    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
-    let since = query.since.as_deref().map(super::since).transpose()?;
-    let severity = match query.severity.as_deref() {
-        None => None,
-        Some(s) => Some(Severity::parse(s).ok_or_else(|| {
-            ApiError::invalid("severity must be one of critical, high, medium, low")
-                .with_details(serde_json::json!({ "field": "severity" }))
-        })?),
-    };
-    let kind = match query.kind.as_deref() {
-        None => None,
-        Some(k) => Some(Kind::parse(k).ok_or_else(|| {
-            ApiError::invalid("type must be one of data_drift, config_drift, exposure_drift")
-                .with_details(serde_json::json!({ "field": "type" }))
-        })?),
-    };
-    let connector = query.connector.as_deref().map(ConnectorId::parse_or_nil);
     let mut conn = state.conn().await?;
-    let page = drift::list(
-        &mut conn,
-        &caller.tenant_id,
-        &Filter {
-            since,
-            severity,
-            kind,
-            connector,
-        },
-        paged,
-    )
-    .await
-    .map_err(errors::drift)?;
+    let page = drift::list(&mut conn, &caller.tenant_id, &query.filter, query.page())
+        .await
+        .map_err(errors::drift)?;
     Ok(Enveloped::page(
         page.items.into_iter().map(wire::drift_event).collect(),
         wire::pagination(page.pagination),

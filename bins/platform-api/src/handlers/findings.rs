@@ -4,16 +4,11 @@
 use actix_web::web;
 use api_types::governance::{Finding, FindingQuery};
 use dps_http::{ApiError, Caller, Enveloped, ServiceState};
-use ids::{ConnectorId, FindingId, ScanId};
-use scans::findings::Filter;
-use tokenize_core::{Category, PiiType};
+use ids::FindingId;
 
 use crate::path::Record;
-use crate::{Extra, errors, wire};
-
-fn field(name: &'static str, message: &'static str) -> ApiError {
-    ApiError::invalid(message).with_details(serde_json::json!({ "field": name }))
-}
+use crate::queries::Listed;
+use crate::{errors, wire};
 
 /// Lists the tenant's findings in the order their scans wrote them (docs/decisions.md, "The
 /// findings list pages in commit order").
@@ -34,61 +29,10 @@ fn field(name: &'static str, message: &'static str) -> ApiError {
 pub async fn list(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
-    query: web::Query<FindingQuery>,
+    query: Listed<FindingQuery>,
 ) -> Result<Enveloped<Vec<Finding>>, ApiError> {
-    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
-    if let Some(t) = query.pii_type.as_deref()
-        && t.parse::<PiiType>().is_err()
-        && detect::Selector::parse(t).is_none_or(|s| !matches!(s, detect::Selector::Custom(_)))
-    {
-        return Err(field(
-            "pii_type",
-            "pii_type must be a pii type code or custom:<name>",
-        ));
-    }
-    if let Some(c) = query.category.as_deref()
-        && Category::parse(c).is_none()
-    {
-        return Err(field(
-            "category",
-            "category must be one of government_id, contact, personal, financial, legal_medical",
-        ));
-    }
-    if let Some(s) = query.status.as_deref()
-        && !matches!(s, "open" | "resolved")
-    {
-        return Err(field("status", "status must be open or resolved"));
-    }
-    let min_confidence = match query.min_confidence {
-        None => None,
-        Some(c) if (0.0..=1.0).contains(&c) => Some(c as f32),
-        Some(_) => {
-            return Err(field(
-                "min_confidence",
-                "min_confidence must be between 0 and 1",
-            ));
-        }
-    };
-    if query
-        .resource
-        .as_deref()
-        .is_some_and(|r| r.is_empty() || r.len() > 1024 || r.contains('\0'))
-    {
-        return Err(field("resource", "resource must be 1 to 1024 characters"));
-    }
-    // An id that is not a UUID becomes the nil id, which matches nothing.
-    let filter = Filter {
-        connector: query.connector.as_deref().map(ConnectorId::parse_or_nil),
-        scan: query.scan.as_deref().map(ScanId::parse_or_nil),
-        pii_type: query.pii_type.clone(),
-        category: query.category.clone(),
-        status: query.status.clone(),
-        min_confidence,
-        resource_prefix: query.resource.clone(),
-    };
     let mut conn = state.conn().await?;
-    let page = platform::findings::list(&mut conn, &caller.tenant_id, &filter, paged)
+    let page = platform::findings::list(&mut conn, &caller.tenant_id, &query.filter, query.page())
         .await
         .map_err(errors::platform)?;
     Ok(Enveloped::page(

@@ -10,11 +10,11 @@ use api_types::governance::{
 };
 use dps_http::{ApiError, Caller, Enveloped, Permitted, RawDocument, ServiceState, groups};
 use ids::PolicyId;
-use policies::document::Mode;
-use policies::store::{self, Filter};
+use policies::store::{self};
 
 use crate::path::Record;
-use crate::{Extra, errors, wire};
+use crate::queries::Listed;
+use crate::{errors, wire};
 
 /// Lists the tenant's governance policies, oldest first.
 #[utoipa::path(
@@ -34,27 +34,10 @@ use crate::{Extra, errors, wire};
 pub async fn list(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
-    query: web::Query<GovernancePolicyQuery>,
+    query: Listed<GovernancePolicyQuery>,
 ) -> Result<Enveloped<Vec<GovernancePolicy>>, ApiError> {
-    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
-    let mode = match query.mode.as_deref() {
-        None => None,
-        Some(m) => Some(Mode::parse(m).ok_or_else(|| {
-            ApiError::invalid("mode must be one of enforced, dry-run")
-                .with_details(serde_json::json!({ "field": "mode" }))
-        })?),
-    };
-    let tag = query.tag.clone();
-    if tag
-        .as_deref()
-        .is_some_and(|t| t.is_empty() || t.chars().count() > 64)
-    {
-        return Err(ApiError::invalid("tag must be 1 to 64 characters")
-            .with_details(serde_json::json!({ "field": "tag" })));
-    }
     let mut conn = state.conn().await?;
-    let page = store::list(&mut conn, &caller.tenant_id, &Filter { mode, tag }, paged)
+    let page = store::list(&mut conn, &caller.tenant_id, &query.filter, query.page())
         .await
         .map_err(errors::policies)?;
     Ok(Enveloped::page(

@@ -4,12 +4,10 @@
 use actix_web::web;
 use api_types::remediation::{ReceiptKeys, Remediation, RemediationQuery, UndoRequest};
 use dps_http::{ApiError, Caller, Enveloped, OptionalBody, Permitted, ServiceState, groups};
-use ids::{ConnectorId, PolicyId, RemediationId};
-use policies::document::ActionType;
-use remediation::{Filter, State};
-use serde_json::json;
+use ids::RemediationId;
 
 use crate::path::Record;
+use crate::queries::Listed;
 use crate::{Extra, errors, wire};
 
 /// The tenant's remediations, newest first.
@@ -31,38 +29,10 @@ use crate::{Extra, errors, wire};
 pub async fn list(
     Permitted(caller, _): Permitted<groups::Remediations>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
-    query: web::Query<RemediationQuery>,
+    query: Listed<RemediationQuery>,
 ) -> Result<Enveloped<Vec<Remediation>>, ApiError> {
-    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
-    let status = match query.status.as_deref() {
-        None => None,
-        Some(s) => Some(State::parse(s).ok_or_else(|| {
-            ApiError::invalid(
-                "status must be one of planned, snapshotted, written, receipted, blocked, failed, undone",
-            )
-            .with_details(json!({ "field": "status" }))
-        })?),
-    };
-    let action_type = match query.action_type.as_deref() {
-        None => None,
-        Some(a) => Some(
-            ActionType::parse(a)
-                .filter(|t| t.changes_objects())
-                .ok_or_else(|| {
-                    ApiError::invalid("action_type must be one of tokenize, mask, quarantine")
-                        .with_details(json!({ "field": "action_type" }))
-                })?,
-        ),
-    };
-    let filter = Filter {
-        policy: query.policy.as_deref().map(PolicyId::parse_or_nil),
-        connector: query.connector.as_deref().map(ConnectorId::parse_or_nil),
-        status,
-        action_type,
-    };
     let mut conn = state.conn().await?;
-    let page = remediation::read::list(&mut conn, &caller.tenant_id, &filter, paged)
+    let page = remediation::read::list(&mut conn, &caller.tenant_id, &query.filter, query.page())
         .await
         .map_err(errors::remediation_read)?;
     Ok(Enveloped::page(

@@ -3,10 +3,10 @@
 use actix_web::web;
 use api_types::governance::{RiskQuery, RiskScore};
 use dps_http::{ApiError, Caller, Enveloped, ServiceState};
-use ids::ConnectorId;
-use posture::risk::{self, Level, Query};
+use posture::risk::{self};
 
-use crate::{Extra, errors, wire};
+use crate::queries::Listed;
+use crate::{errors, wire};
 
 /// Risk scores at one level, highest first.
 #[utoipa::path(
@@ -26,43 +26,12 @@ use crate::{Extra, errors, wire};
 pub async fn list(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
-    query: web::Query<RiskQuery>,
+    query: Listed<RiskQuery>,
 ) -> Result<Enveloped<Vec<RiskScore>>, ApiError> {
-    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
-    let level = match query.level.as_deref() {
-        None => Level::Connector,
-        Some(l) => Level::parse(l).ok_or_else(|| {
-            ApiError::invalid("level must be one of finding, file, connector, workspace")
-                .with_details(serde_json::json!({ "field": "level" }))
-        })?,
-    };
-    let min_score = match query.min_score {
-        None => None,
-        Some(n) => Some(
-            i16::try_from(n)
-                .ok()
-                .filter(|n| (0..=100).contains(n))
-                .ok_or_else(|| {
-                    ApiError::invalid("min_score must be between 0 and 100")
-                        .with_details(serde_json::json!({ "field": "min_score" }))
-                })?,
-        ),
-    };
-    let connector = query.connector.as_deref().map(ConnectorId::parse_or_nil);
     let mut conn = state.conn().await?;
-    let page = risk::list(
-        &mut conn,
-        &caller.tenant_id,
-        &Query {
-            level,
-            connector,
-            min_score,
-        },
-        paged,
-    )
-    .await
-    .map_err(errors::risk)?;
+    let page = risk::list(&mut conn, &caller.tenant_id, &query.filter, query.page())
+        .await
+        .map_err(errors::risk)?;
     Ok(Enveloped::page(
         page.items.into_iter().map(wire::risk_score).collect(),
         wire::pagination(page.pagination),

@@ -8,10 +8,11 @@ use api_types::scans::{
     StartConnectorScan, StartParallel, Worker,
 };
 use dps_http::{ApiError, Body, Caller, Enveloped, OptionalBody, Permitted, ServiceState, groups};
-use ids::{ConnectorId, ScanId};
+use ids::ScanId;
 use scans::store::{self, NewScan, Origin};
 
 use crate::path::Record;
+use crate::queries::Listed;
 use crate::{Extra, errors, wire};
 
 /// Starts a scan over several connectors at once.
@@ -143,38 +144,12 @@ pub async fn get(
 pub async fn list(
     Caller(caller): Caller,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
-    query: web::Query<ScanQuery>,
+    query: Listed<ScanQuery>,
 ) -> Result<Enveloped<Vec<Scan>>, ApiError> {
-    let field = |name: &str, message: &str| {
-        ApiError::invalid(message.to_owned()).with_details(serde_json::json!({ "field": name }))
-    };
-    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
-    let status = match query.status.as_deref() {
-        None => None,
-        Some(s) => Some(scans::Status::parse(s).ok_or_else(|| {
-            field(
-                "status",
-                "status must be one of queued, running, completed, partial, failed, cancelled",
-            )
-        })?),
-    };
-    let since = query.since.as_deref().map(super::since).transpose()?;
-    // An id that is not a UUID matches no scan.
-    let connector = query.connector.as_deref().map(ConnectorId::parse_or_nil);
     let mut conn = state.conn().await?;
-    let page = store::list(
-        &mut conn,
-        &caller.tenant_id,
-        &store::Filter {
-            connector,
-            status,
-            since,
-        },
-        paged,
-    )
-    .await
-    .map_err(errors::scans)?;
+    let page = store::list(&mut conn, &caller.tenant_id, &query.filter, query.page())
+        .await
+        .map_err(errors::scans)?;
     Ok(Enveloped::page(
         page.items.into_iter().map(wire::scan).collect(),
         wire::pagination(page.pagination),
@@ -224,12 +199,10 @@ pub async fn cancel(
 pub async fn workers(
     Record(Caller(caller), id): Record<Caller, ScanId>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
-    query: web::Query<api_types::ListQuery>,
+    query: Listed<api_types::ListQuery>,
 ) -> Result<Enveloped<Vec<Worker>>, ApiError> {
-    let paged = super::paged(&extra.cursors, query.limit, query.cursor.as_deref())?;
     let mut conn = state.conn().await?;
-    let page = store::workers_page(&mut conn, &caller.tenant_id, id, paged)
+    let page = store::workers_page(&mut conn, &caller.tenant_id, id, query.page())
         .await
         .map_err(errors::scans)?;
     Ok(Enveloped::page(

@@ -7,18 +7,16 @@
 
 use actix_web::{HttpRequest, web};
 use api_types::scans::{
-    WorkChunk, WorkClaim, WorkClaimRequest, WorkClaimed, WorkConnector, WorkFinding, WorkHeld,
-    WorkOutcome, WorkRecord, WorkResource,
+    WorkChunk, WorkClaimRequest, WorkClaimed, WorkFinding, WorkHeld, WorkOutcome, WorkRecord,
 };
 use dps_http::{ApiError, Body, Enveloped, ServiceState};
 use ids::ScanId;
-use scans::lease::Held;
 use scans::record::{NewFinding, Outcome};
 use scans::remote::{Refused, Reported};
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::{Extra, errors};
+use crate::{Extra, errors, wire};
 
 /// The scan's id, or the 401 every refusal of this API is: a caller without the scan's token
 /// learns nothing, not even whether the scan exists.
@@ -68,12 +66,6 @@ fn refusal(refused_because: Refused) -> ApiError {
     }
 }
 
-fn held(held: Held) -> Enveloped<WorkHeld> {
-    Enveloped::ok(WorkHeld {
-        held: held == Held::Yes,
-    })
-}
-
 /// Claims a chunk of the scan for the worker.
 #[utoipa::path(
     post,
@@ -118,58 +110,10 @@ pub async fn claim(
     )
     .await
     .map_err(refusal)?;
-    let claim = claimed.chunk.map(|(claim, prepared)| WorkClaim {
-        tenant_id: claim.tenant.as_str().to_owned(),
-        chunk_no: claim.chunk_no,
-        fence: claim.fence,
-        start_index: claim.start,
-        end_index: claim.end,
-        lease_seconds: extra.scan_lease_seconds,
-        resources: prepared
-            .resources
-            .into_iter()
-            .map(|r| WorkResource {
-                idx: r.idx,
-                connector_id: r.connector_id.to_string(),
-                bucket: r.bucket,
-                object_key: r.object_key,
-                size: r.size,
-                etag: r.etag,
-                last_modified: r.last_modified,
-            })
-            .collect(),
-        classifiers: prepared
-            .classifiers
-            .iter()
-            .filter_map(|c| serde_json::to_value(c).ok())
-            .collect(),
-        finding_key: hex::encode(prepared.finding_key.0),
-        max_object_bytes: prepared.max_bytes,
-        // The public part only: a secret stays with the platform, and the worker reads with
-        // its own cloud identity.
-        connectors: prepared
-            .connectors
-            .into_iter()
-            .map(|(id, config)| match config {
-                Ok(config) => WorkConnector {
-                    connector_id: id.to_string(),
-                    provider: Some(config.provider.as_str().to_owned()),
-                    config: config.public,
-                    error: None,
-                },
-                Err(e) => WorkConnector {
-                    connector_id: id.to_string(),
-                    provider: None,
-                    config: serde_json::Map::new(),
-                    error: Some(e.failure.as_str().to_owned()),
-                },
-            })
-            .collect(),
-    });
-    Ok(Enveloped::ok(WorkClaimed {
-        scan_status: claimed.status.as_str().to_owned(),
-        claim,
-    }))
+    Ok(Enveloped::ok(wire::work_claimed(
+        claimed,
+        extra.scan_lease_seconds,
+    )))
 }
 
 /// Renews the lease of a claimed chunk.
@@ -205,7 +149,7 @@ pub async fn heartbeat(
         extra.scan_lease_seconds,
     )
     .await
-    .map(held)
+    .map(|held| Enveloped::ok(wire::work_held(held)))
     .map_err(refusal)
 }
 
@@ -261,7 +205,7 @@ pub async fn record(
         extra.scan_lease_seconds,
     )
     .await
-    .map(held)
+    .map(|held| Enveloped::ok(wire::work_held(held)))
     .map_err(refusal)
 }
 
@@ -290,7 +234,7 @@ pub async fn complete(
     let mut conn = state.conn().await?;
     scans::remote::complete(&mut conn, scan, token, body.chunk_no, body.fence)
         .await
-        .map(held)
+        .map(|held| Enveloped::ok(wire::work_held(held)))
         .map_err(refusal)
 }
 
