@@ -245,10 +245,10 @@ async fn seed_audit(
                     uuid::Uuid::parse_str(&connectors[i % connectors.len()]).unwrap(),
                 );
                 let (kind, action) = match i % 4 {
-                    0 => ("policy_evaluated", None),
-                    1 => ("action_simulated", Some("quarantine")),
-                    2 => ("action_planned", Some("mask")),
-                    _ => ("action_planned", Some("alert")),
+                    0 => (audit::Kind::PolicyEvaluated, None),
+                    1 => (audit::Kind::ActionSimulated, Some("quarantine")),
+                    2 => (audit::Kind::ActionPlanned, Some("mask")),
+                    _ => (audit::Kind::ActionPlanned, Some("alert")),
                 };
                 let mut entry = audit::NewEntry::new(kind, audit::Actor::System)
                     .policy(policy, 1 + (i / 250_000) as i32)

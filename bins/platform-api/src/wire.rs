@@ -400,7 +400,7 @@ pub fn audit_entry(e: audit::Entry) -> api_types::governance::AuditEntry {
         seq: e.seq,
         entry_id: e.entry_id.to_string(),
         timestamp: e.recorded_at,
-        kind: e.kind,
+        kind: e.kind.as_str().to_owned(),
         actor: e.actor,
         policy_id: e.policy_id.map(|id| id.to_string()),
         policy_version: e.policy_version.map(i64::from),

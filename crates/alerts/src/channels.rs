@@ -235,11 +235,12 @@ pub async fn create(
             audit::append(
                 conn,
                 tenant,
-                &[
-                    audit::NewEntry::new("channel_created", audit::Actor::User(actor.clone()))
-                        .outcome("success")
-                        .details(json!({ "name": request.name, "type": "webhook", "host": host })),
-                ],
+                &[audit::NewEntry::new(
+                    audit::Kind::ChannelCreated,
+                    audit::Actor::User(actor.clone()),
+                )
+                .outcome("success")
+                .details(json!({ "name": request.name, "type": "webhook", "host": host }))],
             )
             .await?;
             Ok(created_at)
@@ -338,11 +339,12 @@ pub async fn delete(
         audit::append(
             conn,
             tenant,
-            &[
-                audit::NewEntry::new("channel_deleted", audit::Actor::User(actor.clone()))
-                    .outcome("success")
-                    .details(json!({ "name": name, "type": "webhook", "host": host })),
-            ],
+            &[audit::NewEntry::new(
+                audit::Kind::ChannelDeleted,
+                audit::Actor::User(actor.clone()),
+            )
+            .outcome("success")
+            .details(json!({ "name": name, "type": "webhook", "host": host }))],
         )
         .await?;
         Ok(())

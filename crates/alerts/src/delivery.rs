@@ -228,7 +228,7 @@ async fn record(
             None,
             now,
             Some((
-                "action_executed",
+                audit::Kind::ActionExecuted,
                 "executed",
                 json!({ "http_status": code }),
             )),
@@ -238,7 +238,7 @@ async fn record(
             Some("the channel was deleted".to_owned()),
             now,
             Some((
-                "action_failed",
+                audit::Kind::ActionFailed,
                 "failed",
                 json!({ "error": "the channel was deleted" }),
             )),
@@ -247,14 +247,18 @@ async fn record(
             "failed",
             Some(error.clone()),
             now,
-            Some(("action_failed", "failed", json!({ "error": error }))),
+            Some((
+                audit::Kind::ActionFailed,
+                "failed",
+                json!({ "error": error }),
+            )),
         ),
         Attempt::Blocked => (
             "blocked",
             None,
             now,
             Some((
-                "action_blocked",
+                audit::Kind::ActionBlocked,
                 "blocked",
                 json!({ "gate": "denied", "safety_class": SafetyClass::ReadOnly.as_str() }),
             )),
@@ -263,7 +267,11 @@ async fn record(
             "failed",
             Some(error.clone()),
             now,
-            Some(("action_failed", "failed", json!({ "error": error }))),
+            Some((
+                audit::Kind::ActionFailed,
+                "failed",
+                json!({ "error": error }),
+            )),
         ),
         Attempt::Refused(error) => (
             "pending",

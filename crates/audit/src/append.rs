@@ -83,7 +83,7 @@ pub async fn append(
             seq,
             entry_id: Uuid::now_v7(),
             recorded_at,
-            kind: new.kind.to_owned(),
+            kind: new.kind,
             actor: new.actor.as_str().to_owned(),
             policy_id: new.policy.map(|(id, _)| id.as_uuid()),
             policy_version: new.policy.map(|(_, v)| v),

@@ -31,12 +31,87 @@ impl Actor {
     }
 }
 
+/// What an entry records: its `type`. Stored as its name; a name this build does not know,
+/// read back, is an error (a read error for the list, a broken entry for the verifier).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    PolicyCreated,
+    PolicyUpdated,
+    PolicyDeleted,
+    PolicyEvaluated,
+    ActionPlanned,
+    ActionSimulated,
+    ActionBlocked,
+    ActionExecuted,
+    ActionFailed,
+    ChannelCreated,
+    ChannelDeleted,
+    DriftAcknowledged,
+    ReconciliationStarted,
+    ReconciliationEnded,
+    RemediationUndone,
+    LkgRetentionChanged,
+    RemediationPolicyChanged,
+    CosigningChanged,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 18] = [
+        Kind::PolicyCreated,
+        Kind::PolicyUpdated,
+        Kind::PolicyDeleted,
+        Kind::PolicyEvaluated,
+        Kind::ActionPlanned,
+        Kind::ActionSimulated,
+        Kind::ActionBlocked,
+        Kind::ActionExecuted,
+        Kind::ActionFailed,
+        Kind::ChannelCreated,
+        Kind::ChannelDeleted,
+        Kind::DriftAcknowledged,
+        Kind::ReconciliationStarted,
+        Kind::ReconciliationEnded,
+        Kind::RemediationUndone,
+        Kind::LkgRetentionChanged,
+        Kind::RemediationPolicyChanged,
+        Kind::CosigningChanged,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::PolicyCreated => "policy_created",
+            Kind::PolicyUpdated => "policy_updated",
+            Kind::PolicyDeleted => "policy_deleted",
+            Kind::PolicyEvaluated => "policy_evaluated",
+            Kind::ActionPlanned => "action_planned",
+            Kind::ActionSimulated => "action_simulated",
+            Kind::ActionBlocked => "action_blocked",
+            Kind::ActionExecuted => "action_executed",
+            Kind::ActionFailed => "action_failed",
+            Kind::ChannelCreated => "channel_created",
+            Kind::ChannelDeleted => "channel_deleted",
+            Kind::DriftAcknowledged => "drift_acknowledged",
+            Kind::ReconciliationStarted => "reconciliation_started",
+            Kind::ReconciliationEnded => "reconciliation_ended",
+            Kind::RemediationUndone => "remediation_undone",
+            Kind::LkgRetentionChanged => "lkg_retention_changed",
+            Kind::RemediationPolicyChanged => "remediation_policy_changed",
+            Kind::CosigningChanged => "cosigning_changed",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == raw)
+    }
+}
+
+db::text_enum!(Kind);
+
 /// An entry to append. `details` holds counts, ids and setting values: never a value found in
 /// customer data, nor a preview of one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEntry {
-    /// `policy_created`, `policy_evaluated`, `action_planned`, `lkg_retention_changed`, ...
-    pub kind: &'static str,
+    pub kind: Kind,
     pub actor: Actor,
     pub policy: Option<(PolicyId, i32)>,
     /// alert, tokenize, mask or quarantine.
@@ -51,7 +126,7 @@ pub struct NewEntry {
 
 impl NewEntry {
     /// An entry of `kind` by `actor`, with nothing else set.
-    pub fn new(kind: &'static str, actor: Actor) -> Self {
+    pub fn new(kind: Kind, actor: Actor) -> Self {
         NewEntry {
             kind,
             actor,
@@ -108,7 +183,7 @@ pub struct Entry {
     pub seq: i64,
     pub entry_id: Uuid,
     pub recorded_at: OffsetDateTime,
-    pub kind: String,
+    pub kind: Kind,
     pub actor: String,
     pub policy_id: Option<Uuid>,
     pub policy_version: Option<i32>,
@@ -237,7 +312,7 @@ impl Entry {
         out.push('"');
         out.push(',');
         key(out, "type");
-        write_string(&self.kind, out);
+        write_string(self.kind.as_str(), out);
         out.push('}');
     }
 
@@ -250,7 +325,7 @@ impl Entry {
             "seq": self.seq,
             "entry_id": self.entry_id.to_string(),
             "timestamp": timestamp(self.recorded_at),
-            "type": self.kind,
+            "type": self.kind.as_str(),
             "actor": self.actor,
             "policy_id": self.policy_id.map(|id| id.to_string()),
             "policy_version": self.policy_version,
@@ -353,7 +428,7 @@ mod tests {
             seq: 42,
             entry_id: Uuid::now_v7(),
             recorded_at: time::macros::datetime!(2026-01-02 03:04:05.000007 UTC),
-            kind: "action_planned".into(),
+            kind: Kind::ActionPlanned,
             actor: "ann \"the\" admin\n".into(),
             policy_id: Some(Uuid::now_v7()),
             policy_version: Some(3),

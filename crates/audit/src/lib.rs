@@ -10,6 +10,6 @@ pub use append::{Appended, append};
 pub use checkpoint::{
     Checkpoint, CheckpointKey, Checkpointer, EVERY, EVERY_ENTRIES, PublicKey, checkpoints,
 };
-pub use entry::{Actor, Entry, GENESIS, NewEntry, timestamp, write_canonical};
+pub use entry::{Actor, Entry, GENESIS, Kind, NewEntry, timestamp, write_canonical};
 pub use list::{DEFAULT_LIMIT, Filter, ListError, latest, list};
 pub use verify::{Broken, Verified, verify};

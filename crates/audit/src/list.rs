@@ -24,7 +24,7 @@ pub(crate) struct Row {
     seq: i64,
     entry_id: Uuid,
     recorded_at: OffsetDateTime,
-    kind: String,
+    kind: crate::Kind,
     actor: String,
     policy_id: Option<Uuid>,
     policy_version: Option<i32>,
@@ -138,12 +138,12 @@ pub async fn list(
 pub async fn latest(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    kind: &str,
+    kind: crate::Kind,
     limit: i64,
 ) -> QueryResult<Vec<Entry>> {
     let rows: Vec<Row> = select()
         .filter(audit_log::tenant_id.eq(tenant.as_str()))
-        .filter(audit_log::kind.eq(kind))
+        .filter(audit_log::kind.eq(kind.as_str()))
         .order(audit_log::seq.desc())
         .limit(limit)
         .load(conn)

@@ -188,6 +188,10 @@ fn entry(row: RawRow, tenant: &TenantId) -> Result<Entry, Broken> {
         seq,
         reason: "the entry's details are not JSON".into(),
     })?;
+    let kind = crate::Kind::parse(&kind).ok_or_else(|| Broken {
+        seq,
+        reason: "the entry's type is not one this service writes".into(),
+    })?;
     Ok(Entry {
         tenant_id: tenant.clone(),
         seq,

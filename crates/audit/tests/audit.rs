@@ -29,7 +29,8 @@ fn key() -> CheckpointKey {
 }
 
 fn entry(i: usize) -> NewEntry {
-    NewEntry::new("policy_evaluated", Actor::System).details(json!({ "n": i, "matched": 2 }))
+    NewEntry::new(audit::Kind::PolicyEvaluated, Actor::System)
+        .details(json!({ "n": i, "matched": 2 }))
 }
 
 /// Appends `n` entries, `per` to a transaction.
@@ -70,8 +71,9 @@ async fn entries_are_numbered_and_chained_per_tenant() {
                 conn,
                 &acme,
                 &[
-                    NewEntry::new("policy_created", Actor::User(alice.clone())).policy(policy, 1),
-                    NewEntry::new("action_planned", Actor::System)
+                    NewEntry::new(audit::Kind::PolicyCreated, Actor::User(alice.clone()))
+                        .policy(policy, 1),
+                    NewEntry::new(audit::Kind::ActionPlanned, Actor::System)
                         .policy(policy, 1)
                         .action("mask")
                         .connector(connector)
@@ -131,7 +133,7 @@ async fn the_list_filters_by_time_policy_and_action_and_pages_in_order() {
     let actions: Vec<NewEntry> = ["alert", "mask", "alert"]
         .into_iter()
         .map(|a| {
-            NewEntry::new("action_simulated", Actor::System)
+            NewEntry::new(audit::Kind::ActionSimulated, Actor::System)
                 .policy(policy, 2)
                 .action(a)
                 .simulated(true)
@@ -338,6 +340,32 @@ async fn verify_names_a_modified_entry() {
     let broken = verify(&mut conn, &acme, key.public()).await.unwrap_err();
     assert_eq!(broken.seq, 42, "{broken}");
     assert!(broken.reason.contains("changed"), "{broken}");
+}
+
+/// An entry whose type this service never writes is named by the verifier, and refused by the
+/// list rather than shown as something it is not.
+#[tokio::test]
+async fn an_entry_of_a_type_this_service_never_writes_is_broken_and_unlisted() {
+    let (_db, mut conn, acme, key) = tamperable().await;
+    sql(
+        &mut conn,
+        "UPDATE audit_log SET kind = 'policy_renamed' WHERE seq = 7",
+    )
+    .await;
+    let broken = verify(&mut conn, &acme, key.public()).await.unwrap_err();
+    assert_eq!(broken.seq, 7, "{broken}");
+    assert!(broken.reason.contains("type"), "{broken}");
+    let listed = audit::list(
+        &mut conn,
+        &acme,
+        &Filter::default(),
+        paging::PageRequest::first(
+            &CursorKey::new(&[1; 32]),
+            Limit::parse(Some(20), 50).unwrap(),
+        ),
+    )
+    .await;
+    assert!(listed.is_err(), "{listed:?}");
 }
 
 #[tokio::test]

@@ -299,12 +299,13 @@ pub async fn create(
         audit::append(
             conn,
             tenant,
-            &[
-                audit::NewEntry::new("policy_created", audit::Actor::User(actor.clone()))
-                    .policy(id, 1)
-                    .outcome("success")
-                    .details(audit_details(&document, 1)),
-            ],
+            &[audit::NewEntry::new(
+                audit::Kind::PolicyCreated,
+                audit::Actor::User(actor.clone()),
+            )
+            .policy(id, 1)
+            .outcome("success")
+            .details(audit_details(&document, 1))],
         )
         .await?;
         crate::changes::request(conn, tenant).await?;
@@ -389,12 +390,13 @@ pub async fn update(
         audit::append(
             conn,
             tenant,
-            &[
-                audit::NewEntry::new("policy_updated", audit::Actor::User(actor.clone()))
-                    .policy(id, version)
-                    .outcome("success")
-                    .details(details),
-            ],
+            &[audit::NewEntry::new(
+                audit::Kind::PolicyUpdated,
+                audit::Actor::User(actor.clone()),
+            )
+            .policy(id, version)
+            .outcome("success")
+            .details(details)],
         )
         .await?;
         crate::changes::request(conn, tenant).await?;
@@ -425,12 +427,13 @@ pub async fn delete(
         audit::append(
             conn,
             tenant,
-            &[
-                audit::NewEntry::new("policy_deleted", audit::Actor::User(actor.clone()))
-                    .policy(id, version)
-                    .outcome("success")
-                    .details(json!({ "name": name, "version": version })),
-            ],
+            &[audit::NewEntry::new(
+                audit::Kind::PolicyDeleted,
+                audit::Actor::User(actor.clone()),
+            )
+            .policy(id, version)
+            .outcome("success")
+            .details(json!({ "name": name, "version": version }))],
         )
         .await?;
         crate::changes::request(conn, tenant).await?;

@@ -331,18 +331,19 @@ pub async fn acknowledge(
         audit::append(
             conn,
             tenant,
-            &[
-                audit::NewEntry::new("drift_acknowledged", audit::Actor::User(actor.clone()))
-                    .connector(ConnectorId::from_uuid(row.connector_id))
-                    .resource(row.resource.clone())
-                    .outcome("success")
-                    .details(json!({
-                        "event_id": id.to_string(),
-                        "type": row.kind.as_str(),
-                        "severity": row.severity.as_str(),
-                        "noted": note.is_some_and(|n| !n.is_empty()),
-                    })),
-            ],
+            &[audit::NewEntry::new(
+                audit::Kind::DriftAcknowledged,
+                audit::Actor::User(actor.clone()),
+            )
+            .connector(ConnectorId::from_uuid(row.connector_id))
+            .resource(row.resource.clone())
+            .outcome("success")
+            .details(json!({
+                "event_id": id.to_string(),
+                "type": row.kind.as_str(),
+                "severity": row.severity.as_str(),
+                "noted": note.is_some_and(|n| !n.is_empty()),
+            }))],
         )
         .await?;
         Ok(event(row))

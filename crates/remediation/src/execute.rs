@@ -222,7 +222,7 @@ async fn advance(db: &mut Conn<'_>, exec: &Executor, row: Row) -> Result<(), Sto
     }
     if row.state() == State::Written {
         let receipt = exec.receipts.executed(&row, cosigning.mode)?;
-        let entry = receipt::entry("action_executed", &row, "executed", &receipt);
+        let entry = receipt::entry(audit::Kind::ActionExecuted, &row, "executed", &receipt);
         store::end(
             db.get().await?,
             &row,
@@ -502,7 +502,7 @@ async fn block(
     cosigning: settings::CosigningMode,
 ) -> Result<bool, Stop> {
     let receipt = exec.receipts.blocked(row, cosigning)?;
-    let mut entry = receipt::entry("action_blocked", row, "blocked", &receipt);
+    let mut entry = receipt::entry(audit::Kind::ActionBlocked, row, "blocked", &receipt);
     entry.details["gate"] = json!("denied");
     store::end(
         conn,
@@ -530,7 +530,7 @@ async fn fail(
     last_reason: Option<&str>,
 ) -> Result<(), DieselError> {
     let kind = row.kind().as_str();
-    let mut entry = audit::NewEntry::new("action_failed", audit::Actor::System)
+    let mut entry = audit::NewEntry::new(audit::Kind::ActionFailed, audit::Actor::System)
         .policy(row.policy(), row.policy_version)
         .action(kind)
         .connector(row.connector())

@@ -185,7 +185,7 @@ impl Receipts {
 
 /// The audit entry that goes with a receipt.
 pub(crate) fn entry(
-    kind: &'static str,
+    kind: audit::Kind,
     row: &Row,
     outcome: &'static str,
     receipt: &StoredReceipt,

@@ -122,7 +122,8 @@ pub async fn undo(
                 .receipts
                 .undone(conn, tenant, &row, actor.as_str(), &restored, force)
                 .await?;
-            let mut entry = receipt::entry("remediation_undone", &row, "undone", &receipt);
+            let mut entry =
+                receipt::entry(audit::Kind::RemediationUndone, &row, "undone", &receipt);
             entry.actor = audit::Actor::User(actor.clone());
             entry.details["forced"] = json!(force);
             // The original content is back: the tokens written into it are gone from it.

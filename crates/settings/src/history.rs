@@ -23,7 +23,7 @@ pub struct Unreadable;
 async fn newest(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    kind: &'static str,
+    kind: audit::Kind,
 ) -> Result<Option<Entry>, Unreadable> {
     let mut latest = audit::latest(conn, tenant, kind, 1)
         .await

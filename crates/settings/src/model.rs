@@ -2,11 +2,11 @@
 
 use time::OffsetDateTime;
 
-/// Audit event names, as the audit table stores them.
+/// The audit entries settings writes.
 pub mod events {
-    pub const LKG_RETENTION_CHANGED: &str = "lkg_retention_changed";
-    pub const REMEDIATION_POLICY_CHANGED: &str = "remediation_policy_changed";
-    pub const COSIGNING_CHANGED: &str = "cosigning_changed";
+    pub const LKG_RETENTION_CHANGED: audit::Kind = audit::Kind::LkgRetentionChanged;
+    pub const REMEDIATION_POLICY_CHANGED: audit::Kind = audit::Kind::RemediationPolicyChanged;
+    pub const COSIGNING_CHANGED: audit::Kind = audit::Kind::CosigningChanged;
 }
 
 pub use vocab::SafetyClass;

@@ -119,7 +119,7 @@ pub(crate) async fn audit(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     actor: &UserId,
-    event: &'static str,
+    event: audit::Kind,
     details: Value,
 ) -> QueryResult<()> {
     let entry = audit::NewEntry::new(event, audit::Actor::User(actor.clone())).details(details);

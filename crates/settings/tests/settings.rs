@@ -59,11 +59,11 @@ async fn audit(conn: &mut AsyncPgConnection) -> Vec<Audit> {
 }
 
 /// The tenant's audit entries of one event, oldest first.
-async fn audit_of(conn: &mut AsyncPgConnection, tenant: &str, event: &str) -> Vec<Audit> {
+async fn audit_of(conn: &mut AsyncPgConnection, tenant: &str, event: audit::Kind) -> Vec<Audit> {
     audit(conn)
         .await
         .into_iter()
-        .filter(|a| a.tenant_id == tenant && a.event == event)
+        .filter(|a| a.tenant_id == tenant && a.event == event.as_str())
         .collect()
 }
 
@@ -232,7 +232,7 @@ async fn the_rollback_window_audits_each_change_of_value_once_with_from_to_and_a
     let entries = audit(&mut conn).await;
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0].tenant_id, "acme");
-    assert_eq!(entries[0].event, events::LKG_RETENTION_CHANGED);
+    assert_eq!(entries[0].event, events::LKG_RETENTION_CHANGED.as_str());
     assert_eq!(entries[0].event, "lkg_retention_changed");
     assert_eq!(entries[0].actor, "alice");
     assert_eq!(
@@ -367,7 +367,10 @@ async fn the_remediation_policy_is_deduplicated_ordered_and_audited_on_every_set
 
     let entries = audit(&mut conn).await;
     assert_eq!(entries.len(), 1);
-    assert_eq!(entries[0].event, events::REMEDIATION_POLICY_CHANGED);
+    assert_eq!(
+        entries[0].event,
+        events::REMEDIATION_POLICY_CHANGED.as_str()
+    );
     assert_eq!(entries[0].event, "remediation_policy_changed");
     assert_eq!(entries[0].actor, "alice");
     assert_eq!(
@@ -598,7 +601,7 @@ async fn cosigning_needs_an_https_endpoint_and_audits_each_change() {
     assert!(cosigning.updated_at.is_some());
     let entries = audit(&mut conn).await;
     assert_eq!(entries.len(), 1);
-    assert_eq!(entries[0].event, events::COSIGNING_CHANGED);
+    assert_eq!(entries[0].event, events::COSIGNING_CHANGED.as_str());
     assert_eq!(entries[0].event, "cosigning_changed");
     assert_eq!(entries[0].actor, "alice");
     assert_eq!(

@@ -39,7 +39,7 @@ async fn log(bypass: Bypass) -> Log {
     for chunk in 0..5 {
         let entries: Vec<NewEntry> = (0..500)
             .map(|i| {
-                NewEntry::new("policy_evaluated", Actor::System)
+                NewEntry::new(audit::Kind::PolicyEvaluated, Actor::System)
                     .details(serde_json::json!({ "batch": chunk, "n": i }))
             })
             .collect();

@@ -269,18 +269,18 @@ pub async fn apply_with_decisions(
                 let entry_kind = match outcome {
                     "simulated" => {
                         tally.simulated += 1;
-                        Some("action_simulated")
+                        Some(audit::Kind::ActionSimulated)
                     }
                     "blocked" => {
                         tally.blocked += 1;
-                        (kind == ActionType::Alert).then_some("action_blocked")
+                        (kind == ActionType::Alert).then_some(audit::Kind::ActionBlocked)
                     }
                     _ => {
                         tally.planned += 1;
                         if kind != ActionType::Alert {
                             tally.changes += 1;
                         }
-                        Some("action_planned")
+                        Some(audit::Kind::ActionPlanned)
                     }
                 };
                 let mut details = json!({
@@ -365,21 +365,22 @@ pub async fn apply_with_decisions(
         if matched > 0 {
             count_matches(conn, batch.tenant, policy.id, matched as i64, now).await?;
         }
-        let mut evaluated = audit::NewEntry::new("policy_evaluated", audit::Actor::System)
-            .policy(policy.id, policy.version)
-            .connector(batch.connector)
-            .simulated(simulate)
-            .outcome("success")
-            .details(json!({
-                origin_key: origin_id,
-                "mode": policy.document.spec.mode.as_str(),
-                "objects_evaluated": batch.objects,
-                "objects_matched": objects.len(),
-                "findings_evaluated": batch.findings.len(),
-                "findings_matched": matched,
-                "actions": by_action,
-                "repeated": tally.repeated,
-            }));
+        let mut evaluated =
+            audit::NewEntry::new(audit::Kind::PolicyEvaluated, audit::Actor::System)
+                .policy(policy.id, policy.version)
+                .connector(batch.connector)
+                .simulated(simulate)
+                .outcome("success")
+                .details(json!({
+                    origin_key: origin_id,
+                    "mode": policy.document.spec.mode.as_str(),
+                    "objects_evaluated": batch.objects,
+                    "objects_matched": objects.len(),
+                    "findings_evaluated": batch.findings.len(),
+                    "findings_matched": matched,
+                    "actions": by_action,
+                    "repeated": tally.repeated,
+                }));
         // The evaluation entry goes before the actions it led to.
         evaluated.simulated = simulate;
         entries.insert(first_entry, evaluated);

@@ -248,20 +248,18 @@ pub async fn request(
             audit::append(
                 conn,
                 tenant,
-                &[
-                    audit::NewEntry::new(
-                        "reconciliation_started",
-                        audit::Actor::User(user.clone()),
-                    )
-                    .simulated(request.mode == Mode::DryRun)
-                    .outcome("queued")
-                    .details(json!({
-                        "reconciliation_id": id.to_string(),
-                        "mode": request.mode.as_str(),
-                        "scope": scope,
-                        "max_actions": request.max_actions,
-                    })),
-                ],
+                &[audit::NewEntry::new(
+                    audit::Kind::ReconciliationStarted,
+                    audit::Actor::User(user.clone()),
+                )
+                .simulated(request.mode == Mode::DryRun)
+                .outcome("queued")
+                .details(json!({
+                    "reconciliation_id": id.to_string(),
+                    "mode": request.mode.as_str(),
+                    "scope": scope,
+                    "max_actions": request.max_actions,
+                }))],
             )
             .await?;
             Ok::<_, DieselError>(())

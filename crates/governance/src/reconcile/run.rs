@@ -524,7 +524,7 @@ async fn finish(
             conn,
             &job.tenant,
             &[
-                audit::NewEntry::new("reconciliation_ended", audit::Actor::System)
+                audit::NewEntry::new(audit::Kind::ReconciliationEnded, audit::Actor::System)
                     .simulated(job.mode == Mode::DryRun)
                     .outcome(match status {
                         Status::BlockedByLimit => "blocked_by_limit",
