@@ -1,6 +1,8 @@
 //! Queuing alerts: evaluation's side of the `governance_deliveries` outbox, which the
 //! [`delivery`](crate::delivery) worker drains.
 
+use std::collections::HashMap;
+
 use diesel::result::Error as DieselError;
 use diesel::sql_types::{Array, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -53,20 +55,28 @@ pub async fn queue(
     .map(drop)
 }
 
-/// The channels an alert action has reached or is on its way to (`delivered` or `pending`):
-/// an alert queued again goes only to the others.
+/// Per alert action of `actions`, the channels it has reached or is on its way to
+/// (`delivered` or `pending`), in one query: an alert queued again goes only to the others.
 pub async fn reached(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    action_id: Uuid,
-) -> Result<Vec<String>, DieselError> {
+    actions: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<String>>, DieselError> {
     use db::schema::governance_deliveries as d;
     use diesel::{ExpressionMethods as _, QueryDsl as _};
-    d::table
+    if actions.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows: Vec<(Uuid, String)> = d::table
         .filter(d::tenant_id.eq(tenant.as_str()))
-        .filter(d::action_id.eq(action_id))
+        .filter(d::action_id.eq_any(actions))
         .filter(d::status.eq_any(["delivered", "pending"]))
-        .select(d::channel)
+        .select((d::action_id, d::channel))
         .load(conn)
-        .await
+        .await?;
+    let mut reached: HashMap<Uuid, Vec<String>> = HashMap::new();
+    for (action, channel) in rows {
+        reached.entry(action).or_default().push(channel);
+    }
+    Ok(reached)
 }

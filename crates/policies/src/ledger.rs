@@ -25,18 +25,28 @@ use crate::document::ActionType;
 use crate::matching::ObjectMatch;
 use crate::store::Active;
 
-/// One ledger row to claim.
+/// One ledger row to claim: an action of a policy version on one object version.
 #[derive(Debug)]
 pub struct Claim<'a> {
     pub id: Uuid,
+    pub policy: &'a Active,
+    pub kind: ActionType,
+    pub simulated: bool,
     pub object: &'a ObjectMatch<'a>,
+    /// What the ledger records now (`planned`, `queued`, `simulated` or `blocked`).
     pub outcome: &'static str,
 }
 
 #[derive(QueryableByName)]
-struct Reopened {
+struct Claimed {
     #[diesel(sql_type = SqlUuid)]
     action_id: Uuid,
+    #[diesel(sql_type = SqlUuid)]
+    policy_id: Uuid,
+    #[diesel(sql_type = Text)]
+    action_type: ActionType,
+    #[diesel(sql_type = Bool)]
+    simulated: bool,
     #[diesel(sql_type = Text)]
     bucket: String,
     #[diesel(sql_type = Text)]
@@ -45,17 +55,15 @@ struct Reopened {
     etag: String,
 }
 
-/// Writes ledger rows for the claims and returns, for each claim that is to be acted on, its
-/// id and the ledger's id of the action: the claim's own for a new row, the existing row's for
-/// a remediation an enforced reconciliation plans again.
-#[allow(clippy::too_many_arguments, reason = "one row's columns")]
+/// Writes the ledger rows of `claims`, all of one connector's batch, in one statement, and
+/// returns, for each claim that is to be acted on, its id and the ledger's id of the action:
+/// the claim's own for a new row, the existing row's for an action an enforced
+/// reconciliation (`reconciliation`, with some claim not simulated) plans again. What is not
+/// returned was done before: it is not done again.
 pub async fn claim(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     connector: ConnectorId,
-    policy: &Active,
-    kind: ActionType,
-    simulated: bool,
     claims: &[Claim<'_>],
     now: OffsetDateTime,
     reconciliation: Option<Uuid>,
@@ -63,30 +71,24 @@ pub async fn claim(
     if claims.is_empty() {
         return Ok(HashMap::new());
     }
-    // Only an enforced reconciliation plans an action again: a remediation that ended blocked
-    // or failed, an alert that ended blocked (the conflict's update locks the row; scans keep
-    // `DO NOTHING`). A failed alert was tried for a day; a queued one is on its way.
-    let statement = match (reconciliation.is_some() && !simulated, kind) {
-        (false, _) => CLAIM,
-        (true, ActionType::Alert) => REPLAN_ALERT,
-        (true, _) => REPLAN,
+    // Only an enforced reconciliation plans an action again (the conflict's update locks the
+    // row; scans keep `DO NOTHING`).
+    let statement = if reconciliation.is_some() && claims.iter().any(|c| !c.simulated) {
+        REPLAN
+    } else {
+        CLAIM
     };
     let ids: Vec<Uuid> = claims.iter().map(|c| c.id).collect();
+    let policies: Vec<Uuid> = claims.iter().map(|c| c.policy.id.as_uuid()).collect();
+    let versions: Vec<i32> = claims.iter().map(|c| c.policy.version).collect();
+    let kinds: Vec<&str> = claims.iter().map(|c| c.kind.as_str()).collect();
+    let simulated: Vec<bool> = claims.iter().map(|c| c.simulated).collect();
     let buckets: Vec<&str> = claims.iter().map(|c| c.object.bucket).collect();
     let keys: Vec<&str> = claims.iter().map(|c| c.object.object_key).collect();
     let etags: Vec<&str> = claims.iter().map(|c| c.object.etag).collect();
-    // A denied remediation is planned in the ledger: it is `blocked` once the executor ended
-    // its request, and only an ended request may be planned again. A denied alert has no
-    // executor: it is blocked at once.
-    let outcomes: Vec<&str> = claims
-        .iter()
-        .map(|c| match c.outcome {
-            "blocked" if kind != ActionType::Alert => "planned",
-            outcome => outcome,
-        })
-        .collect();
+    let outcomes: Vec<&str> = claims.iter().map(|c| c.outcome).collect();
     // Finding ids travel as one text array of comma-joined ids per row (arrays of arrays
-    // cannot be ragged).
+    // cannot be ragged). A remediation request takes its findings from its ledger row.
     let findings: Vec<String> = claims
         .iter()
         .map(|c| {
@@ -98,34 +100,53 @@ pub async fn claim(
                 .join(",")
         })
         .collect();
-    let rows: Vec<Reopened> = db::sql(statement)
+    let rows: Vec<Claimed> = db::sql(statement)
         .bind::<Text, _>(tenant.as_str())
-        .bind::<SqlUuid, _>(policy.id.as_uuid())
-        .bind::<Integer, _>(policy.version)
-        .bind::<Text, _>(kind.as_str())
         .bind::<SqlUuid, _>(connector.as_uuid())
-        .bind::<Bool, _>(simulated)
+        .bind::<diesel::sql_types::Timestamptz, _>(now)
+        .bind::<diesel::sql_types::Nullable<SqlUuid>, _>(reconciliation)
         .bind::<Array<SqlUuid>, _>(&ids)
+        .bind::<Array<SqlUuid>, _>(&policies)
+        .bind::<Array<Integer>, _>(&versions)
+        .bind::<Array<Text>, _>(&kinds)
+        .bind::<Array<Bool>, _>(&simulated)
         .bind::<Array<Text>, _>(&buckets)
         .bind::<Array<Text>, _>(&keys)
         .bind::<Array<Text>, _>(&etags)
         .bind::<Array<Text>, _>(&outcomes)
-        .bind::<diesel::sql_types::Timestamptz, _>(now)
         .bind::<Array<Text>, _>(&findings)
-        .bind::<diesel::sql_types::Nullable<SqlUuid>, _>(reconciliation)
         .load(conn)
         .await?;
-    // A batch holds each object version once, so the version names the claim.
-    let by_version: HashMap<(&str, &str, &str), Uuid> = claims
+    // A batch holds each object version once per policy, and a policy each action type once
+    // (`PolicyDocument::acted`): the row's key names its claim.
+    type Key<'k> = (Uuid, ActionType, bool, &'k str, &'k str, &'k str);
+    let by_key: HashMap<Key<'_>, Uuid> = claims
         .iter()
-        .map(|c| ((c.object.bucket, c.object.object_key, c.object.etag), c.id))
+        .map(|c| {
+            let o = c.object;
+            let key = (
+                c.policy.id.as_uuid(),
+                c.kind,
+                c.simulated,
+                o.bucket,
+                o.object_key,
+                o.etag,
+            );
+            (key, c.id)
+        })
         .collect();
     Ok(rows
         .iter()
         .filter_map(|r| {
-            by_version
-                .get(&(r.bucket.as_str(), r.object_key.as_str(), r.etag.as_str()))
-                .map(|claim| (*claim, r.action_id))
+            let key = (
+                r.policy_id,
+                r.action_type,
+                r.simulated,
+                r.bucket.as_str(),
+                r.object_key.as_str(),
+                r.etag.as_str(),
+            );
+            by_key.get(&key).map(|claim| (*claim, r.action_id))
         })
         .collect())
 }
@@ -138,18 +159,21 @@ macro_rules! claim_sql {
             "INSERT INTO governance_actions (tenant_id, action_id, policy_id, policy_version,
                     action_type, connector_id, bucket, object_key, etag, simulated, outcome,
                     finding_ids, created_at, updated_at, reconciliation_id)
-             SELECT $1, a.id, $2, $3, $4, $5, a.bucket, a.object_key, a.etag, $6, a.outcome,
-                    string_to_array(a.findings, ',')::uuid[], $12, $12, $14
-               FROM unnest($7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[],
-                           $13::text[]) AS a(id, bucket, object_key, etag, outcome, findings)
-              WHERE $6 OR NOT EXISTS (
+             SELECT $1, a.id, a.policy_id, a.version, a.kind, $2, a.bucket, a.object_key,
+                    a.etag, a.simulated, a.outcome, string_to_array(a.findings, ',')::uuid[],
+                    $3, $3, $4
+               FROM unnest($5::uuid[], $6::uuid[], $7::int4[], $8::text[], $9::bool[],
+                           $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
+                    AS a(id, policy_id, version, kind, simulated, bucket, object_key, etag,
+                         outcome, findings)
+              WHERE a.simulated OR NOT EXISTS (
                     SELECT 1 FROM remediation_requests r
-                     WHERE r.tenant_id = $1 AND r.connector_id = $5 AND r.bucket = a.bucket
-                       AND r.object_key = a.object_key AND r.policy_id = $2
-                       AND r.policy_version = $3 AND r.action_type = $4
+                     WHERE r.tenant_id = $1 AND r.connector_id = $2 AND r.bucket = a.bucket
+                       AND r.object_key = a.object_key AND r.policy_id = a.policy_id
+                       AND r.policy_version = a.version AND r.action_type = a.kind
                        AND r.status = 'undone') ",
             $conflict,
-            " RETURNING action_id, bucket, object_key, etag"
+            " RETURNING action_id, policy_id, action_type, simulated, bucket, object_key, etag"
         )
     };
 }
@@ -157,27 +181,19 @@ macro_rules! claim_sql {
 /// New rows only.
 const CLAIM: &str = claim_sql!("ON CONFLICT DO NOTHING");
 
-/// New rows, and a row whose outcome is one of `$outcomes` taken again under its own action
-/// id.
-macro_rules! replan_sql {
-    ($outcomes:literal) => {
-        claim_sql!(concat!(
-            "ON CONFLICT (tenant_id, connector_id, bucket, object_key, etag, policy_id,
-                          policy_version, action_type, simulated)
-             DO UPDATE SET outcome = EXCLUDED.outcome, finding_ids = EXCLUDED.finding_ids,
-                           updated_at = EXCLUDED.updated_at,
-                           reconciliation_id = EXCLUDED.reconciliation_id
-              WHERE governance_actions.outcome IN ",
-            $outcomes
-        ))
-    };
-}
-
-/// A remediation that ended blocked or failed is planned again.
-const REPLAN: &str = replan_sql!("('blocked', 'failed')");
-
-/// An alert that ended blocked is queued again.
-const REPLAN_ALERT: &str = replan_sql!("('blocked')");
+/// New rows, and, taken again under its own action id, an enforced action's row that ended
+/// without effect: a remediation that ended blocked or failed, an alert that ended blocked (a
+/// failed alert was tried for a day; a queued one is on its way).
+const REPLAN: &str = claim_sql!(
+    "ON CONFLICT (tenant_id, connector_id, bucket, object_key, etag, policy_id, policy_version,
+                  action_type, simulated)
+     DO UPDATE SET outcome = EXCLUDED.outcome, finding_ids = EXCLUDED.finding_ids,
+                   updated_at = EXCLUDED.updated_at,
+                   reconciliation_id = EXCLUDED.reconciliation_id
+      WHERE NOT EXCLUDED.simulated
+        AND (governance_actions.outcome = 'blocked'
+             OR (EXCLUDED.action_type <> 'alert' AND governance_actions.outcome = 'failed'))"
+);
 
 /// Records the outcome of an action its doer ended (an alert delivered, failed or blocked).
 pub async fn set_outcome(

@@ -603,25 +603,32 @@ pub async fn action_at(
         }))
 }
 
-/// Adds a batch's matches to a policy's counters.
+/// Adds each policy's findings matched by a batch to its `findings_matched`, and sets its
+/// `last_triggered` to `at`, in one statement. A policy that matched nothing is not named.
 pub async fn count_matches(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
-    id: PolicyId,
-    findings: i64,
+    matched: &[(PolicyId, i64)],
     at: OffsetDateTime,
 ) -> Result<(), DieselError> {
-    diesel::update(governance_policies::table)
-        .filter(governance_policies::tenant_id.eq(tenant.as_str()))
-        .filter(governance_policies::policy_id.eq(id.as_uuid()))
-        .set((
-            governance_policies::findings_matched
-                .eq(governance_policies::findings_matched + findings),
-            governance_policies::last_triggered.eq(at),
-        ))
-        .execute(conn)
-        .await
-        .map(drop)
+    if matched.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = matched.iter().map(|(id, _)| id.as_uuid()).collect();
+    let counts: Vec<i64> = matched.iter().map(|(_, n)| *n).collect();
+    db::sql(
+        "UPDATE governance_policies p
+            SET findings_matched = p.findings_matched + m.n, last_triggered = $4
+           FROM unnest($2::uuid[], $3::int8[]) AS m(policy_id, n)
+          WHERE p.tenant_id = $1 AND p.policy_id = m.policy_id",
+    )
+    .bind::<diesel::sql_types::Text, _>(tenant.as_str())
+    .bind::<diesel::sql_types::Array<diesel::sql_types::Uuid>, _>(&ids)
+    .bind::<diesel::sql_types::Array<diesel::sql_types::BigInt>, _>(&counts)
+    .bind::<diesel::sql_types::Timestamptz, _>(at)
+    .execute(conn)
+    .await
+    .map(drop)
 }
 
 /// The tenant's policies per mode.

@@ -235,83 +235,48 @@ macro_rules! insert_receipt {
     };
 }
 
-/// A remediation request as evaluation plans it.
+/// A remediation request as evaluation plans it: for the ledger row `action_id` claimed in
+/// the same transaction, which says what to do to which object version and its findings.
 #[derive(Debug, Clone)]
 pub struct NewRequest {
     pub request_id: Uuid,
     /// The ledger's id of the action.
     pub action_id: Uuid,
-    pub policy: PolicyId,
-    pub policy_version: i32,
-    pub action: ActionType,
-    pub connector: ConnectorId,
-    pub bucket: String,
-    pub object_key: String,
-    pub etag: String,
-    pub finding_ids: Vec<Uuid>,
     /// What the safety-class gate said.
     pub gate: Gate,
 }
 
-/// Records `requests`, `planned` and due at once, in one statement. Call it in the
-/// evaluation's transaction, with its ledger rows.
+/// Records `requests`, `planned` and due at once, in one statement, each from its ledger row.
+/// Call it in the evaluation's transaction, after the ledger rows are claimed: a request
+/// whose action has no ledger row is not recorded. Returns how many were.
 pub async fn plan(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     requests: &[NewRequest],
     now: OffsetDateTime,
-) -> Result<(), DieselError> {
+) -> Result<usize, DieselError> {
     if requests.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let ids: Vec<Uuid> = requests.iter().map(|r| r.request_id).collect();
     let actions: Vec<Uuid> = requests.iter().map(|r| r.action_id).collect();
-    let policies: Vec<Uuid> = requests.iter().map(|r| r.policy.as_uuid()).collect();
-    let versions: Vec<i32> = requests.iter().map(|r| r.policy_version).collect();
-    let kinds: Vec<&str> = requests.iter().map(|r| r.action.as_str()).collect();
-    let connectors: Vec<Uuid> = requests.iter().map(|r| r.connector.as_uuid()).collect();
-    let buckets: Vec<&str> = requests.iter().map(|r| r.bucket.as_str()).collect();
-    let keys: Vec<&str> = requests.iter().map(|r| r.object_key.as_str()).collect();
-    let etags: Vec<&str> = requests.iter().map(|r| r.etag.as_str()).collect();
-    // Arrays of arrays cannot be ragged: each request's findings travel comma-joined.
-    let findings: Vec<String> = requests
-        .iter()
-        .map(|r| {
-            r.finding_ids
-                .iter()
-                .map(Uuid::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect();
     let gates: Vec<&str> = requests.iter().map(|r| r.gate.as_str()).collect();
     db::sql(
         "INSERT INTO remediation_requests (tenant_id, request_id, action_id, policy_id,
                 policy_version, action_type, connector_id, bucket, object_key, etag, finding_ids,
                 gate, created_at, updated_at)
-         SELECT $1, r.id, r.action_id, r.policy_id, r.version, r.kind, r.connector_id, r.bucket,
-                r.object_key, r.etag, string_to_array(r.findings, ',')::uuid[], r.gate, $13, $13
-           FROM unnest($2::uuid[], $3::uuid[], $4::uuid[], $5::int4[], $6::text[], $7::uuid[],
-                       $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
-                AS r(id, action_id, policy_id, version, kind, connector_id, bucket, object_key,
-                     etag, findings, gate)",
+         SELECT $1, r.id, g.action_id, g.policy_id, g.policy_version, g.action_type,
+                g.connector_id, g.bucket, g.object_key, g.etag, g.finding_ids, r.gate, $5, $5
+           FROM unnest($2::uuid[], $3::uuid[], $4::text[]) AS r(id, action_id, gate)
+           JOIN governance_actions g ON g.tenant_id = $1 AND g.action_id = r.action_id",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<Array<SqlUuid>, _>(&ids)
     .bind::<Array<SqlUuid>, _>(&actions)
-    .bind::<Array<SqlUuid>, _>(&policies)
-    .bind::<Array<Integer>, _>(&versions)
-    .bind::<Array<Text>, _>(&kinds)
-    .bind::<Array<SqlUuid>, _>(&connectors)
-    .bind::<Array<Text>, _>(&buckets)
-    .bind::<Array<Text>, _>(&keys)
-    .bind::<Array<Text>, _>(&etags)
-    .bind::<Array<Text>, _>(&findings)
     .bind::<Array<Text>, _>(&gates)
     .bind::<Timestamptz, _>(now)
     .execute(conn)
     .await
-    .map(drop)
 }
 
 /// Takes the request due first, of any tenant, and counts the attempt: one statement, committed

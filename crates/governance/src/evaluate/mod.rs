@@ -11,6 +11,7 @@
 //! transaction: an event's effects and the position that says it was read commit together.
 //! The ledger of actions makes a re-read harmless anyway.
 
+pub mod decide;
 pub mod plan;
 
 use std::collections::HashMap;
@@ -23,7 +24,8 @@ use scans::outbox::{self, Delivered, Event, Position};
 
 use db::schema::governance_consumers;
 
-pub use plan::{Batch, Gates, Origin, Tally, apply};
+pub use decide::{Gates, Outcome};
+pub use plan::{Batch, Origin, Tally, apply};
 pub use policies::matching::Finding;
 
 use policies::store::{Active, active};

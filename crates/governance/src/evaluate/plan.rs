@@ -1,4 +1,4 @@
-//! What a batch of findings makes each policy do, written in the caller's transaction:
+//! What [`decide`](super::decide) decided for a batch, written in the caller's transaction:
 //!
 //! - a `policy_evaluated` audit entry per policy with the batch's counts, and the policy's
 //!   `findings_matched` and `last_triggered`;
@@ -21,25 +21,21 @@ use std::collections::{BTreeMap, HashMap};
 
 use diesel::result::Error as DieselError;
 use diesel_async::AsyncPgConnection;
-use ids::{ConnectorId, ScanId, TenantId};
+use ids::{ConnectorId, PolicyId, ScanId, TenantId};
 use policies::document::{Action, ActionType, Mode};
 use policies::ledger::{Claim, claim};
-use policies::matching::{Finding, ObjectMatch, by_object};
+use policies::matching::{Finding, ObjectMatch};
 use policies::store::{Active, count_matches};
 use serde_json::{Value, json};
-use settings::Gate;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::decide::{Gates, Outcome, PolicyDecision, decide, object_statuses};
 use posture::drift::Decisions;
-use posture::findings::RemediationStatus;
-
-/// What the safety-class gate said for each action type, read before the transaction (a failed
-/// read must not abort it: the gate fails open).
-#[derive(Debug, Clone, Default)]
-pub struct Gates(HashMap<ActionType, Gate>);
 
 impl Gates {
+    /// Reads the gate of every action type an enforced policy of `policies` takes. Call it
+    /// outside evaluation's transaction: a failed read allows, and must not abort it.
     pub async fn read(
         conn: &mut AsyncPgConnection,
         tenant: &TenantId,
@@ -60,10 +56,6 @@ impl Gates {
             }
         }
         Gates(gates)
-    }
-
-    pub(crate) fn of(&self, kind: ActionType) -> Gate {
-        self.0.get(&kind).copied().unwrap_or(Gate::Allowed)
     }
 }
 
@@ -179,105 +171,138 @@ pub async fn apply(
 
 /// Like [`apply`], and also says, per object, which policies matched it and what remediation
 /// follows (for drift events).
+///
+/// [`decide`] decides; then, one statement each whatever the batch's size: the ledger claims
+/// every decision, and says which were done before; the channels of alerts queued again are
+/// read; and the policies' counters, the alert deliveries, the remediation requests and the
+/// audit entries are written.
 pub async fn apply_with_decisions(
     conn: &mut AsyncPgConnection,
     batch: &Batch<'_>,
     policies: &[Active],
     gates: &Gates,
 ) -> Result<(Tally, Decisions), DieselError> {
-    let mut decisions = Decisions::new();
     let now = OffsetDateTime::now_utc();
-    let mut entries: Vec<audit::NewEntry> = Vec::new();
-    let mut deliveries: Vec<alerts::queue::NewDelivery> = Vec::new();
-    let mut requests: Vec<remediation::store::NewRequest> = Vec::new();
-    let mut total = Tally::default();
+    let decisions = decide(
+        batch.connector,
+        batch.findings,
+        policies,
+        gates,
+        batch.enforce,
+    );
+    let claims = claims(&decisions);
+    let reconciliation = match batch.origin {
+        Origin::Reconciliation(id) => Some(id),
+        Origin::Scan(_) => None,
+    };
+    let claimed = claim(
+        conn,
+        batch.tenant,
+        batch.connector,
+        &claims,
+        now,
+        reconciliation,
+    )
+    .await?;
+    // An alert queued again (it ended blocked) goes only to the channels it has not reached
+    // and is not on its way to: a receiver that got it must not get it again under a new
+    // delivery id.
+    let again: Vec<Uuid> = claims
+        .iter()
+        .filter(|c| c.kind == ActionType::Alert)
+        .filter_map(|c| claimed.get(&c.id).filter(|action| **action != c.id))
+        .copied()
+        .collect();
+    let reached = alerts::queue::reached(conn, batch.tenant, &again).await?;
+    let effects = effects(batch, &decisions, &claims, &claimed, &reached, now);
+    count_matches(conn, batch.tenant, &effects.matched, now).await?;
+    alerts::queue::queue(conn, batch.tenant, &effects.deliveries, now).await?;
+    remediation::store::plan(conn, batch.tenant, &effects.requests, now).await?;
+    audit::append(conn, batch.tenant, &effects.entries).await?;
+    Ok((effects.tally, object_statuses(&decisions)))
+}
+
+/// One ledger claim per decision's action and object, in that order (policy, action,
+/// object), which [`effects`] walks again.
+fn claims<'a>(decisions: &'a [PolicyDecision<'a>]) -> Vec<Claim<'a>> {
+    decisions
+        .iter()
+        .flat_map(|decision| {
+            decision.actions.iter().flat_map(move |action| {
+                decision.objects.iter().map(move |object| Claim {
+                    id: Uuid::now_v7(),
+                    policy: decision.policy,
+                    kind: action.kind,
+                    simulated: decision.simulated,
+                    object,
+                    outcome: action.outcome.claimed(action.kind),
+                })
+            })
+        })
+        .collect()
+}
+
+/// What a batch's decisions write, once the ledger said which are new.
+#[derive(Default)]
+struct Effects {
+    tally: Tally,
+    /// Findings matched per policy that matched any.
+    matched: Vec<(PolicyId, i64)>,
+    deliveries: Vec<alerts::queue::NewDelivery>,
+    requests: Vec<remediation::store::NewRequest>,
+    /// Per policy, its `policy_evaluated` entry, then its actions' entries.
+    entries: Vec<audit::NewEntry>,
+}
+
+/// The writes that follow from `decisions`: for each claim the ledger returned in `claimed`
+/// (claim id → action id), its delivery or request and its audit entry; for each policy, its
+/// counts. `reached` holds the channels of the alerts queued again. No I/O.
+fn effects(
+    batch: &Batch<'_>,
+    decisions: &[PolicyDecision<'_>],
+    claims: &[Claim<'_>],
+    claimed: &HashMap<Uuid, Uuid>,
+    reached: &HashMap<Uuid, Vec<String>>,
+    now: OffsetDateTime,
+) -> Effects {
+    let mut effects = Effects::default();
     let (origin_key, origin_id) = origin_details(batch.origin);
-    for policy in policies.iter().filter(|p| p.covers(batch.connector)) {
-        let objects = by_object(&policy.document, batch.findings);
-        for object in &objects {
-            let decision = decisions
-                .entry((object.bucket.to_owned(), object.object_key.to_owned()))
-                .or_insert_with(|| (Vec::new(), RemediationStatus::None));
-            decision.0.push(policy.document.metadata.name.clone());
-        }
-        let matched: usize = objects.iter().map(|o| o.findings.len()).sum();
-        let simulate = policy.document.spec.mode == Mode::DryRun || !batch.enforce;
+    let mut claims = claims.iter();
+    for decision in decisions {
+        let policy = decision.policy;
+        let matched = decision.findings_matched();
         let mut tally = Tally {
             findings_evaluated: batch.findings.len() as u64,
             findings_matched: matched as u64,
             ..Tally::default()
         };
         let mut by_action: BTreeMap<&str, u64> = BTreeMap::new();
-        let first_entry = entries.len();
-        for action in policy.document.acted() {
-            let kind = action.action_type();
-            let gate = gates.of(kind);
-            let outcome = if simulate {
-                "simulated"
-            } else if !gate.permits() {
-                "blocked"
-            } else if kind == ActionType::Alert {
-                "queued"
-            } else {
-                "planned"
-            };
-            for object in &objects {
-                if let Some(decision) =
-                    decisions.get_mut(&(object.bucket.to_owned(), object.object_key.to_owned()))
-                {
-                    match outcome {
-                        "planned" => decision.1 = RemediationStatus::Pending,
-                        "simulated" if decision.1 == RemediationStatus::None => {
-                            decision.1 = RemediationStatus::DryRun;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            let claims: Vec<Claim<'_>> = objects
+        let mut entries = Vec::new();
+        for action in &decision.actions {
+            let (kind, outcome) = (action.kind, action.outcome);
+            let fresh: Vec<(&ObjectMatch<'_>, Uuid)> = decision
+                .objects
                 .iter()
-                .map(|object| Claim {
-                    id: Uuid::now_v7(),
-                    object,
-                    outcome,
-                })
+                .zip(claims.by_ref())
+                .filter_map(|(object, c)| claimed.get(&c.id).map(|id| (object, *id)))
                 .collect();
-            let new = claim(
-                conn,
-                batch.tenant,
-                batch.connector,
-                policy,
-                kind,
-                simulate,
-                &claims,
-                now,
-                match batch.origin {
-                    Origin::Reconciliation(id) => Some(id),
-                    Origin::Scan(_) => None,
-                },
-            )
-            .await?;
-            tally.repeated += (claims.len() - new.len()) as u64;
-            let fresh: Vec<(&Claim<'_>, Uuid)> = claims
-                .iter()
-                .filter_map(|c| new.get(&c.id).map(|action| (c, *action)))
-                .collect();
+            tally.repeated += (decision.objects.len() - fresh.len()) as u64;
             *by_action.entry(kind.as_str()).or_default() += fresh.len() as u64;
-            for &(c, action_id) in &fresh {
+            for (object, action_id) in fresh {
                 // A denied remediation is a request too, whose entry the executor writes with
                 // its receipt when it ends it `blocked`: none here. A denied alert ends here.
                 let entry_kind = match outcome {
-                    "simulated" => {
+                    Outcome::Simulated => {
                         tally.simulated += 1;
                         Some(audit::Kind::ActionSimulated)
                     }
-                    "blocked" => {
+                    Outcome::Blocked => {
                         tally.blocked += 1;
-                        (kind == ActionType::Alert).then_some(audit::Kind::ActionBlocked)
+                        (!kind.changes_objects()).then_some(audit::Kind::ActionBlocked)
                     }
-                    _ => {
+                    Outcome::Queued | Outcome::Planned => {
                         tally.planned += 1;
-                        if kind != ActionType::Alert {
+                        if kind.changes_objects() {
                             tally.changes += 1;
                         }
                         Some(audit::Kind::ActionPlanned)
@@ -286,27 +311,20 @@ pub async fn apply_with_decisions(
                 let mut details = json!({
                     origin_key: origin_id,
                     "action_id": action_id.to_string(),
-                    "findings": c.object.findings.len(),
-                    "pii_types": c.object.pii_types(),
+                    "findings": object.findings.len(),
+                    "pii_types": object.pii_types(),
                 });
-                match (action, outcome) {
-                    (Action::Alert(_), "queued") => {
+                match (action.action, outcome) {
+                    (Action::Alert(_), Outcome::Queued) => {
                         let targets = policy.document.alert_targets();
                         alert_details(&mut details, &targets);
-                        // An alert queued again (it ended blocked) goes only to the channels
-                        // it has not reached and is not on its way to: a receiver that got it
-                        // must not get it again under a new delivery id.
-                        let reached: Vec<String> = if action_id == c.id {
-                            Vec::new()
-                        } else {
-                            alerts::queue::reached(conn, batch.tenant, action_id).await?
-                        };
+                        let reached = reached.get(&action_id).map_or(&[][..], Vec::as_slice);
                         for &(channel, severity) in &targets {
                             if reached.iter().any(|r| r == channel) {
                                 continue;
                             }
                             let delivery = Uuid::now_v7();
-                            deliveries.push(alerts::queue::NewDelivery {
+                            effects.deliveries.push(alerts::queue::NewDelivery {
                                 delivery_id: delivery,
                                 channel: channel.to_owned(),
                                 action_id,
@@ -315,34 +333,26 @@ pub async fn apply_with_decisions(
                                     batch,
                                     policy,
                                     severity.as_str(),
-                                    c.object,
+                                    object,
                                     now,
                                 ),
                             });
                         }
                     }
-                    (Action::Alert(_), "blocked") => {
+                    (Action::Alert(_), Outcome::Blocked) => {
                         alert_details(&mut details, &policy.document.alert_targets());
                         details["gate"] = json!("denied");
                         details["safety_class"] = json!(kind.safety_class().as_str());
                     }
-                    (_, "planned" | "blocked") => {
+                    (_, Outcome::Planned | Outcome::Blocked) => {
                         let request = Uuid::now_v7();
-                        requests.push(remediation::store::NewRequest {
+                        effects.requests.push(remediation::store::NewRequest {
                             request_id: request,
                             action_id,
-                            policy: policy.id,
-                            policy_version: policy.version,
-                            action: kind,
-                            connector: batch.connector,
-                            bucket: c.object.bucket.to_owned(),
-                            object_key: c.object.object_key.to_owned(),
-                            etag: c.object.etag.to_owned(),
-                            finding_ids: c.object.finding_ids(),
-                            gate,
+                            gate: action.gate,
                         });
                         details["request_id"] = json!(request.to_string());
-                        details["gate"] = json!(gate.as_str());
+                        details["gate"] = json!(action.gate.as_str());
                         details["safety_class"] = json!(kind.safety_class().as_str());
                     }
                     _ => {}
@@ -355,39 +365,36 @@ pub async fn apply_with_decisions(
                         .policy(policy.id, policy.version)
                         .action(kind.as_str())
                         .connector(batch.connector)
-                        .resource(c.object.resource())
-                        .simulated(simulate)
-                        .outcome(outcome)
+                        .resource(object.resource())
+                        .simulated(decision.simulated)
+                        .outcome(outcome.as_str())
                         .details(details),
                 );
             }
         }
         if matched > 0 {
-            count_matches(conn, batch.tenant, policy.id, matched as i64, now).await?;
+            effects.matched.push((policy.id, matched as i64));
         }
-        let mut evaluated =
+        // The evaluation entry goes before the actions it led to.
+        effects.entries.push(
             audit::NewEntry::new(audit::Kind::PolicyEvaluated, audit::Actor::System)
                 .policy(policy.id, policy.version)
                 .connector(batch.connector)
-                .simulated(simulate)
+                .simulated(decision.simulated)
                 .outcome("success")
                 .details(json!({
                     origin_key: origin_id,
                     "mode": policy.document.spec.mode.as_str(),
                     "objects_evaluated": batch.objects,
-                    "objects_matched": objects.len(),
+                    "objects_matched": decision.objects.len(),
                     "findings_evaluated": batch.findings.len(),
                     "findings_matched": matched,
                     "actions": by_action,
                     "repeated": tally.repeated,
-                }));
-        // The evaluation entry goes before the actions it led to.
-        evaluated.simulated = simulate;
-        entries.insert(first_entry, evaluated);
-        total.add(tally);
+                })),
+        );
+        effects.entries.append(&mut entries);
+        effects.tally.add(tally);
     }
-    alerts::queue::queue(conn, batch.tenant, &deliveries, now).await?;
-    remediation::store::plan(conn, batch.tenant, &requests, now).await?;
-    audit::append(conn, batch.tenant, &entries).await?;
-    Ok((total, decisions))
+    effects
 }

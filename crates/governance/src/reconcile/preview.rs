@@ -15,12 +15,11 @@ use diesel::result::Error as DieselError;
 use diesel::sql_types::{Array, BigInt, Bool, Float4, Integer, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ids::{ConnectorId, TenantId};
-use settings::Gate;
 use uuid::Uuid;
 
 use super::{Counts, PlanItem};
-use crate::evaluate::Gates;
-use policies::document::{ActionType, Mode};
+use crate::evaluate::{Gates, Outcome};
+use policies::document::Mode;
 use policies::store::Active;
 use policies::thresholds::{lowest_thresholds, policy_thresholds};
 
@@ -240,15 +239,8 @@ pub async fn plan(
         let (findings, objects) = matched.get(&p).copied().unwrap_or((0, 0));
         for action in policy.document.acted() {
             let kind = action.action_type();
-            let outcome = if policy.document.spec.mode == Mode::DryRun {
-                "simulated"
-            } else if gates.of(kind) == Gate::Denied {
-                "blocked"
-            } else if kind == ActionType::Alert {
-                "queued"
-            } else {
-                "planned"
-            };
+            let simulated = policy.document.spec.mode == Mode::DryRun;
+            let outcome = Outcome::of(simulated, gates.of(kind), kind).as_str();
             items.push(PlanItem {
                 policy_id: policy.id.to_string(),
                 policy_name: policy.document.metadata.name.clone(),

@@ -83,41 +83,27 @@ spec:
     let now = OffsetDateTime::now_utc();
     let claim = policies::ledger::Claim {
         id: Uuid::now_v7(),
+        policy: &policy,
+        kind: ActionType::Mask,
+        simulated: false,
         object: &object,
         outcome: "planned",
     };
-    let claimed = policies::ledger::claim(
-        &mut env.conn,
-        &tenant,
-        connector,
-        &policy,
-        ActionType::Mask,
-        false,
-        &[claim],
-        now,
-        None,
-    )
-    .await
-    .unwrap();
+    let claimed = policies::ledger::claim(&mut env.conn, &tenant, connector, &[claim], now, None)
+        .await
+        .unwrap();
     let action_id = *claimed.values().next().expect("the claim is new");
-    remediation::store::plan(
+    let planned = remediation::store::plan(
         &mut env.conn,
         &tenant,
         &[remediation::store::NewRequest {
             request_id: Uuid::now_v7(),
             action_id,
-            policy: policy.id,
-            policy_version: policy.version,
-            action: ActionType::Mask,
-            connector,
-            bucket: finding.bucket.clone(),
-            object_key: finding.object_key.clone(),
-            etag: finding.etag.clone(),
-            finding_ids: vec![finding.id],
             gate: settings::Gate::Allowed,
         }],
         now,
     )
     .await
     .unwrap();
+    assert_eq!(planned, 1, "the request is its ledger row's");
 }

@@ -1,0 +1,1 @@
+DROP INDEX governance_deliveries_action_idx;
