@@ -53,26 +53,7 @@ impl Env {
 
     /// An AWS connector of `tenant` over the bucket `exports`.
     pub async fn connector(&mut self, tenant: &TenantId, name: &str) -> ConnectorId {
-        let config = serde_json::json!({
-            "role_arn": "arn:aws:iam::123456789012:role/scanner",
-            "external_id": "ext-1",
-            "region": "us-east-1",
-            "buckets": ["exports"],
-        });
-        connectors::store::create(
-            &mut self.conn,
-            &self.keyring,
-            tenant,
-            &connectors::NewConnector {
-                name,
-                provider: "aws",
-                config: &config,
-                aws_external_id: config["external_id"].as_str().unwrap_or_default(),
-            },
-        )
-        .await
-        .expect("create the connector")
-        .id
+        connector(&mut self.conn, &self.keyring, tenant, name, "exports").await
     }
 
     /// A webhook channel of `tenant` named `name`; its signing secret.
@@ -113,17 +94,52 @@ impl Env {
 
     /// The `n` that `sql` selects.
     pub async fn count(&mut self, sql: &str) -> i64 {
-        #[derive(QueryableByName)]
-        struct Count {
-            #[diesel(sql_type = BigInt)]
-            n: i64,
-        }
-        diesel::sql_query(sql)
-            .get_result::<Count>(&mut self.conn)
-            .await
-            .expect("count")
-            .n
+        count(&mut self.conn, sql).await
     }
+}
+
+/// An AWS connector of `tenant` named `name` over `bucket`, created as the API creates one.
+pub async fn connector(
+    conn: &mut AsyncPgConnection,
+    keyring: &KeyRing,
+    tenant: &TenantId,
+    name: &str,
+    bucket: &str,
+) -> ConnectorId {
+    let config = serde_json::json!({
+        "role_arn": "arn:aws:iam::123456789012:role/scanner",
+        "external_id": "ext-1",
+        "region": "us-east-1",
+        "buckets": [bucket],
+    });
+    connectors::store::create(
+        conn,
+        keyring,
+        tenant,
+        &connectors::NewConnector {
+            name,
+            provider: "aws",
+            config: &config,
+            aws_external_id: config["external_id"].as_str().unwrap_or_default(),
+        },
+    )
+    .await
+    .expect("create the connector")
+    .id
+}
+
+/// The `n` that `sql` (`SELECT count(*) AS n …`) selects.
+pub async fn count(conn: &mut AsyncPgConnection, sql: &str) -> i64 {
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    diesel::sql_query(sql)
+        .get_result::<Count>(conn)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .n
 }
 
 pub fn acme() -> TenantId {

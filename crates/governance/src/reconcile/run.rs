@@ -111,16 +111,17 @@ pub async fn run_once(
         return Ok(false);
     };
     let scope = Scope::from_value(&claimed.scope);
+    let readable = scope.is_some();
     let job = Job {
         tenant: db::background::parse_column::<TenantId>(&claimed.tenant_id)?,
         id: claimed.reconciliation_id,
         mode: claimed.mode,
         // Unreadable, it is never run (below): an empty scope would mean all of the tenant's.
-        scope: scope.clone().unwrap_or_default(),
+        scope: scope.unwrap_or_default(),
         max_actions: u64::try_from(claimed.max_actions).unwrap_or(0),
         lease: std::sync::Mutex::new(claimed.lease_until),
     };
-    if scope.is_none() {
+    if !readable {
         tracing::error!(tenant = %job.tenant, reconciliation = %job.id, "a reconciliation's stored scope is unreadable");
         finish(
             conn,

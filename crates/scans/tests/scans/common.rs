@@ -4,8 +4,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use diesel::QueryableByName;
-use diesel::sql_types::BigInt;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
 use ids::{ConnectorId, ScanId, TenantId};
 use keys::KeyRing;
@@ -43,20 +41,7 @@ pub fn keys_of(resources: &[Resource]) -> Vec<&str> {
     resources.iter().map(|r| r.object_key.as_str()).collect()
 }
 
-#[derive(QueryableByName)]
-pub struct Count {
-    #[diesel(sql_type = BigInt)]
-    pub n: i64,
-}
-
-/// `SELECT count(*) AS n ...`.
-pub async fn count(conn: &mut AsyncPgConnection, sql: &str) -> i64 {
-    diesel::sql_query(sql)
-        .get_result::<Count>(conn)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .n
-}
+pub use testkit::domain::count;
 
 /// Forces every running lease of the scan to have expired a second ago.
 pub async fn expire_leases(conn: &mut AsyncPgConnection, scan: ScanId) {
@@ -138,26 +123,7 @@ impl World {
 
     /// An aws connector of `tenant` over `bucket`.
     pub async fn connector(&mut self, tenant: &TenantId, name: &str, bucket: &str) -> ConnectorId {
-        let config = json!({
-            "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
-            "external_id": "tenant-acme-7731",
-            "region": "us-east-1",
-            "buckets": [bucket],
-        });
-        connectors::store::create(
-            &mut self.conn,
-            &self.keyring,
-            tenant,
-            &connectors::NewConnector {
-                name,
-                provider: "aws",
-                config: &config,
-                aws_external_id: config["external_id"].as_str().unwrap_or_default(),
-            },
-        )
-        .await
-        .unwrap()
-        .id
+        testkit::domain::connector(&mut self.conn, &self.keyring, tenant, name, bucket).await
     }
 
     /// Queues a full parallel scan of `connectors` with `options`.
