@@ -60,6 +60,13 @@ fn a_csv_file_gives_one_json_object_per_finding_and_a_summary() {
             ("us_ssn", "government_id", "078-05-1120"),
         ]
     );
+    // The line's members and their order are what scripts read: pinned, as printed before
+    // the printer wrote straight into the output.
+    let out = String::from_utf8(output.stdout.clone()).unwrap();
+    assert_eq!(
+        out.lines().next().unwrap(),
+        r#"{"pii_type":"us_ssn","category":"government_id","start":19,"end":28,"confidence":0.65,"location":{"row":1,"column":2,"header":"ssn"},"evidence":{"pattern":"ssn_bare","validator":"ssa_rules","context":["ssn"]}}"#
+    );
     let first = &findings[0];
     assert!(first["confidence"].as_f64().unwrap() >= 0.5);
     assert_eq!(first["location"]["header"], "ssn");
