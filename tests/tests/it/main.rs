@@ -18,6 +18,7 @@ mod governance;
 mod health;
 mod hostile;
 mod isolation;
+mod kubernetes;
 mod limits;
 mod migrations;
 mod nul;
