@@ -242,15 +242,20 @@ pub async fn edge(
 /// Counts a response that no caller was counted for (no credential, a bad one, an unknown
 /// route, a refused SDK version) against the client address's budget, and records its numbers
 /// for the headers. Past the budget, the answer becomes 429 RATE_LIMIT_EXCEEDED.
+///
+/// A server error is not counted: a caller whose credential could not be checked because the
+/// database is down is not unknown, and a client retrying through an outage must keep hearing
+/// 503 and `retryable`, not a limit it never went past.
 fn count_anonymous(
     response: ServiceResponse<BoxBody>,
     budget: &AnonymousBudget,
 ) -> ServiceResponse<BoxBody> {
-    if response
-        .request()
-        .extensions()
-        .get::<RateLimitHeaders>()
-        .is_some()
+    if response.status().is_server_error()
+        || response
+            .request()
+            .extensions()
+            .get::<RateLimitHeaders>()
+            .is_some()
     {
         return response;
     }

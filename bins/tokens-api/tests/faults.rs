@@ -58,6 +58,9 @@ async fn a_database_crash_under_tokenize_load_loses_no_batch_and_issues_no_token
         ..
     } = support::start(&db, 6, |env| {
         env.insert("DPS_RATE_LIMITS".into(), "tokenize=1000000/1000000".into());
+        // Clients retry through the outage, whose credentials cannot be checked meanwhile:
+        // they must hear 503 however long it lasts, never the unknown callers' limit.
+        env.insert("DPS_ANONYMOUS_RATE_LIMIT".into(), "5".into());
         env.insert("DATABASE_WAIT_TIMEOUT_MS".into(), "1000".into());
     })
     .await;
