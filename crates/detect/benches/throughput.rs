@@ -110,6 +110,28 @@ fn cases() -> Vec<Case> {
             bytes: app_logs(),
             read: scan_bytes,
         },
+        // A customer table: an SSN and an email address on every row (issue 41), streamed in
+        // 1 MiB reads as `dpsctl detect` and the scan worker read an object, findings taken as
+        // they come (one object may hold more than `MAX_FINDINGS_PER_OBJECT` in all).
+        Case {
+            name: "dense_customers_csv",
+            bytes: customers(),
+            read: |d, t| {
+                let hint = Hint {
+                    content_type: None,
+                    file_name: Some("customers.csv"),
+                };
+                let mut stream = d.stream(hint, Options::default());
+                let (mut found, mut total) = (Vec::new(), 0);
+                for piece in black_box(t.as_bytes()).chunks(1 << 20) {
+                    stream.push(piece, &mut found).unwrap();
+                    total += found.len();
+                    found.clear();
+                }
+                stream.finish(&mut found).unwrap();
+                total + found.len()
+            },
+        },
     ]
 }
 
@@ -184,6 +206,63 @@ fn app_logs() -> String {
                 line % 17
             ));
         }
+    }
+    text
+}
+
+/// About 8 MiB of a customer table, deterministic: an id, a name, a valid SSN, an email
+/// address, a city and a plan on every row, about 67 bytes a row, as CRMs and billing systems
+/// export them.
+fn customers() -> String {
+    const FIRST: [&str; 10] = [
+        "James",
+        "Mary",
+        "Robert",
+        "Patricia",
+        "John",
+        "Jennifer",
+        "Michael",
+        "Linda",
+        "David",
+        "Elizabeth",
+    ];
+    const LAST: [&str; 10] = [
+        "Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller", "Davis", "Wilson",
+        "Moore",
+    ];
+    const CITIES: [&str; 5] = ["Springfield", "Riverton", "Fairview", "Madison", "Salem"];
+    const DOMAINS: [&str; 3] = ["example.com", "mail.example.org", "corp.example.net"];
+    const PLANS: [&str; 4] = ["basic", "plus", "pro", "enterprise"];
+    let mut text = String::with_capacity(9 << 20);
+    text.push_str("customer_id,name,ssn,email,city,plan\n");
+    let mut seed = 7u64;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % n
+    };
+    let mut row = 0u64;
+    while text.len() < 8 << 20 {
+        row += 1;
+        // Areas 001 to 899 but 666, groups 01 to 99, serials 0001 to 9999: all valid.
+        let area = match next(898) + 1 {
+            666 => 667,
+            a => a,
+        };
+        let (first, last) = (FIRST[next(10) as usize], LAST[next(10) as usize]);
+        text.push_str(&format!(
+            "{},{first} {last},{area:03}-{:02}-{:04},{}.{}{}@{},{},{}\n",
+            100_000 + row,
+            next(99) + 1,
+            next(9999) + 1,
+            first.to_lowercase(),
+            last.to_lowercase(),
+            row % 1000,
+            DOMAINS[next(3) as usize],
+            CITIES[next(5) as usize],
+            PLANS[next(4) as usize],
+        ));
     }
     text
 }

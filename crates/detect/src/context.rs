@@ -214,6 +214,41 @@ impl Hits {
     }
 }
 
+/// The context words of each field name a window's scan has met: a table's header and a
+/// document's keys come back on every record, and their words do not change. A few names are
+/// looked up far more often than hashed cheaply, so they are kept in a short list; past
+/// [`MAX_LABELS`] names, the oldest give way.
+#[derive(Debug, Default)]
+pub(crate) struct Labels {
+    names: Vec<(String, Hits)>,
+    /// Where the next name goes once the list is full.
+    next: usize,
+}
+
+/// The most field names [`Labels`] keeps.
+const MAX_LABELS: usize = 64;
+
+impl Labels {
+    fn of(&mut self, context: &Context, name: &str) -> &Hits {
+        let at = match self.names.iter().position(|(n, _)| n == name) {
+            Some(at) => at,
+            None => {
+                let entry = (name.to_owned(), context.label_hits(name));
+                if self.names.len() < MAX_LABELS {
+                    self.names.push(entry);
+                    self.names.len() - 1
+                } else {
+                    let at = self.next;
+                    self.next = (at + 1) % MAX_LABELS;
+                    self.names[at] = entry;
+                    at
+                }
+            }
+        };
+        &self.names[at].1
+    }
+}
+
 impl Context {
     pub fn new() -> Self {
         let matcher = AhoCorasickBuilder::new()
@@ -230,24 +265,38 @@ impl Context {
         self.hits(&label_words(label), "")
     }
 
-    /// What the names of a value's field say: a JSON key and its parents, a CSV header, a
-    /// column path, innermost first. The innermost name with a context word decides, and its
-    /// words name the value. A word against names the value only when the value `fills` its
-    /// field; in a longer text (a `notes` column) it is the farthest word there is.
-    pub(crate) fn field_hits<'n>(&self, names: impl Iterator<Item = &'n str>, fills: bool) -> Hits {
+    /// Adds to `hits` what the names of a value's field say: a JSON key and its parents, a CSV
+    /// header, a column path, innermost first. The innermost name with a context word decides,
+    /// and its words name the value. A word against names the value only when the value
+    /// `fills` its field; in a longer text (a `notes` column) it is the farthest word there is.
+    /// `labels` keeps each name's words, which every record of a table or a document repeats.
+    pub(crate) fn add_field_hits<'n>(
+        &self,
+        labels: &mut Labels,
+        hits: &mut Hits,
+        names: impl Iterator<Item = &'n str>,
+        fills: bool,
+    ) {
         for name in names {
-            let mut hits = self.label_hits(name);
-            if hits.found.is_empty() {
+            let found = labels.of(self, name);
+            if found.found.is_empty() {
                 continue;
             }
-            for hit in &mut hits.found {
-                let names_it = hit.hint != Hint::Against || fills;
-                hit.naming = names_it;
-                hit.distance = if names_it { 0 } else { usize::MAX };
+            for word in &found.words {
+                if !hits.words.contains(word) {
+                    hits.words.push(word);
+                }
             }
-            return hits;
+            hits.found.extend(found.found.iter().map(|hit| {
+                let naming = hit.hint != Hint::Against || fills;
+                Hit {
+                    naming,
+                    distance: if naming { 0 } else { usize::MAX },
+                    ..*hit
+                }
+            }));
+            return;
         }
-        Hits::default()
     }
 
     /// Words in `before` (the text before the match) and `after`. A word counts only on word

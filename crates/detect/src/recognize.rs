@@ -2,7 +2,9 @@
 //! first digit of a number), reads the candidate's shape, validates it with `tokenize-core`'s
 //! parsers and returns unscored candidates; dates are in [`dates`](crate::dates).
 
-use tokenize_core::normalize::{NormalizeOptions, Region, sin_is_issuable, ssn_is_issuable};
+use tokenize_core::normalize::{
+    NormalizeOptions, Region, email_ok, sin_is_issuable, ssn_is_issuable,
+};
 use tokenize_core::{PiiType, normalize};
 
 use crate::dates::{month_word_beside, named_date, numeric_date, time_follows};
@@ -80,7 +82,9 @@ impl Recognizers<'_> {
             return Vec::new();
         }
         let candidate = &text[start..end];
-        if normalize(PiiType::Email, candidate, &NormalizeOptions::default()).is_err() {
+        // What normalization would accept (it takes at most 256 bytes), without building the
+        // address: tokenize and mask normalize it again.
+        if candidate.len() > 256 || !email_ok(candidate) {
             return Vec::new();
         }
         vec![Candidate {

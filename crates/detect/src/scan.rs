@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use tokenize_core::normalize::{NormalizeOptions, Region};
 
 use crate::content::Format;
-use crate::context::Context;
+use crate::context::{Context, Labels};
 use crate::custom::Classifiers;
 use crate::recognize::Recognizers;
 use crate::score::{self, CONTEXT_BOOST, Scope};
@@ -109,6 +109,7 @@ impl Detector {
         let recognizers = Recognizers {
             normalize: &self.normalize,
         };
+        let mut labels = Labels::default();
         let mut i = 0;
         loop {
             i = next_anchor(bytes, i);
@@ -174,7 +175,9 @@ impl Detector {
                 field,
                 names: &names,
             });
-            if let Some(mut best) = score::best(&self.context, text, base, candidates, scope) {
+            if let Some(mut best) =
+                score::best(&self.context, &mut labels, text, base, candidates, scope)
+            {
                 next = next.max(best.end);
                 if fresh && best.confidence >= options.min_confidence {
                     advance(tracker, base + best.start);

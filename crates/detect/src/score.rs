@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use tokenize_core::PiiType;
 
-use crate::context::{self, Context, Hint, Hit, Hits};
+use crate::context::{self, Context, Hint, Hit, Hits, Labels};
 use crate::structure::{Close, Field};
 use crate::types::{Candidate, Evidence, Finding, FindingType, Kind, Location, window};
 
@@ -36,9 +36,10 @@ fn shape_only(c: &Candidate) -> bool {
 }
 
 /// Scores candidates with their context and keeps the most confident one. `text` is the
-/// window and `base` its absolute offset.
+/// window and `base` its absolute offset; `labels` keeps the words of the field names met.
 pub(crate) fn best(
     keywords: &Context,
+    labels: &mut Labels,
     text: &str,
     base: usize,
     candidates: Vec<Candidate>,
@@ -71,7 +72,7 @@ pub(crate) fn best(
             .trim_matches(|c: char| c.is_whitespace() || c == '"')
             .is_empty()
             && after.trim().is_empty();
-        hits.merge(keywords.field_hits(scope.names.iter().copied(), fills));
+        keywords.add_field_hits(labels, &mut hits, scope.names.iter().copied(), fills);
     }
     // Between candidates of different types (a bare nine-digit number is an SSN, a SIN or a
     // passport), the keyword that speaks best for the value decides: `Passport no.` before it

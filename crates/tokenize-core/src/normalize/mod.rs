@@ -13,6 +13,7 @@ pub use date::{
 };
 pub use ids::{luhn_check_digit, luhn_valid, sin_is_issuable, ssn_is_issuable};
 pub use phonenumber::country::Id as Region;
+pub use text::email_ok;
 
 use crate::error::ValueError;
 use crate::pii::PiiType;
