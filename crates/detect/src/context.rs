@@ -1,5 +1,7 @@
 //! Context words: English and French keywords near a match, by PII type, and negative words.
 
+use std::borrow::Cow;
+
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
 use crate::types::Kind;
@@ -180,7 +182,8 @@ impl Hit {
 /// The context words found around one match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Hits {
-    pub words: Vec<&'static str>,
+    /// As a finding's evidence holds them, so that the finding takes them as they are.
+    pub words: Vec<Cow<'static, str>>,
     found: Vec<Hit>,
 }
 
@@ -212,6 +215,25 @@ impl Hits {
         }
         self.found.extend(other.found);
     }
+
+    /// Adds what the name of the value's field says (`named`, from [`Labels::named`]): its
+    /// words name the value. A word against names the value only when the value `fills` its
+    /// field; in a longer text (a `notes` column) it is the farthest word there is.
+    pub(crate) fn add_field(&mut self, named: &Hits, fills: bool) {
+        for word in &named.words {
+            if !self.words.contains(word) {
+                self.words.push(word.clone());
+            }
+        }
+        self.found.extend(named.found.iter().map(|hit| {
+            let naming = hit.hint != Hint::Against || fills;
+            Hit {
+                naming,
+                distance: if naming { 0 } else { usize::MAX },
+                ..*hit
+            }
+        }));
+    }
 }
 
 /// The context words of each field name a window's scan has met: a table's header and a
@@ -229,23 +251,39 @@ pub(crate) struct Labels {
 const MAX_LABELS: usize = 64;
 
 impl Labels {
-    fn of(&mut self, context: &Context, name: &str) -> &Hits {
-        let at = match self.names.iter().position(|(n, _)| n == name) {
-            Some(at) => at,
-            None => {
-                let entry = (name.to_owned(), context.label_hits(name));
-                if self.names.len() < MAX_LABELS {
-                    self.names.push(entry);
-                    self.names.len() - 1
-                } else {
-                    let at = self.next;
-                    self.next = (at + 1) % MAX_LABELS;
-                    self.names[at] = entry;
-                    at
-                }
+    /// What the names of a value's field say (a JSON key and its parents, a CSV header, a
+    /// column path, innermost first): the words of the innermost name that has any.
+    pub(crate) fn named<'n>(
+        &mut self,
+        context: &Context,
+        names: impl Iterator<Item = &'n str>,
+    ) -> Option<&Hits> {
+        let mut speaking = None;
+        for name in names {
+            let at = self.of(context, name);
+            if !self.names[at].1.found.is_empty() {
+                speaking = Some(at);
+                break;
             }
-        };
-        &self.names[at].1
+        }
+        speaking.map(|at| &self.names[at].1)
+    }
+
+    /// Where `name`'s words are kept, found or added.
+    fn of(&mut self, context: &Context, name: &str) -> usize {
+        if let Some(at) = self.names.iter().position(|(n, _)| n == name) {
+            return at;
+        }
+        let entry = (name.to_owned(), context.label_hits(name));
+        if self.names.len() < MAX_LABELS {
+            self.names.push(entry);
+            self.names.len() - 1
+        } else {
+            let at = self.next;
+            self.next = (at + 1) % MAX_LABELS;
+            self.names[at] = entry;
+            at
+        }
     }
 }
 
@@ -263,40 +301,6 @@ impl Context {
     /// Context words in a CSV header or JSON key.
     pub fn label_hits(&self, label: &str) -> Hits {
         self.hits(&label_words(label), "")
-    }
-
-    /// Adds to `hits` what the names of a value's field say: a JSON key and its parents, a CSV
-    /// header, a column path, innermost first. The innermost name with a context word decides,
-    /// and its words name the value. A word against names the value only when the value
-    /// `fills` its field; in a longer text (a `notes` column) it is the farthest word there is.
-    /// `labels` keeps each name's words, which every record of a table or a document repeats.
-    pub(crate) fn add_field_hits<'n>(
-        &self,
-        labels: &mut Labels,
-        hits: &mut Hits,
-        names: impl Iterator<Item = &'n str>,
-        fills: bool,
-    ) {
-        for name in names {
-            let found = labels.of(self, name);
-            if found.found.is_empty() {
-                continue;
-            }
-            for word in &found.words {
-                if !hits.words.contains(word) {
-                    hits.words.push(word);
-                }
-            }
-            hits.found.extend(found.found.iter().map(|hit| {
-                let naming = hit.hint != Hint::Against || fills;
-                Hit {
-                    naming,
-                    distance: if naming { 0 } else { usize::MAX },
-                    ..*hit
-                }
-            }));
-            return;
-        }
     }
 
     /// Words in `before` (the text before the match) and `after`. A word counts only on word
@@ -336,7 +340,7 @@ impl Context {
                 } else {
                     (gap.len(), false)
                 };
-                hits.words.push(word);
+                hits.words.push(Cow::Borrowed(word));
                 hits.found.push(Hit {
                     hint,
                     distance,

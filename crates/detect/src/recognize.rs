@@ -52,7 +52,9 @@ fn escape_letter(bytes: &[u8], i: usize) -> bool {
 impl Recognizers<'_> {
     pub(crate) fn email_at(&self, text: &str, at: usize) -> Vec<Candidate> {
         let bytes = text.as_bytes();
-        let local = |b: u8| b.is_ascii_alphanumeric() || b"._%+-'".contains(&b);
+        let local = |b: u8| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-' | b'\'')
+        };
         let domain = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
         // RFC 5321 limits: 64 bytes of local part, 255 of domain.
         let mut start = at;

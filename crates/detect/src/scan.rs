@@ -161,23 +161,20 @@ impl Detector {
             let fresh = first >= window.report_from;
             // In CSV and JSON the value's field is its context: the text of its own cell or
             // string, and the names of its field (a header; a key and its parents' keys).
-            let mut names: Vec<&str> = Vec::new();
             let field = if tracker.labels() {
                 if fresh {
                     advance(tracker, first);
                 }
-                names.extend(tracker.names());
                 tracker.field_at(first)
             } else {
                 None
             };
-            let scope = field.map(|field| Scope {
-                field,
-                names: &names,
-            });
-            if let Some(mut best) =
-                score::best(&self.context, &mut labels, text, base, candidates, scope)
-            {
+            let named = match field {
+                Some(_) => labels.named(&self.context, tracker.names()),
+                None => None,
+            };
+            let scope = field.map(|field| Scope { field, named });
+            if let Some(mut best) = score::best(&self.context, text, base, candidates, scope) {
                 next = next.max(best.end);
                 if fresh && best.confidence >= options.min_confidence {
                     advance(tracker, base + best.start);

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use tokenize_core::PiiType;
 
-use crate::context::{self, Context, Hint, Hit, Hits, Labels};
+use crate::context::{self, Context, Hint, Hit, Hits};
 use crate::structure::{Close, Field};
 use crate::types::{Candidate, Evidence, Finding, FindingType, Kind, Location, window};
 
@@ -20,11 +20,12 @@ use crate::types::{Candidate, Evidence, Finding, FindingType, Kind, Location, wi
 pub(crate) const CONTEXT_BOOST: f32 = 0.35;
 const CONTEXT_PENALTY: f32 = 0.4;
 
-/// The structured field a value sits in: where it starts and ends, and its names (innermost
-/// first), which are its context instead of the text of other fields.
+/// The structured field a value sits in: where it starts and ends, and what its names say
+/// ([`Labels::named`](context::Labels::named)), which is its context instead of the text of
+/// other fields.
 pub(crate) struct Scope<'a> {
     pub field: Field,
-    pub names: &'a [&'a str],
+    pub named: Option<&'a Hits>,
 }
 
 /// Shapes whose only evidence is the digits' count and the letters' places.
@@ -36,10 +37,9 @@ fn shape_only(c: &Candidate) -> bool {
 }
 
 /// Scores candidates with their context and keeps the most confident one. `text` is the
-/// window and `base` its absolute offset; `labels` keeps the words of the field names met.
+/// window and `base` its absolute offset.
 pub(crate) fn best(
     keywords: &Context,
-    labels: &mut Labels,
     text: &str,
     base: usize,
     candidates: Vec<Candidate>,
@@ -72,7 +72,9 @@ pub(crate) fn best(
             .trim_matches(|c: char| c.is_whitespace() || c == '"')
             .is_empty()
             && after.trim().is_empty();
-        keywords.add_field_hits(labels, &mut hits, scope.names.iter().copied(), fills);
+        if let Some(named) = scope.named {
+            hits.add_field(named, fills);
+        }
     }
     // Between candidates of different types (a bare nine-digit number is an SSN, a SIN or a
     // passport), the keyword that speaks best for the value decides: `Passport no.` before it
@@ -98,7 +100,7 @@ pub(crate) fn best(
         evidence: Evidence {
             pattern: Cow::Borrowed(winner.pattern),
             validator: winner.validator,
-            context: hits.words.into_iter().map(Cow::Borrowed).collect(),
+            context: hits.words,
         },
         value: None,
         normalized: winner.normalized.clone(),
