@@ -12,6 +12,7 @@ mod hostile;
 mod logs;
 mod replicas;
 mod scan_restart;
+mod three_workers;
 mod worker_kill;
 
 /// A tokenization policy for SSNs in `mode`, made directly in the vault of tenant `acme`

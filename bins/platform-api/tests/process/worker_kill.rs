@@ -30,10 +30,10 @@ pub(crate) fn object(n: usize) -> (String, Vec<u8>) {
 }
 
 /// A `scan-worker` process, killed when dropped so that a failing test leaves none behind.
-struct Worker(std::process::Child);
+pub(crate) struct Worker(std::process::Child);
 
 impl Worker {
-    fn start(env: &HashMap<String, String>) -> Self {
+    pub(crate) fn start(env: &HashMap<String, String>) -> Self {
         Worker(
             std::process::Command::new(scan_worker_binary())
                 .env_clear()
@@ -47,12 +47,12 @@ impl Worker {
     }
 
     /// SIGKILL, and the exit reaped.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
 
-    fn wait(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait(&mut self) -> std::process::ExitStatus {
         self.0.wait().unwrap()
     }
 }
