@@ -154,6 +154,58 @@ async fn full_scan(
         .to_owned()
 }
 
+/// A `platform-api` on `db` with `settings` over its moto environment, a connector of tenant
+/// `acme` over `bucket` in `moto`, and a full scan of it with `options` started: the service,
+/// and the scan's id.
+async fn scan_of_bucket(
+    db: &testkit::TestDatabase,
+    master_key: &str,
+    moto: &testkit::emulators::Emulator,
+    bucket: &str,
+    settings: &[(&str, &str)],
+    options: serde_json::Value,
+) -> (Started, String) {
+    let mut env = moto_env(db, master_key, moto);
+    for (name, value) in settings {
+        env.insert((*name).into(), (*value).into());
+    }
+    let started = start_ready(&env).await;
+    let connector = aws_connector(&started.http, &started.base, &started.admin, bucket).await;
+    let scan = full_scan(
+        &started.http,
+        &started.base,
+        &started.admin,
+        &connector,
+        options,
+    )
+    .await;
+    (started, scan)
+}
+
+/// `GET /scans/:id/deployment-config` once the scan's enumeration is complete: what remote
+/// workers are given.
+async fn deployment_config(started: &Started, scan: &str) -> serde_json::Value {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let config: serde_json::Value = started
+            .http
+            .get(format!("{}/scans/{scan}/deployment-config", started.base))
+            .bearer_auth(&started.admin)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if config["data"]["enumeration_status"] == "complete" {
+            return config;
+        }
+        assert!(Instant::now() < deadline, "{config}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Asserts that tenant `acme` has `n` SSN findings, each object and value once.
 async fn assert_ssn_findings_once(conn: &mut diesel_async::AsyncPgConnection, n: usize) {
     let findings = replicas::count(

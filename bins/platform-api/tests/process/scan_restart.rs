@@ -24,17 +24,21 @@ async fn a_database_crash_mid_scan_is_survived_with_exact_coverage() {
     let objects: Vec<(String, Vec<u8>)> = (0..OBJECTS).map(object).collect();
     crate::seeded_bucket(&moto, BUCKET, &objects).await;
 
-    let mut env = crate::moto_env(&db, &master_key, &moto);
-    env.insert("DPS_SCAN_WORKERS".into(), "2".into());
-    env.insert("DPS_SCAN_LEASE_SECONDS".into(), "3".into());
+    let (started, scan) = crate::scan_of_bucket(
+        &db,
+        &master_key,
+        &moto,
+        BUCKET,
+        &[("DPS_SCAN_WORKERS", "2"), ("DPS_SCAN_LEASE_SECONDS", "3")],
+        json!({"max_workers": 2}),
+    )
+    .await;
     let crate::Started {
         service,
         http,
         admin,
-        base,
-    } = crate::start_ready(&env).await;
-    let connector = crate::aws_connector(&http, &base, &admin, BUCKET).await;
-    let scan = crate::full_scan(&http, &base, &admin, &connector, json!({"max_workers": 2})).await;
+        base: _,
+    } = started;
 
     // The crash comes once the first outcomes are recorded, and before the last.
     let recorded =

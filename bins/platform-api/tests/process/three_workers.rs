@@ -29,43 +29,18 @@ async fn three_workers_finish_a_scan_when_one_is_killed_with_no_object_lost_or_f
     let objects: Vec<(String, Vec<u8>)> = (0..OBJECTS).map(object).collect();
     crate::seeded_bucket(&moto, BUCKET, &objects).await;
 
-    let mut env = crate::moto_env(&db, &master_key, &moto);
     // Only scan-worker processes scan, and the coordinator leases them chunks for 3 s, so
     // that the killed worker's chunk is free again soon.
-    env.insert("DPS_SCAN_WORKERS".into(), "0".into());
-    env.insert("DPS_SCAN_LEASE_SECONDS".into(), "3".into());
-    let crate::Started {
-        service,
-        http,
-        admin,
-        base,
-    } = crate::start_ready(&env).await;
-    let connector = crate::aws_connector(&http, &base, &admin, BUCKET).await;
-    let scan = crate::full_scan(
-        &http,
-        &base,
-        &admin,
-        &connector,
+    let (started, scan) = crate::scan_of_bucket(
+        &db,
+        &master_key,
+        &moto,
+        BUCKET,
+        &[("DPS_SCAN_WORKERS", "0"), ("DPS_SCAN_LEASE_SECONDS", "3")],
         json!({ "max_workers": WORKERS }),
     )
     .await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let config = loop {
-        let config: serde_json::Value = http
-            .get(format!("{base}/scans/{scan}/deployment-config"))
-            .bearer_auth(&admin)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if config["data"]["enumeration_status"] == "complete" {
-            break config;
-        }
-        assert!(Instant::now() < deadline, "{config}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let config = crate::deployment_config(&started, &scan).await;
     // What a worker is given: the deployment config's environment, and the identity it reads
     // the bucket with. No database, no master key.
     let mut worker_env: HashMap<String, String> = config["data"]["environment"]
@@ -118,9 +93,10 @@ async fn three_workers_finish_a_scan_when_one_is_killed_with_no_object_lost_or_f
         assert!(status.success(), "a surviving worker: {status}");
     }
 
-    let done: serde_json::Value = http
-        .get(format!("{base}/scans/{scan}"))
-        .bearer_auth(&admin)
+    let done: serde_json::Value = started
+        .http
+        .get(format!("{}/scans/{scan}", started.base))
+        .bearer_auth(&started.admin)
         .send()
         .await
         .unwrap()
@@ -153,6 +129,6 @@ async fn three_workers_finish_a_scan_when_one_is_killed_with_no_object_lost_or_f
         "one chunk taken again"
     );
     crate::assert_ssn_findings_once(&mut conn, OBJECTS).await;
-    let (status, _) = service.stop();
+    let (status, _) = started.service.stop();
     assert!(status.success());
 }

@@ -72,34 +72,17 @@ async fn a_worker_killed_mid_chunk_leaves_it_to_the_next_with_no_duplicate_findi
     let objects: Vec<(String, Vec<u8>)> = (0..OBJECTS).map(object).collect();
     crate::seeded_bucket(&moto, BUCKET, &objects).await;
 
-    let mut env = crate::moto_env(&db, &master_key, &moto);
     // Only scan-worker processes scan.
-    env.insert("DPS_SCAN_WORKERS".into(), "0".into());
-    let crate::Started {
-        service,
-        http,
-        admin,
-        base,
-    } = crate::start_ready(&env).await;
-    let connector = crate::aws_connector(&http, &base, &admin, BUCKET).await;
-    let scan = crate::full_scan(&http, &base, &admin, &connector, json!({"max_workers": 1})).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let config = loop {
-        let config: serde_json::Value = http
-            .get(format!("{base}/scans/{scan}/deployment-config"))
-            .bearer_auth(&admin)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if config["data"]["enumeration_status"] == "complete" {
-            break config;
-        }
-        assert!(Instant::now() < deadline, "{config}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let (started, scan) = crate::scan_of_bucket(
+        &db,
+        &master_key,
+        &moto,
+        BUCKET,
+        &[("DPS_SCAN_WORKERS", "0")],
+        json!({"max_workers": 1}),
+    )
+    .await;
+    let config = crate::deployment_config(&started, &scan).await;
     let mut worker_env = crate::moto_env(&db, &master_key, &moto);
     for (name, value) in config["data"]["environment"].as_object().unwrap() {
         worker_env.insert(name.clone(), value.as_str().unwrap().to_owned());
@@ -130,9 +113,10 @@ async fn a_worker_killed_mid_chunk_leaves_it_to_the_next_with_no_duplicate_findi
         .await
         .unwrap();
     assert!(status.success(), "the second worker: {status}");
-    let done: serde_json::Value = http
-        .get(format!("{base}/scans/{scan}"))
-        .bearer_auth(&admin)
+    let done: serde_json::Value = started
+        .http
+        .get(format!("{}/scans/{scan}", started.base))
+        .bearer_auth(&started.admin)
         .send()
         .await
         .unwrap()
@@ -145,6 +129,6 @@ async fn a_worker_killed_mid_chunk_leaves_it_to_the_next_with_no_duplicate_findi
         "{done}"
     );
     crate::assert_ssn_findings_once(&mut conn, OBJECTS).await;
-    let (status, _) = service.stop();
+    let (status, _) = started.service.stop();
     assert!(status.success());
 }
