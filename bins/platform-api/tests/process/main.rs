@@ -182,22 +182,27 @@ async fn scan_of_bucket(
     (started, scan)
 }
 
+/// The body of `GET <base><path>`, as the admin.
+async fn get(started: &Started, path: &str) -> serde_json::Value {
+    started
+        .http
+        .get(format!("{}{path}", started.base))
+        .bearer_auth(&started.admin)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// `GET /scans/:id/deployment-config` once the scan's enumeration is complete: what remote
 /// workers are given.
 async fn deployment_config(started: &Started, scan: &str) -> serde_json::Value {
     use std::time::{Duration, Instant};
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let config: serde_json::Value = started
-            .http
-            .get(format!("{}/scans/{scan}/deployment-config", started.base))
-            .bearer_auth(&started.admin)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let config = get(started, &format!("/scans/{scan}/deployment-config")).await;
         if config["data"]["enumeration_status"] == "complete" {
             return config;
         }

@@ -93,16 +93,7 @@ async fn three_workers_finish_a_scan_when_one_is_killed_with_no_object_lost_or_f
         assert!(status.success(), "a surviving worker: {status}");
     }
 
-    let done: serde_json::Value = started
-        .http
-        .get(format!("{}/scans/{scan}", started.base))
-        .bearer_auth(&started.admin)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let done = crate::get(&started, &format!("/scans/{scan}")).await;
     assert_eq!(done["data"]["status"], "completed", "{done}");
     let progress = &done["data"]["progress"];
     assert_eq!(progress["files_total"], OBJECTS, "{done}");

@@ -113,16 +113,7 @@ async fn a_worker_killed_mid_chunk_leaves_it_to_the_next_with_no_duplicate_findi
         .await
         .unwrap();
     assert!(status.success(), "the second worker: {status}");
-    let done: serde_json::Value = started
-        .http
-        .get(format!("{}/scans/{scan}", started.base))
-        .bearer_auth(&started.admin)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let done = crate::get(&started, &format!("/scans/{scan}")).await;
     assert_eq!(done["data"]["status"], "completed", "{done}");
     assert_eq!(
         done["data"]["progress"]["files_processed"], OBJECTS,
