@@ -142,15 +142,16 @@ async fn seed_findings(
         diesel::sql_query(
             "INSERT INTO findings
                  (tenant_id, finding_id, scan_id, connector_id, bucket, object_key, pii_type,
-                  category, confidence, location, preview, fingerprint, status, created_at)
+                  category, confidence, locations, preview, field, status, created_at)
              SELECT $1, gen_random_uuid(), $3, $2, 'exports',
                     'part-' || lpad((g / 10)::text, 7, '0') || '.csv',
                     (ARRAY['us_ssn','email','phone','dob','monetary'])[g % 5 + 1],
                     (ARRAY['government_id','contact','contact','personal','financial'])[g % 5 + 1],
                     0.60 + (g % 40) / 100.0,
-                    jsonb_build_object('line', g % 100 + 1, 'start', 0, 'end', 11),
+                    jsonb_build_array(jsonb_build_object('row', g % 100 + 1, 'column', g % 10 + 1,
+                                                         'header', 'c' || (g % 10))),
                     '***-**-' || lpad((g % 10000)::text, 4, '0'),
-                    sha256(g::text::bytea), 'open', now()
+                    'c' || (g % 10), 'open', now()
                FROM generate_series(0, $4 - 1) g",
         )
         .bind::<Text, _>(TENANT)

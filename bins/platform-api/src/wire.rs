@@ -416,7 +416,12 @@ pub fn audit_entry(e: audit::Entry) -> api_types::governance::AuditEntry {
 }
 
 pub fn finding(v: platform::findings::FindingView) -> api_types::governance::Finding {
-    let f = v.finding;
+    let occurrences = i64::from(v.finding.occurrences);
+    let f = v.finding.row;
+    let locations = match f.locations {
+        serde_json::Value::Array(locations) => locations,
+        other => vec![other],
+    };
     api_types::governance::Finding {
         id: f.finding_id.to_string(),
         connector_id: f.connector_id.to_string(),
@@ -424,9 +429,15 @@ pub fn finding(v: platform::findings::FindingView) -> api_types::governance::Fin
         resource: format!("{}/{}", f.bucket, f.object_key),
         pii_type: f.pii_type,
         category: f.category,
+        field: Some(f.field).filter(|field| !field.is_empty()),
+        occurrences,
         // Stored as f32; printed with the digits it was stored with.
         confidence: f64::from(f.confidence * 1000.0).round() / 1000.0,
-        location: f.location,
+        location: locations
+            .first()
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({})),
+        locations,
         preview: f.preview,
         status: f.status,
         matched_policies: v.matched_policies,
@@ -631,7 +642,7 @@ pub fn work_claimed(
     lease_seconds: i64,
 ) -> api_types::scans::WorkClaimed {
     use api_types::scans::{WorkClaim, WorkClaimed, WorkConnector, WorkResource};
-    let claim = claimed.chunk.map(|(claim, prepared)| WorkClaim {
+    let claim = claimed.chunk.map(|(claim, mut prepared)| WorkClaim {
         tenant_id: claim.tenant.as_str().to_owned(),
         chunk_no: claim.chunk_no,
         fence: claim.fence,
@@ -649,6 +660,13 @@ pub fn work_claimed(
                 size: r.size,
                 etag: r.etag,
                 last_modified: r.last_modified,
+                written_tokens: prepared
+                    .written
+                    .remove(&r.idx)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|l| l.simple().to_string())
+                    .collect(),
             })
             .collect(),
         classifiers: prepared
@@ -656,7 +674,6 @@ pub fn work_claimed(
             .iter()
             .filter_map(|c| serde_json::to_value(c).ok())
             .collect(),
-        finding_key: hex::encode(prepared.finding_key.0),
         max_object_bytes: prepared.max_bytes,
         // The public part only: a secret stays with the platform, and the worker reads with
         // its own cloud identity.

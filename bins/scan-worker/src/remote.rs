@@ -14,7 +14,7 @@ use ids::{ConnectorId, ScanId, TenantId};
 use scans::ScanError;
 use scans::lease::{Claim, Held, Resource};
 use scans::record::Outcome;
-use scans::worker::{Coordination, FindingKey, Prepared};
+use scans::worker::{Coordination, Prepared};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -162,14 +162,19 @@ impl Remote {
     fn read_claim(&self, scan: ScanId, work: WorkClaim) -> Result<(Claim, Prepared), ScanError> {
         let bad = |what: &str| ScanError::Coordinator(format!("claim: {what} is not valid"));
         let tenant: TenantId = work.tenant_id.parse().map_err(|_| bad("tenant_id"))?;
-        let finding_key: [u8; 32] = hex::decode(&work.finding_key)
-            .ok()
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| bad("finding_key"))?;
+        let mut written = std::collections::HashMap::new();
         let resources = work
             .resources
             .into_iter()
             .map(|r| {
+                if !r.written_tokens.is_empty() {
+                    let lookups = r
+                        .written_tokens
+                        .iter()
+                        .map(|l| uuid::Uuid::try_parse(l).map_err(|_| bad("written_tokens")))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    written.insert(r.idx, lookups);
+                }
                 Ok(Resource {
                     idx: r.idx,
                     connector_id: ConnectorId::parse(&r.connector_id)
@@ -245,7 +250,7 @@ impl Remote {
             Prepared {
                 resources,
                 classifiers,
-                finding_key: FindingKey(finding_key),
+                written,
                 max_bytes: work.max_object_bytes,
                 connectors,
             },
@@ -278,9 +283,7 @@ impl Coordination for Remote {
         self.chunk_call("heartbeat", claim).await
     }
 
-    /// Sends the batch: each finding's fingerprint, and, for a value that could be a token,
-    /// the vault's lookup key of it (so the platform tells the tenant's own tokens from new
-    /// PII). No value leaves the worker.
+    /// Sends the batch: findings grouped by type and field, with no value.
     async fn record(
         &mut self,
         claim: &Claim,
@@ -301,22 +304,14 @@ impl Coordination for Remote {
                     findings: findings
                         .into_iter()
                         .map(|f| WorkFinding {
-                            lookup: f.candidate.as_ref().map(|c| {
-                                hex::encode(
-                                    tokenize_core::lookup(
-                                        claim.tenant.as_str(),
-                                        &f.pii_type,
-                                        c.value(),
-                                    )
-                                    .as_bytes(),
-                                )
-                            }),
                             pii_type: f.pii_type,
                             category: f.category,
+                            field: f.field,
+                            occurrences: f.occurrences,
                             confidence: f.confidence,
-                            location: f.location,
+                            locations: f.locations,
                             preview: f.preview,
-                            fingerprint: hex::encode(&f.fingerprint),
+                            tokenized: f.tokenized,
                         })
                         .collect(),
                 }
@@ -370,7 +365,6 @@ mod tests {
             lease_seconds: 60,
             resources: Vec::new(),
             classifiers: Vec::new(),
-            finding_key: "00".repeat(32),
             max_object_bytes: 1 << 20,
             connectors: vec![WorkConnector {
                 connector_id: ConnectorId::new().to_string(),

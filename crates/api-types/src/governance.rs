@@ -233,11 +233,21 @@ pub struct Finding {
     pub resource: String,
     pub pii_type: String,
     pub category: String,
+    /// Where in the object the values sit: a CSV column's header (`#3` without one), a JSON
+    /// path with array indices as `[*]`, or null for plain text. A finding is one PII type in
+    /// one field of one version of an object.
+    pub field: Option<String>,
+    /// How many values the finding stands for.
+    pub occurrences: i64,
+    /// The highest confidence of its values.
     pub confidence: f64,
-    /// Where in the object: line and column, CSV row and column, or JSON path.
+    /// Where its first value is: line and column, CSV row and column, or JSON path.
     #[schema(value_type = Object)]
     pub location: serde_json::Value,
-    /// The value masked, such as `***-**-6789`.
+    /// Where its first values are, at most 15, the first value's first.
+    #[schema(value_type = Vec<Object>)]
+    pub locations: Vec<serde_json::Value>,
+    /// Its first value masked, such as `***-**-6789`.
     pub preview: String,
     /// open, or resolved (a later scan no longer found it).
     pub status: String,

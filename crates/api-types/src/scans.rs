@@ -326,7 +326,7 @@ pub struct WorkClaimed {
 }
 
 /// A claimed chunk.
-#[derive(Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WorkClaim {
     pub tenant_id: String,
     pub chunk_no: i32,
@@ -342,21 +342,12 @@ pub struct WorkClaim {
     /// The scan's custom classifiers, as they were stored with it.
     #[schema(value_type = Vec<Object>)]
     pub classifiers: Vec<serde_json::Value>,
-    /// The tenant's findings fingerprint key, hex: findings are fingerprinted where they
-    /// are found, and their values never leave the worker.
-    pub finding_key: String,
     /// Objects larger than this are skipped (`size_limit`).
     pub max_object_bytes: u64,
     /// Each connector of the resources: its public configuration (never a secret), or why it
     /// cannot be used.
     pub connectors: Vec<WorkConnector>,
 }
-
-redacted_debug!(WorkClaim {
-    tenant_id, chunk_no, fence, start_index, end_index, lease_seconds, resources, classifiers,
-    max_object_bytes, connectors;
-    finding_key
-});
 
 /// An object to scan.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -370,6 +361,10 @@ pub struct WorkResource {
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub last_modified: OffsetDateTime,
+    /// The vault's lookup keys (32 hex digits each) of the tokens the platform wrote into the
+    /// object: a value found there is the tenant's own token only if its key is among them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub written_tokens: Vec<String>,
 }
 
 /// A connector as a worker outside the platform reads with it: its own cloud identity and the
@@ -417,23 +412,26 @@ pub struct WorkOutcome {
     pub findings: Vec<WorkFinding>,
 }
 
-/// A finding, as stored: never its value.
+/// A finding, as stored: one PII type in one field of the object, never a value.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkFinding {
     pub pii_type: String,
     pub category: String,
+    /// `detect::Location::field` of its values.
+    pub field: String,
+    /// How many values, at least 1.
+    pub occurrences: u32,
+    /// The highest confidence of its values.
     pub confidence: f32,
-    #[schema(value_type = Object)]
-    pub location: serde_json::Value,
-    /// The masked preview.
+    /// The first values' locations, 1 to 15.
+    #[schema(value_type = Vec<Object>)]
+    pub locations: Vec<serde_json::Value>,
+    /// The first value masked (the platform masks it again).
     pub preview: String,
-    /// Hex: the version byte 02 and the HMAC under the findings key.
-    pub fingerprint: String,
-    /// Hex: the vault's lookup key of the value, were it a token (16 bytes), which tells the
-    /// tenant's own tokens from new PII. Unkeyed, so only for PII types.
+    /// The values are tokens the platform wrote into the object (`written_tokens`).
     #[serde(default)]
-    pub lookup: Option<String>,
+    pub tokenized: bool,
 }
 
 /// Whether the worker still holds the chunk.

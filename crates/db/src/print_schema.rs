@@ -49,6 +49,9 @@ WHERE c.table_schema = 'public'
   AND c.table_name NOT LIKE '\\_\\_diesel%'
 ORDER BY c.table_name, c.ordinal_position";
 
+/// The most columns a diesel `table!` holds with diesel's default features.
+const MAX_COLUMNS: usize = 16;
+
 /// Prints the diesel `table!` definitions of every table in the `public` schema.
 pub async fn print_schema(conn: &mut AsyncPgConnection) -> Result<String, diesel::result::Error> {
     let rows: Vec<ColumnRow> = diesel::sql_query(COLUMNS_SQL).load(conn).await?;
@@ -64,7 +67,18 @@ pub async fn print_schema(conn: &mut AsyncPgConnection) -> Result<String, diesel
         let pk: Vec<&str> = pk.iter().map(|c| c.column_name.as_str()).collect();
         let _ = writeln!(out, "\ndiesel::table! {{");
         let _ = writeln!(out, "    {table} ({}) {{", pk.join(", "));
+        let mut typed = 0;
         for column in columns {
+            if typed == MAX_COLUMNS && sql_type(&column.udt_name).is_some() {
+                // Past what diesel's tables hold without its slower 32-column feature: read and
+                // written through SQL only, like a column without a diesel type.
+                let _ = writeln!(
+                    out,
+                    "        // {}: {} (past diesel's {MAX_COLUMNS} columns; SQL only)",
+                    column.column_name, column.udt_name
+                );
+                continue;
+            }
             let Some(ty) = sql_type(&column.udt_name) else {
                 // No diesel type: the column is read and written through SQL only, and the
                 // table! definition leaves it out so the rest of the table stays usable.
@@ -81,6 +95,7 @@ pub async fn print_schema(conn: &mut AsyncPgConnection) -> Result<String, diesel
                 ty
             };
             let _ = writeln!(out, "        {} -> {ty},", column.column_name);
+            typed += 1;
         }
         let _ = writeln!(out, "    }}\n}}");
     }

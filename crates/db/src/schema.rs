@@ -109,14 +109,15 @@ diesel::table! {
         pii_type -> Text,
         category -> Text,
         confidence -> Float4,
-        location -> Jsonb,
+        locations -> Jsonb,
         preview -> Text,
-        fingerprint -> Bytea,
         status -> Text,
         created_at -> Timestamptz,
         resolved_at -> Nullable<Timestamptz>,
         tokenized -> Bool,
         // txid: xid8 (no diesel type; SQL only)
+        field -> Text,
+        // occurrences: int4 (past diesel's 16 columns; SQL only)
     }
 }
 
@@ -254,6 +255,7 @@ diesel::table! {
         covered -> Bool,
         risk_score -> Int2,
         computed_at -> Timestamptz,
+        occurrences -> Int4,
     }
 }
 

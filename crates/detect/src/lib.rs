@@ -35,7 +35,9 @@ pub use custom::{
 pub use scan::Detector;
 pub use selector::Selector;
 pub use stream::{MAX_FINDINGS_PER_OBJECT, Report, Stream};
-pub use types::{DEFAULT_MIN_CONFIDENCE, Evidence, Finding, FindingType, Kind, Location, Options};
+pub use types::{
+    DEFAULT_MIN_CONFIDENCE, Evidence, Finding, FindingType, Kind, Location, MAX_FIELD, Options,
+};
 
 #[cfg(test)]
 mod tests;

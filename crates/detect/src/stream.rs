@@ -58,6 +58,8 @@ pub struct Stream<'d> {
     text: Option<Text>,
     bytes_read: u64,
     skipped: Option<SkipReason>,
+    /// The most findings the caller's list may hold ([`Stream::with_findings_limit`]).
+    findings_limit: usize,
 }
 
 /// The hint, kept past the borrow of the caller's strings.
@@ -127,6 +129,7 @@ impl<'d> Stream<'d> {
             text: None,
             bytes_read: 0,
             skipped: None,
+            findings_limit: MAX_FINDINGS_PER_OBJECT,
         }
     }
 
@@ -140,6 +143,14 @@ impl<'d> Stream<'d> {
     /// memory and rescan more overlap.
     pub fn with_window(mut self, bytes: usize) -> Self {
         self.window_size = bytes.max(4 * MAX_REACH).max(4096);
+        self
+    }
+
+    /// Stops with [`SkipReason::TooManyFindings`] once the caller's list holds more than `limit`
+    /// findings instead of [`MAX_FINDINGS_PER_OBJECT`]: for a caller that empties the list after
+    /// each push, for whom it bounds one push's findings rather than the object's.
+    pub fn with_findings_limit(mut self, limit: usize) -> Self {
+        self.findings_limit = limit;
         self
     }
 
@@ -252,7 +263,7 @@ impl<'d> Stream<'d> {
     /// findings pass [`MAX_FINDINGS_PER_OBJECT`].
     fn decoded(&mut self, bytes: &[u8], findings: &mut Vec<Finding>) -> Result<(), SkipReason> {
         self.decoded_within(bytes, findings)?;
-        if findings.len() > MAX_FINDINGS_PER_OBJECT {
+        if findings.len() > self.findings_limit {
             return Err(SkipReason::TooManyFindings);
         }
         Ok(())

@@ -37,6 +37,43 @@ pub enum Location {
     Json { line: usize, path: String },
 }
 
+/// The longest [`Location::field`], in characters: column names and JSON paths are cut at it.
+pub const MAX_FIELD: usize = 256;
+
+impl Location {
+    /// The field the value sits in, the same for every value of one column or key: a CSV
+    /// column's header (`#<column>` without one), a JSON path with each array index folded to
+    /// `[*]` (`$.customers[*].ssn`), or empty for plain text, which is one field. Findings are
+    /// kept per field, and remediation finds a finding's values again by it.
+    pub fn field(&self) -> String {
+        match self {
+            Location::Line { .. } => String::new(),
+            Location::Csv { column, header, .. } => match header.as_deref() {
+                Some(header) if !header.is_empty() => header.to_owned(),
+                _ => format!("#{column}"),
+            },
+            Location::Json { path, .. } => fold_indices(path),
+        }
+    }
+}
+
+/// `path` with every `[<digits>]` written `[*]`.
+fn fold_indices(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && rest.as_bytes().get(digits) == Some(&b']') {
+            out.push('*');
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Why a finding was made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evidence {
@@ -168,4 +205,31 @@ pub(crate) fn window(text: &str, mut from: usize, mut to: usize) -> &str {
         to += 1;
     }
     &text[from..to]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_field_is_the_same_for_every_value_of_a_column_or_key() {
+        let csv = |column, header: Option<&str>| Location::Csv {
+            row: 7,
+            column,
+            header: header.map(str::to_owned),
+        };
+        assert_eq!(csv(2, Some("ssn")).field(), "ssn");
+        assert_eq!(csv(3, None).field(), "#3");
+        assert_eq!(csv(3, Some("")).field(), "#3");
+        let json = |path: &str| Location::Json {
+            line: 1,
+            path: path.to_owned(),
+        };
+        assert_eq!(json("$.customers[12].ssn").field(), "$.customers[*].ssn");
+        assert_eq!(json("$[0][1].x").field(), "$[*][*].x");
+        assert_eq!(json(r#"$["a b"].ssn"#).field(), r#"$["a b"].ssn"#);
+        assert_eq!(json("$.a[").field(), "$.a[");
+        assert_eq!(json("$.a[1x]").field(), "$.a[1x]");
+        assert_eq!(Location::Line { line: 3, column: 9 }.field(), "");
+    }
 }

@@ -27,6 +27,7 @@ fn for_governance(f: &StoredFinding, etag: String) -> (ConnectorId, policies::ma
             pii_type: f.pii_type.clone(),
             category: f.category.clone(),
             confidence: f.confidence,
+            occurrences: u32::try_from(f.occurrences).unwrap_or(1).max(1),
             tokenized: f.tokenized,
         },
     )

@@ -18,7 +18,10 @@ pub struct Finding {
     /// `us_ssn`, or `custom:<name>`.
     pub pii_type: String,
     pub category: String,
+    /// The highest confidence of its values.
     pub confidence: f32,
+    /// How many values: a finding is one type in one field of one object version.
+    pub occurrences: u32,
     /// The value is a token the tenant's vault issued (a remediated object scanned again): no
     /// policy acts on it, and risk counts it as covered.
     pub tokenized: bool,
@@ -34,9 +37,15 @@ impl From<scans::findings::OpenFinding> for Finding {
             pii_type: f.pii_type,
             category: f.category,
             confidence: f.confidence,
+            occurrences: u32::try_from(f.occurrences).unwrap_or(1).max(1),
             tokenized: f.tokenized,
         }
     }
+}
+
+/// How many values `findings` stand for: what every findings count counts.
+pub fn values<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> usize {
+    findings.into_iter().map(|f| f.occurrences as usize).sum()
 }
 
 /// Whether a condition names a finding of this type and category: its type, its category or
@@ -47,6 +56,17 @@ pub fn names(condition: &Condition, pii_type: &str, category: &str) -> bool {
         Selector::Category(c) => category == c.as_str(),
         Selector::Custom(name) => pii_type.strip_prefix("custom:").is_some_and(|n| n == name),
     }
+}
+
+/// The confidence a finding of this type and category needs to meet some of `conditions`: the
+/// lowest `min_confidence` of those that name it, in f32 as confidences are stored. `None` when
+/// no condition names it.
+pub fn threshold(conditions: &[Condition], pii_type: &str, category: &str) -> Option<f32> {
+    conditions
+        .iter()
+        .filter(|c| names(c, pii_type, category))
+        .map(|c| c.min_confidence as f32)
+        .reduce(f32::min)
 }
 
 /// Whether a finding meets one condition: the condition names it, and its confidence is at
@@ -85,13 +105,18 @@ impl ObjectMatch<'_> {
         types
     }
 
-    /// Matched findings per type.
+    /// Matched values per type (a finding counts its occurrences, as every count does).
     pub fn counts(&self) -> BTreeMap<&str, usize> {
         let mut counts = BTreeMap::new();
         for f in &self.findings {
-            *counts.entry(f.pii_type.as_str()).or_default() += 1;
+            *counts.entry(f.pii_type.as_str()).or_default() += f.occurrences as usize;
         }
         counts
+    }
+
+    /// Matched values, over every type.
+    pub fn values(&self) -> usize {
+        values(self.findings.iter().copied())
     }
 
     pub fn finding_ids(&self) -> Vec<Uuid> {
@@ -139,6 +164,7 @@ mod tests {
             pii_type: pii_type.into(),
             category: category.into(),
             confidence,
+            occurrences: 1,
             tokenized: false,
         }
     }

@@ -18,7 +18,9 @@ use uuid::Uuid;
 
 use db::schema::{governance_channels, governance_policies, governance_policy_versions};
 
-use crate::document::{self, Action, ActionType, Context, Mode, PolicyDocument, Problem, Syntax};
+use crate::document::{
+    self, Action, ActionType, Condition, Context, Mode, PolicyDocument, Problem, Syntax,
+};
 
 /// The cursor list name.
 const LIST: &str = "governance-policies";
@@ -585,6 +587,37 @@ pub async fn action_at(
     version: i32,
     kind: ActionType,
 ) -> Result<Option<Action>, DieselError> {
+    Ok(document_at(conn, tenant, id, version)
+        .await?
+        .and_then(|doc| {
+            doc.spec
+                .actions
+                .into_iter()
+                .find(|a| a.action_type() == kind)
+        }))
+}
+
+/// The conditions of a policy's document at `version` (kept after the policy changed or was
+/// deleted), or None when there is no such version.
+pub async fn conditions_at(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: PolicyId,
+    version: i32,
+) -> Result<Option<Vec<Condition>>, DieselError> {
+    Ok(document_at(conn, tenant, id, version)
+        .await?
+        .map(|doc| doc.spec.conditions))
+}
+
+/// A policy's document at `version`, or None when there is no such version or its stored
+/// document no longer reads as a policy.
+async fn document_at(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    id: PolicyId,
+    version: i32,
+) -> Result<Option<PolicyDocument>, DieselError> {
     let stored: Option<Value> = governance_policy_versions::table
         .filter(governance_policy_versions::tenant_id.eq(tenant.as_str()))
         .filter(governance_policy_versions::policy_id.eq(id.as_uuid()))
@@ -593,14 +626,7 @@ pub async fn action_at(
         .first(conn)
         .await
         .optional()?;
-    Ok(stored
-        .and_then(|canonical| document::from_value(&canonical).ok())
-        .and_then(|doc| {
-            doc.spec
-                .actions
-                .into_iter()
-                .find(|a| a.action_type() == kind)
-        }))
+    Ok(stored.and_then(|canonical| document::from_value(&canonical).ok()))
 }
 
 /// Adds each policy's findings matched by a batch to its `findings_matched`, and sets its

@@ -8,7 +8,6 @@ use ids::ConnectorId;
 use scans::findings::TypeCount;
 use uuid::Uuid;
 
-use crate::matching::names;
 use crate::store::Active;
 
 /// A policy's thresholds over the pairs present: one per (connector, or `None` for every
@@ -60,14 +59,7 @@ pub fn lowest_thresholds<'a>(
 /// The lowest `min_confidence` of the policy's conditions that name the pair, in f32 as
 /// confidences are stored.
 fn threshold(policy: &Active, pii_type: &str, category: &str) -> Option<f32> {
-    policy
-        .document
-        .spec
-        .conditions
-        .iter()
-        .filter(|c| names(c, pii_type, category))
-        .map(|c| c.min_confidence as f32)
-        .reduce(f32::min)
+    crate::matching::threshold(&policy.document.spec.conditions, pii_type, category)
 }
 
 /// The connectors a policy looks at within the reconciliation's scope: `None` for all of them

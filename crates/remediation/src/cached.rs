@@ -1,6 +1,6 @@
 //! What the executor keeps between requests, to spare each request the same reads: connectors'
-//! opened storages (briefly), policy versions' actions and scans' classifiers (which never
-//! change).
+//! opened storages (briefly), policy versions' actions and conditions and scans' classifiers
+//! (which never change).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,7 +13,7 @@ use ids::{ConnectorId, PolicyId, ScanId, TenantId};
 
 use crate::stop::{Reason, Stop};
 use crate::store::Row;
-use policies::document::{Action, ActionType};
+use policies::document::{Action, ActionType, Condition};
 
 /// Connectors' storages as the executor opened them, kept for a minute: opening one reads and
 /// unseals the connector's configuration, and its first call trades the platform's identity for
@@ -131,6 +131,45 @@ impl Actions {
                 .ok_or_else(|| Stop::fail(Reason::PolicyVersionMissing))?;
         self.0.put(key, &action);
         Ok(action)
+    }
+}
+
+/// Each policy version's conditions as the executor read them, for the confidence a value
+/// needs to be rewritten. A policy version is never changed and stays when its policy is
+/// deleted.
+#[derive(Clone, Default)]
+pub struct Conditions(Arc<Unchanging<VersionKey, Arc<Vec<Condition>>>>);
+
+/// A policy version of one tenant.
+type VersionKey = (TenantId, PolicyId, i32);
+
+impl std::fmt::Debug for Conditions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conditions")
+            .field("kept", &self.0.len())
+            .finish()
+    }
+}
+
+impl Conditions {
+    /// The conditions of the request's policy version.
+    pub(crate) async fn get(
+        &self,
+        conn: &mut AsyncPgConnection,
+        tenant: &TenantId,
+        row: &Row,
+    ) -> Result<Arc<Vec<Condition>>, Stop> {
+        let key = (tenant.clone(), row.policy(), row.policy_version);
+        if let Some(conditions) = self.0.get(&key) {
+            return Ok(conditions);
+        }
+        let conditions = Arc::new(
+            policies::store::conditions_at(conn, tenant, row.policy(), row.policy_version)
+                .await?
+                .ok_or_else(|| Stop::fail(Reason::PolicyVersionMissing))?,
+        );
+        self.0.put(key, &conditions);
+        Ok(conditions)
     }
 }
 

@@ -1,14 +1,32 @@
 //! Finding a request's values again in an object's bytes, and rewriting only them.
 //!
-//! Findings keep no value, only a keyed fingerprint. The executor runs detection again over the
-//! object it read (with values, in memory only), fingerprints each match the way the scan did,
-//! and keeps the matches whose type and fingerprint belong to the request's findings. Each kept
-//! span is replaced; every byte outside the spans stays as it was.
+//! Findings keep no value. A finding is one PII type in one field of an object version (a CSV
+//! column, a JSON path with its array indices folded, or the whole of a plain-text object; see
+//! [`detect::Location::field`]), with a count and a few sample locations. The executor runs
+//! detection again over the object it read (with values, in memory only) and keeps every value
+//! of a wanted finding's type in that finding's field whose confidence is at least the one the
+//! policy asked for ([`Wanted`]), however many the scan counted: a value written into the field
+//! since the scan is rewritten too. The platform's own tokens in the object are not: they are
+//! findings of their own (`tokenized`), never acted on again (`scans::group::Written`); a
+//! token of a token would detokenize to the token. Each kept span is replaced; every byte
+//! outside the spans stays as it was.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use detect::{Detector, Hint, Options};
-use keys::TenantKeys;
+use scans::group::Written;
+
+/// One of a request's findings as remediation looks for its values again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wanted {
+    /// `us_ssn`, or `custom:<name>`.
+    pub pii_type: String,
+    /// The field its values sit in, as [`detect::Location::field`] names it.
+    pub field: String,
+    /// The lowest confidence of a value rewritten: the threshold of the policy condition that
+    /// matched the finding.
+    pub min_confidence: f32,
+}
 
 /// One value to replace: where it is in the object's bytes, its type, and the value itself
 /// (never logged, never stored).
@@ -71,8 +89,8 @@ impl Unsupported {
     }
 }
 
-/// What [`find`] found: the spans to replace, and how many of the wanted (type, fingerprint)
-/// pairs it did not find at all.
+/// What [`find`] found: the spans to replace, and how many of the wanted findings (each
+/// (type, field) once) it found no value of at all.
 #[derive(Debug)]
 pub struct Found {
     pub spans: Vec<Span>,
@@ -81,15 +99,26 @@ pub struct Found {
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The spans of `bytes` whose (type, fingerprint) is in `wanted`, in order, without overlap:
-/// a span inside another is covered by it, and two that only overlap are refused.
+/// The spans of `bytes` that are values of a `wanted` finding (its type, in its field, at or
+/// above its confidence) and not one of the `written` tokens, in order, without overlap: a
+/// span inside another is covered by it, and two that only overlap are refused.
 pub fn find(
     detector: &Detector,
     file_name: &str,
     bytes: &[u8],
-    keys: &TenantKeys,
-    wanted: &HashSet<(String, Vec<u8>)>,
+    wanted: &[Wanted],
+    written: &Written,
 ) -> Result<Found, Unsupported> {
+    // Each (type, field) once: were one named twice, the lower threshold is the one a policy
+    // asked for.
+    let mut thresholds: HashMap<(&str, &str), f32> = HashMap::with_capacity(wanted.len());
+    for w in wanted {
+        thresholds
+            .entry((w.pii_type.as_str(), w.field.as_str()))
+            .and_modify(|min| *min = min.min(w.min_confidence))
+            .or_insert(w.min_confidence);
+    }
+    let mut matched: HashSet<(String, String)> = HashSet::with_capacity(thresholds.len());
     let hint = Hint {
         content_type: None,
         file_name: Some(file_name),
@@ -113,24 +142,16 @@ pub fn find(
     } else {
         0
     };
-    let mut matched: HashSet<(String, Vec<u8>)> = HashSet::new();
     let mut spans: Vec<Span> = Vec::new();
     for finding in &report.findings {
-        let pii_type = finding.pii_type.as_str().to_owned();
-        let current = (
-            pii_type.clone(),
-            scans::findings::fingerprint(&keys.finding, finding),
-        );
-        // Findings stored before the findings' own key carry the older fingerprint.
-        let key = if wanted.contains(&current) {
-            current
-        } else {
-            let legacy = (pii_type, scans::findings::legacy_fingerprint(keys, finding));
-            if !wanted.contains(&legacy) {
-                continue;
-            }
-            legacy
+        let pii_type = finding.pii_type.as_str();
+        let field = finding.location.field();
+        let Some(&min) = thresholds.get(&(pii_type, field.as_str())) else {
+            continue;
         };
+        if finding.confidence < min || written.holds(finding) {
+            continue;
+        }
         let Some(value) = finding.value.as_deref() else {
             continue;
         };
@@ -149,11 +170,11 @@ pub fn find(
         spans.push(Span {
             start: start + lead,
             end: start + lead + trimmed.len(),
-            pii_type: key.0.clone(),
+            pii_type: pii_type.to_owned(),
             value: trimmed.to_owned(),
             quote: false,
         });
-        matched.insert(key);
+        matched.insert((pii_type.to_owned(), field));
     }
     spans.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
     // Two recognizers may claim the same text: the longest wins, and covers what it holds.
@@ -189,7 +210,7 @@ pub fn find(
     }
     Ok(Found {
         spans: kept,
-        missing: wanted.len() - matched.len(),
+        missing: thresholds.len() - matched.len(),
     })
 }
 
@@ -320,6 +341,168 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&out)
         );
+    }
+
+    /// Who wants the values of `pii_type` in `field` at `min_confidence` and above.
+    fn wanted(pii_type: &str, field: &str, min_confidence: f32) -> Wanted {
+        Wanted {
+            pii_type: pii_type.into(),
+            field: field.into(),
+            min_confidence,
+        }
+    }
+
+    /// The values [`find`] finds in `bytes` of `file_name` for `wanted`, and how many wanted
+    /// findings it found none of.
+    fn found(
+        file_name: &str,
+        bytes: &str,
+        wanted: &[Wanted],
+        written: &Written,
+    ) -> (Vec<String>, usize) {
+        let found = find(
+            &Detector::new(),
+            file_name,
+            bytes.as_bytes(),
+            wanted,
+            written,
+        )
+        .unwrap();
+        let values = found.spans.into_iter().map(|s| s.value).collect();
+        (values, found.missing)
+    }
+
+    /// Two columns of SSNs (both detected at 0.95), and a note column with one SSN said to be
+    /// one (0.95) and one not (0.6).
+    const PEOPLE: &str = "name,ssn,spouse_ssn,note
+Ann,219-09-9999,078-05-1120,ssn 536-22-1234
+Bo,457-55-5462,401-02-3456,other 212-67-4523
+";
+
+    #[test]
+    fn only_values_of_the_findings_type_in_its_field_are_found() {
+        let none = Written::default();
+        let (values, missing) = found("people.csv", PEOPLE, &[wanted("us_ssn", "ssn", 0.8)], &none);
+        assert_eq!(values, ["219-09-9999", "457-55-5462"]);
+        assert_eq!(missing, 0);
+        // The SSNs of the other column are found when it is the finding's.
+        let (values, _) = found(
+            "people.csv",
+            PEOPLE,
+            &[wanted("us_ssn", "spouse_ssn", 0.8)],
+            &none,
+        );
+        assert_eq!(values, ["078-05-1120", "401-02-3456"]);
+        // Another type in the same field is not the finding's either.
+        let (values, missing) = found("people.csv", PEOPLE, &[wanted("email", "ssn", 0.0)], &none);
+        assert!(values.is_empty());
+        assert_eq!(missing, 1);
+        // A JSON path's array indices are folded: every element's value, and only that key's.
+        let json = r#"{"customers":[{"ssn":"219-09-9999","spouse":{"ssn":"457-55-5462"}},{"ssn":"536-22-1234"}]}"#;
+        let (values, _) = found(
+            "people.json",
+            json,
+            &[wanted("us_ssn", "$.customers[*].ssn", 0.8)],
+            &none,
+        );
+        assert_eq!(values, ["219-09-9999", "536-22-1234"]);
+    }
+
+    #[test]
+    fn a_value_below_the_threshold_is_left_in_its_field() {
+        let none = Written::default();
+        let (values, missing) = found(
+            "people.csv",
+            PEOPLE,
+            &[wanted("us_ssn", "note", 0.8)],
+            &none,
+        );
+        assert_eq!(values, ["536-22-1234"]);
+        assert_eq!(missing, 0);
+        // The threshold is inclusive, and one that admits both finds both.
+        let (values, _) = found(
+            "people.csv",
+            PEOPLE,
+            &[wanted("us_ssn", "note", 0.6)],
+            &none,
+        );
+        assert_eq!(values, ["536-22-1234", "212-67-4523"]);
+        // A field named twice is looked for at the lower threshold, and counted once.
+        let twice = [wanted("us_ssn", "note", 0.9), wanted("us_ssn", "note", 0.5)];
+        let (values, missing) = found("people.csv", PEOPLE, &twice, &none);
+        assert_eq!((values.len(), missing), (2, 0));
+    }
+
+    #[test]
+    fn a_value_added_to_the_field_since_the_scan_is_found_too() {
+        let none = Written::default();
+        // The scan saw one value in `ssn`; the column holds three now.
+        let scanned = "name,ssn\nAnn,219-09-9999\n";
+        let (values, _) = found(
+            "people.csv",
+            scanned,
+            &[wanted("us_ssn", "ssn", 0.8)],
+            &none,
+        );
+        assert_eq!(values.len(), 1);
+        let now = format!("{scanned}Bo,457-55-5462\nCy,536-22-1234\n");
+        let (values, missing) = found("people.csv", &now, &[wanted("us_ssn", "ssn", 0.8)], &none);
+        assert_eq!(values, ["219-09-9999", "457-55-5462", "536-22-1234"]);
+        assert_eq!(missing, 0);
+    }
+
+    #[test]
+    fn a_finding_with_no_value_left_is_missing() {
+        let none = Written::default();
+        // A column renamed (or emptied) since the scan.
+        let both = [
+            wanted("us_ssn", "ssn", 0.8),
+            wanted("us_ssn", "old_ssn", 0.8),
+        ];
+        let (values, missing) = found("people.csv", PEOPLE, &both, &none);
+        assert_eq!(values.len(), 2);
+        assert_eq!(missing, 1);
+        // Values left only below the threshold are none left.
+        let (values, missing) = found(
+            "people.csv",
+            PEOPLE,
+            &[wanted("us_ssn", "note", 0.99)],
+            &none,
+        );
+        assert!(values.is_empty());
+        assert_eq!(missing, 1);
+    }
+
+    #[test]
+    fn the_platforms_own_tokens_are_never_found_again() {
+        let tenant = "acme";
+        let token = |value: &str| tokenize_core::lookup(tenant, "us_ssn", value);
+        let written = Written::new(tenant, [token("457-55-5462")]);
+        let (values, missing) = found(
+            "people.csv",
+            PEOPLE,
+            &[wanted("us_ssn", "ssn", 0.8)],
+            &written,
+        );
+        assert_eq!(values, ["219-09-9999"]);
+        assert_eq!(missing, 0);
+        // Another tenant's token of the same text is not this tenant's.
+        let theirs = Written::new(
+            tenant,
+            [tokenize_core::lookup("globex", "us_ssn", "457-55-5462")],
+        );
+        let (values, _) = found(
+            "people.csv",
+            PEOPLE,
+            &[wanted("us_ssn", "ssn", 0.8)],
+            &theirs,
+        );
+        assert_eq!(values.len(), 2);
+        // A field that holds only tokens has no value left.
+        let all = Written::new(tenant, [token("457-55-5462"), token("219-09-9999")]);
+        let (values, missing) = found("people.csv", PEOPLE, &[wanted("us_ssn", "ssn", 0.8)], &all);
+        assert!(values.is_empty());
+        assert_eq!(missing, 1);
     }
 
     #[test]

@@ -312,15 +312,7 @@ async fn snapshot(
                 Some("AppendBlob") => return Err(Stop::fail(Reason::AppendBlob)),
                 Some(_) => return Err(Stop::fail(Reason::PageBlob)),
             }
-            let rewritten = rewrite::rewrite(
-                db,
-                &exec.keyring,
-                &exec.scan_classifiers,
-                row,
-                action,
-                &whole.bytes,
-            )
-            .await?;
+            let rewritten = rewrite::rewrite(db, exec, row, action, &whole.bytes).await?;
             (
                 lkg_location(storage, row),
                 Some(Rewrite {
@@ -405,15 +397,8 @@ async fn write(
                     if Some(sha256(&snapshot.bytes)) != row.sha256_before {
                         return Err(Stop::fail(Reason::SnapshotMismatch));
                     }
-                    let rewritten = rewrite::rewrite(
-                        db,
-                        &exec.keyring,
-                        &exec.scan_classifiers,
-                        row,
-                        action,
-                        &snapshot.bytes,
-                    )
-                    .await?;
+                    let rewritten =
+                        rewrite::rewrite(db, exec, row, action, &snapshot.bytes).await?;
                     db.release();
                     Rewrite {
                         before: snapshot.bytes,

@@ -23,7 +23,7 @@ pub mod written;
 
 use std::time::Duration;
 
-pub use cached::{Actions, ScanClassifiers, Storages};
+pub use cached::{Actions, Conditions, ScanClassifiers, Storages};
 pub use cosigner::{CosignError, Cosigner, CosignerBuildError};
 pub use read::{Filter, Receipt, Remediation};
 pub use receipt::Receipts;

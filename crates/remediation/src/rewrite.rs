@@ -1,19 +1,27 @@
 //! The new content of a tokenize or mask: the request's values found again in the object's
-//! bytes, by their fingerprints and with the classifiers of the scans that found them, and
-//! replaced by tokens from the vault or masked.
+//! bytes and replaced by tokens from the vault, or masked.
+//!
+//! A request names findings, each one PII type in one field of the object. Every value of that
+//! type in that field is rewritten, with the classifiers of the scans that found them, if its
+//! confidence meets the threshold of the request's policy version for the finding: the lowest
+//! `min_confidence` of its conditions that name the finding's type or category (what made the
+//! policy match it, `policies::matching`). A value below it is left as it is, as the policy
+//! would not have acted on a finding of it alone; a value written into the field since the
+//! scan is rewritten with the others.
 
 use std::collections::{BTreeMap, HashSet};
 
 use detect::Detector;
 use ids::TenantId;
-use keys::{KeyRing, TenantKeys};
+use policies::document::{Action, Condition};
+use scans::findings::Sought;
+use scans::tokens::{Place, WrittenTokens as _};
 
-use crate::cached::ScanClassifiers;
 use crate::conn::Conn;
 use crate::content;
 use crate::stop::{Reason, Stop};
+use crate::storage::Executor;
 use crate::store::Row;
-use policies::document::Action;
 
 /// An object's new content, and the tokens written into it (PII type, token), which a rescan
 /// will recognize there (`written`).
@@ -25,23 +33,17 @@ pub(super) struct Rewritten {
 /// The object's bytes with the request's values replaced: by tokens from the vault, or masked.
 pub(super) async fn rewrite(
     db: &mut Conn<'_>,
-    keyring: &KeyRing,
-    classifiers: &ScanClassifiers,
+    exec: &Executor,
     row: &Row,
     action: &Action,
     bytes: &[u8],
 ) -> Result<Rewritten, Stop> {
     let tenant = row.tenant()?;
-    let conn = db.get().await?;
-    let keys = keyring
-        .tenant(conn, &tenant)
-        .await
-        .map_err(|_| Stop::retry(Reason::TenantKeysUnreadable))?;
-    let found = find_values(db, classifiers, &keys, &tenant, row, bytes).await?;
-    // Every finding of the request is marked remediated when it ends, so each must be found
-    // again in the bytes that were scanned (the read is conditional on their ETag). One that is
-    // not (the detector or the tenant's classifiers changed since) fails the request rather
-    // than be reported remediated while its value stays in the object.
+    let found = find_values(db, exec, &tenant, row, bytes).await?;
+    // Every finding of the request is marked remediated when it ends, so each must have values
+    // found again in the bytes that were scanned (the read is conditional on their ETag). One
+    // with none (the detector or the tenant's classifiers changed since) fails the request
+    // rather than be reported remediated while its values stay in the object.
     if found.spans.is_empty() || found.missing > 0 {
         return Err(Stop::fail(Reason::ValuesNotFound));
     }
@@ -56,7 +58,7 @@ pub(super) async fn rewrite(
         Action::Tokenize(config) => {
             let tokens = crate::tokens::issue(
                 db.get().await?,
-                keyring,
+                &exec.keyring,
                 &tenant,
                 config.tokenization_policy_id,
                 row.request_id,
@@ -84,29 +86,38 @@ pub(super) async fn rewrite(
     }
 }
 
-/// The request's findings' values in `bytes`, found again by their fingerprints with the
-/// classifiers of the scans that found them.
+/// The request's findings' values in `bytes`, found again by type, field and threshold with
+/// the classifiers of the scans that found them.
 async fn find_values(
     db: &mut Conn<'_>,
-    classifiers: &ScanClassifiers,
-    keys: &TenantKeys,
+    exec: &Executor,
     tenant: &TenantId,
     row: &Row,
     bytes: &[u8],
 ) -> Result<content::Found, Stop> {
     let conn = db.get().await?;
-    let findings = scans::findings::fingerprinted(conn, tenant, &row.finding_ids)
+    let findings = scans::findings::sought(conn, tenant, &row.finding_ids)
         .await
         .map_err(|e| Stop::retry_with(Reason::FindingsUnreadable, e))?;
-    let wanted: HashSet<(String, Vec<u8>)> = findings
-        .iter()
-        .map(|f| (f.pii_type.clone(), f.fingerprint.clone()))
-        .collect();
+    let conditions = exec.conditions.get(conn, tenant, row).await?;
+    let wanted = wanted(&findings, &conditions);
+    let place = Place {
+        connector: row.connector(),
+        bucket: &row.bucket,
+        object_key: &row.object_key,
+    };
+    let lookups = scans::tokens::Recorded
+        .written_in(conn, tenant, &[place])
+        .await?
+        .into_iter()
+        .flatten();
+    let written = scans::group::Written::new(tenant.as_str(), lookups);
     let mut scans_seen: BTreeMap<uuid::Uuid, ()> = BTreeMap::new();
     let mut specs = Vec::new();
     for f in &findings {
         if scans_seen.insert(f.scan_id, ()).is_none() {
-            let ran_with = classifiers
+            let ran_with = exec
+                .scan_classifiers
                 .get(conn, tenant, ids::ScanId::from_uuid(f.scan_id))
                 .await?;
             specs.extend(ran_with.iter().cloned());
@@ -129,6 +140,88 @@ async fn find_values(
     let file_name = row.object_key.rsplit('/').next().unwrap_or(&row.object_key);
     // Detection is the run's longest stretch of CPU: no connection is held through it.
     db.release();
-    content::find(detector, file_name, bytes, keys, &wanted)
+    content::find(detector, file_name, bytes, &wanted, &written)
         .map_err(|u| Stop::fail(Reason::Unsupported(u)))
+}
+
+/// What to look for of each finding: its type in its field, at the threshold of the policy
+/// version's conditions that name it ([`policies::matching::threshold`], in f32 as confidences
+/// are compared). A finding no condition names (none should be: evaluation planned the request
+/// because one did) is looked for at the detector's own minimum, as the scan found it.
+fn wanted(findings: &[Sought], conditions: &[Condition]) -> Vec<content::Wanted> {
+    findings
+        .iter()
+        .map(|f| content::Wanted {
+            pii_type: f.pii_type.clone(),
+            field: f.field.clone(),
+            min_confidence: policies::matching::threshold(conditions, &f.pii_type, &f.category)
+                .unwrap_or(detect::DEFAULT_MIN_CONFIDENCE),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn sought(pii_type: &str, category: &str, field: &str) -> Sought {
+        Sought {
+            finding_id: uuid::Uuid::now_v7(),
+            scan_id: uuid::Uuid::now_v7(),
+            pii_type: pii_type.into(),
+            category: category.into(),
+            field: field.into(),
+        }
+    }
+
+    fn conditions(conditions: serde_json::Value) -> Vec<Condition> {
+        policies::document::from_value(&json!({
+            "apiVersion": policies::document::API_VERSION, "kind": "Policy",
+            "metadata": {"name": "p"},
+            "spec": {"mode": "enforced", "conditions": conditions, "actions": [{"type": "mask"}]}
+        }))
+        .unwrap()
+        .spec
+        .conditions
+    }
+
+    #[test]
+    fn each_finding_is_wanted_in_its_field_at_the_lowest_threshold_that_names_it() {
+        let policy = conditions(json!([
+            {"category": "us_ssn", "min_confidence": 0.8},
+            {"category": "government_id", "min_confidence": 0.7},
+            {"category": "email", "min_confidence": 0.9},
+            {"category": "custom:badge", "min_confidence": 0.6}
+        ]));
+        let findings = [
+            sought("us_ssn", "government_id", "ssn"),
+            sought("email", "contact", "$.people[*].email"),
+            sought("custom:badge", "personal", ""),
+            sought("ca_sin", "government_id", "sin"),
+            sought("phone", "contact", "phone"),
+        ];
+        let wanted = wanted(&findings, &policy);
+        let at: Vec<(&str, &str, f32)> = wanted
+            .iter()
+            .map(|w| (w.pii_type.as_str(), w.field.as_str(), w.min_confidence))
+            .collect();
+        assert_eq!(
+            at,
+            [
+                // Named by its type (0.8) and its category (0.7): the lower.
+                ("us_ssn", "ssn", 0.7),
+                ("email", "$.people[*].email", 0.9),
+                ("custom:badge", "", 0.6),
+                ("ca_sin", "sin", 0.7),
+                // Named by none: as the scan found it.
+                ("phone", "phone", detect::DEFAULT_MIN_CONFIDENCE),
+            ]
+        );
+        // In f32, as confidences are stored: a value at 0.8 meets a condition of 0.8.
+        let exact = conditions(json!([{"category": "us_ssn", "min_confidence": 0.8}]));
+        let wanted = super::wanted(&findings[..1], &exact);
+        assert_eq!(wanted[0].min_confidence, 0.8_f32);
+    }
 }

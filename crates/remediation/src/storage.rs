@@ -9,7 +9,7 @@ use diesel_async::AsyncPgConnection;
 use ids::TenantId;
 use keys::{KeyRing, TenantKeys};
 
-use crate::cached::{Actions, ScanClassifiers, Storages};
+use crate::cached::{Actions, Conditions, ScanClassifiers, Storages};
 use crate::receipt::Receipts;
 use crate::stop::{Reason, Stop};
 use crate::store::Row;
@@ -30,6 +30,8 @@ pub struct Executor {
     pub storages: Storages,
     /// Policy versions' actions, as read (see [`Actions`]).
     pub actions: Actions,
+    /// Policy versions' conditions, as read (see [`Conditions`]).
+    pub conditions: Conditions,
     /// The classifiers scans ran with, as read (see [`ScanClassifiers`]).
     pub scan_classifiers: ScanClassifiers,
 }
@@ -52,6 +54,7 @@ impl Executor {
             crash_at: None,
             storages: Storages::default(),
             actions: Actions::default(),
+            conditions: Conditions::default(),
             scan_classifiers: ScanClassifiers::default(),
         }
     }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use diesel::dsl::{count_star, max};
+use diesel::dsl::max;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -68,7 +68,12 @@ pub async fn activity(
         .filter(findings::connector_id.eq_any(&ids))
         .filter(findings::status.eq("open"))
         .group_by((findings::connector_id, findings::category))
-        .select((findings::connector_id, findings::category, count_star()))
+        // Values, as every findings count counts them.
+        .select((
+            findings::connector_id,
+            findings::category,
+            diesel::dsl::sql::<BigInt>("sum(findings.occurrences)::bigint"),
+        ))
         .order((findings::connector_id, findings::category))
         .load(conn)
         .await?;

@@ -1,5 +1,6 @@
-//! Reading findings for those who act on them (governance). Findings hold no value: a type,
-//! a category, a confidence, a location, a masked preview.
+//! Reading findings for those who act on them (governance). A finding is one PII type in one
+//! field of one object version ([`crate::group`]) and holds no value: a type, a category, how
+//! many values, the highest confidence, sample locations, a masked preview.
 
 use diesel::QueryableByName;
 use diesel::sql_types::{Array, Float4, Nullable, Text, Uuid as SqlUuid};
@@ -7,8 +8,6 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 
 use ids::{ConnectorId, FindingId, ScanId, TenantId};
-use keys::TenantKeys;
-use tokenize_core::{MacKey, NormalizeOptions, normalize};
 
 use crate::error::ScanError;
 
@@ -30,6 +29,9 @@ pub struct OpenFinding {
     pub category: String,
     #[diesel(sql_type = Float4)]
     pub confidence: f32,
+    /// How many values.
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    pub occurrences: i32,
     /// The value is a token the platform wrote into this object: remediated, never acted on
     /// again.
     #[diesel(sql_type = diesel::sql_types::Bool)]
@@ -40,52 +42,6 @@ impl OpenFinding {
     pub fn id(&self) -> FindingId {
         FindingId::from_uuid(self.finding_id)
     }
-}
-
-/// The first byte of a finding's fingerprint under the findings' own key
-/// (`TenantKeys::finding`); fingerprints stored before it existed are 32 bytes of MAC under
-/// the vault's fingerprint key, with no version byte.
-pub const FINGERPRINT_VERSION: u8 = 2;
-
-/// A finding's keyed fingerprint: a version byte, then a MAC of its type and its value's
-/// canonical form under `key`, the tenant's findings key (`TenantKeys::finding`, which a scan
-/// worker outside the platform is given). The scan stores it in place of the value;
-/// remediation finds the values of a request's findings again by recomputing it over a fresh
-/// detection. Needs the finding's value ([`detect::Options::with_values`]); without one it
-/// fingerprints nothing.
-pub fn fingerprint(key: &MacKey, finding: &detect::Finding) -> Vec<u8> {
-    let mac = finding_mac(key, finding);
-    let mut out = Vec::with_capacity(1 + mac.len());
-    out.push(FINGERPRINT_VERSION);
-    out.extend_from_slice(&mac);
-    out
-}
-
-/// The fingerprint findings were stored with before [`FINGERPRINT_VERSION`]: the same MAC
-/// under the vault's fingerprint key. Remediation still matches it.
-pub fn legacy_fingerprint(keys: &TenantKeys, finding: &detect::Finding) -> Vec<u8> {
-    finding_mac(&keys.fingerprint, finding).to_vec()
-}
-
-fn finding_mac(key: &MacKey, finding: &detect::Finding) -> [u8; 32] {
-    let raw = finding.value.as_deref().unwrap_or_default();
-    // Detection hands over the canonical form it computed (phone numbers); others are cheap.
-    let canonical = finding
-        .normalized
-        .clone()
-        .or_else(|| {
-            finding
-                .pii_type
-                .pii()
-                .and_then(|t| normalize(t, raw, &NormalizeOptions::default()).ok())
-                .map(|n| n.value.expose().to_owned())
-        })
-        .unwrap_or_else(|| raw.trim().to_owned());
-    key.mac(&[
-        b"dps-finding-v1",
-        finding.pii_type.as_str().as_bytes(),
-        canonical.as_bytes(),
-    ])
 }
 
 /// The open findings `scan` stored for the given objects of one connector (a recorded batch).
@@ -118,7 +74,7 @@ async fn open_findings(
         // One index probe per object, whatever the statistics say (docs/decisions.md, "Batches
         // of keys are looked up one key at a time").
         "SELECT f.finding_id, b.bucket, b.object_key, coalesce(o.etag, '') AS etag,
-                f.pii_type, f.category, f.confidence, f.tokenized
+                f.pii_type, f.category, f.confidence, f.occurrences, f.tokenized
            FROM unnest($4::text[], $5::text[]) AS b(bucket, object_key)
            LEFT JOIN LATERAL (
                 SELECT o.etag FROM scanned_objects o
@@ -126,7 +82,7 @@ async fn open_findings(
                    AND o.object_key = b.object_key
                 OFFSET 0) o ON true
            CROSS JOIN LATERAL (
-                SELECT f.finding_id, f.pii_type, f.category, f.confidence, f.tokenized
+                SELECT f.finding_id, f.pii_type, f.category, f.confidence, f.occurrences, f.tokenized
                   FROM findings f
                  WHERE f.tenant_id = $1 AND f.connector_id = $2 AND f.bucket = b.bucket
                    AND f.object_key = b.object_key AND f.status = 'open'
@@ -144,17 +100,20 @@ async fn open_findings(
 }
 
 /// What remediation needs to find some findings' values again: each finding's scan (whose
-/// classifiers detected it), type and fingerprint. Findings of other tenants are not returned.
+/// classifiers detected it), type, category and field. Findings of other tenants are not
+/// returned.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
-pub struct Fingerprinted {
+pub struct Sought {
     #[diesel(sql_type = SqlUuid)]
     pub finding_id: Uuid,
     #[diesel(sql_type = SqlUuid)]
     pub scan_id: Uuid,
     #[diesel(sql_type = Text)]
     pub pii_type: String,
-    #[diesel(sql_type = diesel::sql_types::Bytea)]
-    pub fingerprint: Vec<u8>,
+    #[diesel(sql_type = Text)]
+    pub category: String,
+    #[diesel(sql_type = Text)]
+    pub field: String,
 }
 
 /// Resolves the open findings of some objects of one connector (`buckets[i]`, `keys[i]`),
@@ -223,11 +182,11 @@ pub async fn forget_objects(
     Ok(())
 }
 
-pub async fn fingerprinted(
+pub async fn sought(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     ids: &[Uuid],
-) -> Result<Vec<Fingerprinted>, ScanError> {
+) -> Result<Vec<Sought>, ScanError> {
     // One index probe per id (docs/decisions.md, "Batches of keys are looked up one key at a
     // time"): planned generically as `finding_id = ANY($2)`, a table without statistics was
     // read whole for the tenant on every call.
@@ -237,7 +196,7 @@ pub async fn fingerprinted(
     Ok(db::sql(
         "SELECT f.* FROM unnest($2::uuid[]) AS k(finding_id)
           CROSS JOIN LATERAL (
-                SELECT finding_id, scan_id, pii_type, fingerprint FROM findings
+                SELECT finding_id, scan_id, pii_type, category, field FROM findings
                  WHERE tenant_id = $1 AND finding_id = k.finding_id
                 OFFSET 0) f
           ORDER BY f.finding_id",
@@ -267,7 +226,7 @@ pub async fn open_after(
               ORDER BY bucket, object_key
               LIMIT $5)
          SELECT f.finding_id, f.bucket, f.object_key, coalesce(s.etag, '') AS etag,
-                f.pii_type, f.category, f.confidence, f.tokenized
+                f.pii_type, f.category, f.confidence, f.occurrences, f.tokenized
            FROM o
            JOIN findings f
              ON f.tenant_id = $1 AND f.connector_id = $2 AND f.bucket = o.bucket
@@ -287,9 +246,25 @@ pub async fn open_after(
 }
 
 /// A finding as the findings list shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredFinding {
+    pub row: FindingRow,
+    /// How many values.
+    pub occurrences: i32,
+}
+
+impl std::ops::Deref for StoredFinding {
+    type Target = FindingRow;
+
+    fn deref(&self) -> &FindingRow {
+        &self.row
+    }
+}
+
+/// A stored finding's columns as diesel's table has them (all but `occurrences`).
 #[derive(Debug, Clone, PartialEq, diesel::Queryable, diesel::Selectable)]
 #[diesel(table_name = db::schema::findings, check_for_backend(diesel::pg::Pg))]
-pub struct StoredFinding {
+pub struct FindingRow {
     pub finding_id: Uuid,
     pub scan_id: Uuid,
     pub connector_id: Uuid,
@@ -297,17 +272,26 @@ pub struct StoredFinding {
     pub object_key: String,
     pub pii_type: String,
     pub category: String,
+    /// The highest of its values'.
     pub confidence: f32,
-    /// Where in the object: line and column, CSV row and column, or JSON path.
-    pub location: serde_json::Value,
-    /// The value masked (`***-**-6789`): never the value.
+    /// Where its first values are, at most [`crate::group::SAMPLES`]: each a line and column,
+    /// a CSV row and column, or a JSON path.
+    pub locations: serde_json::Value,
+    /// Its first value masked (`***-**-6789`): never a value.
     pub preview: String,
     /// open or resolved.
     pub status: String,
     pub created_at: time::OffsetDateTime,
     pub resolved_at: Option<time::OffsetDateTime>,
-    /// The value is a token the platform wrote into this object (see [`crate::tokens`]).
+    /// The values are tokens the platform wrote into this object (see [`crate::tokens`]).
     pub tokenized: bool,
+    /// Where its values sit: a CSV header, a JSON path with indices folded, or empty for text.
+    pub field: String,
+}
+
+/// `findings.occurrences`, which diesel's table leaves out.
+fn occurrences() -> diesel::expression::SqlLiteral<diesel::sql_types::Integer> {
+    diesel::dsl::sql("findings.occurrences")
 }
 
 /// Filters of the findings list.
@@ -378,7 +362,8 @@ pub async fn list(
     let mut query = f::findings
         .filter(f::tenant_id.eq(tenant.as_str()))
         .select((
-            StoredFinding::as_select(),
+            FindingRow::as_select(),
+            occurrences(),
             sql::<BigInt>("findings.txid::text::bigint"),
             sql::<BigInt>("pg_snapshot_xmin(pg_current_snapshot())::text::bigint"),
         ))
@@ -426,21 +411,21 @@ pub async fn list(
                 .sql(")"),
         );
     }
-    let rows: Vec<(StoredFinding, i64, i64)> = query.load(conn).await?;
+    let rows: Vec<(FindingRow, i32, i64, i64)> = query.load(conn).await?;
     // Rows are in txid order, so those below the watermark come first.
     let settled = rows
         .iter()
-        .take_while(|(_, txid, watermark)| txid < watermark)
+        .take_while(|(_, _, txid, watermark)| txid < watermark)
         .count();
     Ok(keyset
-        .page_settled(rows, settled, |(r, txid, _)| paging::Position {
+        .page_settled(rows, settled, |(r, _, txid, _)| paging::Position {
             micros: *txid,
             id: r.finding_id,
         })
-        .map(|(r, _, _)| r))
+        .map(|(row, occurrences, _, _)| StoredFinding { row, occurrences }))
 }
 
-/// How many open findings (not tokenized) have one (pii type, category).
+/// How many values open findings (not tokenized) of one (pii type, category) hold.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct TypeCount {
     #[diesel(sql_type = Text)]
@@ -452,7 +437,7 @@ pub struct TypeCount {
 }
 
 /// The (pii type, category) pairs present in the tenant's open, untokenized findings of
-/// `connectors` (empty: every connector), with their counts.
+/// `connectors` (empty: every connector), with their values' counts.
 pub async fn type_counts(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
@@ -462,7 +447,7 @@ pub async fn type_counts(
     // value, or a generic plan ignores the index it needs (docs/decisions.md, "Static SQL is
     // prepared once per connection").
     diesel::sql_query(
-        "SELECT pii_type, category, count(*) AS n
+        "SELECT pii_type, category, sum(occurrences)::bigint AS n
            FROM findings
           WHERE tenant_id = $1 AND status = 'open' AND NOT tokenized
             AND (cardinality($2::uuid[]) = 0 OR connector_id = ANY($2))
@@ -486,10 +471,11 @@ pub async fn get(
     f::findings
         .filter(f::tenant_id.eq(tenant.as_str()))
         .filter(f::finding_id.eq(id.as_uuid()))
-        .select(StoredFinding::as_select())
+        .select((FindingRow::as_select(), occurrences()))
         .first(conn)
         .await
         .optional()?
+        .map(|(row, occurrences)| StoredFinding { row, occurrences })
         .ok_or(ScanError::FindingNotFound)
 }
 

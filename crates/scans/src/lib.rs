@@ -2,7 +2,8 @@
 
 // Dependencies point one way: error, model, options, preview and rows at the bottom; the lease protocol
 // above them; recording, the lifecycle and enumeration above that; the store of views, the
-// per-connector facts, the worker and the coordinator on top.
+// per-connector facts, the grouping of an object's values, the worker and the coordinator on
+// top.
 mod error;
 pub mod model;
 pub mod options;
@@ -22,6 +23,7 @@ pub mod classifiers;
 pub mod connector;
 pub mod coordinator;
 pub mod findings;
+pub mod group;
 pub mod store;
 pub mod tokens;
 pub mod worker;

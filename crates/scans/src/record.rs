@@ -3,11 +3,10 @@
 //! under the chunk's fence.
 
 use std::collections::HashSet;
-use std::fmt;
 
 use diesel::QueryableByName;
 use diesel::sql_types::{
-    Array, BigInt, Bytea, Float, Integer, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+    Array, BigInt, Float, Integer, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
@@ -21,36 +20,23 @@ use crate::model::Reasons;
 use crate::outbox::{self, Event, RecordedObject};
 use crate::rows::chunk_reasons;
 
-/// A finding ready to store: never the value (the candidate is dropped before writing).
-#[derive(Debug, Clone)]
+/// A finding ready to store: one PII type in one field of one object, with how many values it
+/// holds (see [`crate::group`]). Never a value.
+#[derive(Debug, Clone, PartialEq)]
 pub struct NewFinding {
     pub pii_type: String,
     pub category: String,
+    /// Where the values sit: a CSV header, a JSON path with indices folded, or empty for text.
+    pub field: String,
+    /// The highest confidence of its values.
     pub confidence: f32,
-    pub location: serde_json::Value,
+    pub occurrences: u32,
+    /// The first values' locations, at most [`crate::group::SAMPLES`]: the first value's first.
+    pub locations: Vec<serde_json::Value>,
+    /// The first value, masked.
     pub preview: String,
-    pub fingerprint: Vec<u8>,
-    /// The value, until the lookup of issued tokens (see [`crate::tokens`]).
-    pub candidate: Option<Candidate>,
-    /// The value is a token the platform wrote into this object.
+    /// The values are tokens the platform wrote into this object.
     pub tokenized: bool,
-}
-
-/// A value found by detection, kept only until the token lookup. Never shown.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Candidate(pub(crate) String);
-
-impl Candidate {
-    /// The value: for the token lookup only, never to be stored, logged or shown.
-    pub fn value(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Candidate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Candidate(<redacted>)")
-    }
 }
 
 /// What became of one resource.
@@ -72,10 +58,11 @@ struct NewFindings<'a> {
     types: Vec<&'a str>,
     categories: Vec<&'a str>,
     confidences: Vec<f32>,
-    locations: Vec<&'a serde_json::Value>,
     previews: Vec<&'a str>,
-    fingerprints: Vec<&'a [u8]>,
     tokenized: Vec<bool>,
+    fields: Vec<&'a str>,
+    occurrences: Vec<i32>,
+    locations: Vec<serde_json::Value>,
 }
 
 impl<'a> NewFindings<'a> {
@@ -86,10 +73,13 @@ impl<'a> NewFindings<'a> {
         self.types.push(&f.pii_type);
         self.categories.push(&f.category);
         self.confidences.push(f.confidence);
-        self.locations.push(&f.location);
         self.previews.push(&f.preview);
-        self.fingerprints.push(&f.fingerprint);
         self.tokenized.push(f.tokenized);
+        self.fields.push(&f.field);
+        self.occurrences
+            .push(i32::try_from(f.occurrences).unwrap_or(i32::MAX));
+        self.locations
+            .push(serde_json::Value::Array(f.locations.clone()));
     }
 }
 
@@ -235,7 +225,7 @@ pub async fn record(
         let mut counts = Vec::with_capacity(batch.len());
         for (resource, outcome) in &batch {
             let (state, reason, found) = match outcome {
-                Outcome::Scanned(f) => ("scanned", None, f.len() as i32),
+                Outcome::Scanned(f) => ("scanned", None, found_values(f)),
                 Outcome::Skipped(r) => ("skipped", Some(r.clone()), 0),
                 Outcome::Failed(r) => ("failed", Some(r.clone()), 0),
             };
@@ -311,15 +301,15 @@ pub async fn record(
                 }
             }
         }
-        let found = new.ids.len() as i32;
-        if found > 0 {
+        let found: i32 = new.occurrences.iter().fold(0, |n, o| n.saturating_add(*o));
+        if !new.ids.is_empty() {
             db::sql(
                 "INSERT INTO findings (tenant_id, scan_id, connector_id, finding_id, bucket,
-                                       object_key, pii_type, category, confidence, location,
-                                       preview, fingerprint, tokenized)
+                                       object_key, pii_type, category, confidence, preview,
+                                       tokenized, field, occurrences, locations)
                  SELECT $1, $2, $3, f.* FROM unnest($4::uuid[], $5::text[], $6::text[],
-                        $7::text[], $8::text[], $9::real[], $10::jsonb[], $11::text[],
-                        $12::bytea[], $13::bool[]) AS f",
+                        $7::text[], $8::text[], $9::real[], $10::text[], $11::bool[],
+                        $12::text[], $13::int[], $14::jsonb[]) AS f",
             )
             .bind::<Text, _>(tenant)
             .bind::<SqlUuid, _>(claim.scan.as_uuid())
@@ -330,10 +320,11 @@ pub async fn record(
             .bind::<Array<Text>, _>(&new.types)
             .bind::<Array<Text>, _>(&new.categories)
             .bind::<Array<Float>, _>(&new.confidences)
-            .bind::<Array<Jsonb>, _>(&new.locations)
             .bind::<Array<Text>, _>(&new.previews)
-            .bind::<Array<Bytea>, _>(&new.fingerprints)
             .bind::<Array<diesel::sql_types::Bool>, _>(&new.tokenized)
+            .bind::<Array<Text>, _>(&new.fields)
+            .bind::<Array<Integer>, _>(&new.occurrences)
+            .bind::<Array<Jsonb>, _>(&new.locations)
             .execute(conn)
             .await?;
         }
@@ -365,7 +356,7 @@ pub async fn record(
                 }
                 .to_owned(),
                 findings: match o {
-                    Outcome::Scanned(f) => f.len() as i32,
+                    Outcome::Scanned(f) => found_values(f),
                     _ => 0,
                 },
             })
@@ -398,4 +389,14 @@ pub async fn record(
         Ok(Held::Yes)
     })
     .await
+}
+
+/// How many values some findings hold: what every `findings_count` counts.
+pub fn values(findings: &[NewFinding]) -> i64 {
+    findings.iter().map(|f| i64::from(f.occurrences)).sum()
+}
+
+/// How many values some findings hold, as a scan's counts take it.
+fn found_values(found: &[NewFinding]) -> i32 {
+    i32::try_from(values(found)).unwrap_or(i32::MAX)
 }

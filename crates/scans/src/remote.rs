@@ -10,7 +10,6 @@ use diesel_async::AsyncPgConnection;
 use ids::{ScanId, TenantId};
 use keys::KeyRing;
 use tokenize_core::PiiType;
-use uuid::Uuid;
 
 use crate::error::ScanError;
 use crate::lease::{self, Claim, Held};
@@ -35,8 +34,9 @@ pub enum Refused {
     NoChunk,
     /// An object the chunk does not hold.
     NotInChunk(i32),
-    /// Lookups that do not pair with the findings, or one given for a custom classifier's.
-    Lookups(i32),
+    /// A finding reported `tokenized` in an object the platform wrote no token into, or of a
+    /// custom classifier (the vault issues PII types only).
+    Tokenized(i32),
     /// A finding whose type is neither a PII type nor one of the scan's classifiers, or whose
     /// category is not its type's.
     FindingType(i32),
@@ -97,10 +97,12 @@ async fn named_claim(
 
 /// Claims a chunk of `scan` for `worker_id`, as an in-platform worker would, with what its
 /// objects need (connector configurations with their secrets: the caller hands over only the
-/// public part). When none is free, ends the scan if its work is done.
+/// public part, and the lookup keys of the tokens written into each object). When none is
+/// free, ends the scan if its work is done.
 pub async fn claim(
     conn: &mut AsyncPgConnection,
     keyring: &KeyRing,
+    tokens: &dyn WrittenTokens,
     scan: ScanId,
     token: &str,
     worker_id: &str,
@@ -119,7 +121,7 @@ pub async fn claim(
         let prepared = Local {
             conn: &mut *conn,
             keyring,
-            tokens: None,
+            tokens: Some(tokens),
             lease_seconds,
         }
         .prepare(&claim)
@@ -137,14 +139,11 @@ pub async fn claim(
     })
 }
 
-/// One object's outcome as a worker reports it: findings without values, and for each finding
-/// the vault's lookup key of its value when it could be a token.
+/// One object's outcome as a worker reports it: findings without values.
 #[derive(Debug)]
 pub struct Reported {
     pub idx: i32,
     pub outcome: Outcome,
-    /// One per finding of a scanned outcome, in order.
-    pub lookups: Vec<Option<Uuid>>,
 }
 
 /// Renews the lease of the chunk the token's holder names.
@@ -173,8 +172,9 @@ pub async fn complete(
 }
 
 /// Records what the holder of `scan`'s token reports for chunk `chunk_no` under `fence`. Objects
-/// already recorded (a report sent again after its answer was lost) are skipped; each finding
-/// whose lookup key is a token the platform wrote into its object is recorded `tokenized`.
+/// already recorded (a report sent again after its answer was lost) are skipped. A finding
+/// reported `tokenized` is refused in an object the platform wrote no token into, so a worker
+/// cannot hide new values as the tenant's own tokens where there are none.
 pub async fn record(
     conn: &mut AsyncPgConnection,
     tokens: &dyn WrittenTokens,
@@ -194,16 +194,12 @@ pub async fn record(
         return Err(Refused::NotInChunk(r.idx));
     }
     if let Some(r) = reported.iter().find(|r| match &r.outcome {
-        Outcome::Scanned(found) => {
-            found.len() != r.lookups.len()
-                || found
-                    .iter()
-                    .zip(&r.lookups)
-                    .any(|(f, l)| l.is_some() && f.pii_type.parse::<PiiType>().is_err())
-        }
-        _ => !r.lookups.is_empty(),
+        Outcome::Scanned(found) => found
+            .iter()
+            .any(|f| f.tokenized && f.pii_type.parse::<PiiType>().is_err()),
+        _ => false,
     }) {
-        return Err(Refused::Lookups(r.idx));
+        return Err(Refused::Tokenized(r.idx));
     }
     // Each finding is of a type the scan can find, in that type's category: what governance
     // and risk read back must be what a detector of the scan could have written.
@@ -236,36 +232,31 @@ pub async fn record(
         let Some(resource) = pending.remove(&r.idx) else {
             continue;
         };
-        batch.push((resource, r.outcome, r.lookups));
+        batch.push((resource, r.outcome));
     }
-    let lookups: Vec<(Place<'_>, Uuid)> = batch
+    let claiming: Vec<&lease::Resource> = batch
         .iter()
-        .flat_map(|(resource, _, keys)| {
-            keys.iter()
-                .flatten()
-                .map(move |key| (Place::from(resource), *key))
-        })
+        .filter(|(_, o)| matches!(o, Outcome::Scanned(found) if found.iter().any(|f| f.tokenized)))
+        .map(|(r, _)| r)
         .collect();
-    let answers = tokens
-        .written_lookups(conn, &claim.tenant, &lookups)
-        .await
-        .map_err(ScanError::from)?;
-    drop(lookups);
-    let mut answers = answers.into_iter();
-    let batch = batch
-        .into_iter()
-        .map(|(resource, mut outcome, keys)| {
-            if let Outcome::Scanned(found) = &mut outcome {
-                for (finding, key) in found.iter_mut().zip(keys) {
-                    finding.candidate = None;
-                    // Masked here, whatever the worker sent: see `preview::remask`.
-                    finding.preview =
-                        crate::preview::remask(finding.pii_type.parse().ok(), &finding.preview);
-                    finding.tokenized = key.is_some() && answers.next().unwrap_or(false);
-                }
+    if !claiming.is_empty() {
+        let places: Vec<Place<'_>> = claiming.iter().map(|r| Place::from(*r)).collect();
+        let written = tokens
+            .written_in(conn, &claim.tenant, &places)
+            .await
+            .map_err(ScanError::from)?;
+        if let Some((r, _)) = claiming.iter().zip(written).find(|(_, w)| w.is_empty()) {
+            return Err(Refused::Tokenized(r.idx));
+        }
+    }
+    for (_, outcome) in &mut batch {
+        if let Outcome::Scanned(found) = outcome {
+            for finding in found.iter_mut() {
+                // Masked here, whatever the worker sent: see `preview::remask`.
+                finding.preview =
+                    crate::preview::remask(finding.pii_type.parse().ok(), &finding.preview);
             }
-            (resource, outcome)
-        })
-        .collect();
+        }
+    }
     Ok(record::record(conn, claim, batch, lease_seconds).await?)
 }

@@ -9,6 +9,12 @@
 //! are valid-looking values by design, and anyone who may tokenize can fill the vault with them
 //! (every date of a layout, in a few dozen batches), which would otherwise hide every real value
 //! of that shape from governance.
+//!
+//! A worker is handed, with each chunk, the lookup keys of the tokens written into each of its
+//! objects, and tells tokens apart as it groups the object's findings ([`crate::group`]); an
+//! object nothing was written into (nearly all) costs nothing per value. A worker outside the
+//! platform reports groups `tokenized`; the platform refuses such a group in an object it wrote
+//! no token into.
 
 use std::fmt;
 
@@ -19,7 +25,6 @@ use ids::{ConnectorId, TenantId};
 use uuid::Uuid;
 
 use crate::lease::Resource;
-use crate::record::Outcome;
 
 /// The object a candidate was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,26 +44,17 @@ impl<'a> From<&'a Resource> for Place<'a> {
     }
 }
 
-/// Says which values found in an object are tokens the platform's remediation wrote into that
-/// object: [`Recorded`] in the services and workers, none where a test scans without it.
+/// Says which tokens the platform's remediation wrote into objects: [`Recorded`] in the
+/// services and workers, none where a test scans without it.
 #[async_trait::async_trait]
 pub trait WrittenTokens: Send + Sync + fmt::Debug {
-    /// One answer per candidate (where, PII type, text), in order.
-    async fn written(
+    /// For each object, in order, the vault's lookup keys of the tokens written into it.
+    async fn written_in(
         &self,
         conn: &mut AsyncPgConnection,
         tenant: &TenantId,
-        candidates: &[(Place<'_>, &str, &str)],
-    ) -> Result<Vec<bool>, DieselError>;
-
-    /// The same question asked by the vault's lookup keys of the candidates (what a worker
-    /// outside the platform sends instead of values). One answer per key, in order.
-    async fn written_lookups(
-        &self,
-        conn: &mut AsyncPgConnection,
-        tenant: &TenantId,
-        lookups: &[(Place<'_>, Uuid)],
-    ) -> Result<Vec<bool>, DieselError>;
+        objects: &[Place<'_>],
+    ) -> Result<Vec<Vec<Uuid>>, DieselError>;
 }
 
 /// Answers [`WrittenTokens`] from the rows remediation records as it writes tokens into objects
@@ -85,111 +81,50 @@ pub fn object_ref(bucket: &str, object_key: &str) -> Uuid {
 
 #[async_trait::async_trait]
 impl WrittenTokens for Recorded {
-    async fn written(
+    async fn written_in(
         &self,
         conn: &mut AsyncPgConnection,
         tenant: &TenantId,
-        candidates: &[(Place<'_>, &str, &str)],
-    ) -> Result<Vec<bool>, DieselError> {
-        let lookups: Vec<(Place<'_>, Uuid)> = candidates
-            .iter()
-            .map(|(place, pii_type, value)| {
-                (
-                    *place,
-                    tokenize_core::lookup(tenant.as_str(), pii_type, value),
-                )
-            })
-            .collect();
-        self.written_lookups(conn, tenant, &lookups).await
-    }
-
-    async fn written_lookups(
-        &self,
-        conn: &mut AsyncPgConnection,
-        tenant: &TenantId,
-        lookups: &[(Place<'_>, Uuid)],
-    ) -> Result<Vec<bool>, DieselError> {
+        objects: &[Place<'_>],
+    ) -> Result<Vec<Vec<Uuid>>, DieselError> {
         #[derive(diesel::QueryableByName)]
-        struct Ordinal {
+        struct Lookup {
             #[diesel(sql_type = BigInt)]
             i: i64,
+            #[diesel(sql_type = SqlUuid)]
+            lookup: Uuid,
         }
-        if lookups.is_empty() {
-            return Ok(Vec::new());
+        let mut written = vec![Vec::new(); objects.len()];
+        if objects.is_empty() {
+            return Ok(written);
         }
-        let connectors: Vec<Uuid> = lookups.iter().map(|(p, _)| p.connector.as_uuid()).collect();
-        let objects: Vec<Uuid> = lookups
+        let connectors: Vec<Uuid> = objects.iter().map(|p| p.connector.as_uuid()).collect();
+        let refs: Vec<Uuid> = objects
             .iter()
-            .map(|(p, _)| object_ref(p.bucket, p.object_key))
+            .map(|p| object_ref(p.bucket, p.object_key))
             .collect();
-        let keys: Vec<Uuid> = lookups.iter().map(|(_, k)| *k).collect();
-        // One probe of the primary key per candidate.
-        let found: Vec<Ordinal> = db::sql(
-            "SELECT c.i FROM unnest($2::uuid[], $3::uuid[], $4::uuid[])
-                             WITH ORDINALITY AS c(connector_id, object_ref, lookup, i)
-              WHERE EXISTS (SELECT 1 FROM remediation_written_tokens w
-                             WHERE w.tenant_id = $1 AND w.connector_id = c.connector_id
-                               AND w.object_ref = c.object_ref AND w.lookup = c.lookup)",
+        // One probe of the primary key's prefix per object.
+        let found: Vec<Lookup> = db::sql(
+            "SELECT o.i, w.lookup FROM unnest($2::uuid[], $3::uuid[])
+                    WITH ORDINALITY AS o(connector_id, object_ref, i)
+              CROSS JOIN LATERAL (
+                    SELECT DISTINCT w.lookup FROM remediation_written_tokens w
+                     WHERE w.tenant_id = $1 AND w.connector_id = o.connector_id
+                       AND w.object_ref = o.object_ref
+                    OFFSET 0) w",
         )
         .bind::<Text, _>(tenant.as_str())
         .bind::<Array<SqlUuid>, _>(&connectors)
-        .bind::<Array<SqlUuid>, _>(&objects)
-        .bind::<Array<SqlUuid>, _>(&keys)
+        .bind::<Array<SqlUuid>, _>(&refs)
         .load(conn)
         .await?;
-        let mut answers = vec![false; lookups.len()];
-        for Ordinal { i } in found {
-            if let Some(slot) = usize::try_from(i - 1).ok().and_then(|i| answers.get_mut(i)) {
-                *slot = true;
+        for Lookup { i, lookup } in found {
+            if let Some(slot) = usize::try_from(i - 1).ok().and_then(|i| written.get_mut(i)) {
+                slot.push(lookup);
             }
         }
-        Ok(answers)
+        Ok(written)
     }
-}
-
-/// Marks the batch's findings whose values are tokens the platform wrote into their objects,
-/// and drops every value.
-pub(crate) async fn recognize(
-    conn: &mut AsyncPgConnection,
-    lookup: Option<&dyn WrittenTokens>,
-    tenant: &TenantId,
-    batch: &mut [(Resource, Outcome)],
-) -> Result<(), DieselError> {
-    if let Some(lookup) = lookup {
-        let candidates: Vec<(Place<'_>, &str, &str)> = batch
-            .iter()
-            .filter_map(|(resource, o)| match o {
-                Outcome::Scanned(found) => Some((resource, found)),
-                _ => None,
-            })
-            .flat_map(|(resource, found)| {
-                found.iter().filter_map(move |f| {
-                    f.candidate
-                        .as_ref()
-                        .map(|c| (Place::from(resource), f.pii_type.as_str(), c.0.as_str()))
-                })
-            })
-            .collect();
-        if !candidates.is_empty() {
-            let answers = lookup.written(conn, tenant, &candidates).await?;
-            let mut answers = answers.into_iter();
-            for (_, outcome) in batch.iter_mut() {
-                if let Outcome::Scanned(found) = outcome {
-                    for f in found.iter_mut().filter(|f| f.candidate.is_some()) {
-                        f.tokenized = answers.next().unwrap_or(false);
-                    }
-                }
-            }
-        }
-    }
-    for (_, outcome) in batch.iter_mut() {
-        if let Outcome::Scanned(found) = outcome {
-            for f in found.iter_mut() {
-                f.candidate = None;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,30 +1,31 @@
 //! A worker: claims chunks and scans their objects. The same loop runs as tokio tasks inside
 //! platform-api and in the `scan-worker` binary.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use diesel_async::AsyncPgConnection;
 use futures::StreamExt;
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use connectors::cloud::{AccessError, Bucket, Cloud, Failure};
 use detect::ClassifierSpec;
-use detect::{Detector, Finding, Hint, Location};
+use detect::{Detector, Finding, Hint};
 use ids::{ConnectorId, ScanId};
 use keys::KeyRing;
-use tokenize_core::MacKey;
+
+use uuid::Uuid;
 
 use crate::error::ScanError;
+use crate::group::{Groups, Written};
 use crate::lease::{self, Claim, Held, Resource};
 use crate::lifecycle;
-use crate::record::{self, Candidate, NewFinding, Outcome};
+use crate::record::{self, Outcome};
 use crate::rows;
-use crate::tokens::{WrittenTokens, recognize};
+use crate::tokens::{Place, WrittenTokens};
 
 /// How long a claim holds without a heartbeat, by default.
 pub const LEASE_SECONDS: i64 = 30;
@@ -49,6 +50,12 @@ const BATCH_AGE: Duration = Duration::from_secs(1);
 /// holds before the reader waits: enough to keep the storage busy while detection and writes
 /// run, and a bound on memory.
 const READ_AHEAD: usize = 6;
+/// Content is pushed to detection this much at a time, and its findings grouped after each
+/// push: gzip inflates at most about a thousandfold, so one push yields at most about 5 MiB of
+/// text (with the window it completes), whose values stay under [`PUSH_FINDINGS`] for any real
+/// table. Only a bomb of short repeated values passes it, and fails as `findings_limit`.
+const PUSH: usize = 4 << 10;
+const PUSH_FINDINGS: usize = 1_000_000;
 const PIECES_AHEAD: usize = 8;
 
 /// How many scans' compiled classifier sets a worker keeps.
@@ -83,22 +90,13 @@ pub struct Prepared {
     pub resources: Vec<Resource>,
     /// The custom classifiers the scan was created with.
     pub classifiers: Vec<ClassifierSpec>,
-    /// Keys the findings' fingerprints (`TenantKeys::finding`).
-    pub finding_key: FindingKey,
+    /// The lookup keys of the tokens the platform wrote into each resource, by its index;
+    /// none for a resource absent here (see [`crate::tokens`]).
+    pub written: HashMap<i32, Vec<Uuid>>,
     /// Objects larger than this are skipped (`size_limit`).
     pub max_bytes: u64,
     /// The configuration of each connector the resources belong to, or why it is unusable.
     pub connectors: Vec<(ConnectorId, Result<connectors::Config, AccessError>)>,
-}
-
-/// The bytes of a tenant's findings fingerprint key; never shown by `Debug`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct FindingKey(pub [u8; 32]);
-
-impl std::fmt::Debug for FindingKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FindingKey(<redacted>)")
-    }
 }
 
 /// The coordinator a worker runs a claimed chunk against: Postgres, in the platform
@@ -109,8 +107,7 @@ impl std::fmt::Debug for FindingKey {
 pub trait Coordination: Send {
     async fn prepare(&mut self, claim: &Claim) -> Result<Prepared, ScanError>;
     async fn heartbeat(&mut self, claim: &Claim) -> Result<Held, ScanError>;
-    /// Records a batch of outcomes, after recognizing the findings that are the tenant's own
-    /// tokens; the batch's candidate values go no further.
+    /// Records a batch of outcomes.
     async fn record(
         &mut self,
         claim: &Claim,
@@ -159,10 +156,20 @@ impl Coordination for Local<'_> {
                     });
             configs.push((resource.connector_id, config));
         }
+        let mut written = HashMap::new();
+        if let Some(tokens) = self.tokens {
+            let places: Vec<Place<'_>> = resources.iter().map(Place::from).collect();
+            let found = tokens.written_in(conn, &claim.tenant, &places).await?;
+            for (resource, lookups) in resources.iter().zip(found) {
+                if !lookups.is_empty() {
+                    written.insert(resource.idx, lookups);
+                }
+            }
+        }
         Ok(Prepared {
             resources,
             classifiers,
-            finding_key: FindingKey(keys.finding_key()),
+            written,
             max_bytes: options.max_object_bytes,
             connectors: configs,
         })
@@ -175,9 +182,8 @@ impl Coordination for Local<'_> {
     async fn record(
         &mut self,
         claim: &Claim,
-        mut batch: Vec<(Resource, Outcome)>,
+        batch: Vec<(Resource, Outcome)>,
     ) -> Result<Held, ScanError> {
-        recognize(self.conn, self.tokens, &claim.tenant, &mut batch).await?;
         record::record(self.conn, claim, batch, self.lease_seconds).await
     }
 
@@ -190,7 +196,6 @@ impl Coordination for Local<'_> {
 struct Scope<'a> {
     claim: &'a Claim,
     detector: Arc<Detector>,
-    finding_key: Arc<MacKey>,
     max_bytes: u64,
 }
 
@@ -225,7 +230,7 @@ impl Worker {
         }
     }
 
-    /// Recognizes the tokens remediation wrote into objects among findings with `tokens`.
+    /// Tells the tokens remediation wrote into objects from new values with `tokens`.
     pub fn with_tokens(mut self, tokens: Arc<dyn WrittenTokens>) -> Self {
         self.tokens = Some(tokens);
         self
@@ -289,13 +294,13 @@ impl Worker {
         coordinator: &mut dyn Coordination,
         claim: &Claim,
     ) -> Result<Stop, ScanError> {
-        let prepared = coordinator.prepare(claim).await?;
+        let mut prepared = coordinator.prepare(claim).await?;
         let scope = Scope {
             claim,
             detector: self.detector(claim.scan, &prepared.classifiers)?,
-            finding_key: Arc::new(MacKey::new(&prepared.finding_key.0)),
             max_bytes: prepared.max_bytes,
         };
+        let mut written = std::mem::take(&mut prepared.written);
         let buckets = self.buckets(&claim.tenant, &prepared);
         let mut ahead = ReadAhead::new(prepared.resources, buckets, prepared.max_bytes);
         // Outcomes are written in batches: a few statements per batch instead of per object.
@@ -306,7 +311,14 @@ impl Worker {
             let outcome = match next {
                 Next::Decided(outcome) => outcome,
                 Next::Body(body) => {
-                    match self.scan_body(coordinator, &scope, &resource, body).await? {
+                    let written = Written::new(
+                        claim.tenant.as_str(),
+                        written.remove(&resource.idx).unwrap_or_default(),
+                    );
+                    match self
+                        .scan_body(coordinator, &scope, &resource, body, written)
+                        .await?
+                    {
                         Some(outcome) => outcome,
                         None => return Ok(Stop::Lost),
                     }
@@ -382,10 +394,11 @@ impl Worker {
         scope: &Scope<'_>,
         resource: &Resource,
         body: mpsc::Receiver<Piece>,
+        written: Written,
     ) -> Result<Option<Outcome>, ScanError> {
         let detection = Detection {
             detector: scope.detector.clone(),
-            finding_key: scope.finding_key.clone(),
+            written,
             file_name: resource.object_key.clone(),
             max_bytes: scope.max_bytes,
         };
@@ -420,7 +433,7 @@ impl Worker {
 /// One object's detection, run off the async runtime.
 struct Detection {
     detector: Arc<Detector>,
-    finding_key: Arc<MacKey>,
+    written: Written,
     file_name: String,
     max_bytes: u64,
 }
@@ -435,8 +448,12 @@ impl Detection {
             with_values: true,
             ..detect::Options::default()
         };
-        let mut stream = self.detector.stream(hint, options);
+        let mut stream = self
+            .detector
+            .stream(hint, options)
+            .with_findings_limit(PUSH_FINDINGS);
         let mut found: Vec<Finding> = Vec::new();
+        let mut groups = Groups::default();
         let mut read: u64 = 0;
         loop {
             let piece = match body.blocking_recv() {
@@ -451,19 +468,20 @@ impl Detection {
             if read > self.max_bytes {
                 return Outcome::Skipped(record::SIZE_LIMIT.into());
             }
-            if let Err(reason) = stream.push(&piece, &mut found) {
-                return skip(reason);
+            // Grouped after each step, so the values found are held one step at a time; a
+            // step inflates at most PUSH bytes of gzip, whatever the piece.
+            for step in piece.chunks(PUSH) {
+                if let Err(reason) = stream.push(step, &mut found) {
+                    return skip(reason);
+                }
+                found.drain(..).for_each(|f| groups.add(f, &self.written));
             }
         }
         if let Err(reason) = stream.finish(&mut found) {
             return skip(reason);
         }
-        Outcome::Scanned(
-            found
-                .into_iter()
-                .map(|f| stored(f, &self.finding_key))
-                .collect(),
-        )
+        found.drain(..).for_each(|f| groups.add(f, &self.written));
+        Outcome::Scanned(groups.into_findings())
     }
 }
 
@@ -575,14 +593,14 @@ pub const FINDINGS_METRIC: &str = "dps_scan_findings_total";
 
 fn count(resource: &Resource, outcome: &Outcome) {
     let (label, findings) = match outcome {
-        Outcome::Scanned(found) => ("scanned", found.len()),
+        Outcome::Scanned(found) => ("scanned", record::values(found)),
         Outcome::Skipped(_) => ("skipped", 0),
         Outcome::Failed(_) => ("failed", 0),
     };
     metrics::counter!(OBJECTS_METRIC, "outcome" => label).increment(1);
     if label == "scanned" {
         metrics::counter!(BYTES_METRIC).increment(resource.size.max(0) as u64);
-        metrics::counter!(FINDINGS_METRIC).increment(findings as u64);
+        metrics::counter!(FINDINGS_METRIC).increment(findings.max(0) as u64);
     }
 }
 
@@ -599,37 +617,4 @@ fn extension(key: &str) -> Option<String> {
     let name = key.rsplit('/').next()?;
     let (_, ext) = name.rsplit_once('.')?;
     Some(ext.to_ascii_lowercase())
-}
-
-/// A finding as stored: the value becomes a masked preview and a keyed fingerprint, then is
-/// dropped.
-fn stored(finding: Finding, finding_key: &MacKey) -> NewFinding {
-    let fingerprint = crate::findings::fingerprint(finding_key, &finding);
-    let raw = finding.value.unwrap_or_default();
-    NewFinding {
-        pii_type: finding.pii_type.as_str().to_owned(),
-        category: finding.category.as_str().to_owned(),
-        confidence: finding.confidence,
-        location: location(&finding.location),
-        preview: crate::preview::mask(finding.pii_type.pii(), &raw),
-        fingerprint,
-        // Custom classifiers' findings are never tokens: the vault issues PII types only.
-        candidate: finding
-            .pii_type
-            .pii()
-            .map(|_| Candidate(raw.trim().to_owned())),
-        tokenized: false,
-    }
-}
-
-fn location(location: &Location) -> Value {
-    match location {
-        Location::Line { line, column } => json!({"line": line, "column": column}),
-        Location::Csv {
-            row,
-            column,
-            header,
-        } => json!({"row": row, "column": column, "header": header}),
-        Location::Json { line, path } => json!({"line": line, "path": path}),
-    }
 }

@@ -122,15 +122,32 @@ async fn storage_that_stops_mid_scan_fails_the_rest_with_a_reason_and_the_scan_e
         #[diesel(sql_type = BigInt)]
         n: i64,
     }
-    let distinct: Count = diesel::sql_query(
-        "SELECT count(DISTINCT (object_key, fingerprint)) AS n FROM findings WHERE tenant_id = 'acme'",
+    let count = async |conn: &mut diesel_async::AsyncPgConnection, sql: &str| {
+        diesel::sql_query(sql)
+            .get_result::<Count>(conn)
+            .await
+            .unwrap()
+            .n
+    };
+    let rows = count(
+        &mut conn,
+        "SELECT count(*) AS n FROM findings WHERE tenant_id = 'acme'",
     )
-    .get_result(&mut conn)
-    .await
-    .unwrap();
+    .await;
+    let distinct = count(
+        &mut conn,
+        "SELECT count(DISTINCT (object_key, field)) AS n FROM findings WHERE tenant_id = 'acme'",
+    )
+    .await;
+    let values = count(
+        &mut conn,
+        "SELECT coalesce(sum(occurrences), 0)::bigint AS n FROM findings WHERE tenant_id = 'acme'",
+    )
+    .await;
     assert_eq!(
-        distinct.n, scanned,
-        "one finding per scanned object, none twice"
+        (rows, distinct, values),
+        (scanned, scanned, scanned),
+        "one value per scanned object, one finding of it, none twice"
     );
 }
 

@@ -1275,7 +1275,8 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
     let claim = body["data"]["claim"].clone();
     assert_eq!(claim["tenant_id"], "acme");
     assert_eq!(claim["resources"].as_array().unwrap().len(), 3, "{claim}");
-    assert_eq!(claim["finding_key"].as_str().unwrap().len(), 64);
+    // No key of the tenant's reaches a worker.
+    assert!(claim.get("finding_key").is_none(), "{claim}");
     assert_eq!(claim["connectors"][0]["provider"], "aws");
     assert_eq!(claim["connectors"][0]["config"]["region"], "us-east-1");
     let (chunk_no, fence) = (claim["chunk_no"].clone(), claim["fence"].as_i64().unwrap());
@@ -1285,17 +1286,30 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
         .iter()
         .map(|r| r["idx"].as_i64().unwrap())
         .collect();
+    // Three SSNs of one text: one finding.
     let finding = json!({
-        "pii_type": "us_ssn", "category": "government_id", "confidence": 0.9,
-        "location": {"line": 1, "column": 5}, "preview": "***-**-9999",
-        "fingerprint": format!("02{}", "ab".repeat(32)),
+        "pii_type": "us_ssn", "category": "government_id", "field": "", "occurrences": 3,
+        "confidence": 0.9, "preview": "***-**-9999",
+        "locations": [{"line": 1, "column": 5}, {"line": 2, "column": 5}, {"line": 9, "column": 1}],
     });
     let record = |fence: i64, outcomes: Value| json!({"chunk_no": chunk_no, "fence": fence, "outcomes": outcomes});
 
-    // Refused, naming what is wrong: an object outside the chunk, a malformed fingerprint,
-    // an unknown outcome, a skip without its reason.
-    let mut bad_fingerprint = finding.clone();
-    bad_fingerprint["fingerprint"] = json!("zz");
+    // Refused, naming what is wrong: an object outside the chunk, a finding without values,
+    // without samples or with more than are kept, one claimed to be the tenant's tokens where
+    // the platform wrote none, an unknown outcome, a skip without its reason.
+    let mut no_values = finding.clone();
+    no_values["occurrences"] = json!(0);
+    let mut no_samples = finding.clone();
+    no_samples["locations"] = json!([]);
+    let mut too_many_samples = finding.clone();
+    too_many_samples["occurrences"] = json!(100);
+    too_many_samples["locations"] = json!(vec![json!({"line": 1, "column": 5}); 16]);
+    let mut more_samples_than_values = finding.clone();
+    more_samples_than_values["occurrences"] = json!(2);
+    let mut long_field = finding.clone();
+    long_field["field"] = json!("f".repeat(257));
+    let mut not_our_tokens = finding.clone();
+    not_our_tokens["tokenized"] = json!(true);
     let mut unknown_type = finding.clone();
     unknown_type["pii_type"] = json!("custom:not_a_classifier");
     let mut wrong_category = finding.clone();
@@ -1306,8 +1320,28 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
             "outcomes",
         ),
         (
-            json!([{"idx": idx[0], "outcome": "scanned", "findings": [bad_fingerprint]}]),
-            "outcomes[0].findings[0].fingerprint",
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [no_values]}]),
+            "outcomes[0].findings[0].occurrences",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [no_samples]}]),
+            "outcomes[0].findings[0].locations",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [too_many_samples]}]),
+            "outcomes[0].findings[0].locations",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [more_samples_than_values]}]),
+            "outcomes[0].findings[0].locations",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [long_field]}]),
+            "outcomes[0].findings[0].field",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [not_our_tokens]}]),
+            "outcomes",
         ),
         (
             json!([{"idx": idx[0], "outcome": "scanned", "findings": [unknown_type]}]),
@@ -1369,7 +1403,8 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
         .send(Method::GET, &format!("/scans/{scan}"), None)
         .await;
     assert_eq!(body["data"]["progress"]["files_processed"], 1, "{body}");
-    assert_eq!(body["data"]["progress"]["findings_count"], 1, "{body}");
+    // Counts are of values.
+    assert_eq!(body["data"]["progress"]["findings_count"], 3, "{body}");
     let (status, body) = worker
         .send(
             Method::POST,
@@ -1424,6 +1459,18 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
     let found = body["data"].as_array().unwrap();
     assert_eq!(found.len(), 1, "{body}");
     assert_eq!(found[0]["preview"], "***-**-9999");
+    assert_eq!(found[0]["occurrences"], 3, "{body}");
+    assert_eq!(
+        found[0]["field"],
+        Value::Null,
+        "plain text is one field: {body}"
+    );
+    assert_eq!(
+        found[0]["location"],
+        json!({"line": 1, "column": 5}),
+        "{body}"
+    );
+    assert_eq!(found[0]["locations"].as_array().unwrap().len(), 3, "{body}");
     // An id that is no id names nothing: an empty page.
     for filter in ["connector=not-an-id", "scan=not-an-id"] {
         let (status, body) = admin
@@ -1480,9 +1527,8 @@ async fn a_worker_cannot_store_a_preview_the_platform_did_not_mask() {
     let idx = claim["resources"][0]["idx"].clone();
     let found = |pii_type: &str, category: &str, preview: &str, location: Value| {
         json!({
-            "pii_type": pii_type, "category": category, "confidence": 0.9,
-            "location": location, "preview": preview,
-            "fingerprint": format!("02{}", "cd".repeat(32)),
+            "pii_type": pii_type, "category": category, "field": "", "occurrences": 1,
+            "confidence": 0.9, "locations": [location], "preview": preview,
         })
     };
     let line = json!({"line": 1, "column": 5});
@@ -1504,7 +1550,7 @@ async fn a_worker_cannot_store_a_preview_the_platform_did_not_mask() {
         .await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(
-        body["error"]["details"]["field"], "outcomes[0].findings[0].location",
+        body["error"]["details"]["field"], "outcomes[0].findings[0].locations",
         "{body}"
     );
     let (status, body) = worker

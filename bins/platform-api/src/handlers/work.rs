@@ -2,7 +2,7 @@
 //! its deployment configuration: `SCAN_ID`, `COORDINATOR_URL`, `AUTH_TOKEN`). The scan's
 //! worker token is the credential (`Authorization: Bearer <AUTH_TOKEN>`); it is good for that
 //! scan alone. The worker claims a chunk and is given what it needs to scan it (objects,
-//! classifiers, the findings key, connectors' public configuration), then reports outcomes
+//! the tokens written into them, classifiers, connectors' public configuration), then reports outcomes
 //! and findings without values, under the claim's fence, as an in-platform worker writes them.
 
 use actix_web::{HttpRequest, web};
@@ -14,7 +14,6 @@ use ids::ScanId;
 use scans::record::{NewFinding, Outcome};
 use scans::remote::{Refused, Reported};
 use serde_json::json;
-use uuid::Uuid;
 
 use crate::{Extra, errors, wire};
 
@@ -52,9 +51,9 @@ fn refusal(refused_because: Refused) -> ApiError {
             field("outcomes", "an outcome names an object outside the chunk")
                 .with_details(json!({ "field": "outcomes", "idx": idx }))
         }
-        Refused::Lookups(idx) => field(
+        Refused::Tokenized(idx) => field(
             "outcomes",
-            "an outcome's lookups do not pair with its findings",
+            "a finding is reported tokenized where the platform wrote no token",
         )
         .with_details(json!({ "field": "outcomes", "idx": idx })),
         Refused::FindingType(idx) => field(
@@ -103,6 +102,7 @@ pub async fn claim(
     let claimed = scans::remote::claim(
         &mut conn,
         &extra.keyring,
+        &scans::tokens::Recorded,
         scan,
         token,
         worker_id,
@@ -251,23 +251,20 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
     if o.outcome != "scanned" && !o.findings.is_empty() {
         return Err(field(&at("findings"), "only a scanned object has findings"));
     }
-    let (outcome, lookups) = match o.outcome.as_str() {
-        "skipped" => (Outcome::Skipped(reason(&o)?), Vec::new()),
-        "failed" => (Outcome::Failed(reason(&o)?), Vec::new()),
+    let outcome = match o.outcome.as_str() {
+        "skipped" => Outcome::Skipped(reason(&o)?),
+        "failed" => Outcome::Failed(reason(&o)?),
         "scanned" => {
             let mut found = Vec::with_capacity(o.findings.len());
-            let mut lookups = Vec::with_capacity(o.findings.len());
             for (j, f) in o.findings.into_iter().enumerate() {
-                let (finding, lookup) = finding(f).map_err(|name| {
+                found.push(finding(f).map_err(|name| {
                     field(
                         &format!("outcomes[{i}].findings[{j}].{name}"),
                         "is not valid",
                     )
-                })?;
-                found.push(finding);
-                lookups.push(lookup);
+                })?);
             }
-            (Outcome::Scanned(found), lookups)
+            Outcome::Scanned(found)
         }
         _ => {
             return Err(field(
@@ -279,7 +276,6 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
     Ok(Reported {
         idx: o.idx,
         outcome,
-        lookups,
     })
 }
 
@@ -310,7 +306,7 @@ fn location_shaped(location: &serde_json::Value) -> bool {
 }
 
 /// A reported finding, or the name of its first bad field.
-fn finding(f: WorkFinding) -> Result<(NewFinding, Option<Uuid>), &'static str> {
+fn finding(f: WorkFinding) -> Result<NewFinding, &'static str> {
     let name_like = |s: &str| {
         (1..=64).contains(&s.len())
             && s.bytes()
@@ -325,40 +321,36 @@ fn finding(f: WorkFinding) -> Result<(NewFinding, Option<Uuid>), &'static str> {
     if !(f.confidence.is_finite() && (0.0..=1.0).contains(&f.confidence)) {
         return Err("confidence");
     }
-    // A worker's detector bounds both (a JSONPath to 256 characters, a preview to
-    // MAX_PREVIEW), so a longer one is not a finding a worker made.
-    if !location_shaped(&f.location) || f.location.to_string().len() > 4096 {
-        return Err("location");
+    // A worker's detector bounds these (a field and a JSONPath to 256 characters, a preview
+    // to MAX_PREVIEW, the samples to SAMPLES), so a longer one is not a finding a worker made.
+    if f.field.chars().count() > detect::MAX_FIELD || f.field.chars().any(char::is_control) {
+        return Err("field");
+    }
+    if f.occurrences == 0 {
+        return Err("occurrences");
+    }
+    if f.locations.is_empty()
+        || f.locations.len() > scans::group::SAMPLES
+        || f.locations.len() as u64 > u64::from(f.occurrences)
+        || f.locations
+            .iter()
+            .any(|l| !location_shaped(l) || l.to_string().len() > 4096)
+    {
+        return Err("locations");
     }
     if f.preview.chars().count() > scans::preview::MAX_PREVIEW {
         return Err("preview");
     }
-    let fingerprint = hex::decode(&f.fingerprint)
-        .ok()
-        .filter(|b| b.len() == 33 && b[0] == scans::findings::FINGERPRINT_VERSION)
-        .ok_or("fingerprint")?;
-    let lookup = match f.lookup.as_deref() {
-        None => None,
-        Some(text) => Some(
-            hex::decode(text)
-                .ok()
-                .and_then(|b| Uuid::from_slice(&b).ok())
-                .ok_or("lookup")?,
-        ),
-    };
-    Ok((
-        NewFinding {
-            pii_type: f.pii_type,
-            category: f.category,
-            confidence: f.confidence,
-            location: f.location,
-            preview: f.preview,
-            fingerprint,
-            candidate: None,
-            tokenized: false,
-        },
-        lookup,
-    ))
+    Ok(NewFinding {
+        pii_type: f.pii_type,
+        category: f.category,
+        field: f.field,
+        confidence: f.confidence,
+        occurrences: f.occurrences,
+        locations: f.locations,
+        preview: f.preview,
+        tokenized: f.tokenized,
+    })
 }
 
 #[cfg(test)]

@@ -107,9 +107,10 @@ pub struct PolicyDecision<'a> {
 }
 
 impl PolicyDecision<'_> {
-    /// The findings the policy matched, over all its objects.
+    /// The values the policy matched, over all its objects (each finding counts its
+    /// occurrences, as every findings count does).
     pub fn findings_matched(&self) -> usize {
-        self.objects.iter().map(|o| o.findings.len()).sum()
+        self.objects.iter().map(ObjectMatch::values).sum()
     }
 }
 

@@ -51,6 +51,7 @@ fn finding(key: &str, etag: &str, pii_type: &str, confidence: f32, tokenized: bo
         pii_type: pii_type.into(),
         category: "government_id".into(),
         confidence,
+        occurrences: 1,
         tokenized,
     }
 }

@@ -139,7 +139,7 @@ fn alert_payload(
         "connector_id": connector.to_string(),
         "resource": object.resource(),
         "pii_types": object.pii_types(),
-        "counts": { "findings": object.findings.len(), "by_pii_type": counts },
+        "counts": { "findings": object.values(), "by_pii_type": counts },
         "created_at": audit::timestamp(now),
     });
     match origin {
@@ -272,7 +272,7 @@ fn effects(
         let policy = decision.policy;
         let matched = decision.findings_matched();
         let mut tally = Tally {
-            findings_evaluated: batch.findings.len() as u64,
+            findings_evaluated: policies::matching::values(batch.findings) as u64,
             findings_matched: matched as u64,
             ..Tally::default()
         };
@@ -311,7 +311,7 @@ fn effects(
                 let mut details = json!({
                     origin_key: origin_id,
                     "action_id": action_id.to_string(),
-                    "findings": object.findings.len(),
+                    "findings": object.values(),
                     "pii_types": object.pii_types(),
                 });
                 match (action.action, outcome) {
@@ -387,7 +387,7 @@ fn effects(
                     "mode": policy.document.spec.mode.as_str(),
                     "objects_evaluated": batch.objects,
                     "objects_matched": decision.objects.len(),
-                    "findings_evaluated": batch.findings.len(),
+                    "findings_evaluated": tally.findings_evaluated,
                     "findings_matched": matched,
                     "actions": by_action,
                     "repeated": tally.repeated,

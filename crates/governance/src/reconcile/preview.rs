@@ -139,7 +139,7 @@ pub async fn plan(
                  SELECT * FROM unnest($8::int[], $9::uuid[], $10::int[], $11::bool[])
                      AS pol(p, policy_id, version, dry)),
              obj AS (
-                 SELECT c.p, f.connector_id, f.bucket, f.object_key, count(*) AS n
+                 SELECT c.p, f.connector_id, f.bucket, f.object_key, sum(f.occurrences) AS n
                    FROM findings f
                    JOIN c ON f.pii_type = c.pii_type AND f.category = c.category
                   WHERE f.tenant_id = $1 AND f.status = 'open' AND NOT f.tokenized
@@ -199,7 +199,7 @@ pub async fn plan(
                      AS a(connector_id, pii_type, category, min)),
              everywhere AS (SELECT * FROM a WHERE connector_id IS NULL),
              here AS (SELECT * FROM a WHERE connector_id IS NOT NULL)
-             SELECT count(*) AS n
+             SELECT coalesce(sum(f.occurrences), 0)::bigint AS n
                FROM findings f
                LEFT JOIN everywhere e ON e.pii_type = f.pii_type AND e.category = f.category
                LEFT JOIN here h ON h.connector_id = f.connector_id

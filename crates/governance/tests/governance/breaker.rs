@@ -26,6 +26,7 @@ fn findings() -> Vec<Finding> {
             pii_type: "us_ssn".into(),
             category: "government_id".into(),
             confidence: 0.9,
+            occurrences: 1,
             tokenized: false,
         })
         .collect()
@@ -43,9 +44,9 @@ async fn record_batch(
     for f in found {
         diesel::sql_query(
             "INSERT INTO findings (tenant_id, finding_id, scan_id, connector_id, bucket,
-                                   object_key, pii_type, category, confidence, location, preview,
-                                   fingerprint, status, created_at, tokenized)
-             VALUES ('acme', $1, $2, $3, $4, $5, $6, $7, 0.9, '{}', '***-**-6789', '\\x00',
+                                   object_key, pii_type, category, confidence, locations, preview,
+                                   status, created_at, tokenized)
+             VALUES ('acme', $1, $2, $3, $4, $5, $6, $7, 0.9, '[{}]', '***-**-6789',
                      'open', now(), false)",
         )
         .bind::<SqlUuid, _>(f.id)

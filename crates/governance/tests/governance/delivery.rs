@@ -53,6 +53,7 @@ spec:
         pii_type: "us_ssn".into(),
         category: "government_id".into(),
         confidence: 0.9,
+        occurrences: 1,
         tokenized: false,
     }];
     let tenant = acme();

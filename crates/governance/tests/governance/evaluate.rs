@@ -16,6 +16,7 @@ fn finding(key: &str, pii_type: &str, category: &str, confidence: f32) -> Findin
         pii_type: pii_type.into(),
         category: category.into(),
         confidence,
+        occurrences: 1,
         tokenized: false,
     }
 }

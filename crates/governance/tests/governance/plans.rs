@@ -69,6 +69,7 @@ async fn a_batchs_risk_is_recorded_by_key_without_statistics() {
                 pii_type: "us_ssn".into(),
                 category: "government_id".into(),
                 confidence: 0.9,
+                occurrences: 1,
                 tokenized: false,
             })
         })

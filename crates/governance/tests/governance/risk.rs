@@ -24,10 +24,10 @@ async fn tokens_stay_covered_when_the_policies_change() {
     for (finding, tokenized) in [(plain, false), (token, true)] {
         diesel::sql_query(
             "INSERT INTO findings (tenant_id, finding_id, scan_id, connector_id, bucket,
-                                   object_key, pii_type, category, confidence, location, preview,
-                                   fingerprint, status, created_at, tokenized)
+                                   object_key, pii_type, category, confidence, locations, preview,
+                                   status, created_at, tokenized)
              VALUES ('acme', $1, gen_random_uuid(), $2, 'logs', 'people.csv', 'us_ssn',
-                     'government_id', 0.95, '{}', '***-**-6789', '\\x00', 'open', now(), $3)",
+                     'government_id', 0.95, '[{}]', '***-**-6789', 'open', now(), $3)",
         )
         .bind::<SqlUuid, _>(finding)
         .bind::<SqlUuid, _>(connector.as_uuid())
@@ -78,6 +78,7 @@ fn three_ssns() -> Vec<Finding> {
             pii_type: "us_ssn".into(),
             category: "government_id".into(),
             confidence: 0.9,
+            occurrences: 1,
             tokenized: false,
         })
         .collect()
@@ -280,10 +281,10 @@ async fn stored(env: &mut Env, connector: ConnectorId, findings: &[Finding]) {
     for f in findings {
         diesel::sql_query(
             "INSERT INTO findings (tenant_id, finding_id, scan_id, connector_id, bucket,
-                                   object_key, pii_type, category, confidence, location, preview,
-                                   fingerprint, status, created_at, tokenized)
-             VALUES ('acme', $1, gen_random_uuid(), $2, $3, $4, $5, $6, $7, '{}', '***-**-6789',
-                     '\\x00', 'open', now(), false)",
+                                   object_key, pii_type, category, confidence, locations, preview,
+                                   status, created_at, tokenized)
+             VALUES ('acme', $1, gen_random_uuid(), $2, $3, $4, $5, $6, $7, '[{}]', '***-**-6789',
+                     'open', now(), false)",
         )
         .bind::<SqlUuid, _>(f.id)
         .bind::<SqlUuid, _>(connector.as_uuid())

@@ -37,6 +37,8 @@ struct Flipped {
     exposure: f32,
     #[diesel(sql_type = Bool)]
     covered: bool,
+    #[diesel(sql_type = Integer)]
+    occurrences: i32,
 }
 
 #[derive(QueryableByName)]
@@ -92,7 +94,7 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
          here AS (SELECT * FROM a WHERE connector_id IS NOT NULL),
          fresh AS (
              SELECT r.finding_id, r.connector_id, r.bucket, r.object_key, r.sensitivity,
-                    r.exposure, r.covered AS was,
+                    r.exposure, r.covered AS was, r.occurrences,
                     -- A token in an object is remediated already: covered, whatever the
                     -- policies say (as `state::covered` scores it).
                     f.tokenized OR coalesce(f.confidence >= least(e.min, h.min), false)
@@ -103,7 +105,8 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
                LEFT JOIN here h ON h.connector_id = f.connector_id
                 AND h.pii_type = f.pii_type AND h.category = f.category
               WHERE r.tenant_id = $1)
-         SELECT finding_id, connector_id, bucket, object_key, sensitivity, exposure, covered
+         SELECT finding_id, connector_id, bucket, object_key, sensitivity, exposure, covered,
+                occurrences
            FROM fresh WHERE covered <> was",
     )
     .bind::<Text, _>(tenant.as_str())
@@ -141,7 +144,11 @@ pub async fn refresh(conn: &mut AsyncPgConnection, tenant: &TenantId) -> Result<
         for f in chunk {
             *by_object
                 .entry((f.connector_id, f.bucket.as_str(), f.object_key.as_str()))
-                .or_default() += if f.covered { 1 } else { -1 };
+                .or_default() += if f.covered {
+                f.occurrences
+            } else {
+                -f.occurrences
+            };
         }
     }
     let objects: Vec<(Uuid, &str, &str)> = by_object.keys().copied().collect();

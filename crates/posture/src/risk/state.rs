@@ -60,6 +60,8 @@ struct Previous {
 struct CategoryRow {
     #[diesel(sql_type = Text)]
     category: String,
+    #[diesel(sql_type = Integer)]
+    occurrences: i32,
 }
 
 #[derive(QueryableByName)]
@@ -229,8 +231,17 @@ pub async fn record_batch(
             // Never had findings, has none: nothing to keep.
             continue;
         }
-        let count = found.len() as i32;
-        let covered_count = found.iter().filter(|(_, _, c, _)| *c).count() as i32;
+        // Counts are of values: a finding stands for its occurrences.
+        let values = |covered_only: bool| {
+            found
+                .iter()
+                .filter(|(_, _, c, _)| *c || !covered_only)
+                .map(|(f, ..)| i64::from(f.occurrences))
+                .sum::<i64>()
+                .min(i64::from(i32::MAX)) as i32
+        };
+        let count = values(false);
+        let covered_count = values(true);
         let exposure = exposure_of(bucket);
         for &(f, sensitivity, is_covered, score) in found {
             finding_rows.push(f, sensitivity, exposure, is_covered, score);
@@ -277,7 +288,7 @@ pub async fn record_batch(
                         WHERE x.tenant_id = $1 AND x.connector_id = $2 AND x.bucket = b.bucket
                           AND x.object_key = b.object_key
                        OFFSET 0) x))
-         RETURNING r.category",
+         RETURNING r.category, r.occurrences",
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<SqlUuid, _>(connector.as_uuid())
@@ -288,10 +299,14 @@ pub async fn record_batch(
     finding_rows.write(conn, tenant, connector, now).await?;
     let mut by_category: HashMap<&str, i64> = HashMap::new();
     for row in &gone {
-        *by_category.entry(row.category.as_str()).or_default() -= 1;
+        *by_category.entry(row.category.as_str()).or_default() -= i64::from(row.occurrences);
     }
-    for category in &finding_rows.categories {
-        *by_category.entry(category).or_default() += 1;
+    for (category, n) in finding_rows
+        .categories
+        .iter()
+        .zip(&finding_rows.occurrences)
+    {
+        *by_category.entry(category).or_default() += i64::from(*n);
     }
     by_category.retain(|_, n| *n != 0);
     if !by_category.is_empty() {
@@ -434,6 +449,7 @@ struct FindingRows<'a> {
     exposure: Vec<f32>,
     covered: Vec<bool>,
     scores: Vec<i16>,
+    occurrences: Vec<i32>,
 }
 
 impl<'a> FindingRows<'a> {
@@ -446,6 +462,8 @@ impl<'a> FindingRows<'a> {
         self.exposure.push(exposure as f32);
         self.covered.push(covered);
         self.scores.push(score);
+        self.occurrences
+            .push(i32::try_from(f.occurrences).unwrap_or(i32::MAX));
     }
 
     async fn write(
@@ -460,13 +478,14 @@ impl<'a> FindingRows<'a> {
         }
         db::sql(
             "INSERT INTO governance_finding_risk (tenant_id, finding_id, connector_id, bucket,
-                    object_key, category, sensitivity, exposure, covered, risk_score, computed_at)
+                    object_key, category, sensitivity, exposure, covered, risk_score, computed_at,
+                    occurrences)
              SELECT $1, r.finding_id, $2, r.bucket, r.object_key, r.category, r.sensitivity,
-                    r.exposure, r.covered, r.risk_score, $10
+                    r.exposure, r.covered, r.risk_score, $10, r.occurrences
                FROM unnest($3::uuid[], $4::text[], $5::text[], $6::real[], $7::real[],
-                           $8::bool[], $9::smallint[], $11::text[])
+                           $8::bool[], $9::smallint[], $11::text[], $12::int[])
                     AS r(finding_id, bucket, object_key, sensitivity, exposure, covered,
-                         risk_score, category)",
+                         risk_score, category, occurrences)",
         )
         .bind::<Text, _>(tenant.as_str())
         .bind::<SqlUuid, _>(connector.as_uuid())
@@ -479,6 +498,7 @@ impl<'a> FindingRows<'a> {
         .bind::<Array<SmallInt>, _>(&self.scores)
         .bind::<Timestamptz, _>(now)
         .bind::<Array<Text>, _>(&self.categories)
+        .bind::<Array<Integer>, _>(&self.occurrences)
         .execute(conn)
         .await
         .map(drop)

@@ -1,8 +1,8 @@
-//! Remediation against a real Postgres, without storage: the executor's gate, a deleted or
-//! changed policy stopping what it planned, and the co-signing of receipts. A request is
-//! planned as evaluation plans one (a ledger row, then the request) so that these tests need
-//! nothing above this crate. Execution on real objects is tested over HTTP against moto, in
-//! tests/tests/it/remediation.rs.
+//! Remediation against a real Postgres: the executor's gate, a deleted or changed policy
+//! stopping what it planned, and the co-signing of receipts, without storage; which values a
+//! request rewrites, on moto. A request is planned as evaluation plans one (a ledger row, then
+//! the request) so that these tests need nothing above this crate. Execution on real objects
+//! is tested over HTTP against moto too, in tests/tests/it/remediation.rs.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -11,6 +11,7 @@
 
 mod cosign;
 mod gate;
+mod values;
 
 use std::sync::Arc;
 
@@ -28,9 +29,22 @@ pub fn executor(env: &Env) -> Executor {
 
 /// An executor whose receipts are co-signed by `cosigner`, on a storage it never reaches.
 pub fn executor_with(env: &Env, cosigner: remediation::Cosigner) -> Executor {
+    executor_on(
+        env,
+        connectors::Cloud::new(connectors::CloudEnv::default()).unwrap(),
+        cosigner,
+    )
+}
+
+/// An executor whose receipts are co-signed by `cosigner`, on the storage `cloud` reaches.
+pub fn executor_on(
+    env: &Env,
+    cloud: connectors::Cloud,
+    cosigner: remediation::Cosigner,
+) -> Executor {
     let (master, _) = keys::MasterKey::generate().unwrap();
     Executor::new(
-        connectors::Cloud::new(connectors::CloudEnv::default()).unwrap(),
+        cloud,
         env.keyring.clone(),
         Arc::new(Receipts {
             signer: receipts::Signer::from_master(&master),
@@ -39,52 +53,68 @@ pub fn executor_with(env: &Env, cosigner: remediation::Cosigner) -> Executor {
     )
 }
 
-/// An enforced mask policy and one SSN finding in `exports/people.csv`, planned as evaluation
-/// plans it: one ledger row and one remediation request, `planned`, for acme.
-pub async fn plan_one_mask(env: &mut Env) {
-    let tenant = acme();
-    let connector = env.connector(&tenant, "exports").await;
-    policies::store::create(
-        &mut env.conn,
-        &tenant,
-        &admin(),
-        b"apiVersion: governance.dps/v1
+/// The enforced policy [`plan_one_mask`] plans by: mask every SSN at 0.8 or above.
+pub const SSN_MASK: &[u8] = b"apiVersion: governance.dps/v1
 kind: Policy
 metadata: { name: ssn-mask }
 spec:
   mode: enforced
   conditions: [{ category: us_ssn, min_confidence: 0.8 }]
   actions: [{ type: mask, config: { keep_last: 4 } }]
-",
-        Syntax::Yaml,
-    )
-    .await
-    .unwrap();
+";
+
+/// An enforced mask policy and one SSN finding in `exports/people.csv`, planned as evaluation
+/// plans it: one ledger row and one remediation request, `planned`, for acme.
+pub async fn plan_one_mask(env: &mut Env) {
+    let connector = env.connector(&acme(), "exports").await;
+    let finding = ssn_finding("people.csv", "\"e1\"");
+    plan(env, connector, SSN_MASK, ActionType::Mask, &[&finding]).await;
+}
+
+/// An SSN finding in `exports/<key>` at `etag`, as evaluation reads one.
+pub fn ssn_finding(key: &str, etag: &str) -> Finding {
+    Finding {
+        id: Uuid::now_v7(),
+        bucket: "exports".into(),
+        object_key: key.into(),
+        etag: etag.into(),
+        pii_type: "us_ssn".into(),
+        category: "government_id".into(),
+        confidence: 0.95,
+        occurrences: 1,
+        tokenized: false,
+    }
+}
+
+/// Creates `policy` for acme and plans its action of `kind` on `findings` (all of one object
+/// version) as evaluation plans it: one ledger row and one remediation request, `planned`.
+/// Returns the request's id.
+pub async fn plan(
+    env: &mut Env,
+    connector: ids::ConnectorId,
+    policy: &[u8],
+    kind: ActionType,
+    findings: &[&Finding],
+) -> Uuid {
+    let tenant = acme();
+    policies::store::create(&mut env.conn, &tenant, &admin(), policy, Syntax::Yaml)
+        .await
+        .unwrap();
     let policy = policies::store::active(&mut env.conn, &tenant)
         .await
         .unwrap()
         .remove(0);
-    let finding = Finding {
-        id: Uuid::now_v7(),
-        bucket: "exports".into(),
-        object_key: "people.csv".into(),
-        etag: "\"e1\"".into(),
-        pii_type: "us_ssn".into(),
-        category: "government_id".into(),
-        confidence: 0.95,
-        tokenized: false,
-    };
     let object = ObjectMatch {
-        bucket: &finding.bucket,
-        object_key: &finding.object_key,
-        etag: &finding.etag,
-        findings: vec![&finding],
+        bucket: &findings[0].bucket,
+        object_key: &findings[0].object_key,
+        etag: &findings[0].etag,
+        findings: findings.to_vec(),
     };
     let now = OffsetDateTime::now_utc();
     let claim = policies::ledger::Claim {
         id: Uuid::now_v7(),
         policy: &policy,
-        kind: ActionType::Mask,
+        kind,
         simulated: false,
         object: &object,
         outcome: "planned",
@@ -93,11 +123,12 @@ spec:
         .await
         .unwrap();
     let action_id = *claimed.values().next().expect("the claim is new");
+    let request_id = Uuid::now_v7();
     let planned = remediation::store::plan(
         &mut env.conn,
         &tenant,
         &[remediation::store::NewRequest {
-            request_id: Uuid::now_v7(),
+            request_id,
             action_id,
             gate: settings::Gate::Allowed,
         }],
@@ -106,4 +137,5 @@ spec:
     .await
     .unwrap();
     assert_eq!(planned, 1, "the request is its ledger row's");
+    request_id
 }

@@ -23,16 +23,16 @@ pub fn tenant(name: &str) -> TenantId {
     name.parse().unwrap()
 }
 
-/// A finding as a worker stores it: a masked preview and a fingerprint, never the value.
+/// A finding as a worker stores it: one value of a type in plain text, masked, never the value.
 pub fn finding(pii_type: &str, category: &str) -> NewFinding {
     NewFinding {
         pii_type: pii_type.into(),
         category: category.into(),
+        field: String::new(),
         confidence: 0.9,
-        location: json!({ "line": 1 }),
+        occurrences: 1,
+        locations: vec![json!({ "line": 1, "column": 1 })],
         preview: "***-**-9999".into(),
-        fingerprint: vec![1, 2, 3, 4],
-        candidate: None,
         tokenized: false,
     }
 }

@@ -14,9 +14,9 @@ async fn write(conn: &mut AsyncPgConnection, tenant: &TenantId, id: Uuid) {
     use diesel_async::RunQueryDsl as _;
     diesel::sql_query(
         "INSERT INTO findings (tenant_id, finding_id, scan_id, connector_id, bucket, object_key,
-                               pii_type, category, confidence, location, preview, fingerprint)
+                               pii_type, category, confidence, locations, preview)
          VALUES ($1, $2, $2, $2, 'hr-exports', 'a.csv', 'us_ssn', 'government_id', 0.9,
-                 '{}', '***-**-6789', '\\x00')",
+                 '[{}]', '***-**-6789')",
     )
     .bind::<diesel::sql_types::Text, _>(tenant.as_str())
     .bind::<diesel::sql_types::Uuid, _>(id)

@@ -31,9 +31,9 @@ async fn seed(conn: &mut AsyncPgConnection, connector: ConnectorId, scan: ScanId
     .unwrap();
     diesel::sql_query(
         "INSERT INTO findings (tenant_id, finding_id, scan_id, connector_id, bucket, object_key,
-                               pii_type, category, confidence, location, preview, fingerprint)
+                               pii_type, category, confidence, locations, preview)
          SELECT 'acme', gen_random_uuid(), $2, $1, 'logs', 'k' || (g % $3 + 1), 'ssn',
-                'government_id', 0.9, '{}', '***-**-0000', '\\x01'
+                'government_id', 0.9, '[{}]', '***-**-0000'
            FROM generate_series(1, $3 * $4) AS g",
     )
     .bind::<SqlUuid, _>(connector.as_uuid())
@@ -132,9 +132,7 @@ async fn findings_are_read_by_id_in_either_plan() {
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 testkit::plan_cache_mode(conn, mode).await;
                 let before = testkit::rows_read(conn, "findings").await;
-                let found = scans::findings::fingerprinted(conn, &acme, &ids)
-                    .await
-                    .unwrap();
+                let found = scans::findings::sought(conn, &acme, &ids).await.unwrap();
                 Ok((found, testkit::rows_read(conn, "findings").await - before))
             })
             .await
