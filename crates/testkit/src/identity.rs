@@ -1,5 +1,6 @@
-//! Stand-ins for the two identity services that have no emulator: Microsoft Entra ID's token
-//! endpoint and Google's STS plus IAM Credentials. Each speaks the documented protocol (the
+//! Stand-ins for identity services that have no emulator here: Microsoft Entra ID's token
+//! endpoint, Google's STS plus IAM Credentials, and AWS STS's AssumeRole for an S3 server
+//! without one (s3s-fs). Each speaks the documented protocol (the
 //! request shapes and answers the real services use) on a loopback port, checks what a real
 //! service would check, and records every request so tests can count them.
 //!
@@ -119,15 +120,49 @@ fn read_request(stream: &TcpStream) -> Option<Seen> {
     })
 }
 
+/// Answers with `body` as JSON, or, for a string that starts with `<`, as that XML text.
 fn respond(mut stream: TcpStream, status: u16, body: &Value) {
-    let body = body.to_string();
+    let (kind, body) = match body {
+        Value::String(xml) if xml.starts_with('<') => ("text/xml", xml.clone()),
+        other => ("application/json", other.to_string()),
+    };
     let reason = if status < 400 { "OK" } else { "Error" };
     let _ = write!(
         stream,
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\n\
          connection: close\r\n\r\n{body}",
         body.len()
     );
+}
+
+/// AWS STS's AssumeRole, answering every `Action=AssumeRole` with the one key pair an S3
+/// server without STS of its own accepts (s3s-fs), valid for an hour.
+pub fn sts(key_id: &str, secret: &str) -> FakeIdentity {
+    let (key_id, secret) = (key_id.to_owned(), secret.to_owned());
+    FakeIdentity::serve(Box::new(move |request| {
+        if form(&request.body).get("Action").map(String::as_str) != Some("AssumeRole") {
+            return (
+                400,
+                Value::String(
+                    "<ErrorResponse><Error><Code>InvalidAction</Code></Error></ErrorResponse>"
+                        .into(),
+                ),
+            );
+        }
+        let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+        let expires = expires
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        (
+            200,
+            Value::String(format!(
+                "<AssumeRoleResponse><AssumeRoleResult><Credentials>\
+                 <AccessKeyId>{key_id}</AccessKeyId><SecretAccessKey>{secret}</SecretAccessKey>\
+                 <SessionToken>stand-in</SessionToken><Expiration>{expires}</Expiration>\
+                 </Credentials></AssumeRoleResult></AssumeRoleResponse>"
+            )),
+        )
+    }))
 }
 
 fn form(body: &str) -> HashMap<String, String> {

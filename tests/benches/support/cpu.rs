@@ -7,6 +7,7 @@
 pub struct Cpu {
     pub service: f64,
     pub postgres: f64,
+    /// The storage emulator: moto, or s3s-fs.
     pub moto: f64,
 }
 
@@ -39,7 +40,7 @@ impl Cpu {
                 // With the time of exited children, which the postmaster reaps: a backend
                 // whose connection closed before this reading still counts.
                 cpu.postgres += seconds(&stat) + children(&stat);
-            } else if stat.contains("(moto_server)") {
+            } else if stat.contains("(moto_server)") || stat.contains("(s3s-fs)") {
                 cpu.moto += seconds(&stat);
             }
         }
