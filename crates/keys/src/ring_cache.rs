@@ -31,25 +31,14 @@ const CACHE_TTL: Duration = Duration::from_secs(30);
 pub struct TenantKeys {
     current_version: i32,
     data: HashMap<i32, DataKey>,
-    /// Keys deterministic tokens (and the finding fingerprints of scans).
+    /// Keys deterministic tokens.
     pub mac: MacKey,
-    /// Keys the lookup fingerprint of a vault entry (and the fingerprints of findings stored
-    /// before `finding` existed).
+    /// Keys the lookup fingerprint of a vault entry.
     pub fingerprint: MacKey,
-    /// Keys the fingerprints of scan findings. Its own key, so that a scan worker outside the
-    /// platform can be given it (`finding_key`) without the vault's.
-    pub finding: MacKey,
-    finding_key: [u8; 32],
     /// The FF1 key of format-preserving tokens.
     pub fpe: FpeKey,
     /// Derives randomized tokens from token ids, and reads them back.
     pub randomized: TokenIdCipher,
-}
-
-impl Drop for TenantKeys {
-    fn drop(&mut self) {
-        zeroize::Zeroize::zeroize(&mut self.finding_key);
-    }
 }
 
 impl std::fmt::Debug for TenantKeys {
@@ -73,12 +62,6 @@ fn wrap_aad(tenant: &TenantId, version: i32) -> Vec<u8> {
 }
 
 impl TenantKeys {
-    /// The bytes of the findings' fingerprint key, for a scan worker outside the platform
-    /// (handed over only to a holder of the scan's worker token).
-    pub fn finding_key(&self) -> [u8; 32] {
-        self.finding_key
-    }
-
     /// The version new writes use.
     pub fn current_version(&self) -> i32 {
         self.current_version
@@ -282,15 +265,12 @@ impl KeyRing {
             zeroize::Zeroize::zeroize(&mut root);
         }
         let mut token_root = token_root.ok_or(KeyError::Crypto)?;
-        let finding_key = derive(&token_root, b"finding-fingerprint");
         let current_version = rows.iter().map(|(v, _)| *v).max().ok_or(KeyError::Crypto)?;
         let keys = TenantKeys {
             current_version,
             data,
             mac: MacKey::new(&derive(&token_root, b"token-mac")),
             fingerprint: MacKey::new(&derive(&token_root, b"fingerprint")),
-            finding: MacKey::new(&finding_key),
-            finding_key,
             fpe: FpeKey::new(&derive(&token_root, b"ff1")),
             randomized: TokenIdCipher::new(&derive(&token_root, b"randomized-token")),
         };
