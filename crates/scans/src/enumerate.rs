@@ -2,8 +2,6 @@
 //! for an incremental scan, whose vanished objects have their findings resolved), then splitting
 //! them into chunks.
 
-use std::collections::{HashMap, HashSet};
-
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use keys::KeyRing;
@@ -11,9 +9,10 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use connectors::cloud::{AccessError, Cloud, PAGE_SIZE};
-use db::schema::{scan_chunks, scan_connectors, scan_resources, scanned_objects, scans};
+use db::schema::{scan_chunks, scan_connectors, scan_resources, scans};
 use ids::{ConnectorId, ScanId, TenantId};
 
+use crate::baseline::{Baseline, Listed};
 use crate::error::ScanError;
 use crate::lifecycle::try_finalize;
 use crate::model::Enumeration;
@@ -200,7 +199,7 @@ pub async fn enumerate(
         };
         // What was scanned before: an incremental scan skips what did not change, and any
         // complete listing resolves the findings of objects that are gone.
-        let baseline = baseline(conn, tenant, connector).await?;
+        let mut baseline = Baseline::load(conn, tenant, connector).await?;
         let incremental = kind == Kind::Incremental;
         for bucket_name in buckets {
             if enumerator.ended {
@@ -223,7 +222,7 @@ pub async fn enumerate(
                     prefix: prefix.clone(),
                 };
                 enumerator
-                    .list(conn, &bucket, &source, &types, &baseline, incremental)
+                    .list(conn, &bucket, &source, &types, &mut baseline, incremental)
                     .await?;
             }
         }
@@ -348,30 +347,6 @@ fn plan_chunks(starts: &[i32], total: i32, workers: u32) -> Vec<(i32, i32)> {
 }
 
 /// What the last scans saw of a connector's objects: (bucket, key) → (size, etag).
-type Baseline = HashMap<(String, String), (i64, Option<String>)>;
-
-async fn baseline(
-    conn: &mut AsyncPgConnection,
-    tenant: &TenantId,
-    connector: ConnectorId,
-) -> Result<Baseline, ScanError> {
-    let rows: Vec<(String, String, i64, Option<String>)> = scanned_objects::table
-        .filter(scanned_objects::tenant_id.eq(tenant.as_str()))
-        .filter(scanned_objects::connector_id.eq(connector.as_uuid()))
-        .select((
-            scanned_objects::bucket,
-            scanned_objects::object_key,
-            scanned_objects::size,
-            scanned_objects::etag,
-        ))
-        .load(conn)
-        .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(b, k, s, e)| ((b, k), (s, e)))
-        .collect())
-}
-
 type ResourceRow = (
     diesel::dsl::Eq<scan_resources::tenant_id, String>,
     diesel::dsl::Eq<scan_resources::scan_id, Uuid>,
@@ -432,12 +407,11 @@ impl Enumerator<'_> {
         bucket: &connectors::cloud::Bucket,
         source: &Source,
         types: &[String],
-        baseline: &Baseline,
+        baseline: &mut Baseline,
         incremental: bool,
     ) -> Result<(), ScanError> {
         self.sources_total += 1;
         let mut token = None;
-        let mut seen: HashSet<String> = HashSet::new();
         loop {
             if self.full() {
                 // Objects past the cap are not seen: the source is not listed to its end
@@ -466,19 +440,16 @@ impl Enumerator<'_> {
             for object in page.objects {
                 // Seen whatever this scan reads: an object is gone only when the listing no
                 // longer holds it, not when this scan's file types leave it out.
-                if !baseline.is_empty() {
-                    seen.insert(object.key.clone());
-                }
+                let listed = baseline.see(
+                    &source.bucket,
+                    &object.key,
+                    object.size as i64,
+                    object.etag.as_deref(),
+                );
                 if !has_file_type(&object.key, types) || is_remediation_copy(&object.key) {
                     continue;
                 }
-                let unchanged = incremental
-                    && baseline
-                        .get(&(source.bucket.clone(), object.key.clone()))
-                        .is_some_and(|(size, etag)| {
-                            *size == object.size as i64 && *etag == object.etag
-                        });
-                if unchanged {
+                if incremental && listed == Listed::Unchanged {
                     continue;
                 }
                 if self.full() {
@@ -508,26 +479,54 @@ impl Enumerator<'_> {
         }
         self.sources_listed += 1;
         if !baseline.is_empty() {
-            self.resolve_deleted(conn, source, baseline, &seen).await?;
+            self.resolve_deleted(conn, source, baseline).await?;
         }
         Ok(())
     }
 
     /// Objects scanned before, under this source, that the full listing no longer shows: their
-    /// findings are resolved and they are forgotten.
+    /// findings are resolved and they are forgotten. Their keys are read back from Postgres a
+    /// page at a time, so that memory stays bounded however many are gone.
     async fn resolve_deleted(
         &mut self,
         conn: &mut AsyncPgConnection,
         source: &Source,
         baseline: &Baseline,
-        seen: &HashSet<String>,
     ) -> Result<(), ScanError> {
         let prefix = source.prefix.as_deref().unwrap_or("");
-        let gone: Vec<&String> = baseline
-            .keys()
-            .filter(|(b, k)| *b == source.bucket && k.starts_with(prefix) && !seen.contains(k))
-            .map(|(_, k)| k)
-            .collect();
+        let tenant = self.tenant;
+        let mut after: Option<String> = None;
+        loop {
+            let (gone, next) = baseline
+                .unseen(
+                    conn,
+                    tenant,
+                    source.connector,
+                    &source.bucket,
+                    prefix,
+                    after.as_deref(),
+                )
+                .await?;
+            let gone: Vec<&String> = gone.iter().collect();
+            if !self.forget(conn, source, &gone).await? {
+                self.ended = true;
+                return Ok(());
+            }
+            match next {
+                Some(key) => after = Some(key),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Resolves the findings of `gone` and forgets them, 500 at a time; false when the scan
+    /// no longer runs.
+    async fn forget(
+        &mut self,
+        conn: &mut AsyncPgConnection,
+        source: &Source,
+        gone: &[&String],
+    ) -> Result<bool, ScanError> {
         let tenant = self.tenant;
         let scan = self.scan;
         for keys in gone.chunks(500) {
@@ -572,11 +571,10 @@ impl Enumerator<'_> {
                 })
                 .await?;
             if !resolved {
-                self.ended = true;
-                return Ok(());
+                return Ok(false);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     async fn flush(&mut self, conn: &mut AsyncPgConnection) -> Result<(), ScanError> {

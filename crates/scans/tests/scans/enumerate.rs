@@ -218,6 +218,60 @@ async fn an_incremental_scan_covers_what_changed_and_resolves_what_was_deleted()
     ));
 }
 
+/// A connector's earlier objects are held a page at a time: 25,000 recorded objects that the
+/// listing no longer shows are all forgotten, past every page boundary, while the one still
+/// there and unchanged is neither read nor forgotten, and another bucket's records stay.
+#[tokio::test]
+async fn an_incremental_scan_forgets_every_vanished_object_across_pages_of_records() {
+    let mut w = World::with_storage().await;
+    let acme = w.acme.clone();
+    w.bucket("hr-exports", &[("a.txt", "alpha")]).await;
+    let hr = w.connector(&acme, "HR", "hr-exports").await;
+    let full = w.started(&acme, &[hr], json!({ "max_workers": 1 })).await;
+    w.run(&acme, full, |_| Outcome::Scanned(vec![])).await;
+    // Records of objects deleted since, in this bucket and in one the connector no longer
+    // lists (which this scan cannot judge).
+    let insert = format!(
+        "INSERT INTO scanned_objects (tenant_id, connector_id, bucket, object_key, size, etag, \
+         last_modified, scan_id) \
+         SELECT '{acme}', '{connector}', b, 'old/' || lpad(n::text, 6, '0') || '.txt', 5, \
+         '\"e' || n || '\"', now(), '{full}' \
+         FROM generate_series(1, 25000) AS n, (VALUES ('hr-exports'), ('elsewhere')) AS v(b)",
+        acme = acme.as_str(),
+        connector = hr.as_uuid(),
+        full = full.as_uuid(),
+    );
+    diesel_async::RunQueryDsl::execute(diesel::sql_query(insert), &mut w.conn)
+        .await
+        .unwrap();
+
+    let incremental = w
+        .scan_of(&acme, &[hr], "incremental", json!({ "max_workers": 1 }))
+        .await;
+    w.start(&acme, incremental).await;
+    let view = scans::store::get(&mut w.conn, &acme, incremental)
+        .await
+        .unwrap();
+    assert_eq!(view.counts.enumerated, 0, "a.txt did not change");
+    assert_eq!(
+        count(
+            &mut w.conn,
+            "SELECT count(*) AS n FROM scanned_objects WHERE bucket = 'hr-exports'"
+        )
+        .await,
+        1,
+        "only a.txt is still known in the listed bucket"
+    );
+    assert_eq!(
+        count(
+            &mut w.conn,
+            "SELECT count(*) AS n FROM scanned_objects WHERE bucket = 'elsewhere'"
+        )
+        .await,
+        25_000
+    );
+}
+
 /// Two objects scanned in full with a finding each, one of them deleted since, and an
 /// incremental scan of the connector started (not yet listed).
 async fn incremental_after_a_deletion() -> (World, ids::ConnectorId, ids::ScanId) {
