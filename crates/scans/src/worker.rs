@@ -48,8 +48,12 @@ const BATCH_AGE: Duration = Duration::from_secs(1);
 
 /// How many objects a worker reads ahead of the one it scans, and how many pieces of each it
 /// holds before the reader waits: enough to keep the storage busy while detection and writes
-/// run, and a bound on memory.
+/// run, and a bound on memory. Small objects cost a request's latency each (tens of
+/// milliseconds on object storage) for little content, so up to `READ_AHEAD_SMALL` are in
+/// flight while their sizes add up to at most `READ_AHEAD_BYTES`; past that, `READ_AHEAD`.
 const READ_AHEAD: usize = 6;
+const READ_AHEAD_SMALL: usize = 64;
+const READ_AHEAD_BYTES: u64 = 8 << 20;
 /// Content is pushed to detection this much at a time, and its findings grouped after each
 /// push: gzip inflates at most about a thousandfold, so one push yields at most about 5 MiB of
 /// text (with the window it completes), whose values stay under [`PUSH_FINDINGS`] for any real
@@ -503,11 +507,14 @@ enum Piece {
 
 /// Reads a chunk's objects ahead of the one being scanned, so that the storage serves the
 /// next requests while the worker runs detection and writes outcomes. At most `READ_AHEAD`
-/// objects are in flight besides the current one, each holding at most `PIECES_AHEAD` pieces
-/// of content; dropping this stops every read.
+/// objects are in flight besides the current one (`READ_AHEAD_SMALL` while their sizes stay
+/// under `READ_AHEAD_BYTES`), each holding at most `PIECES_AHEAD` pieces of content; dropping
+/// this stops every read.
 struct ReadAhead {
     waiting: std::vec::IntoIter<Resource>,
     started: VecDeque<(Resource, Next)>,
+    /// The sizes of the started resources that are read.
+    started_bytes: u64,
     buckets: Buckets,
     max_bytes: u64,
     readers: JoinSet<()>,
@@ -518,6 +525,7 @@ impl ReadAhead {
         Self {
             waiting: resources.into_iter(),
             started: VecDeque::new(),
+            started_bytes: 0,
             buckets,
             max_bytes,
             readers: JoinSet::new(),
@@ -527,14 +535,35 @@ impl ReadAhead {
     /// The next resource in order, with the reads behind it started.
     fn next(&mut self) -> Option<(Resource, Next)> {
         while self.readers.try_join_next().is_some() {}
-        while self.started.len() <= READ_AHEAD {
+        while let Some(size) = self
+            .waiting
+            .as_slice()
+            .first()
+            .map(|r| r.size.max(0) as u64)
+        {
+            let ahead = self.started.len();
+            let small = ahead <= READ_AHEAD_SMALL && self.started_bytes + size <= READ_AHEAD_BYTES;
+            if ahead > READ_AHEAD && !small {
+                break;
+            }
             let Some(resource) = self.waiting.next() else {
                 break;
             };
             let next = self.start(&resource);
+            self.started_bytes += Self::held(&resource, &next);
             self.started.push_back((resource, next));
         }
-        self.started.pop_front()
+        let (resource, next) = self.started.pop_front()?;
+        self.started_bytes -= Self::held(&resource, &next);
+        Some((resource, next))
+    }
+
+    /// The bytes a started resource counts for: its size when it is read, none when decided.
+    fn held(resource: &Resource, next: &Next) -> u64 {
+        match next {
+            Next::Body(_) => resource.size.max(0) as u64,
+            Next::Decided(_) => 0,
+        }
     }
 
     fn start(&mut self, resource: &Resource) -> Next {
