@@ -277,7 +277,10 @@ pub async fn record_batch(
 
     rows.write(conn, tenant, connector, now).await?;
     // The objects' old findings' risk goes; their open findings' risk comes. The categories
-    // of both move the connector's counts.
+    // of both move the connector's counts. Each object is probed through the index led by
+    // (tenant, bucket, key); the connector is compared with IS NOT DISTINCT FROM, which no
+    // index serves, so that the connector's index (tenant, connector, …) never looks as narrow
+    // to a planner without statistics (migration 000050).
     let gone: Vec<CategoryRow> = db::sql(
         "DELETE FROM governance_finding_risk r
           WHERE r.tenant_id = $1 AND r.finding_id = ANY(ARRAY(
@@ -285,8 +288,9 @@ pub async fn record_batch(
                   FROM unnest($3::text[], $4::text[]) AS b(bucket, object_key)
                  CROSS JOIN LATERAL (
                        SELECT x.finding_id FROM governance_finding_risk x
-                        WHERE x.tenant_id = $1 AND x.connector_id = $2 AND x.bucket = b.bucket
+                        WHERE x.tenant_id = $1 AND x.bucket = b.bucket
                           AND x.object_key = b.object_key
+                          AND x.connector_id IS NOT DISTINCT FROM $2
                        OFFSET 0) x))
          RETURNING r.category, r.occurrences",
     )
