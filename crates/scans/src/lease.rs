@@ -278,6 +278,24 @@ pub async fn pending(
     conn: &mut AsyncPgConnection,
     claim: &Claim,
 ) -> Result<Vec<Resource>, ScanError> {
+    pending_among(conn, claim, None).await
+}
+
+/// Those of `idx` among the chunk's resources not yet recorded (a remote worker's batch): read
+/// by key, not the whole chunk for every batch.
+pub async fn pending_of(
+    conn: &mut AsyncPgConnection,
+    claim: &Claim,
+    idx: &[i32],
+) -> Result<Vec<Resource>, ScanError> {
+    pending_among(conn, claim, Some(idx)).await
+}
+
+async fn pending_among(
+    conn: &mut AsyncPgConnection,
+    claim: &Claim,
+    among: Option<&[i32]>,
+) -> Result<Vec<Resource>, ScanError> {
     type Found = (
         i32,
         Uuid,
@@ -287,11 +305,16 @@ pub async fn pending(
         Option<String>,
         OffsetDateTime,
     );
-    let rows: Vec<Found> = scan_resources::table
+    let mut query = scan_resources::table
         .filter(scan_resources::tenant_id.eq(claim.tenant.as_str()))
         .filter(scan_resources::scan_id.eq(claim.scan.as_uuid()))
         .filter(scan_resources::idx.between(claim.start, claim.end))
         .filter(scan_resources::state.eq("pending"))
+        .into_boxed();
+    if let Some(idx) = among {
+        query = query.filter(scan_resources::idx.eq_any(idx.to_vec()));
+    }
+    let rows: Vec<Found> = query
         .order(scan_resources::idx)
         .select((
             scan_resources::idx,

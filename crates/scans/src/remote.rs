@@ -218,7 +218,8 @@ pub async fn record(
     }) {
         return Err(Refused::FindingType(r.idx));
     }
-    let mut pending: HashMap<i32, lease::Resource> = lease::pending(conn, claim)
+    let reported_idx: Vec<i32> = reported.iter().map(|r| r.idx).collect();
+    let mut pending: HashMap<i32, lease::Resource> = lease::pending_of(conn, claim, &reported_idx)
         .await?
         .into_iter()
         .map(|r| (r.idx, r))
