@@ -35,6 +35,8 @@ pub(crate) struct Baseline {
     known: Vec<Known>,
     /// Parallel to `known`.
     seen: Vec<bool>,
+    /// How many of `seen` are true.
+    seen_count: usize,
 }
 
 /// Whether a listed object is the one scanned before.
@@ -117,11 +119,17 @@ impl Baseline {
         known.sort_unstable_by_key(|k| k.object);
         known.shrink_to_fit();
         let seen = vec![false; known.len()];
-        Ok(Self { known, seen })
+        Ok(Self {
+            known,
+            seen,
+            seen_count: 0,
+        })
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.known.is_empty()
+    /// Whether the listing so far has seen every object scanned before (none scanned before
+    /// included): then none is gone.
+    pub(crate) fn all_seen(&self) -> bool {
+        self.seen_count == self.known.len()
     }
 
     fn position(&self, bucket: &str, key: &str) -> Option<usize> {
@@ -135,7 +143,10 @@ impl Baseline {
         let Some(at) = self.position(bucket, key) else {
             return Listed::New;
         };
-        self.seen[at] = true;
+        if !self.seen[at] {
+            self.seen[at] = true;
+            self.seen_count += 1;
+        }
         let before = self.known[at];
         if etag.is_some() && before.size == size && before.etag == etag_digest(etag) {
             Listed::Unchanged
@@ -197,7 +208,11 @@ mod tests {
             .collect();
         known.sort_unstable_by_key(|k| k.object);
         let seen = vec![false; known.len()];
-        Baseline { known, seen }
+        Baseline {
+            known,
+            seen,
+            seen_count: 0,
+        }
     }
 
     #[test]
@@ -230,5 +245,10 @@ mod tests {
         assert!(b.seen[at]);
         let other = b.position("b", "y").unwrap_or(usize::MAX);
         assert!(!b.seen[other]);
+        assert!(!b.all_seen());
+        b.see("b", "x", 1, Some("e"));
+        assert!(!b.all_seen(), "seen twice is still one");
+        b.see("b", "y", 1, Some("e"));
+        assert!(b.all_seen());
     }
 }

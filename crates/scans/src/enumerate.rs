@@ -346,7 +346,6 @@ fn plan_chunks(starts: &[i32], total: i32, workers: u32) -> Vec<(i32, i32)> {
     chunks
 }
 
-/// What the last scans saw of a connector's objects: (bucket, key) → (size, etag).
 type ResourceRow = (
     diesel::dsl::Eq<scan_resources::tenant_id, String>,
     diesel::dsl::Eq<scan_resources::scan_id, Uuid>,
@@ -478,7 +477,9 @@ impl Enumerator<'_> {
             }
         }
         self.sources_listed += 1;
-        if !baseline.is_empty() {
+        // Every object scanned before was listed again (an unchanged bucket): nothing is gone,
+        // and the keys need not be read back.
+        if !baseline.all_seen() {
             self.resolve_deleted(conn, source, baseline).await?;
         }
         Ok(())
