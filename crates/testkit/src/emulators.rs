@@ -91,6 +91,10 @@ pub fn s3s_fs(root: &Path, key_id: &str, secret: &str) -> Emulator {
             // Its own build directory (the one of the build that runs this is locked), and
             // none of this workspace's settings.
             .env("CARGO_TARGET_DIR", dir.join("build"))
+            // This build's own compiler, not rustup's proxy: a dependency that ships a
+            // `rust-toolchain.toml` (atoi 3.1 pins 1.86) would otherwise ask rustup for a
+            // toolchain this machine does not have.
+            .env("RUSTC", Path::new(env!("CARGO")).with_file_name("rustc"))
             .current_dir(dir))
     });
     let port = free_port();
