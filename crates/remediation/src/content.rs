@@ -66,15 +66,20 @@ pub enum Unsupported {
     AcrossCells,
     /// More values than detection reports for one object (`detect::MAX_FINDINGS_PER_OBJECT`).
     TooManyValues,
+    /// A format that is never rewritten in place: an archive (ZIP, TAR, TAR.GZ), a PDF or
+    /// another binary format. Its values are found by scans, member by member; the action
+    /// for them is quarantine.
+    Format,
 }
 
 impl Unsupported {
-    pub const ALL: [Unsupported; 5] = [
+    pub const ALL: [Unsupported; 6] = [
         Unsupported::Compressed,
         Unsupported::NotUtf8Text,
         Unsupported::Overlapping,
         Unsupported::AcrossCells,
         Unsupported::TooManyValues,
+        Unsupported::Format,
     ];
 
     /// The qualifier of the `unsupported_content` reason.
@@ -85,6 +90,7 @@ impl Unsupported {
             Unsupported::Overlapping => "overlapping_values",
             Unsupported::AcrossCells => "value_across_cells",
             Unsupported::TooManyValues => "too_many_values",
+            Unsupported::Format => "format",
         }
     }
 }
@@ -127,10 +133,15 @@ pub fn find(
         with_values: true,
         ..Options::default()
     };
+    // An archive is read member by member by scans; rewriting one would rebuild it.
+    if extract::container(bytes).is_some() {
+        return Err(Unsupported::Format);
+    }
     let report = detector
         .scan_bytes(bytes, hint, &options)
         .map_err(|reason| match reason {
             detect::SkipReason::TooManyFindings => Unsupported::TooManyValues,
+            detect::SkipReason::BinaryFormat(_) => Unsupported::Format,
             _ => Unsupported::NotUtf8Text,
         })?;
     if report.compressed {

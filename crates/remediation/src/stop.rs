@@ -187,6 +187,9 @@ impl Reason {
             Reason::Network => ("network", None),
             Reason::Identity => ("identity", None),
             Reason::ProviderError => ("provider_error", None),
+            // The issue that made archives readable names this one on its own: the object's
+            // format, not something in its content, is what no rewrite supports.
+            Reason::Unsupported(Unsupported::Format) => ("unsupported_format", None),
             Reason::Unsupported(u) => ("unsupported_content", Some(u.code())),
             Reason::AppendBlob => ("unsupported_content", Some("append_blob")),
             Reason::PageBlob => ("unsupported_content", Some("page_blob")),

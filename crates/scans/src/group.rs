@@ -14,6 +14,12 @@ use detect::{Finding, Location};
 
 use crate::record::NewFinding;
 
+/// The longest path a location in an archive holds: the object and ten nested levels
+/// (`extract::Limits::default().max_depth`).
+pub const MAX_ARCHIVE_PATH: usize = 11;
+/// The longest name of an archive's member a location holds, in bytes (`extract::MAX_NAME`).
+pub const MAX_MEMBER_NAME: usize = extract::MAX_NAME;
+
 /// Sample locations kept per finding: Macie keeps up to 15 occurrences per type, enough to show
 /// a reviewer where, in a bounded row.
 pub const SAMPLES: usize = 15;
@@ -64,6 +70,13 @@ pub struct Groups {
 impl Groups {
     /// Adds one value found in the object, then drops it.
     pub fn add(&mut self, finding: Finding, written: &Written) {
+        self.add_in(finding, written, &[]);
+    }
+
+    /// Adds one value found in a member of an archive, `path` naming it from the object down.
+    /// The member's field is the field: the `ssn` column of every CSV in an export is one
+    /// finding, whose samples say which members hold it.
+    pub fn add_in(&mut self, finding: Finding, written: &Written, path: &[String]) {
         let tokenized = written.holds(&finding);
         let key = (
             finding.pii_type.as_str().to_owned(),
@@ -75,7 +88,7 @@ impl Groups {
             group.occurrences += 1;
             group.confidence = group.confidence.max(finding.confidence);
             if group.locations.len() < SAMPLES {
-                group.locations.push(location(&finding.location));
+                group.locations.push(located(&finding.location, path));
             }
             return;
         }
@@ -85,7 +98,7 @@ impl Groups {
         self.groups.push(NewFinding {
             category: finding.category.as_str().to_owned(),
             confidence: finding.confidence,
-            locations: vec![location(&finding.location)],
+            locations: vec![located(&finding.location, path)],
             preview: crate::preview::mask(finding.pii_type.pii(), raw),
             occurrences: 1,
             pii_type,
@@ -98,6 +111,19 @@ impl Groups {
     pub fn into_findings(self) -> Vec<NewFinding> {
         self.groups
     }
+}
+
+/// A location in a member of an archive: the member's path from the object down (`archive`:
+/// not `path`, which a JSON location already uses for its JSONPath), beside where in the
+/// member the value is.
+fn located(location: &Location, path: &[String]) -> Value {
+    let mut value = self::location(location);
+    if !path.is_empty()
+        && let Value::Object(fields) = &mut value
+    {
+        fields.insert("archive".into(), json!(path));
+    }
+    value
 }
 
 /// A location as findings store it.

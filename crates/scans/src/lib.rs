@@ -13,6 +13,7 @@ mod rows;
 pub mod lease;
 pub mod outbox;
 
+mod archive;
 mod baseline;
 pub mod enumerate;
 pub mod lifecycle;

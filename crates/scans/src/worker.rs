@@ -19,6 +19,7 @@ use keys::KeyRing;
 
 use uuid::Uuid;
 
+use crate::archive;
 use crate::error::ScanError;
 use crate::group::{Groups, Written};
 use crate::lease::{self, Claim, Held, Resource};
@@ -34,10 +35,10 @@ const HEARTBEAT: Duration = Duration::from_secs(2);
 
 /// File extensions never worth downloading: formats the detector cannot read.
 const UNSUPPORTED: &[&str] = &[
-    "png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff", "webp", "ico", "pdf", "zip", "7z", "rar",
-    "tar", "tgz", "bz2", "xz", "zst", "exe", "dll", "so", "dylib", "bin", "iso", "mp3", "mp4",
-    "mov", "avi", "mkv", "wav", "flac", "parquet", "avro", "orc", "doc", "docx", "xls", "xlsx",
-    "ppt", "pptx", "class", "jar", "pyc", "woff", "woff2", "ttf", "otf",
+    "png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff", "webp", "ico", "pdf", "7z", "rar", "bz2",
+    "xz", "zst", "exe", "dll", "so", "dylib", "bin", "iso", "mp3", "mp4", "mov", "avi", "mkv",
+    "wav", "flac", "parquet", "avro", "orc", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "class",
+    "jar", "pyc", "woff", "woff2", "ttf", "otf",
 ];
 
 /// A batch of outcomes is written when it holds this many resources, this many findings, or
@@ -458,15 +459,54 @@ impl Detection {
             .with_findings_limit(PUSH_FINDINGS);
         let mut found: Vec<Finding> = Vec::new();
         let mut groups = Groups::default();
+        // The first bytes say whether the object is an archive, whose members the reading
+        // layer opens; anything else streams into detection as it comes.
+        let mut head: Vec<u8> = Vec::new();
+        let mut ended = false;
+        while head.len() < extract::HEAD && !ended {
+            match next_piece(&mut body) {
+                Ok(Some(piece)) => head.extend_from_slice(&piece),
+                Ok(None) => ended = true,
+                Err(outcome) => return outcome,
+            }
+        }
+        if head.len() as u64 > self.max_bytes {
+            return Outcome::Skipped(record::SIZE_LIMIT.into());
+        }
+        if let Some(kind) = extract::container(&head) {
+            let rest = || {
+                if ended {
+                    Ok(None)
+                } else {
+                    next_piece(&mut body).map_err(archive::Stop::Outcome)
+                }
+            };
+            let file = match archive::spool(&head, self.max_bytes, rest) {
+                Ok(file) => file,
+                Err(archive::Stop::TooLarge) => return Outcome::Skipped(record::SIZE_LIMIT.into()),
+                Err(archive::Stop::Outcome(outcome)) => return outcome,
+            };
+            return archive::scan(
+                &self.detector,
+                &self.written,
+                &self.file_name,
+                kind,
+                file,
+                PUSH,
+                PUSH_FINDINGS,
+            );
+        }
         let mut read: u64 = 0;
+        let mut first = Some(Bytes::from(head));
         loop {
-            let piece = match body.blocking_recv() {
-                Some(Piece::Data(piece)) => piece,
-                Some(Piece::End) => break,
-                Some(Piece::Failed(failure)) => return Outcome::Failed(failure.as_str().into()),
-                // The reader ended without saying why: it panicked or the chunk was given up,
-                // so the object is not counted as scanned short.
-                None => return Outcome::Failed(Failure::Provider.as_str().into()),
+            let piece = match first.take() {
+                Some(head) => head,
+                None if ended => break,
+                None => match next_piece(&mut body) {
+                    Ok(Some(piece)) => piece,
+                    Ok(None) => break,
+                    Err(outcome) => return outcome,
+                },
             };
             read += piece.len() as u64;
             if read > self.max_bytes {
@@ -486,6 +526,19 @@ impl Detection {
         }
         found.drain(..).for_each(|f| groups.add(f, &self.written));
         Outcome::Scanned(groups.into_findings())
+    }
+}
+
+/// The next piece of an object's content, `None` at its end, or the outcome its reader's
+/// failure decides.
+fn next_piece(body: &mut mpsc::Receiver<Piece>) -> Result<Option<Bytes>, Outcome> {
+    match body.blocking_recv() {
+        Some(Piece::Data(piece)) => Ok(Some(piece)),
+        Some(Piece::End) => Ok(None),
+        Some(Piece::Failed(failure)) => Err(Outcome::Failed(failure.as_str().into())),
+        // The reader ended without saying why: it panicked or the chunk was given up, so the
+        // object is not counted as scanned short.
+        None => Err(Outcome::Failed(Failure::Provider.as_str().into())),
     }
 }
 

@@ -6,6 +6,7 @@
 )]
 
 mod api_keys;
+mod archives;
 mod auth;
 mod classifiers;
 mod cloud;

@@ -906,6 +906,31 @@ async fn an_object_stored_with_a_content_encoding_is_not_rewritten() {
     assert_eq!(read(bucket.as_ref(), "people.csv").await.unwrap(), SSNS);
 }
 
+/// An archive's values are found member by member, but an archive is never rewritten in
+/// place: a mask ends `failed` with `unsupported_format`, audited, the object untouched and no
+/// snapshot taken. Quarantine is the action for archives.
+#[tokio::test]
+async fn a_mask_of_values_in_a_zip_fails_as_unsupported_format() {
+    let stack = Stack::new(|_| {}).await;
+    let admin = stack.admin();
+    let bucket = seed::s3_bucket(&stack.moto.url(), "people-data").await;
+    let zip = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/formats/export.zip"),
+    )
+    .unwrap();
+    seed::put_all(bucket.as_ref(), &[("export.zip", zip.as_slice())]).await;
+    let connector = crate::scans::connector(&admin, "HR", "people-data").await;
+    ssn_mask_policy(&admin).await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    assert_eq!(done[0]["status"], "failed", "{done:?}");
+    assert_eq!(done[0]["reason"], "unsupported_format", "{done:?}");
+    assert_eq!(done[0]["lkg_available"], false, "{done:?}");
+    assert_eq!(read(bucket.as_ref(), "export.zip").await.unwrap(), zip);
+    let failed = audited(&admin, "action_failed").await;
+    assert!(!failed.is_empty(), "the failure is audited");
+}
+
 /// A snapshot that no longer holds the original bytes is not restored: undo would write
 /// something else and call it the original.
 #[tokio::test]

@@ -286,10 +286,26 @@ fn reason_like(r: &str) -> bool {
 }
 
 /// One of the three locations a detector makes (`detect::Location`), and nothing else: a line
-/// and column, a CSV row, column and header, or a JSON line and path.
+/// and column, a CSV row, column and header, or a JSON line and path; in a member of an
+/// archive, with the member's path from the object down (`archive`).
 fn location_shaped(location: &serde_json::Value) -> bool {
     let Some(fields) = location.as_object() else {
         return false;
+    };
+    let named = |n: &serde_json::Value| {
+        n.as_str().is_some_and(|t| {
+            t.len() <= scans::group::MAX_MEMBER_NAME && !t.chars().any(char::is_control)
+        })
+    };
+    let inner = match fields.get("archive") {
+        None => fields.len(),
+        Some(serde_json::Value::Array(names))
+            if (2..=scans::group::MAX_ARCHIVE_PATH).contains(&names.len())
+                && names.iter().all(named) =>
+        {
+            fields.len() - 1
+        }
+        Some(_) => return false,
     };
     let count = |k: &str| fields.get(k).is_some_and(serde_json::Value::is_u64);
     let text = |k: &str, nullable: bool| match fields.get(k) {
@@ -297,7 +313,7 @@ fn location_shaped(location: &serde_json::Value) -> bool {
         Some(serde_json::Value::Null) => nullable,
         _ => false,
     };
-    match fields.len() {
+    match inner {
         2 if fields.contains_key("path") => count("line") && text("path", false),
         2 => count("line") && count("column"),
         3 => count("row") && count("column") && text("header", true),
@@ -366,6 +382,8 @@ mod tests {
             json!({"row": 2, "column": 3, "header": "ssn"}),
             json!({"row": 2, "column": 3, "header": null}),
             json!({"line": 1, "path": "$.people[0].ssn"}),
+            json!({"archive": ["export.zip", "nested/inner.zip", "deep/notes.txt"], "line": 2, "column": 9}),
+            json!({"archive": ["logs.tar.gz", "people.json"], "line": 1, "path": "$.ssn"}),
         ] {
             assert!(location_shaped(&good), "{good}");
         }
@@ -376,6 +394,11 @@ mod tests {
             json!({"line": 1, "path": null}),
             json!({"line": 1, "path": "x".repeat(1025)}),
             json!({"note": "219-09-9999"}),
+            json!({"archive": "export.zip", "line": 2, "column": 9}),
+            json!({"archive": ["export.zip"], "line": 2, "column": 9}),
+            json!({"archive": ["export.zip", "x".repeat(257)], "line": 2, "column": 9}),
+            json!({"archive": ["export.zip", "a\nb"], "line": 2, "column": 9}),
+            json!({"archive": ["export.zip", "a.txt"], "line": 2}),
             json!([1, 2]),
         ] {
             assert!(!location_shaped(&bad), "{bad}");

@@ -1,0 +1,71 @@
+//! Why a container, or one of its members, was not read, whole or in part.
+
+/// Every way an archive or one of its members can be left unread. The codes are what a scan's
+/// coverage counts (`skip_reasons`) and what a finding's location never holds: no code quotes
+/// the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Skip {
+    /// Nested deeper than [`crate::Limits::max_depth`].
+    ArchiveDepth,
+    /// Past [`crate::Limits::max_members`] members of one object.
+    ArchiveMembers,
+    /// The object's decompressed bytes passed [`crate::Limits::max_bytes`].
+    ArchiveBytes,
+    /// A member inflated more than [`crate::Limits::max_ratio`] times the bytes it was
+    /// compressed into: a decompression bomb.
+    CompressionRatio,
+    /// A ZIP whose directory or member cannot be read.
+    CorruptZip,
+    /// A ZIP member that needs a password.
+    EncryptedZip,
+    /// A ZIP member compressed with a method other than stored or deflate.
+    UnsupportedCompression,
+    /// A TAR whose headers or data cannot be read, a truncated one included.
+    CorruptTar,
+    /// A gzip stream inside an archive that is corrupt or truncated.
+    CorruptGzip,
+    /// A member that needs random access (a ZIP inside an archive) could not be written to a
+    /// temporary file.
+    Spool,
+}
+
+impl Skip {
+    pub const ALL: [Skip; 10] = [
+        Skip::ArchiveDepth,
+        Skip::ArchiveMembers,
+        Skip::ArchiveBytes,
+        Skip::CompressionRatio,
+        Skip::CorruptZip,
+        Skip::EncryptedZip,
+        Skip::UnsupportedCompression,
+        Skip::CorruptTar,
+        Skip::CorruptGzip,
+        Skip::Spool,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Skip::ArchiveDepth => "archive_depth",
+            Skip::ArchiveMembers => "archive_members",
+            Skip::ArchiveBytes => "archive_bytes",
+            Skip::CompressionRatio => "compression_ratio",
+            Skip::CorruptZip => "corrupt_zip",
+            Skip::EncryptedZip => "encrypted_zip",
+            Skip::UnsupportedCompression => "unsupported_compression",
+            Skip::CorruptTar => "corrupt_tar",
+            Skip::CorruptGzip => "corrupt_gzip",
+            Skip::Spool => "spool_failed",
+        }
+    }
+
+    /// Whether no further member of the object is read after this one.
+    pub fn stops_the_object(self) -> bool {
+        matches!(self, Skip::ArchiveBytes | Skip::ArchiveMembers)
+    }
+}
+
+impl std::fmt::Display for Skip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,416 @@
+//! Walking one container member by member: ZIP (its directory first, so from a seekable
+//! source), TAR (a stream of headers and data) and gzip (a stream), nested in any order. Each
+//! member's first bytes decide what it is, not its name. A member that needs random access (a
+//! ZIP inside an archive) is spooled to an anonymous temporary file, so memory stays bounded
+//! whatever the sizes; everything else streams.
+
+use std::cell::Cell;
+use std::io::{self, Cursor, Read, Seek};
+use std::rc::Rc;
+
+use flate2::read::MultiGzDecoder;
+
+use crate::limits::{Budget, Compressed, Counted, Meter, reached};
+use crate::{Limits, Skip};
+
+/// Whoever reads the members: detection, for a scan or `dpsctl detect`.
+pub trait Sink {
+    /// One member that is not itself a container, its content decompressed. `path` names it
+    /// from the object down (the object's own name first); `name` is the file name whose
+    /// extension hints its format (`logs/app.log` for a member `logs/app.log.gz`). An error
+    /// from reading `content` is handed back unchanged: the walk tells a limit from a corrupt
+    /// member and reports it through [`Sink::skipped`].
+    fn member(&mut self, path: &[String], name: &str, content: &mut dyn Read) -> io::Result<()>;
+
+    /// A member, or what is left of a container, that was not read, and why.
+    fn skipped(&mut self, path: &[String], reason: Skip);
+}
+
+/// A container the walk opens, as the object's first bytes show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Container {
+    Zip,
+    Tar,
+    /// A gzip stream holding a TAR (`.tar.gz`, `.tgz`). A gzip of anything else is read by
+    /// detection itself, as a stream.
+    TarGz,
+}
+
+impl Container {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Container::Zip => "zip",
+            Container::Tar => "tar",
+            Container::TarGz => "tar.gz",
+        }
+    }
+}
+
+/// Bytes of an object's head that [`container`] needs to tell a TAR (its magic is at 257).
+pub const HEAD: usize = 512;
+
+/// The container the object is, from its first bytes (at least [`HEAD`] of them when the
+/// object is that long), or `None` when it is no container.
+pub fn container(head: &[u8]) -> Option<Container> {
+    match kind(head) {
+        Kind::Zip => Some(Container::Zip),
+        Kind::Tar => Some(Container::Tar),
+        Kind::Gzip => {
+            let mut inflated = Vec::with_capacity(HEAD);
+            // A truncated head inflates to what it holds; an error is no container, and
+            // detection reports the corrupt gzip itself.
+            let _ = MultiGzDecoder::new(head)
+                .take(HEAD as u64)
+                .read_to_end(&mut inflated);
+            (kind(&inflated) == Kind::Tar).then_some(Container::TarGz)
+        }
+        Kind::Leaf => None,
+    }
+}
+
+/// What a walk read.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// Members handed to the sink.
+    pub members: u64,
+    /// Members or remains of containers reported skipped.
+    pub skipped: u64,
+}
+
+/// Reads every member of `source`, which is a `container`, into `sink`, within `limits`.
+/// `name` is the object's, the first element of every path. An error means the container
+/// could not be opened at all (nothing was read); once a member was read, a later problem is
+/// a skip, and the members before it keep what the sink made of them.
+pub fn walk<R: Read + Seek>(
+    source: R,
+    container: Container,
+    name: &str,
+    limits: Limits,
+    sink: &mut dyn Sink,
+) -> Result<Report, Skip> {
+    let mut walk = Walk {
+        limits,
+        budget: Rc::new(Budget::default()),
+        sink,
+        path: vec![bounded(name)],
+        depth: 1,
+        members: 0,
+        stopped: false,
+        report: Report::default(),
+    };
+    let result = match container {
+        Container::Zip => walk.zip(source),
+        Container::Tar => walk.tar(source),
+        Container::TarGz => {
+            let count = Rc::new(Cell::new(0));
+            let input = Counted {
+                inner: source,
+                count: count.clone(),
+            };
+            let inflated = walk.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
+            walk.tar(inflated)
+        }
+    };
+    match result {
+        Ok(()) => Ok(walk.report),
+        Err(skip) if walk.members == 0 => Err(skip),
+        Err(skip) => {
+            walk.skip_here(skip);
+            Ok(walk.report)
+        }
+    }
+}
+
+/// The longest member name kept, in bytes: a hostile archive's names are not the place to
+/// spend memory, and a location quotes them (eleven of them fit a stored location's 4 KiB).
+pub const MAX_NAME: usize = 256;
+
+/// The most of a pax extended header read for a member's path.
+const MAX_PAX: u64 = 64 << 10;
+
+/// What a member's first bytes say it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Zip,
+    Tar,
+    Gzip,
+    Leaf,
+}
+
+fn kind(head: &[u8]) -> Kind {
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        Kind::Zip
+    } else if head.get(257..262) == Some(b"ustar") {
+        Kind::Tar
+    } else if head.starts_with(&[0x1f, 0x8b]) {
+        Kind::Gzip
+    } else {
+        Kind::Leaf
+    }
+}
+
+struct Walk<'s> {
+    limits: Limits,
+    budget: Rc<Budget>,
+    sink: &'s mut dyn Sink,
+    path: Vec<String>,
+    /// Containers open around the current member, the object included.
+    depth: usize,
+    members: u64,
+    stopped: bool,
+    report: Report,
+}
+
+impl Walk<'_> {
+    fn meter<R: Read>(&self, inner: R, compressed: Compressed) -> Meter<R> {
+        Meter::new(inner, self.budget.clone(), self.limits, compressed)
+    }
+
+    /// Counts one more member; past the limit, reports it and stops the walk.
+    fn count(&mut self, name: &str) -> bool {
+        self.members += 1;
+        if self.members > self.limits.max_members {
+            self.path.push(name.to_owned());
+            self.skip_here(Skip::ArchiveMembers);
+            self.path.pop();
+            return false;
+        }
+        true
+    }
+
+    fn skip_here(&mut self, reason: Skip) {
+        self.sink.skipped(&self.path, reason);
+        self.report.skipped += 1;
+        if reason.stops_the_object() {
+            self.stopped = true;
+        }
+    }
+
+    fn zip<R: Read + Seek>(&mut self, source: R) -> Result<(), Skip> {
+        let mut archive = zip::ZipArchive::new(source).map_err(|e| zip_skip(&e))?;
+        for i in 0..archive.len() {
+            if self.stopped {
+                break;
+            }
+            let name = archive
+                .name_for_index(i)
+                .and_then(Result::ok)
+                .map_or_else(|| format!("#{i}"), |name| bounded(&name));
+            if name.ends_with('/') {
+                continue;
+            }
+            if !self.count(&name) {
+                break;
+            }
+            match archive.by_index(i) {
+                Ok(file) => {
+                    let compressed = match file.compression() {
+                        zip::CompressionMethod::Stored => Compressed::Stored,
+                        _ => Compressed::Known(file.compressed_size()),
+                    };
+                    let metered = self.meter(file, compressed);
+                    // A ZIP's members are independent: one that fails leaves the next readable.
+                    let _ = self.member(name, metered, Skip::CorruptZip);
+                }
+                Err(e) => {
+                    self.path.push(name);
+                    self.skip_here(zip_skip(&e));
+                    self.path.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn tar<R: Read>(&mut self, source: R) -> Result<(), Skip> {
+        let mut archive = tar::Archive::new(source);
+        // Raw entries: the long names and pax headers come to this walk, which reads at most
+        // MAX_NAME or MAX_PAX of them, instead of being read whole into memory.
+        let entries = archive
+            .entries()
+            .map_err(|e| reached(&e).unwrap_or(Skip::CorruptTar))?
+            .raw(true);
+        let mut long_name: Option<String> = None;
+        for entry in entries {
+            if self.stopped {
+                break;
+            }
+            let mut entry = entry.map_err(|e| reached(&e).unwrap_or(Skip::CorruptTar))?;
+            let kind = entry.header().entry_type();
+            if kind.is_gnu_longname() {
+                let name = read_at_most(&mut entry, MAX_NAME as u64)?;
+                let name = name.split(|&b| b == 0).next().unwrap_or_default();
+                long_name = Some(bounded(&String::from_utf8_lossy(name)));
+                continue;
+            }
+            if kind.is_pax_local_extensions() {
+                let pax = read_at_most(&mut entry, MAX_PAX)?;
+                long_name = pax_path(&pax).or(long_name);
+                continue;
+            }
+            if kind.is_gnu_longlink() || kind.is_pax_global_extensions() {
+                continue;
+            }
+            let name = long_name.take();
+            if !(kind.is_file() || kind.is_contiguous()) {
+                continue;
+            }
+            let name =
+                name.unwrap_or_else(|| bounded(&String::from_utf8_lossy(&entry.path_bytes())));
+            if !self.count(&name) {
+                break;
+            }
+            // The TAR's own stream failed under the member (it is cut or corrupt): no entry
+            // follows, and the cut is reported once, at the member.
+            if self.member(name, &mut entry, Skip::CorruptTar) == Some(Skip::CorruptTar) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one member, whatever it is; a problem is reported as its skip, and returned.
+    fn member(&mut self, name: String, mut content: impl Read, layer: Skip) -> Option<Skip> {
+        self.path.push(name);
+        let skip = self.open(&mut content, layer).err();
+        if let Some(skip) = skip {
+            self.skip_here(skip);
+        }
+        self.path.pop();
+        skip
+    }
+
+    /// Opens the member at the end of the path: a container is walked, a gzip stream
+    /// inflated and opened again, anything else handed to the sink.
+    fn open(&mut self, content: &mut dyn Read, layer: Skip) -> Result<(), Skip> {
+        let head = peek(content).map_err(|e| reached(&e).unwrap_or(layer))?;
+        let kind = kind(&head);
+        if kind != Kind::Leaf {
+            if self.depth >= self.limits.max_depth {
+                return Err(Skip::ArchiveDepth);
+            }
+            self.depth += 1;
+        }
+        let whole = Cursor::new(head).chain(content);
+        let result = match kind {
+            Kind::Zip => self.spool(whole, layer).and_then(|file| self.zip(file)),
+            Kind::Tar => self.tar(whole),
+            Kind::Gzip => {
+                let count = Rc::new(Cell::new(0));
+                let input = Counted {
+                    inner: whole,
+                    count: count.clone(),
+                };
+                let mut inflated =
+                    self.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
+                self.open(&mut inflated, Skip::CorruptGzip)
+            }
+            Kind::Leaf => {
+                let name = inner_name(self.path.last().map_or("", String::as_str));
+                let mut whole = whole;
+                let read = self.sink.member(&self.path, &name, &mut whole);
+                read.map(|()| self.report.members += 1)
+                    .map_err(|e| reached(&e).unwrap_or(layer))
+            }
+        };
+        if kind != Kind::Leaf {
+            self.depth -= 1;
+        }
+        result
+    }
+
+    /// Writes a member to an anonymous temporary file (gone when closed, or when the process
+    /// dies), for a format whose directory is at its end.
+    fn spool(&self, mut content: impl Read, layer: Skip) -> Result<std::fs::File, Skip> {
+        let mut file = tempfile::tempfile().map_err(|_| Skip::Spool)?;
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let n = match content.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(reached(&e).unwrap_or(layer)),
+            };
+            io::Write::write_all(&mut file, &buf[..n]).map_err(|_| Skip::Spool)?;
+        }
+        file.rewind().map_err(|_| Skip::Spool)?;
+        Ok(file)
+    }
+}
+
+/// Up to [`HEAD`] bytes from the start of `content`, fewer only at its end.
+fn peek(content: &mut dyn Read) -> io::Result<Vec<u8>> {
+    let mut head = vec![0u8; HEAD];
+    let mut filled = 0;
+    while filled < HEAD {
+        match content.read(&mut head[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    head.truncate(filled);
+    Ok(head)
+}
+
+/// At most `max` bytes of a tar entry's data; the walk skips the rest.
+fn read_at_most(entry: &mut impl Read, max: u64) -> Result<Vec<u8>, Skip> {
+    let mut data = Vec::new();
+    entry
+        .take(max)
+        .read_to_end(&mut data)
+        .map_err(|e| reached(&e).unwrap_or(Skip::CorruptTar))?;
+    Ok(data)
+}
+
+/// The `path` record of a pax extended header (`<length> path=<value>\n` records).
+fn pax_path(pax: &[u8]) -> Option<String> {
+    let mut rest = pax;
+    while !rest.is_empty() {
+        let space = rest.iter().position(|&b| b == b' ')?;
+        let length: usize = std::str::from_utf8(&rest[..space]).ok()?.parse().ok()?;
+        if length <= space || length > rest.len() {
+            return None;
+        }
+        let record = &rest[space + 1..length];
+        let record = record.strip_suffix(b"\n").unwrap_or(record);
+        if let Some(path) = record.strip_prefix(b"path=") {
+            return Some(bounded(&String::from_utf8_lossy(path)));
+        }
+        rest = &rest[length..];
+    }
+    None
+}
+
+/// `name` cut to [`MAX_NAME`] bytes at a character boundary.
+fn bounded(name: &str) -> String {
+    if name.len() <= MAX_NAME {
+        return name.to_owned();
+    }
+    let mut end = MAX_NAME;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_owned()
+}
+
+/// The name of what a gzip member holds: `app.log` for `app.log.gz`, `x.tar` for `x.tgz`.
+fn inner_name(name: &str) -> String {
+    if let Some(stem) = name.strip_suffix(".tgz") {
+        return format!("{stem}.tar");
+    }
+    name.strip_suffix(".gz").unwrap_or(name).to_owned()
+}
+
+fn zip_skip(e: &zip::result::ZipError) -> Skip {
+    use zip::result::ZipError;
+    match e {
+        ZipError::Io(e) => reached(e).unwrap_or(Skip::CorruptZip),
+        ZipError::UnsupportedArchive(ZipError::PASSWORD_REQUIRED) => Skip::EncryptedZip,
+        ZipError::UnsupportedArchive(_) | ZipError::CompressionMethodNotSupported(_) => {
+            Skip::UnsupportedCompression
+        }
+        _ => Skip::CorruptZip,
+    }
+}

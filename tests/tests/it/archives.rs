@@ -1,0 +1,161 @@
+//! Archives in a customer's bucket, end to end: a scan on moto reads ZIP, TAR and TAR.GZ
+//! objects member by member (nested ZIPs and gzip members included) from the fixtures Python's
+//! zipfile and tarfile wrote (`tests/fixtures/formats/make.py`), finds exactly the planted
+//! values with each member's path in their locations, and survives a bomb, a depth past the
+//! limit, an encrypted member and a cut stream.
+
+use std::collections::BTreeMap;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use testkit::{emulators, seed};
+
+use crate::Client;
+use crate::scans::{app_on, connector, finished};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/formats")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+const FIXTURES: [&str; 8] = [
+    "export.zip",
+    "logs.tar.gz",
+    "pax.tar",
+    "control.zip",
+    "bomb.zip",
+    "deep.zip",
+    "encrypted.zip",
+    "truncated.tar.gz",
+];
+
+#[tokio::test]
+async fn a_scan_reads_every_member_of_zip_and_tar_archives_and_survives_hostile_ones() {
+    let moto = emulators::moto(&[]);
+    let bucket = seed::s3_bucket(&moto.url(), "shared-drive").await;
+    let contents: Vec<(String, Vec<u8>)> = FIXTURES
+        .iter()
+        .map(|name| (format!("exports/{name}"), fixture(name)))
+        .collect();
+    let objects: Vec<(&str, &[u8])> = contents
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_slice()))
+        .collect();
+    seed::put_all(bucket.as_ref(), &objects).await;
+    let app = app_on(&moto, "2").await;
+    let admin = Client {
+        app: &app,
+        token: app.token("acme", "ann", &["admin"]),
+    };
+    let id = connector(&admin, "Shared drive", "shared-drive").await;
+    let (status, body) = admin
+        .send(
+            Method::POST,
+            &format!("/connectors/{id}/scan"),
+            Some(json!({"type": "full"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
+    let done = finished(&admin, &scan).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let coverage = &done["coverage"];
+    assert_eq!(coverage["total_enumerated"], 8, "{done}");
+    assert_eq!(coverage["total_failed"], 0, "{done}");
+    assert_eq!(
+        coverage["total_scanned"], 8,
+        "every archive is read, the hostile ones as far as their limits: {done}"
+    );
+
+    let (status, body) = admin
+        .send(
+            Method::GET,
+            &format!("/findings?connector={id}&limit=100"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let found = body["data"].as_array().unwrap();
+    // (object, type, field) -> values.
+    let mut counts: BTreeMap<(String, String, String), i64> = BTreeMap::new();
+    for f in found {
+        let key = f["resource"]
+            .as_str()
+            .unwrap_or_default()
+            .trim_start_matches("shared-drive/exports/")
+            .to_owned();
+        let field = f["field"].as_str().unwrap_or_default().to_owned();
+        let pii = f["pii_type"].as_str().unwrap().to_owned();
+        if pii == "us_ssn" || pii == "email" {
+            *counts.entry((key, pii, field)).or_default() += f["occurrences"].as_i64().unwrap();
+        }
+    }
+    let planted: BTreeMap<(String, String, String), i64> = [
+        // customers.csv (20) and more/customers_2.csv.gz (5): one column across members.
+        ("export.zip", "us_ssn", "ssn", 25),
+        ("export.zip", "email", "email", 25),
+        // nested/inner.zip > deep/notes.txt
+        ("export.zip", "us_ssn", "", 1),
+        ("export.zip", "email", "", 1),
+        // app/2024-05-01.log (12 emails) and app/old.log.gz (1 SSN); the long-named CSV (3).
+        ("logs.tar.gz", "email", "", 12),
+        ("logs.tar.gz", "us_ssn", "", 1),
+        ("logs.tar.gz", "us_ssn", "ssn", 3),
+        ("logs.tar.gz", "email", "email", 3),
+        ("pax.tar", "us_ssn", "ssn", 2),
+        ("pax.tar", "email", "email", 2),
+        // The member that is not encrypted.
+        ("encrypted.zip", "us_ssn", "", 1),
+        ("encrypted.zip", "email", "", 1),
+        // The whole member before the cut.
+        ("truncated.tar.gz", "email", "", 12),
+    ]
+    .into_iter()
+    .map(|(o, t, f, n)| ((o.to_owned(), t.to_owned(), f.to_owned()), n))
+    .collect();
+    assert_eq!(counts, planted, "{body}");
+
+    // A value in a nested ZIP says where, member by member.
+    let notes = found
+        .iter()
+        .find(|f| {
+            f["pii_type"] == "us_ssn"
+                && f["field"].is_null()
+                && f.to_string().contains("export.zip")
+        })
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(
+        notes["location"],
+        json!({
+            "archive": ["export.zip", "nested/inner.zip", "deep/notes.txt"],
+            "line": 2,
+            "column": 82
+        }),
+        "{notes}"
+    );
+    let column: &Value = found
+        .iter()
+        .find(|f| {
+            f["pii_type"] == "us_ssn" && f["field"] == "ssn" && f.to_string().contains("export.zip")
+        })
+        .unwrap();
+    let samples = column["locations"].as_array().unwrap();
+    assert_eq!(samples.len(), 15, "{column}");
+    assert_eq!(
+        samples[0],
+        json!({"archive": ["export.zip", "customers.csv"], "row": 1, "column": 3, "header": "ssn"})
+    );
+
+    // Nothing of the values is stored.
+    let dump = testkit::pg_dump(&app.db);
+    for secret in [
+        "536-22-4471",
+        "jane.doe@example.com",
+        "536-22-4480",
+        "customer3@example.com",
+    ] {
+        assert!(!dump.contains(secret), "{secret} is in the database");
+    }
+}
