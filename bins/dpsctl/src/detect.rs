@@ -76,52 +76,66 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         with_values: false,
     };
     let started = Instant::now();
-    let mut stream = detector.stream(hint, options);
-    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut found = Vec::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    let mut print =
-        |found: &mut Vec<Finding>, out: &mut std::io::BufWriter<_>| -> anyhow::Result<()> {
-            for finding in found.drain(..) {
-                match counts.get_mut(finding.pii_type.as_str()) {
-                    Some(n) => *n += 1,
-                    None => {
-                        counts.insert(finding.pii_type.as_str().to_owned(), 1);
-                    }
-                }
-                write_line(out, &finding, args.format)?;
-            }
-            Ok(())
-        };
-    let scanned = loop {
-        let read = match input.read(&mut buffer) {
-            Ok(0) => break stream.finish(&mut found),
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).context("reading the content"),
-        };
-        if let Err(reason) = stream.push(&buffer[..read], &mut found) {
-            break Err(reason);
-        }
-        print(&mut found, &mut stdout)?;
+    let mut printer = Printer {
+        out: std::io::BufWriter::new(std::io::stdout().lock()),
+        counts: BTreeMap::new(),
+        format: args.format,
     };
-    print(&mut found, &mut stdout)?;
-    stdout.flush()?;
-    let elapsed = started.elapsed().as_secs_f64();
     let source = if stdin {
         "stdin".to_owned()
     } else {
-        name.unwrap_or_default()
+        name.clone().unwrap_or_default()
     };
+    // An archive is walked member by member; anything else streams into detection.
+    let head = read_head(&mut input).context("reading the content")?;
+    if let Some(kind) = extract::container(&head) {
+        let file = if stdin {
+            spool(&head, &mut input).context("spooling standard input")?
+        } else {
+            let path = args.path.as_ref().context("a path")?;
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?
+        };
+        return archive(
+            &detector,
+            options,
+            file,
+            kind,
+            &source,
+            &mut printer,
+            started,
+        );
+    }
+    let mut stream = detector.stream(hint, options);
+    let mut found = Vec::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut scanned = match stream.push(&head, &mut found) {
+        Ok(()) => None,
+        Err(reason) => Some(Err(reason)),
+    };
+    printer.print(&mut found, None)?;
+    let scanned = match scanned.take() {
+        Some(skipped) => skipped,
+        None => loop {
+            let read = match input.read(&mut buffer) {
+                Ok(0) => break stream.finish(&mut found),
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("reading the content"),
+            };
+            if let Err(reason) = stream.push(&buffer[..read], &mut found) {
+                break Err(reason);
+            }
+            printer.print(&mut found, None)?;
+        },
+    };
+    printer.print(&mut found, None)?;
+    printer.out.flush()?;
+    let elapsed = started.elapsed().as_secs_f64();
     match scanned {
         Ok(report) => {
-            let total: usize = counts.values().sum();
-            let by_type: Vec<String> = counts.iter().map(|(t, n)| format!("{t}={n}")).collect();
             eprintln!(
-                "{source}: {total} findings{}{} in {} bytes of {}{} {}, {:.1} ms ({:.0} MB/s)",
-                if by_type.is_empty() { "" } else { " " },
-                by_type.join(" "),
+                "{source}: {} in {} bytes of {}{} {}, {:.1} ms ({:.0} MB/s)",
+                printer.summary(),
                 report.text_bytes,
                 report.format.as_str(),
                 if report.compressed { " (gzip)" } else { "" },
@@ -138,15 +152,195 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
+/// Up to `extract::HEAD` bytes from the start of `input`: enough to tell an archive.
+fn read_head(input: &mut dyn Read) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(extract::HEAD);
+    input.take(extract::HEAD as u64).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// Standard input written to an anonymous temporary file, for an archive whose directory is
+/// at its end.
+fn spool(head: &[u8], input: &mut dyn Read) -> std::io::Result<std::fs::File> {
+    use std::io::Seek as _;
+    let mut file = tempfile::tempfile()?;
+    file.write_all(head)?;
+    std::io::copy(input, &mut file)?;
+    file.rewind()?;
+    Ok(file)
+}
+
+/// Scans every member of an archive and prints its findings, each with the member's path.
+fn archive(
+    detector: &Detector,
+    options: Options,
+    file: std::fs::File,
+    kind: extract::Container,
+    source: &str,
+    printer: &mut Printer<impl Write>,
+    started: Instant,
+) -> anyhow::Result<()> {
+    let name = source.rsplit('/').next().unwrap_or(source);
+    let mut members = Members {
+        detector,
+        options,
+        printer,
+        bytes: 0,
+        skipped: BTreeMap::new(),
+        failed: None,
+    };
+    let walked = extract::walk(file, kind, name, extract::Limits::default(), &mut members);
+    if let Some(e) = members.failed.take() {
+        return Err(e).context("printing findings");
+    }
+    let Members { bytes, skipped, .. } = members;
+    printer.out.flush()?;
+    let elapsed = started.elapsed().as_secs_f64();
+    match walked {
+        Ok(report) => {
+            let skipped: Vec<String> = skipped.iter().map(|(r, n)| format!("{r}={n}")).collect();
+            eprintln!(
+                "{source}: {} in {} members of a {} ({} bytes of text){}, {:.1} ms",
+                printer.summary(),
+                report.members,
+                kind.as_str(),
+                bytes,
+                if skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!("; skipped: {}", skipped.join(" "))
+                },
+                elapsed * 1e3,
+            );
+        }
+        Err(reason) => eprintln!("{source}: skipped: {reason}"),
+    }
+    Ok(())
+}
+
+/// Detection over each member of an archive, printing as it goes.
+struct Members<'a, W: Write> {
+    detector: &'a Detector,
+    options: Options,
+    printer: &'a mut Printer<W>,
+    bytes: u64,
+    skipped: BTreeMap<&'static str, usize>,
+    /// Writing to stdout failed: the walk is not stopped, but nothing more is printed.
+    failed: Option<std::io::Error>,
+}
+
+impl<W: Write> extract::Sink for Members<'_, W> {
+    fn member(
+        &mut self,
+        path: &[String],
+        name: &str,
+        content: &mut dyn Read,
+    ) -> std::io::Result<()> {
+        let hint = Hint {
+            content_type: None,
+            file_name: Some(name),
+        };
+        let mut stream = self.detector.stream(hint, self.options);
+        let mut found = Vec::new();
+        let mut buffer = vec![0u8; 64 << 10];
+        loop {
+            let n = match content.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            let pushed = stream.push(&buffer[..n], &mut found);
+            self.print(&mut found, path);
+            if let Err(reason) = pushed {
+                *self.skipped.entry(reason.as_str()).or_default() += 1;
+                return Ok(());
+            }
+        }
+        match stream.finish(&mut found) {
+            Ok(report) => self.bytes += report.text_bytes,
+            Err(reason) => *self.skipped.entry(reason.as_str()).or_default() += 1,
+        }
+        self.print(&mut found, path);
+        Ok(())
+    }
+
+    fn skipped(&mut self, _path: &[String], reason: extract::Skip) {
+        *self.skipped.entry(reason.as_str()).or_default() += 1;
+    }
+}
+
+impl<W: Write> Members<'_, W> {
+    fn print(&mut self, found: &mut Vec<Finding>, path: &[String]) {
+        if self.failed.is_none()
+            && let Err(e) = self.printer.print(found, Some(path))
+        {
+            self.failed = Some(e);
+        }
+        found.clear();
+    }
+}
+
+/// Findings printed as they come, counted by type.
+struct Printer<W: Write> {
+    out: std::io::BufWriter<W>,
+    counts: BTreeMap<String, usize>,
+    format: Output,
+}
+
+impl<W: Write> Printer<W> {
+    fn print(
+        &mut self,
+        found: &mut Vec<Finding>,
+        archive: Option<&[String]>,
+    ) -> std::io::Result<()> {
+        for finding in found.drain(..) {
+            match self.counts.get_mut(finding.pii_type.as_str()) {
+                Some(n) => *n += 1,
+                None => {
+                    self.counts.insert(finding.pii_type.as_str().to_owned(), 1);
+                }
+            }
+            write_line(&mut self.out, &finding, archive, self.format)?;
+        }
+        Ok(())
+    }
+
+    /// `N findings type=n ...`.
+    fn summary(&self) -> String {
+        let total: usize = self.counts.values().sum();
+        let by_type: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(t, n)| format!("{t}={n}"))
+            .collect();
+        format!(
+            "{total} findings{}{}",
+            if by_type.is_empty() { "" } else { " " },
+            by_type.join(" ")
+        )
+    }
+}
+
 /// Writes one finding as a line, straight into `out`: no tree of values and no string per
 /// finding, so printing a million findings costs well under a second more than scanning.
-fn write_line(out: &mut impl Write, finding: &Finding, format: Output) -> std::io::Result<()> {
+fn write_line(
+    out: &mut impl Write,
+    finding: &Finding,
+    archive: Option<&[String]>,
+    format: Output,
+) -> std::io::Result<()> {
     match format {
         Output::Json => {
-            serde_json::to_writer(&mut *out, &JsonFinding::of(finding))?;
+            serde_json::to_writer(&mut *out, &JsonFinding::of(finding, archive))?;
             out.write_all(b"\n")
         }
         Output::Text => {
+            if let Some(path) = archive {
+                for name in path {
+                    write!(out, "{name} > ")?;
+                }
+            }
             match &finding.location {
                 Location::Line { line, column } => write!(out, "{line}:{column}")?,
                 Location::Csv {
@@ -181,6 +375,9 @@ struct JsonFinding<'a> {
     confidence: f64,
     location: JsonLocation<'a>,
     evidence: JsonEvidence<'a>,
+    /// In an archive: the member's path from the archive down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    archive: Option<&'a [String]>,
 }
 
 #[derive(serde::Serialize)]
@@ -209,8 +406,9 @@ enum JsonLocation<'a> {
 }
 
 impl<'a> JsonFinding<'a> {
-    fn of(finding: &'a Finding) -> Self {
+    fn of(finding: &'a Finding, archive: Option<&'a [String]>) -> Self {
         JsonFinding {
+            archive,
             category: finding.category.as_str(),
             confidence: (f64::from(finding.confidence) * 100.0).round() / 100.0,
             end: finding.end,

@@ -186,7 +186,13 @@ impl Walk<'_> {
         }
     }
 
-    fn zip<R: Read + Seek>(&mut self, source: R) -> Result<(), Skip> {
+    fn zip<R: Read + Seek>(&mut self, mut source: R) -> Result<(), Skip> {
+        // A member's header may claim more compressed bytes than the whole file holds, which
+        // would let it inflate past any ratio: the file's length caps the claim.
+        let length = source
+            .seek(io::SeekFrom::End(0))
+            .and_then(|length| source.rewind().map(|()| length))
+            .map_err(|e| reached(&e).unwrap_or(Skip::CorruptZip))?;
         let mut archive = zip::ZipArchive::new(source).map_err(|e| zip_skip(&e))?;
         for i in 0..archive.len() {
             if self.stopped {
@@ -206,7 +212,7 @@ impl Walk<'_> {
                 Ok(file) => {
                     let compressed = match file.compression() {
                         zip::CompressionMethod::Stored => Compressed::Stored,
-                        _ => Compressed::Known(file.compressed_size()),
+                        _ => Compressed::Known(file.compressed_size().min(length)),
                     };
                     let metered = self.meter(file, compressed);
                     // A ZIP's members are independent: one that fails leaves the next readable.

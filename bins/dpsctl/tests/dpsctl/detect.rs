@@ -231,3 +231,56 @@ fn business_words_near_a_value_with_its_own_evidence_do_not_hide_it() {
         assert_eq!(found, [(pii_type.to_owned(), value.to_owned())], "{line}");
     }
 }
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/../../tests/fixtures/formats/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn archives_are_read_member_by_member_from_files_and_standard_input() {
+    let output = dpsctl(&["--format", "json", &fixture("export.zip")], b"");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let findings = json_lines(&output);
+    let ssns = findings
+        .iter()
+        .filter(|f| f["pii_type"] == "us_ssn")
+        .count();
+    assert_eq!(ssns, 26, "20 + 5 in the CSVs, 1 in the nested ZIP's notes");
+    let notes = findings
+        .iter()
+        .find(|f| f["archive"][1] == "nested/inner.zip")
+        .unwrap();
+    assert_eq!(
+        notes["archive"],
+        serde_json::json!(["export.zip", "nested/inner.zip", "deep/notes.txt"])
+    );
+    assert_eq!(
+        notes["location"],
+        serde_json::json!({"line": 2, "column": 82})
+    );
+    assert!(
+        stderr(&output).contains("in 4 members of a zip"),
+        "{}",
+        stderr(&output)
+    );
+
+    let tgz = std::fs::read(fixture("logs.tar.gz")).unwrap();
+    let output = dpsctl(&[], &tgz);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("stdin > app/old.log.gz > 1:"),
+        "a gzip member inside the TAR is inflated: {text}"
+    );
+
+    let output = dpsctl(&[&fixture("bomb.zip")], b"");
+    assert!(output.status.success());
+    assert!(
+        stderr(&output).contains("skipped: compression_ratio=1"),
+        "{}",
+        stderr(&output)
+    );
+}
