@@ -224,6 +224,13 @@ pub fn scan(scan: scans::Scan) -> api_types::scans::Scan {
             total_failed: c.total_failed,
             skipped_reasons: scan.reasons.skipped.clone(),
             failed_reasons: scan.reasons.failed.clone(),
+            skip_reasons: {
+                let mut all = scan.reasons.skipped.clone();
+                for (reason, n) in &scan.reasons.unread {
+                    *all.entry(reason.clone()).or_default() += n;
+                }
+                all
+            },
         }),
         workers: api_types::scans::WorkerCounts {
             total: scan.workers.total,

@@ -292,15 +292,23 @@ impl Coordination for Remote {
         let outcomes = batch
             .into_iter()
             .map(|(resource, outcome)| {
-                let (kind, reason, findings) = match outcome {
-                    Outcome::Scanned(found) => ("scanned", None, found),
-                    Outcome::Skipped(reason) => ("skipped", Some(reason), Vec::new()),
-                    Outcome::Failed(reason) => ("failed", Some(reason), Vec::new()),
+                let (kind, reason, findings, unread) = match outcome {
+                    Outcome::Scanned { findings, unread } => ("scanned", None, findings, unread),
+                    Outcome::Skipped(reason) => {
+                        ("skipped", Some(reason), Vec::new(), Default::default())
+                    }
+                    Outcome::Failed(reason) => {
+                        ("failed", Some(reason), Vec::new(), Default::default())
+                    }
                 };
                 WorkOutcome {
                     idx: resource.idx,
                     outcome: kind.into(),
                     reason,
+                    unread: unread
+                        .into_iter()
+                        .map(|(reason, n)| (reason, u32::try_from(n).unwrap_or(u32::MAX)))
+                        .collect(),
                     findings: findings
                         .into_iter()
                         .map(|f| WorkFinding {

@@ -130,6 +130,11 @@ pub struct Coverage {
     /// total_failed by reason: permission, not_found, network, identity, refused, provider,
     /// parse, worker_lost.
     pub failed_reasons: std::collections::BTreeMap<String, i64>,
+    /// Everything not read, by reason: the skipped objects of `skipped_reasons`, and inside
+    /// objects that were scanned, the members of archives left unread (`compression_ratio`,
+    /// `archive_depth`, `encrypted_zip`, `corrupt_tar`, `binary:<kind>`, ...). A member is not
+    /// an object, so it is in no total.
+    pub skip_reasons: std::collections::BTreeMap<String, i64>,
 }
 
 /// A scan's worker counts.
@@ -410,6 +415,10 @@ pub struct WorkOutcome {
     pub reason: Option<String>,
     #[serde(default)]
     pub findings: Vec<WorkFinding>,
+    /// A scanned object's contents left unread, by reason: members of an archive (at most 32
+    /// reasons, as `reason` is spelled).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unread: std::collections::BTreeMap<String, u32>,
 }
 
 /// A finding, as stored: one PII type in one field of the object, never a value.

@@ -9,7 +9,7 @@ use detect::{Detector, Hint, SkipReason};
 use extract::{Container, Limits, Sink, Skip};
 
 use crate::group::{Groups, Written};
-use crate::record::Outcome;
+use crate::record::{Outcome, Unread};
 
 /// Members of archives not read, by reason: a decompression bomb, a corrupt or encrypted
 /// member, a binary file inside an archive.
@@ -59,13 +59,17 @@ pub(crate) fn scan(
         detector,
         written,
         groups: Groups::default(),
+        unread: Unread::new(),
         push,
         push_findings,
     };
     // The object's own name opens each path; its key is the finding's already.
     let name = name.rsplit('/').next().unwrap_or(name);
     match extract::walk(file, kind, name, Limits::default(), &mut members) {
-        Ok(_) => Outcome::Scanned(members.groups.into_findings()),
+        Ok(_) => Outcome::Scanned {
+            findings: members.groups.into_findings(),
+            unread: members.unread,
+        },
         Err(skip) => {
             skipped(skip.as_str());
             Outcome::Skipped(skip.as_str().into())
@@ -81,6 +85,7 @@ struct Members<'a> {
     detector: &'a Detector,
     written: &'a Written,
     groups: Groups,
+    unread: Unread,
     push: usize,
     push_findings: usize,
 }
@@ -114,7 +119,7 @@ impl Sink for Members<'_> {
                 self.groups.add_in(f, self.written, path);
             }
             if let Err(reason) = pushed {
-                member_skipped(reason);
+                self.unread(&detection_reason(reason));
                 return Ok(());
             }
         }
@@ -123,17 +128,29 @@ impl Sink for Members<'_> {
             self.groups.add_in(f, self.written, path);
         }
         if let Err(reason) = finished {
-            member_skipped(reason);
+            self.unread(&detection_reason(reason));
         }
         Ok(())
     }
 
     fn skipped(&mut self, _path: &[String], reason: Skip) {
-        skipped(reason.as_str());
+        self.unread(reason.as_str());
     }
 }
 
-/// A member detection did not read: a binary file, a corrupt gzip.
-fn member_skipped(reason: SkipReason) {
-    skipped(reason.as_str());
+impl Members<'_> {
+    /// A member not read, or not to its end: a limit, a corrupt or encrypted member, or one
+    /// detection skips (a binary file, `binary:<kind>` as an object's would be).
+    fn unread(&mut self, reason: &str) {
+        skipped(reason);
+        *self.unread.entry(reason.to_owned()).or_default() += 1;
+    }
+}
+
+/// Why detection left a member unread, in the words an object's outcome uses.
+fn detection_reason(reason: SkipReason) -> String {
+    match reason {
+        SkipReason::CorruptGzip | SkipReason::TooManyFindings => reason.as_str().to_owned(),
+        other => format!("binary:{}", other.as_str()),
+    }
 }

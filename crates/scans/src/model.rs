@@ -121,11 +121,15 @@ pub struct Reasons {
     pub skipped: std::collections::BTreeMap<String, i64>,
     #[serde(default)]
     pub failed: std::collections::BTreeMap<String, i64>,
+    /// What scanned objects left unread inside them (members of archives), by reason: not
+    /// resources, so in neither count above.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unread: std::collections::BTreeMap<String, i64>,
 }
 
 impl Reasons {
     pub fn is_empty(&self) -> bool {
-        self.skipped.is_empty() && self.failed.is_empty()
+        self.skipped.is_empty() && self.failed.is_empty() && self.unread.is_empty()
     }
 
     /// Adds `other`'s counts to these.
@@ -133,6 +137,7 @@ impl Reasons {
         for (mine, theirs) in [
             (&mut self.skipped, &other.skipped),
             (&mut self.failed, &other.failed),
+            (&mut self.unread, &other.unread),
         ] {
             for (reason, n) in theirs {
                 *mine.entry(reason.clone()).or_default() += n;

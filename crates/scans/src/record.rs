@@ -39,14 +39,31 @@ pub struct NewFinding {
     pub tokenized: bool,
 }
 
+/// What an object that was read left unread inside it, by reason: members of an archive
+/// skipped as a bomb, corrupt, encrypted or past a limit (`extract::Skip`), or as binary.
+pub type Unread = std::collections::BTreeMap<String, i64>;
+
 /// What became of one resource.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    Scanned(Vec<NewFinding>),
+    Scanned {
+        findings: Vec<NewFinding>,
+        unread: Unread,
+    },
     /// Excluded by policy: binary content, unsupported format, size limit.
     Skipped(String),
     /// Errored: network, permission, parse, ...
     Failed(String),
+}
+
+impl Outcome {
+    /// An object read whole: nothing inside it was left unread.
+    pub fn scanned(findings: Vec<NewFinding>) -> Self {
+        Outcome::Scanned {
+            findings,
+            unread: Unread::new(),
+        }
+    }
 }
 
 /// A batch's findings, column by column.
@@ -225,7 +242,7 @@ pub async fn record(
         let mut counts = Vec::with_capacity(batch.len());
         for (resource, outcome) in &batch {
             let (state, reason, found) = match outcome {
-                Outcome::Scanned(f) => ("scanned", None, found_values(f)),
+                Outcome::Scanned { findings: f, .. } => ("scanned", None, found_values(f)),
                 Outcome::Skipped(r) => ("skipped", Some(r.clone()), 0),
                 Outcome::Failed(r) => ("failed", Some(r.clone()), 0),
             };
@@ -270,7 +287,7 @@ pub async fn record(
         let seen: Vec<&Resource> = batch
             .iter()
             .filter(|(_, o)| match o {
-                Outcome::Scanned(_) => true,
+                Outcome::Scanned { .. } => true,
                 Outcome::Skipped(reason) => reason != SIZE_LIMIT,
                 _ => false,
             })
@@ -295,7 +312,10 @@ pub async fn record(
         // VALUES list Postgres would parse afresh for every batch.
         let mut new = NewFindings::default();
         for (resource, outcome) in &batch {
-            if let Outcome::Scanned(found) = outcome {
+            if let Outcome::Scanned {
+                findings: found, ..
+            } = outcome
+            {
                 for f in found {
                     new.push(resource, f);
                 }
@@ -333,7 +353,12 @@ pub async fn record(
         let mut reasons = Reasons::default();
         for (_, outcome) in &batch {
             match outcome {
-                Outcome::Scanned(_) => scanned += 1,
+                Outcome::Scanned { unread, .. } => {
+                    scanned += 1;
+                    for (reason, n) in unread {
+                        *reasons.unread.entry(reason.clone()).or_default() += n;
+                    }
+                }
                 Outcome::Skipped(r) => *reasons.skipped.entry(r.clone()).or_default() += 1,
                 Outcome::Failed(r) => *reasons.failed.entry(r.clone()).or_default() += 1,
             }
@@ -350,13 +375,13 @@ pub async fn record(
                 bucket: r.bucket.clone(),
                 object_key: r.object_key.clone(),
                 state: match o {
-                    Outcome::Scanned(_) => "scanned",
+                    Outcome::Scanned { .. } => "scanned",
                     Outcome::Skipped(_) => "skipped",
                     Outcome::Failed(_) => "failed",
                 }
                 .to_owned(),
                 findings: match o {
-                    Outcome::Scanned(f) => found_values(f),
+                    Outcome::Scanned { findings: f, .. } => found_values(f),
                     _ => 0,
                 },
             })

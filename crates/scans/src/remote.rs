@@ -194,7 +194,9 @@ pub async fn record(
         return Err(Refused::NotInChunk(r.idx));
     }
     if let Some(r) = reported.iter().find(|r| match &r.outcome {
-        Outcome::Scanned(found) => found
+        Outcome::Scanned {
+            findings: found, ..
+        } => found
             .iter()
             .any(|f| f.tokenized && f.pii_type.parse::<PiiType>().is_err()),
         _ => false,
@@ -213,7 +215,9 @@ pub async fn record(
         }),
     };
     if let Some(r) = reported.iter().find(|r| match &r.outcome {
-        Outcome::Scanned(found) => found.iter().any(|f| !known(&f.pii_type, &f.category)),
+        Outcome::Scanned {
+            findings: found, ..
+        } => found.iter().any(|f| !known(&f.pii_type, &f.category)),
         _ => false,
     }) {
         return Err(Refused::FindingType(r.idx));
@@ -237,7 +241,7 @@ pub async fn record(
     }
     let claiming: Vec<&lease::Resource> = batch
         .iter()
-        .filter(|(_, o)| matches!(o, Outcome::Scanned(found) if found.iter().any(|f| f.tokenized)))
+        .filter(|(_, o)| matches!(o, Outcome::Scanned { findings: found, .. } if found.iter().any(|f| f.tokenized)))
         .map(|(r, _)| r)
         .collect();
     if !claiming.is_empty() {
@@ -251,7 +255,10 @@ pub async fn record(
         }
     }
     for (_, outcome) in &mut batch {
-        if let Outcome::Scanned(found) = outcome {
+        if let Outcome::Scanned {
+            findings: found, ..
+        } = outcome
+        {
             for finding in found.iter_mut() {
                 // Masked here, whatever the worker sent: see `preview::remask`.
                 finding.preview =

@@ -329,7 +329,10 @@ impl Worker {
                     }
                 }
             };
-            if let Outcome::Scanned(found) = &outcome {
+            if let Outcome::Scanned {
+                findings: found, ..
+            } = &outcome
+            {
                 unwritten_findings += found.len();
             }
             count(&resource, &outcome);
@@ -525,7 +528,7 @@ impl Detection {
             return skip(reason);
         }
         found.drain(..).for_each(|f| groups.add(f, &self.written));
-        Outcome::Scanned(groups.into_findings())
+        Outcome::scanned(groups.into_findings())
     }
 }
 
@@ -675,7 +678,9 @@ pub const FINDINGS_METRIC: &str = "dps_scan_findings_total";
 
 fn count(resource: &Resource, outcome: &Outcome) {
     let (label, findings) = match outcome {
-        Outcome::Scanned(found) => ("scanned", record::values(found)),
+        Outcome::Scanned {
+            findings: found, ..
+        } => ("scanned", record::values(found)),
         Outcome::Skipped(_) => ("skipped", 0),
         Outcome::Failed(_) => ("failed", 0),
     };

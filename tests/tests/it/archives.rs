@@ -68,6 +68,19 @@ async fn a_scan_reads_every_member_of_zip_and_tar_archives_and_survives_hostile_
         coverage["total_scanned"], 8,
         "every archive is read, the hostile ones as far as their limits: {done}"
     );
+    assert_eq!(coverage["total_skipped"], 0, "{done}");
+    assert_eq!(coverage["skipped_reasons"], json!({}), "{done}");
+    // What was left unread inside them is said, member by member.
+    assert_eq!(
+        coverage["skip_reasons"],
+        json!({
+            "compression_ratio": 1,
+            "archive_depth": 1,
+            "encrypted_zip": 1,
+            "corrupt_tar": 1
+        }),
+        "{done}"
+    );
 
     let (status, body) = admin
         .send(

@@ -1352,6 +1352,21 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
             "outcomes",
         ),
         (
+            json!([{"idx": idx[0], "outcome": "skipped", "reason": "corrupt_zip",
+                    "unread": {"corrupt_zip": 1}}]),
+            "outcomes[0].unread",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [finding],
+                    "unread": {"Not A Reason": 1}}]),
+            "outcomes[0].unread",
+        ),
+        (
+            json!([{"idx": idx[0], "outcome": "scanned", "findings": [finding],
+                    "unread": {"compression_ratio": 0}}]),
+            "outcomes[0].unread",
+        ),
+        (
             json!([{"idx": idx[0], "outcome": "lost"}]),
             "outcomes[0].outcome",
         ),
@@ -1384,7 +1399,8 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
     );
 
     // A report, and the same again (its answer lost): counted once.
-    let first = json!([{"idx": idx[0], "outcome": "scanned", "findings": [finding]}]);
+    let first = json!([{"idx": idx[0], "outcome": "scanned", "findings": [finding],
+                        "unread": {"compression_ratio": 2}}]);
     for _ in 0..2 {
         let (status, body) = worker
             .send(
@@ -1448,6 +1464,12 @@ async fn the_coordinator_api_takes_only_the_scans_token_and_checks_every_report(
     let done = finished(&admin, &scan).await;
     assert_eq!(done["coverage"]["total_scanned"], 1, "{done}");
     assert_eq!(done["coverage"]["total_skipped"], 1, "{done}");
+    // Members an archive left unread are said beside the skipped objects, counted once.
+    assert_eq!(
+        done["coverage"]["skip_reasons"],
+        json!({"compression_ratio": 2, "unsupported_format": 1}),
+        "{done}"
+    );
     assert_eq!(done["coverage"]["total_failed"], 1, "{done}");
     let (_, body) = admin
         .send(

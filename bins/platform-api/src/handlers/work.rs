@@ -251,6 +251,20 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
     if o.outcome != "scanned" && !o.findings.is_empty() {
         return Err(field(&at("findings"), "only a scanned object has findings"));
     }
+    if o.outcome != "scanned" && !o.unread.is_empty() {
+        return Err(field(
+            &at("unread"),
+            "only a scanned object has unread contents",
+        ));
+    }
+    if o.unread.len() > MAX_UNREAD_REASONS
+        || o.unread.iter().any(|(r, n)| !reason_like(r) || *n == 0)
+    {
+        return Err(field(
+            &at("unread"),
+            "at most 32 reasons, each 1 to 64 of a-z, 0-9, _ : . - with a count of at least 1",
+        ));
+    }
     let outcome = match o.outcome.as_str() {
         "skipped" => Outcome::Skipped(reason(&o)?),
         "failed" => Outcome::Failed(reason(&o)?),
@@ -264,7 +278,14 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
                     )
                 })?);
             }
-            Outcome::Scanned(found)
+            Outcome::Scanned {
+                findings: found,
+                unread: o
+                    .unread
+                    .iter()
+                    .map(|(r, n)| (r.clone(), i64::from(*n)))
+                    .collect(),
+            }
         }
         _ => {
             return Err(field(
@@ -278,6 +299,10 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
         outcome,
     })
 }
+
+/// The most reasons of unread contents one outcome may report: `extract::Skip` has ten, and
+/// detection's skips a few more.
+const MAX_UNREAD_REASONS: usize = 32;
 
 fn reason_like(r: &str) -> bool {
     (1..=64).contains(&r.len())

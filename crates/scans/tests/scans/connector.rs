@@ -49,13 +49,13 @@ async fn forgetting_a_connector_leaves_a_finished_shared_scan_with_only_the_othe
         .await;
     let claims = w
         .run(&acme, shared, |_| {
-            Outcome::Scanned(vec![finding("ssn", "government_id")])
+            Outcome::scanned(vec![finding("ssn", "government_id")])
         })
         .await;
     assert_eq!(claims.len(), 2, "one chunk per connector");
     let alone = w.started(&acme, &[left], json!({ "max_workers": 1 })).await;
     w.run(&acme, alone, |_| {
-        Outcome::Scanned(vec![finding("email", "contact")])
+        Outcome::scanned(vec![finding("email", "contact")])
     })
     .await;
 
@@ -183,7 +183,7 @@ async fn forgetting_a_connector_cancels_its_active_scans_and_fences_their_worker
         &claim,
         vec![(
             first,
-            Outcome::Scanned(vec![finding("ssn", "government_id")]),
+            Outcome::scanned(vec![finding("ssn", "government_id")]),
         )],
         LEASE,
     )
@@ -222,7 +222,7 @@ async fn forgetting_a_connector_cancels_its_active_scans_and_fences_their_worker
     // The worker that held the deleted connector's chunk can no longer write.
     let late = vec![(
         second,
-        Outcome::Scanned(vec![finding("ssn", "government_id")]),
+        Outcome::scanned(vec![finding("ssn", "government_id")]),
     )];
     assert_eq!(
         record::record(&mut w.conn, &claim, late, LEASE)
@@ -292,12 +292,12 @@ async fn activity_reports_the_last_scan_and_the_open_findings_by_category() {
 
     let first = w.started(&acme, &[hr], json!({ "max_workers": 1 })).await;
     w.run(&acme, first, |r| match r.object_key.as_str() {
-        "a.txt" => Outcome::Scanned(vec![
+        "a.txt" => Outcome::scanned(vec![
             finding("ssn", "government_id"),
             finding("passport", "government_id"),
             finding("email", "contact"),
         ]),
-        _ => Outcome::Scanned(vec![finding("phone", "contact")]),
+        _ => Outcome::scanned(vec![finding("phone", "contact")]),
     })
     .await;
     let first_view = scans::store::get(&mut w.conn, &acme, first).await.unwrap();
@@ -316,8 +316,8 @@ async fn activity_reports_the_last_scan_and_the_open_findings_by_category() {
     // A rescan supersedes what each object held: only what it found now is open.
     let second = w.started(&acme, &[hr], json!({ "max_workers": 1 })).await;
     w.run(&acme, second, |r| match r.object_key.as_str() {
-        "a.txt" => Outcome::Scanned(vec![]),
-        _ => Outcome::Scanned(vec![finding("email", "contact")]),
+        "a.txt" => Outcome::scanned(vec![]),
+        _ => Outcome::scanned(vec![finding("email", "contact")]),
     })
     .await;
     let second_view = scans::store::get(&mut w.conn, &acme, second).await.unwrap();

@@ -116,7 +116,7 @@ async fn an_incremental_scan_covers_what_changed_and_resolves_what_was_deleted()
     let hr = w.connector(&acme, "HR", "hr-exports").await;
     let full = w.started(&acme, &[hr], json!({ "max_workers": 1 })).await;
     w.run(&acme, full, |_| {
-        Outcome::Scanned(vec![finding("ssn", "government_id")])
+        Outcome::scanned(vec![finding("ssn", "government_id")])
     })
     .await;
     assert_eq!(
@@ -147,8 +147,8 @@ async fn an_incremental_scan_covers_what_changed_and_resolves_what_was_deleted()
     );
     let claims = w
         .run(&acme, incremental, |r| match r.object_key.as_str() {
-            "d.txt" => Outcome::Scanned(vec![finding("email", "contact")]),
-            _ => Outcome::Scanned(vec![]),
+            "d.txt" => Outcome::scanned(vec![finding("email", "contact")]),
+            _ => Outcome::scanned(vec![]),
         })
         .await;
     assert_eq!(claims.len(), 1);
@@ -228,7 +228,7 @@ async fn an_incremental_scan_forgets_every_vanished_object_across_pages_of_recor
     w.bucket("hr-exports", &[("a.txt", "alpha")]).await;
     let hr = w.connector(&acme, "HR", "hr-exports").await;
     let full = w.started(&acme, &[hr], json!({ "max_workers": 1 })).await;
-    w.run(&acme, full, |_| Outcome::Scanned(vec![])).await;
+    w.run(&acme, full, |_| Outcome::scanned(vec![])).await;
     // Records of objects deleted since, in this bucket and in one the connector no longer
     // lists (which this scan cannot judge).
     let insert = format!(
@@ -283,7 +283,7 @@ async fn incremental_after_a_deletion() -> (World, ids::ConnectorId, ids::ScanId
     let hr = w.connector(&acme, "HR", "hr-exports").await;
     let full = w.started(&acme, &[hr], json!({ "max_workers": 1 })).await;
     w.run(&acme, full, |_| {
-        Outcome::Scanned(vec![finding("ssn", "government_id")])
+        Outcome::scanned(vec![finding("ssn", "government_id")])
     })
     .await;
     bucket.delete(&Path::from("b.txt")).await.unwrap();
@@ -397,7 +397,7 @@ async fn sources_that_cannot_be_listed_make_the_scan_partial_or_failed() {
         "{reason}"
     );
     assert!(!reason.contains(&present.to_string()), "{reason}");
-    w.run(&acme, partial, |_| Outcome::Scanned(vec![])).await;
+    w.run(&acme, partial, |_| Outcome::scanned(vec![])).await;
     let view = scans::store::get(&mut w.conn, &acme, partial)
         .await
         .unwrap();

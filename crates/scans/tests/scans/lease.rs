@@ -20,7 +20,7 @@ async fn outbox_rows(w: &mut World) -> i64 {
 }
 
 fn ssn() -> Outcome {
-    Outcome::Scanned(vec![finding("ssn", "government_id")])
+    Outcome::scanned(vec![finding("ssn", "government_id")])
 }
 
 #[tokio::test]
@@ -352,7 +352,7 @@ async fn a_chunk_whose_workers_keep_dying_is_given_up_as_worker_lost() {
     record::record(
         &mut w.conn,
         &first,
-        vec![(pending[0].clone(), Outcome::Scanned(vec![]))],
+        vec![(pending[0].clone(), Outcome::scanned(vec![]))],
         LEASE,
     )
     .await
@@ -421,7 +421,7 @@ async fn a_chunk_completed_with_objects_unreported_fails_them_and_the_scan_ends(
     record::record(
         &mut w.conn,
         &claim,
-        vec![(pending[0].clone(), Outcome::Scanned(vec![]))],
+        vec![(pending[0].clone(), Outcome::scanned(vec![]))],
         LEASE,
     )
     .await

@@ -56,12 +56,12 @@ async fn recorded_batches_and_the_scans_end_are_read_in_order_and_resumed_after_
     let first = vec![
         (
             next(),
-            Outcome::Scanned(vec![
+            Outcome::scanned(vec![
                 finding("ssn", "government_id"),
                 finding("email", "contact"),
             ]),
         ),
-        (next(), Outcome::Scanned(vec![])),
+        (next(), Outcome::scanned(vec![])),
     ];
     let second = vec![
         (next(), Outcome::Skipped("unsupported_format".into())),
@@ -227,7 +227,7 @@ async fn an_event_written_in_a_transaction_that_rolls_back_is_never_read() {
         .map(|r| {
             (
                 r.clone(),
-                Outcome::Scanned(vec![finding("ssn", "government_id")]),
+                Outcome::scanned(vec![finding("ssn", "government_id")]),
             )
         })
         .collect();
@@ -304,7 +304,7 @@ async fn events_of_an_open_transaction_hold_back_later_ones_until_it_commits_so_
     let z_claim = w.claim(&acme, z, "worker-z").await;
     let y_pending = lease::pending(&mut w.conn, &y_claim).await.unwrap();
     let z_pending = lease::pending(&mut w.conn, &z_claim).await.unwrap();
-    let scanned = |r: &lease::Resource| (r.clone(), Outcome::Scanned(vec![]));
+    let scanned = |r: &lease::Resource| (r.clone(), Outcome::scanned(vec![]));
 
     // A consumer has read what was committed so far.
     record::record(&mut w.conn, &y_claim, vec![scanned(&y_pending[0])], LEASE)
@@ -441,7 +441,7 @@ async fn cancelling_writes_scan_ended_and_keeps_what_was_found() {
     let pending = lease::pending(&mut w.conn, &claim).await.unwrap();
     let first = (
         pending[0].clone(),
-        Outcome::Scanned(vec![finding("ssn", "government_id")]),
+        Outcome::scanned(vec![finding("ssn", "government_id")]),
     );
     record::record(&mut w.conn, &claim, vec![first], LEASE)
         .await
@@ -456,7 +456,7 @@ async fn cancelling_writes_scan_ended_and_keeps_what_was_found() {
     // The holder learns it at its next write or heartbeat, and writes nothing more.
     let second = (
         pending[1].clone(),
-        Outcome::Scanned(vec![finding("ssn", "government_id")]),
+        Outcome::scanned(vec![finding("ssn", "government_id")]),
     );
     assert_eq!(
         record::record(&mut w.conn, &claim, vec![second], LEASE)
