@@ -24,13 +24,17 @@ pub enum Skip {
     CorruptTar,
     /// A gzip stream inside an archive that is corrupt or truncated.
     CorruptGzip,
+    /// A bzip2 stream that is corrupt or truncated.
+    CorruptBzip2,
+    /// A Zstandard stream that is corrupt, truncated, or asks for a window past 32 MiB.
+    CorruptZstd,
     /// A member that needs random access (a ZIP inside an archive) could not be written to a
     /// temporary file.
     Spool,
 }
 
 impl Skip {
-    pub const ALL: [Skip; 10] = [
+    pub const ALL: [Skip; 12] = [
         Skip::ArchiveDepth,
         Skip::ArchiveMembers,
         Skip::ArchiveBytes,
@@ -40,6 +44,8 @@ impl Skip {
         Skip::UnsupportedCompression,
         Skip::CorruptTar,
         Skip::CorruptGzip,
+        Skip::CorruptBzip2,
+        Skip::CorruptZstd,
         Skip::Spool,
     ];
 
@@ -54,6 +60,8 @@ impl Skip {
             Skip::UnsupportedCompression => "unsupported_compression",
             Skip::CorruptTar => "corrupt_tar",
             Skip::CorruptGzip => "corrupt_gzip",
+            Skip::CorruptBzip2 => "corrupt_bzip2",
+            Skip::CorruptZstd => "corrupt_zstd",
             Skip::Spool => "spool_failed",
         }
     }

@@ -34,6 +34,10 @@ pub enum Container {
     /// A gzip stream holding a TAR (`.tar.gz`, `.tgz`). A gzip of anything else is read by
     /// detection itself, as a stream.
     TarGz,
+    /// A bzip2 stream (`.bz2`, `.tar.bz2`): inflated here, whatever it holds.
+    Bzip2,
+    /// A Zstandard stream (`.zst`, `.tar.zst`): inflated here, whatever it holds.
+    Zstd,
 }
 
 impl Container {
@@ -42,6 +46,8 @@ impl Container {
             Container::Zip => "zip",
             Container::Tar => "tar",
             Container::TarGz => "tar.gz",
+            Container::Bzip2 => "bzip2",
+            Container::Zstd => "zstd",
         }
     }
 }
@@ -55,6 +61,8 @@ pub fn container(head: &[u8]) -> Option<Container> {
     match kind(head) {
         Kind::Zip => Some(Container::Zip),
         Kind::Tar => Some(Container::Tar),
+        Kind::Bzip2 => Some(Container::Bzip2),
+        Kind::Zstd => Some(Container::Zstd),
         Kind::Gzip => {
             let mut inflated = Vec::with_capacity(HEAD);
             // A truncated head inflates to what it holds; an error is no container, and
@@ -110,6 +118,16 @@ pub fn walk<R: Read + Seek>(
             let inflated = walk.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
             walk.tar(inflated)
         }
+        // The object is one compressed stream: what it holds is opened at the object's own
+        // path, a TAR walked, anything else handed to the sink as the object's content.
+        Container::Bzip2 | Container::Zstd => {
+            let layer = match container {
+                Container::Bzip2 => Skip::CorruptBzip2,
+                _ => Skip::CorruptZstd,
+            };
+            let mut source = source;
+            walk.open(&mut source, layer)
+        }
     };
     match result {
         Ok(()) => Ok(walk.report),
@@ -125,6 +143,11 @@ pub fn walk<R: Read + Seek>(
 /// spend memory, and a location quotes them (eleven of them fit a stored location's 4 KiB).
 pub const MAX_NAME: usize = 256;
 
+/// The largest window a Zstandard frame may ask for: every standard level up to 19 uses at
+/// most 8 MiB; a frame that asks for more (long mode, or a hostile header) would make the
+/// decoder hold that much, and is refused as `corrupt_zstd`.
+const MAX_ZSTD_WINDOW: u64 = 32 << 20;
+
 /// The most of a pax extended header read for a member's path.
 const MAX_PAX: u64 = 64 << 10;
 
@@ -134,6 +157,8 @@ enum Kind {
     Zip,
     Tar,
     Gzip,
+    Bzip2,
+    Zstd,
     Leaf,
 }
 
@@ -144,6 +169,10 @@ fn kind(head: &[u8]) -> Kind {
         Kind::Tar
     } else if head.starts_with(&[0x1f, 0x8b]) {
         Kind::Gzip
+    } else if head.starts_with(b"BZh") && head.get(3).is_some_and(|b| (b'1'..=b'9').contains(b)) {
+        Kind::Bzip2
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Kind::Zstd
     } else {
         Kind::Leaf
     }
@@ -311,6 +340,33 @@ impl Walk<'_> {
                     self.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
                 self.open(&mut inflated, Skip::CorruptGzip)
             }
+            Kind::Bzip2 => {
+                let count = Rc::new(Cell::new(0));
+                let input = Counted {
+                    inner: whole,
+                    count: count.clone(),
+                };
+                let decoder = bzip2::read::MultiBzDecoder::new(input);
+                let mut inflated = self.meter(decoder, Compressed::Counted(count));
+                self.open(&mut inflated, Skip::CorruptBzip2)
+            }
+            Kind::Zstd => {
+                let count = Rc::new(Cell::new(0));
+                let input = Counted {
+                    inner: whole,
+                    count: count.clone(),
+                };
+                match ruzstd::decoding::StreamingDecoder::new_with_max_window_size(
+                    input,
+                    MAX_ZSTD_WINDOW,
+                ) {
+                    Ok(decoder) => {
+                        let mut inflated = self.meter(decoder, Compressed::Counted(count));
+                        self.open(&mut inflated, Skip::CorruptZstd)
+                    }
+                    Err(_) => Err(Skip::CorruptZstd),
+                }
+            }
             Kind::Leaf => {
                 let name = inner_name(self.path.last().map_or("", String::as_str));
                 let mut whole = whole;
@@ -401,12 +457,17 @@ fn bounded(name: &str) -> String {
     name[..end].to_owned()
 }
 
-/// The name of what a gzip member holds: `app.log` for `app.log.gz`, `x.tar` for `x.tgz`.
+/// The name of what a compressed member holds: `app.log` for `app.log.gz` or `app.log.zst`,
+/// `x.tar` for `x.tgz`.
 fn inner_name(name: &str) -> String {
-    if let Some(stem) = name.strip_suffix(".tgz") {
+    if let Some(stem) = name.strip_suffix(".tgz").or(name.strip_suffix(".tbz2")) {
         return format!("{stem}.tar");
     }
-    name.strip_suffix(".gz").unwrap_or(name).to_owned()
+    [".gz", ".bz2", ".zst"]
+        .iter()
+        .find_map(|suffix| name.strip_suffix(suffix))
+        .unwrap_or(name)
+        .to_owned()
 }
 
 fn zip_skip(e: &zip::result::ZipError) -> Skip {

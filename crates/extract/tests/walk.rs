@@ -240,11 +240,14 @@ mod hostile {
         /// never a panic, and never more than the limits allow.
         #[test]
         fn damaged_archives_never_panic(
-            which in 0usize..5,
+            which in 0usize..9,
             flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..8),
             cut in any::<usize>(),
         ) {
-            let name = ["export.zip", "logs.tar.gz", "pax.tar", "deep.zip", "encrypted.zip"][which];
+            let name = [
+                "export.zip", "logs.tar.gz", "pax.tar", "deep.zip", "encrypted.zip",
+                "app.log.bz2", "app.log.zst", "exports.tar.zst", "exports.tar.bz2",
+            ][which];
             let mut bytes = fixture(name);
             for (at, byte) in flips {
                 let at = at % bytes.len();
@@ -259,5 +262,42 @@ mod hostile {
                 prop_assert!(read as u64 <= limits.max_bytes);
             }
         }
+    }
+}
+
+#[test]
+fn bzip2_and_zstandard_files_are_inflated_and_a_tar_inside_is_walked() {
+    for name in ["app.log.bz2", "app.log.zst"] {
+        let (report, sink) = read(name, Limits::default());
+        assert_eq!(
+            report,
+            Ok(Report {
+                members: 1,
+                skipped: 0
+            }),
+            "{name}"
+        );
+        let (path, inner, data) = &sink.members[0];
+        assert_eq!((path.as_str(), inner.as_str()), (name, "app.log"));
+        assert_eq!(text(data).matches("@example.com").count(), 12, "{name}");
+        assert!(text(data).contains("536-22-4480"), "{name}");
+    }
+    for (name, first) in [("exports.tar.zst", 60), ("exports.tar.bz2", 70)] {
+        let (_, sink) = read(name, Limits::default());
+        assert_eq!(sink.members.len(), 1, "{name}");
+        assert_eq!(sink.members[0].0, format!("{name} > exports/customers.csv"));
+        assert!(text(&sink.members[0].2).contains(&format!("536-22-{}", 4100 + first)));
+    }
+    // Cut short, each says so.
+    for (name, reason) in [
+        ("app.log.bz2", Skip::CorruptBzip2),
+        ("app.log.zst", Skip::CorruptZstd),
+    ] {
+        let mut bytes = fixture(name);
+        bytes.truncate(bytes.len() / 2);
+        let kind = container(&bytes).unwrap();
+        let mut sink = Collect::default();
+        let report = walk(Cursor::new(bytes), kind, name, Limits::default(), &mut sink);
+        assert_eq!(report, Err(reason), "{name}");
     }
 }

@@ -118,7 +118,8 @@ impl Groups {
 /// member the value is.
 fn located(location: &Location, path: &[String]) -> Value {
     let mut value = self::location(location);
-    if !path.is_empty()
+    // A path of the object alone (a compressed file, not an archive) says nothing more.
+    if path.len() > 1
         && let Value::Object(fields) = &mut value
     {
         fields.insert("archive".into(), json!(path));

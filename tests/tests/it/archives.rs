@@ -20,7 +20,7 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-const FIXTURES: [&str; 8] = [
+const FIXTURES: [&str; 12] = [
     "export.zip",
     "logs.tar.gz",
     "pax.tar",
@@ -29,6 +29,10 @@ const FIXTURES: [&str; 8] = [
     "deep.zip",
     "encrypted.zip",
     "truncated.tar.gz",
+    "app.log.bz2",
+    "app.log.zst",
+    "exports.tar.zst",
+    "exports.tar.bz2",
 ];
 
 #[tokio::test]
@@ -62,10 +66,10 @@ async fn a_scan_reads_every_member_of_zip_and_tar_archives_and_survives_hostile_
     let done = finished(&admin, &scan).await;
     assert_eq!(done["status"], "completed", "{done}");
     let coverage = &done["coverage"];
-    assert_eq!(coverage["total_enumerated"], 8, "{done}");
+    assert_eq!(coverage["total_enumerated"], 12, "{done}");
     assert_eq!(coverage["total_failed"], 0, "{done}");
     assert_eq!(
-        coverage["total_scanned"], 8,
+        coverage["total_scanned"], 12,
         "every archive is read, the hostile ones as far as their limits: {done}"
     );
     assert_eq!(coverage["total_skipped"], 0, "{done}");
@@ -124,6 +128,15 @@ async fn a_scan_reads_every_member_of_zip_and_tar_archives_and_survives_hostile_
         ("encrypted.zip", "email", "", 1),
         // The whole member before the cut.
         ("truncated.tar.gz", "email", "", 12),
+        // Compressed files that are no archives, and TARs inside them.
+        ("app.log.bz2", "email", "", 12),
+        ("app.log.bz2", "us_ssn", "", 1),
+        ("app.log.zst", "email", "", 12),
+        ("app.log.zst", "us_ssn", "", 1),
+        ("exports.tar.zst", "us_ssn", "ssn", 4),
+        ("exports.tar.zst", "email", "email", 4),
+        ("exports.tar.bz2", "us_ssn", "ssn", 4),
+        ("exports.tar.bz2", "email", "email", 4),
     ]
     .into_iter()
     .map(|(o, t, f, n)| ((o.to_owned(), t.to_owned(), f.to_owned()), n))
@@ -160,6 +173,13 @@ async fn a_scan_reads_every_member_of_zip_and_tar_archives_and_survives_hostile_
         samples[0],
         json!({"archive": ["export.zip", "customers.csv"], "row": 1, "column": 3, "header": "ssn"})
     );
+
+    // A compressed file that is no archive has the location of its content, as a gzip's.
+    let log = found
+        .iter()
+        .find(|f| f["pii_type"] == "us_ssn" && f["resource"] == "shared-drive/exports/app.log.zst")
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(log["location"], json!({"line": 25, "column": 65}), "{log}");
 
     // Nothing of the values is stored.
     let dump = testkit::pg_dump(&app.db);
