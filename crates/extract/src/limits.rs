@@ -134,6 +134,20 @@ pub(crate) struct Counted<R> {
     pub(crate) count: Rc<Cell<u64>>,
 }
 
+impl<R> Counted<R> {
+    /// `inner`, counted, and the count a meter reads as the compressed bytes.
+    pub(crate) fn new(inner: R) -> (Self, Rc<Cell<u64>>) {
+        let count = Rc::new(Cell::new(0));
+        (
+            Self {
+                inner,
+                count: count.clone(),
+            },
+            count,
+        )
+    }
+}
+
 impl<R: Read> Read for Counted<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;

@@ -4,7 +4,6 @@
 //! ZIP inside an archive) is spooled to an anonymous temporary file, so memory stays bounded
 //! whatever the sizes; everything else streams.
 
-use std::cell::Cell;
 use std::io::{self, Cursor, Read, Seek};
 use std::rc::Rc;
 
@@ -110,11 +109,7 @@ pub fn walk<R: Read + Seek>(
         Container::Zip => walk.zip(source),
         Container::Tar => walk.tar(source),
         Container::TarGz => {
-            let count = Rc::new(Cell::new(0));
-            let input = Counted {
-                inner: source,
-                count: count.clone(),
-            };
+            let (input, count) = Counted::new(source);
             let inflated = walk.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
             walk.tar(inflated)
         }
@@ -331,31 +326,19 @@ impl Walk<'_> {
             Kind::Zip => self.spool(whole, layer).and_then(|file| self.zip(file)),
             Kind::Tar => self.tar(whole),
             Kind::Gzip => {
-                let count = Rc::new(Cell::new(0));
-                let input = Counted {
-                    inner: whole,
-                    count: count.clone(),
-                };
+                let (input, count) = Counted::new(whole);
                 let mut inflated =
                     self.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
                 self.open(&mut inflated, Skip::CorruptGzip)
             }
             Kind::Bzip2 => {
-                let count = Rc::new(Cell::new(0));
-                let input = Counted {
-                    inner: whole,
-                    count: count.clone(),
-                };
+                let (input, count) = Counted::new(whole);
                 let decoder = bzip2::read::MultiBzDecoder::new(input);
                 let mut inflated = self.meter(decoder, Compressed::Counted(count));
                 self.open(&mut inflated, Skip::CorruptBzip2)
             }
             Kind::Zstd => {
-                let count = Rc::new(Cell::new(0));
-                let input = Counted {
-                    inner: whole,
-                    count: count.clone(),
-                };
+                let (input, count) = Counted::new(whole);
                 match ruzstd::decoding::StreamingDecoder::new_with_max_window_size(
                     input,
                     MAX_ZSTD_WINDOW,

@@ -92,18 +92,7 @@ struct Members<'a> {
 
 impl Sink for Members<'_> {
     fn member(&mut self, path: &[String], name: &str, content: &mut dyn Read) -> io::Result<()> {
-        let hint = Hint {
-            content_type: None,
-            file_name: Some(name),
-        };
-        let options = detect::Options {
-            with_values: true,
-            ..detect::Options::default()
-        };
-        let mut stream = self
-            .detector
-            .stream(hint, options)
-            .with_findings_limit(self.push_findings);
+        let mut stream = detection(self.detector, name, self.push_findings);
         let mut found = Vec::new();
         let mut buf = vec![0u8; self.push];
         // Values found before a read fails (a limit, a cut) stay the object's: they are there.
@@ -145,6 +134,26 @@ impl Members<'_> {
         skipped(reason);
         *self.unread.entry(reason.to_owned()).or_default() += 1;
     }
+}
+
+/// Detection as a scan runs it over an object or a member named `name`: with values, which
+/// go no further than the grouping, and at most `push_findings` per push.
+pub(crate) fn detection<'d>(
+    detector: &'d Detector,
+    name: &str,
+    push_findings: usize,
+) -> detect::Stream<'d> {
+    let hint = Hint {
+        content_type: None,
+        file_name: Some(name),
+    };
+    let options = detect::Options {
+        with_values: true,
+        ..detect::Options::default()
+    };
+    detector
+        .stream(hint, options)
+        .with_findings_limit(push_findings)
 }
 
 /// Why detection left a member unread, in the words an object's outcome uses.

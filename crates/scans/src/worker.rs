@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 
 use connectors::cloud::{AccessError, Bucket, Cloud, Failure};
 use detect::ClassifierSpec;
-use detect::{Detector, Finding, Hint};
+use detect::{Detector, Finding};
 use ids::{ConnectorId, ScanId};
 use keys::KeyRing;
 
@@ -448,18 +448,7 @@ struct Detection {
 
 impl Detection {
     fn run(self, mut body: mpsc::Receiver<Piece>) -> Outcome {
-        let hint = Hint {
-            content_type: None,
-            file_name: Some(&self.file_name),
-        };
-        let options = detect::Options {
-            with_values: true,
-            ..detect::Options::default()
-        };
-        let mut stream = self
-            .detector
-            .stream(hint, options)
-            .with_findings_limit(PUSH_FINDINGS);
+        let mut stream = archive::detection(&self.detector, &self.file_name, PUSH_FINDINGS);
         let mut found: Vec<Finding> = Vec::new();
         let mut groups = Groups::default();
         // The first bytes say whether the object is an archive, whose members the reading
