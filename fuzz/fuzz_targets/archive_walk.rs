@@ -1,5 +1,5 @@
-//! The archive walk on arbitrary bytes: any input that its first bytes call a container (ZIP,
-//! TAR, TAR.GZ) is walked under small limits, and a TAR is walked again gzipped, as a TAR.GZ.
+//! The archive walk on arbitrary bytes: any input that `extract::container` calls a container
+//! (ZIP, TAR, TAR.GZ, ...) is walked under small limits, and a TAR is walked again gzipped.
 //! The sink reads every member to its end. Nothing panics; a walk that fails touched no member;
 //! the report counts what the sink saw; paths stay within the depth and name limits; and the
 //! sink is never handed more than the byte limit allows.

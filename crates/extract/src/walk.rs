@@ -102,6 +102,7 @@ pub fn walk<R: Read + Seek>(
         path: vec![bounded(name)],
         depth: 1,
         members: 0,
+        handed: 0,
         stopped: false,
         report: Report::default(),
     };
@@ -126,7 +127,8 @@ pub fn walk<R: Read + Seek>(
     };
     match result {
         Ok(()) => Ok(walk.report),
-        Err(skip) if walk.members == 0 => Err(skip),
+        // Nothing reached the sink: the object was not read at all.
+        Err(skip) if walk.members == 0 && walk.handed == 0 => Err(skip),
         Err(skip) => {
             walk.skip_here(skip);
             Ok(walk.report)
@@ -181,6 +183,8 @@ struct Walk<'s> {
     /// Containers open around the current member, the object included.
     depth: usize,
     members: u64,
+    /// Contents handed to the sink, read to their end or not.
+    handed: u64,
     stopped: bool,
     report: Report,
 }
@@ -353,6 +357,7 @@ impl Walk<'_> {
             Kind::Leaf => {
                 let name = inner_name(self.path.last().map_or("", String::as_str));
                 let mut whole = whole;
+                self.handed += 1;
                 let read = self.sink.member(&self.path, &name, &mut whole);
                 read.map(|()| self.report.members += 1)
                     .map_err(|e| reached(&e).unwrap_or(layer))

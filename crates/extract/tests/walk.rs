@@ -22,6 +22,8 @@ fn fixture(name: &str) -> Vec<u8> {
 struct Collect {
     members: Vec<(String, String, Vec<u8>)>,
     skipped: Vec<(String, Skip)>,
+    /// Members whose content the sink was given, read to the end or not.
+    handed: usize,
 }
 
 impl Sink for Collect {
@@ -31,6 +33,7 @@ impl Sink for Collect {
         name: &str,
         content: &mut dyn Read,
     ) -> std::io::Result<()> {
+        self.handed += 1;
         let mut data = Vec::new();
         content.read_to_end(&mut data)?;
         self.members.push((path.join(" > "), name.to_owned(), data));
@@ -257,9 +260,13 @@ mod hostile {
             let limits = Limits { max_bytes: 4 << 20, ..Limits::default() };
             if let Some(kind) = container(&bytes) {
                 let mut sink = Collect::default();
-                let _ = walk(Cursor::new(bytes), kind, name, limits, &mut sink);
+                let report = walk(Cursor::new(bytes), kind, name, limits, &mut sink);
                 let read: usize = sink.members.iter().map(|m| m.2.len()).sum();
                 prop_assert!(read as u64 <= limits.max_bytes);
+                // An error says the object was not read: nothing reached the sink.
+                if report.is_err() {
+                    prop_assert_eq!((sink.handed, sink.skipped.len()), (0, 0));
+                }
             }
         }
     }
@@ -288,7 +295,8 @@ fn bzip2_and_zstandard_files_are_inflated_and_a_tar_inside_is_walked() {
         assert_eq!(sink.members[0].0, format!("{name} > exports/customers.csv"));
         assert!(text(&sink.members[0].2).contains(&format!("536-22-{}", 4100 + first)));
     }
-    // Cut short, each says so.
+    // Cut short, each says so: as an error when nothing came out before the cut, as a skip
+    // when something did (the sink saw it, so the object was read in part).
     for (name, reason) in [
         ("app.log.bz2", Skip::CorruptBzip2),
         ("app.log.zst", Skip::CorruptZstd),
@@ -298,6 +306,45 @@ fn bzip2_and_zstandard_files_are_inflated_and_a_tar_inside_is_walked() {
         let kind = container(&bytes).unwrap();
         let mut sink = Collect::default();
         let report = walk(Cursor::new(bytes), kind, name, Limits::default(), &mut sink);
-        assert_eq!(report, Err(reason), "{name}");
+        if sink.handed == 0 {
+            // A bzip2 block inflates only whole: nothing came out before the cut.
+            assert_eq!(report, Err(reason), "{name}");
+        } else {
+            let partly = Report {
+                members: 0,
+                skipped: 1,
+            };
+            assert_eq!(report, Ok(partly), "{name}");
+            assert_eq!(sink.skipped, [(name.to_owned(), reason)]);
+        }
     }
+    // The fuzz target's first find: a Zstandard frame that inflates, then fails. What came
+    // out reached the sink, so the walk is a skip, not an error that would drop it.
+    let found = [
+        0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x29, 0x00, 0x00, 0x00, 0x72, 0x00, 0x00, 0x00, 0x0a, 0x00,
+        0x01, 0x00, 0x72, 0x00, 0x04, 0x40, 0x00, 0x00, 0x00, 0x72, 0x00, 0x00, 0x00, 0x0a, 0x00,
+        0x01, 0x00, 0x72, 0x00, 0x00, 0x00, 0x00, 0x00,
+    ];
+    let mut sink = Collect::default();
+    let report = walk(
+        Cursor::new(found),
+        Container::Zstd,
+        "f.zst",
+        Limits::default(),
+        &mut sink,
+    );
+    assert_eq!(sink.handed, 1);
+    assert_eq!(report.map(|r| r.skipped), Ok(1));
+    // A header alone is an error: nothing was read.
+    let mut sink = Collect::default();
+    let header = Cursor::new([0x28, 0xb5, 0x2f, 0xfd]);
+    let report = walk(
+        header,
+        Container::Zstd,
+        "x.zst",
+        Limits::default(),
+        &mut sink,
+    );
+    assert_eq!(report, Err(Skip::CorruptZstd));
+    assert_eq!(sink.handed, 0);
 }
