@@ -756,13 +756,22 @@ async fn services_accept_their_manifests_and_answer_their_readiness_probes() {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let app = TestApp::spawn_with(service, |env| env.extend(settings)).await;
-        let response = app
-            .http
-            .get(format!("{}{path}", app.origin))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "{name}: GET {path}");
+        // As the kubelet probes: again until ready. Readiness gives its database check 2 s,
+        // which a machine busy with builds can take on a fresh service's first connections.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            let response = app
+                .http
+                .get(format!("{}{path}", app.origin))
+                .send()
+                .await
+                .unwrap();
+            if response.status() == 200 || std::time::Instant::now() > deadline {
+                break response.status();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        };
+        assert_eq!(status, 200, "{name}: GET {path}");
         app.stop().await;
     }
 
