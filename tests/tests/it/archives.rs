@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use testkit::{emulators, seed};
 
 use crate::Client;
-use crate::scans::{app_on, connector, finished};
+use crate::scans::{app_on, connector, scan_to_its_end};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -54,16 +54,7 @@ async fn a_scan_reads_every_member_of_zip_and_tar_archives_and_survives_hostile_
         token: app.token("acme", "ann", &["admin"]),
     };
     let id = connector(&admin, "Shared drive", "shared-drive").await;
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{id}/scan"),
-            Some(json!({"type": "full"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    let done = finished(&admin, &scan).await;
+    let done = scan_to_its_end(&admin, &id).await;
     assert_eq!(done["status"], "completed", "{done}");
     let coverage = &done["coverage"];
     assert_eq!(coverage["total_enumerated"], 12, "{done}");

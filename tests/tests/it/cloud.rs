@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use testkit::{emulators, identity, seed};
 
 use crate::Client;
+use crate::scans::scan_to_its_end;
 
 const WIF: &str =
     "projects/123456789012/locations/global/workloadIdentityPools/dps-pool/providers/platform";
@@ -470,19 +471,6 @@ async fn gcp_subject(client: &Client<'_>) -> String {
         format!("assertion.sub == '{subject}'")
     );
     subject
-}
-
-/// Starts a full scan of the connector and waits for it to end; returns its last state.
-async fn scan_to_its_end(admin: &Client<'_>, id: &str) -> Value {
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{id}/scan"),
-            Some(json!({"type": "full"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    crate::scans::finished(admin, body["data"]["scan_id"].as_str().unwrap()).await
 }
 
 /// A full scan of a connector whose identity is refused reads nothing: every object it could

@@ -65,6 +65,14 @@ pub(crate) async fn connector_with(admin: &Client<'_>, name: &str, fields: Value
 /// Polls the scan until it ends; returns its last state.
 /// Starts a full scan of `connector` and waits until it completed.
 pub(crate) async fn full_scan(admin: &Client<'_>, connector: &str) {
+    assert_eq!(
+        scan_to_its_end(admin, connector).await["status"],
+        "completed"
+    );
+}
+
+/// Starts a full scan of `connector` and waits for it to end; returns its last state.
+pub(crate) async fn scan_to_its_end(admin: &Client<'_>, connector: &str) -> Value {
     let (status, body) = admin
         .send(
             Method::POST,
@@ -73,8 +81,7 @@ pub(crate) async fn full_scan(admin: &Client<'_>, connector: &str) {
         )
         .await;
     assert_eq!(status, 201, "{body}");
-    let id = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    assert_eq!(finished(admin, &id).await["status"], "completed");
+    finished(admin, body["data"]["scan_id"].as_str().unwrap()).await
 }
 
 /// Starts a full scan of `connector` with `options` and waits until it is enumerated; returns
