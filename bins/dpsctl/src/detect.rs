@@ -199,11 +199,13 @@ fn archive(
     match walked {
         Ok(report) => {
             let skipped: Vec<String> = skipped.iter().map(|(r, n)| format!("{r}={n}")).collect();
+            let read = match kind {
+                extract::Container::Parquet => "in a parquet file".to_owned(),
+                _ => format!("in {} members of a {}", report.members, kind.as_str()),
+            };
             eprintln!(
-                "{source}: {} in {} members of a {} ({} bytes of text){}, {:.1} ms",
+                "{source}: {} {read} ({} bytes of text){}, {:.1} ms",
                 printer.summary(),
-                report.members,
-                kind.as_str(),
                 bytes,
                 if skipped.is_empty() {
                     String::new()
@@ -265,6 +267,15 @@ impl<W: Write> extract::Sink for Members<'_, W> {
         Ok(())
     }
 
+    fn values(&mut self, path: &[String], column: &extract::Column<'_>) {
+        let names: Vec<&str> = column.names.iter().map(String::as_str).collect();
+        let mut found = self
+            .detector
+            .scan_column(column.text, &names, column.rows, &self.options);
+        self.bytes += column.text.len() as u64;
+        self.print(&mut found, path);
+    }
+
     fn skipped(&mut self, _path: &[String], reason: extract::Skip) {
         *self.skipped.entry(reason.as_str()).or_default() += 1;
     }
@@ -272,8 +283,10 @@ impl<W: Write> extract::Sink for Members<'_, W> {
 
 impl<W: Write> Members<'_, W> {
     fn print(&mut self, found: &mut Vec<Finding>, path: &[String]) {
+        // A path of the file alone (a compressed file, a Parquet file) says nothing more.
+        let archive = (path.len() > 1).then_some(path);
         if self.failed.is_none()
-            && let Err(e) = self.printer.print(found, Some(path))
+            && let Err(e) = self.printer.print(found, archive)
         {
             self.failed = Some(e);
         }
@@ -350,6 +363,7 @@ fn write_line(
                 } => write!(out, "row {row}, {header}")?,
                 Location::Csv { row, column, .. } => write!(out, "row {row}, column {column}")?,
                 Location::Json { line, path } => write!(out, "{line}:{path}")?,
+                Location::Column { column, row } => write!(out, "row {row}, {column}")?,
             }
             writeln!(
                 out,
@@ -403,6 +417,10 @@ enum JsonLocation<'a> {
         line: usize,
         path: &'a str,
     },
+    Column {
+        column: &'a str,
+        row: u64,
+    },
 }
 
 impl<'a> JsonFinding<'a> {
@@ -432,6 +450,7 @@ impl<'a> JsonFinding<'a> {
                     row: *row,
                 },
                 Location::Json { line, path } => JsonLocation::Json { line: *line, path },
+                Location::Column { column, row } => JsonLocation::Column { column, row: *row },
             },
             pii_type: finding.pii_type.as_str(),
             start: finding.start,

@@ -24,6 +24,9 @@ pub(crate) enum Tracker {
     Json(Json),
     /// One field's value, handed over with the names of its field (`Detector::scan_field`).
     Field(Named),
+    /// Values of one field, one per line, with the names of their field
+    /// (`Detector::scan_column`): each line is a field of its own.
+    Column(Named),
 }
 
 /// How the field holding a value ends after it.
@@ -65,6 +68,14 @@ impl Tracker {
         })
     }
 
+    /// A tracker for values of one field, one per line, named by `path`.
+    pub fn column(path: &[&str]) -> Self {
+        match Self::field(path) {
+            Tracker::Field(named) => Tracker::Column(named),
+            other => other,
+        }
+    }
+
     pub fn new(format: Format) -> Self {
         match format {
             Format::Text => Tracker::Lines(Lines::default()),
@@ -80,7 +91,7 @@ impl Tracker {
             Tracker::Lines(t) => t.pos,
             Tracker::Csv(t) => t.pos,
             Tracker::Json(t) => t.pos,
-            Tracker::Field(t) => t.lines.pos,
+            Tracker::Field(t) | Tracker::Column(t) => t.lines.pos,
         }
     }
 
@@ -95,14 +106,16 @@ impl Tracker {
             Tracker::Lines(t) => t.feed(bytes),
             Tracker::Csv(t) => t.feed(bytes),
             Tracker::Json(t) => t.feed(bytes),
-            Tracker::Field(t) => t.lines.feed(bytes),
+            Tracker::Field(t) | Tracker::Column(t) => t.lines.feed(bytes),
         }
     }
 
     /// The location of absolute offset `at`, which is at or just after the fed bytes.
     pub fn location(&self, at: usize) -> Location {
         match self {
-            Tracker::Lines(t) | Tracker::Field(Named { lines: t, .. }) => Location::Line {
+            Tracker::Lines(t)
+            | Tracker::Field(Named { lines: t, .. })
+            | Tracker::Column(Named { lines: t, .. }) => Location::Line {
                 line: t.line,
                 column: at.saturating_sub(t.line_start) + 1,
             },
@@ -124,7 +137,7 @@ impl Tracker {
             Tracker::Lines(_) => None,
             Tracker::Csv(t) => t.header(),
             Tracker::Json(t) => t.key(),
-            Tracker::Field(t) => t.names.last().map(String::as_str),
+            Tracker::Field(t) | Tracker::Column(t) => t.names.last().map(String::as_str),
         }
     }
 
@@ -135,7 +148,7 @@ impl Tracker {
             Tracker::Lines(_) => (None, None, None),
             Tracker::Csv(t) => (t.header(), None, None),
             Tracker::Json(t) => (None, Some(t), None),
-            Tracker::Field(t) => (None, None, Some(&t.names)),
+            Tracker::Field(t) | Tracker::Column(t) => (None, None, Some(&t.names)),
         };
         single
             .into_iter()
@@ -170,6 +183,10 @@ impl Tracker {
             Tracker::Field(_) => Some(Field {
                 start: 0,
                 close: Close::Whole,
+            }),
+            Tracker::Column(t) => Some(Field {
+                start: t.lines.line_start,
+                close: Close::Cell(b'\n'),
             }),
         }
     }

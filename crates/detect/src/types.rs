@@ -35,6 +35,9 @@ pub enum Location {
     },
     /// JSON or NDJSON: the 1-based line the value is on and its JSONPath.
     Json { line: usize, path: String },
+    /// A column of a table file (Parquet): its path from the outermost name in, joined by
+    /// `.` (`customer.ssn`), and the 1-based row of the file.
+    Column { column: String, row: u64 },
 }
 
 /// The longest [`Location::field`], in characters: column names and JSON paths are cut at it.
@@ -43,7 +46,8 @@ pub const MAX_FIELD: usize = 256;
 impl Location {
     /// The field the value sits in, the same for every value of one column or key: a CSV
     /// column's header (`#<column>` without one), a JSON path with each array index folded to
-    /// `[*]` (`$.customers[*].ssn`), or empty for plain text, which is one field. Findings are
+    /// `[*]` (`$.customers[*].ssn`), a table's column path, or empty for plain text, which is
+    /// one field. Findings are
     /// kept per field, and remediation finds a finding's values again by it.
     pub fn field(&self) -> String {
         match self {
@@ -53,6 +57,7 @@ impl Location {
                 _ => format!("#{column}"),
             },
             Location::Json { path, .. } => fold_indices(path),
+            Location::Column { column, .. } => column.clone(),
         }
     }
 }

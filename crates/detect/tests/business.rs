@@ -216,6 +216,61 @@ fn a_field_handed_over_with_its_path_is_read_as_a_key_would_be() {
 }
 
 #[test]
+fn a_columns_values_are_read_one_per_line_each_a_field_of_its_own() {
+    // What the Parquet reader gives the engine: a run of one column's values and their rows.
+    let detector = Detector::new();
+    let options = Options {
+        with_values: true,
+        ..Options::default()
+    };
+    let found =
+        |text: &str, path: &[&str], rows: &[u64]| -> Vec<(String, String, Location, usize)> {
+            detector
+                .scan_column(text, path, rows, &options)
+                .into_iter()
+                .map(|f| {
+                    (
+                        f.pii_type.as_str().to_owned(),
+                        f.value.unwrap_or_default(),
+                        f.location,
+                        f.start,
+                    )
+                })
+                .collect()
+        };
+    let at = |row| Location::Column {
+        column: "customer.ssn".into(),
+        row,
+    };
+    assert_eq!(
+        found(
+            "219099999\nnone on file\n536-22-4410 (verified)\n",
+            &["customer", "ssn"],
+            &[4, 7, 7]
+        ),
+        [
+            ("us_ssn".into(), "219099999".into(), at(4), 0),
+            ("us_ssn".into(), "536-22-4410".into(), at(7), 0),
+        ]
+    );
+    // Bare numbers say what they are only by their column's name, each line on its own.
+    let ids = "219099999\n219099998\n";
+    assert!(found(ids, &["order", "id"], &[1, 2]).is_empty());
+    assert_eq!(found(ids, &["employee_ssn"], &[1, 2]).len(), 2);
+    // Offsets are within the value.
+    let emails = found(
+        "billing\nnote: jane.doe@example.com\n",
+        &["remarks"],
+        &[1, 2],
+    );
+    assert_eq!(emails.len(), 1);
+    assert_eq!(
+        (emails[0].3, emails[0].2.field()),
+        (6, "remarks".to_owned())
+    );
+}
+
+#[test]
 fn what_an_independent_corpus_found_is_fixed() {
     // Found by a corpus written apart from the engine's own (issue 39's review).
     for (text, expected) in [

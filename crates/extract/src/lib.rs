@@ -1,11 +1,14 @@
 #![doc = include_str!("../README.md")]
 
-// Dependencies point one way: skip at the bottom, the limits and their meter above it, the
-// walk on top.
+// Dependencies point one way: skip at the bottom; the limits and their meter, and the sink,
+// above it; the columnar reader (Parquet) above those; the walk on top.
+mod columnar;
 mod limits;
+mod sink;
 mod skip;
 mod walk;
 
 pub use limits::{Limits, RATIO_GRACE};
+pub use sink::{Column, MAX_NAME, Sink};
 pub use skip::Skip;
-pub use walk::{Container, HEAD, MAX_NAME, Report, Sink, container, walk};
+pub use walk::{Container, HEAD, Report, container, walk};

@@ -1,4 +1,5 @@
-//! Why a container, or one of its members, was not read, whole or in part.
+//! Why a container, a table file, or one of their members or columns was not read, whole or
+//! in part.
 
 /// Every way an archive or one of its members can be left unread. The codes are what a scan's
 /// coverage counts (`skip_reasons`) and what a finding's location never holds: no code quotes
@@ -31,10 +32,18 @@ pub enum Skip {
     /// A member that needs random access (a ZIP inside an archive) could not be written to a
     /// temporary file.
     Spool,
+    /// A Parquet file whose footer, a page or a column chunk cannot be read, a truncated one
+    /// included.
+    CorruptParquet,
+    /// A Parquet file whose footer is encrypted (modular encryption, `PARE`): no key, no read.
+    EncryptedParquet,
+    /// A Parquet page larger than 64 MiB, or a row of a repeated column spanning more than
+    /// two million values: past what a scan holds at once.
+    ParquetLimit,
 }
 
 impl Skip {
-    pub const ALL: [Skip; 12] = [
+    pub const ALL: [Skip; 15] = [
         Skip::ArchiveDepth,
         Skip::ArchiveMembers,
         Skip::ArchiveBytes,
@@ -47,6 +56,9 @@ impl Skip {
         Skip::CorruptBzip2,
         Skip::CorruptZstd,
         Skip::Spool,
+        Skip::CorruptParquet,
+        Skip::EncryptedParquet,
+        Skip::ParquetLimit,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -63,6 +75,9 @@ impl Skip {
             Skip::CorruptBzip2 => "corrupt_bzip2",
             Skip::CorruptZstd => "corrupt_zstd",
             Skip::Spool => "spool_failed",
+            Skip::CorruptParquet => "corrupt_parquet",
+            Skip::EncryptedParquet => "encrypted_parquet",
+            Skip::ParquetLimit => "parquet_limit",
         }
     }
 

@@ -10,20 +10,8 @@ use std::rc::Rc;
 use flate2::read::MultiGzDecoder;
 
 use crate::limits::{Budget, Compressed, Counted, Meter, reached};
-use crate::{Limits, Skip};
-
-/// Whoever reads the members: detection, for a scan or `dpsctl detect`.
-pub trait Sink {
-    /// One member that is not itself a container, its content decompressed. `path` names it
-    /// from the object down (the object's own name first); `name` is the file name whose
-    /// extension hints its format (`logs/app.log` for a member `logs/app.log.gz`). An error
-    /// from reading `content` is handed back unchanged: the walk tells a limit from a corrupt
-    /// member and reports it through [`Sink::skipped`].
-    fn member(&mut self, path: &[String], name: &str, content: &mut dyn Read) -> io::Result<()>;
-
-    /// A member, or what is left of a container, that was not read, and why.
-    fn skipped(&mut self, path: &[String], reason: Skip);
-}
+use crate::sink::MAX_NAME;
+use crate::{Limits, Sink, Skip};
 
 /// A container the walk opens, as the object's first bytes show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +25,8 @@ pub enum Container {
     Bzip2,
     /// A Zstandard stream (`.zst`, `.tar.zst`): inflated here, whatever it holds.
     Zstd,
+    /// A Parquet file: a container of columns, read column by column.
+    Parquet,
 }
 
 impl Container {
@@ -47,6 +37,7 @@ impl Container {
             Container::TarGz => "tar.gz",
             Container::Bzip2 => "bzip2",
             Container::Zstd => "zstd",
+            Container::Parquet => "parquet",
         }
     }
 }
@@ -62,6 +53,7 @@ pub fn container(head: &[u8]) -> Option<Container> {
         Kind::Tar => Some(Container::Tar),
         Kind::Bzip2 => Some(Container::Bzip2),
         Kind::Zstd => Some(Container::Zstd),
+        Kind::Parquet => Some(Container::Parquet),
         Kind::Gzip => {
             let mut inflated = Vec::with_capacity(HEAD);
             // A truncated head inflates to what it holds; an error is no container, and
@@ -88,7 +80,7 @@ pub struct Report {
 /// `name` is the object's, the first element of every path. An error means the container
 /// could not be opened at all (nothing was read); once a member was read, a later problem is
 /// a skip, and the members before it keep what the sink made of them.
-pub fn walk<R: Read + Seek>(
+pub fn walk<R: Read + Seek + Send + 'static>(
     source: R,
     container: Container,
     name: &str,
@@ -109,6 +101,7 @@ pub fn walk<R: Read + Seek>(
     let result = match container {
         Container::Zip => walk.zip(source),
         Container::Tar => walk.tar(source),
+        Container::Parquet => walk.parquet(source),
         Container::TarGz => {
             let (input, count) = Counted::new(source);
             let inflated = walk.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
@@ -136,10 +129,6 @@ pub fn walk<R: Read + Seek>(
     }
 }
 
-/// The longest member name kept, in bytes: a hostile archive's names are not the place to
-/// spend memory, and a location quotes them (eleven of them fit a stored location's 4 KiB).
-pub const MAX_NAME: usize = 256;
-
 /// The largest window a Zstandard frame may ask for: every standard level up to 19 uses at
 /// most 8 MiB; a frame that asks for more (long mode, or a hostile header) would make the
 /// decoder hold that much, and is refused as `corrupt_zstd`.
@@ -156,11 +145,14 @@ enum Kind {
     Gzip,
     Bzip2,
     Zstd,
+    Parquet,
     Leaf,
 }
 
 fn kind(head: &[u8]) -> Kind {
-    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+    if head.starts_with(b"PAR1") {
+        Kind::Parquet
+    } else if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         Kind::Zip
     } else if head.get(257..262) == Some(b"ustar") {
         Kind::Tar
@@ -303,6 +295,20 @@ impl Walk<'_> {
         Ok(())
     }
 
+    /// Reads a Parquet file's columns into the sink; a column left unread is reported as a skip
+    /// of the file, once per reason.
+    fn parquet<R: Read + Seek + Send + 'static>(&mut self, source: R) -> Result<(), Skip> {
+        let read = crate::columnar::read(source, self.limits, &self.path, &mut *self.sink)?;
+        if read.handed {
+            self.handed += 1;
+        }
+        self.report.members += 1;
+        for skip in read.skips {
+            self.skip_here(skip);
+        }
+        Ok(())
+    }
+
     /// Reads one member, whatever it is; a problem is reported as its skip, and returned.
     fn member(&mut self, name: String, mut content: impl Read, layer: Skip) -> Option<Skip> {
         self.path.push(name);
@@ -319,7 +325,9 @@ impl Walk<'_> {
     fn open(&mut self, content: &mut dyn Read, layer: Skip) -> Result<(), Skip> {
         let head = peek(content).map_err(|e| reached(&e).unwrap_or(layer))?;
         let kind = kind(&head);
-        if kind != Kind::Leaf {
+        // A table file holds columns, not members: it is no level of nesting.
+        let nests = !matches!(kind, Kind::Leaf | Kind::Parquet);
+        if nests {
             if self.depth >= self.limits.max_depth {
                 return Err(Skip::ArchiveDepth);
             }
@@ -328,6 +336,7 @@ impl Walk<'_> {
         let whole = Cursor::new(head).chain(content);
         let result = match kind {
             Kind::Zip => self.spool(whole, layer).and_then(|file| self.zip(file)),
+            Kind::Parquet => self.spool(whole, layer).and_then(|file| self.parquet(file)),
             Kind::Tar => self.tar(whole),
             Kind::Gzip => {
                 let (input, count) = Counted::new(whole);
@@ -363,7 +372,7 @@ impl Walk<'_> {
                     .map_err(|e| reached(&e).unwrap_or(layer))
             }
         };
-        if kind != Kind::Leaf {
+        if nests {
             self.depth -= 1;
         }
         result

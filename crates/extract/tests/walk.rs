@@ -40,6 +40,10 @@ impl Sink for Collect {
         Ok(())
     }
 
+    fn values(&mut self, path: &[String], column: &extract::Column<'_>) {
+        panic!("{path:?} holds no table, yet {:?} was read", column.names);
+    }
+
     fn skipped(&mut self, path: &[String], reason: Skip) {
         self.skipped.push((path.join(" > "), reason));
     }

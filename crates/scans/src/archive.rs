@@ -6,7 +6,7 @@
 use std::io::{self, Read, Seek, Write};
 
 use detect::{Detector, Hint, SkipReason};
-use extract::{Container, Limits, Sink, Skip};
+use extract::{Column, Container, Limits, Sink, Skip};
 
 use crate::group::{Groups, Written};
 use crate::record::{Outcome, Unread};
@@ -120,6 +120,20 @@ impl Sink for Members<'_> {
             self.unread(&detection_reason(reason));
         }
         Ok(())
+    }
+
+    fn values(&mut self, path: &[String], column: &Column<'_>) {
+        let names: Vec<&str> = column.names.iter().map(String::as_str).collect();
+        let options = detect::Options {
+            with_values: true,
+            ..detect::Options::default()
+        };
+        for f in self
+            .detector
+            .scan_column(column.text, &names, column.rows, &options)
+        {
+            self.groups.add_in(f, self.written, path);
+        }
     }
 
     fn skipped(&mut self, _path: &[String], reason: Skip) {

@@ -137,6 +137,7 @@ pub fn location(location: &Location) -> Value {
             header,
         } => json!({"row": row, "column": column, "header": header}),
         Location::Json { line, path } => json!({"line": line, "path": path}),
+        Location::Column { column, row } => json!({"column": column, "row": row}),
     }
 }
 

@@ -24,6 +24,7 @@ mod limits;
 mod migrations;
 mod nul;
 mod openapi;
+mod parquet;
 mod pool;
 mod reconcile;
 mod remediation;

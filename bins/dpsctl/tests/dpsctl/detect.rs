@@ -284,3 +284,65 @@ fn archives_are_read_member_by_member_from_files_and_standard_input() {
         stderr(&output)
     );
 }
+
+#[test]
+fn parquet_tables_are_read_column_by_column_with_each_values_row() {
+    let output = dpsctl(&["--format", "json", &fixture("nested.parquet")], b"");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let findings = json_lines(&output);
+    let count = |column: &str, pii: &str| {
+        findings
+            .iter()
+            .filter(|f| f["location"]["column"] == column && f["pii_type"] == pii)
+            .count()
+    };
+    assert_eq!(count("customer.ssn", "us_ssn"), 36);
+    assert_eq!(count("customer.contact.email", "email"), 36);
+    assert_eq!(count("alt_emails", "email"), 30);
+    // A file of its own has no archive path; offsets are within the value.
+    let first = findings.iter().find(|f| f["pii_type"] == "us_ssn").unwrap();
+    assert_eq!(
+        (
+            first["location"].clone(),
+            first.get("archive"),
+            first["start"].clone()
+        ),
+        (
+            serde_json::json!({"column": "customer.ssn", "row": 1}),
+            None,
+            serde_json::json!(0)
+        )
+    );
+
+    // From standard input, as text; the PII-free table has nothing.
+    let table = std::fs::read(fixture("payroll.parquet")).unwrap();
+    let output = dpsctl(&[], &table);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.starts_with("row 1, employee_ssn\tus_ssn"), "{text}");
+    assert_eq!(text.lines().count(), 30);
+    let output = dpsctl(&[&fixture("control.parquet")], b"");
+    assert!(output.status.success());
+    assert!(output.stdout.is_empty());
+    assert!(
+        stderr(&output).contains("0 findings"),
+        "{}",
+        stderr(&output)
+    );
+
+    // A damaged column chunk is skipped with its reason; the rest is read.
+    let output = dpsctl(&[&fixture("damaged.parquet")], b"");
+    assert!(output.status.success());
+    assert!(
+        stderr(&output).contains("us_ssn=172") && stderr(&output).contains("corrupt_parquet=1"),
+        "{}",
+        stderr(&output)
+    );
+    let output = dpsctl(&[&fixture("encrypted.parquet")], b"");
+    assert!(output.status.success());
+    assert!(
+        stderr(&output).contains("skipped: encrypted_parquet"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -300,8 +300,8 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
     })
 }
 
-/// The most reasons of unread contents one outcome may report: `extract::Skip` has ten, and
-/// detection's skips a few more.
+/// The most reasons of unread contents one outcome may report: `extract::Skip` has fifteen,
+/// and detection's skips a few more.
 const MAX_UNREAD_REASONS: usize = 32;
 
 fn reason_like(r: &str) -> bool {
@@ -310,9 +310,9 @@ fn reason_like(r: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_:.-".contains(&b))
 }
 
-/// One of the three locations a detector makes (`detect::Location`), and nothing else: a line
-/// and column, a CSV row, column and header, or a JSON line and path; in a member of an
-/// archive, with the member's path from the object down (`archive`).
+/// One of the locations a detector makes (`detect::Location`), and nothing else: a line and
+/// column, a CSV row, column and header, a JSON line and path, or a table's column path and
+/// row; in a member of an archive, with the member's path from the object down (`archive`).
 fn location_shaped(location: &serde_json::Value) -> bool {
     let Some(fields) = location.as_object() else {
         return false;
@@ -340,6 +340,7 @@ fn location_shaped(location: &serde_json::Value) -> bool {
     };
     match inner {
         2 if fields.contains_key("path") => count("line") && text("path", false),
+        2 if fields.contains_key("row") => count("row") && text("column", false),
         2 => count("line") && count("column"),
         3 => count("row") && count("column") && text("header", true),
         _ => false,
@@ -409,6 +410,8 @@ mod tests {
             json!({"line": 1, "path": "$.people[0].ssn"}),
             json!({"archive": ["export.zip", "nested/inner.zip", "deep/notes.txt"], "line": 2, "column": 9}),
             json!({"archive": ["logs.tar.gz", "people.json"], "line": 1, "path": "$.ssn"}),
+            json!({"column": "customer.ssn", "row": 7}),
+            json!({"archive": ["lake.zip", "part-0.parquet"], "column": "ssn", "row": 1}),
         ] {
             assert!(location_shaped(&good), "{good}");
         }
@@ -424,6 +427,8 @@ mod tests {
             json!({"archive": ["export.zip", "x".repeat(257)], "line": 2, "column": 9}),
             json!({"archive": ["export.zip", "a\nb"], "line": 2, "column": 9}),
             json!({"archive": ["export.zip", "a.txt"], "line": 2}),
+            json!({"column": 3, "row": 7}),
+            json!({"column": "ssn", "row": "219-09-9999"}),
             json!([1, 2]),
         ] {
             assert!(!location_shaped(&bad), "{bad}");

@@ -1,0 +1,37 @@
+//! Whoever reads what the walk opens: the members' contents and the table files' columns.
+
+use std::io::{self, Read};
+
+use crate::Skip;
+
+/// The longest member name kept, in bytes: a hostile archive's names are not the place to
+/// spend memory, and a location quotes them (eleven of them fit a stored location's 4 KiB).
+pub const MAX_NAME: usize = 256;
+
+/// Whoever reads the members: detection, for a scan or `dpsctl detect`.
+pub trait Sink {
+    /// One member that is not itself a container, its content decompressed. `path` names it
+    /// from the object down (the object's own name first); `name` is the file name whose
+    /// extension hints its format (`logs/app.log` for a member `logs/app.log.gz`). An error
+    /// from reading `content` is handed back unchanged: the walk tells a limit from a corrupt
+    /// member and reports it through [`Sink::skipped`].
+    fn member(&mut self, path: &[String], name: &str, content: &mut dyn Read) -> io::Result<()>;
+
+    /// A run of one table column's values (a Parquet file's, or a member's), read at `path`.
+    fn values(&mut self, path: &[String], column: &Column<'_>);
+
+    /// A member, or what is left of a container, that was not read, and why.
+    fn skipped(&mut self, path: &[String], reason: Skip);
+}
+
+/// Values of one column of a table file, one per line, each with its row.
+#[derive(Debug, Clone, Copy)]
+pub struct Column<'a> {
+    /// The column's names from the outermost in (`["customer", "ssn"]`), a list's and a map's
+    /// wrappers left out.
+    pub names: &'a [String],
+    /// The values, each on a line of its own: a line break inside a value is a space here.
+    pub text: &'a str,
+    /// The 1-based row of the file each line is in: a list's values share their row.
+    pub rows: &'a [u64],
+}
