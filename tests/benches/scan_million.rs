@@ -8,7 +8,9 @@
 //!
 //! `BENCH_OBJECTS` (default 1,000,000), `BENCH_OBJECT_BYTES` (default 1024) and
 //! `BENCH_WORKERS` (`scan-worker` processes, default 4) change the run; `-- --quick` scans
-//! 20,000 objects.
+//! 20,000 objects. `BENCH_FILE=PATH` makes every object that file's bytes instead (one object
+//! unless `BENCH_OBJECTS` says otherwise, read up to 5 GiB): a large Parquet file or ZIP, to
+//! measure a worker's memory on one large object.
 //!
 //! It starts a Postgres cluster with production durability, an S3 server in this process that
 //! generates its objects instead of storing them (`support/synthetic_s3.rs`: no emulator lists
@@ -140,12 +142,12 @@ impl Api {
             .unwrap()
     }
 
-    /// Starts a scan of `connector` of `kind`; its id.
-    async fn scan(&self, connector: &str, kind: &str, workers: usize) -> String {
+    /// Starts a scan of `connector` of `kind` with `options`; its id.
+    async fn scan(&self, connector: &str, kind: &str, options: &Value) -> String {
         let started = self
             .post(
                 &format!("/connectors/{connector}/scan"),
-                json!({"type": kind, "options": {"max_workers": workers}}),
+                json!({"type": kind, "options": options}),
             )
             .await;
         started["data"]["scan_id"]
@@ -188,14 +190,43 @@ fn ended(body: &Value) -> bool {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let objects = setting("BENCH_OBJECTS", if quick { 20_000 } else { 1_000_000 });
+    let file = std::env::var_os("BENCH_FILE")
+        .map(|path| std::sync::Arc::new(std::fs::read(path).unwrap()));
+    let objects = setting(
+        "BENCH_OBJECTS",
+        match (&file, quick) {
+            (Some(_), _) => 1,
+            (None, true) => 20_000,
+            (None, false) => 1_000_000,
+        },
+    );
     let workers = setting("BENCH_WORKERS", 4);
     let (platform_bin, worker_bin) = (binary("platform-api"), binary("scan-worker"));
 
     testkit::use_durable_cluster();
     let db = testkit::database().await;
-    let storage =
-        SyntheticS3::start(BUCKET, objects, seed::MOTO_KEY_ID, seed::MOTO_SECRET, body).await;
+    let storage = match file.clone() {
+        Some(bytes) => {
+            let size = bytes.len();
+            SyntheticS3::start(
+                BUCKET,
+                objects,
+                seed::MOTO_KEY_ID,
+                seed::MOTO_SECRET,
+                move |_| bytes.to_vec(),
+            )
+            .await
+            .sized(move |_| size)
+        }
+        None => {
+            SyntheticS3::start(BUCKET, objects, seed::MOTO_KEY_ID, seed::MOTO_SECRET, body).await
+        }
+    };
+    // A large object is read whole: up to the largest `max_object_bytes` a scan allows.
+    let options = match file {
+        Some(_) => json!({"max_workers": workers, "max_object_bytes": 5u64 << 30}),
+        None => json!({"max_workers": workers}),
+    };
     let sts = testkit::identity::sts(seed::MOTO_KEY_ID, seed::MOTO_SECRET);
     let mut cloud_env: Vec<(String, String)> = seed::moto_platform_env(&storage.url())
         .into_iter()
@@ -239,14 +270,12 @@ async fn main() {
         .as_str()
         .unwrap_or_else(|| panic!("{created}"))
         .to_owned();
-    println!(
-        "{objects} objects of {} bytes, {workers} scan-worker processes",
-        object_bytes()
-    );
+    let each = file.as_ref().map_or(object_bytes(), |bytes| bytes.len());
+    println!("{objects} objects of {each} bytes, {workers} scan-worker processes");
 
     // The full scan: listed by platform-api, then scanned by the workers.
     let clock = Instant::now();
-    let scan = api.scan(&connector, "full", workers).await;
+    let scan = api.scan(&connector, "full", &options).await;
     let mut peaks = vec![0.0f64; 1 + workers];
     let listed = api
         .wait(&scan, &[platform.pid()], &mut peaks[..1], |b| {
@@ -298,10 +327,11 @@ async fn main() {
     assert_eq!(progress["files_processed"], objects, "{done}");
     let gets = storage.gets();
     println!(
-        "full scan: {:.1} s, {:.0} objects/s ({:.0} objects/s after listing), {gets} GETs, {} values found",
+        "full scan: {:.1} s, {:.0} objects/s ({:.0} objects/s after listing, {:.1} MB/s), {gets} GETs, {} values found",
         full.as_secs_f64(),
         objects as f64 / full.as_secs_f64(),
         objects as f64 / (full - enumerated).as_secs_f64(),
+        (objects * each) as f64 / (full - enumerated).as_secs_f64() / 1e6,
         progress["findings_count"],
     );
 
@@ -336,7 +366,7 @@ async fn main() {
     // The incremental rescan of the unchanged bucket: listed, compared, nothing read.
     let lists = storage.lists();
     let clock = Instant::now();
-    let rescan = api.scan(&connector, "incremental", workers).await;
+    let rescan = api.scan(&connector, "incremental", &options).await;
     let again = api
         .wait(&rescan, &[platform.pid()], &mut peaks[..1], ended)
         .await;
