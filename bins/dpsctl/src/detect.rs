@@ -201,6 +201,7 @@ fn archive(
             let skipped: Vec<String> = skipped.iter().map(|(r, n)| format!("{r}={n}")).collect();
             let read = match kind {
                 extract::Container::Parquet => "in a parquet file".to_owned(),
+                extract::Container::Avro => "in an avro file".to_owned(),
                 _ => format!("in {} members of a {}", report.members, kind.as_str()),
             };
             eprintln!(
@@ -269,9 +270,13 @@ impl<W: Write> extract::Sink for Members<'_, W> {
 
     fn values(&mut self, path: &[String], column: &extract::Column<'_>) {
         let names: Vec<&str> = column.names.iter().map(String::as_str).collect();
-        let mut found = self
-            .detector
-            .scan_column(column.text, &names, column.rows, &self.options);
+        let unit = match column.unit {
+            extract::Unit::Row => detect::TableUnit::Row,
+            extract::Unit::Record => detect::TableUnit::Record,
+        };
+        let mut found =
+            self.detector
+                .scan_column(column.text, &names, column.rows, unit, &self.options);
         self.bytes += column.text.len() as u64;
         self.print(&mut found, path);
     }
@@ -364,6 +369,7 @@ fn write_line(
                 Location::Csv { row, column, .. } => write!(out, "row {row}, column {column}")?,
                 Location::Json { line, path } => write!(out, "{line}:{path}")?,
                 Location::Column { column, row } => write!(out, "row {row}, {column}")?,
+                Location::Record { field, record } => write!(out, "record {record}, {field}")?,
             }
             writeln!(
                 out,
@@ -421,6 +427,10 @@ enum JsonLocation<'a> {
         column: &'a str,
         row: u64,
     },
+    Record {
+        field: &'a str,
+        record: u64,
+    },
 }
 
 impl<'a> JsonFinding<'a> {
@@ -451,6 +461,10 @@ impl<'a> JsonFinding<'a> {
                 },
                 Location::Json { line, path } => JsonLocation::Json { line: *line, path },
                 Location::Column { column, row } => JsonLocation::Column { column, row: *row },
+                Location::Record { field, record } => JsonLocation::Record {
+                    field,
+                    record: *record,
+                },
             },
             pii_type: finding.pii_type.as_str(),
             start: finding.start,

@@ -13,7 +13,7 @@ use crate::custom::Classifiers;
 use crate::recognize::Recognizers;
 use crate::score::{self, CONTEXT_BOOST, Scope};
 use crate::structure::Tracker;
-use crate::types::{Evidence, Finding, Location, MAX_FIELD, Options, Window};
+use crate::types::{Evidence, Finding, Location, MAX_FIELD, Options, TableUnit, Window};
 
 /// The detection engine. Build it once and share it: it holds the keyword automaton and the
 /// compiled custom classifiers.
@@ -71,13 +71,15 @@ impl Detector {
     /// Every finding in values of one table column, one value per line (a value holds no
     /// line break), the column named from the outermost name in as [`Self::scan_field`] names
     /// a field: a Parquet column's values, a run of them at a time. Each line is a field of its
-    /// own, as a CSV cell is, and is on the file's row `rows[line - 1]`. Locations are
-    /// [`Location::Column`], and a finding's offsets are within its value.
+    /// own, as a CSV cell is, and is on the file's row (or record) `rows[line - 1]`.
+    /// Locations are [`Location::Column`] (or [`Location::Record`]), and a finding's offsets
+    /// are within its value.
     pub fn scan_column(
         &self,
         text: &str,
         path: &[&str],
         rows: &[u64],
+        unit: TableUnit,
         options: &Options,
     ) -> Vec<Finding> {
         let mut findings = self.scan_whole(text, Tracker::column(path), options);
@@ -87,9 +89,16 @@ impl Detector {
                 let length = finding.end - finding.start;
                 finding.start = at - 1;
                 finding.end = finding.start + length;
-                finding.location = Location::Column {
-                    column: column.clone(),
-                    row: rows.get(line - 1).copied().unwrap_or_default(),
+                let row = rows.get(line - 1).copied().unwrap_or_default();
+                finding.location = match unit {
+                    TableUnit::Row => Location::Column {
+                        column: column.clone(),
+                        row,
+                    },
+                    TableUnit::Record => Location::Record {
+                        field: column.clone(),
+                        record: row,
+                    },
                 };
             }
         }

@@ -38,6 +38,18 @@ pub enum Location {
     /// A column of a table file (Parquet): its path from the outermost name in, joined by
     /// `.` (`customer.ssn`), and the 1-based row of the file.
     Column { column: String, row: u64 },
+    /// A field of a record file (Avro): its path from the record down, joined by `.`
+    /// (`contact.email`), and the 1-based record of the file.
+    Record { field: String, record: u64 },
+}
+
+/// What a table file's values are numbered by, for [`Location`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableUnit {
+    /// Rows: [`Location::Column`].
+    Row,
+    /// Records: [`Location::Record`].
+    Record,
 }
 
 /// The longest [`Location::field`], in characters: column names and JSON paths are cut at it.
@@ -46,7 +58,7 @@ pub const MAX_FIELD: usize = 256;
 impl Location {
     /// The field the value sits in, the same for every value of one column or key: a CSV
     /// column's header (`#<column>` without one), a JSON path with each array index folded to
-    /// `[*]` (`$.customers[*].ssn`), a table's column path, or empty for plain text, which is
+    /// `[*]` (`$.customers[*].ssn`), a table's column or a record's field path, or empty for plain text, which is
     /// one field. Findings are
     /// kept per field, and remediation finds a finding's values again by it.
     pub fn field(&self) -> String {
@@ -58,6 +70,7 @@ impl Location {
             },
             Location::Json { path, .. } => fold_indices(path),
             Location::Column { column, .. } => column.clone(),
+            Location::Record { field, .. } => field.clone(),
         }
     }
 }

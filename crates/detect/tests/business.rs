@@ -226,7 +226,7 @@ fn a_columns_values_are_read_one_per_line_each_a_field_of_its_own() {
     let found =
         |text: &str, path: &[&str], rows: &[u64]| -> Vec<(String, String, Location, usize)> {
             detector
-                .scan_column(text, path, rows, &options)
+                .scan_column(text, path, rows, detect::TableUnit::Row, &options)
                 .into_iter()
                 .map(|f| {
                     (

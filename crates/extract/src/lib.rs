@@ -1,7 +1,9 @@
 #![doc = include_str!("../README.md")]
 
 // Dependencies point one way: skip at the bottom; the limits and their meter, and the sink,
-// above it; the columnar reader (Parquet) above those; the walk on top.
+// above it; the columnar reader (Parquet) above those, and the Avro reader, which renders
+// values as it does; the walk on top.
+mod avro;
 mod columnar;
 mod limits;
 mod sink;
@@ -9,6 +11,6 @@ mod skip;
 mod walk;
 
 pub use limits::{Limits, RATIO_GRACE};
-pub use sink::{Column, MAX_NAME, Sink};
+pub use sink::{Column, MAX_NAME, Sink, Unit};
 pub use skip::Skip;
 pub use walk::{Container, HEAD, Report, container, walk};

@@ -24,7 +24,8 @@ pub trait Sink {
     fn skipped(&mut self, path: &[String], reason: Skip);
 }
 
-/// Values of one column of a table file, one per line, each with its row.
+/// Values of one column of a table file (a Parquet column, an Avro field), one per line, each
+/// with its row or record.
 #[derive(Debug, Clone, Copy)]
 pub struct Column<'a> {
     /// The column's names from the outermost in (`["customer", "ssn"]`), a list's and a map's
@@ -32,6 +33,17 @@ pub struct Column<'a> {
     pub names: &'a [String],
     /// The values, each on a line of its own: a line break inside a value is a space here.
     pub text: &'a str,
-    /// The 1-based row of the file each line is in: a list's values share their row.
+    /// The 1-based row (or record) of the file each line is in: a list's values share it.
     pub rows: &'a [u64],
+    /// What `rows` count.
+    pub unit: Unit,
+}
+
+/// What a table file's values are numbered by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A Parquet file's rows, across its row groups.
+    Row,
+    /// An Avro file's records, across its blocks.
+    Record,
 }

@@ -40,10 +40,15 @@ pub enum Skip {
     /// A Parquet page larger than 64 MiB, or a row of a repeated column spanning more than
     /// two million values: past what a scan holds at once.
     ParquetLimit,
+    /// An Avro file whose header, or a block, cannot be read, a truncated one included.
+    CorruptAvro,
+    /// An Avro block that inflates past 32 MiB, a value or collection claiming more, or a file
+    /// of more than 4,096 distinct fields.
+    AvroLimit,
 }
 
 impl Skip {
-    pub const ALL: [Skip; 15] = [
+    pub const ALL: [Skip; 17] = [
         Skip::ArchiveDepth,
         Skip::ArchiveMembers,
         Skip::ArchiveBytes,
@@ -59,6 +64,8 @@ impl Skip {
         Skip::CorruptParquet,
         Skip::EncryptedParquet,
         Skip::ParquetLimit,
+        Skip::CorruptAvro,
+        Skip::AvroLimit,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -78,6 +85,8 @@ impl Skip {
             Skip::CorruptParquet => "corrupt_parquet",
             Skip::EncryptedParquet => "encrypted_parquet",
             Skip::ParquetLimit => "parquet_limit",
+            Skip::CorruptAvro => "corrupt_avro",
+            Skip::AvroLimit => "avro_limit",
         }
     }
 

@@ -27,6 +27,8 @@ pub enum Container {
     Zstd,
     /// A Parquet file: a container of columns, read column by column.
     Parquet,
+    /// An Avro object container file: records, read field by field.
+    Avro,
 }
 
 impl Container {
@@ -38,6 +40,7 @@ impl Container {
             Container::Bzip2 => "bzip2",
             Container::Zstd => "zstd",
             Container::Parquet => "parquet",
+            Container::Avro => "avro",
         }
     }
 }
@@ -54,6 +57,7 @@ pub fn container(head: &[u8]) -> Option<Container> {
         Kind::Bzip2 => Some(Container::Bzip2),
         Kind::Zstd => Some(Container::Zstd),
         Kind::Parquet => Some(Container::Parquet),
+        Kind::Avro => Some(Container::Avro),
         Kind::Gzip => {
             let mut inflated = Vec::with_capacity(HEAD);
             // A truncated head inflates to what it holds; an error is no container, and
@@ -102,6 +106,7 @@ pub fn walk<R: Read + Seek + Send + 'static>(
         Container::Zip => walk.zip(source),
         Container::Tar => walk.tar(source),
         Container::Parquet => walk.parquet(source),
+        Container::Avro => walk.avro(source),
         Container::TarGz => {
             let (input, count) = Counted::new(source);
             let inflated = walk.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
@@ -146,12 +151,15 @@ enum Kind {
     Bzip2,
     Zstd,
     Parquet,
+    Avro,
     Leaf,
 }
 
 fn kind(head: &[u8]) -> Kind {
     if head.starts_with(b"PAR1") {
         Kind::Parquet
+    } else if head.starts_with(b"Obj\x01") {
+        Kind::Avro
     } else if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         Kind::Zip
     } else if head.get(257..262) == Some(b"ustar") {
@@ -309,6 +317,20 @@ impl Walk<'_> {
         Ok(())
     }
 
+    /// Reads an Avro file's records into the sink; what was left unread is reported as a skip
+    /// of the file.
+    fn avro(&mut self, source: impl Read) -> Result<(), Skip> {
+        let read = crate::avro::read(source, self.limits, &self.path, &mut *self.sink)?;
+        if read.handed {
+            self.handed += 1;
+        }
+        self.report.members += 1;
+        for skip in read.skips {
+            self.skip_here(skip);
+        }
+        Ok(())
+    }
+
     /// Reads one member, whatever it is; a problem is reported as its skip, and returned.
     fn member(&mut self, name: String, mut content: impl Read, layer: Skip) -> Option<Skip> {
         self.path.push(name);
@@ -326,7 +348,7 @@ impl Walk<'_> {
         let head = peek(content).map_err(|e| reached(&e).unwrap_or(layer))?;
         let kind = kind(&head);
         // A table file holds columns, not members: it is no level of nesting.
-        let nests = !matches!(kind, Kind::Leaf | Kind::Parquet);
+        let nests = !matches!(kind, Kind::Leaf | Kind::Parquet | Kind::Avro);
         if nests {
             if self.depth >= self.limits.max_depth {
                 return Err(Skip::ArchiveDepth);
@@ -337,6 +359,8 @@ impl Walk<'_> {
         let result = match kind {
             Kind::Zip => self.spool(whole, layer).and_then(|file| self.zip(file)),
             Kind::Parquet => self.spool(whole, layer).and_then(|file| self.parquet(file)),
+            // Avro's header comes first and its blocks follow: it streams.
+            Kind::Avro => self.avro(whole),
             Kind::Tar => self.tar(whole),
             Kind::Gzip => {
                 let (input, count) = Counted::new(whole);

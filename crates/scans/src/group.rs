@@ -138,6 +138,7 @@ pub fn location(location: &Location) -> Value {
         } => json!({"row": row, "column": column, "header": header}),
         Location::Json { line, path } => json!({"line": line, "path": path}),
         Location::Column { column, row } => json!({"column": column, "row": row}),
+        Location::Record { field, record } => json!({"field": field, "record": record}),
     }
 }
 

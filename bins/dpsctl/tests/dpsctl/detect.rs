@@ -346,3 +346,31 @@ fn parquet_tables_are_read_column_by_column_with_each_values_row() {
         stderr(&output)
     );
 }
+
+#[test]
+fn avro_files_are_read_record_by_record_with_each_fields_path() {
+    let output = dpsctl(&["--format", "json", &fixture("events.avro")], b"");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let findings = json_lines(&output);
+    let ssns: Vec<&serde_json::Value> = findings
+        .iter()
+        .filter(|f| f["pii_type"] == "us_ssn")
+        .collect();
+    assert_eq!(ssns.len(), 160, "every fifth of 200 accounts has no SSN");
+    assert_eq!(
+        ssns[0]["location"],
+        serde_json::json!({"field": "contact.ssn", "record": 1})
+    );
+    assert!(
+        stderr(&output).contains("in an avro file"),
+        "{}",
+        stderr(&output)
+    );
+    let output = dpsctl(&[&fixture("truncated.avro")], b"");
+    assert!(output.status.success());
+    assert!(
+        stderr(&output).contains("corrupt_avro=1"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -311,8 +311,8 @@ fn reason_like(r: &str) -> bool {
 }
 
 /// One of the locations a detector makes (`detect::Location`), and nothing else: a line and
-/// column, a CSV row, column and header, a JSON line and path, or a table's column path and
-/// row; in a member of an archive, with the member's path from the object down (`archive`).
+/// column, a CSV row, column and header, a JSON line and path, a table's column path and row,
+/// or a record file's field path and record; in a member of an archive, with the member's path from the object down (`archive`).
 fn location_shaped(location: &serde_json::Value) -> bool {
     let Some(fields) = location.as_object() else {
         return false;
@@ -341,6 +341,7 @@ fn location_shaped(location: &serde_json::Value) -> bool {
     match inner {
         2 if fields.contains_key("path") => count("line") && text("path", false),
         2 if fields.contains_key("row") => count("row") && text("column", false),
+        2 if fields.contains_key("record") => count("record") && text("field", false),
         2 => count("line") && count("column"),
         3 => count("row") && count("column") && text("header", true),
         _ => false,
@@ -402,7 +403,7 @@ mod tests {
     use super::location_shaped;
 
     #[test]
-    fn a_location_is_one_of_the_detectors_three_shapes() {
+    fn a_location_is_one_of_the_shapes_detection_makes() {
         for good in [
             json!({"line": 3, "column": 14}),
             json!({"row": 2, "column": 3, "header": "ssn"}),
@@ -412,6 +413,7 @@ mod tests {
             json!({"archive": ["logs.tar.gz", "people.json"], "line": 1, "path": "$.ssn"}),
             json!({"column": "customer.ssn", "row": 7}),
             json!({"archive": ["lake.zip", "part-0.parquet"], "column": "ssn", "row": 1}),
+            json!({"field": "contact.email", "record": 3}),
         ] {
             assert!(location_shaped(&good), "{good}");
         }
@@ -429,6 +431,7 @@ mod tests {
             json!({"archive": ["export.zip", "a.txt"], "line": 2}),
             json!({"column": 3, "row": 7}),
             json!({"column": "ssn", "row": "219-09-9999"}),
+            json!({"field": "email", "record": -1}),
             json!([1, 2]),
         ] {
             assert!(!location_shaped(&bad), "{bad}");

@@ -6,7 +6,7 @@
 
 mod header;
 mod pages;
-mod render;
+pub(crate) mod render;
 
 use std::io::SeekFrom;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -23,7 +23,7 @@ use pages::{Codec, Pages, Shared, skip_of};
 use render::Render;
 
 use crate::limits::RATIO_GRACE;
-use crate::{Column, Limits, Sink, Skip};
+use crate::{Column, Limits, Sink, Skip, Unit};
 
 /// The largest footer read: wide tables with many row groups reach a few MiB.
 const MAX_FOOTER: u64 = 64 << 20;
@@ -329,6 +329,7 @@ impl Run<'_> {
                 names: &self.names,
                 text: &self.text,
                 rows: &self.rows,
+                unit: Unit::Row,
             },
         );
         self.handed = true;

@@ -166,13 +166,14 @@ fn decimal(unscaled: i128, scale: i32, text: &mut String) {
 
 /// Days since 1970-01-01 as `YYYY-MM-DD` (Howard Hinnant's civil-from-days), for years 0 to
 /// 9999; other values are no date a person wrote.
-fn date(days: i64, text: &mut String) {
+pub(crate) fn date(days: i64, text: &mut String) {
     if let Some((y, m, d)) = civil(days) {
         let _ = write!(text, "{y:04}-{m:02}-{d:02}");
     }
 }
 
-fn timestamp(v: i64, per_second: i64, text: &mut String) {
+/// A timestamp in units of `per_second` since 1970 as `YYYY-MM-DDTHH:MM:SS`.
+pub(crate) fn timestamp(v: i64, per_second: i64, text: &mut String) {
     let seconds = v.div_euclid(per_second);
     let (days, of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
     if let Some((y, m, d)) = civil(days) {

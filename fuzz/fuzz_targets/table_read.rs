@@ -1,6 +1,6 @@
-//! The Parquet reader on arbitrary bytes, each input read as a Parquet file whatever its magic
-//! (`fuzz/run` seeds the corpus with the pyarrow fixtures). Nothing panics out of the walk; a
-//! read that fails handed nothing to the sink; every run of values has a row for each line,
+//! The table readers on arbitrary bytes, each input read as a Parquet file and as an Avro file
+//! whatever its magic (`fuzz/run` seeds the corpus with the pyarrow and fastavro fixtures).
+//! Nothing panics out of the walk; a read that fails handed nothing to the sink; every run of values has a row for each line,
 //! rows only go forward within a run, and the text stays within the file's allowance.
 #![no_main]
 
@@ -24,7 +24,7 @@ struct Drain {
 
 impl Sink for Drain {
     fn member(&mut self, _: &[String], _: &str, _: &mut dyn Read) -> std::io::Result<()> {
-        panic!("a Parquet file has no members");
+        panic!("a table file has no members");
     }
 
     fn values(&mut self, path: &[String], column: &Column<'_>) {
@@ -40,12 +40,17 @@ impl Sink for Drain {
     }
 }
 
-fuzz_target!(|bytes: &[u8]| {
+fn check(bytes: &[u8], kind: Container) {
     let mut sink = Drain::default();
     let length = bytes.len() as u64;
-    match walk(Cursor::new(bytes.to_vec()), Container::Parquet, "fuzz", LIMITS, &mut sink) {
+    match walk(Cursor::new(bytes.to_vec()), kind, "fuzz", LIMITS, &mut sink) {
         Ok(report) => assert_eq!(report.skipped, sink.skipped),
         Err(_) => assert_eq!((sink.text, sink.skipped), (0, 0)),
     }
     assert!(sink.text <= (length * LIMITS.max_ratio).max(RATIO_GRACE));
+}
+
+fuzz_target!(|bytes: &[u8]| {
+    check(bytes, Container::Parquet);
+    check(bytes, Container::Avro);
 });

@@ -1,0 +1,278 @@
+//! Avro object container files, read record by record with `apache-avro` (its header first,
+//! then its blocks as they stream in, each inflated under the crate's allocation cap): every
+//! field of every record, unions, arrays and maps included, rendered as text and handed to the
+//! sink in runs of one field's values, each with its record's number.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::io::Read;
+use std::rc::Rc;
+use std::sync::Once;
+
+use apache_avro::types::Value;
+use apache_avro::{Reader, error::Details};
+
+use crate::columnar::render;
+use crate::limits::RATIO_GRACE;
+use crate::{Column, Limits, Sink, Skip, Unit};
+
+/// The most one Avro block may inflate to, and the longest string, array or map it may hold:
+/// the crate refuses whatever is past it instead of allocating for it.
+pub(crate) const MAX_BLOCK: usize = 32 << 20;
+
+/// Text the runs of a file hold before they are handed to the sink.
+const RUNS: usize = 256 << 10;
+
+/// Distinct fields of one file kept apart: past this, a file of ever new map keys or field
+/// names is no table.
+const MAX_FIELDS: usize = 4096;
+
+/// What reading one Avro file did.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub handed: bool,
+    pub skips: Vec<Skip>,
+}
+
+/// Reads every record of the Avro file `source` (`length` bytes, or as many as were read when
+/// it streams) into `sink`. An error means its header could not be read: nothing was.
+pub(crate) fn read(
+    source: impl Read,
+    limits: Limits,
+    path: &[String],
+    sink: &mut dyn Sink,
+) -> Result<Outcome, Skip> {
+    static CAP: Once = Once::new();
+    CAP.call_once(|| {
+        apache_avro::util::max_allocation_bytes(MAX_BLOCK);
+    });
+    let read = Rc::new(Cell::new(0));
+    let counted = Counting {
+        inner: source,
+        read: read.clone(),
+    };
+    let reader = Reader::new(counted).map_err(|_| Skip::CorruptAvro)?;
+    let mut runs = Runs {
+        fields: HashMap::new(),
+        order: Vec::new(),
+        held: 0,
+        path,
+        sink,
+        handed: false,
+        spent: 0,
+        read: read.clone(),
+        max_ratio: limits.max_ratio,
+    };
+    let mut outcome = Outcome::default();
+    let mut record: u64 = 0;
+    for value in reader {
+        let value = match value {
+            Ok(value) => value,
+            Err(e) => {
+                outcome.skips.push(match e.details() {
+                    Details::MemoryAllocation { .. } => Skip::AvroLimit,
+                    _ => Skip::CorruptAvro,
+                });
+                break;
+            }
+        };
+        record += 1;
+        let mut names = Vec::new();
+        if let Err(skip) = runs.value(&value, &mut names, record) {
+            outcome.skips.push(skip);
+            break;
+        }
+        if runs.held >= RUNS {
+            runs.flush();
+        }
+    }
+    runs.flush();
+    outcome.handed = runs.handed;
+    Ok(outcome)
+}
+
+/// Counts the bytes read through it: what the file's allowance grows with.
+struct Counting<R> {
+    inner: R,
+    read: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// One field's values so far, one per line, and their records.
+#[derive(Default)]
+struct Run {
+    text: String,
+    rows: Vec<u64>,
+}
+
+struct Runs<'a> {
+    fields: HashMap<Vec<String>, Run>,
+    /// The fields in the order they were first met, so that runs are handed over in it.
+    order: Vec<Vec<String>>,
+    held: usize,
+    path: &'a [String],
+    sink: &'a mut dyn Sink,
+    handed: bool,
+    /// Text rendered so far.
+    spent: u64,
+    /// Bytes of the file read so far, and how many times that its text may be.
+    read: Rc<Cell<u64>>,
+    max_ratio: u64,
+}
+
+impl Runs<'_> {
+    /// Renders `value`, at the field `names`, into its run; records and arrays recurse.
+    fn value(&mut self, value: &Value, names: &mut Vec<String>, record: u64) -> Result<(), Skip> {
+        let mut text = String::new();
+        let text: &str = match value {
+            Value::Null | Value::Boolean(_) => return Ok(()),
+            // Strings go to their run as they are: a value may be as large as its block.
+            Value::String(s) | Value::Enum(_, s) => s,
+            Value::Bytes(b) | Value::Fixed(_, b) => match std::str::from_utf8(b) {
+                Ok(s) => s,
+                Err(_) => return Ok(()),
+            },
+            Value::Int(v) => {
+                text = v.to_string();
+                &text
+            }
+            Value::Long(v) => {
+                text = v.to_string();
+                &text
+            }
+            Value::Float(v) if v.is_finite() => {
+                text = v.to_string();
+                &text
+            }
+            Value::Double(v) if v.is_finite() => {
+                text = v.to_string();
+                &text
+            }
+            Value::Date(days) => {
+                render::date(i64::from(*days), &mut text);
+                &text
+            }
+            Value::TimestampMillis(v) | Value::LocalTimestampMillis(v) => {
+                render::timestamp(*v, 1_000, &mut text);
+                &text
+            }
+            Value::TimestampMicros(v) | Value::LocalTimestampMicros(v) => {
+                render::timestamp(*v, 1_000_000, &mut text);
+                &text
+            }
+            Value::TimestampNanos(v) | Value::LocalTimestampNanos(v) => {
+                render::timestamp(*v, 1_000_000_000, &mut text);
+                &text
+            }
+            Value::BigDecimal(d) => {
+                text = d.to_string();
+                &text
+            }
+            Value::Union(_, inner) => return self.value(inner, names, record),
+            Value::Array(items) => {
+                for item in items {
+                    self.value(item, names, record)?;
+                }
+                return Ok(());
+            }
+            Value::Map(entries) => {
+                // Keys in order, so that a file reads the same every time.
+                let mut entries: Vec<_> = entries.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                for (key, item) in entries {
+                    names.push("key".into());
+                    let read = self.push(names, record, key);
+                    names.pop();
+                    read?;
+                    names.push("value".into());
+                    let read = self.value(item, names, record);
+                    names.pop();
+                    read?;
+                }
+                return Ok(());
+            }
+            Value::Record(fields) => {
+                for (name, field) in fields {
+                    names.push(name.chars().take(crate::MAX_NAME).collect());
+                    let read = self.value(field, names, record);
+                    names.pop();
+                    read?;
+                }
+                return Ok(());
+            }
+            // Times of day, durations, UUIDs, and decimals, whose scale is in the schema.
+            _ => return Ok(()),
+        };
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.push(names, record, text)
+    }
+
+    fn push(&mut self, names: &[String], record: u64, text: &str) -> Result<(), Skip> {
+        // A file renders to at most its length × the ratio, as an archive's member inflates.
+        let spent = self.spent + text.len() as u64 + 1;
+        if spent
+            > self
+                .max_ratio
+                .saturating_mul(self.read.get())
+                .max(RATIO_GRACE)
+        {
+            return Err(Skip::CompressionRatio);
+        }
+        if !self.fields.contains_key(names) {
+            if self.fields.len() >= MAX_FIELDS {
+                return Err(Skip::AvroLimit);
+            }
+            self.order.push(names.to_vec());
+            self.fields.insert(names.to_vec(), Run::default());
+        }
+        let Some(run) = self.fields.get_mut(names) else {
+            return Ok(());
+        };
+        let start = run.text.len();
+        run.text.push_str(text);
+        // A line break inside a value would split it in two: a space keeps its offsets.
+        if text.contains(['\n', '\r']) {
+            let cleaned = run.text[start..].replace(['\n', '\r'], " ");
+            run.text.truncate(start);
+            run.text.push_str(&cleaned);
+        }
+        run.text.push('\n');
+        run.rows.push(record);
+        self.held += text.len() + 1;
+        self.spent = spent;
+        Ok(())
+    }
+
+    fn flush(&mut self) {
+        for names in &self.order {
+            let Some(run) = self.fields.get_mut(names) else {
+                continue;
+            };
+            if run.rows.is_empty() {
+                continue;
+            }
+            self.sink.values(
+                self.path,
+                &Column {
+                    names,
+                    text: &run.text,
+                    rows: &run.rows,
+                    unit: Unit::Record,
+                },
+            );
+            self.handed = true;
+            run.text.clear();
+            run.rows.clear();
+        }
+        self.held = 0;
+    }
+}
