@@ -147,6 +147,15 @@ impl ListQuery for FindingQuery {
         {
             return Err(field("resource", "resource must be 1 to 1024 characters"));
         }
+        let location_kind = match self.location_kind.as_deref() {
+            None => None,
+            Some(k) => Some(scans::findings::LocationKind::parse(k).ok_or_else(|| {
+                field(
+                    "location_kind",
+                    "location_kind must be one of text, csv, json, table, record, archive",
+                )
+            })?),
+        };
         // An id that is not a UUID becomes the nil id, which matches nothing.
         Ok(scans::findings::Filter {
             connector: self.connector.as_deref().map(ConnectorId::parse_or_nil),
@@ -156,6 +165,7 @@ impl ListQuery for FindingQuery {
             status: self.status,
             min_confidence,
             resource_prefix: self.resource,
+            location_kind,
         })
     }
 }

@@ -234,14 +234,17 @@ pub struct Finding {
     pub pii_type: String,
     pub category: String,
     /// Where in the object the values sit: a CSV column's header (`#3` without one), a JSON
-    /// path with array indices as `[*]`, or null for plain text. A finding is one PII type in
-    /// one field of one version of an object.
+    /// path with array indices as `[*]`, a Parquet column's path (`customer.ssn`), an Avro
+    /// field's path (`contact.email`), or null for plain text. A finding is one PII type in one
+    /// field of one version of an object.
     pub field: Option<String>,
     /// How many values the finding stands for.
     pub occurrences: i64,
     /// The highest confidence of its values.
     pub confidence: f64,
-    /// Where its first value is: line and column, CSV row and column, or JSON path.
+    /// Where its first value is: `{line, column}`, CSV `{row, column, header}`, JSON
+    /// `{line, path}`, Parquet `{column, row}` or Avro `{field, record}`; in a member of an
+    /// archive, with `archive`, the members' path from the object down.
     #[schema(value_type = Object)]
     pub location: serde_json::Value,
     /// Where its first values are, at most 15, the first value's first.
@@ -293,6 +296,12 @@ pub struct FindingQuery {
     /// Findings in objects whose `bucket/key` starts with this.
     #[serde(default)]
     pub resource: Option<String>,
+    /// Findings whose locations are of this kind: `text` (line and column), `csv` (row and
+    /// header), `json` (path), `table` (a Parquet column and row), `record` (an Avro field and
+    /// record), or `archive` (in a member of an archive, whatever its format).
+    #[serde(default)]
+    #[param(value_type = Option<crate::values::LocationKind>, inline)]
+    pub location_kind: Option<String>,
     /// 1 to 100, default 20.
     #[serde(default)]
     #[param(minimum = 1, maximum = 100)]

@@ -101,6 +101,12 @@ value_set!(
     FindingStatus = ["open", "resolved"]
 );
 value_set!(
+    /// Where a finding's values are, by the shape of its sample locations: a line of text, a
+    /// CSV row, a JSON path, a table's column (Parquet), a record's field (Avro), or inside an
+    /// archive's member.
+    LocationKind = ["text", "csv", "json", "table", "record", "archive"]
+);
+value_set!(
     /// A governance policy's mode.
     PolicyMode = ["enforced", "dry-run"]
 );

@@ -306,6 +306,59 @@ pub struct Filter {
     pub min_confidence: Option<f32>,
     /// Findings in objects whose `bucket/key` starts with this.
     pub resource_prefix: Option<String>,
+    /// Findings whose first sample location is of this kind.
+    pub location_kind: Option<LocationKind>,
+}
+
+/// The kinds of location a finding's samples have, by their shape (`group::location`): every
+/// sample of a finding is one field's, so the first says for all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocationKind {
+    /// `{line, column}`: plain text.
+    Text,
+    /// `{row, column, header}`.
+    Csv,
+    /// `{line, path}`.
+    Json,
+    /// `{column, row}`: a Parquet column.
+    Table,
+    /// `{field, record}`: an Avro field.
+    Record,
+    /// Any of them, with `archive`: in a member of an archive.
+    Archive,
+}
+
+impl LocationKind {
+    pub fn parse(kind: &str) -> Option<Self> {
+        Some(match kind {
+            "text" => LocationKind::Text,
+            "csv" => LocationKind::Csv,
+            "json" => LocationKind::Json,
+            "table" => LocationKind::Table,
+            "record" => LocationKind::Record,
+            "archive" => LocationKind::Archive,
+            _ => return None,
+        })
+    }
+
+    /// The condition on `findings.locations` that selects this kind: the keys of the first
+    /// sample, which only this kind's shape has together.
+    fn condition(self) -> &'static str {
+        match self {
+            LocationKind::Text => {
+                "jsonb_exists(findings.locations->0, 'line') \
+                 AND jsonb_exists(findings.locations->0, 'column')"
+            }
+            LocationKind::Csv => "jsonb_exists(findings.locations->0, 'header')",
+            LocationKind::Json => "jsonb_exists(findings.locations->0, 'path')",
+            LocationKind::Table => {
+                "jsonb_exists(findings.locations->0, 'row') \
+                 AND NOT jsonb_exists(findings.locations->0, 'header')"
+            }
+            LocationKind::Record => "jsonb_exists(findings.locations->0, 'record')",
+            LocationKind::Archive => "jsonb_exists(findings.locations->0, 'archive')",
+        }
+    }
 }
 
 /// The cursor list name.
@@ -399,6 +452,9 @@ pub async fn list(
             }
             None => query = query.filter(f::bucket.like(like_prefix(prefix)).escape('\\')),
         }
+    }
+    if let Some(kind) = filter.location_kind {
+        query = query.filter(sql::<Bool>(kind.condition()));
     }
     // The cursor holds the last row's (txid, finding_id). One issued before findings carried a
     // txid holds 0 and an id: the rows written then have txid 0, so it resumes among them.

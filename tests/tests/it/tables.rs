@@ -281,6 +281,19 @@ async fn a_scan_reads_every_field_of_avro_files_and_survives_hostile_ones() {
         sample["locations"][0],
         json!({"field": "contact.ssn", "record": 1})
     );
+    let (status, body) = admin
+        .send(
+            Method::GET,
+            &format!("/findings?connector={id}&location_kind=record&limit=100"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"].as_array().unwrap().len(),
+        found.len(),
+        "{body}"
+    );
     let dump = testkit::pg_dump(&app.db);
     for secret in ["536-22-4700", "holder7@example.com"] {
         assert!(!dump.contains(secret), "{secret} is in the database");
