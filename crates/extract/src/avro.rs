@@ -14,6 +14,7 @@ use apache_avro::{Reader, error::Details};
 
 use crate::columnar::render;
 use crate::limits::RATIO_GRACE;
+use crate::sink::TableRead;
 use crate::{Column, Limits, Sink, Skip, Unit};
 
 /// The most one Avro block may inflate to, and the longest string, array or map it may hold:
@@ -27,13 +28,6 @@ const RUNS: usize = 256 << 10;
 /// names is no table.
 const MAX_FIELDS: usize = 4096;
 
-/// What reading one Avro file did.
-#[derive(Debug, Default)]
-pub(crate) struct Outcome {
-    pub handed: bool,
-    pub skips: Vec<Skip>,
-}
-
 /// Reads every record of the Avro file `source` (`length` bytes, or as many as were read when
 /// it streams) into `sink`. An error means its header could not be read: nothing was.
 pub(crate) fn read(
@@ -41,7 +35,7 @@ pub(crate) fn read(
     limits: Limits,
     path: &[String],
     sink: &mut dyn Sink,
-) -> Result<Outcome, Skip> {
+) -> Result<TableRead, Skip> {
     static CAP: Once = Once::new();
     CAP.call_once(|| {
         apache_avro::util::max_allocation_bytes(MAX_BLOCK);
@@ -63,7 +57,7 @@ pub(crate) fn read(
         read: read.clone(),
         max_ratio: limits.max_ratio,
     };
-    let mut outcome = Outcome::default();
+    let mut outcome = TableRead::default();
     let mut record: u64 = 0;
     for value in reader {
         let value = match value {

@@ -47,3 +47,12 @@ pub enum Unit {
     /// An Avro file's records, across its blocks.
     Record,
 }
+
+/// What reading one table file (Parquet, Avro) did, once it could be opened.
+#[derive(Debug, Default)]
+pub(crate) struct TableRead {
+    /// Whether any values reached the sink.
+    pub handed: bool,
+    /// Why columns, or the rest of the file, were left unread, each reason once.
+    pub skips: Vec<Skip>,
+}

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use flate2::read::MultiGzDecoder;
 
 use crate::limits::{Budget, Compressed, Counted, Meter, reached};
-use crate::sink::MAX_NAME;
+use crate::sink::{MAX_NAME, TableRead};
 use crate::{Limits, Sink, Skip};
 
 /// A container the walk opens, as the object's first bytes show it.
@@ -303,24 +303,23 @@ impl Walk<'_> {
         Ok(())
     }
 
-    /// Reads a Parquet file's columns into the sink; a column left unread is reported as a skip
-    /// of the file, once per reason.
+    /// Reads a Parquet file's columns into the sink.
     fn parquet<R: Read + Seek + Send + 'static>(&mut self, source: R) -> Result<(), Skip> {
         let read = crate::columnar::read(source, self.limits, &self.path, &mut *self.sink)?;
-        if read.handed {
-            self.handed += 1;
-        }
-        self.report.members += 1;
-        for skip in read.skips {
-            self.skip_here(skip);
-        }
+        self.table(read);
         Ok(())
     }
 
-    /// Reads an Avro file's records into the sink; what was left unread is reported as a skip
-    /// of the file.
+    /// Reads an Avro file's records into the sink.
     fn avro(&mut self, source: impl Read) -> Result<(), Skip> {
         let read = crate::avro::read(source, self.limits, &self.path, &mut *self.sink)?;
+        self.table(read);
+        Ok(())
+    }
+
+    /// Counts a table file that was read as a member, and what it left unread, once per
+    /// reason, as skips of the file.
+    fn table(&mut self, read: TableRead) {
         if read.handed {
             self.handed += 1;
         }
@@ -328,7 +327,6 @@ impl Walk<'_> {
         for skip in read.skips {
             self.skip_here(skip);
         }
-        Ok(())
     }
 
     /// Reads one member, whatever it is; a problem is reported as its skip, and returned.

@@ -7,18 +7,13 @@
     reason = "test code: a panic is how a test reports failure"
 )]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
-use std::path::PathBuf;
 
+use common::fixture;
 use extract::{Column, Container, Limits, Report, Sink, Skip, container, walk};
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/formats")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 /// Every value read, by column (names joined by `.`), as (path, row, value).
 #[derive(Default)]

@@ -6,19 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use reqwest::Method;
 use serde_json::{Value, json};
-use testkit::{emulators, seed};
 
-use crate::Client;
-use crate::scans::{app_on, connector, scan_to_its_end};
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/formats")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use crate::formats::{counts, scan_fixtures};
 
 const FIXTURES: [&str; 12] = [
     "export.zip",
@@ -37,25 +27,8 @@ const FIXTURES: [&str; 12] = [
 
 #[tokio::test]
 async fn a_scan_reads_every_member_of_zip_and_tar_archives_and_survives_hostile_ones() {
-    let moto = emulators::moto(&[]);
-    let bucket = seed::s3_bucket(&moto.url(), "shared-drive").await;
-    let contents: Vec<(String, Vec<u8>)> = FIXTURES
-        .iter()
-        .map(|name| (format!("exports/{name}"), fixture(name)))
-        .collect();
-    let objects: Vec<(&str, &[u8])> = contents
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_slice()))
-        .collect();
-    seed::put_all(bucket.as_ref(), &objects).await;
-    let app = app_on(&moto, "2").await;
-    let admin = Client {
-        app: &app,
-        token: app.token("acme", "ann", &["admin"]),
-    };
-    let id = connector(&admin, "Shared drive", "shared-drive").await;
-    let done = scan_to_its_end(&admin, &id).await;
-    assert_eq!(done["status"], "completed", "{done}");
+    let scanned = scan_fixtures("shared-drive", "exports", &FIXTURES).await;
+    let done = &scanned.done;
     let coverage = &done["coverage"];
     assert_eq!(coverage["total_enumerated"], 12, "{done}");
     assert_eq!(coverage["total_failed"], 0, "{done}");
@@ -77,29 +50,11 @@ async fn a_scan_reads_every_member_of_zip_and_tar_archives_and_survives_hostile_
         "{done}"
     );
 
-    let (status, body) = admin
-        .send(
-            Method::GET,
-            &format!("/findings?connector={id}&limit=100"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let found = body["data"].as_array().unwrap();
-    // (object, type, field) -> values.
-    let mut counts: BTreeMap<(String, String, String), i64> = BTreeMap::new();
-    for f in found {
-        let key = f["resource"]
-            .as_str()
-            .unwrap_or_default()
-            .trim_start_matches("shared-drive/exports/")
-            .to_owned();
-        let field = f["field"].as_str().unwrap_or_default().to_owned();
-        let pii = f["pii_type"].as_str().unwrap().to_owned();
-        if pii == "us_ssn" || pii == "email" {
-            *counts.entry((key, pii, field)).or_default() += f["occurrences"].as_i64().unwrap();
-        }
-    }
+    let found = scanned.findings().await;
+    let body = Value::from(found.clone());
+    let counts = counts(&found, "shared-drive/exports/", |t| {
+        t == "us_ssn" || t == "email"
+    });
     let planted: BTreeMap<(String, String, String), i64> = [
         // customers.csv (20) and more/customers_2.csv.gz (5): one column across members.
         ("export.zip", "us_ssn", "ssn", 25),
@@ -173,7 +128,7 @@ async fn a_scan_reads_every_member_of_zip_and_tar_archives_and_survives_hostile_
     assert_eq!(log["location"], json!({"line": 25, "column": 65}), "{log}");
 
     // Nothing of the values is stored.
-    let dump = testkit::pg_dump(&app.db);
+    let dump = testkit::pg_dump(&scanned.app.db);
     for secret in [
         "536-22-4471",
         "jane.doe@example.com",

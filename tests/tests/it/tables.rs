@@ -5,21 +5,12 @@
 //! field and record, nothing in the PII-free tables, and survives cut, encrypted, damaged and
 //! bomb files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use testkit::{emulators, seed};
 
-use crate::Client;
-use crate::scans::{app_on, connector, scan_to_its_end};
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/formats")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use crate::formats::{counts, scan_fixtures};
 
 const FIXTURES: [&str; 16] = [
     "customers.parquet",
@@ -42,25 +33,8 @@ const FIXTURES: [&str; 16] = [
 
 #[tokio::test]
 async fn a_scan_reads_every_column_of_parquet_tables_and_survives_hostile_ones() {
-    let moto = emulators::moto(&[]);
-    let bucket = seed::s3_bucket(&moto.url(), "lake").await;
-    let contents: Vec<(String, Vec<u8>)> = FIXTURES
-        .iter()
-        .map(|name| (format!("tables/{name}"), fixture(name)))
-        .collect();
-    let objects: Vec<(&str, &[u8])> = contents
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_slice()))
-        .collect();
-    seed::put_all(bucket.as_ref(), &objects).await;
-    let app = app_on(&moto, "2").await;
-    let admin = Client {
-        app: &app,
-        token: app.token("acme", "ann", &["admin"]),
-    };
-    let id = connector(&admin, "Data lake", "lake").await;
-    let done = scan_to_its_end(&admin, &id).await;
-    assert_eq!(done["status"], "completed", "{done}");
+    let scanned = scan_fixtures("lake", "tables", &FIXTURES).await;
+    let done = &scanned.done;
     let coverage = &done["coverage"];
     assert_eq!(coverage["total_enumerated"], 16, "{done}");
     assert_eq!(coverage["total_failed"], 0, "{done}");
@@ -80,29 +54,9 @@ async fn a_scan_reads_every_column_of_parquet_tables_and_survives_hostile_ones()
         "{done}"
     );
 
-    let (status, body) = admin
-        .send(
-            Method::GET,
-            &format!("/findings?connector={id}&limit=100"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let found = body["data"].as_array().unwrap();
-    // (object, type, field) -> values.
-    let mut counts: BTreeMap<(String, String, String), i64> = BTreeMap::new();
-    for f in found {
-        let key = f["resource"]
-            .as_str()
-            .unwrap_or_default()
-            .trim_start_matches("lake/tables/")
-            .to_owned();
-        let field = f["field"].as_str().unwrap_or_default().to_owned();
-        let pii = f["pii_type"].as_str().unwrap().to_owned();
-        if pii == "us_ssn" || pii == "email" {
-            *counts.entry((key, pii, field)).or_default() += f["occurrences"].as_i64().unwrap();
-        }
-    }
+    let found = scanned.findings().await;
+    let body = Value::from(found.clone());
+    let counts = counts(&found, "lake/tables/", |t| t == "us_ssn" || t == "email");
     let mut planted: Vec<(String, &str, &str, i64)> = [
         ("customers.parquet", "us_ssn", "ssn", 300),
         ("customers.parquet", "email", "email", 300),
@@ -161,8 +115,38 @@ async fn a_scan_reads_every_column_of_parquet_tables_and_survives_hostile_ones()
         json!({"archive": ["lake.zip", "part-0.parquet"], "column": "ssn", "row": 1})
     );
 
+    // Findings by the kind of their locations: in an archive, or a table's columns (those in
+    // the ZIP included, whose samples are columns too); a kind no finding has; a bad kind.
+    let kind = async |kind: &str| -> BTreeSet<String> {
+        scanned
+            .findings_where(&format!("&location_kind={kind}"))
+            .await
+            .iter()
+            .map(|f| {
+                f["resource"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("lake/tables/")
+                    .to_owned()
+            })
+            .collect()
+    };
+    assert_eq!(
+        kind("archive").await,
+        BTreeSet::from(["lake.zip".to_owned()])
+    );
+    let objects: BTreeSet<String> = counts.keys().map(|k| k.0.clone()).collect();
+    assert_eq!(kind("table").await, objects);
+    assert!(kind("csv").await.is_empty());
+    let (status, body) = scanned
+        .admin()
+        .send(Method::GET, "/findings?location_kind=parquet", None)
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["details"]["field"], "location_kind", "{body}");
+
     // Nothing of the values is stored.
-    let dump = testkit::pg_dump(&app.db);
+    let dump = testkit::pg_dump(&scanned.app.db);
     for secret in [
         "536-22-4100",
         "customer7@example.com",
@@ -186,25 +170,8 @@ const AVRO: [&str; 8] = [
 
 #[tokio::test]
 async fn a_scan_reads_every_field_of_avro_files_and_survives_hostile_ones() {
-    let moto = emulators::moto(&[]);
-    let bucket = seed::s3_bucket(&moto.url(), "events").await;
-    let contents: Vec<(String, Vec<u8>)> = AVRO
-        .iter()
-        .map(|name| (format!("feeds/{name}"), fixture(name)))
-        .collect();
-    let objects: Vec<(&str, &[u8])> = contents
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_slice()))
-        .collect();
-    seed::put_all(bucket.as_ref(), &objects).await;
-    let app = app_on(&moto, "2").await;
-    let admin = Client {
-        app: &app,
-        token: app.token("acme", "ann", &["admin"]),
-    };
-    let id = connector(&admin, "Event feeds", "events").await;
-    let done = scan_to_its_end(&admin, &id).await;
-    assert_eq!(done["status"], "completed", "{done}");
+    let scanned = scan_fixtures("events", "feeds", &AVRO).await;
+    let done = &scanned.done;
     let coverage = &done["coverage"];
     assert_eq!(coverage["total_scanned"], 8, "{done}");
     assert_eq!(coverage["total_skipped"], 0, "{done}");
@@ -214,26 +181,9 @@ async fn a_scan_reads_every_field_of_avro_files_and_survives_hostile_ones() {
         "{done}"
     );
 
-    let (status, body) = admin
-        .send(
-            Method::GET,
-            &format!("/findings?connector={id}&limit=100"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let found = body["data"].as_array().unwrap();
-    let mut counts: BTreeMap<(String, String, String), i64> = BTreeMap::new();
-    for f in found {
-        let key = f["resource"]
-            .as_str()
-            .unwrap_or_default()
-            .trim_start_matches("events/feeds/")
-            .to_owned();
-        let field = f["field"].as_str().unwrap_or_default().to_owned();
-        let pii = f["pii_type"].as_str().unwrap().to_owned();
-        *counts.entry((key, pii, field)).or_default() += f["occurrences"].as_i64().unwrap();
-    }
+    let found = scanned.findings().await;
+    let body = Value::from(found.clone());
+    let counts = counts(&found, "events/feeds/", |_| true);
     let truncated = counts
         .get(&(
             "truncated.avro".into(),
@@ -281,20 +231,11 @@ async fn a_scan_reads_every_field_of_avro_files_and_survives_hostile_ones() {
         sample["locations"][0],
         json!({"field": "contact.ssn", "record": 1})
     );
-    let (status, body) = admin
-        .send(
-            Method::GET,
-            &format!("/findings?connector={id}&location_kind=record&limit=100"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
     assert_eq!(
-        body["data"].as_array().unwrap().len(),
-        found.len(),
-        "{body}"
+        scanned.findings_where("&location_kind=record").await.len(),
+        found.len()
     );
-    let dump = testkit::pg_dump(&app.db);
+    let dump = testkit::pg_dump(&scanned.app.db);
     for secret in ["536-22-4700", "holder7@example.com"] {
         assert!(!dump.contains(secret), "{secret} is in the database");
     }

@@ -23,6 +23,7 @@ use pages::{Codec, Pages, Shared, skip_of};
 use render::Render;
 
 use crate::limits::RATIO_GRACE;
+use crate::sink::TableRead;
 use crate::{Column, Limits, Sink, Skip, Unit};
 
 /// The largest footer read: wide tables with many row groups reach a few MiB.
@@ -34,15 +35,6 @@ const RECORDS: usize = 1024;
 /// Text a run of values reaches before it is handed to the sink.
 const RUN: usize = 64 << 10;
 
-/// What reading one Parquet file did.
-#[derive(Debug, Default)]
-pub(crate) struct Outcome {
-    /// Whether any values reached the sink.
-    pub handed: bool,
-    /// Why columns were left unread, each reason once.
-    pub skips: Vec<Skip>,
-}
-
 /// Reads every column of the Parquet file in `source` into `sink`, each run of values at
 /// `path`. An error means the footer could not be read: nothing was.
 pub(crate) fn read(
@@ -50,7 +42,7 @@ pub(crate) fn read(
     limits: Limits,
     path: &[String],
     sink: &mut dyn Sink,
-) -> Result<Outcome, Skip> {
+) -> Result<TableRead, Skip> {
     let mut source = source;
     let length = source
         .seek(SeekFrom::End(0))
@@ -62,7 +54,7 @@ pub(crate) fn read(
     .map_err(|_| Skip::CorruptParquet)?
     .map_err(|_| Skip::CorruptParquet)?;
     let shared: Shared = Arc::new(Mutex::new(source));
-    let mut outcome = Outcome::default();
+    let mut outcome = TableRead::default();
     // What the file may render to, levels and text together, as an archive member may inflate:
     // a page of a few bytes can say "this value, two billion times".
     let allowance = length.saturating_mul(limits.max_ratio).max(RATIO_GRACE);
