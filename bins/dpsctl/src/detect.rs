@@ -270,13 +270,9 @@ impl<W: Write> extract::Sink for Members<'_, W> {
 
     fn values(&mut self, path: &[String], column: &extract::Column<'_>) {
         let names: Vec<&str> = column.names.iter().map(String::as_str).collect();
-        let unit = match column.unit {
-            extract::Unit::Row => detect::TableUnit::Row,
-            extract::Unit::Record => detect::TableUnit::Record,
-        };
         let mut found =
             self.detector
-                .scan_column(column.text, &names, column.rows, unit, &self.options);
+                .scan_column(column.text, &names, column.rows, column.unit, &self.options);
         self.bytes += column.text.len() as u64;
         self.print(&mut found, path);
     }

@@ -15,7 +15,7 @@ use apache_avro::{Reader, error::Details};
 use crate::columnar::render;
 use crate::limits::RATIO_GRACE;
 use crate::sink::TableRead;
-use crate::{Column, Limits, Sink, Skip, Unit};
+use crate::{Column, Limits, Sink, Skip, TableUnit};
 
 /// The most one Avro block may inflate to, and the longest string, array or map it may hold:
 /// the crate refuses whatever is past it instead of allocating for it.
@@ -260,7 +260,7 @@ impl Runs<'_> {
                     names,
                     text: &run.text,
                     rows: &run.rows,
-                    unit: Unit::Record,
+                    unit: TableUnit::Record,
                 },
             );
             self.handed = true;

@@ -11,6 +11,6 @@ mod skip;
 mod walk;
 
 pub use limits::{Limits, RATIO_GRACE};
-pub use sink::{Column, MAX_NAME, Sink, Unit};
+pub use sink::{Column, MAX_NAME, Sink, TableUnit};
 pub use skip::Skip;
 pub use walk::{Container, HEAD, Report, container, walk};

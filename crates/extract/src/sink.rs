@@ -2,6 +2,8 @@
 
 use std::io::{self, Read};
 
+pub use detect::TableUnit;
+
 use crate::Skip;
 
 /// The longest member name kept, in bytes: a hostile archive's names are not the place to
@@ -35,17 +37,8 @@ pub struct Column<'a> {
     pub text: &'a str,
     /// The 1-based row (or record) of the file each line is in: a list's values share it.
     pub rows: &'a [u64],
-    /// What `rows` count.
-    pub unit: Unit,
-}
-
-/// What a table file's values are numbered by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    /// A Parquet file's rows, across its row groups.
-    Row,
-    /// An Avro file's records, across its blocks.
-    Record,
+    /// What `rows` count: rows (Parquet) or records (Avro), as detection names them.
+    pub unit: TableUnit,
 }
 
 /// What reading one table file (Parquet, Avro) did, once it could be opened.

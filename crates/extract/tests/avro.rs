@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
 
 use common::fixture;
-use extract::{Column, Container, Limits, Report, Sink, Skip, Unit, container, walk};
+use extract::{Column, Container, Limits, Report, Sink, Skip, TableUnit, container, walk};
 
 /// Every value read, by field (names joined by `.`), as (record, value).
 #[derive(Default)]
@@ -28,7 +28,7 @@ impl Sink for Fields {
     }
 
     fn values(&mut self, _: &[String], column: &Column<'_>) {
-        assert_eq!(column.unit, Unit::Record);
+        assert_eq!(column.unit, TableUnit::Record);
         let lines: Vec<&str> = column.text.split_terminator('\n').collect();
         assert_eq!(lines.len(), column.rows.len(), "a record for every line");
         let values = self.fields.entry(column.names.join(".")).or_default();

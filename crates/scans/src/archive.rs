@@ -128,13 +128,10 @@ impl Sink for Members<'_> {
             with_values: true,
             ..detect::Options::default()
         };
-        for f in self.detector.scan_column(
-            column.text,
-            &names,
-            column.rows,
-            unit(column.unit),
-            &options,
-        ) {
+        for f in self
+            .detector
+            .scan_column(column.text, &names, column.rows, column.unit, &options)
+        {
             self.groups.add_in(f, self.written, path);
         }
     }
@@ -171,14 +168,6 @@ pub(crate) fn detection<'d>(
     detector
         .stream(hint, options)
         .with_findings_limit(push_findings)
-}
-
-/// The unit of a table file's values, as detection names it.
-pub(crate) fn unit(unit: extract::Unit) -> detect::TableUnit {
-    match unit {
-        extract::Unit::Row => detect::TableUnit::Row,
-        extract::Unit::Record => detect::TableUnit::Record,
-    }
 }
 
 /// Why detection left a member unread, in the words an object's outcome uses.

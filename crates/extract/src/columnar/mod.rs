@@ -24,7 +24,7 @@ use render::Render;
 
 use crate::limits::RATIO_GRACE;
 use crate::sink::TableRead;
-use crate::{Column, Limits, Sink, Skip, Unit};
+use crate::{Column, Limits, Sink, Skip, TableUnit};
 
 /// The largest footer read: wide tables with many row groups reach a few MiB.
 const MAX_FOOTER: u64 = 64 << 20;
@@ -321,7 +321,7 @@ impl Run<'_> {
                 names: &self.names,
                 text: &self.text,
                 rows: &self.rows,
-                unit: Unit::Row,
+                unit: TableUnit::Row,
             },
         );
         self.handed = true;
