@@ -352,7 +352,7 @@ fn avro_files_are_read_record_by_record_with_each_fields_path() {
     let output = dpsctl(&["--format", "json", &fixture("events.avro")], b"");
     assert!(output.status.success(), "{}", stderr(&output));
     let findings = json_lines(&output);
-    let ssns: Vec<&serde_json::Value> = findings
+    let ssns: Vec<&Value> = findings
         .iter()
         .filter(|f| f["pii_type"] == "us_ssn")
         .collect();
