@@ -366,6 +366,7 @@ fn write_line(
                 Location::Json { line, path } => write!(out, "{line}:{path}")?,
                 Location::Column { column, row } => write!(out, "row {row}, {column}")?,
                 Location::Record { field, record } => write!(out, "record {record}, {field}")?,
+                Location::Cell { sheet, cell, .. } => write!(out, "{sheet}!{cell}")?,
             }
             writeln!(
                 out,
@@ -427,6 +428,11 @@ enum JsonLocation<'a> {
         field: &'a str,
         record: u64,
     },
+    Cell {
+        sheet: &'a str,
+        cell: &'a str,
+        header: Option<&'a str>,
+    },
 }
 
 impl<'a> JsonFinding<'a> {
@@ -460,6 +466,15 @@ impl<'a> JsonFinding<'a> {
                 Location::Record { field, record } => JsonLocation::Record {
                     field,
                     record: *record,
+                },
+                Location::Cell {
+                    sheet,
+                    cell,
+                    header,
+                } => JsonLocation::Cell {
+                    sheet,
+                    cell,
+                    header: header.as_deref(),
                 },
             },
             pii_type: finding.pii_type.as_str(),

@@ -235,7 +235,8 @@ pub struct Finding {
     pub category: String,
     /// Where in the object the values sit: a CSV column's header (`#3` without one), a JSON
     /// path with array indices as `[*]`, a Parquet column's path (`customer.ssn`), an Avro
-    /// field's path (`contact.email`), or null for plain text. A finding is one PII type in one
+    /// field's path (`contact.email`), a spreadsheet column's header (its letters without
+    /// one), or null for plain text. A finding is one PII type in one
     /// field of one version of an object.
     pub field: Option<String>,
     /// How many values the finding stands for.
@@ -243,8 +244,8 @@ pub struct Finding {
     /// The highest confidence of its values.
     pub confidence: f64,
     /// Where its first value is: `{line, column}`, CSV `{row, column, header}`, JSON
-    /// `{line, path}`, Parquet `{column, row}` or Avro `{field, record}`; in a member of an
-    /// archive, with `archive`, the members' path from the object down.
+    /// `{line, path}`, Parquet `{column, row}`, Avro `{field, record}` or a spreadsheet's
+    /// `{sheet, cell, header}`; in a member of an archive, with `archive`, the members' path from the object down.
     #[schema(value_type = Object)]
     pub location: serde_json::Value,
     /// Where its first values are, at most 15, the first value's first.
@@ -298,7 +299,8 @@ pub struct FindingQuery {
     pub resource: Option<String>,
     /// Findings whose locations are of this kind: `text` (line and column), `csv` (row and
     /// header), `json` (path), `table` (a Parquet column and row), `record` (an Avro field and
-    /// record), or `archive` (in a member of an archive, whatever its format).
+    /// record), `sheet` (a spreadsheet's sheet and cell), or `archive` (in a member of an
+    /// archive, whatever its format).
     #[serde(default)]
     #[param(value_type = Option<crate::values::LocationKind>, inline)]
     pub location_kind: Option<String>,

@@ -37,7 +37,7 @@ pub use selector::Selector;
 pub use stream::{MAX_FINDINGS_PER_OBJECT, Report, Stream};
 pub use types::{
     DEFAULT_MIN_CONFIDENCE, Evidence, Finding, FindingType, Kind, Location, MAX_FIELD, Options,
-    TableUnit,
+    TableUnit, column_letters,
 };
 
 #[cfg(test)]

@@ -79,7 +79,7 @@ impl Detector {
         text: &str,
         path: &[&str],
         rows: &[u64],
-        unit: TableUnit,
+        unit: TableUnit<'_>,
         options: &Options,
     ) -> Vec<Finding> {
         let mut findings = self.scan_whole(text, Tracker::column(path), options);
@@ -98,6 +98,11 @@ impl Detector {
                     TableUnit::Record => Location::Record {
                         field: column.clone(),
                         record: row,
+                    },
+                    TableUnit::Cell { sheet, column: at } => Location::Cell {
+                        sheet: sheet.chars().take(MAX_FIELD).collect(),
+                        cell: format!("{}{row}", crate::types::column_letters(at)),
+                        header: (!column.is_empty()).then(|| column.clone()),
                     },
                 };
             }

@@ -41,15 +41,36 @@ pub enum Location {
     /// A field of a record file (Avro): its path from the record down, joined by `.`
     /// (`contact.email`), and the 1-based record of the file.
     Record { field: String, record: u64 },
+    /// A spreadsheet's cell (`B7`) on its sheet, and its column's header when the sheet's
+    /// first row names its columns.
+    Cell {
+        sheet: String,
+        cell: String,
+        header: Option<String>,
+    },
 }
 
 /// What a table file's values are numbered by, for [`Location`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TableUnit {
+pub enum TableUnit<'a> {
     /// Rows: [`Location::Column`].
     Row,
     /// Records: [`Location::Record`].
     Record,
+    /// Rows of one column (0-based) of a sheet: [`Location::Cell`].
+    Cell { sheet: &'a str, column: u32 },
+}
+
+/// A spreadsheet column's letters: 0 is `A`, 25 `Z`, 26 `AA`.
+pub fn column_letters(column: u32) -> String {
+    let mut letters = Vec::new();
+    let mut n = u64::from(column) + 1;
+    while n > 0 {
+        let digit = ((n - 1) % 26) as u8;
+        letters.push(char::from(b'A' + digit));
+        n = (n - 1) / 26;
+    }
+    letters.iter().rev().collect()
 }
 
 /// The longest [`Location::field`], in characters: column names and JSON paths are cut at it.
@@ -71,6 +92,12 @@ impl Location {
             Location::Json { path, .. } => fold_indices(path),
             Location::Column { column, .. } => column.clone(),
             Location::Record { field, .. } => field.clone(),
+            Location::Cell { header, cell, .. } => match header.as_deref() {
+                Some(header) if !header.is_empty() => header.to_owned(),
+                _ => cell
+                    .trim_end_matches(|c: char| c.is_ascii_digit())
+                    .to_owned(),
+            },
         }
     }
 }

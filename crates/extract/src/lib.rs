@@ -6,6 +6,7 @@
 mod avro;
 mod columnar;
 mod limits;
+mod sheet;
 mod sink;
 mod skip;
 mod walk;

@@ -37,8 +37,9 @@ pub struct Column<'a> {
     pub text: &'a str,
     /// The 1-based row (or record) of the file each line is in: a list's values share it.
     pub rows: &'a [u64],
-    /// What `rows` count: rows (Parquet) or records (Avro), as detection names them.
-    pub unit: TableUnit,
+    /// What `rows` count: rows (Parquet, a sheet's column) or records (Avro), as detection
+    /// names them.
+    pub unit: TableUnit<'a>,
 }
 
 /// What reading one table file (Parquet, Avro) did, once it could be opened.

@@ -45,10 +45,14 @@ pub enum Skip {
     /// An Avro block that inflates past 32 MiB, a value or collection claiming more, or a file
     /// of more than 4,096 distinct fields.
     AvroLimit,
+    /// A workbook whose parts cannot be read, or a sheet of it that cannot.
+    CorruptSpreadsheet,
+    /// A workbook whose shared strings are past 64 MiB.
+    SpreadsheetLimit,
 }
 
 impl Skip {
-    pub const ALL: [Skip; 17] = [
+    pub const ALL: [Skip; 19] = [
         Skip::ArchiveDepth,
         Skip::ArchiveMembers,
         Skip::ArchiveBytes,
@@ -66,6 +70,8 @@ impl Skip {
         Skip::ParquetLimit,
         Skip::CorruptAvro,
         Skip::AvroLimit,
+        Skip::CorruptSpreadsheet,
+        Skip::SpreadsheetLimit,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -87,6 +93,8 @@ impl Skip {
             Skip::ParquetLimit => "parquet_limit",
             Skip::CorruptAvro => "corrupt_avro",
             Skip::AvroLimit => "avro_limit",
+            Skip::CorruptSpreadsheet => "corrupt_spreadsheet",
+            Skip::SpreadsheetLimit => "spreadsheet_limit",
         }
     }
 

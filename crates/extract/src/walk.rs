@@ -222,6 +222,9 @@ impl Walk<'_> {
             .and_then(|length| source.rewind().map(|()| length))
             .map_err(|e| reached(&e).unwrap_or(Skip::CorruptZip))?;
         let mut archive = zip::ZipArchive::new(source).map_err(|e| zip_skip(&e))?;
+        if archive.index_for_name(crate::sheet::WORKBOOK).is_some() {
+            return self.workbook(archive, length);
+        }
         for i in 0..archive.len() {
             if self.stopped {
                 break;
@@ -313,6 +316,31 @@ impl Walk<'_> {
     /// Reads an Avro file's records into the sink.
     fn avro(&mut self, source: impl Read) -> Result<(), Skip> {
         let read = crate::avro::read(source, self.limits, &self.path, &mut *self.sink)?;
+        self.table(read);
+        Ok(())
+    }
+
+    /// Reads an XLSX or XLSM workbook's sheets into the sink, its parts' declared sizes checked
+    /// first.
+    fn workbook<R: Read + Seek>(
+        &mut self,
+        mut archive: zip::ZipArchive<R>,
+        length: u64,
+    ) -> Result<(), Skip> {
+        let mut parts = Vec::with_capacity(archive.len());
+        for i in 0..archive.len() {
+            let part = archive.by_index_raw(i).map_err(|e| zip_skip(&e))?;
+            parts.push((
+                part.size(),
+                part.compressed_size(),
+                part.name()
+                    .is_ok_and(|name| name == crate::sheet::SHARED_STRINGS),
+            ));
+        }
+        crate::sheet::check(parts.into_iter(), length, self.limits)?;
+        let mut source = archive.into_inner();
+        source.rewind().map_err(|_| Skip::CorruptSpreadsheet)?;
+        let read = crate::sheet::read(source, &self.path, &mut *self.sink)?;
         self.table(read);
         Ok(())
     }

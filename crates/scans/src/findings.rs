@@ -324,6 +324,8 @@ pub enum LocationKind {
     Table,
     /// `{field, record}`: an Avro field.
     Record,
+    /// `{sheet, cell, header}`: a spreadsheet's cell.
+    Sheet,
     /// Any of them, with `archive`: in a member of an archive.
     Archive,
 }
@@ -336,6 +338,7 @@ impl LocationKind {
             "json" => LocationKind::Json,
             "table" => LocationKind::Table,
             "record" => LocationKind::Record,
+            "sheet" => LocationKind::Sheet,
             "archive" => LocationKind::Archive,
             _ => return None,
         })
@@ -349,13 +352,17 @@ impl LocationKind {
                 "jsonb_exists(findings.locations->0, 'line') \
                  AND jsonb_exists(findings.locations->0, 'column')"
             }
-            LocationKind::Csv => "jsonb_exists(findings.locations->0, 'header')",
+            LocationKind::Csv => {
+                "jsonb_exists(findings.locations->0, 'header') \
+                 AND jsonb_exists(findings.locations->0, 'row')"
+            }
             LocationKind::Json => "jsonb_exists(findings.locations->0, 'path')",
             LocationKind::Table => {
                 "jsonb_exists(findings.locations->0, 'row') \
                  AND NOT jsonb_exists(findings.locations->0, 'header')"
             }
             LocationKind::Record => "jsonb_exists(findings.locations->0, 'record')",
+            LocationKind::Sheet => "jsonb_exists(findings.locations->0, 'sheet')",
             LocationKind::Archive => "jsonb_exists(findings.locations->0, 'archive')",
         }
     }

@@ -139,6 +139,11 @@ pub fn location(location: &Location) -> Value {
         Location::Json { line, path } => json!({"line": line, "path": path}),
         Location::Column { column, row } => json!({"column": column, "row": row}),
         Location::Record { field, record } => json!({"field": field, "record": record}),
+        Location::Cell {
+            sheet,
+            cell,
+            header,
+        } => json!({"sheet": sheet, "cell": cell, "header": header}),
     }
 }
 

@@ -240,3 +240,53 @@ async fn a_scan_reads_every_field_of_avro_files_and_survives_hostile_ones() {
         assert!(!dump.contains(secret), "{secret} is in the database");
     }
 }
+
+#[tokio::test]
+async fn a_scan_reads_every_sheet_of_a_workbook_cell_by_cell() {
+    let scanned = scan_fixtures("drive", "finance", &["payroll.xlsx", "control.xlsx"]).await;
+    let done = &scanned.done;
+    assert_eq!(done["coverage"]["total_scanned"], 2, "{done}");
+    assert_eq!(done["coverage"]["skip_reasons"], json!({}), "{done}");
+    let found = scanned.findings().await;
+    let body = Value::from(found.clone());
+    let counts = counts(&found, "drive/finance/", |t| t == "us_ssn" || t == "email");
+    let planted: BTreeMap<(String, String, String), i64> = [
+        // Payroll's SSN and Email columns, named by their headers.
+        ("SSN", "us_ssn", 40),
+        ("Email", "email", 40),
+        // The case notes' Summary column: one of each in a sentence.
+        ("Summary", "us_ssn", 1),
+        ("Summary", "email", 1),
+        // A sheet without a header row: its columns are named by their letters.
+        ("A", "us_ssn", 10),
+        ("B", "email", 10),
+        // SSNs typed in as numbers, named by their column.
+        ("employee_ssn", "us_ssn", 12),
+    ]
+    .into_iter()
+    .map(|(f, t, n)| (("payroll.xlsx".to_owned(), t.to_owned(), f.to_owned()), n))
+    .collect();
+    assert_eq!(counts, planted, "{body}");
+    let ssn = found
+        .iter()
+        .find(|f| f["field"] == "SSN")
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(
+        ssn["locations"][0],
+        json!({"sheet": "Payroll", "cell": "B2", "header": "SSN"})
+    );
+    assert_eq!(
+        scanned.findings_where("&location_kind=sheet").await.len(),
+        found.len()
+    );
+    assert!(
+        scanned
+            .findings_where("&location_kind=csv")
+            .await
+            .is_empty()
+    );
+    let dump = testkit::pg_dump(&scanned.app.db);
+    for secret in ["536-22-4800", "staff1@example.com", "536224950"] {
+        assert!(!dump.contains(secret), "{secret} is in the database");
+    }
+}

@@ -374,3 +374,27 @@ fn avro_files_are_read_record_by_record_with_each_fields_path() {
         stderr(&output)
     );
 }
+
+#[test]
+fn workbooks_are_read_cell_by_cell_with_each_values_sheet_and_cell() {
+    let output = dpsctl(&["--format", "json", &fixture("payroll.xlsx")], b"");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let findings = json_lines(&output);
+    let first = findings.iter().find(|f| f["pii_type"] == "us_ssn").unwrap();
+    assert_eq!(
+        first["location"],
+        serde_json::json!({"sheet": "Payroll", "cell": "B2", "header": "SSN"})
+    );
+    let ssns = findings
+        .iter()
+        .filter(|f| f["pii_type"] == "us_ssn")
+        .count();
+    assert_eq!(ssns, 40 + 1 + 10 + 12);
+    let output = dpsctl(&[&fixture("control.xlsx")], b"");
+    assert!(output.status.success());
+    assert!(
+        output.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}

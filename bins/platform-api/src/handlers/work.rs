@@ -300,7 +300,7 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
     })
 }
 
-/// The most reasons of unread contents one outcome may report: `extract::Skip` has fifteen,
+/// The most reasons of unread contents one outcome may report: `extract::Skip` has nineteen,
 /// and detection's skips a few more.
 const MAX_UNREAD_REASONS: usize = 32;
 
@@ -312,7 +312,7 @@ fn reason_like(r: &str) -> bool {
 
 /// One of the locations a detector makes (`detect::Location`), and nothing else: a line and
 /// column, a CSV row, column and header, a JSON line and path, a table's column path and row,
-/// or a record file's field path and record; in a member of an archive, with the member's path from the object down (`archive`).
+/// a record file's field path and record, or a sheet's cell and header; in a member of an archive, with the member's path from the object down (`archive`).
 fn location_shaped(location: &serde_json::Value) -> bool {
     let Some(fields) = location.as_object() else {
         return false;
@@ -343,9 +343,27 @@ fn location_shaped(location: &serde_json::Value) -> bool {
         2 if fields.contains_key("row") => count("row") && text("column", false),
         2 if fields.contains_key("record") => count("record") && text("field", false),
         2 => count("line") && count("column"),
+        3 if fields.contains_key("sheet") => {
+            text("sheet", false)
+                && text("header", true)
+                && fields
+                    .get("cell")
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(cell_like)
+        }
         3 => count("row") && count("column") && text("header", true),
         _ => false,
     }
+}
+
+/// A spreadsheet cell's reference: column letters, then a row number (`B7`, `AA1048576`).
+fn cell_like(cell: &str) -> bool {
+    let letters = cell.bytes().take_while(u8::is_ascii_uppercase).count();
+    let digits = &cell[letters..];
+    (1..=3).contains(&letters)
+        && (1..=7).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !digits.starts_with('0')
 }
 
 /// A reported finding, or the name of its first bad field.
@@ -414,6 +432,8 @@ mod tests {
             json!({"column": "customer.ssn", "row": 7}),
             json!({"archive": ["lake.zip", "part-0.parquet"], "column": "ssn", "row": 1}),
             json!({"field": "contact.email", "record": 3}),
+            json!({"sheet": "Payroll", "cell": "B7", "header": "SSN"}),
+            json!({"sheet": "Export", "cell": "AA10", "header": null}),
         ] {
             assert!(location_shaped(&good), "{good}");
         }
@@ -432,6 +452,8 @@ mod tests {
             json!({"column": 3, "row": 7}),
             json!({"column": "ssn", "row": "219-09-9999"}),
             json!({"field": "email", "record": -1}),
+            json!({"sheet": "Payroll", "cell": "536-22-4100", "header": "SSN"}),
+            json!({"sheet": "Payroll", "cell": "B0", "header": null}),
             json!([1, 2]),
         ] {
             assert!(!location_shaped(&bad), "{bad}");
