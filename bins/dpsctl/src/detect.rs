@@ -367,6 +367,12 @@ fn write_line(
                 Location::Column { column, row } => write!(out, "row {row}, {column}")?,
                 Location::Record { field, record } => write!(out, "record {record}, {field}")?,
                 Location::Cell { sheet, cell, .. } => write!(out, "{sheet}!{cell}")?,
+                Location::Paragraph { part, paragraph } => {
+                    write!(out, "{part}, paragraph {paragraph}")?;
+                }
+                Location::Slide { slide, paragraph } => {
+                    write!(out, "slide {slide}, paragraph {paragraph}")?;
+                }
             }
             writeln!(
                 out,
@@ -433,6 +439,14 @@ enum JsonLocation<'a> {
         cell: &'a str,
         header: Option<&'a str>,
     },
+    Paragraph {
+        part: &'a str,
+        paragraph: u64,
+    },
+    Slide {
+        slide: u32,
+        paragraph: u64,
+    },
 }
 
 impl<'a> JsonFinding<'a> {
@@ -475,6 +489,14 @@ impl<'a> JsonFinding<'a> {
                     sheet,
                     cell,
                     header: header.as_deref(),
+                },
+                Location::Paragraph { part, paragraph } => JsonLocation::Paragraph {
+                    part,
+                    paragraph: *paragraph,
+                },
+                Location::Slide { slide, paragraph } => JsonLocation::Slide {
+                    slide: *slide,
+                    paragraph: *paragraph,
                 },
             },
             pii_type: finding.pii_type.as_str(),

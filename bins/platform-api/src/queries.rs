@@ -152,7 +152,7 @@ impl ListQuery for FindingQuery {
             Some(k) => Some(scans::findings::LocationKind::parse(k).ok_or_else(|| {
                 field(
                     "location_kind",
-                    "location_kind must be one of text, csv, json, table, record, sheet, archive",
+                    "location_kind must be one of text, csv, json, table, record, sheet, document, archive",
                 )
             })?),
         };

@@ -244,8 +244,9 @@ pub struct Finding {
     /// The highest confidence of its values.
     pub confidence: f64,
     /// Where its first value is: `{line, column}`, CSV `{row, column, header}`, JSON
-    /// `{line, path}`, Parquet `{column, row}`, Avro `{field, record}` or a spreadsheet's
-    /// `{sheet, cell, header}`; in a member of an archive, with `archive`, the members' path from the object down.
+    /// `{line, path}`, Parquet `{column, row}`, Avro `{field, record}`, a spreadsheet's
+    /// `{sheet, cell, header}`, a Word document's `{part, paragraph}` or a presentation's
+    /// `{slide, paragraph}`; in a member of an archive, with `archive`, the members' path from the object down.
     #[schema(value_type = Object)]
     pub location: serde_json::Value,
     /// Where its first values are, at most 15, the first value's first.
@@ -299,8 +300,9 @@ pub struct FindingQuery {
     pub resource: Option<String>,
     /// Findings whose locations are of this kind: `text` (line and column), `csv` (row and
     /// header), `json` (path), `table` (a Parquet column and row), `record` (an Avro field and
-    /// record), `sheet` (a spreadsheet's sheet and cell), or `archive` (in a member of an
-    /// archive, whatever its format).
+    /// record), `sheet` (a spreadsheet's sheet and cell), `document` (a Word document's part
+    /// or a slide, and a paragraph), or `archive` (in a member of an archive, whatever its
+    /// format).
     #[serde(default)]
     #[param(value_type = Option<crate::values::LocationKind>, inline)]
     pub location_kind: Option<String>,

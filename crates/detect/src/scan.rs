@@ -99,6 +99,14 @@ impl Detector {
                         field: column.clone(),
                         record: row,
                     },
+                    TableUnit::Paragraph { part } => Location::Paragraph {
+                        part: part.chars().take(MAX_FIELD).collect(),
+                        paragraph: row,
+                    },
+                    TableUnit::Slide { slide } => Location::Slide {
+                        slide,
+                        paragraph: row,
+                    },
                     TableUnit::Cell { sheet, column: at } => Location::Cell {
                         sheet: sheet.chars().take(MAX_FIELD).collect(),
                         cell: format!("{}{row}", crate::types::column_letters(at)),

@@ -48,6 +48,11 @@ pub enum Location {
         cell: String,
         header: Option<String>,
     },
+    /// A document's paragraph: the part it is in (`word/document.xml`, `word/header1.xml`)
+    /// and its 1-based number there.
+    Paragraph { part: String, paragraph: u64 },
+    /// A presentation's slide, 1-based, and the paragraph's 1-based number on it.
+    Slide { slide: u32, paragraph: u64 },
 }
 
 /// What a table file's values are numbered by, for [`Location`].
@@ -59,6 +64,10 @@ pub enum TableUnit<'a> {
     Record,
     /// Rows of one column (0-based) of a sheet: [`Location::Cell`].
     Cell { sheet: &'a str, column: u32 },
+    /// Paragraphs of a document's part: [`Location::Paragraph`].
+    Paragraph { part: &'a str },
+    /// Paragraphs of a presentation's slide: [`Location::Slide`].
+    Slide { slide: u32 },
 }
 
 /// A spreadsheet column's letters: 0 is `A`, 25 `Z`, 26 `AA`.
@@ -92,6 +101,7 @@ impl Location {
             Location::Json { path, .. } => fold_indices(path),
             Location::Column { column, .. } => column.clone(),
             Location::Record { field, .. } => field.clone(),
+            Location::Paragraph { .. } | Location::Slide { .. } => String::new(),
             Location::Cell { header, cell, .. } => match header.as_deref() {
                 Some(header) if !header.is_empty() => header.to_owned(),
                 _ => cell

@@ -5,6 +5,7 @@
 // values as it does; the walk on top.
 mod avro;
 mod columnar;
+mod document;
 mod limits;
 mod sheet;
 mod sink;

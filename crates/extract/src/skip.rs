@@ -49,10 +49,12 @@ pub enum Skip {
     CorruptSpreadsheet,
     /// A workbook whose shared strings are past 64 MiB.
     SpreadsheetLimit,
+    /// A Word document or a presentation whose text part cannot be read.
+    CorruptDocument,
 }
 
 impl Skip {
-    pub const ALL: [Skip; 19] = [
+    pub const ALL: [Skip; 20] = [
         Skip::ArchiveDepth,
         Skip::ArchiveMembers,
         Skip::ArchiveBytes,
@@ -72,6 +74,7 @@ impl Skip {
         Skip::AvroLimit,
         Skip::CorruptSpreadsheet,
         Skip::SpreadsheetLimit,
+        Skip::CorruptDocument,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -95,6 +98,7 @@ impl Skip {
             Skip::AvroLimit => "avro_limit",
             Skip::CorruptSpreadsheet => "corrupt_spreadsheet",
             Skip::SpreadsheetLimit => "spreadsheet_limit",
+            Skip::CorruptDocument => "corrupt_document",
         }
     }
 

@@ -225,6 +225,14 @@ impl Walk<'_> {
         if archive.index_for_name(crate::sheet::WORKBOOK).is_some() {
             return self.workbook(archive, length);
         }
+        for (marker, word) in [
+            (crate::document::WORD, true),
+            (crate::document::POWERPOINT, false),
+        ] {
+            if archive.index_for_name(marker).is_some() {
+                return self.document(archive, length, word);
+            }
+        }
         for i in 0..archive.len() {
             if self.stopped {
                 break;
@@ -341,6 +349,45 @@ impl Walk<'_> {
         let mut source = archive.into_inner();
         source.rewind().map_err(|_| Skip::CorruptSpreadsheet)?;
         let read = crate::sheet::read(source, &self.path, &mut *self.sink)?;
+        self.table(read);
+        Ok(())
+    }
+
+    /// Checks an Office document's parts' declared sizes, which the ZIP reader holds them to,
+    /// before any is inflated.
+    fn check_parts<R: Read + Seek>(
+        &self,
+        archive: &mut zip::ZipArchive<R>,
+        length: u64,
+    ) -> Result<(), Skip> {
+        let mut parts = Vec::with_capacity(archive.len());
+        for i in 0..archive.len() {
+            let part = archive.by_index_raw(i).map_err(|e| zip_skip(&e))?;
+            parts.push((
+                part.size(),
+                part.compressed_size(),
+                part.name()
+                    .is_ok_and(|name| name == crate::sheet::SHARED_STRINGS),
+            ));
+        }
+        crate::sheet::check(parts.into_iter(), length, self.limits)
+    }
+
+    /// Reads a Word document's or a PowerPoint presentation's paragraphs into the sink.
+    fn document<R: Read + Seek>(
+        &mut self,
+        mut archive: zip::ZipArchive<R>,
+        length: u64,
+        word: bool,
+    ) -> Result<(), Skip> {
+        self.check_parts(&mut archive, length)?;
+        let names: Vec<String> = archive
+            .file_names()
+            .filter_map(Result::ok)
+            .map(|n| n.into_owned())
+            .collect();
+        let parts = crate::document::text_parts(names.iter().map(String::as_str), word);
+        let read = crate::document::read(&mut archive, &parts, word, &self.path, &mut *self.sink);
         self.table(read);
         Ok(())
     }

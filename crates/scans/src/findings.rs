@@ -326,6 +326,8 @@ pub enum LocationKind {
     Record,
     /// `{sheet, cell, header}`: a spreadsheet's cell.
     Sheet,
+    /// `{part, paragraph}` or `{slide, paragraph}`: a document's or a slide's paragraph.
+    Document,
     /// Any of them, with `archive`: in a member of an archive.
     Archive,
 }
@@ -339,6 +341,7 @@ impl LocationKind {
             "table" => LocationKind::Table,
             "record" => LocationKind::Record,
             "sheet" => LocationKind::Sheet,
+            "document" => LocationKind::Document,
             "archive" => LocationKind::Archive,
             _ => return None,
         })
@@ -363,6 +366,7 @@ impl LocationKind {
             }
             LocationKind::Record => "jsonb_exists(findings.locations->0, 'record')",
             LocationKind::Sheet => "jsonb_exists(findings.locations->0, 'sheet')",
+            LocationKind::Document => "jsonb_exists(findings.locations->0, 'paragraph')",
             LocationKind::Archive => "jsonb_exists(findings.locations->0, 'archive')",
         }
     }

@@ -144,6 +144,8 @@ pub fn location(location: &Location) -> Value {
             cell,
             header,
         } => json!({"sheet": sheet, "cell": cell, "header": header}),
+        Location::Paragraph { part, paragraph } => json!({"part": part, "paragraph": paragraph}),
+        Location::Slide { slide, paragraph } => json!({"slide": slide, "paragraph": paragraph}),
     }
 }
 

@@ -37,8 +37,7 @@ const HEARTBEAT: Duration = Duration::from_secs(2);
 const UNSUPPORTED: &[&str] = &[
     "png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff", "webp", "ico", "pdf", "7z", "rar", "xz",
     "exe", "dll", "so", "dylib", "bin", "iso", "mp3", "mp4", "mov", "avi", "mkv", "wav", "flac",
-    "orc", "doc", "docx", "xls", "ppt", "pptx", "class", "jar", "pyc", "woff", "woff2", "ttf",
-    "otf",
+    "orc", "doc", "xls", "ppt", "class", "jar", "pyc", "woff", "woff2", "ttf", "otf",
 ];
 
 /// A batch of outcomes is written when it holds this many resources, this many findings, or

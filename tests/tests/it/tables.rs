@@ -290,3 +290,51 @@ async fn a_scan_reads_every_sheet_of_a_workbook_cell_by_cell() {
         assert!(!dump.contains(secret), "{secret} is in the database");
     }
 }
+
+#[tokio::test]
+async fn a_scan_reads_the_paragraphs_of_word_documents_and_slides() {
+    let names = ["case_summary.docx", "review.pptx", "control.docx"];
+    let scanned = scan_fixtures("drive", "cases", &names).await;
+    let done = &scanned.done;
+    assert_eq!(done["coverage"]["total_scanned"], 3, "{done}");
+    assert_eq!(done["coverage"]["skip_reasons"], json!({}), "{done}");
+    let found = scanned.findings().await;
+    let body = Value::from(found.clone());
+    let counts = counts(&found, "drive/cases/", |t| t == "us_ssn" || t == "email");
+    let planted: BTreeMap<(String, String, String), i64> = [
+        // The body's split SSN and its email, the table's two rows, the footer's email.
+        ("case_summary.docx", "us_ssn", 3),
+        ("case_summary.docx", "email", 4),
+        // A slide's SSN and email, and the email in its notes.
+        ("review.pptx", "us_ssn", 1),
+        ("review.pptx", "email", 2),
+    ]
+    .into_iter()
+    .map(|(o, t, n)| ((o.to_owned(), t.to_owned(), String::new()), n))
+    .collect();
+    assert_eq!(counts, planted, "{body}");
+    let slide = found
+        .iter()
+        .find(|f| f["resource"] == "drive/cases/review.pptx" && f["pii_type"] == "us_ssn")
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(slide["locations"][0], json!({"slide": 2, "paragraph": 2}));
+    let split = found
+        .iter()
+        .find(|f| f["resource"] == "drive/cases/case_summary.docx" && f["pii_type"] == "us_ssn")
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(
+        split["locations"][0],
+        json!({"part": "word/document.xml", "paragraph": 3})
+    );
+    assert_eq!(
+        scanned
+            .findings_where("&location_kind=document")
+            .await
+            .len(),
+        found.len()
+    );
+    let dump = testkit::pg_dump(&scanned.app.db);
+    for secret in ["536-22-4871", "dana.lee@example.com", "536-22-4874"] {
+        assert!(!dump.contains(secret), "{secret} is in the database");
+    }
+}

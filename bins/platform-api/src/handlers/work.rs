@@ -300,7 +300,7 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
     })
 }
 
-/// The most reasons of unread contents one outcome may report: `extract::Skip` has nineteen,
+/// The most reasons of unread contents one outcome may report: `extract::Skip` has twenty,
 /// and detection's skips a few more.
 const MAX_UNREAD_REASONS: usize = 32;
 
@@ -312,7 +312,8 @@ fn reason_like(r: &str) -> bool {
 
 /// One of the locations a detector makes (`detect::Location`), and nothing else: a line and
 /// column, a CSV row, column and header, a JSON line and path, a table's column path and row,
-/// a record file's field path and record, or a sheet's cell and header; in a member of an archive, with the member's path from the object down (`archive`).
+/// a record file's field path and record, a sheet's cell and header, or a document's part or
+/// slide and paragraph; in a member of an archive, with the member's path from the object down (`archive`).
 fn location_shaped(location: &serde_json::Value) -> bool {
     let Some(fields) = location.as_object() else {
         return false;
@@ -342,6 +343,8 @@ fn location_shaped(location: &serde_json::Value) -> bool {
         2 if fields.contains_key("path") => count("line") && text("path", false),
         2 if fields.contains_key("row") => count("row") && text("column", false),
         2 if fields.contains_key("record") => count("record") && text("field", false),
+        2 if fields.contains_key("part") => count("paragraph") && text("part", false),
+        2 if fields.contains_key("slide") => count("paragraph") && count("slide"),
         2 => count("line") && count("column"),
         3 if fields.contains_key("sheet") => {
             text("sheet", false)
@@ -434,6 +437,8 @@ mod tests {
             json!({"field": "contact.email", "record": 3}),
             json!({"sheet": "Payroll", "cell": "B7", "header": "SSN"}),
             json!({"sheet": "Export", "cell": "AA10", "header": null}),
+            json!({"part": "word/document.xml", "paragraph": 4}),
+            json!({"slide": 2, "paragraph": 1}),
         ] {
             assert!(location_shaped(&good), "{good}");
         }
@@ -454,6 +459,8 @@ mod tests {
             json!({"field": "email", "record": -1}),
             json!({"sheet": "Payroll", "cell": "536-22-4100", "header": "SSN"}),
             json!({"sheet": "Payroll", "cell": "B0", "header": null}),
+            json!({"part": 3, "paragraph": 4}),
+            json!({"slide": "2", "paragraph": 1}),
             json!([1, 2]),
         ] {
             assert!(!location_shaped(&bad), "{bad}");
