@@ -335,17 +335,7 @@ impl Walk<'_> {
         mut archive: zip::ZipArchive<R>,
         length: u64,
     ) -> Result<(), Skip> {
-        let mut parts = Vec::with_capacity(archive.len());
-        for i in 0..archive.len() {
-            let part = archive.by_index_raw(i).map_err(|e| zip_skip(&e))?;
-            parts.push((
-                part.size(),
-                part.compressed_size(),
-                part.name()
-                    .is_ok_and(|name| name == crate::sheet::SHARED_STRINGS),
-            ));
-        }
-        crate::sheet::check(parts.into_iter(), length, self.limits)?;
+        self.check_parts(&mut archive, length)?;
         let mut source = archive.into_inner();
         source.rewind().map_err(|_| Skip::CorruptSpreadsheet)?;
         let read = crate::sheet::read(source, &self.path, &mut *self.sink)?;
