@@ -133,8 +133,14 @@ pub(crate) async fn finished(admin: &Client<'_>, scan: &str) -> Value {
     }
 }
 
-/// Starts a full scan with `options` of a new connector whose bucket holds 300 objects with an
-/// SSN each: long enough with one worker to stop it midway. Returns (connector, scan).
+/// Objects in a long scan's bucket: enough that one worker reads them for several heartbeats
+/// (2 s each), so that a cancel or a deadline always lands mid-scan, however fast the machine
+/// (300 were read in under 2 s once, and the deadline test then saw a completed scan).
+const LONG_SCAN_OBJECTS: i64 = 1200;
+
+/// Starts a full scan with `options` of a new connector whose bucket holds `LONG_SCAN_OBJECTS`
+/// objects with an SSN each: long enough with one worker to stop it midway. Returns
+/// (connector, scan).
 async fn long_scan(
     admin: &Client<'_>,
     moto: &emulators::Emulator,
@@ -142,7 +148,9 @@ async fn long_scan(
 ) -> (String, String) {
     let bucket = seed::s3_bucket(&moto.url(), "many").await;
     let body = format!("ssn {SSN}\n");
-    let keys: Vec<String> = (0..300).map(|i| format!("f/{i:04}.txt")).collect();
+    let keys: Vec<String> = (0..LONG_SCAN_OBJECTS)
+        .map(|i| format!("f/{i:04}.txt"))
+        .collect();
     let objects: Vec<(&str, &[u8])> = keys.iter().map(|k| (k.as_str(), body.as_bytes())).collect();
     seed::put_all(bucket.as_ref(), &objects).await;
     let id = connector(admin, "Many", "many").await;
@@ -539,7 +547,7 @@ async fn a_cancelled_scan_stops_and_keeps_its_findings() {
     let processed = cancelled["partial_results"]["files_processed"]
         .as_i64()
         .unwrap();
-    assert!(processed > 0 && processed < 300, "{body}");
+    assert!(processed > 0 && processed < LONG_SCAN_OBJECTS, "{body}");
 
     // The worker stops: at most the object in flight is recorded after the cancel.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -900,7 +908,7 @@ async fn a_scan_past_its_timeout_ends_partial_and_its_workers_stop() {
     assert_eq!(done["status_reason"], "timeout_minutes was exceeded");
     assert!(done["completed_at"].is_string());
     let processed = done["progress"]["files_processed"].as_i64().unwrap();
-    assert!(processed > 0 && processed < 300, "{done}");
+    assert!(processed > 0 && processed < LONG_SCAN_OBJECTS, "{done}");
     assert_eq!(done["coverage"]["target_met"], false, "{done}");
     // The worker stops: at most the object in flight is recorded after the timeout.
     tokio::time::sleep(Duration::from_secs(3)).await;
