@@ -14,8 +14,8 @@ use apache_avro::{Reader, error::Details};
 
 use crate::columnar::render;
 use crate::limits::RATIO_GRACE;
-use crate::sink::TableRead;
-use crate::{Column, Limits, Sink, Skip, TableUnit};
+use crate::sink::{Lines, TableRead};
+use crate::{Limits, Sink, Skip, TableUnit};
 
 /// The most one Avro block may inflate to, and the longest string, array or map it may hold:
 /// the crate refuses whatever is past it instead of allocating for it.
@@ -99,15 +99,8 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// One field's values so far, one per line, and their records.
-#[derive(Default)]
-struct Run {
-    text: String,
-    rows: Vec<u64>,
-}
-
 struct Runs<'a> {
-    fields: HashMap<Vec<String>, Run>,
+    fields: HashMap<Vec<String>, Lines>,
     /// The fields in the order they were first met, so that runs are handed over in it.
     order: Vec<Vec<String>>,
     held: usize,
@@ -226,21 +219,12 @@ impl Runs<'_> {
                 return Err(Skip::AvroLimit);
             }
             self.order.push(names.to_vec());
-            self.fields.insert(names.to_vec(), Run::default());
+            self.fields.insert(names.to_vec(), Lines::default());
         }
         let Some(run) = self.fields.get_mut(names) else {
             return Ok(());
         };
-        let start = run.text.len();
-        run.text.push_str(text);
-        // A line break inside a value would split it in two: a space keeps its offsets.
-        if text.contains(['\n', '\r']) {
-            let cleaned = run.text[start..].replace(['\n', '\r'], " ");
-            run.text.truncate(start);
-            run.text.push_str(&cleaned);
-        }
-        run.text.push('\n');
-        run.rows.push(record);
+        run.push(record, text);
         self.held += text.len() + 1;
         self.spent = spent;
         Ok(())
@@ -251,21 +235,13 @@ impl Runs<'_> {
             let Some(run) = self.fields.get_mut(names) else {
                 continue;
             };
-            if run.rows.is_empty() {
+            if run.is_empty() {
                 continue;
             }
-            self.sink.values(
-                self.path,
-                &Column {
-                    names,
-                    text: &run.text,
-                    rows: &run.rows,
-                    unit: TableUnit::Record,
-                },
-            );
+            self.sink
+                .values(self.path, &run.column(names, TableUnit::Record));
             self.handed = true;
-            run.text.clear();
-            run.rows.clear();
+            run.clear();
         }
         self.held = 0;
     }

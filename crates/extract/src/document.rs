@@ -8,8 +8,8 @@ use std::io::{BufReader, Read, Seek};
 
 use quick_xml::events::Event;
 
-use crate::sink::TableRead;
-use crate::{Column, Sink, Skip, TableUnit};
+use crate::sink::{Lines, TableRead};
+use crate::{Sink, Skip, TableUnit};
 
 /// The part whose presence makes a ZIP a Word document.
 pub(crate) const WORD: &str = "word/document.xml";
@@ -81,8 +81,7 @@ pub(crate) fn read<R: Read + Seek>(
             numbered(part, "ppt/slides/slide")
         };
         let mut run = Run {
-            text: String::new(),
-            rows: Vec::new(),
+            lines: Lines::default(),
             part,
             slide,
             path,
@@ -164,8 +163,7 @@ fn paragraphs(source: impl std::io::BufRead, run: &mut Run<'_>) -> Result<(), ()
 
 /// A part's paragraphs on their way to the sink, one per line.
 struct Run<'a> {
-    text: String,
-    rows: Vec<u64>,
+    lines: Lines,
     part: &'a str,
     slide: Option<u32>,
     path: &'a [String],
@@ -183,34 +181,22 @@ impl Run<'_> {
         while !paragraph.is_char_boundary(end) {
             end -= 1;
         }
-        self.text
-            .push_str(&paragraph[..end].replace(['\n', '\r'], " "));
-        self.text.push('\n');
-        self.rows.push(number);
-        if self.text.len() >= RUN {
+        self.lines.push(number, &paragraph[..end]);
+        if self.lines.text.len() >= RUN {
             self.flush();
         }
     }
 
     fn flush(&mut self) {
-        if self.rows.is_empty() {
+        if self.lines.is_empty() {
             return;
         }
         let unit = match self.slide {
             Some(slide) => TableUnit::Slide { slide },
             None => TableUnit::Paragraph { part: self.part },
         };
-        self.sink.values(
-            self.path,
-            &Column {
-                names: &[],
-                text: &self.text,
-                rows: &self.rows,
-                unit,
-            },
-        );
+        self.sink.values(self.path, &self.lines.column(&[], unit));
         self.handed = true;
-        self.text.clear();
-        self.rows.clear();
+        self.lines.clear();
     }
 }

@@ -11,8 +11,8 @@ use calamine::{DataRef, Reader, Xlsx};
 
 use crate::columnar::render;
 use crate::limits::RATIO_GRACE;
-use crate::sink::TableRead;
-use crate::{Column, Limits, Sink, Skip, TableUnit};
+use crate::sink::{Lines, TableRead};
+use crate::{Limits, Sink, Skip, TableUnit};
 
 /// The largest shared-strings part read: `calamine` holds every shared string in memory, and
 /// real workbooks of a million rows keep theirs in tens of MiB.
@@ -143,17 +143,11 @@ fn name_like(text: &str) -> bool {
         && text.len() <= 256
 }
 
-#[derive(Default)]
-struct Run {
-    text: String,
-    rows: Vec<u64>,
-}
-
 struct Runs<'a> {
     sheet: &'a str,
     path: &'a [String],
     sink: &'a mut dyn Sink,
-    columns: BTreeMap<u32, Run>,
+    columns: BTreeMap<u32, Lines>,
     /// The first row's cells, while it may be a header; kept as names once it is one.
     headers: BTreeMap<u32, String>,
     /// The first row's index, once a cell was read.
@@ -189,10 +183,10 @@ impl Runs<'_> {
     }
 
     fn push(&mut self, row: u32, column: u32, text: &str) {
-        let run = self.columns.entry(column).or_default();
-        run.text.push_str(&text.replace(['\n', '\r'], " "));
-        run.text.push('\n');
-        run.rows.push(u64::from(row) + 1);
+        self.columns
+            .entry(column)
+            .or_default()
+            .push(u64::from(row) + 1, text);
         self.held += text.len() + 1;
         if self.held >= RUNS {
             self.flush();
@@ -205,32 +199,24 @@ impl Runs<'_> {
             let row = self.header_row.unwrap_or_default();
             let kept = std::mem::take(&mut self.headers);
             for (c, text) in kept {
-                let run = self.columns.entry(c).or_default();
-                run.text.push_str(&text);
-                run.text.push('\n');
-                run.rows.push(u64::from(row) + 1);
+                self.columns
+                    .entry(c)
+                    .or_default()
+                    .push(u64::from(row) + 1, &text);
             }
         }
         for (column, run) in &mut self.columns {
-            if run.rows.is_empty() {
+            if run.is_empty() {
                 continue;
             }
             let names: Vec<String> = self.headers.get(column).cloned().into_iter().collect();
-            self.sink.values(
-                self.path,
-                &Column {
-                    names: &names,
-                    text: &run.text,
-                    rows: &run.rows,
-                    unit: TableUnit::Cell {
-                        sheet: self.sheet,
-                        column: *column,
-                    },
-                },
-            );
+            let unit = TableUnit::Cell {
+                sheet: self.sheet,
+                column: *column,
+            };
+            self.sink.values(self.path, &run.column(&names, unit));
             self.handed = true;
-            run.text.clear();
-            run.rows.clear();
+            run.clear();
         }
         self.held = 0;
     }

@@ -50,3 +50,67 @@ pub(crate) struct TableRead {
     /// Why columns, or the rest of the file, were left unread, each reason once.
     pub skips: Vec<Skip>,
 }
+
+/// A table column's values on their way to the sink, each on a line of its own with its row:
+/// what every table reader hands over as a [`Column`].
+#[derive(Debug, Default)]
+pub(crate) struct Lines {
+    pub text: String,
+    pub rows: Vec<u64>,
+}
+
+impl Lines {
+    /// Adds `value` as a line at `row`; an empty value is none.
+    pub fn push(&mut self, row: u64, value: &str) {
+        let admitted: Result<(), std::convert::Infallible> =
+            self.push_with(row, |text| text.push_str(value), |_| Ok(()));
+        let _ = admitted;
+    }
+
+    /// Renders a value at the end of the text and adds it as a line at `row`, once `admit`
+    /// accepts its length; refused, it is taken back. A value rendered empty is none. A line
+    /// break inside a value would split it in two: a space keeps its offsets.
+    pub fn push_with<E>(
+        &mut self,
+        row: u64,
+        render: impl FnOnce(&mut String),
+        admit: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let start = self.text.len();
+        render(&mut self.text);
+        if self.text.len() == start {
+            return Ok(());
+        }
+        if let Err(refused) = admit(self.text.len() - start) {
+            self.text.truncate(start);
+            return Err(refused);
+        }
+        if self.text[start..].contains(['\n', '\r']) {
+            let cleaned = self.text[start..].replace(['\n', '\r'], " ");
+            self.text.truncate(start);
+            self.text.push_str(&cleaned);
+        }
+        self.text.push('\n');
+        self.rows.push(row);
+        Ok(())
+    }
+
+    /// The lines as the column `names` of `unit`.
+    pub fn column<'a>(&'a self, names: &'a [String], unit: TableUnit<'a>) -> Column<'a> {
+        Column {
+            names,
+            text: &self.text,
+            rows: &self.rows,
+            unit,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.rows.clear();
+    }
+}

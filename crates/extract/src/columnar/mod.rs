@@ -23,8 +23,8 @@ use pages::{Codec, Pages, Shared, skip_of};
 use render::Render;
 
 use crate::limits::RATIO_GRACE;
-use crate::sink::TableRead;
-use crate::{Column, Limits, Sink, Skip, TableUnit};
+use crate::sink::{Lines, TableRead};
+use crate::{Limits, Sink, Skip, TableUnit};
 
 /// The largest footer read: wide tables with many row groups reach a few MiB.
 const MAX_FOOTER: u64 = 64 << 20;
@@ -60,8 +60,7 @@ pub(crate) fn read(
     let allowance = length.saturating_mul(limits.max_ratio).max(RATIO_GRACE);
     let mut run = Run {
         names: Vec::new(),
-        text: String::new(),
-        rows: Vec::new(),
+        lines: Lines::default(),
         path,
         sink,
         handed: false,
@@ -254,9 +253,23 @@ impl Rows {
                     }
                 }
             }
-            if run.text.len() >= RUN {
+            if run.lines.text.len() >= RUN {
                 run.flush();
             }
+        }
+    }
+}
+
+/// Takes `amount` from what the file may still render to; past it, the file stops.
+fn spend(allowance: &mut u64, amount: u64) -> Result<(), Skip> {
+    match allowance.checked_sub(amount) {
+        Some(left) => {
+            *allowance = left;
+            Ok(())
+        }
+        None => {
+            *allowance = 0;
+            Err(Skip::CompressionRatio)
         }
     }
 }
@@ -265,8 +278,7 @@ impl Rows {
 struct Run<'a> {
     /// The column's names.
     names: Vec<String>,
-    text: String,
-    rows: Vec<u64>,
+    lines: Lines,
     path: &'a [String],
     sink: &'a mut dyn Sink,
     handed: bool,
@@ -276,56 +288,24 @@ struct Run<'a> {
 
 impl Run<'_> {
     fn spend(&mut self, amount: u64) -> Result<(), Skip> {
-        match self.allowance.checked_sub(amount) {
-            Some(left) => {
-                self.allowance = left;
-                Ok(())
-            }
-            None => {
-                self.allowance = 0;
-                Err(Skip::CompressionRatio)
-            }
-        }
+        spend(&mut self.allowance, amount)
     }
 
-    /// Renders one value on a line of its own; a value rendered empty is none.
+    /// Renders one value on a line of its own, within the file's allowance.
     fn push(&mut self, row: u64, render: impl FnOnce(&mut String)) -> Result<(), Skip> {
-        let start = self.text.len();
-        render(&mut self.text);
-        if self.text.len() == start {
-            return Ok(());
-        }
-        if let Err(skip) = self.spend((self.text.len() - start) as u64) {
-            self.text.truncate(start);
-            return Err(skip);
-        }
-        // A line break inside a value would split it in two: a space keeps its offsets.
-        let tail = &self.text[start..];
-        if tail.contains(['\n', '\r']) {
-            let cleaned = tail.replace(['\n', '\r'], " ");
-            self.text.truncate(start);
-            self.text.push_str(&cleaned);
-        }
-        self.text.push('\n');
-        self.rows.push(row);
-        Ok(())
+        let Self {
+            lines, allowance, ..
+        } = self;
+        lines.push_with(row, render, |length| spend(allowance, length as u64))
     }
 
     fn flush(&mut self) {
-        if self.rows.is_empty() {
+        if self.lines.is_empty() {
             return;
         }
-        self.sink.values(
-            self.path,
-            &Column {
-                names: &self.names,
-                text: &self.text,
-                rows: &self.rows,
-                unit: TableUnit::Row,
-            },
-        );
+        self.sink
+            .values(self.path, &self.lines.column(&self.names, TableUnit::Row));
         self.handed = true;
-        self.text.clear();
-        self.rows.clear();
+        self.lines.clear();
     }
 }
