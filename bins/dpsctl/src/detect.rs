@@ -202,6 +202,7 @@ fn archive(
             let read = match kind {
                 extract::Container::Parquet => "in a parquet file".to_owned(),
                 extract::Container::Avro => "in an avro file".to_owned(),
+                extract::Container::Pdf => "in a pdf".to_owned(),
                 _ => format!("in {} members of a {}", report.members, kind.as_str()),
             };
             eprintln!(
@@ -373,6 +374,7 @@ fn write_line(
                 Location::Slide { slide, paragraph } => {
                     write!(out, "slide {slide}, paragraph {paragraph}")?;
                 }
+                Location::Page { page, line } => write!(out, "page {page}, line {line}")?,
             }
             writeln!(
                 out,
@@ -447,6 +449,10 @@ enum JsonLocation<'a> {
         slide: u32,
         paragraph: u64,
     },
+    Page {
+        page: u32,
+        line: u64,
+    },
 }
 
 impl<'a> JsonFinding<'a> {
@@ -497,6 +503,10 @@ impl<'a> JsonFinding<'a> {
                 Location::Slide { slide, paragraph } => JsonLocation::Slide {
                     slide: *slide,
                     paragraph: *paragraph,
+                },
+                Location::Page { page, line } => JsonLocation::Page {
+                    page: *page,
+                    line: *line,
                 },
             },
             pii_type: finding.pii_type.as_str(),

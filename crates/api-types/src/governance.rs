@@ -245,8 +245,8 @@ pub struct Finding {
     pub confidence: f64,
     /// Where its first value is: `{line, column}`, CSV `{row, column, header}`, JSON
     /// `{line, path}`, Parquet `{column, row}`, Avro `{field, record}`, a spreadsheet's
-    /// `{sheet, cell, header}`, a Word document's `{part, paragraph}` or a presentation's
-    /// `{slide, paragraph}`; in a member of an archive, with `archive`, the members' path from the object down.
+    /// `{sheet, cell, header}`, a Word document's `{part, paragraph}`, a presentation's
+    /// `{slide, paragraph}` or a PDF's `{page, line}`; in a member of an archive, with `archive`, the members' path from the object down.
     #[schema(value_type = Object)]
     pub location: serde_json::Value,
     /// Where its first values are, at most 15, the first value's first.
@@ -301,7 +301,7 @@ pub struct FindingQuery {
     /// Findings whose locations are of this kind: `text` (line and column), `csv` (row and
     /// header), `json` (path), `table` (a Parquet column and row), `record` (an Avro field and
     /// record), `sheet` (a spreadsheet's sheet and cell), `document` (a Word document's part
-    /// or a slide, and a paragraph), or `archive` (in a member of an archive, whatever its
+    /// or a slide, and a paragraph, or a PDF's page and line), or `archive` (in a member of an archive, whatever its
     /// format).
     #[serde(default)]
     #[param(value_type = Option<crate::values::LocationKind>, inline)]

@@ -103,7 +103,8 @@ value_set!(
 value_set!(
     /// Where a finding's values are, by the shape of its sample locations: a line of text, a
     /// CSV row, a JSON path, a table's column (Parquet), a record's field (Avro), a
-    /// spreadsheet's cell, a document's or a slide's paragraph, or inside an archive's member.
+    /// spreadsheet's cell, a document's or a slide's paragraph or a PDF's page and line, or
+    /// inside an archive's member.
     LocationKind = ["text", "csv", "json", "table", "record", "sheet", "document", "archive"]
 );
 value_set!(

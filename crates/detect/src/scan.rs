@@ -107,6 +107,7 @@ impl Detector {
                         slide,
                         paragraph: row,
                     },
+                    TableUnit::Page { page } => Location::Page { page, line: row },
                     TableUnit::Cell { sheet, column: at } => Location::Cell {
                         sheet: sheet.chars().take(MAX_FIELD).collect(),
                         cell: format!("{}{row}", crate::types::column_letters(at)),

@@ -53,6 +53,8 @@ pub enum Location {
     Paragraph { part: String, paragraph: u64 },
     /// A presentation's slide, 1-based, and the paragraph's 1-based number on it.
     Slide { slide: u32, paragraph: u64 },
+    /// A PDF's page, 1-based, and the 1-based line of the text read from it.
+    Page { page: u32, line: u64 },
 }
 
 /// What a table file's values are numbered by, for [`Location`].
@@ -68,6 +70,8 @@ pub enum TableUnit<'a> {
     Paragraph { part: &'a str },
     /// Paragraphs of a presentation's slide: [`Location::Slide`].
     Slide { slide: u32 },
+    /// Lines of a PDF's page: [`Location::Page`].
+    Page { page: u32 },
 }
 
 /// A spreadsheet column's letters: 0 is `A`, 25 `Z`, 26 `AA`.
@@ -101,7 +105,9 @@ impl Location {
             Location::Json { path, .. } => fold_indices(path),
             Location::Column { column, .. } => column.clone(),
             Location::Record { field, .. } => field.clone(),
-            Location::Paragraph { .. } | Location::Slide { .. } => String::new(),
+            Location::Paragraph { .. } | Location::Slide { .. } | Location::Page { .. } => {
+                String::new()
+            }
             Location::Cell { header, cell, .. } => match header.as_deref() {
                 Some(header) if !header.is_empty() => header.to_owned(),
                 _ => cell

@@ -7,6 +7,7 @@ mod avro;
 mod columnar;
 mod document;
 mod limits;
+mod pdf;
 mod sheet;
 mod sink;
 mod skip;

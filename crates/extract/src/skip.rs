@@ -51,10 +51,22 @@ pub enum Skip {
     SpreadsheetLimit,
     /// A Word document or a presentation whose text part cannot be read.
     CorruptDocument,
+    /// A PDF whose structure, or a page's content, cannot be read, a truncated one included.
+    CorruptPdf,
+    /// A PDF that needs a password to open (one whose user password is empty is read).
+    EncryptedPdf,
+    /// A PDF with no text, only images: a scan, which no OCR reads here.
+    ImageOnlyPdf,
+    /// A PDF past 256 MiB, a stream inflating past 64 MiB, content past the file's length
+    /// times the ratio limit, or more than 256 fonts.
+    PdfLimit,
+    /// Text of a PDF drawn in a font that does not map back to characters (a composite font
+    /// without a `ToUnicode` map): drawn, but not readable as text.
+    UnmappedPdfText,
 }
 
 impl Skip {
-    pub const ALL: [Skip; 20] = [
+    pub const ALL: [Skip; 25] = [
         Skip::ArchiveDepth,
         Skip::ArchiveMembers,
         Skip::ArchiveBytes,
@@ -75,6 +87,11 @@ impl Skip {
         Skip::CorruptSpreadsheet,
         Skip::SpreadsheetLimit,
         Skip::CorruptDocument,
+        Skip::CorruptPdf,
+        Skip::EncryptedPdf,
+        Skip::ImageOnlyPdf,
+        Skip::PdfLimit,
+        Skip::UnmappedPdfText,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -99,6 +116,11 @@ impl Skip {
             Skip::CorruptSpreadsheet => "corrupt_spreadsheet",
             Skip::SpreadsheetLimit => "spreadsheet_limit",
             Skip::CorruptDocument => "corrupt_document",
+            Skip::CorruptPdf => "corrupt_pdf",
+            Skip::EncryptedPdf => "encrypted_pdf",
+            Skip::ImageOnlyPdf => "image_only_pdf",
+            Skip::PdfLimit => "pdf_limit",
+            Skip::UnmappedPdfText => "unmapped_pdf_text",
         }
     }
 

@@ -29,6 +29,8 @@ pub enum Container {
     Parquet,
     /// An Avro object container file: records, read field by field.
     Avro,
+    /// A PDF: pages, read line by line.
+    Pdf,
 }
 
 impl Container {
@@ -41,6 +43,7 @@ impl Container {
             Container::Zstd => "zstd",
             Container::Parquet => "parquet",
             Container::Avro => "avro",
+            Container::Pdf => "pdf",
         }
     }
 }
@@ -58,6 +61,7 @@ pub fn container(head: &[u8]) -> Option<Container> {
         Kind::Zstd => Some(Container::Zstd),
         Kind::Parquet => Some(Container::Parquet),
         Kind::Avro => Some(Container::Avro),
+        Kind::Pdf => Some(Container::Pdf),
         Kind::Gzip => {
             let mut inflated = Vec::with_capacity(HEAD);
             // A truncated head inflates to what it holds; an error is no container, and
@@ -107,6 +111,7 @@ pub fn walk<R: Read + Seek + Send + 'static>(
         Container::Tar => walk.tar(source),
         Container::Parquet => walk.parquet(source),
         Container::Avro => walk.avro(source),
+        Container::Pdf => walk.pdf(source),
         Container::TarGz => {
             let (input, count) = Counted::new(source);
             let inflated = walk.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
@@ -152,6 +157,7 @@ enum Kind {
     Zstd,
     Parquet,
     Avro,
+    Pdf,
     Leaf,
 }
 
@@ -160,6 +166,8 @@ fn kind(head: &[u8]) -> Kind {
         Kind::Parquet
     } else if head.starts_with(b"Obj\x01") {
         Kind::Avro
+    } else if head.starts_with(b"%PDF-") {
+        Kind::Pdf
     } else if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         Kind::Zip
     } else if head.get(257..262) == Some(b"ustar") {
@@ -328,6 +336,13 @@ impl Walk<'_> {
         Ok(())
     }
 
+    /// Reads a PDF's pages into the sink.
+    fn pdf<R: Read + Seek>(&mut self, source: R) -> Result<(), Skip> {
+        let read = crate::pdf::read(source, self.limits, &self.path, &mut *self.sink)?;
+        self.table(read);
+        Ok(())
+    }
+
     /// Reads an XLSX or XLSM workbook's sheets into the sink, its parts' declared sizes checked
     /// first.
     fn workbook<R: Read + Seek>(
@@ -411,7 +426,7 @@ impl Walk<'_> {
         let head = peek(content).map_err(|e| reached(&e).unwrap_or(layer))?;
         let kind = kind(&head);
         // A table file holds columns, not members: it is no level of nesting.
-        let nests = !matches!(kind, Kind::Leaf | Kind::Parquet | Kind::Avro);
+        let nests = !matches!(kind, Kind::Leaf | Kind::Parquet | Kind::Avro | Kind::Pdf);
         if nests {
             if self.depth >= self.limits.max_depth {
                 return Err(Skip::ArchiveDepth);
@@ -422,6 +437,7 @@ impl Walk<'_> {
         let result = match kind {
             Kind::Zip => self.spool(whole, layer).and_then(|file| self.zip(file)),
             Kind::Parquet => self.spool(whole, layer).and_then(|file| self.parquet(file)),
+            Kind::Pdf => self.spool(whole, layer).and_then(|file| self.pdf(file)),
             // Avro's header comes first and its blocks follow: it streams.
             Kind::Avro => self.avro(whole),
             Kind::Tar => self.tar(whole),

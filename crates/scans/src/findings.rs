@@ -326,7 +326,8 @@ pub enum LocationKind {
     Record,
     /// `{sheet, cell, header}`: a spreadsheet's cell.
     Sheet,
-    /// `{part, paragraph}` or `{slide, paragraph}`: a document's or a slide's paragraph.
+    /// `{part, paragraph}`, `{slide, paragraph}` or `{page, line}`: a document's or a slide's
+    /// paragraph, or a line of a PDF's page.
     Document,
     /// Any of them, with `archive`: in a member of an archive.
     Archive,
@@ -366,7 +367,10 @@ impl LocationKind {
             }
             LocationKind::Record => "jsonb_exists(findings.locations->0, 'record')",
             LocationKind::Sheet => "jsonb_exists(findings.locations->0, 'sheet')",
-            LocationKind::Document => "jsonb_exists(findings.locations->0, 'paragraph')",
+            LocationKind::Document => {
+                "(jsonb_exists(findings.locations->0, 'paragraph') \
+                 OR jsonb_exists(findings.locations->0, 'page'))"
+            }
             LocationKind::Archive => "jsonb_exists(findings.locations->0, 'archive')",
         }
     }

@@ -146,6 +146,7 @@ pub fn location(location: &Location) -> Value {
         } => json!({"sheet": sheet, "cell": cell, "header": header}),
         Location::Paragraph { part, paragraph } => json!({"part": part, "paragraph": paragraph}),
         Location::Slide { slide, paragraph } => json!({"slide": slide, "paragraph": paragraph}),
+        Location::Page { page, line } => json!({"page": page, "line": line}),
     }
 }
 

@@ -35,9 +35,9 @@ const HEARTBEAT: Duration = Duration::from_secs(2);
 
 /// File extensions never worth downloading: formats the detector cannot read.
 const UNSUPPORTED: &[&str] = &[
-    "png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff", "webp", "ico", "pdf", "7z", "rar", "xz",
-    "exe", "dll", "so", "dylib", "bin", "iso", "mp3", "mp4", "mov", "avi", "mkv", "wav", "flac",
-    "orc", "doc", "xls", "ppt", "class", "jar", "pyc", "woff", "woff2", "ttf", "otf",
+    "png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff", "webp", "ico", "7z", "rar", "xz", "exe",
+    "dll", "so", "dylib", "bin", "iso", "mp3", "mp4", "mov", "avi", "mkv", "wav", "flac", "orc",
+    "doc", "xls", "ppt", "class", "jar", "pyc", "woff", "woff2", "ttf", "otf",
 ];
 
 /// A batch of outcomes is written when it holds this many resources, this many findings, or

@@ -338,3 +338,69 @@ async fn a_scan_reads_the_paragraphs_of_word_documents_and_slides() {
         assert!(!dump.contains(secret), "{secret} is in the database");
     }
 }
+
+#[tokio::test]
+async fn a_scan_reads_the_text_layer_of_pdfs_page_by_page_and_skips_what_it_cannot_read() {
+    let names = [
+        "letters.pdf",
+        "statement.pdf",
+        "control.pdf",
+        "owner_only.pdf",
+        "locked.pdf",
+        "scanned.pdf",
+        "bomb.pdf",
+        "truncated.pdf",
+    ];
+    let scanned = scan_fixtures("drive", "mail", &names).await;
+    let done = &scanned.done;
+    let coverage = &done["coverage"];
+    assert_eq!(coverage["total_scanned"], 4, "{done}");
+    assert_eq!(coverage["total_failed"], 0, "{done}");
+    assert_eq!(coverage["total_skipped"], 4, "{done}");
+    assert_eq!(
+        coverage["skipped_reasons"],
+        json!({"encrypted_pdf": 1, "image_only_pdf": 1, "pdf_limit": 1, "corrupt_pdf": 1}),
+        "{done}"
+    );
+    let found = scanned.findings().await;
+    let body = Value::from(found.clone());
+    let counts = counts(&found, "drive/mail/", |t| t == "us_ssn" || t == "email");
+    let planted: BTreeMap<(String, String, String), i64> = [
+        // A letter a page, in a standard and an embedded font, and a table of three rows.
+        ("letters.pdf", "us_ssn", 5),
+        ("letters.pdf", "email", 5),
+        // Text drawn in pieces, and a filled form field's value.
+        ("statement.pdf", "us_ssn", 2),
+        ("statement.pdf", "email", 1),
+        // Encrypted, but with an empty user password.
+        ("owner_only.pdf", "us_ssn", 1),
+        ("owner_only.pdf", "email", 1),
+    ]
+    .into_iter()
+    .map(|(o, t, n)| ((o.to_owned(), t.to_owned(), String::new()), n))
+    .collect();
+    assert_eq!(counts, planted, "{body}");
+    let page_two = found
+        .iter()
+        .find(|f| f["resource"] == "drive/mail/letters.pdf" && f["pii_type"] == "us_ssn")
+        .unwrap_or_else(|| panic!("{body}"));
+    let locations = page_two["locations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        locations.contains(&json!({"page": 2, "line": 4})),
+        "{locations:?}"
+    );
+    assert_eq!(
+        scanned
+            .findings_where("&location_kind=document")
+            .await
+            .len(),
+        found.len()
+    );
+    let dump = testkit::pg_dump(&scanned.app.db);
+    for secret in ["536-22-4101", "omar.haddad@example.com", "536-22-4107"] {
+        assert!(!dump.contains(secret), "{secret} is in the database");
+    }
+}

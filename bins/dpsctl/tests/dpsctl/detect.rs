@@ -122,12 +122,12 @@ fn standard_input_gzip_and_thresholds() {
 
 #[test]
 fn binary_content_is_skipped_with_the_reason() {
-    let path = file("report.pdf", b"%PDF-1.7\nSSN 123-45-6789");
+    let path = file("scan.png", b"\x89PNG\r\n\x1a\nSSN 123-45-6789");
     let output = dpsctl(&[&path.path], b"");
     assert!(output.status.success());
     assert!(output.stdout.is_empty());
     assert!(
-        stderr(&output).ends_with("skipped: binary content (pdf)\n"),
+        stderr(&output).ends_with("skipped: binary content (png)\n"),
         "{}",
         stderr(&output)
     );
@@ -396,5 +396,29 @@ fn workbooks_are_read_cell_by_cell_with_each_values_sheet_and_cell() {
         output.stdout.is_empty(),
         "{}",
         String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+#[test]
+fn pdfs_are_read_page_by_page_and_a_locked_one_is_skipped_with_the_reason() {
+    let output = dpsctl(&["--format", "json", &fixture("letters.pdf")], b"");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let findings = json_lines(&output);
+    let ssns: Vec<&serde_json::Value> = findings
+        .iter()
+        .filter(|f| f["pii_type"] == "us_ssn")
+        .map(|f| &f["location"])
+        .collect();
+    assert_eq!(ssns.len(), 5);
+    assert_eq!(ssns[1], &serde_json::json!({"page": 2, "line": 4}));
+    assert!(stderr(&output).contains("in a pdf"), "{}", stderr(&output));
+
+    let output = dpsctl(&[&fixture("locked.pdf")], b"");
+    assert!(output.status.success());
+    assert!(output.stdout.is_empty());
+    assert!(
+        stderr(&output).ends_with("skipped: encrypted_pdf\n"),
+        "{}",
+        stderr(&output)
     );
 }

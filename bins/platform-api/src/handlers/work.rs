@@ -262,7 +262,7 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
     {
         return Err(field(
             &at("unread"),
-            "at most 32 reasons, each 1 to 64 of a-z, 0-9, _ : . - with a count of at least 1",
+            "at most 64 reasons, each 1 to 64 of a-z, 0-9, _ : . - with a count of at least 1",
         ));
     }
     let outcome = match o.outcome.as_str() {
@@ -300,9 +300,9 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
     })
 }
 
-/// The most reasons of unread contents one outcome may report: `extract::Skip` has twenty,
-/// and detection's skips a few more.
-const MAX_UNREAD_REASONS: usize = 32;
+/// The most reasons of unread contents one outcome may report: `extract::Skip` has
+/// twenty-five, and detection's skips add `binary:<kind>` for each binary kind it knows.
+const MAX_UNREAD_REASONS: usize = 64;
 
 fn reason_like(r: &str) -> bool {
     (1..=64).contains(&r.len())
@@ -312,8 +312,8 @@ fn reason_like(r: &str) -> bool {
 
 /// One of the locations a detector makes (`detect::Location`), and nothing else: a line and
 /// column, a CSV row, column and header, a JSON line and path, a table's column path and row,
-/// a record file's field path and record, a sheet's cell and header, or a document's part or
-/// slide and paragraph; in a member of an archive, with the member's path from the object down (`archive`).
+/// a record file's field path and record, a sheet's cell and header, a document's part or
+/// slide and paragraph, or a PDF's page and line; in a member of an archive, with the member's path from the object down (`archive`).
 fn location_shaped(location: &serde_json::Value) -> bool {
     let Some(fields) = location.as_object() else {
         return false;
@@ -345,6 +345,7 @@ fn location_shaped(location: &serde_json::Value) -> bool {
         2 if fields.contains_key("record") => count("record") && text("field", false),
         2 if fields.contains_key("part") => count("paragraph") && text("part", false),
         2 if fields.contains_key("slide") => count("paragraph") && count("slide"),
+        2 if fields.contains_key("page") => count("line") && count("page"),
         2 => count("line") && count("column"),
         3 if fields.contains_key("sheet") => {
             text("sheet", false)
@@ -439,6 +440,7 @@ mod tests {
             json!({"sheet": "Export", "cell": "AA10", "header": null}),
             json!({"part": "word/document.xml", "paragraph": 4}),
             json!({"slide": 2, "paragraph": 1}),
+            json!({"page": 3, "line": 12}),
         ] {
             assert!(location_shaped(&good), "{good}");
         }
@@ -461,6 +463,7 @@ mod tests {
             json!({"sheet": "Payroll", "cell": "B0", "header": null}),
             json!({"part": 3, "paragraph": 4}),
             json!({"slide": "2", "paragraph": 1}),
+            json!({"page": 3, "line": "12"}),
             json!([1, 2]),
         ] {
             assert!(!location_shaped(&bad), "{bad}");
