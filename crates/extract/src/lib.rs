@@ -13,6 +13,7 @@ mod sink;
 mod skip;
 mod walk;
 
+pub use columnar::rewrite::{self as parquet_rewrite, Change, Editor, Refusal};
 pub use limits::{Limits, RATIO_GRACE};
 pub use sink::{Column, MAX_NAME, Sink, TableUnit};
 pub use skip::Skip;

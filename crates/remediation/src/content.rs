@@ -70,16 +70,25 @@ pub enum Unsupported {
     /// another binary format. Its values are found by scans, member by member; the action
     /// for them is quarantine.
     Format,
+    /// A table file's value whose column cannot hold its replacement: a token that is not a
+    /// number in an integer column, any mask there, a value in a float, date, decimal or
+    /// timestamp column, a fixed-length value's length changed.
+    ColumnType,
+    /// A table file (Parquet) that cannot be read, or written again, as it is: corrupt,
+    /// encrypted, LZO, past the reading limits.
+    Table,
 }
 
 impl Unsupported {
-    pub const ALL: [Unsupported; 6] = [
+    pub const ALL: [Unsupported; 8] = [
         Unsupported::Compressed,
         Unsupported::NotUtf8Text,
         Unsupported::Overlapping,
         Unsupported::AcrossCells,
         Unsupported::TooManyValues,
         Unsupported::Format,
+        Unsupported::ColumnType,
+        Unsupported::Table,
     ];
 
     /// The qualifier of the `unsupported_content` reason.
@@ -91,6 +100,8 @@ impl Unsupported {
             Unsupported::AcrossCells => "value_across_cells",
             Unsupported::TooManyValues => "too_many_values",
             Unsupported::Format => "format",
+            Unsupported::ColumnType => "column_type",
+            Unsupported::Table => "table_unreadable",
         }
     }
 }

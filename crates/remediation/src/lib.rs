@@ -17,6 +17,7 @@ pub mod stop;
 mod storage;
 pub mod store;
 pub mod sweep;
+pub mod table;
 mod tokens;
 pub mod undo;
 pub mod written;

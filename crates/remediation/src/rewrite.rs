@@ -39,7 +39,37 @@ pub(super) async fn rewrite(
     bytes: &[u8],
 ) -> Result<Rewritten, Stop> {
     let tenant = row.tenant()?;
-    let found = find_values(db, exec, &tenant, row, bytes).await?;
+    let sought = lookup(db, exec, &tenant, row).await?;
+    // Detection is the run's longest stretch of CPU: no connection is held through it.
+    db.release();
+    let parquet = extract::container(bytes) == Some(extract::Container::Parquet);
+    let found = if parquet {
+        crate::table::find(sought.detector(), bytes, &sought.wanted, &sought.written)
+    } else {
+        content::find(
+            sought.detector(),
+            sought.file_name,
+            bytes,
+            &sought.wanted,
+            &sought.written,
+        )
+    }
+    .map_err(|u| Stop::fail(Reason::Unsupported(u)))?;
+    // The new content: the spans replaced in place in text, or the values in their columns.
+    let replaced = |replacement: &dyn Fn(&content::Span) -> String, spans: &[content::Span]| {
+        if parquet {
+            crate::table::rewrite(
+                sought.detector(),
+                bytes,
+                &sought.wanted,
+                &sought.written,
+                replacement,
+            )
+            .map_err(|u| Stop::fail(Reason::Unsupported(u)))
+        } else {
+            Ok(content::rewrite(bytes, spans, replacement))
+        }
+    };
     // Every finding of the request is marked remediated when it ends, so each must have values
     // found again in the bytes that were scanned (the read is conditional on their ETag). One
     // with none (the detector or the tenant's classifiers changed since) fails the request
@@ -50,9 +80,10 @@ pub(super) async fn rewrite(
     let spans = found.spans;
     match action {
         Action::Mask(mask) => Ok(Rewritten {
-            bytes: content::rewrite(bytes, &spans, |s| {
-                content::mask(&s.value, usize::from(mask.keep_last), mask.char)
-            }),
+            bytes: replaced(
+                &|s| content::mask(&s.value, usize::from(mask.keep_last), mask.char),
+                &spans,
+            )?,
             tokens: Vec::new(),
         }),
         Action::Tokenize(config) => {
@@ -73,12 +104,15 @@ pub(super) async fn rewrite(
                 })
                 .collect();
             Ok(Rewritten {
-                bytes: content::rewrite(bytes, &spans, |s| {
-                    tokens
-                        .get(&(s.pii_type.clone(), s.value.clone()))
-                        .cloned()
-                        .unwrap_or_else(|| s.value.clone())
-                }),
+                bytes: replaced(
+                    &|s| {
+                        tokens
+                            .get(&(s.pii_type.clone(), s.value.clone()))
+                            .cloned()
+                            .unwrap_or_else(|| s.value.clone())
+                    },
+                    &spans,
+                )?,
                 tokens: written,
             })
         }
@@ -86,15 +120,37 @@ pub(super) async fn rewrite(
     }
 }
 
-/// The request's findings' values in `bytes`, found again by type, field and threshold with
-/// the classifiers of the scans that found them.
-async fn find_values(
+/// What the request's findings' values are found again by: each one's type, field and
+/// threshold, the tokens already written into the object, and a detector with the
+/// classifiers of the scans that found them.
+struct Lookup<'r> {
+    wanted: Vec<content::Wanted>,
+    written: scans::group::Written,
+    detector: Detect,
+    file_name: &'r str,
+}
+
+/// The built-in detector, or one with a tenant's classifiers.
+enum Detect {
+    Plain(&'static Detector),
+    Compiled(Box<Detector>),
+}
+
+impl Lookup<'_> {
+    fn detector(&self) -> &Detector {
+        match &self.detector {
+            Detect::Plain(d) => d,
+            Detect::Compiled(d) => d,
+        }
+    }
+}
+
+async fn lookup<'r>(
     db: &mut Conn<'_>,
     exec: &Executor,
     tenant: &TenantId,
-    row: &Row,
-    bytes: &[u8],
-) -> Result<content::Found, Stop> {
+    row: &'r Row,
+) -> Result<Lookup<'r>, Stop> {
     let conn = db.get().await?;
     let findings = scans::findings::sought(conn, tenant, &row.finding_ids)
         .await
@@ -126,22 +182,21 @@ async fn find_values(
     // The built-in recognizers cost milliseconds to build: built once per process. A tenant's
     // classifiers are compiled for the request (as rare as custom classifiers are).
     static PLAIN: std::sync::OnceLock<Detector> = std::sync::OnceLock::new();
-    let compiled;
     let detector = if specs.is_empty() {
-        PLAIN.get_or_init(Detector::new)
+        Detect::Plain(PLAIN.get_or_init(Detector::new))
     } else {
         let mut seen = HashSet::new(); // each name once, wherever it repeats
         specs.retain(|spec| seen.insert(spec.name.clone()));
         let classifiers = detect::Classifiers::compile(&specs)
             .map_err(|_| Stop::fail(Reason::ClassifiersUnreadable))?;
-        compiled = Detector::with_classifiers(classifiers);
-        &compiled
+        Detect::Compiled(Box::new(Detector::with_classifiers(classifiers)))
     };
-    let file_name = row.object_key.rsplit('/').next().unwrap_or(&row.object_key);
-    // Detection is the run's longest stretch of CPU: no connection is held through it.
-    db.release();
-    content::find(detector, file_name, bytes, &wanted, &written)
-        .map_err(|u| Stop::fail(Reason::Unsupported(u)))
+    Ok(Lookup {
+        wanted,
+        written,
+        detector,
+        file_name: row.object_key.rsplit('/').next().unwrap_or(&row.object_key),
+    })
 }
 
 /// What to look for of each finding: its type in its field, at the threshold of the policy

