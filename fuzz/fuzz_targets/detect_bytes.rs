@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use detect::{Detector, Hint, Options};
 use libfuzzer_sys::fuzz_target;
 
-const NAMES: [&str; 8] = [
+const NAMES: [&str; 9] = [
     "people.csv",
     "rows.json",
     "notes.txt",
@@ -18,6 +18,7 @@ const NAMES: [&str; 8] = [
     "blob",
     "report.TSV",
     "page.html",
+    "export.xml",
 ];
 
 static DETECTOR: LazyLock<Detector> = LazyLock::new(Detector::new);

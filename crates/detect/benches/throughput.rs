@@ -86,6 +86,13 @@ fn cases() -> Vec<Case> {
             bytes: text.clone(),
             read: scan_bytes,
         },
+        // The same lines as an HTML page, known by its doctype and read with its markup
+        // blanked: the filter's cost beside `mixed_1pct_pii_bytes`.
+        Case {
+            name: "html_1pct_pii_bytes",
+            bytes: html(&text),
+            read: scan_bytes,
+        },
         // Structured: every line of the corpus as a CSV cell and as an NDJSON value, with the
         // structure tracked for locations and header or key context.
         Case {
@@ -283,6 +290,18 @@ fn structured(text: &str, format: Format) -> String {
             ));
         }
     }
+    out
+}
+
+/// The corpus's lines as an HTML page: each a paragraph with a class and an id.
+fn html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><title>Notes</title></head><body>\n");
+    for (n, line) in text.lines().enumerate() {
+        let line = line.replace('&', "&amp;").replace('<', "&lt;");
+        out.push_str(&format!("<p class=\"note\" id=\"n{n}\">{line}</p>\n"));
+    }
+    out.push_str("</body></html>\n");
     out
 }
 

@@ -21,6 +21,9 @@ pub enum Format {
     Tsv,
     /// One JSON document, or one per line (NDJSON, JSON Lines).
     Json,
+    /// XML or HTML, read as text with its markup blanked ([`crate::markup`]): its locations
+    /// are plain text's, line and column of the file itself.
+    Markup,
 }
 
 impl Format {
@@ -30,6 +33,7 @@ impl Format {
             Format::Csv => "csv",
             Format::Tsv => "tsv",
             Format::Json => "json",
+            Format::Markup => "markup",
         }
     }
 }
@@ -176,6 +180,8 @@ pub(crate) fn format(hint: &Hint<'_>, head: &str) -> Format {
     }
     if looks_like_json(head) {
         Format::Json
+    } else if looks_like_markup(head) {
+        Format::Markup
     } else {
         Format::Text
     }
@@ -194,6 +200,10 @@ fn format_of_content_type(content_type: &str) -> Option<Format> {
         | "application/x-jsonlines"
         | "application/json-seq" => Some(Format::Json),
         other if other.ends_with("+json") => Some(Format::Json),
+        "text/html" | "application/xhtml+xml" | "application/xml" | "text/xml" => {
+            Some(Format::Markup)
+        }
+        other if other.ends_with("+xml") => Some(Format::Markup),
         "text/plain" => Some(Format::Text),
         _ => None,
     }
@@ -208,6 +218,7 @@ fn format_of_file_name(name: &str) -> Option<Format> {
         "tsv" | "tab" => Some(Format::Tsv),
         "json" | "ndjson" | "jsonl" | "geojson" => Some(Format::Json),
         "txt" | "log" | "md" | "text" => Some(Format::Text),
+        "xml" | "html" | "htm" | "xhtml" | "svg" => Some(Format::Markup),
         _ => None,
     }
 }
@@ -224,6 +235,17 @@ fn looks_like_json(head: &str) -> bool {
         ),
         _ => false,
     }
+}
+
+/// XML starts with its declaration (`<?xml`), HTML with a doctype or its root element; a
+/// document type declaration starts other XML too. Leading whitespace aside, nothing else
+/// counts: a log line or prose that holds a tag is text.
+fn looks_like_markup(head: &str) -> bool {
+    let head = head.trim_start().as_bytes();
+    [&b"<?xml"[..], b"<!doctype", b"<html"].iter().any(|start| {
+        head.get(..start.len())
+            .is_some_and(|h| h.eq_ignore_ascii_case(start))
+    })
 }
 
 #[cfg(test)]
@@ -283,5 +305,63 @@ mod tests {
             format(&hint(None, Some("notes.txt")), "{\"a\":1}"),
             Format::Text
         );
+    }
+
+    #[test]
+    fn xml_and_html_are_markup_by_hint_or_first_bytes() {
+        let hint = |content_type, file_name| Hint {
+            content_type,
+            file_name,
+        };
+        for content_type in [
+            "text/html; charset=utf-8",
+            "application/xhtml+xml",
+            "application/xml",
+            "text/xml",
+            "image/svg+xml",
+            "application/atom+xml",
+        ] {
+            assert_eq!(
+                format(&hint(Some(content_type), None), ""),
+                Format::Markup,
+                "{content_type}"
+            );
+        }
+        for name in [
+            "a/letters.html",
+            "Index.HTM",
+            "x.xhtml",
+            "export.xml.gz",
+            "logo.svg",
+        ] {
+            assert_eq!(
+                format(&hint(None, Some(name)), ""),
+                Format::Markup,
+                "{name}"
+            );
+        }
+        for head in [
+            "<?xml version=\"1.0\"?>\n<customers/>",
+            "\n  <!DOCTYPE html>\n<html>",
+            "<!doctype html>",
+            "<HTML lang=\"en\">",
+            "<!DOCTYPE note SYSTEM \"note.dtd\">",
+        ] {
+            assert_eq!(format(&Hint::default(), head), Format::Markup, "{head}");
+        }
+        // A hint that says otherwise wins; a tag later in prose or a log is text.
+        assert_eq!(
+            format(&hint(None, Some("page.txt")), "<html>"),
+            Format::Text
+        );
+        assert_eq!(
+            format(&hint(Some("text/plain"), None), "<?xml"),
+            Format::Text
+        );
+        assert_eq!(
+            format(&Hint::default(), "INFO rendered <html> for 7"),
+            Format::Text
+        );
+        assert_eq!(format(&Hint::default(), "<p>hi</p>"), Format::Text);
     }
 }

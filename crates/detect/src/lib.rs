@@ -3,6 +3,7 @@
 // The modules, bottom to top; each uses only modules above it in this list:
 // - `types`: the shared vocabulary (findings, locations, options, windows, candidates);
 // - `content`: format, encoding and binary sniffing;
+// - `markup`: XML and HTML markup blanked byte for byte, so text keeps its offsets;
 // - `context`: English and French context words, headers and keys as words;
 // - `structure`: the incremental line, CSV and JSON trackers behind locations and labels;
 // - `dates`: numeric and month-name dates;
@@ -18,6 +19,7 @@ mod content;
 mod context;
 mod custom;
 mod dates;
+mod markup;
 mod recognize;
 mod scan;
 mod score;

@@ -10,6 +10,7 @@ use tokenize_core::normalize::{NormalizeOptions, Region};
 use crate::content::Format;
 use crate::context::{Context, Labels};
 use crate::custom::Classifiers;
+use crate::markup::Markup;
 use crate::recognize::Recognizers;
 use crate::score::{self, CONTEXT_BOOST, Scope};
 use crate::structure::Tracker;
@@ -54,8 +55,14 @@ impl Detector {
         self.scan_text(text, Format::Text, &options)
     }
 
-    /// Every finding in decoded text of a known format, in order.
+    /// Every finding in decoded text of a known format, in order. XML and HTML
+    /// ([`Format::Markup`]) are read with their markup blanked, at the same offsets.
     pub fn scan_text(&self, text: &str, format: Format, options: &Options) -> Vec<Finding> {
+        if format == Format::Markup {
+            let mut stripped = String::with_capacity(text.len());
+            Markup::new().push_stripped(text, &mut stripped);
+            return self.scan_whole(&stripped, Tracker::new(format), options);
+        }
         self.scan_whole(text, Tracker::new(format), options)
     }
 

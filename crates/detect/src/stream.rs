@@ -8,6 +8,7 @@ use std::io::Write;
 use flate2::write::MultiGzDecoder;
 
 use crate::content::{self, Encoding, Format, Hint, SNIFF_LEN, SkipReason};
+use crate::markup::Markup;
 use crate::scan::Detector;
 use crate::structure::Tracker;
 use crate::types::{Finding, MAX_REACH, Options, Window};
@@ -79,6 +80,10 @@ struct Text {
     pending: Vec<u8>,
     /// A UTF-16 high surrogate waiting for its pair.
     high_surrogate: Option<u16>,
+    /// For XML and HTML, the markup filter, which blanks what is decoded before it is
+    /// buffered: decoding comes first, so that UTF-16 and Latin-1 markup is blanked too, and
+    /// the blanked text keeps the decoded text's offsets.
+    markup: Option<Markup>,
     buffer: String,
     /// The absolute offset of `buffer[0]`.
     base: usize,
@@ -316,6 +321,7 @@ impl<'d> Stream<'d> {
             tracker: Tracker::new(Format::Text),
             pending: Vec::new(),
             high_surrogate: None,
+            markup: None,
             buffer: String::new(),
             base: 0,
             report_from: 0,
@@ -331,6 +337,9 @@ impl<'d> Stream<'d> {
         });
         text.format = format;
         text.tracker = Tracker::new(format);
+        if format == Format::Markup {
+            text.start_markup();
+        }
         self.text = Some(text);
         self.scan_full_windows(findings);
         Ok(())
@@ -375,8 +384,26 @@ impl Text {
         self.base += keep;
     }
 
-    /// Appends decoded bytes to the buffer; an unfinished character waits for the next piece.
+    /// Blanks markup from here on, the text decoded to sniff the format included.
+    fn start_markup(&mut self) {
+        let mut markup = Markup::new();
+        let head = std::mem::take(&mut self.buffer);
+        markup.push_stripped(&head, &mut self.buffer);
+        self.markup = Some(markup);
+    }
+
+    /// Appends decoded bytes to the buffer, markup blanked; an unfinished character waits for
+    /// the next piece.
     fn decode(&mut self, bytes: &[u8]) {
+        let from = self.buffer.len();
+        self.decode_raw(bytes);
+        if let Some(markup) = self.markup.as_mut() {
+            let decoded = self.buffer.split_off(from);
+            markup.push_stripped(&decoded, &mut self.buffer);
+        }
+    }
+
+    fn decode_raw(&mut self, bytes: &[u8]) {
         match self.encoding {
             Encoding::Latin1 => self.buffer.extend(bytes.iter().map(|&b| char::from(b))),
             Encoding::Utf8 => {

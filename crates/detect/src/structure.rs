@@ -78,7 +78,8 @@ impl Tracker {
 
     pub fn new(format: Format) -> Self {
         match format {
-            Format::Text => Tracker::Lines(Lines::default()),
+            // Markup is blanked to text of the same length: its lines are the file's.
+            Format::Text | Format::Markup => Tracker::Lines(Lines::default()),
             Format::Csv => Tracker::Csv(Csv::new(b',')),
             Format::Tsv => Tracker::Csv(Csv::new(b'\t')),
             Format::Json => Tracker::Json(Json::default()),

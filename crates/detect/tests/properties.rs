@@ -1,6 +1,6 @@
 //! Property tests of detection on arbitrary input, 10,000 cases each. Whatever a bucket holds
 //! (any bytes, gzip of anything, corrupt gzip), a scan finds or skips it with a reason: never
-//! a panic. Streaming in any pieces finds what one read finds. Classifier definitions from any
+//! a panic. Streaming in any pieces finds what one read finds, in CSV and in markup. Classifier definitions from any
 //! text, and any regex up to the size limit, are accepted or refused with a reason, in bounded
 //! memory.
 #![allow(
@@ -14,7 +14,7 @@ use std::io::Write as _;
 use detect::{ClassifierSpec, Classifiers, Detector, Finding, Hint, Options};
 use proptest::prelude::*;
 
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 9] = [
     "people.csv",
     "rows.json",
     "notes.txt",
@@ -22,6 +22,8 @@ const NAMES: [&str; 7] = [
     "people.csv.gz",
     "blob",
     "report.TSV",
+    "page.html",
+    "export.xml",
 ];
 
 /// One detector for every case: building one compiles every recognizer.
@@ -59,6 +61,12 @@ fn scan(detector: &Detector, bytes: &[u8], name: &str) -> Result<Vec<Finding>, S
 /// e-mail-like and date-like runs, and now and then a multi-byte character.
 fn data_text() -> impl Strategy<Value = String> {
     "(name,ssn,email,dob\n)?([A-Za-zé ]{0,12},[0-9 ().-]{0,14},[a-z.]{0,8}@?[a-z]{0,6}\\.?[a-z]{0,3},[0-9/ -]{0,11}\n){0,12}"
+}
+
+/// The same kind of values in XML and HTML: elements, attributes, comments, CDATA and
+/// scripts, some of them left open for the next line to close.
+fn markup_text() -> impl Strategy<Value = String> {
+    "(<\\?xml version=\"1.0\"\\?>\n)?(<(p|td|ssn|!--|!\\[CDATA\\[|script)( (id|value)=[\"']?[0-9a-z@.-]{0,12}[\"']?)?/?>[A-Za-zé ]{0,8}[0-9 ().-]{0,14}[a-z.]{0,8}@?[a-z]{0,6}\\.?[a-z]{0,3}(</p>|-->|]]>|</script>)?\n){0,12}"
 }
 
 proptest! {
@@ -107,17 +115,20 @@ proptest! {
 
     #[test]
     fn streaming_in_any_pieces_finds_what_one_read_finds(
-        text in data_text(),
+        (text, name) in prop_oneof![
+            data_text().prop_map(|text| (text, "people.csv")),
+            markup_text().prop_map(|text| (text, "page.html")),
+        ],
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
     ) {
         let detector = &*DETECTOR;
         let bytes = text.as_bytes();
-        let whole = scan(detector, bytes, "people.csv");
+        let whole = scan(detector, bytes, name);
         let mut at: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
         at.push(0);
         at.push(bytes.len());
         at.sort_unstable();
-        let hint = Hint { content_type: None, file_name: Some("people.csv") };
+        let hint = Hint { content_type: None, file_name: Some(name) };
         let mut stream = detector.stream(hint, Options::default());
         let mut findings = Vec::new();
         let mut pushed = Ok(());

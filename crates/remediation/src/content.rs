@@ -228,7 +228,11 @@ pub fn find(
                 return Err(Unsupported::AcrossCells);
             }
         }
-        detect::Format::Csv | detect::Format::Text | detect::Format::Tsv => {}
+        // Markup's offsets are the file's own (its punctuation was blanked, not removed).
+        detect::Format::Csv
+        | detect::Format::Text
+        | detect::Format::Tsv
+        | detect::Format::Markup => {}
     }
     Ok(Found {
         spans: kept,
@@ -525,6 +529,41 @@ Bo,457-55-5462,401-02-3456,other 212-67-4523
         let (values, missing) = found("people.csv", PEOPLE, &[wanted("us_ssn", "ssn", 0.8)], &all);
         assert!(values.is_empty());
         assert_eq!(missing, 1);
+    }
+
+    #[test]
+    fn values_in_xml_and_html_are_rewritten_in_the_files_own_bytes() {
+        // Detection reads markup with its punctuation blanked, at the file's own offsets: a
+        // value in an element, an attribute or a comment is replaced there, and the markup
+        // around it is left byte for byte.
+        let xml = r#"<?xml version="1.0"?>
+<people><person ssn="219-09-9999"><ssn>457-55-5462</ssn></person>
+<!--old ssn 536-22-1234--></people>
+"#;
+        let people = find(
+            &Detector::new(),
+            "people.xml",
+            xml.as_bytes(),
+            &[wanted("us_ssn", "", 0.5)],
+            &Written::default(),
+        )
+        .unwrap();
+        let masked = rewrite(xml.as_bytes(), &people.spans, |s| mask(&s.value, 4, '*'));
+        assert_eq!(
+            String::from_utf8(masked).unwrap(),
+            r#"<?xml version="1.0"?>
+<people><person ssn="***-**-9999"><ssn>***-**-5462</ssn></person>
+<!--old ssn ***-**-1234--></people>
+"#
+        );
+        let html = "<p>Write to <a href=\"mailto:ann@example.com\">ann@example.com</a></p>";
+        let (values, missing) = found(
+            "letter.html",
+            html,
+            &[wanted("email", "", 0.5)],
+            &Written::default(),
+        );
+        assert_eq!((values.len(), missing), (2, 0));
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod hostile;
 mod isolation;
 mod kubernetes;
 mod limits;
+mod markup;
 mod migrations;
 mod nul;
 mod openapi;

@@ -422,3 +422,38 @@ fn pdfs_are_read_page_by_page_and_a_locked_one_is_skipped_with_the_reason() {
         stderr(&output)
     );
 }
+
+#[test]
+fn xml_and_html_are_read_as_text_with_their_markup_blanked() {
+    let output = dpsctl(&["--format", "json", &fixture("customers.xml")], b"");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let findings = json_lines(&output);
+    assert_eq!(findings.len(), 10 + 10 + 4, "SSNs, emails and phones");
+    // The SSN in an attribute, at the line and column of the file itself.
+    let xml = std::fs::read_to_string(fixture("customers.xml")).unwrap();
+    let attribute = findings
+        .iter()
+        .find(|f| &xml[f["start"].as_u64().unwrap() as usize..][..11] == "536-22-5210")
+        .unwrap();
+    assert_eq!(
+        attribute["location"],
+        serde_json::json!({"line": 25, "column": 39})
+    );
+    let err = stderr(&output);
+    assert!(err.contains("of markup"), "{err}");
+
+    // From standard input, the page's doctype says what it is.
+    let page = std::fs::read(fixture("letters.html")).unwrap();
+    let output = dpsctl(&["--format", "json", "-"], &page);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(json_lines(&output).len(), 6 + 11 + 3);
+    assert!(stderr(&output).contains("of markup"));
+
+    let output = dpsctl(&[&fixture("control.html")], b"");
+    assert!(output.status.success());
+    assert!(
+        output.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
