@@ -1,4 +1,6 @@
-//! A Parquet object's values found again column by column, and rewritten in place.
+//! A table file's values found again column by column, and rewritten in place: a Parquet
+//! object today; any rewriter of the reading layer that hands its values in runs as its reader
+//! does, each run's rows numbering its lines, can use the same editor.
 //!
 //! A finding in a Parquet file is one PII type in one column (its names joined by `.`). The
 //! reading layer's rewrite (`extract::parquet_rewrite`) hands the wanted columns' values to
@@ -13,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
-use detect::{Detector, Location, Options, TableUnit};
+use detect::{Detector, Location, Options};
 use extract::{Change, Column, Editor, Limits, Refusal, parquet_rewrite};
 use scans::group::Written;
 
@@ -126,11 +128,11 @@ impl Editor for Values<'_> {
         };
         let findings =
             self.detector
-                .scan_column(column.text, &names, column.rows, TableUnit::Row, &options);
+                .scan_column(column.text, &names, column.rows, column.unit, &options);
         // Each cell's values, longest first where two start together.
         let mut kept: Vec<(u64, Span)> = Vec::new();
         for finding in &findings {
-            let Location::Column { row: line, .. } = finding.location else {
+            let Some(line) = line_of(&finding.location) else {
                 continue;
             };
             let field = finding.location.field();
@@ -186,5 +188,23 @@ impl Editor for Values<'_> {
             self.spans.push(span);
         }
         changes
+    }
+}
+
+/// The line of a run a finding is on: the rewriter numbers a run's lines as its rows, so the
+/// row (record, paragraph, line, or a cell's row) of a location is its line.
+fn line_of(location: &Location) -> Option<u64> {
+    match location {
+        Location::Column { row, .. } => Some(*row),
+        Location::Record { record, .. } => Some(*record),
+        Location::Paragraph { paragraph, .. } | Location::Slide { paragraph, .. } => {
+            Some(*paragraph)
+        }
+        Location::Page { line, .. } => Some(*line),
+        Location::Cell { cell, .. } => cell
+            .trim_start_matches(|c: char| c.is_ascii_uppercase())
+            .parse()
+            .ok(),
+        Location::Line { .. } | Location::Csv { .. } | Location::Json { .. } => None,
     }
 }
