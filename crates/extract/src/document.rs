@@ -5,8 +5,9 @@
 //! `quick-xml`.
 
 use std::io::{BufReader, Read, Seek};
+use std::ops::Range;
 
-use quick_xml::events::Event;
+use quick_xml::events::{BytesStart, Event};
 
 use crate::sink::{Lines, TableRead};
 use crate::{Sink, Skip, TableUnit};
@@ -80,14 +81,7 @@ pub(crate) fn read<R: Read + Seek>(
         } else {
             numbered(part, "ppt/slides/slide")
         };
-        let mut run = Run {
-            lines: Lines::default(),
-            part,
-            slide,
-            path,
-            sink: &mut *sink,
-            handed: false,
-        };
+        let mut run = Run::new(part, slide, path, &mut *sink);
         if paragraphs(BufReader::new(file), &mut run).is_err() {
             push_once(&mut outcome.skips, Skip::CorruptDocument);
         }
@@ -104,55 +98,139 @@ fn push_once(skips: &mut Vec<Skip>, skip: Skip) {
     }
 }
 
-/// Streams one part's XML, joining the text elements (`w:t`, `a:t`) of each paragraph
-/// (`w:p`, `a:p`) into one line; a tab is a tab, a break a space.
-fn paragraphs(source: impl std::io::BufRead, run: &mut Run<'_>) -> Result<(), ()> {
+/// A paragraph's text element (`w:t`, `w:delText`, `a:t`): where its content is in the
+/// part's bytes and where its text is in the paragraph's, for a rewrite to change it there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Node {
+    /// Its start tag, `<w:t xml:space="preserve">`.
+    pub tag: Range<usize>,
+    /// Its content, between its start and end tags.
+    pub content: Range<usize>,
+    /// Its text within the paragraph's.
+    pub text: Range<usize>,
+    /// Whether its content is text and references only, each character of it in the
+    /// paragraph: only such an element can be written again from its text.
+    pub plain: bool,
+    /// Whether its start tag keeps the spaces of its text (`xml:space="preserve"`).
+    pub preserve: bool,
+    /// How much markup no change may cross came before it in the paragraph: two elements with
+    /// the same count have only runs' boundaries and properties between them.
+    pub barrier: u32,
+}
+
+/// Whoever reads a part's paragraphs.
+pub(crate) trait Paragraphs {
+    /// Paragraph `number` of the part (empty ones counted), its runs' text joined, and its text
+    /// elements.
+    fn paragraph(&mut self, number: u64, text: &str, nodes: &[Node]);
+}
+
+/// Streams one part's XML, joining the text elements (`w:t`, `a:t`) of each paragraph (`w:p`,
+/// `a:p`) into one line; a tab is a tab, a break a space. Text a tracked change deleted
+/// (`w:delText`) is read too: it is still in the file.
+pub(crate) fn paragraphs(
+    source: impl std::io::BufRead,
+    out: &mut dyn Paragraphs,
+) -> Result<(), ()> {
     let mut reader = quick_xml::Reader::from_reader(source);
     let mut buf = Vec::new();
     let mut paragraph = String::new();
     let mut number: u64 = 0;
-    let mut in_text = false;
+    let mut nodes: Vec<Node> = Vec::new();
+    // The text element being read, if any.
+    let mut open: Option<Node> = None;
+    let mut marks = Marks::default();
     loop {
+        let before = position(&reader)?;
         let event = reader.read_event_into(&mut buf).map_err(drop)?;
+        let after = position(&reader)?;
+        if open.is_some()
+            && !matches!(
+                &event,
+                Event::Text(_) | Event::GeneralRef(_) | Event::End(_)
+            )
+        {
+            // Markup inside a text element: not one a rewrite writes again from its text.
+            open.iter_mut().for_each(|node| node.plain = false);
+        }
         match event {
             Event::Start(e) => match e.local_name().as_ref() {
-                // Text, and text a tracked change deleted: it is still in the file.
-                "t" | "delText" => in_text = true,
-                "tab" => paragraph.push('\t'),
-                "br" | "cr" => paragraph.push(' '),
-                _ => {}
+                "t" | "delText" => {
+                    // A text element inside another: neither is plain.
+                    let nested = open.take().map(|node| close(node, before, paragraph.len()));
+                    let plain = nested.is_none();
+                    nodes.extend(nested);
+                    open = Some(Node {
+                        tag: before..after,
+                        content: after..after,
+                        text: paragraph.len()..paragraph.len(),
+                        plain,
+                        preserve: preserves(&e),
+                        barrier: marks.barrier,
+                    });
+                }
+                "tab" => {
+                    paragraph.push('\t');
+                    marks.barrier += 1;
+                }
+                "br" | "cr" => {
+                    paragraph.push(' ');
+                    marks.barrier += 1;
+                }
+                name => marks.start(name),
             },
             Event::Empty(e) => match e.local_name().as_ref() {
-                "tab" => paragraph.push('\t'),
-                "br" | "cr" => paragraph.push(' '),
+                "tab" => {
+                    paragraph.push('\t');
+                    marks.barrier += 1;
+                }
+                "br" | "cr" => {
+                    paragraph.push(' ');
+                    marks.barrier += 1;
+                }
                 "p" => number += 1,
-                _ => {}
+                "t" | "delText" => {}
+                name => marks.empty(name),
             },
             Event::End(e) => match e.local_name().as_ref() {
-                "t" | "delText" => in_text = false,
+                "t" | "delText" => {
+                    if let Some(node) = open.take() {
+                        nodes.push(close(node, before, paragraph.len()));
+                    }
+                }
                 "p" => {
                     number += 1;
-                    run.push(number, &paragraph);
+                    out.paragraph(number, &paragraph, &nodes);
                     paragraph.clear();
+                    nodes.clear();
                 }
-                _ => {}
+                name => marks.end(name),
             },
-            Event::Text(t) if in_text && paragraph.len() < MAX_PARAGRAPH => {
-                paragraph.push_str(&t.xml10_content());
+            Event::Text(t) => {
+                if let Some(node) = &mut open {
+                    if paragraph.len() < MAX_PARAGRAPH {
+                        paragraph.push_str(&t.xml10_content());
+                    } else {
+                        node.plain = false;
+                    }
+                }
             }
-            Event::GeneralRef(r) if in_text => {
-                let c = match r.resolve_char_ref() {
-                    Ok(Some(c)) => Some(c),
-                    _ => match r.as_ref() {
-                        "amp" => Some('&'),
-                        "lt" => Some('<'),
-                        "gt" => Some('>'),
-                        "quot" => Some('"'),
-                        "apos" => Some('\''),
-                        _ => None,
-                    },
-                };
-                paragraph.extend(c);
+            Event::GeneralRef(r) => {
+                if let Some(node) = &mut open {
+                    let c = match r.resolve_char_ref() {
+                        Ok(Some(c)) => Some(c),
+                        _ => match r.as_ref() {
+                            "amp" => Some('&'),
+                            "lt" => Some('<'),
+                            "gt" => Some('>'),
+                            "quot" => Some('"'),
+                            "apos" => Some('\''),
+                            _ => None,
+                        },
+                    };
+                    node.plain &= c.is_some();
+                    paragraph.extend(c);
+                }
             }
             Event::Eof => return Ok(()),
             _ => {}
@@ -161,18 +239,89 @@ fn paragraphs(source: impl std::io::BufRead, run: &mut Run<'_>) -> Result<(), ()
     }
 }
 
-/// A part's paragraphs on their way to the sink, one per line.
-struct Run<'a> {
-    lines: Lines,
+/// Where the reader is in the part's bytes.
+fn position<R>(reader: &quick_xml::Reader<R>) -> Result<usize, ()> {
+    usize::try_from(reader.buffer_position()).map_err(drop)
+}
+
+/// A text element ended at `end` in the part, its text at `text_end` in the paragraph.
+fn close(mut node: Node, end: usize, text_end: usize) -> Node {
+    node.content.end = end;
+    node.text.end = text_end;
+    node
+}
+
+/// Whether a text element's start tag says its spaces are kept.
+fn preserves(e: &BytesStart<'_>) -> bool {
+    e.attributes()
+        .flatten()
+        .any(|a| a.key.as_ref() == "xml:space" && a.value.as_ref() == "preserve")
+}
+
+/// The markup between a paragraph's text elements that a change may not cross: anything but
+/// runs (`w:r`), their properties (`w:rPr` and all in it), and the marks an editor leaves
+/// between runs that hold no text (`w:proofErr`, `w:bookmarkStart`, `w:bookmarkEnd`). A field
+/// code, a tracked change, a hyperlink, a drawing, a symbol: each is a barrier.
+#[derive(Debug, Default)]
+struct Marks {
+    barrier: u32,
+    /// How deep inside run properties the reader is.
+    properties: u32,
+}
+
+impl Marks {
+    fn start(&mut self, name: &str) {
+        if name == "rPr" {
+            self.properties += 1;
+        } else {
+            self.empty(name);
+        }
+    }
+
+    fn end(&mut self, name: &str) {
+        if name == "rPr" {
+            self.properties = self.properties.saturating_sub(1);
+        } else {
+            self.empty(name);
+        }
+    }
+
+    fn empty(&mut self, name: &str) {
+        let between_runs = matches!(
+            name,
+            "r" | "rPr" | "proofErr" | "bookmarkStart" | "bookmarkEnd" | "p"
+        );
+        if self.properties == 0 && !between_runs {
+            self.barrier += 1;
+        }
+    }
+}
+
+/// A part's paragraphs on their way to a sink, one per line, in runs of [`RUN`] bytes: the
+/// same runs for a scan and for a rewrite, so that detection reads the same text in both.
+pub(crate) struct Run<'a, S: Sink + ?Sized> {
+    pub lines: Lines,
     part: &'a str,
     slide: Option<u32>,
     path: &'a [String],
-    sink: &'a mut dyn Sink,
-    handed: bool,
+    pub sink: &'a mut S,
+    pub handed: bool,
 }
 
-impl Run<'_> {
-    fn push(&mut self, number: u64, paragraph: &str) {
+impl<'a, S: Sink + ?Sized> Run<'a, S> {
+    pub fn new(part: &'a str, slide: Option<u32>, path: &'a [String], sink: &'a mut S) -> Self {
+        Self {
+            lines: Lines::default(),
+            part,
+            slide,
+            path,
+            sink,
+            handed: false,
+        }
+    }
+
+    /// Adds paragraph `number`, trimmed and cut at [`MAX_PARAGRAPH`]; an empty one is none.
+    pub fn push(&mut self, number: u64, paragraph: &str) {
         let paragraph = paragraph.trim();
         if paragraph.is_empty() {
             return;
@@ -187,7 +336,7 @@ impl Run<'_> {
         }
     }
 
-    fn flush(&mut self) {
+    pub fn flush(&mut self) {
         if self.lines.is_empty() {
             return;
         }
@@ -198,5 +347,11 @@ impl Run<'_> {
         self.sink.values(self.path, &self.lines.column(&[], unit));
         self.handed = true;
         self.lines.clear();
+    }
+}
+
+impl<S: Sink + ?Sized> Paragraphs for Run<'_, S> {
+    fn paragraph(&mut self, number: u64, text: &str, _: &[Node]) {
+        self.push(number, text);
     }
 }

@@ -6,15 +6,20 @@
 mod avro;
 mod columnar;
 mod document;
+mod edit;
 mod limits;
+mod office;
 mod pdf;
+mod rewrite;
 mod sheet;
 mod sink;
 mod skip;
 mod walk;
 
-pub use columnar::rewrite::{self as parquet_rewrite, Change, Editor, Refusal};
+pub use columnar::rewrite as parquet_rewrite;
+pub use edit::{Change, Editor, Refusal};
 pub use limits::{Limits, RATIO_GRACE};
+pub use rewrite::{Rewritable, rewritable, rewrite};
 pub use sink::{Column, MAX_NAME, Sink, TableUnit};
 pub use skip::Skip;
 pub use walk::{Container, HEAD, Report, container, walk};

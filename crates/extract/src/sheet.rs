@@ -58,33 +58,51 @@ pub(crate) fn read<R: Read + Seek>(
     path: &[String],
     sink: &mut dyn Sink,
 ) -> Result<TableRead, Skip> {
-    // calamine meets the workbook's XML here; a panic among its parsers (an overflowing cell
-    // reference, for one, in 0.38) is the file's fault, and ends the workbook or the sheet.
-    let mut book: Xlsx<R> = catch_unwind(AssertUnwindSafe(|| Xlsx::new(source)))
-        .map_err(|_| Skip::CorruptSpreadsheet)?
-        .map_err(|_| Skip::CorruptSpreadsheet)?;
+    let mut book = open(source)?;
     let mut outcome = TableRead::default();
     for name in book.sheet_names() {
-        let sheet: String = name.chars().take(crate::MAX_NAME).collect();
-        let mut runs = Runs {
-            sheet: &sheet,
-            path,
-            sink: &mut *sink,
-            columns: BTreeMap::new(),
-            headers: BTreeMap::new(),
-            header_row: None,
-            held: 0,
-            handed: false,
-        };
-        let read = catch_unwind(AssertUnwindSafe(|| cells(&mut book, &name, &mut runs)));
-        if !matches!(read, Ok(Ok(()))) {
+        let (handed, whole) = read_sheet(&mut book, &name, path, sink);
+        if !whole {
             push_once(&mut outcome.skips, Skip::CorruptSpreadsheet);
         }
-        // What was read before a failure is handed over all the same.
-        runs.flush();
-        outcome.handed |= runs.handed;
+        outcome.handed |= handed;
     }
     Ok(outcome)
+}
+
+/// The workbook `source`, opened by `calamine`: its workbook part, relationships, styles and
+/// shared strings read.
+pub(crate) fn open<R: Read + Seek>(source: R) -> Result<Xlsx<R>, Skip> {
+    // calamine meets the workbook's XML here; a panic among its parsers (an overflowing cell
+    // reference, for one, in 0.38) is the file's fault, and ends the workbook or the sheet.
+    catch_unwind(AssertUnwindSafe(|| Xlsx::new(source)))
+        .map_err(|_| Skip::CorruptSpreadsheet)?
+        .map_err(|_| Skip::CorruptSpreadsheet)
+}
+
+/// Reads the cells of the sheet `name` into `sink`, in runs of one column's values: whether
+/// any reached it, and whether the sheet was read to its end.
+pub(crate) fn read_sheet<R: Read + Seek>(
+    book: &mut Xlsx<R>,
+    name: &str,
+    path: &[String],
+    sink: &mut dyn Sink,
+) -> (bool, bool) {
+    let sheet: String = name.chars().take(crate::MAX_NAME).collect();
+    let mut runs = Runs {
+        sheet: &sheet,
+        path,
+        sink,
+        columns: BTreeMap::new(),
+        headers: BTreeMap::new(),
+        header_row: None,
+        held: 0,
+        handed: false,
+    };
+    let read = catch_unwind(AssertUnwindSafe(|| cells(book, name, &mut runs)));
+    // What was read before a failure is handed over all the same.
+    runs.flush();
+    (runs.handed, matches!(read, Ok(Ok(()))))
 }
 
 /// Reads one sheet's cells into `runs`, row by row as the sheet's XML has them.
@@ -107,13 +125,7 @@ fn push_once(skips: &mut Vec<Skip>, skip: Skip) {
 fn text(value: &DataRef<'_>, out: &mut String) {
     match value {
         DataRef::Int(v) => out.push_str(&v.to_string()),
-        DataRef::Float(v) if v.is_finite() => {
-            if v.fract() == 0.0 && v.abs() < 1e15 {
-                out.push_str(&(*v as i64).to_string());
-            } else {
-                out.push_str(&v.to_string());
-            }
-        }
+        DataRef::Float(v) => number(*v, out),
         DataRef::String(s) => out.push_str(s),
         DataRef::SharedString(s) => out.push_str(s),
         DataRef::DateTimeIso(s) => out.push_str(s),
@@ -131,6 +143,18 @@ fn text(value: &DataRef<'_>, out: &mut String) {
             }
         }
         _ => {}
+    }
+}
+
+/// A number as a sheet shows it: without a needless fraction; nothing for one not finite.
+pub(crate) fn number(v: f64, out: &mut String) {
+    if !v.is_finite() {
+        return;
+    }
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        out.push_str(&(v as i64).to_string());
+    } else {
+        out.push_str(&v.to_string());
     }
 }
 

@@ -77,10 +77,17 @@ pub enum Unsupported {
     /// A table file (Parquet) that cannot be read, or written again, as it is: corrupt,
     /// encrypted, LZO, past the reading limits.
     Table,
+    /// A workbook's cell that holds a formula: the cell shows what the formula computes, and
+    /// a spreadsheet would compute it again over a token or a mask.
+    Formula,
+    /// A value that a workbook's or a document's markup splits where no rewrite is safe:
+    /// across a field code, a tracked change, a hyperlink, a tab or a break, or in text kept
+    /// with a phonetic reading.
+    Markup,
 }
 
 impl Unsupported {
-    pub const ALL: [Unsupported; 8] = [
+    pub const ALL: [Unsupported; 10] = [
         Unsupported::Compressed,
         Unsupported::NotUtf8Text,
         Unsupported::Overlapping,
@@ -89,6 +96,8 @@ impl Unsupported {
         Unsupported::Format,
         Unsupported::ColumnType,
         Unsupported::Table,
+        Unsupported::Formula,
+        Unsupported::Markup,
     ];
 
     /// The qualifier of the `unsupported_content` reason.
@@ -102,6 +111,8 @@ impl Unsupported {
             Unsupported::Format => "format",
             Unsupported::ColumnType => "column_type",
             Unsupported::Table => "table_unreadable",
+            Unsupported::Formula => "formula",
+            Unsupported::Markup => "value_across_markup",
         }
     }
 }

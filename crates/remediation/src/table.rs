@@ -110,6 +110,8 @@ impl<'a> Values<'a> {
         }
         ended.map_err(|refusal| match refusal {
             Refusal::ColumnType => Unsupported::ColumnType,
+            Refusal::Formula => Unsupported::Formula,
+            Refusal::Markup => Unsupported::Markup,
             Refusal::Unreadable | Refusal::Write => Unsupported::Table,
         })
     }

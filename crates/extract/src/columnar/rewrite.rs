@@ -26,54 +26,10 @@ use parquet::schema::types::{ColumnDescPtr, ColumnPath};
 use super::pages::{Codec, Pages, Shared};
 use super::render::{self, Render};
 use super::{RECORDS, byte_range, footer};
+use crate::edit::{Change, Editor, Refusal};
 use crate::limits::RATIO_GRACE;
 use crate::sink::Lines;
-use crate::{Column, Limits, TableUnit};
-
-/// One change to a value: bytes `start..end` of it, as its line shows it, become `text`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Change {
-    /// The 1-based line of the run the value is on (the `rows` an [`Editor`] is handed count
-    /// lines, not the file's rows).
-    pub line: u64,
-    pub start: usize,
-    pub end: usize,
-    pub text: String,
-}
-
-impl std::fmt::Debug for Change {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Change")
-            .field("line", &self.line)
-            .field("start", &self.start)
-            .field("end", &self.end)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Who decides what changes in a rewrite.
-pub trait Editor {
-    /// Whether the values of the column named `field` (its names joined by `.`, as
-    /// `detect::Location::field` names a table's column) may change: the others are copied.
-    fn wants(&self, field: &str) -> bool;
-
-    /// The changes to a run of one column's values, one value per line of `column.text`;
-    /// `column.rows` are the lines' own numbers, 1-based. Changes of one line do not overlap.
-    fn edit(&mut self, column: &Column<'_>) -> Vec<Change>;
-}
-
-/// Why a Parquet file is not rewritten. Nothing was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// The file, or a column chunk to change, cannot be read: corrupt, encrypted, compressed
-    /// with LZO, or past the limits a scan reads it under.
-    Unreadable,
-    /// A change to a value its column's type cannot hold as changed: a float, a date, a
-    /// decimal or a timestamp; text in an integer column; a fixed-length value's length.
-    ColumnType,
-    /// The writer failed on what it was given.
-    Write,
-}
+use crate::{Limits, TableUnit};
 
 /// `bytes`, a Parquet file, with the changes `editor` asks for; `None` when it asks for none.
 pub fn rewrite(
