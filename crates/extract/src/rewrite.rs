@@ -1,6 +1,6 @@
 //! Which files can be written again with some values changed, and the rewrite of each: a
-//! Parquet file column by column, a workbook cell by cell. Every other format (Avro, PDF,
-//! Word and PowerPoint documents, archives) is read, never rewritten.
+//! Parquet file column by column, a workbook cell by cell, a Word document in its text runs.
+//! Every other format (Avro, PDF, PowerPoint, archives) is read, never rewritten.
 
 use bytes::Bytes;
 
@@ -13,17 +13,24 @@ pub enum Rewritable {
     Parquet,
     /// An XLSX or XLSM workbook.
     Workbook,
+    /// A Word (DOCX) document.
+    Document,
 }
 
-/// What `bytes` are, if a rewrite can change them: a ZIP is a workbook by the part that makes
-/// it one, as a scan tells it.
+/// What `bytes` are, if a rewrite can change them: a ZIP is a workbook or a document by the
+/// part that makes it one, as a scan tells them.
 pub fn rewritable(bytes: &[u8]) -> Option<Rewritable> {
     match crate::container(bytes)? {
         Container::Parquet => Some(Rewritable::Parquet),
         Container::Zip => {
             let archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).ok()?;
-            (archive.index_for_name(crate::sheet::WORKBOOK).is_some())
-                .then_some(Rewritable::Workbook)
+            if archive.index_for_name(crate::sheet::WORKBOOK).is_some() {
+                Some(Rewritable::Workbook)
+            } else if archive.index_for_name(crate::document::WORD).is_some() {
+                Some(Rewritable::Document)
+            } else {
+                None
+            }
         }
         _ => None,
     }
@@ -42,5 +49,6 @@ pub fn rewrite(
             crate::columnar::rewrite::rewrite(Bytes::copy_from_slice(bytes), limits, editor)
         }
         Rewritable::Workbook => crate::office::workbook::rewrite(bytes, limits, editor),
+        Rewritable::Document => crate::office::word::rewrite(bytes, limits, editor),
     }
 }

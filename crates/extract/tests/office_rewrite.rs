@@ -1,6 +1,7 @@
-//! Workbooks written by openpyxl and XlsxWriter (`tests/fixtures/formats/make_xlsx.py`,
-//! `make_ledger.py`), rewritten with some values changed: only those values change, the reader
-//! reads the new ones at the same cells, and every other part of the package keeps its bytes.
+//! Workbooks and Word documents written by openpyxl, XlsxWriter and python-docx
+//! (`tests/fixtures/formats/make_xlsx.py`, `make_ledger.py`, `make_office.py`), rewritten with
+//! some values changed: only those values change, the reader reads the new ones at the same
+//! cells and paragraphs, and every other part of the package keeps its bytes.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -10,7 +11,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{Cursor, Read};
+use std::io::{Cursor, Read, Write};
 use std::ops::Range;
 
 use common::fixture;
@@ -325,8 +326,101 @@ fn numbers_are_replaced_by_numbers_and_any_other_change_to_them_is_refused() {
 }
 
 #[test]
+fn a_documents_values_are_rewritten_in_their_runs_even_across_them() {
+    let original = fixture("case_summary.docx");
+    let mut every = editor(None);
+    let out = rewritten("case_summary.docx", &mut every).unwrap().unwrap();
+    assert_eq!(every.seen, 3);
+    kept_but(&original, &out, &["word/document.xml"]);
+    let body = part(&out, "word/document.xml");
+    // The split SSN: the token in the first run, the bold run emptied and still bold.
+    assert!(
+        body.contains(
+            r#"<w:r><w:t>900-71-4871</w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t></w:t></w:r>"#
+        ),
+        "{body}"
+    );
+    let (old, new) = (values(original), values(out));
+    let paragraphs = &new.0[&("word/document.xml".to_owned(), String::new(), String::new())];
+    assert_eq!(
+        paragraphs[2],
+        (
+            3,
+            "Her SSN is 900-71-4871 and she asked that letters go to dana.lee@example.com."
+                .to_owned()
+        )
+    );
+    let before = &old.0[&("word/document.xml".to_owned(), String::new(), String::new())];
+    assert_eq!(before.len(), paragraphs.len());
+    for ((n, was), (m, is)) in before.iter().zip(paragraphs) {
+        assert_eq!(n, m);
+        assert_eq!(&tokenized(was), is);
+    }
+    // An email in the footer is changed there, and only the footer changes.
+    let mut emails = Replace {
+        field: None,
+        find: |line| {
+            line.find("claims.desk@")
+                .map(|at| at..line.len())
+                .into_iter()
+                .collect()
+        },
+        to: |_| "tok@example.org".to_owned(),
+        seen: 0,
+    };
+    let out = rewritten("case_summary.docx", &mut emails)
+        .unwrap()
+        .unwrap();
+    kept_but(&fixture("case_summary.docx"), &out, &["word/footer1.xml"]);
+    assert!(part(&out, "word/footer1.xml").contains("<w:t>Questions: tok@example.org</w:t>"));
+}
+
+/// `bytes` with the part `name`'s text passed through `change`, every other part as it was.
+fn with_part(bytes: &[u8], name: &str, change: impl Fn(&str) -> String) -> Vec<u8> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).unwrap();
+    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    for i in 0..archive.len() {
+        let file = archive.by_index_raw(i).unwrap();
+        if file.name().unwrap() == name {
+            let options = file.options();
+            drop(file);
+            let text = part(bytes, name);
+            writer.start_file(name, options).unwrap();
+            writer.write_all(change(&text).as_bytes()).unwrap();
+        } else {
+            writer.raw_copy_file(file).unwrap();
+        }
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+#[test]
+fn a_value_that_cannot_be_rewritten_safely_refuses_the_whole_document() {
+    let original = fixture("case_summary.docx");
+    for (around, close) in [
+        (r#"<w:hyperlink r:id="rId99">"#, "</w:hyperlink>"),
+        (r#"<w:ins w:id="1" w:author="a">"#, "</w:ins>"),
+    ] {
+        let linked = with_part(&original, "word/document.xml", |xml| {
+            xml.replace(
+                r#"<w:r><w:rPr><w:b/></w:rPr><w:t>4871</w:t></w:r>"#,
+                &format!(r#"{around}<w:r><w:rPr><w:b/></w:rPr><w:t>4871</w:t></w:r>{close}"#),
+            )
+        });
+        assert_ne!(linked, original);
+        let result = rewrite(
+            Rewritable::Document,
+            &linked,
+            Limits::default(),
+            &mut editor(None),
+        );
+        assert_eq!(result, Err(Refusal::Markup), "{around}");
+    }
+}
+
+#[test]
 fn nothing_asked_is_nothing_written_and_a_damaged_package_is_refused() {
-    for name in ["payroll.xlsx", "ledger.xlsx"] {
+    for name in ["payroll.xlsx", "ledger.xlsx", "case_summary.docx"] {
         let mut none = Replace {
             field: None,
             find: |_| Vec::new(),
@@ -340,22 +434,20 @@ fn nothing_asked_is_nothing_written_and_a_damaged_package_is_refused() {
         Some(Rewritable::Workbook)
     );
     assert_eq!(
+        rewritable(&fixture("case_summary.docx")),
+        Some(Rewritable::Document)
+    );
+    assert_eq!(
         rewritable(&fixture("customers.parquet")),
         Some(Rewritable::Parquet)
     );
-    for other in [
-        "case_summary.docx",
-        "review.pptx",
-        "export.zip",
-        "letters.pdf",
-        "events.avro",
-    ] {
+    for other in ["review.pptx", "export.zip", "letters.pdf", "events.avro"] {
         assert_eq!(rewritable(&fixture(other)), None, "{other}");
     }
-    let mut cut = fixture("payroll.xlsx");
+    let mut cut = fixture("case_summary.docx");
     cut.truncate(cut.len() - 100);
     let result = rewrite(
-        Rewritable::Workbook,
+        Rewritable::Document,
         &cut,
         Limits::default(),
         &mut editor(None),
@@ -386,16 +478,17 @@ mod hostile {
         /// written reads as a package again.
         #[test]
         fn damaged_packages_never_panic_and_what_is_written_reads(
-            which in 0usize..2,
+            which in 0usize..3,
             flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
         ) {
-            let name = ["payroll.xlsx", "ledger.xlsx"][which];
+            let name = ["payroll.xlsx", "ledger.xlsx", "case_summary.docx"][which];
             let mut bytes = fixture(name);
             for (at, byte) in flips {
                 let at = at % bytes.len();
                 bytes[at] ^= byte;
             }
-            if let Ok(Some(out)) = rewrite(Rewritable::Workbook, &bytes, Limits::default(), &mut editor(None)) {
+            let kind = [Rewritable::Workbook, Rewritable::Workbook, Rewritable::Document][which];
+            if let Ok(Some(out)) = rewrite(kind, &bytes, Limits::default(), &mut editor(None)) {
                 prop_assert!(zip::ZipArchive::new(Cursor::new(out)).is_ok());
             }
         }

@@ -1,4 +1,4 @@
-//! Office Open XML packages (XLSX and XLSM workbooks) written again with some
+//! Office Open XML packages (XLSX and XLSM workbooks, DOCX documents) written again with some
 //! values changed. A package is a ZIP of XML parts; only the parts holding a changed value are
 //! written anew, each changed in place (a cell, a text element) with every other byte of it
 //! kept, and every other part is copied as it was compressed, in its place, with its name,
@@ -8,6 +8,7 @@
 pub(crate) mod cells;
 pub(crate) mod runs;
 pub(crate) mod strings;
+pub(crate) mod word;
 pub(crate) mod workbook;
 
 use std::collections::BTreeMap;
