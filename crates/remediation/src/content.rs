@@ -66,13 +66,15 @@ pub enum Unsupported {
     AcrossCells,
     /// More values than detection reports for one object (`detect::MAX_FINDINGS_PER_OBJECT`).
     TooManyValues,
-    /// A format that is never rewritten in place: an archive (ZIP, TAR, TAR.GZ), a PDF or
-    /// another binary format. Its values are found by scans, member by member; the action
-    /// for them is quarantine.
+    /// A format that is never rewritten in place: an archive (ZIP, TAR, TAR.GZ), a PDF, a
+    /// PowerPoint presentation, an Avro file or another binary format. Its values are found by
+    /// scans, member by member; the action for them is quarantine.
     Format,
     /// A table file's value whose column cannot hold its replacement: a token that is not a
     /// number in an integer column, any mask there, a value in a float, date, decimal or
-    /// timestamp column, a fixed-length value's length changed.
+    /// timestamp column, a fixed-length value's length changed. In a workbook, the same of a
+    /// number cell (a mask, a token that is not a number) and any change to a date's, a
+    /// boolean's or an error's cell.
     ColumnType,
     /// A table file (Parquet) that cannot be read, or written again, as it is: corrupt,
     /// encrypted, LZO, past the reading limits.
@@ -84,10 +86,13 @@ pub enum Unsupported {
     /// across a field code, a tracked change, a hyperlink, a tab or a break, or in text kept
     /// with a phonetic reading.
     Markup,
+    /// A workbook or a Word document that cannot be read, or written again, as it is: corrupt,
+    /// past the reading limits, or not reading back as it was meant to once written.
+    Document,
 }
 
 impl Unsupported {
-    pub const ALL: [Unsupported; 10] = [
+    pub const ALL: [Unsupported; 11] = [
         Unsupported::Compressed,
         Unsupported::NotUtf8Text,
         Unsupported::Overlapping,
@@ -98,6 +103,7 @@ impl Unsupported {
         Unsupported::Table,
         Unsupported::Formula,
         Unsupported::Markup,
+        Unsupported::Document,
     ];
 
     /// The qualifier of the `unsupported_content` reason.
@@ -113,6 +119,7 @@ impl Unsupported {
             Unsupported::Table => "table_unreadable",
             Unsupported::Formula => "formula",
             Unsupported::Markup => "value_across_markup",
+            Unsupported::Document => "document_unreadable",
         }
     }
 }

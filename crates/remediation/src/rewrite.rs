@@ -42,9 +42,17 @@ pub(super) async fn rewrite(
     let sought = lookup(db, exec, &tenant, row).await?;
     // Detection is the run's longest stretch of CPU: no connection is held through it.
     db.release();
-    let parquet = extract::container(bytes) == Some(extract::Container::Parquet);
-    let found = if parquet {
-        crate::table::find(sought.detector(), bytes, &sought.wanted, &sought.written)
+    // A Parquet file, a workbook or a Word document is rewritten value by value where its
+    // reader found them; any other object as text, or not at all.
+    let table = extract::rewritable(bytes);
+    let found = if let Some(kind) = table {
+        crate::table::find(
+            kind,
+            sought.detector(),
+            bytes,
+            &sought.wanted,
+            &sought.written,
+        )
     } else {
         content::find(
             sought.detector(),
@@ -55,10 +63,11 @@ pub(super) async fn rewrite(
         )
     }
     .map_err(|u| Stop::fail(Reason::Unsupported(u)))?;
-    // The new content: the spans replaced in place in text, or the values in their columns.
+    // The new content: the spans replaced in place in text, or the values where they are.
     let replaced = |replacement: &dyn Fn(&content::Span) -> String, spans: &[content::Span]| {
-        if parquet {
+        if let Some(kind) = table {
             crate::table::rewrite(
+                kind,
                 sought.detector(),
                 bytes,
                 &sought.wanted,
