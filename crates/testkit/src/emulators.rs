@@ -19,6 +19,8 @@ const AZURITE: &str = "azurite@3.35.0";
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
 const PYARROW: &str = "pyarrow==26.0.1";
+const OPENPYXL: &str = "openpyxl==3.1.5";
+const PYTHON_DOCX: &str = "python-docx==1.1.2";
 const S3S_FS: &str = "0.14.1";
 
 /// A running emulator, stopped when dropped.
@@ -196,18 +198,29 @@ pub fn pyarrow_python() -> PathBuf {
     python_tool(PYARROW, "python")
 }
 
+/// A Python with openpyxl and python-docx, pinned like the emulators: the path of its
+/// `python`, for checking that a rewritten workbook or Word document opens, and reads as meant,
+/// in the libraries most of their Python readers use, not the ones that rewrote them.
+pub fn office_python() -> PathBuf {
+    python_tools(&[OPENPYXL, PYTHON_DOCX], "python")
+}
+
 /// The command `bin` of the pinned PyPI package `spec` (`name==version`), installed once into
 /// a virtual environment of its own.
 fn python_tool(spec: &str, bin: &str) -> PathBuf {
-    let venv = install_root().join(format!("python-{}", spec.replace("==", "-")));
+    python_tools(&[spec], bin)
+}
+
+/// The command `bin` of a virtual environment of its own holding the pinned PyPI packages
+/// `specs`, installed once.
+fn python_tools(specs: &[&str], bin: &str) -> PathBuf {
+    let name: Vec<String> = specs.iter().map(|s| s.replace("==", "-")).collect();
+    let venv = install_root().join(format!("python-{}", name.join("-")));
     install(&venv, |dir| {
         run(Command::new("python3").args(["-m", "venv"]).arg(dir))?;
-        run(Command::new(dir.join("bin/pip")).args([
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            spec,
-        ]))
+        run(Command::new(dir.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .args(specs))
     });
     venv.join("bin").join(bin)
 }

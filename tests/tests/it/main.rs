@@ -31,6 +31,7 @@ mod reconcile;
 mod remediation;
 mod remediation_azure;
 mod remediation_cosigning;
+mod remediation_office;
 mod remediation_tables;
 mod scan_faults;
 mod scans;
