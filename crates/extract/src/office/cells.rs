@@ -126,7 +126,7 @@ fn children(
     let prefix = name.prefix().map_or("", |p| p.into_inner()).to_owned();
     let mut cell = Cell {
         tag,
-        inline_tag: retyped(start),
+        inline_tag: if wanted { retyped(start)? } else { Vec::new() },
         prefix,
         kind: attribute(start, "t"),
         formula: false,
@@ -355,11 +355,13 @@ pub(crate) fn shared_strings(
     Ok(found)
 }
 
-/// A cell's start tag again, its type an inline string's and every other attribute as it was.
-fn retyped(start: &BytesStart<'_>) -> Vec<u8> {
+/// A cell's start tag again, its type an inline string's and every other attribute as it was;
+/// one whose attributes cannot all be read is not written again.
+fn retyped(start: &BytesStart<'_>) -> Result<Vec<u8>, Refusal> {
     let mut tag = format!("<{}", start.name().as_ref());
     let mut typed = false;
-    for attribute in start.attributes().flatten() {
+    for attribute in start.attributes() {
+        let attribute = attribute.map_err(|_| Refusal::Unreadable)?;
         let key = attribute.key.as_ref();
         let value = if key == "t" {
             typed = true;
@@ -373,7 +375,7 @@ fn retyped(start: &BytesStart<'_>) -> Vec<u8> {
         tag.push_str(" t=\"inlineStr\"");
     }
     tag.push('>');
-    tag.into_bytes()
+    Ok(tag.into_bytes())
 }
 
 fn attribute(e: &BytesStart<'_>, name: &str) -> Option<String> {
@@ -417,5 +419,21 @@ mod tests {
         assert_eq!(reference("B0"), None);
         assert_eq!(reference("B"), None);
         assert_eq!(reference("ZZZZZZZZZ1"), None);
+    }
+
+    #[test]
+    fn a_retyped_cell_keeps_every_other_attribute_or_is_refused() {
+        let tag = |xml: &str| {
+            let mut reader = quick_xml::Reader::from_str(xml);
+            match reader.read_event().unwrap() {
+                Event::Start(e) => retyped(&e).map(|t| String::from_utf8(t).unwrap()),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(
+            tag(r#"<x:c r="B4" s="3" t="s" cm='a"b'>"#).unwrap(),
+            r#"<x:c r="B4" s="3" t="inlineStr" cm="a&quot;b">"#
+        );
+        assert_eq!(tag(r#"<c r="B4" s="3" s="4">"#), Err(Refusal::Unreadable));
     }
 }
