@@ -4,6 +4,7 @@
 // above it; the columnar reader (Parquet) above those, and the Avro reader, which renders
 // values as it does; the walk on top.
 mod avro;
+pub mod avro_rewrite;
 mod columnar;
 mod document;
 mod limits;

@@ -42,9 +42,15 @@ pub(super) async fn rewrite(
     let sought = lookup(db, exec, &tenant, row).await?;
     // Detection is the run's longest stretch of CPU: no connection is held through it.
     db.release();
-    let parquet = extract::container(bytes) == Some(extract::Container::Parquet);
-    let found = if parquet {
-        crate::table::find(sought.detector(), bytes, &sought.wanted, &sought.written)
+    let table = crate::table::rewriter(bytes);
+    let found = if let Some(rewriter) = table {
+        crate::table::find(
+            rewriter,
+            sought.detector(),
+            bytes,
+            &sought.wanted,
+            &sought.written,
+        )
     } else {
         content::find(
             sought.detector(),
@@ -57,8 +63,9 @@ pub(super) async fn rewrite(
     .map_err(|u| Stop::fail(Reason::Unsupported(u)))?;
     // The new content: the spans replaced in place in text, or the values in their columns.
     let replaced = |replacement: &dyn Fn(&content::Span) -> String, spans: &[content::Span]| {
-        if parquet {
+        if let Some(rewriter) = table {
             crate::table::rewrite(
+                rewriter,
                 sought.detector(),
                 bytes,
                 &sought.wanted,

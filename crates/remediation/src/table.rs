@@ -1,6 +1,6 @@
-//! A table file's values found again column by column, and rewritten in place: a Parquet
-//! object today; any rewriter of the reading layer that hands its values in runs as its reader
-//! does, each run's rows numbering its lines, can use the same editor.
+//! A table file's values found again column by column, and rewritten in place: a Parquet or an
+//! Avro object, or any rewriter of the reading layer that hands its values in runs as its
+//! reader does, each run's rows numbering its lines.
 //!
 //! A finding in a Parquet file is one PII type in one column (its names joined by `.`). The
 //! reading layer's rewrite (`extract::parquet_rewrite`) hands the wanted columns' values to
@@ -16,25 +16,39 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use detect::{Detector, Location, Options};
-use extract::{Change, Column, Editor, Limits, Refusal, parquet_rewrite};
+use extract::{Change, Column, Container, Editor, Limits, Refusal, avro_rewrite, parquet_rewrite};
 use scans::group::Written;
 
 use crate::content::{Found, Span, Unsupported, Wanted};
 
-/// The spans of the wanted values in the Parquet file `bytes`, and how many wanted findings
-/// had none (as [`crate::content::find`] answers for text).
+/// A reading layer's rewriter of one format: the file with an editor's changes, `None` when
+/// it asks for none.
+pub type Rewriter = fn(&[u8], &mut dyn Editor) -> Result<Option<Vec<u8>>, Refusal>;
+
+/// The rewriter of the table file `bytes` is, if it is one that is rewritten in place.
+pub fn rewriter(bytes: &[u8]) -> Option<Rewriter> {
+    match extract::container(bytes)? {
+        Container::Parquet => Some(|bytes, editor| {
+            parquet_rewrite::rewrite(Bytes::copy_from_slice(bytes), Limits::default(), editor)
+        }),
+        Container::Avro => {
+            Some(|bytes, editor| avro_rewrite::rewrite(bytes, Limits::default(), editor))
+        }
+        _ => None,
+    }
+}
+
+/// The spans of the wanted values in the table file `bytes`, and how many wanted findings had
+/// none (as [`crate::content::find`] answers for text).
 pub fn find(
+    rewriter: Rewriter,
     detector: &Detector,
     bytes: &[u8],
     wanted: &[Wanted],
     written: &Written,
 ) -> Result<Found, Unsupported> {
     let mut values = Values::new(detector, wanted, written, None);
-    let asked = parquet_rewrite::rewrite(
-        Bytes::copy_from_slice(bytes),
-        Limits::default(),
-        &mut values,
-    );
+    let asked = rewriter(bytes, &mut values);
     values.finish(asked)?;
     Ok(Found {
         missing: values.thresholds.len() - values.matched.len(),
@@ -42,8 +56,9 @@ pub fn find(
     })
 }
 
-/// The Parquet file `bytes` with each wanted value replaced by `replacement(span)`.
+/// The table file `bytes` with each wanted value replaced by `replacement(span)`.
 pub fn rewrite(
+    rewriter: Rewriter,
     detector: &Detector,
     bytes: &[u8],
     wanted: &[Wanted],
@@ -51,11 +66,7 @@ pub fn rewrite(
     replacement: &dyn Fn(&Span) -> String,
 ) -> Result<Vec<u8>, Unsupported> {
     let mut values = Values::new(detector, wanted, written, Some(replacement));
-    let out = parquet_rewrite::rewrite(
-        Bytes::copy_from_slice(bytes),
-        Limits::default(),
-        &mut values,
-    );
+    let out = rewriter(bytes, &mut values);
     let out = values.finish(out)?;
     // The first pass found values; the same detector on the same bytes finds them again.
     out.ok_or(Unsupported::Table)
