@@ -291,6 +291,28 @@ print(json.dumps({
         }
     }
 
+    // A rescan knows the tokens written into the file: nothing is tokenized twice.
+    crate::scans::full_scan(&admin, &connector).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin
+            .send(Method::GET, "/findings?pii_type=us_ssn&status=open", None)
+            .await;
+        let ssns = body["data"].as_array().unwrap().clone();
+        if ssns.len() == 1
+            && ssns[0]["occurrences"] == 160
+            && ssns[0]["remediation_status"] == "completed"
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, all) = admin
+        .send(Method::GET, "/governance/remediations", None)
+        .await;
+    assert_eq!(all["data"].as_array().unwrap().len(), 1, "{all}");
+
     let id = r["remediation_id"].as_str().unwrap();
     let (status, body) = undo(&admin, id, None).await;
     assert_eq!(status, 200, "{body}");
