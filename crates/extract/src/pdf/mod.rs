@@ -39,6 +39,11 @@ const MAX_CMAP: usize = 4 << 20;
 /// cause; text in a font past it is not read (`pdf_limit`).
 const MAX_FONTS: usize = 256;
 
+/// What visiting a form or an annotation costs from the allowance at least, whatever it
+/// holds: a page may draw one empty form a million times, or pages share one long array of
+/// annotations, and each visit is work.
+const VISIT: usize = 64;
+
 /// Forms drawn inside forms, at most this deep.
 const MAX_FORM_DEPTH: usize = 8;
 
@@ -175,9 +180,9 @@ impl<'d> Reader<'d> {
             .document
             .get_page_content_with_limit(page, limit)
             .map_err(|e| self.failed(&e, limit))?;
-        self.spend(content.len())?;
+        self.spend(content.len().max(VISIT))?;
         let result = text::run(self, &content, &resources, lines, text::IDENTITY, 0);
-        self.fields(page, lines);
+        self.fields(page, lines)?;
         result
     }
 
@@ -272,7 +277,7 @@ impl<'d> Reader<'d> {
         let content = stream
             .decompressed_content_with_limit(limit)
             .map_err(|e| self.failed(&e, limit))?;
-        self.spend(content.len())?;
+        self.spend(content.len().max(VISIT))?;
         let own = stream
             .dict
             .get_deref(b"Resources", document)
@@ -293,16 +298,18 @@ impl<'d> Reader<'d> {
 
     /// The values of the text fields whose widgets sit on `page`: a filled form's answers,
     /// which live in the field, not in the page's content.
-    fn fields(&self, page: ObjectId, lines: &mut Page<'_>) {
+    fn fields(&mut self, page: ObjectId, lines: &mut Page<'_>) -> Result<(), Skip> {
         let document = self.document;
         let Ok(annotations) = document
             .get_dictionary(page)
             .and_then(|p| p.get_deref(b"Annots", document))
             .and_then(Object::as_array)
         else {
-            return;
+            return Ok(());
         };
         for annotation in annotations {
+            // Pages may share one long array: each visit is paid for.
+            self.spend(VISIT)?;
             let Ok(widget) = document
                 .dereference(annotation)
                 .and_then(|(_, o)| o.as_dict())
@@ -313,6 +320,7 @@ impl<'d> Reader<'d> {
                 lines.field(&value);
             }
         }
+        Ok(())
     }
 }
 
