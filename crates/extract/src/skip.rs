@@ -57,7 +57,7 @@ pub enum Skip {
     EncryptedPdf,
     /// A PDF with no text, only images: a scan, which no OCR reads here.
     ImageOnlyPdf,
-    /// A PDF past 256 MiB, a stream inflating past 64 MiB, content past the file's length
+    /// A PDF past 128 MiB, a stream inflating past 64 MiB, content past the file's length
     /// times the ratio limit, or more than 256 fonts.
     PdfLimit,
     /// Text of a PDF drawn in a font that does not map back to characters (a composite font

@@ -23,9 +23,10 @@ use crate::{Limits, Sink, Skip};
 
 use text::Page;
 
-/// The largest PDF read, in bytes: the parser holds the whole file and its objects. Text
+/// The largest PDF read, in bytes: the parser holds the whole file, and its objects but the
+/// images' data ([`without_images`]), so a worker holds about this much for a PDF. Text
 /// documents are far smaller; a larger PDF is almost always scanned images.
-pub const MAX_FILE: u64 = 256 << 20;
+pub const MAX_FILE: u64 = 128 << 20;
 
 /// The most one stream inflates to: a page's content, a form's, an object stream.
 const MAX_STREAM: usize = 64 << 20;
@@ -118,6 +119,7 @@ pub(crate) fn read(
 fn load(bytes: &[u8]) -> Result<Document, Skip> {
     let options = LoadOptions {
         max_decompressed_size: Some(MAX_STREAM),
+        filter: Some(without_images),
         ..LoadOptions::default()
     };
     let document = catch_unwind(AssertUnwindSafe(|| {
@@ -137,6 +139,22 @@ fn load(bytes: &[u8]) -> Result<Document, Skip> {
         return Err(Skip::EncryptedPdf);
     }
     Ok(document)
+}
+
+/// Every object as the file has it, but an image's data: no text is read from it, and a
+/// scan's pages of images would otherwise be held twice, in the file and in its objects. The
+/// image's dictionary stays, so that a page is still seen drawing one. `lopdf` keeps a file's
+/// object as the filter left it, and an object stream's member as the filter returns it (a
+/// member is never a stream, and is small): both are the object without its image data.
+fn without_images(id: ObjectId, object: &mut Object) -> Option<(ObjectId, Object)> {
+    if let Object::Stream(stream) = object {
+        if stream.dict.get(b"Subtype").and_then(Object::as_name).ok() == Some(b"Image") {
+            stream.content = Vec::new();
+        }
+        // A file's stream is kept in place; what is returned is not read.
+        return Some((id, Object::Null));
+    }
+    Some((id, object.clone()))
 }
 
 fn push_once(skips: &mut Vec<Skip>, skip: Skip) {
