@@ -60,16 +60,22 @@ fn numbered(name: &str, prefix: &str) -> Option<u32> {
         .ok()
 }
 
-/// Reads every text part of the document in `archive` into `sink`.
+/// Reads every text part of the Word document (`word`) or PowerPoint presentation in
+/// `archive` into `sink`.
 pub(crate) fn read<R: Read + Seek>(
     archive: &mut zip::ZipArchive<R>,
-    parts: &[String],
     word: bool,
     path: &[String],
     sink: &mut dyn Sink,
 ) -> TableRead {
+    let names: Vec<String> = archive
+        .file_names()
+        .filter_map(Result::ok)
+        .map(|n| n.into_owned())
+        .collect();
+    let parts = text_parts(names.iter().map(String::as_str), word);
     let mut outcome = TableRead::default();
-    for part in parts {
+    for part in &parts {
         let Ok(file) = archive.by_name(part) else {
             push_once(&mut outcome.skips, Skip::CorruptDocument);
             continue;

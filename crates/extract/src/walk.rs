@@ -222,16 +222,8 @@ impl Walk<'_> {
             .and_then(|length| source.rewind().map(|()| length))
             .map_err(|e| reached(&e).unwrap_or(Skip::CorruptZip))?;
         let mut archive = zip::ZipArchive::new(source).map_err(|e| zip_skip(&e))?;
-        if archive.index_for_name(crate::sheet::WORKBOOK).is_some() {
-            return self.workbook(archive, length);
-        }
-        for (marker, word) in [
-            (crate::document::WORD, true),
-            (crate::document::POWERPOINT, false),
-        ] {
-            if archive.index_for_name(marker).is_some() {
-                return self.document(archive, length, word);
-            }
+        if let Some(office) = office(&mut archive) {
+            return self.office(archive, length, office);
         }
         for i in 0..archive.len() {
             if self.stopped {
@@ -328,17 +320,26 @@ impl Walk<'_> {
         Ok(())
     }
 
-    /// Reads an XLSX or XLSM workbook's sheets into the sink, its parts' declared sizes checked
-    /// first.
-    fn workbook<R: Read + Seek>(
+    /// Reads an office file (a workbook, a document, a presentation) into the sink, its
+    /// parts' declared sizes checked first.
+    fn office<R: Read + Seek>(
         &mut self,
         mut archive: zip::ZipArchive<R>,
         length: u64,
+        office: Office,
     ) -> Result<(), Skip> {
         self.check_parts(&mut archive, length)?;
-        let mut source = archive.into_inner();
-        source.rewind().map_err(|_| Skip::CorruptSpreadsheet)?;
-        let read = crate::sheet::read(source, &self.path, &mut *self.sink)?;
+        let allowance = crate::sheet::allowance(length, self.limits);
+        let (path, sink) = (&self.path, &mut *self.sink);
+        let read = match office {
+            Office::Workbook { binary } => {
+                let mut source = archive.into_inner();
+                source.rewind().map_err(|_| Skip::CorruptSpreadsheet)?;
+                crate::sheet::read(source, binary, allowance, path, sink)?
+            }
+            Office::Word => crate::document::read(&mut archive, true, path, sink),
+            Office::PowerPoint => crate::document::read(&mut archive, false, path, sink),
+        };
         self.table(read);
         Ok(())
     }
@@ -357,29 +358,10 @@ impl Walk<'_> {
                 part.size(),
                 part.compressed_size(),
                 part.name()
-                    .is_ok_and(|name| name == crate::sheet::SHARED_STRINGS),
+                    .is_ok_and(|name| crate::sheet::held_whole(&name)),
             ));
         }
         crate::sheet::check(parts.into_iter(), length, self.limits)
-    }
-
-    /// Reads a Word document's or a PowerPoint presentation's paragraphs into the sink.
-    fn document<R: Read + Seek>(
-        &mut self,
-        mut archive: zip::ZipArchive<R>,
-        length: u64,
-        word: bool,
-    ) -> Result<(), Skip> {
-        self.check_parts(&mut archive, length)?;
-        let names: Vec<String> = archive
-            .file_names()
-            .filter_map(Result::ok)
-            .map(|n| n.into_owned())
-            .collect();
-        let parts = crate::document::text_parts(names.iter().map(String::as_str), word);
-        let read = crate::document::read(&mut archive, &parts, word, &self.path, &mut *self.sink);
-        self.table(read);
-        Ok(())
     }
 
     /// Counts a table file that was read as a member, and what it left unread, once per
@@ -482,6 +464,34 @@ impl Walk<'_> {
         file.rewind().map_err(|_| Skip::Spool)?;
         Ok(file)
     }
+}
+
+/// An office file a ZIP is, read as such rather than member by member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Office {
+    /// XLSX or XLSM, or (`binary`) XLSB.
+    Workbook {
+        binary: bool,
+    },
+    Word,
+    PowerPoint,
+}
+
+/// The office file `archive` is, by the part its format always has.
+fn office<R: Read + Seek>(archive: &mut zip::ZipArchive<R>) -> Option<Office> {
+    let markers = [
+        (crate::sheet::WORKBOOK, Office::Workbook { binary: false }),
+        (
+            crate::sheet::BINARY_WORKBOOK,
+            Office::Workbook { binary: true },
+        ),
+        (crate::document::WORD, Office::Word),
+        (crate::document::POWERPOINT, Office::PowerPoint),
+    ];
+    markers
+        .into_iter()
+        .find(|(marker, _)| archive.index_for_name(marker).is_some())
+        .map(|(_, office)| office)
 }
 
 /// Up to [`HEAD`] bytes from the start of `content`, fewer only at its end.

@@ -1,81 +1,22 @@
-//! XLSX workbooks written by openpyxl (`tests/fixtures/formats/make_xlsx.py`), read cell by
-//! cell: every sheet, each value with its sheet, column and row, the first row as the header
-//! when it names the columns.
+//! Workbooks read cell by cell: XLSX written by openpyxl (`tests/fixtures/formats/make_xlsx.py`)
+//! and XLSB written from the format's specification (`make_xlsb.py`): every sheet, each value
+//! with its sheet, column and row, the first row as the header when it names the columns; and
+//! hostile ones.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
     reason = "test code: a panic is how a test reports failure"
 )]
 
+#[path = "common/cells.rs"]
+mod cells;
 mod common;
 
-use std::collections::BTreeMap;
-use std::io::{Cursor, Read};
+use std::io::Cursor;
 
+use cells::{Cells, column, read};
 use common::fixture;
-use extract::{Column, Container, Limits, Report, Sink, Skip, TableUnit, container, walk};
-
-/// Every value read, by (sheet, column letters, header), as (row, value).
-#[derive(Default)]
-struct Cells {
-    columns: BTreeMap<(String, String, String), Vec<(u64, String)>>,
-    skipped: Vec<Skip>,
-    /// Members read as files: a damaged workbook whose parts' names no longer say so is a
-    /// ZIP like any other.
-    members: usize,
-}
-
-impl Sink for Cells {
-    fn member(&mut self, _: &[String], _: &str, content: &mut dyn Read) -> std::io::Result<()> {
-        self.members += 1;
-        std::io::copy(content, &mut std::io::sink()).map(drop)
-    }
-
-    fn values(&mut self, _: &[String], column: &Column<'_>) {
-        let TableUnit::Cell { sheet, column: at } = column.unit else {
-            panic!("a workbook's values are cells");
-        };
-        let key = (
-            sheet.to_owned(),
-            detect::column_letters(at),
-            column.names.join("."),
-        );
-        let values = self.columns.entry(key).or_default();
-        for (line, row) in column.text.split_terminator('\n').zip(column.rows) {
-            values.push((*row, line.to_owned()));
-        }
-    }
-
-    fn skipped(&mut self, _: &[String], reason: Skip) {
-        self.skipped.push(reason);
-    }
-}
-
-fn read(name: &str) -> (Result<Report, Skip>, Cells) {
-    let bytes = fixture(name);
-    assert_eq!(container(&bytes), Some(Container::Zip), "{name}");
-    let mut cells = Cells::default();
-    let report = walk(
-        Cursor::new(bytes),
-        Container::Zip,
-        name,
-        Limits::default(),
-        &mut cells,
-    );
-    (report, cells)
-}
-
-fn column<'c>(cells: &'c Cells, sheet: &str, letters: &str, header: &str) -> &'c [(u64, String)] {
-    cells
-        .columns
-        .get(&(sheet.into(), letters.into(), header.into()))
-        .unwrap_or_else(|| {
-            panic!(
-                "no {sheet}!{letters} ({header}) in {:?}",
-                cells.columns.keys()
-            )
-        })
-}
+use extract::{Container, Limits, Report, Skip, container, walk};
 
 #[test]
 fn every_sheets_cells_are_read_with_their_row_and_header() {
@@ -149,20 +90,85 @@ fn a_workbook_whose_parts_claim_past_the_limits_is_not_read() {
     assert!(report.is_err(), "{report:?}");
 }
 
+#[test]
+fn an_xlsb_workbook_is_read_as_an_xlsx_is() {
+    let (report, cells) = read("payroll.xlsb");
+    assert_eq!(
+        report,
+        Ok(Report {
+            members: 1,
+            skipped: 0
+        })
+    );
+    assert_eq!(cells.members, 0, "a workbook's parts are not read as files");
+    let ssn = column(&cells, "Payroll", "B", "SSN");
+    assert_eq!(ssn.len(), 40);
+    assert_eq!(ssn[0], (2, "536-22-5400".into()));
+    assert_eq!(ssn[39], (41, "536-22-5439".into()));
+    assert_eq!(
+        column(&cells, "Payroll", "C", "Email")[1].1,
+        "bin1@example.com"
+    );
+    assert_eq!(column(&cells, "Payroll", "E", "Salary")[0].1, "53000");
+    // A real whose cell format shows a date.
+    assert_eq!(
+        column(&cells, "Payroll", "F", "Start date")[0].1,
+        "2016-01-01"
+    );
+    assert_eq!(
+        column(&cells, "Payroll", "G", "Phone")[0].1,
+        "(202) 555-0100"
+    );
+    assert_eq!(
+        column(&cells, "Case notes", "B", "Summary")[1],
+        (
+            3,
+            "Caller gave SSN 536-22-5471 and asked for letters at ana.ruiz@example.com.".into()
+        )
+    );
+    assert_eq!(
+        column(&cells, "Export", "A", "")[0],
+        (1, "536-22-5500".into())
+    );
+    assert_eq!(
+        column(&cells, "Numbers", "A", "employee_ssn")[11],
+        (13, "536225561".into())
+    );
+    assert_eq!(cells.columns.len(), 14, "{:?}", cells.columns.keys());
+}
+
+#[test]
+fn the_pii_free_workbooks_hold_no_planted_value() {
+    for name in ["control.xlsx", "control.xlsb"] {
+        let (report, cells) = read(name);
+        assert!(report.is_ok(), "{name}: {report:?}");
+        assert_eq!(column(&cells, "Stock", "A", "SKU").len(), 80, "{name}");
+        assert!(
+            cells
+                .columns
+                .values()
+                .flatten()
+                .all(|(_, v)| !v.contains('@') && !v.contains("536-22")),
+            "{name}"
+        );
+    }
+}
+
 mod hostile {
     use super::*;
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
 
         /// A workbook with bytes flipped or cut ends in a report or a skip, never a panic.
         #[test]
         fn damaged_workbooks_never_panic(
+            which in 0usize..2,
             flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..8),
             cut in any::<usize>(),
         ) {
-            let mut bytes = fixture("payroll.xlsx");
+            let mut bytes = fixture(["payroll.xlsx", "payroll.xlsb"][which]);
             for (at, byte) in flips {
                 let at = at % bytes.len();
                 bytes[at] ^= byte;
@@ -174,7 +180,7 @@ mod hostile {
             }
             if container(&bytes) == Some(Container::Zip) {
                 let mut cells = Cells::default();
-                let report = walk(Cursor::new(bytes), Container::Zip, "p.xlsx", Limits::default(), &mut cells);
+                let report = walk(Cursor::new(bytes), Container::Zip, "p", Limits::default(), &mut cells);
                 if report.is_err() {
                     prop_assert!(cells.columns.is_empty());
                 }
