@@ -45,16 +45,24 @@ pub enum Skip {
     /// An Avro block that inflates past 32 MiB, a value or collection claiming more, or a file
     /// of more than 4,096 distinct fields.
     AvroLimit,
-    /// A workbook whose parts cannot be read, or a sheet of it that cannot.
+    /// A workbook whose parts cannot be read, or a sheet of it that cannot; a compound file
+    /// (OLE2) whose header, allocation table or directory cannot be read.
     CorruptSpreadsheet,
-    /// A workbook whose shared strings are past 64 MiB.
+    /// A workbook whose shared strings are past 64 MiB (32 MiB in an XLS).
     SpreadsheetLimit,
     /// A Word document or a presentation whose text part cannot be read.
     CorruptDocument,
+    /// A compound file (OLE2) that holds no Excel 97–2003 workbook: a Word or PowerPoint
+    /// 97–2003 file, an Excel 5.0/95 workbook, or anything else.
+    UnsupportedFormat,
+    /// An office file protected by a password: an XLS workbook that is encrypted, an Office
+    /// Open XML file wrapped in an encrypted compound file, or an OpenDocument file whose parts
+    /// are encrypted. No key, no read.
+    EncryptedOffice,
 }
 
 impl Skip {
-    pub const ALL: [Skip; 20] = [
+    pub const ALL: [Skip; 22] = [
         Skip::ArchiveDepth,
         Skip::ArchiveMembers,
         Skip::ArchiveBytes,
@@ -75,6 +83,8 @@ impl Skip {
         Skip::CorruptSpreadsheet,
         Skip::SpreadsheetLimit,
         Skip::CorruptDocument,
+        Skip::UnsupportedFormat,
+        Skip::EncryptedOffice,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -99,6 +109,8 @@ impl Skip {
             Skip::CorruptSpreadsheet => "corrupt_spreadsheet",
             Skip::SpreadsheetLimit => "spreadsheet_limit",
             Skip::CorruptDocument => "corrupt_document",
+            Skip::UnsupportedFormat => "unsupported_format",
+            Skip::EncryptedOffice => "encrypted_office",
         }
     }
 

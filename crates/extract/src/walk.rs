@@ -29,6 +29,9 @@ pub enum Container {
     Parquet,
     /// An Avro object container file: records, read field by field.
     Avro,
+    /// An OLE2 compound file: an Excel 97–2003 workbook (XLS) is read cell by cell; any other
+    /// (a Word or PowerPoint 97–2003 file) is skipped `unsupported_format`.
+    Cfb,
 }
 
 impl Container {
@@ -41,6 +44,7 @@ impl Container {
             Container::Zstd => "zstd",
             Container::Parquet => "parquet",
             Container::Avro => "avro",
+            Container::Cfb => "cfb",
         }
     }
 }
@@ -58,6 +62,7 @@ pub fn container(head: &[u8]) -> Option<Container> {
         Kind::Zstd => Some(Container::Zstd),
         Kind::Parquet => Some(Container::Parquet),
         Kind::Avro => Some(Container::Avro),
+        Kind::Cfb => Some(Container::Cfb),
         Kind::Gzip => {
             let mut inflated = Vec::with_capacity(HEAD);
             // A truncated head inflates to what it holds; an error is no container, and
@@ -107,6 +112,7 @@ pub fn walk<R: Read + Seek + Send + 'static>(
         Container::Tar => walk.tar(source),
         Container::Parquet => walk.parquet(source),
         Container::Avro => walk.avro(source),
+        Container::Cfb => walk.xls(source),
         Container::TarGz => {
             let (input, count) = Counted::new(source);
             let inflated = walk.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
@@ -152,6 +158,7 @@ enum Kind {
     Zstd,
     Parquet,
     Avro,
+    Cfb,
     Leaf,
 }
 
@@ -160,6 +167,8 @@ fn kind(head: &[u8]) -> Kind {
         Kind::Parquet
     } else if head.starts_with(b"Obj\x01") {
         Kind::Avro
+    } else if head.starts_with(&crate::cfb::MAGIC) {
+        Kind::Cfb
     } else if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         Kind::Zip
     } else if head.get(257..262) == Some(b"ustar") {
@@ -320,6 +329,13 @@ impl Walk<'_> {
         Ok(())
     }
 
+    /// Reads an XLS workbook's sheets into the sink.
+    fn xls<R: Read + Seek>(&mut self, source: R) -> Result<(), Skip> {
+        let read = crate::xls::read(source, self.limits, &self.path, &mut *self.sink)?;
+        self.table(read);
+        Ok(())
+    }
+
     /// Reads an office file (a workbook, a document, a presentation) into the sink, its
     /// parts' declared sizes checked first.
     fn office<R: Read + Seek>(
@@ -393,7 +409,7 @@ impl Walk<'_> {
         let head = peek(content).map_err(|e| reached(&e).unwrap_or(layer))?;
         let kind = kind(&head);
         // A table file holds columns, not members: it is no level of nesting.
-        let nests = !matches!(kind, Kind::Leaf | Kind::Parquet | Kind::Avro);
+        let nests = !matches!(kind, Kind::Leaf | Kind::Parquet | Kind::Avro | Kind::Cfb);
         if nests {
             if self.depth >= self.limits.max_depth {
                 return Err(Skip::ArchiveDepth);
@@ -404,6 +420,7 @@ impl Walk<'_> {
         let result = match kind {
             Kind::Zip => self.spool(whole, layer).and_then(|file| self.zip(file)),
             Kind::Parquet => self.spool(whole, layer).and_then(|file| self.parquet(file)),
+            Kind::Cfb => self.spool(whole, layer).and_then(|file| self.xls(file)),
             // Avro's header comes first and its blocks follow: it streams.
             Kind::Avro => self.avro(whole),
             Kind::Tar => self.tar(whole),

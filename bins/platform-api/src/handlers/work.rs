@@ -300,8 +300,8 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
     })
 }
 
-/// The most reasons of unread contents one outcome may report: `extract::Skip` has twenty,
-/// and detection's skips a few more.
+/// The most reasons of unread contents one outcome may report: `extract::Skip` has
+/// twenty-two, and detection's skips a few more.
 const MAX_UNREAD_REASONS: usize = 32;
 
 fn reason_like(r: &str) -> bool {
