@@ -48,7 +48,8 @@ pub enum Skip {
     /// A workbook whose parts cannot be read, or a sheet of it that cannot; a compound file
     /// (OLE2) whose header, allocation table or directory cannot be read.
     CorruptSpreadsheet,
-    /// A workbook whose shared strings are past 64 MiB (32 MiB in an XLS).
+    /// A workbook whose shared strings are past 64 MiB (32 MiB in an XLS), or an ODS whose
+    /// repeated cells expand past a million, or place a value off the sheet's grid.
     SpreadsheetLimit,
     /// A Word document or a presentation whose text part cannot be read.
     CorruptDocument,

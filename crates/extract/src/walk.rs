@@ -10,6 +10,7 @@ use std::rc::Rc;
 use flate2::read::MultiGzDecoder;
 
 use crate::limits::{Budget, Compressed, Counted, Meter, reached};
+use crate::odf::Package;
 use crate::sink::{MAX_NAME, TableRead};
 use crate::{Limits, Sink, Skip};
 
@@ -355,6 +356,18 @@ impl Walk<'_> {
             }
             Office::Word => crate::document::read(&mut archive, true, path, sink),
             Office::PowerPoint => crate::document::read(&mut archive, false, path, sink),
+            Office::OpenDocument(package) => {
+                if crate::odf::encrypted(&mut archive) {
+                    return Err(Skip::EncryptedOffice);
+                }
+                match package {
+                    Package::Spreadsheet => crate::ods::read(&mut archive, allowance, path, sink)?,
+                    Package::Text | Package::Presentation => {
+                        let presentation = package == Package::Presentation;
+                        crate::document::read_odf(&mut archive, presentation, path, sink)
+                    }
+                }
+            }
         };
         self.table(read);
         Ok(())
@@ -492,6 +505,7 @@ enum Office {
     },
     Word,
     PowerPoint,
+    OpenDocument(Package),
 }
 
 /// The office file `archive` is, by the part its format always has.
@@ -509,6 +523,7 @@ fn office<R: Read + Seek>(archive: &mut zip::ZipArchive<R>) -> Option<Office> {
         .into_iter()
         .find(|(marker, _)| archive.index_for_name(marker).is_some())
         .map(|(_, office)| office)
+        .or_else(|| crate::odf::package(archive).map(Office::OpenDocument))
 }
 
 /// Up to [`HEAD`] bytes from the start of `content`, fewer only at its end.
