@@ -202,6 +202,7 @@ fn archive(
             let read = match kind {
                 extract::Container::Parquet => "in a parquet file".to_owned(),
                 extract::Container::Avro => "in an avro file".to_owned(),
+                extract::Container::Cfb => "in an xls workbook".to_owned(),
                 _ => format!("in {} members of a {}", report.members, kind.as_str()),
             };
             eprintln!(
