@@ -2,17 +2,23 @@
 
 // Dependencies point one way: skip at the bottom; the limits and their meter, and the sink,
 // above it; the columnar reader (Parquet) above those, and the Avro reader, which renders
-// values as it does; the walk on top.
+// values as it does; the workbook readers (sheet, on which xls and ods place their cells, and
+// cfb under xls) and the document readers beside them, sharing xml and odf; the walk on top.
 mod avro;
 pub mod avro_rewrite;
+mod cfb;
 mod columnar;
 mod document;
 mod limits;
+mod odf;
+mod ods;
 mod pdf;
 mod sheet;
 mod sink;
 mod skip;
 mod walk;
+mod xls;
+mod xml;
 
 pub use columnar::rewrite::{self as parquet_rewrite, Change, Editor, Refusal};
 pub use limits::{Limits, RATIO_GRACE};

@@ -66,9 +66,10 @@ pub enum Unsupported {
     AcrossCells,
     /// More values than detection reports for one object (`detect::MAX_FINDINGS_PER_OBJECT`).
     TooManyValues,
-    /// A format that is never rewritten in place: an archive (ZIP, TAR, TAR.GZ), a PDF or
-    /// another binary format. Its values are found by scans, member by member; the action
-    /// for them is quarantine.
+    /// A format that is never rewritten in place: an archive (ZIP, TAR, TAR.GZ), a table file
+    /// or an office file (`extract::container` knows them all, XLS among them), a PDF or
+    /// another binary format. Its values are found by scans, member by member; the action for
+    /// them is quarantine.
     Format,
     /// A table file's value whose column cannot hold its replacement: a token that is not a
     /// number in an integer column, any mask there, a value in a float, date, decimal or
@@ -396,6 +397,34 @@ mod tests {
         .unwrap();
         let values = found.spans.into_iter().map(|s| s.value).collect();
         (values, found.missing)
+    }
+
+    /// A workbook or an office document is read by scans cell by cell or paragraph by
+    /// paragraph, and never rewritten here: whatever its format (an XLS is a compound file,
+    /// the others ZIPs), its values fail as a format, as an XLSX's do.
+    #[test]
+    fn office_files_are_an_unsupported_format() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/formats");
+        for name in [
+            "payroll.xlsx",
+            "payroll.xls",
+            "not_a_workbook.xls",
+            "payroll.xlsb",
+            "payroll.ods",
+            "case_notes.odt",
+            "review.odp",
+        ] {
+            let bytes = std::fs::read(fixtures.join(name)).unwrap();
+            let found = find(
+                &Detector::new(),
+                name,
+                &bytes,
+                &[wanted("us_ssn", "SSN", 0.0)],
+                &Written::default(),
+            );
+            assert!(matches!(found, Err(Unsupported::Format)), "{name}");
+        }
     }
 
     /// Two columns of SSNs (both detected at 0.95), and a note column with one SSN said to be
