@@ -9,8 +9,9 @@ use std::io::Read;
 use std::rc::Rc;
 use std::sync::Once;
 
+use apache_avro::schema::Name;
 use apache_avro::types::Value;
-use apache_avro::{Reader, error::Details};
+use apache_avro::{Reader, Schema, error::Details};
 
 use crate::columnar::render;
 use crate::limits::RATIO_GRACE;
@@ -43,6 +44,7 @@ pub(crate) fn read(
         read: read.clone(),
     };
     let reader = Reader::new(counted).map_err(|_| Skip::CorruptAvro)?;
+    refuse(reader.writer_schema())?;
     let mut runs = Runs {
         fields: HashMap::new(),
         order: Vec::new(),
@@ -253,4 +255,43 @@ pub(crate) fn sorted<T>(entries: &HashMap<String, T>) -> Vec<(&String, &T)> {
 /// A record field's name as a field path holds it.
 pub(crate) fn field_name(name: &str) -> String {
     name.chars().take(crate::MAX_NAME).collect()
+}
+
+/// Why a file's schema is not read, if it is not: a record that holds itself (a linked list, a
+/// tree), whose values nest as deep as the data says, and which `apache-avro` decodes by
+/// recursion without a bound, so that a block of a few bytes a level would overflow the
+/// stack; or a record that takes no bytes (`null`, a record of nulls), of which a block may
+/// claim any count. A schema's own nesting is bounded by its JSON's (128 levels).
+pub(crate) fn refuse(schema: &Schema) -> Result<(), Skip> {
+    if recursive(schema, &mut Vec::new()) || empty(schema) {
+        return Err(Skip::AvroLimit);
+    }
+    Ok(())
+}
+
+/// Whether `schema` names one of the records it is inside of (`within`).
+fn recursive<'s>(schema: &'s Schema, within: &mut Vec<&'s Name>) -> bool {
+    match schema {
+        Schema::Ref { name } => within.contains(&name),
+        Schema::Record(record) => {
+            within.push(&record.name);
+            let found = record.fields.iter().any(|f| recursive(&f.schema, within));
+            within.pop();
+            found
+        }
+        Schema::Array(array) => recursive(&array.items, within),
+        Schema::Map(map) => recursive(&map.types, within),
+        Schema::Union(union) => union.variants().iter().any(|v| recursive(v, within)),
+        _ => false,
+    }
+}
+
+/// Whether a value of `schema` is encoded in no bytes at all.
+fn empty(schema: &Schema) -> bool {
+    match schema {
+        Schema::Null => true,
+        Schema::Fixed(fixed) => fixed.size == 0,
+        Schema::Record(record) => record.fields.iter().all(|f| empty(&f.schema)),
+        _ => false,
+    }
 }

@@ -122,6 +122,7 @@ impl Header {
                 .and_then(|n| Codec::from_str(n).ok())
                 .ok_or(Refusal::Unreadable)?,
         };
+        crate::avro::refuse(&schema).map_err(|_| Refusal::Unreadable)?;
         Ok(Self {
             schema,
             codec,
@@ -149,21 +150,22 @@ impl Block<'_> {
             .codec
             .decompress(&mut data)
             .map_err(|_| Refusal::Unreadable)?;
+        // Every record takes a byte at least (a schema whose records take none is refused).
+        if self.count > data.len() as u64 {
+            return Err(Refusal::Unreadable);
+        }
         let reader = GenericDatumReader::builder(&self.header.schema)
             .build()
             .map_err(|_| Refusal::Unreadable)?;
-        let mut records = Vec::new();
+        // Each field's values, in the order the reader renders them. The records are decoded
+        // one at a time, here and again to write them, so a block is never held as values.
+        let mut fields = Fields::default();
         let mut rest = data.as_slice();
         for _ in 0..self.count {
             let record = reader
                 .read_value(&mut rest)
                 .map_err(|_| Refusal::Unreadable)?;
-            records.push(record);
-        }
-        // Each field's values, in the order the reader renders them.
-        let mut fields = Fields::default();
-        for record in &records {
-            fields.collect(record, &mut Vec::new(), editor, allowance)?;
+            fields.collect(&record, &mut Vec::new(), editor, allowance)?;
         }
         let mut changes: HashMap<Vec<String>, Vec<(usize, Vec<Change>)>> = HashMap::new();
         for (names, lines) in fields.lines {
@@ -199,7 +201,11 @@ impl Block<'_> {
             .build()
             .map_err(|_| Refusal::Write)?;
         let mut encoded = Vec::with_capacity(data.len());
-        for mut record in records {
+        let mut rest = data.as_slice();
+        for _ in 0..self.count {
+            let mut record = reader
+                .read_value(&mut rest)
+                .map_err(|_| Refusal::Unreadable)?;
             apply.value(&mut record, &mut Vec::new())?;
             writer
                 .write_value_ref(&mut encoded, &record)
@@ -305,9 +311,16 @@ impl Apply {
             let Some(changes) = self.changes.get(names.as_slice()) else {
                 return Ok(());
             };
-            let seen = self.seen.entry(names.clone()).or_default();
-            let index = *seen;
-            *seen += 1;
+            let index = match self.seen.get_mut(names.as_slice()) {
+                Some(seen) => {
+                    *seen += 1;
+                    *seen - 1
+                }
+                None => {
+                    self.seen.insert(names.clone(), 1);
+                    0
+                }
+            };
             let Ok(at) = changes.binary_search_by_key(&index, |(i, _)| *i) else {
                 return Ok(());
             };

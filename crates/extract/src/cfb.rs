@@ -183,9 +183,14 @@ impl<R: Read + Seek> Compound<R> {
 
     /// A stream under [`MINI_CUTOFF`] bytes, read whole from the mini stream.
     fn small_stream(&mut self, entry: &Entry) -> Result<Vec<u8>, Corrupt> {
+        // The table needs four bytes for each mini sector the mini stream holds, whatever the
+        // header claims: a claim past that would have the whole file read as the table.
+        let needed = self.mini_stream.1.div_ceil(MINI_SECTOR).saturating_mul(4);
         let mini_fat = self.chain_bytes(
             self.mini_fat_start,
-            u64::from(self.mini_fat_sectors).saturating_mul(self.sector),
+            u64::from(self.mini_fat_sectors)
+                .saturating_mul(self.sector)
+                .min(needed.next_multiple_of(self.sector.max(1))),
         )?;
         let mini_fat: Vec<u32> = (0..mini_fat.len() / 4)
             .map(|i| le32(&mini_fat, 4 * i))

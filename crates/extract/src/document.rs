@@ -20,6 +20,10 @@ pub(crate) const POWERPOINT: &str = "ppt/presentation.xml";
 /// The longest paragraph kept whole, in bytes; past it a paragraph is cut.
 const MAX_PARAGRAPH: usize = 1 << 20;
 
+/// The most spaces one OpenDocument space element (`text:s text:c="N"`) stands for: enough
+/// for any layout, and a 45-byte element can no longer claim a megabyte of text.
+pub(crate) const MAX_SPACES: usize = 64;
+
 /// Text a part's run holds before it is handed to the sink.
 const RUN: usize = 256 << 10;
 
@@ -334,7 +338,8 @@ impl OdfText {
                     .ok()
                     .flatten()
                     .and_then(|c| c.value.trim().parse().ok());
-                for _ in 0..count.unwrap_or(1usize).min(MAX_PARAGRAPH) {
+                // Runs of spaces lay out text; a count past that only multiplies it.
+                for _ in 0..count.unwrap_or(1usize).min(MAX_SPACES) {
                     if !self.push(" ") {
                         break;
                     }

@@ -148,7 +148,8 @@ impl Cells<'_> {
                 }
                 "s" => {
                     let count = attribute(e, "text:c").and_then(|c| c.parse().ok());
-                    for _ in 0..count.unwrap_or(1usize).min(MAX_CELL) {
+                    // Runs of spaces lay out text; a count past that only multiplies it.
+                    for _ in 0..count.unwrap_or(1usize).min(crate::document::MAX_SPACES) {
                         if !push(&mut cell.text, " ") {
                             break;
                         }

@@ -229,6 +229,8 @@ pub(crate) struct Runs<'a> {
     /// The first row's index, once a cell was read.
     header_row: Option<u32>,
     held: usize,
+    /// Whether the sheet placed a value yet (its first row's names are then a header).
+    valued: bool,
     /// A cell's text, rendered before it is placed.
     value: String,
     /// Whether any values reached the sink.
@@ -247,6 +249,7 @@ impl<'a> Runs<'a> {
             headers: BTreeMap::new(),
             header_row: None,
             held: 0,
+            valued: false,
             value: String::new(),
             handed: false,
             allowance,
@@ -261,6 +264,7 @@ impl<'a> Runs<'a> {
         self.columns.clear();
         self.headers.clear();
         self.header_row = None;
+        self.valued = false;
     }
 
     /// Places the value `render` writes at (`row`, `column`), both 0-based; `named` says it is
@@ -318,6 +322,7 @@ impl<'a> Runs<'a> {
             self.flush();
         }
         self.columns.entry(column).or_default().push(row, text);
+        self.valued = true;
         self.held += text.len() + 1;
         if self.held >= RUNS {
             self.flush();
@@ -330,7 +335,7 @@ impl<'a> Runs<'a> {
     pub(crate) fn finish_sheet(&mut self) -> Result<(), Skip> {
         let mut finished = Ok(());
         // A sheet of one row of names: they were values after all.
-        if self.columns.is_empty()
+        if !self.valued
             && let Some(row) = self.header_row
         {
             for (c, text) in std::mem::take(&mut self.headers) {
@@ -344,19 +349,20 @@ impl<'a> Runs<'a> {
         finished
     }
 
+    /// Hands every column's run over and forgets them: a flush costs the columns that were
+    /// written since the last one, not every column the sheet ever had, and their buffers go.
     fn flush(&mut self) {
-        for (column, run) in &mut self.columns {
+        for (column, run) in std::mem::take(&mut self.columns) {
             if run.is_empty() {
                 continue;
             }
-            let names: Vec<String> = self.headers.get(column).cloned().into_iter().collect();
+            let names: Vec<String> = self.headers.get(&column).cloned().into_iter().collect();
             let unit = TableUnit::Cell {
                 sheet: &self.sheet,
-                column: *column,
+                column,
             };
             self.sink.values(self.path, &run.column(&names, unit));
             self.handed = true;
-            run.clear();
         }
         self.held = 0;
     }

@@ -52,6 +52,11 @@ const LABEL: u16 = 0x0204;
 const RSTRING: u16 = 0x00D6;
 const FORMULA: u16 = 0x0006;
 const STRING: u16 = 0x0207;
+/// Records a formula's own record may be followed by before its text result (`STRING`): a
+/// shared formula's, an array formula's and a data table's definitions.
+const SHRFMLA: u16 = 0x04BC;
+const ARRAY: u16 = 0x0221;
+const TABLE: u16 = 0x0236;
 
 /// Days from 1899-12-30 to 1904-01-01: a serial of the 1904 date system plus this is one of
 /// the 1900 system.
@@ -496,6 +501,8 @@ fn sheets<R: Read>(
                 }
             }
             _ if !worksheet || depth != 1 => {}
+            // Between a formula and its text result; the result still comes.
+            SHRFMLA | ARRAY | TABLE => {}
             STRING => {
                 if let Some((row, column)) = text_result.take() {
                     let text = unicode_string(data, 0);

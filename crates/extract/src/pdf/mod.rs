@@ -8,6 +8,7 @@
 //! one that needs a password is skipped as `encrypted_pdf`. A document with no text but with
 //! images (a scan) is skipped as `image_only_pdf`: no text was read, and no OCR runs here.
 
+mod cmap;
 mod text;
 
 use std::collections::HashMap;
@@ -78,7 +79,13 @@ pub(crate) fn read(
         images: false,
         unmapped: false,
     };
+    let mut seen = std::collections::HashSet::new();
     for (number, page) in document.get_pages() {
+        // A page tree that names one page twice is damaged; the page is read once.
+        if !seen.insert(page) {
+            push_once(&mut reader.outcome.skips, Skip::CorruptPdf);
+            continue;
+        }
         let mut lines = Page::new(number, path, &mut *sink);
         // The parser's and decoders' panics on a hostile page end that page, not the scan.
         let read = catch_unwind(AssertUnwindSafe(|| reader.page(page, &mut lines)));
@@ -193,6 +200,16 @@ impl<'d> Reader<'d> {
                 .into_iter()
                 .filter_map(|id| self.document.get_dictionary(id).ok()),
         );
+        // The content's stored bytes are paid for before they are inflated, each stream as often
+        // as the page names it.
+        for id in self.document.get_page_contents(page) {
+            let stored = self
+                .document
+                .get_object(id)
+                .and_then(Object::as_stream)
+                .map_or(0, |s| s.content.len());
+            self.spend(stored.max(VISIT))?;
+        }
         let limit = self.stream_limit();
         let content = self
             .document
@@ -252,21 +269,40 @@ impl<'d> Reader<'d> {
             if self.encodings.len() >= MAX_FONTS {
                 return Err(Skip::PdfLimit);
             }
-            let encoding = if mapped(font, document) {
+            let encoding = if mapped(font, document) && self.map_is_sane(font)? {
                 match font.get_font_encoding_with_limit(document, MAX_CMAP) {
                     Ok(encoding) => Some(Rc::new(encoding)),
-                    Err(lopdf::Error::Decompress(_)) => return Err(Skip::PdfLimit),
                     Err(_) => None,
                 }
             } else {
                 None
             };
+            // A font whose encoding failed is remembered as such, not read again per page.
             self.encodings.insert(key, encoding);
         }
         Ok(match self.encodings.get(&key).cloned().flatten() {
             Some(encoding) => Font::Mapped(encoding),
             None => Font::Unmapped,
         })
+    }
+
+    /// Whether the font's `ToUnicode` map, if it has one, is one `lopdf` may read
+    /// ([`cmap::sane`]); reading it is paid for from the allowance, its stored bytes first.
+    fn map_is_sane(&mut self, font: &Dictionary) -> Result<bool, Skip> {
+        let Ok(map) = font
+            .get_deref(b"ToUnicode", self.document)
+            .and_then(Object::as_stream)
+        else {
+            return Ok(true);
+        };
+        self.spend(map.content.len().max(VISIT))?;
+        let Ok(bytes) = map.decompressed_content_with_limit(MAX_CMAP) else {
+            // Past its limit or damaged: `lopdf` would fail on it too.
+            self.spend(MAX_CMAP)?;
+            return Ok(false);
+        };
+        self.spend(bytes.len())?;
+        Ok(cmap::sane(&bytes))
     }
 
     /// A form `name` in `resources` draws: its content, inflated within the allowance, its
@@ -291,6 +327,9 @@ impl<'d> Reader<'d> {
             }
             _ => return Ok(None),
         }
+        // Its stored bytes are paid for before they are inflated: a stream of empty deflate
+        // blocks inflates to nothing, and costs the time to read it each time it is drawn.
+        self.spend(stream.content.len())?;
         let limit = self.stream_limit();
         let content = stream
             .decompressed_content_with_limit(limit)
