@@ -1,5 +1,6 @@
-//! The table readers on arbitrary bytes, each input read as a Parquet file and as an Avro file
-//! whatever its magic (`fuzz/run` seeds the corpus with the pyarrow and fastavro fixtures).
+//! The table readers on arbitrary bytes, each input read as a Parquet file, as an Avro file and
+//! as a compound file (an XLS workbook) whatever its magic (`fuzz/run` seeds the corpus with
+//! the pyarrow, fastavro and xlwt fixtures).
 //! Nothing panics out of the walk; a read that fails handed nothing to the sink; every run of values has a row for each line,
 //! rows only go forward within a run, and the text stays within the file's allowance.
 #![no_main]
@@ -53,4 +54,5 @@ fn check(bytes: &[u8], kind: Container) {
 fuzz_target!(|bytes: &[u8]| {
     check(bytes, Container::Parquet);
     check(bytes, Container::Avro);
+    check(bytes, Container::Cfb);
 });

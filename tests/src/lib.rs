@@ -118,8 +118,12 @@ impl TestApp {
         let handle = server.handle();
         tokio::spawn(server);
         boot::install_tls_provider();
+        // A pooled connection idle past the server's keep-alive (actix's 5 s) may be closed by
+        // the server just as the client reuses it: the request then fails with an incomplete
+        // message. Dropping idle connections first makes that race impossible.
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
+            .pool_idle_timeout(Duration::from_secs(2))
             .build()
             .unwrap_or_else(|e| panic!("client: {e}"));
         Self {

@@ -203,6 +203,7 @@ fn archive(
                 extract::Container::Parquet => "in a parquet file".to_owned(),
                 extract::Container::Avro => "in an avro file".to_owned(),
                 extract::Container::Pdf => "in a pdf".to_owned(),
+                extract::Container::Cfb => "in an xls workbook".to_owned(),
                 _ => format!("in {} members of a {}", report.members, kind.as_str()),
             };
             eprintln!(

@@ -9,8 +9,9 @@ use std::io::Read;
 use std::rc::Rc;
 use std::sync::Once;
 
+use apache_avro::schema::Name;
 use apache_avro::types::Value;
-use apache_avro::{Reader, error::Details};
+use apache_avro::{Reader, Schema, error::Details};
 
 use crate::columnar::render;
 use crate::limits::RATIO_GRACE;
@@ -36,16 +37,14 @@ pub(crate) fn read(
     path: &[String],
     sink: &mut dyn Sink,
 ) -> Result<TableRead, Skip> {
-    static CAP: Once = Once::new();
-    CAP.call_once(|| {
-        apache_avro::util::max_allocation_bytes(MAX_BLOCK);
-    });
+    cap_allocations();
     let read = Rc::new(Cell::new(0));
     let counted = Counting {
         inner: source,
         read: read.clone(),
     };
     let reader = Reader::new(counted).map_err(|_| Skip::CorruptAvro)?;
+    refuse(reader.writer_schema())?;
     let mut runs = Runs {
         fields: HashMap::new(),
         order: Vec::new(),
@@ -85,6 +84,15 @@ pub(crate) fn read(
     Ok(outcome)
 }
 
+/// Sets the crate's allocation cap, once per process: a block inflates, and a string, array or
+/// map is allocated, to at most [`MAX_BLOCK`].
+pub(crate) fn cap_allocations() {
+    static CAP: Once = Once::new();
+    CAP.call_once(|| {
+        apache_avro::util::max_allocation_bytes(MAX_BLOCK);
+    });
+}
+
 /// Counts the bytes read through it: what the file's allowance grows with.
 struct Counting<R> {
     inner: R,
@@ -117,63 +125,23 @@ struct Runs<'a> {
 impl Runs<'_> {
     /// Renders `value`, at the field `names`, into its run; records and arrays recurse.
     fn value(&mut self, value: &Value, names: &mut Vec<String>, record: u64) -> Result<(), Skip> {
-        let mut text = String::new();
-        let text: &str = match value {
-            Value::Null | Value::Boolean(_) => return Ok(()),
-            // Strings go to their run as they are: a value may be as large as its block.
-            Value::String(s) | Value::Enum(_, s) => s,
-            Value::Bytes(b) | Value::Fixed(_, b) => match std::str::from_utf8(b) {
-                Ok(s) => s,
-                Err(_) => return Ok(()),
-            },
-            Value::Int(v) => {
-                text = v.to_string();
-                &text
+        let mut buf = String::new();
+        if let Some(text) = leaf(value, &mut buf) {
+            if text.is_empty() {
+                return Ok(());
             }
-            Value::Long(v) => {
-                text = v.to_string();
-                &text
-            }
-            Value::Float(v) if v.is_finite() => {
-                text = v.to_string();
-                &text
-            }
-            Value::Double(v) if v.is_finite() => {
-                text = v.to_string();
-                &text
-            }
-            Value::Date(days) => {
-                render::date(i64::from(*days), &mut text);
-                &text
-            }
-            Value::TimestampMillis(v) | Value::LocalTimestampMillis(v) => {
-                render::timestamp(*v, 1_000, &mut text);
-                &text
-            }
-            Value::TimestampMicros(v) | Value::LocalTimestampMicros(v) => {
-                render::timestamp(*v, 1_000_000, &mut text);
-                &text
-            }
-            Value::TimestampNanos(v) | Value::LocalTimestampNanos(v) => {
-                render::timestamp(*v, 1_000_000_000, &mut text);
-                &text
-            }
-            Value::BigDecimal(d) => {
-                text = d.to_string();
-                &text
-            }
-            Value::Union(_, inner) => return self.value(inner, names, record),
+            return self.push(names, record, text);
+        }
+        match value {
+            Value::Union(_, inner) => self.value(inner, names, record),
             Value::Array(items) => {
                 for item in items {
                     self.value(item, names, record)?;
                 }
-                return Ok(());
+                Ok(())
             }
             Value::Map(entries) => {
-                // Keys in order, so that a file reads the same every time.
-                let mut entries: Vec<_> = entries.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                for (key, item) in entries {
+                for (key, item) in sorted(entries) {
                     names.push("key".into());
                     let read = self.push(names, record, key);
                     names.pop();
@@ -183,24 +151,21 @@ impl Runs<'_> {
                     names.pop();
                     read?;
                 }
-                return Ok(());
+                Ok(())
             }
             Value::Record(fields) => {
                 for (name, field) in fields {
-                    names.push(name.chars().take(crate::MAX_NAME).collect());
+                    names.push(field_name(name));
                     let read = self.value(field, names, record);
                     names.pop();
                     read?;
                 }
-                return Ok(());
+                Ok(())
             }
-            // Times of day, durations, UUIDs, and decimals, whose scale is in the schema.
-            _ => return Ok(()),
-        };
-        if text.is_empty() {
-            return Ok(());
+            // Null, booleans, times of day, durations, UUIDs, and decimals, whose scale is in
+            // the schema.
+            _ => Ok(()),
         }
-        self.push(names, record, text)
     }
 
     fn push(&mut self, names: &[String], record: u64, text: &str) -> Result<(), Skip> {
@@ -244,5 +209,89 @@ impl Runs<'_> {
             run.clear();
         }
         self.held = 0;
+    }
+}
+
+/// The text of a value that is one (a string, a number, a date or a timestamp), in `buf` when
+/// it is rendered; `None` for containers and for what holds no text a person reads. Strings
+/// are their own text: a value may be as large as its block.
+pub(crate) fn leaf<'a>(value: &'a Value, buf: &'a mut String) -> Option<&'a str> {
+    match value {
+        Value::String(s) | Value::Enum(_, s) => Some(s),
+        Value::Bytes(b) | Value::Fixed(_, b) => Some(std::str::from_utf8(b).unwrap_or_default()),
+        Value::Int(v) => Some(rendered(buf, |t| t.push_str(&v.to_string()))),
+        Value::Long(v) => Some(rendered(buf, |t| t.push_str(&v.to_string()))),
+        Value::Float(v) if v.is_finite() => Some(rendered(buf, |t| t.push_str(&v.to_string()))),
+        Value::Double(v) if v.is_finite() => Some(rendered(buf, |t| t.push_str(&v.to_string()))),
+        Value::Float(_) | Value::Double(_) => Some(""),
+        Value::Date(days) => Some(rendered(buf, |t| render::date(i64::from(*days), t))),
+        Value::TimestampMillis(v) | Value::LocalTimestampMillis(v) => {
+            Some(rendered(buf, |t| render::timestamp(*v, 1_000, t)))
+        }
+        Value::TimestampMicros(v) | Value::LocalTimestampMicros(v) => {
+            Some(rendered(buf, |t| render::timestamp(*v, 1_000_000, t)))
+        }
+        Value::TimestampNanos(v) | Value::LocalTimestampNanos(v) => {
+            Some(rendered(buf, |t| render::timestamp(*v, 1_000_000_000, t)))
+        }
+        Value::BigDecimal(d) => Some(rendered(buf, |t| t.push_str(&d.to_string()))),
+        _ => None,
+    }
+}
+
+fn rendered(buf: &mut String, render: impl FnOnce(&mut String)) -> &str {
+    buf.clear();
+    render(buf);
+    buf
+}
+
+/// A map's entries in the order of their keys, so that a file reads the same every time.
+pub(crate) fn sorted<T>(entries: &HashMap<String, T>) -> Vec<(&String, &T)> {
+    let mut entries: Vec<_> = entries.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries
+}
+
+/// A record field's name as a field path holds it.
+pub(crate) fn field_name(name: &str) -> String {
+    name.chars().take(crate::MAX_NAME).collect()
+}
+
+/// Why a file's schema is not read, if it is not: a record that holds itself (a linked list, a
+/// tree), whose values nest as deep as the data says, and which `apache-avro` decodes by
+/// recursion without a bound, so that a block of a few bytes a level would overflow the
+/// stack; or a record that takes no bytes (`null`, a record of nulls), of which a block may
+/// claim any count. A schema's own nesting is bounded by its JSON's (128 levels).
+pub(crate) fn refuse(schema: &Schema) -> Result<(), Skip> {
+    if recursive(schema, &mut Vec::new()) || empty(schema) {
+        return Err(Skip::AvroLimit);
+    }
+    Ok(())
+}
+
+/// Whether `schema` names one of the records it is inside of (`within`).
+fn recursive<'s>(schema: &'s Schema, within: &mut Vec<&'s Name>) -> bool {
+    match schema {
+        Schema::Ref { name } => within.contains(&name),
+        Schema::Record(record) => {
+            within.push(&record.name);
+            let found = record.fields.iter().any(|f| recursive(&f.schema, within));
+            within.pop();
+            found
+        }
+        Schema::Array(array) => recursive(&array.items, within),
+        Schema::Map(map) => recursive(&map.types, within),
+        Schema::Union(union) => union.variants().iter().any(|v| recursive(v, within)),
+        _ => false,
+    }
+}
+
+/// Whether a value of `schema` is encoded in no bytes at all.
+fn empty(schema: &Schema) -> bool {
+    match schema {
+        Schema::Null => true,
+        Schema::Fixed(fixed) => fixed.size == 0,
+        Schema::Record(record) => record.fields.iter().all(|f| empty(&f.schema)),
+        _ => false,
     }
 }

@@ -1,8 +1,8 @@
-//! Word (DOCX) and PowerPoint (PPTX) documents, read paragraph by paragraph: the text of every
-//! paragraph of the body, tables, headers, footers, notes and comments, or of every slide and
-//! its notes, with the text a paragraph's runs split joined again. A document is a ZIP of XML
-//! parts; its parts' sizes are checked as a workbook's are, and each part streams through
-//! `quick-xml`.
+//! Word (DOCX) and PowerPoint (PPTX) documents, and OpenDocument texts and presentations (ODT,
+//! ODP), read paragraph by paragraph: the text of every paragraph of the body, tables, headers,
+//! footers, notes and comments, or of every slide and its notes, with the text a paragraph's
+//! runs (or spans) split joined again. A document is a ZIP of XML parts; its parts' sizes are
+//! checked as a workbook's are, and each part streams through `quick-xml`.
 
 use std::io::{BufReader, Read, Seek};
 use std::ops::Range;
@@ -10,6 +10,7 @@ use std::ops::Range;
 use quick_xml::events::{BytesStart, Event};
 
 use crate::sink::{Lines, TableRead};
+use crate::xml::reference;
 use crate::{Sink, Skip, TableUnit};
 
 /// The part whose presence makes a ZIP a Word document.
@@ -20,8 +21,24 @@ pub(crate) const POWERPOINT: &str = "ppt/presentation.xml";
 /// The longest paragraph kept whole, in bytes; past it a paragraph is cut.
 const MAX_PARAGRAPH: usize = 1 << 20;
 
+/// The most spaces one OpenDocument space element (`text:s text:c="N"`) stands for: enough
+/// for any layout, and a 45-byte element can no longer claim a megabyte of text.
+pub(crate) const MAX_SPACES: usize = 64;
+
 /// Text a part's run holds before it is handed to the sink.
 const RUN: usize = 256 << 10;
+
+/// Paragraphs inside paragraphs (a note's, a text box's) kept apart from the one around them;
+/// deeper ones join the innermost kept, so that a hostile nesting holds at most this many.
+const MAX_NESTED: usize = 16;
+
+/// An OpenDocument text's parts that hold its text: the body, then the pages' headers and
+/// footers.
+const ODF_TEXT_PARTS: [&str; 2] = [crate::odf::CONTENT, "styles.xml"];
+
+/// Elements inside an OpenDocument paragraph whose text is not the paragraph's: a note's
+/// citation mark, a frame's title and description, a comment's author and date.
+const ODF_NOT_TEXT: [&str; 5] = ["note-citation", "title", "desc", "creator", "date"];
 
 /// Which parts of a document hold its text, in reading order: for Word the body, then
 /// headers, footers, footnotes, endnotes and comments; for PowerPoint each slide by its
@@ -61,16 +78,22 @@ fn numbered(name: &str, prefix: &str) -> Option<u32> {
         .ok()
 }
 
-/// Reads every text part of the document in `archive` into `sink`.
+/// Reads every text part of the Word document (`word`) or PowerPoint presentation in
+/// `archive` into `sink`.
 pub(crate) fn read<R: Read + Seek>(
     archive: &mut zip::ZipArchive<R>,
-    parts: &[String],
     word: bool,
     path: &[String],
     sink: &mut dyn Sink,
 ) -> TableRead {
+    let names: Vec<String> = archive
+        .file_names()
+        .filter_map(Result::ok)
+        .map(|n| n.into_owned())
+        .collect();
+    let parts = text_parts(names.iter().map(String::as_str), word);
     let mut outcome = TableRead::default();
-    for part in parts {
+    for part in &parts {
         let Ok(file) = archive.by_name(part) else {
             push_once(&mut outcome.skips, Skip::CorruptDocument);
             continue;
@@ -217,17 +240,7 @@ pub(crate) fn paragraphs(
             }
             Event::GeneralRef(r) => {
                 if let Some(node) = &mut open {
-                    let c = match r.resolve_char_ref() {
-                        Ok(Some(c)) => Some(c),
-                        _ => match r.as_ref() {
-                            "amp" => Some('&'),
-                            "lt" => Some('<'),
-                            "gt" => Some('>'),
-                            "quot" => Some('"'),
-                            "apos" => Some('\''),
-                            _ => None,
-                        },
-                    };
+                    let c = reference(&r);
                     node.plain &= c.is_some();
                     paragraph.extend(c);
                 }
@@ -353,5 +366,188 @@ impl<'a, S: Sink + ?Sized> Run<'a, S> {
 impl<S: Sink + ?Sized> Paragraphs for Run<'_, S> {
     fn paragraph(&mut self, number: u64, text: &str, _: &[Node]) {
         self.push(number, text);
+    }
+}
+
+/// Reads an OpenDocument text's paragraphs (its body, then its pages' headers and footers),
+/// or a presentation's, slide by slide, into `sink`.
+pub(crate) fn read_odf<R: Read + Seek>(
+    archive: &mut zip::ZipArchive<R>,
+    presentation: bool,
+    path: &[String],
+    sink: &mut dyn Sink,
+) -> TableRead {
+    let mut outcome = TableRead::default();
+    // A presentation's other part holds its masters: the placeholders of a template.
+    let parts = if presentation {
+        &ODF_TEXT_PARTS[..1]
+    } else {
+        &ODF_TEXT_PARTS[..]
+    };
+    for &part in parts {
+        let file = match archive.by_name(part) {
+            Ok(file) => file,
+            // A package without styles has no headers or footers.
+            Err(zip::result::ZipError::FileNotFound) if part != crate::odf::CONTENT => continue,
+            Err(_) => {
+                push_once(&mut outcome.skips, Skip::CorruptDocument);
+                continue;
+            }
+        };
+        let mut run = Run::new(part, None, path, &mut *sink);
+        if odf_paragraphs(BufReader::new(file), &mut run, presentation).is_err() {
+            push_once(&mut outcome.skips, Skip::CorruptDocument);
+        }
+        // What was read before a failure is handed over all the same.
+        run.flush();
+        outcome.handed |= run.handed;
+    }
+    outcome
+}
+
+/// Streams one OpenDocument part's XML: each paragraph or heading (`text:p`, `text:h`) is a
+/// line, its spans joined, `text:s` its spaces, a tab a tab and a line break a space. A
+/// paragraph inside another (a note's, a text box's, a comment's) is a line of its own, and
+/// numbered, as in Word, where it ends. In a presentation each page (`draw:page`) is a slide,
+/// its notes numbered after its own paragraphs.
+fn odf_paragraphs(
+    source: impl std::io::BufRead,
+    run: &mut Run<'_, dyn Sink + '_>,
+    presentation: bool,
+) -> Result<(), ()> {
+    let mut reader = quick_xml::Reader::from_reader(source);
+    let mut buf = Vec::new();
+    let mut text = OdfText::default();
+    let mut slides: u32 = 0;
+    loop {
+        let event = reader.read_event_into(&mut buf).map_err(drop)?;
+        match event {
+            Event::Start(e) => {
+                if presentation && text.ignored == 0 && e.local_name().as_ref() == "page" {
+                    run.flush();
+                    slides += 1;
+                    run.slide = Some(slides);
+                    text.number = 0;
+                }
+                text.start(&e, false);
+            }
+            Event::Empty(e) => text.start(&e, true),
+            Event::End(e) => {
+                let name = e.local_name();
+                if let Some((number, paragraph)) = text.end(name.as_ref()) {
+                    run.push(number, &paragraph);
+                }
+                if presentation && text.ignored == 0 && name.as_ref() == "page" {
+                    run.flush();
+                    run.slide = None;
+                }
+            }
+            Event::Text(t) => text.push_text(&t.xml10_content()),
+            Event::GeneralRef(r) => {
+                if let Some(c) = reference(&r) {
+                    text.push_text(c.encode_utf8(&mut [0; 4]));
+                }
+            }
+            Event::Eof => return Ok(()),
+            _ => {}
+        }
+        buf.clear();
+    }
+}
+
+/// The paragraphs open in an OpenDocument part, innermost last.
+#[derive(Default)]
+struct OdfText {
+    open: Vec<String>,
+    /// Paragraphs open, those past [`MAX_NESTED`] included.
+    depth: usize,
+    /// Paragraphs ended so far in the part (or the slide).
+    number: u64,
+    /// Elements open whose text is not the paragraph's.
+    ignored: u32,
+}
+
+impl OdfText {
+    fn start(&mut self, e: &BytesStart<'_>, empty: bool) {
+        let name = e.local_name();
+        let name = name.as_ref();
+        if self.ignored > 0 {
+            self.ignored += u32::from(!empty);
+            return;
+        }
+        match name {
+            "p" | "h" if empty => self.number += 1,
+            "p" | "h" => {
+                self.depth += 1;
+                if self.open.len() < MAX_NESTED {
+                    self.open.push(String::new());
+                }
+            }
+            "s" => {
+                let count = e
+                    .try_get_attribute("text:c")
+                    .ok()
+                    .flatten()
+                    .and_then(|c| c.value.trim().parse().ok());
+                // Runs of spaces lay out text; a count past that only multiplies it.
+                for _ in 0..count.unwrap_or(1usize).min(MAX_SPACES) {
+                    if !self.push(" ") {
+                        break;
+                    }
+                }
+            }
+            "tab" => {
+                self.push("\t");
+            }
+            "line-break" => {
+                self.push(" ");
+            }
+            _ if ODF_NOT_TEXT.contains(&name) && !empty => self.ignored = 1,
+            _ => {}
+        }
+    }
+
+    /// Ends an element; a paragraph that ends is handed back with its number.
+    fn end(&mut self, name: &str) -> Option<(u64, String)> {
+        if self.ignored > 0 {
+            self.ignored -= 1;
+            return None;
+        }
+        if !matches!(name, "p" | "h") || self.depth == 0 {
+            return None;
+        }
+        self.number += 1;
+        let kept = self.depth <= MAX_NESTED;
+        self.depth -= 1;
+        if kept {
+            return self.open.pop().map(|text| (self.number, text));
+        }
+        None
+    }
+
+    /// Appends `text` to the innermost paragraph while it is under [`MAX_PARAGRAPH`]; whether
+    /// it still is.
+    fn push(&mut self, text: &str) -> bool {
+        if self.ignored > 0 {
+            return true;
+        }
+        let Some(paragraph) = self.open.last_mut() else {
+            return false;
+        };
+        if paragraph.len() >= MAX_PARAGRAPH {
+            return false;
+        }
+        paragraph.push_str(text);
+        true
+    }
+
+    /// Appends text of the XML, in which whitespace is a space (ODF 1.2, 6.1.2): a tab is
+    /// `text:tab`, a line break `text:line-break`.
+    fn push_text(&mut self, text: &str) {
+        if text.contains(['\n', '\r', '\t']) {
+            self.push(&text.replace(['\n', '\r', '\t'], " "));
+        } else {
+            self.push(text);
+        }
     }
 }

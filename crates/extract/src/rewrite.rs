@@ -1,6 +1,7 @@
 //! Which files can be written again with some values changed, and the rewrite of each: a
-//! Parquet file column by column, a workbook cell by cell, a Word document in its text runs.
-//! Every other format (Avro, PDF, PowerPoint, archives) is read, never rewritten.
+//! Parquet file column by column, an Avro file block by block, a workbook cell by cell, a Word
+//! document in its text runs. Every other format (XLS, XLSB, ODF, PDF, PowerPoint, archives) is
+//! read, never rewritten.
 
 use bytes::Bytes;
 
@@ -11,6 +12,7 @@ use crate::{Container, Limits};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rewritable {
     Parquet,
+    Avro,
     /// An XLSX or XLSM workbook.
     Workbook,
     /// A Word (DOCX) document.
@@ -22,6 +24,7 @@ pub enum Rewritable {
 pub fn rewritable(bytes: &[u8]) -> Option<Rewritable> {
     match crate::container(bytes)? {
         Container::Parquet => Some(Rewritable::Parquet),
+        Container::Avro => Some(Rewritable::Avro),
         Container::Zip => {
             let archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).ok()?;
             if archive.index_for_name(crate::sheet::WORKBOOK).is_some() {
@@ -48,6 +51,7 @@ pub fn rewrite(
         Rewritable::Parquet => {
             crate::columnar::rewrite::rewrite(Bytes::copy_from_slice(bytes), limits, editor)
         }
+        Rewritable::Avro => crate::avro_rewrite::rewrite(bytes, limits, editor),
         Rewritable::Workbook => crate::office::workbook::rewrite(bytes, limits, editor),
         Rewritable::Document => crate::office::word::rewrite(bytes, limits, editor),
     }

@@ -45,9 +45,11 @@ pub enum Skip {
     /// An Avro block that inflates past 32 MiB, a value or collection claiming more, or a file
     /// of more than 4,096 distinct fields.
     AvroLimit,
-    /// A workbook whose parts cannot be read, or a sheet of it that cannot.
+    /// A workbook whose parts cannot be read, or a sheet of it that cannot; a compound file
+    /// (OLE2) whose header, allocation table or directory cannot be read.
     CorruptSpreadsheet,
-    /// A workbook whose shared strings are past 64 MiB.
+    /// A workbook whose shared strings are past 64 MiB (32 MiB in an XLS), or an ODS whose
+    /// repeated cells expand past a million, or place a value off the sheet's grid.
     SpreadsheetLimit,
     /// A Word document or a presentation whose text part cannot be read.
     CorruptDocument,
@@ -57,16 +59,23 @@ pub enum Skip {
     EncryptedPdf,
     /// A PDF with no text, only images: a scan, which no OCR reads here.
     ImageOnlyPdf,
-    /// A PDF past 256 MiB, a stream inflating past 64 MiB, content past the file's length
+    /// A PDF past 128 MiB, a stream inflating past 64 MiB, content past the file's length
     /// times the ratio limit, or more than 256 fonts.
     PdfLimit,
     /// Text of a PDF drawn in a font that does not map back to characters (a composite font
     /// without a `ToUnicode` map): drawn, but not readable as text.
     UnmappedPdfText,
+    /// A compound file (OLE2) that holds no Excel 97–2003 workbook: a Word or PowerPoint
+    /// 97–2003 file, an Excel 5.0/95 workbook, or anything else.
+    UnsupportedFormat,
+    /// An office file protected by a password: an XLS workbook that is encrypted, an Office
+    /// Open XML file wrapped in an encrypted compound file, or an OpenDocument file whose parts
+    /// are encrypted. No key, no read.
+    EncryptedOffice,
 }
 
 impl Skip {
-    pub const ALL: [Skip; 25] = [
+    pub const ALL: [Skip; 27] = [
         Skip::ArchiveDepth,
         Skip::ArchiveMembers,
         Skip::ArchiveBytes,
@@ -92,6 +101,8 @@ impl Skip {
         Skip::ImageOnlyPdf,
         Skip::PdfLimit,
         Skip::UnmappedPdfText,
+        Skip::UnsupportedFormat,
+        Skip::EncryptedOffice,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -121,6 +132,8 @@ impl Skip {
             Skip::ImageOnlyPdf => "image_only_pdf",
             Skip::PdfLimit => "pdf_limit",
             Skip::UnmappedPdfText => "unmapped_pdf_text",
+            Skip::UnsupportedFormat => "unsupported_format",
+            Skip::EncryptedOffice => "encrypted_office",
         }
     }
 

@@ -10,6 +10,7 @@ use std::rc::Rc;
 use flate2::read::MultiGzDecoder;
 
 use crate::limits::{Budget, Compressed, Counted, Meter, reached};
+use crate::odf::Package;
 use crate::sink::{MAX_NAME, TableRead};
 use crate::{Limits, Sink, Skip};
 
@@ -31,6 +32,9 @@ pub enum Container {
     Avro,
     /// A PDF: pages, read line by line.
     Pdf,
+    /// An OLE2 compound file: an Excel 97–2003 workbook (XLS) is read cell by cell; any other
+    /// (a Word or PowerPoint 97–2003 file) is skipped `unsupported_format`.
+    Cfb,
 }
 
 impl Container {
@@ -44,6 +48,7 @@ impl Container {
             Container::Parquet => "parquet",
             Container::Avro => "avro",
             Container::Pdf => "pdf",
+            Container::Cfb => "cfb",
         }
     }
 }
@@ -62,6 +67,7 @@ pub fn container(head: &[u8]) -> Option<Container> {
         Kind::Parquet => Some(Container::Parquet),
         Kind::Avro => Some(Container::Avro),
         Kind::Pdf => Some(Container::Pdf),
+        Kind::Cfb => Some(Container::Cfb),
         Kind::Gzip => {
             let mut inflated = Vec::with_capacity(HEAD);
             // A truncated head inflates to what it holds; an error is no container, and
@@ -112,6 +118,7 @@ pub fn walk<R: Read + Seek + Send + 'static>(
         Container::Parquet => walk.parquet(source),
         Container::Avro => walk.avro(source),
         Container::Pdf => walk.pdf(source),
+        Container::Cfb => walk.xls(source),
         Container::TarGz => {
             let (input, count) = Counted::new(source);
             let inflated = walk.meter(MultiGzDecoder::new(input), Compressed::Counted(count));
@@ -158,6 +165,7 @@ enum Kind {
     Parquet,
     Avro,
     Pdf,
+    Cfb,
     Leaf,
 }
 
@@ -168,6 +176,8 @@ fn kind(head: &[u8]) -> Kind {
         Kind::Avro
     } else if head.starts_with(b"%PDF-") {
         Kind::Pdf
+    } else if head.starts_with(&crate::cfb::MAGIC) {
+        Kind::Cfb
     } else if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         Kind::Zip
     } else if head.get(257..262) == Some(b"ustar") {
@@ -230,16 +240,8 @@ impl Walk<'_> {
             .and_then(|length| source.rewind().map(|()| length))
             .map_err(|e| reached(&e).unwrap_or(Skip::CorruptZip))?;
         let mut archive = zip::ZipArchive::new(source).map_err(|e| zip_skip(&e))?;
-        if archive.index_for_name(crate::sheet::WORKBOOK).is_some() {
-            return self.workbook(archive, length);
-        }
-        for (marker, word) in [
-            (crate::document::WORD, true),
-            (crate::document::POWERPOINT, false),
-        ] {
-            if archive.index_for_name(marker).is_some() {
-                return self.document(archive, length, word);
-            }
+        if let Some(office) = office(&mut archive) {
+            return self.office(archive, length, office);
         }
         for i in 0..archive.len() {
             if self.stopped {
@@ -343,17 +345,45 @@ impl Walk<'_> {
         Ok(())
     }
 
-    /// Reads an XLSX or XLSM workbook's sheets into the sink, its parts' declared sizes checked
-    /// first.
-    fn workbook<R: Read + Seek>(
+    /// Reads an XLS workbook's sheets into the sink.
+    fn xls<R: Read + Seek>(&mut self, source: R) -> Result<(), Skip> {
+        let read = crate::xls::read(source, self.limits, &self.path, &mut *self.sink)?;
+        self.table(read);
+        Ok(())
+    }
+
+    /// Reads an office file (a workbook, a document, a presentation) into the sink, its
+    /// parts' declared sizes checked first.
+    fn office<R: Read + Seek>(
         &mut self,
         mut archive: zip::ZipArchive<R>,
         length: u64,
+        office: Office,
     ) -> Result<(), Skip> {
         self.check_parts(&mut archive, length)?;
-        let mut source = archive.into_inner();
-        source.rewind().map_err(|_| Skip::CorruptSpreadsheet)?;
-        let read = crate::sheet::read(source, &self.path, &mut *self.sink)?;
+        let allowance = crate::sheet::allowance(length, self.limits);
+        let (path, sink) = (&self.path, &mut *self.sink);
+        let read = match office {
+            Office::Workbook { binary } => {
+                let mut source = archive.into_inner();
+                source.rewind().map_err(|_| Skip::CorruptSpreadsheet)?;
+                crate::sheet::read(source, binary, allowance, path, sink)?
+            }
+            Office::Word => crate::document::read(&mut archive, true, path, sink),
+            Office::PowerPoint => crate::document::read(&mut archive, false, path, sink),
+            Office::OpenDocument(package) => {
+                if crate::odf::encrypted(&mut archive) {
+                    return Err(Skip::EncryptedOffice);
+                }
+                match package {
+                    Package::Spreadsheet => crate::ods::read(&mut archive, allowance, path, sink)?,
+                    Package::Text | Package::Presentation => {
+                        let presentation = package == Package::Presentation;
+                        crate::document::read_odf(&mut archive, presentation, path, sink)
+                    }
+                }
+            }
+        };
         self.table(read);
         Ok(())
     }
@@ -372,29 +402,10 @@ impl Walk<'_> {
                 part.size(),
                 part.compressed_size(),
                 part.name()
-                    .is_ok_and(|name| name == crate::sheet::SHARED_STRINGS),
+                    .is_ok_and(|name| crate::sheet::held_whole(&name)),
             ));
         }
         crate::sheet::check(parts.into_iter(), length, self.limits)
-    }
-
-    /// Reads a Word document's or a PowerPoint presentation's paragraphs into the sink.
-    fn document<R: Read + Seek>(
-        &mut self,
-        mut archive: zip::ZipArchive<R>,
-        length: u64,
-        word: bool,
-    ) -> Result<(), Skip> {
-        self.check_parts(&mut archive, length)?;
-        let names: Vec<String> = archive
-            .file_names()
-            .filter_map(Result::ok)
-            .map(|n| n.into_owned())
-            .collect();
-        let parts = crate::document::text_parts(names.iter().map(String::as_str), word);
-        let read = crate::document::read(&mut archive, &parts, word, &self.path, &mut *self.sink);
-        self.table(read);
-        Ok(())
     }
 
     /// Counts a table file that was read as a member, and what it left unread, once per
@@ -426,7 +437,10 @@ impl Walk<'_> {
         let head = peek(content).map_err(|e| reached(&e).unwrap_or(layer))?;
         let kind = kind(&head);
         // A table file holds columns, not members: it is no level of nesting.
-        let nests = !matches!(kind, Kind::Leaf | Kind::Parquet | Kind::Avro | Kind::Pdf);
+        let nests = !matches!(
+            kind,
+            Kind::Leaf | Kind::Parquet | Kind::Avro | Kind::Pdf | Kind::Cfb
+        );
         if nests {
             if self.depth >= self.limits.max_depth {
                 return Err(Skip::ArchiveDepth);
@@ -438,6 +452,7 @@ impl Walk<'_> {
             Kind::Zip => self.spool(whole, layer).and_then(|file| self.zip(file)),
             Kind::Parquet => self.spool(whole, layer).and_then(|file| self.parquet(file)),
             Kind::Pdf => self.spool(whole, layer).and_then(|file| self.pdf(file)),
+            Kind::Cfb => self.spool(whole, layer).and_then(|file| self.xls(file)),
             // Avro's header comes first and its blocks follow: it streams.
             Kind::Avro => self.avro(whole),
             Kind::Tar => self.tar(whole),
@@ -498,6 +513,36 @@ impl Walk<'_> {
         file.rewind().map_err(|_| Skip::Spool)?;
         Ok(file)
     }
+}
+
+/// An office file a ZIP is, read as such rather than member by member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Office {
+    /// XLSX or XLSM, or (`binary`) XLSB.
+    Workbook {
+        binary: bool,
+    },
+    Word,
+    PowerPoint,
+    OpenDocument(Package),
+}
+
+/// The office file `archive` is, by the part its format always has.
+fn office<R: Read + Seek>(archive: &mut zip::ZipArchive<R>) -> Option<Office> {
+    let markers = [
+        (crate::sheet::WORKBOOK, Office::Workbook { binary: false }),
+        (
+            crate::sheet::BINARY_WORKBOOK,
+            Office::Workbook { binary: true },
+        ),
+        (crate::document::WORD, Office::Word),
+        (crate::document::POWERPOINT, Office::PowerPoint),
+    ];
+    markers
+        .into_iter()
+        .find(|(marker, _)| archive.index_for_name(marker).is_some())
+        .map(|(_, office)| office)
+        .or_else(|| crate::odf::package(archive).map(Office::OpenDocument))
 }
 
 /// Up to [`HEAD`] bytes from the start of `content`, fewer only at its end.

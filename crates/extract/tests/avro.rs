@@ -212,3 +212,49 @@ mod hostile {
         }
     }
 }
+
+/// The file `apache-avro` writes of `records` under `schema` (JSON).
+fn written(schema: &str, records: Vec<apache_avro::types::Value>) -> Vec<u8> {
+    let schema = apache_avro::Schema::parse_str(schema).unwrap();
+    let mut writer = apache_avro::Writer::new(&schema, Vec::new()).unwrap();
+    for record in records {
+        writer.append_value(record).unwrap();
+    }
+    writer.into_inner().unwrap()
+}
+
+#[test]
+fn a_schema_that_holds_itself_or_takes_no_bytes_is_not_read() {
+    use apache_avro::types::Value;
+    // A linked list: its values nest as deep as the data says, and the decoder recurses.
+    let list = r#"{"type": "record", "name": "Node", "fields": [
+        {"name": "email", "type": "string"},
+        {"name": "next", "type": ["null", "Node"]}]}"#;
+    let node = |email: &str, next: Value| {
+        Value::Record(vec![
+            ("email".into(), Value::String(email.into())),
+            ("next".into(), next),
+        ])
+    };
+    let tail = node("b@example.com", Value::Union(0, Box::new(Value::Null)));
+    let head = node("a@example.com", Value::Union(1, Box::new(tail)));
+    let mut fields = Fields::default();
+    let report = walk(
+        Cursor::new(written(list, vec![head])),
+        Container::Avro,
+        "list.avro",
+        Limits::default(),
+        &mut fields,
+    );
+    assert_eq!(report, Err(Skip::AvroLimit));
+    // Records of nothing: a block may claim any count of them.
+    let nothing = written(r#""null""#, vec![Value::Null; 3]);
+    let report = walk(
+        Cursor::new(nothing),
+        Container::Avro,
+        "nulls.avro",
+        Limits::default(),
+        &mut Fields::default(),
+    );
+    assert_eq!(report, Err(Skip::AvroLimit));
+}

@@ -1,5 +1,6 @@
 //! Word documents and PowerPoint presentations written by python-docx and python-pptx
-//! (`tests/fixtures/formats/make_office.py`), read paragraph by paragraph.
+//! (`tests/fixtures/formats/make_office.py`), and OpenDocument texts and presentations written
+//! by odfpy (`make_odf.py`), read paragraph by paragraph.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -127,6 +128,110 @@ fn a_presentations_slides_are_read_in_order_with_their_notes() {
     );
 }
 
+#[test]
+fn an_opendocument_texts_paragraphs_are_read_with_their_spans_joined() {
+    let (report, doc) = read("case_notes.odt");
+    assert_eq!(
+        report,
+        Ok(Report {
+            members: 1,
+            skipped: 0
+        })
+    );
+    assert_eq!(doc.members, 0, "a document's parts are not read as files");
+    let content: Vec<(u64, &str)> = doc
+        .read
+        .iter()
+        .filter(|p| p.0 == "content.xml")
+        .map(|p| (p.1, p.2.as_str()))
+        .collect();
+    assert_eq!(
+        content,
+        [
+            (1, "Case summary CR-2024-0211"),
+            (
+                2,
+                "The claimant called on 3 June to confirm the address on file."
+            ),
+            // Spans joined, `text:s` a space.
+            (
+                3,
+                "Her SSN is 536-22-5671 and letters go to mia.ross@example.com."
+            ),
+            // A tab kept, a line break a space.
+            (4, "Contact:\t(202) 555-0180 Office hours apply."),
+            // A table's cells are paragraphs of the body.
+            (5, "Member"),
+            (6, "SSN"),
+            (7, "Email"),
+            (8, "Robin Hale"),
+            (9, "536-22-5672"),
+            (10, "robin.hale@example.com"),
+            (11, "Sam Ortiz"),
+            (12, "536-22-5673"),
+            (13, "sam.ortiz@example.com"),
+            // A footnote's paragraph ends first, inside the one that cites it; the citation
+            // mark is no text of either.
+            (14, "Verified against SSN 536-22-5674."),
+            (15, "Payment was issued after the usual review."),
+            (
+                16,
+                "No further action is needed until the next quarterly review."
+            ),
+        ]
+    );
+    // The pages' header and footer, from styles.xml, after the body.
+    let styles: Vec<(u64, &str)> = doc
+        .read
+        .iter()
+        .filter(|p| p.0 == "styles.xml")
+        .map(|p| (p.1, p.2.as_str()))
+        .collect();
+    assert_eq!(
+        styles,
+        [
+            (1, "Claims department, case review"),
+            (2, "Questions: odt.desk@example.com"),
+        ]
+    );
+    assert_eq!(doc.read.len(), 18);
+}
+
+#[test]
+fn an_opendocument_presentations_pages_are_its_slides_with_their_notes() {
+    let (report, deck) = read("review.odp");
+    assert_eq!(
+        report,
+        Ok(Report {
+            members: 1,
+            skipped: 0
+        })
+    );
+    let slides: Vec<(&str, u64, &str)> = deck
+        .read
+        .iter()
+        .map(|p| (p.0.as_str(), p.1, p.2.as_str()))
+        .collect();
+    assert_eq!(
+        slides,
+        [
+            ("slide 1", 1, "Member services review"),
+            ("slide 1", 2, "Third quarter"),
+            ("slide 2", 1, "Escalations"),
+            ("slide 2", 2, "Identity checks failed for SSN 536-22-5774"),
+            ("slide 2", 3, "Callback at nia.cole@example.com"),
+            // The notes, after the slide's own paragraphs.
+            ("slide 2", 4, "Owner: deck.owner@example.com"),
+            ("slide 3", 1, "Next steps"),
+            ("slide 3", 2, "Review the escalation queue weekly."),
+        ]
+    );
+    let (report, control) = read("control.odt");
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(control.read.len(), 3);
+    assert!(control.read.iter().all(|p| !p.2.contains('@')));
+}
+
 mod hostile {
     use super::*;
     use proptest::prelude::*;
@@ -137,10 +242,10 @@ mod hostile {
         /// A document with bytes flipped ends in a report or a skip, never a panic.
         #[test]
         fn damaged_documents_never_panic(
-            which in 0usize..2,
+            which in 0usize..4,
             flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         ) {
-            let name = ["case_summary.docx", "review.pptx"][which];
+            let name = ["case_summary.docx", "review.pptx", "case_notes.odt", "review.odp"][which];
             let mut bytes = fixture(name);
             for (at, byte) in flips {
                 let at = at % bytes.len();

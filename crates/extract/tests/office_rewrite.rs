@@ -441,7 +441,18 @@ fn nothing_asked_is_nothing_written_and_a_damaged_package_is_refused() {
         rewritable(&fixture("customers.parquet")),
         Some(Rewritable::Parquet)
     );
-    for other in ["review.pptx", "export.zip", "letters.pdf", "events.avro"] {
+    assert_eq!(rewritable(&fixture("events.avro")), Some(Rewritable::Avro));
+    // Read by a scan, never rewritten: the workbooks and documents other than XLSX and DOCX.
+    for other in [
+        "review.pptx",
+        "export.zip",
+        "letters.pdf",
+        "payroll.xlsb",
+        "payroll.xls",
+        "payroll.ods",
+        "case_notes.odt",
+        "review.odp",
+    ] {
         assert_eq!(rewritable(&fixture(other)), None, "{other}");
     }
     let mut cut = fixture("case_summary.docx");

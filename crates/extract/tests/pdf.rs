@@ -207,6 +207,16 @@ fn a_content_stream_bomb_stops_at_the_files_allowance() {
 }
 
 #[test]
+fn forms_drawing_themselves_stop_at_the_files_allowance() {
+    let started = std::time::Instant::now();
+    let (report, forms) = read("forms.pdf");
+    assert_eq!(report, Err(Skip::PdfLimit));
+    assert!(forms.read.is_empty());
+    // A thousand forms a level, eight levels deep, would be 10^24 visits: each is paid for.
+    assert!(started.elapsed().as_secs() < 60);
+}
+
+#[test]
 fn a_pdf_inside_an_archive_is_read_at_its_path() {
     let mut zipped = Vec::new();
     {

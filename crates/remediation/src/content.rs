@@ -66,8 +66,9 @@ pub enum Unsupported {
     AcrossCells,
     /// More values than detection reports for one object (`detect::MAX_FINDINGS_PER_OBJECT`).
     TooManyValues,
-    /// A format that is never rewritten in place: an archive (ZIP, TAR, TAR.GZ), a PDF, a
-    /// PowerPoint presentation, an Avro file or another binary format. Its values are found by
+    /// A format that is never rewritten in place: an archive (ZIP, TAR, TAR.GZ), a table file
+    /// or an office file other than Parquet, Avro, XLSX and DOCX (`extract::container` knows
+    /// them all, XLS among them), a PDF or another binary format. Its values are found by
     /// scans, member by member; the action for them is quarantine.
     Format,
     /// A table file's value whose column cannot hold its replacement: a token that is not a
@@ -76,7 +77,7 @@ pub enum Unsupported {
     /// number cell (a mask, a token that is not a number) and any change to a date's, a
     /// boolean's or an error's cell.
     ColumnType,
-    /// A table file (Parquet) that cannot be read, or written again, as it is: corrupt,
+    /// A table file (Parquet, Avro) that cannot be read, or written again, as it is: corrupt,
     /// encrypted, LZO, past the reading limits.
     Table,
     /// A workbook's cell that holds a formula: the cell shows what the formula computes, and
@@ -414,6 +415,34 @@ mod tests {
         .unwrap();
         let values = found.spans.into_iter().map(|s| s.value).collect();
         (values, found.missing)
+    }
+
+    /// A workbook or an office document is read by scans cell by cell or paragraph by
+    /// paragraph, and never rewritten here: whatever its format (an XLS is a compound file,
+    /// the others ZIPs), its values fail as a format, as an XLSX's do.
+    #[test]
+    fn office_files_are_an_unsupported_format() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/formats");
+        for name in [
+            "payroll.xlsx",
+            "payroll.xls",
+            "not_a_workbook.xls",
+            "payroll.xlsb",
+            "payroll.ods",
+            "case_notes.odt",
+            "review.odp",
+        ] {
+            let bytes = std::fs::read(fixtures.join(name)).unwrap();
+            let found = find(
+                &Detector::new(),
+                name,
+                &bytes,
+                &[wanted("us_ssn", "SSN", 0.0)],
+                &Written::default(),
+            );
+            assert!(matches!(found, Err(Unsupported::Format)), "{name}");
+        }
     }
 
     /// Two columns of SSNs (both detected at 0.95), and a note column with one SSN said to be

@@ -42,8 +42,8 @@ pub(super) async fn rewrite(
     let sought = lookup(db, exec, &tenant, row).await?;
     // Detection is the run's longest stretch of CPU: no connection is held through it.
     db.release();
-    // A Parquet file, a workbook or a Word document is rewritten value by value where its
-    // reader found them; any other object as text, or not at all.
+    // A Parquet or Avro file, a workbook or a Word document is rewritten value by value where
+    // its reader found them; any other object as text, or not at all.
     let table = extract::rewritable(bytes);
     let found = if let Some(kind) = table {
         crate::table::find(

@@ -1,11 +1,11 @@
 //! A table file's, a workbook's or a document's values found again as a scan read them, and
 //! rewritten in place through the reading layer's rewrite (`extract::rewrite`), which hands its
 //! values in runs as its reader does, each run's rows numbering its lines: a Parquet file's
-//! columns, a workbook's sheets column by column, a Word document's parts paragraph by
-//! paragraph.
+//! columns, an Avro file's fields block by block, a workbook's sheets column by column, a Word
+//! document's parts paragraph by paragraph.
 //!
 //! A finding in one of them is one PII type in one field: a Parquet column (its names joined
-//! by `.`), a sheet's column (its header, or its letters without one), or a document's text
+//! by `.`), an Avro field (its path), a sheet's column (its header, or its letters without one), or a document's text
 //! (no field). The rewrite hands the wanted fields' values to [`Values`] in runs, one value per
 //! line, as a scan sees them; detection runs on each run as a scan runs it
 //! (`Detector::scan_column`, the column's names as context), and every value of a wanted
@@ -60,7 +60,7 @@ pub fn rewrite(
 /// Why a file of `kind` that cannot be read, or written again as it is, is not rewritten.
 fn unreadable(kind: Rewritable) -> Unsupported {
     match kind {
-        Rewritable::Parquet => Unsupported::Table,
+        Rewritable::Parquet | Rewritable::Avro => Unsupported::Table,
         Rewritable::Workbook | Rewritable::Document => Unsupported::Document,
     }
 }

@@ -33,11 +33,13 @@ pub const LEASE_SECONDS: i64 = 30;
 /// How often a worker reading one long object renews its lease and checks for a cancel.
 const HEARTBEAT: Duration = Duration::from_secs(2);
 
-/// File extensions never worth downloading: formats the detector cannot read.
+/// File extensions never worth downloading: formats the detector cannot read. The binary Word
+/// and PowerPoint 97–2003 formats are here; their Excel sibling (`.xls`, the same compound
+/// file) is read by `extract`, which skips any other compound file `unsupported_format` too.
 const UNSUPPORTED: &[&str] = &[
     "png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff", "webp", "ico", "7z", "rar", "xz", "exe",
     "dll", "so", "dylib", "bin", "iso", "mp3", "mp4", "mov", "avi", "mkv", "wav", "flac", "orc",
-    "doc", "xls", "ppt", "class", "jar", "pyc", "woff", "woff2", "ttf", "otf",
+    "doc", "ppt", "class", "jar", "pyc", "woff", "woff2", "ttf", "otf",
 ];
 
 /// A batch of outcomes is written when it holds this many resources, this many findings, or

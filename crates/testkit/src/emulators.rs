@@ -19,6 +19,7 @@ const AZURITE: &str = "azurite@3.35.0";
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
 const PYARROW: &str = "pyarrow==26.0.1";
+const FASTAVRO: &str = "fastavro==1.13.0";
 const OPENPYXL: &str = "openpyxl==3.1.5";
 const PYTHON_DOCX: &str = "python-docx==1.1.2";
 const S3S_FS: &str = "0.14.1";
@@ -196,6 +197,12 @@ pub fn kubernetes_validate() -> PathBuf {
 /// implementation than the one that wrote it.
 pub fn pyarrow_python() -> PathBuf {
     python_tool(PYARROW, "python")
+}
+
+/// A Python with fastavro, pinned like the emulators: the path of its `python`, for checking
+/// that a rewritten Avro file reads as valid in another implementation.
+pub fn fastavro_python() -> PathBuf {
+    python_tool(FASTAVRO, "python")
 }
 
 /// A Python with openpyxl and python-docx, pinned like the emulators: the path of its

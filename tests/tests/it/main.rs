@@ -15,6 +15,7 @@ mod connectors;
 mod detokenize;
 mod edge;
 mod emulators;
+mod estate;
 mod formats;
 mod governance;
 mod health;

@@ -1,7 +1,8 @@
-//! Remediation of Parquet objects in moto, in place: a tokenize rewrites only the SSN column
-//! of a pyarrow table, which pyarrow then reads as valid with the same schema, metadata and
-//! rows; the tokens detokenize to the values; a rescan knows them; undo restores the file
-//! byte for byte. A mask an integer column cannot hold fails and changes nothing.
+//! Remediation of Parquet and Avro objects in moto, in place: a tokenize rewrites only the SSN
+//! column of a pyarrow table, which pyarrow then reads as valid with the same schema, metadata
+//! and rows; the tokens detokenize to the values; a rescan knows them; undo restores the file
+//! byte for byte. A mask an integer column cannot hold fails and changes nothing. An Avro
+//! file's SSN field is tokenized the same way, and fastavro reads the result.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -212,4 +213,111 @@ async fn an_integer_ssn_column_is_tokenized_as_integers_and_a_mask_of_it_fails()
     assert_eq!(compared["schema_equal"], true, "{compared}");
     assert_eq!(compared["changed"], json!(["employee_ssn"]), "{compared}");
     assert_eq!(compared["types"]["employee_ssn"], "int64", "{compared}");
+}
+
+#[tokio::test]
+async fn a_tokenize_rewrites_only_the_ssn_field_of_an_avro_file_and_undo_restores_it() {
+    let stack = Stack::new(|_| {}).await;
+    let bucket = seed::s3_bucket(&stack.moto.url(), "lake").await;
+    let original = fixture("events.avro");
+    seed::put_all(bucket.as_ref(), &[("events.avro", original.as_slice())]).await;
+    let token_policy = ssn_token_policy(&stack).await;
+    let admin = stack.admin();
+    let connector = crate::scans::connector(&admin, "Lake", "lake").await;
+    let tokenize =
+        format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}");
+    policy_of(&admin, "ssn-tokenize", "enforced", "us_ssn", 0.5, &tokenize).await;
+    crate::scans::full_scan(&admin, &connector).await;
+    let done = ended(&admin, 1).await;
+    let r = &done[0];
+    assert_eq!(r["status"], "receipted", "{r}");
+
+    let after = read(bucket.as_ref(), "events.avro").await.unwrap();
+    let dir = std::env::temp_dir().join(format!("dps-fastavro-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (b, a) = (dir.join("before.avro"), dir.join("after.avro"));
+    std::fs::write(&b, &original).unwrap();
+    std::fs::write(&a, &after).unwrap();
+    let script = r#"
+import json, sys
+import fastavro
+rb, ra = fastavro.reader(open(sys.argv[1], "rb")), fastavro.reader(open(sys.argv[2], "rb"))
+before, after = list(rb), list(ra)
+changed = sorted({k for x, y in zip(before, after) for k in x if x[k] != y[k]})
+others = all(
+    {k: v for k, v in x["contact"].items() if k != "ssn"} == {k: v for k, v in y["contact"].items() if k != "ssn"}
+    for x, y in zip(before, after)
+)
+print(json.dumps({
+    "schema_equal": rb.writer_schema == ra.writer_schema,
+    "codec": [rb.codec, ra.codec],
+    "records": [len(before), len(after)],
+    "changed": changed,
+    "contact_others_equal": others,
+    "ssns": [[x["contact"]["ssn"], y["contact"]["ssn"]] for x, y in zip(before, after)],
+}))
+"#;
+    let output = Command::new(emulators::fastavro_python())
+        .arg("-c")
+        .arg(script)
+        .arg(&b)
+        .arg(&a)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        output.status.success(),
+        "fastavro could not read the file: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let compared: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(compared["schema_equal"], true, "{compared}");
+    assert_eq!(
+        compared["codec"],
+        json!(["deflate", "deflate"]),
+        "{compared}"
+    );
+    assert_eq!(compared["records"], json!([200, 200]), "{compared}");
+    assert_eq!(compared["changed"], json!(["contact"]), "{compared}");
+    assert_eq!(compared["contact_others_equal"], true, "{compared}");
+    for pair in compared["ssns"].as_array().unwrap() {
+        match (pair[0].as_str(), pair[1].as_str()) {
+            (None, None) => {}
+            (Some(before), Some(token)) => {
+                assert_ne!(before, token);
+                assert_eq!(token.len(), 11, "{token}");
+            }
+            other => panic!("a null SSN stays null, a value stays a value: {other:?}"),
+        }
+    }
+
+    // A rescan knows the tokens written into the file: nothing is tokenized twice.
+    crate::scans::full_scan(&admin, &connector).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin
+            .send(Method::GET, "/findings?pii_type=us_ssn&status=open", None)
+            .await;
+        let ssns = body["data"].as_array().unwrap().clone();
+        if ssns.len() == 1
+            && ssns[0]["occurrences"] == 160
+            && ssns[0]["remediation_status"] == "completed"
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, all) = admin
+        .send(Method::GET, "/governance/remediations", None)
+        .await;
+    assert_eq!(all["data"].as_array().unwrap().len(), 1, "{all}");
+
+    let id = r["remediation_id"].as_str().unwrap();
+    let (status, body) = undo(&admin, id, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        read(bucket.as_ref(), "events.avro").await.unwrap(),
+        original
+    );
 }

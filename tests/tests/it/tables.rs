@@ -3,7 +3,8 @@
 //! under every codec and inside a ZIP, and the Avro files fastavro wrote (`make_avro.py`)
 //! record by record; it finds exactly the planted values with each one's column and row or
 //! field and record, nothing in the PII-free tables, and survives cut, encrypted, damaged and
-//! bomb files.
+//! bomb files. Workbooks (XLSX, XLS, XLSB, ODS) are read cell by cell, documents (DOCX, PPTX,
+//! ODT, ODP) paragraph by paragraph, and PDFs page by page.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -401,6 +402,164 @@ async fn a_scan_reads_the_text_layer_of_pdfs_page_by_page_and_skips_what_it_cann
     );
     let dump = testkit::pg_dump(&scanned.app.db);
     for secret in ["536-22-4101", "omar.haddad@example.com", "536-22-4107"] {
+        assert!(!dump.contains(secret), "{secret} is in the database");
+    }
+}
+
+const LEGACY: [&str; 14] = [
+    "payroll.xls",
+    "control.xls",
+    "not_a_workbook.xls",
+    "truncated.xls",
+    "payroll.xlsb",
+    "control.xlsb",
+    "payroll.ods",
+    "control.ods",
+    "bomb.ods",
+    "encrypted.ods",
+    "truncated.ods",
+    "case_notes.odt",
+    "control.odt",
+    "review.odp",
+];
+
+/// The workbooks and documents of older and open office suites, written by xlwt, odfpy and a
+/// writer of XLSB's records (`make_xls.py`, `make_odf.py`, `make_xlsb.py`): every planted
+/// value found with its sheet and cell or part and paragraph, nothing in the controls, and the
+/// hostile ones skipped with their reasons.
+#[tokio::test]
+async fn a_scan_reads_xls_xlsb_and_ods_workbooks_and_odt_and_odp_documents() {
+    let scanned = scan_fixtures("office", "shared", &LEGACY).await;
+    let done = &scanned.done;
+    let coverage = &done["coverage"];
+    assert_eq!(coverage["total_enumerated"], 14, "{done}");
+    assert_eq!(coverage["total_failed"], 0, "{done}");
+    assert_eq!(coverage["total_scanned"], 10, "{done}");
+    assert_eq!(coverage["total_skipped"], 4, "{done}");
+    assert_eq!(
+        coverage["skipped_reasons"],
+        json!({
+            "unsupported_format": 1,
+            "corrupt_spreadsheet": 1,
+            "encrypted_office": 1,
+            "corrupt_zip": 1
+        }),
+        "{done}"
+    );
+    // Inside a file that was read: the bomb's repeats, past the limit.
+    assert_eq!(
+        coverage["skip_reasons"],
+        json!({
+            "unsupported_format": 1,
+            "corrupt_spreadsheet": 1,
+            "encrypted_office": 1,
+            "corrupt_zip": 1,
+            "spreadsheet_limit": 1
+        }),
+        "{done}"
+    );
+
+    let found = scanned.findings().await;
+    let body = Value::from(found.clone());
+    let counts = counts(&found, "office/shared/", |t| {
+        t == "us_ssn" || t == "email" || t == "phone"
+    });
+    let mut planted: Vec<(&str, &str, &str, i64)> = Vec::new();
+    for workbook in ["payroll.xls", "payroll.xlsb", "payroll.ods"] {
+        planted.extend([
+            // The payroll's columns, named by their headers.
+            (workbook, "us_ssn", "SSN", 40),
+            (workbook, "email", "Email", 40),
+            (workbook, "phone", "Phone", 40),
+            // The case notes' Summary column: one of each in a sentence.
+            (workbook, "us_ssn", "Summary", 1),
+            (workbook, "email", "Summary", 1),
+            // A sheet without a header row: its columns are named by their letters.
+            (workbook, "us_ssn", "A", 10),
+            (workbook, "email", "B", 10),
+            // SSNs typed in as numbers, named by their column.
+            (workbook, "us_ssn", "employee_ssn", 12),
+        ]);
+    }
+    planted.extend([
+        // One row written once and repeated three times, its cell over two columns: the first
+        // column's header is the payroll's, and one field holds both sheets' values.
+        ("payroll.ods", "us_ssn", "SSN", 3),
+        ("payroll.ods", "us_ssn", "SSN copy", 3),
+        // The cells before the bomb's repeats.
+        ("bomb.ods", "us_ssn", "SSN", 1),
+        // The body's split SSN, the table's two, the footnote's; three emails in the body
+        // and the footer's; the phone after a tab.
+        ("case_notes.odt", "us_ssn", "", 4),
+        ("case_notes.odt", "email", "", 4),
+        ("case_notes.odt", "phone", "", 1),
+        // A slide's SSN and email, and the email in its notes.
+        ("review.odp", "us_ssn", "", 1),
+        ("review.odp", "email", "", 2),
+    ]);
+    let mut expected: BTreeMap<(String, String, String), i64> = BTreeMap::new();
+    for (object, pii, field, n) in planted {
+        *expected
+            .entry((object.into(), pii.into(), field.into()))
+            .or_default() += n;
+    }
+    assert_eq!(counts, expected, "{body}");
+    for control in ["control.xls", "control.xlsb", "control.ods", "control.odt"] {
+        assert!(
+            !found
+                .iter()
+                .any(|f| f["resource"] == format!("office/shared/{control}")),
+            "{control}: {body}"
+        );
+    }
+
+    let sample = |object: &str, pii: &str, field: &str| -> Value {
+        found
+            .iter()
+            .find(|f| {
+                f["resource"] == format!("office/shared/{object}")
+                    && f["pii_type"] == pii
+                    // A document's findings have no field.
+                    && f["field"].as_str().unwrap_or_default() == field
+            })
+            .unwrap_or_else(|| panic!("{object} {pii} {field}: {body}"))["locations"][0]
+            .clone()
+    };
+    assert_eq!(
+        sample("payroll.xls", "us_ssn", "SSN"),
+        json!({"sheet": "Payroll", "cell": "B2", "header": "SSN"})
+    );
+    assert_eq!(
+        sample("payroll.xlsb", "us_ssn", "A"),
+        json!({"sheet": "Export", "cell": "A1", "header": null})
+    );
+    assert_eq!(
+        sample("payroll.ods", "us_ssn", "SSN copy"),
+        json!({"sheet": "Repeated", "cell": "B2", "header": "SSN copy"})
+    );
+    assert_eq!(
+        sample("case_notes.odt", "us_ssn", ""),
+        json!({"part": "content.xml", "paragraph": 3})
+    );
+    assert_eq!(
+        sample("review.odp", "us_ssn", ""),
+        json!({"slide": 2, "paragraph": 2})
+    );
+    let sheets = scanned.findings_where("&location_kind=sheet").await.len();
+    let documents = scanned
+        .findings_where("&location_kind=document")
+        .await
+        .len();
+    assert_eq!(sheets + documents, found.len(), "{body}");
+
+    let dump = testkit::pg_dump(&scanned.app.db);
+    for secret in [
+        "536-22-5000",
+        "bin1@example.com",
+        "536225350",
+        "536-22-5671",
+        "(202) 555-0100",
+    ] {
         assert!(!dump.contains(secret), "{secret} is in the database");
     }
 }

@@ -457,3 +457,58 @@ fn xml_and_html_are_read_as_text_with_their_markup_blanked() {
         String::from_utf8_lossy(&output.stdout)
     );
 }
+
+#[test]
+fn xls_ods_and_xlsb_workbooks_and_odf_documents_are_read_as_an_xlsx_and_a_docx_are() {
+    // An XLS from standard input is spooled, then read from its compound file.
+    let xls = std::fs::read(fixture("payroll.xls")).unwrap();
+    let output = dpsctl(&["--format", "json"], &xls);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let findings = json_lines(&output);
+    let ssns: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["pii_type"] == "us_ssn")
+        .collect();
+    assert_eq!(ssns.len(), 40 + 1 + 10 + 12);
+    assert_eq!(
+        ssns[0]["location"],
+        serde_json::json!({"sheet": "Payroll", "cell": "B2", "header": "SSN"})
+    );
+    assert!(
+        stderr(&output).contains("in an xls workbook"),
+        "{}",
+        stderr(&output)
+    );
+    for (name, ssns) in [
+        ("payroll.ods", 40 + 1 + 10 + 6 + 12),
+        ("payroll.xlsb", 40 + 1 + 10 + 12),
+    ] {
+        let output = dpsctl(&["--format", "json", &fixture(name)], b"");
+        assert!(output.status.success(), "{}", stderr(&output));
+        let found = json_lines(&output)
+            .iter()
+            .filter(|f| f["pii_type"] == "us_ssn")
+            .count();
+        assert_eq!(found, ssns, "{name}");
+    }
+    let output = dpsctl(&["--format", "json", &fixture("case_notes.odt")], b"");
+    let findings = json_lines(&output);
+    let split = findings.iter().find(|f| f["pii_type"] == "us_ssn").unwrap();
+    assert_eq!(
+        split["location"],
+        serde_json::json!({"part": "content.xml", "paragraph": 3})
+    );
+    // A compound file that is no workbook, and a package saved with a password.
+    for (name, reason) in [
+        ("not_a_workbook.xls", "unsupported_format"),
+        ("encrypted.ods", "encrypted_office"),
+    ] {
+        let output = dpsctl(&[&fixture(name)], b"");
+        assert!(output.status.success());
+        assert!(
+            stderr(&output).contains(&format!("skipped: {reason}")),
+            "{name}: {}",
+            stderr(&output)
+        );
+    }
+}

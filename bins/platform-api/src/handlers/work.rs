@@ -301,7 +301,7 @@ fn reported(i: usize, o: WorkOutcome) -> Result<Reported, ApiError> {
 }
 
 /// The most reasons of unread contents one outcome may report: `extract::Skip` has
-/// twenty-five, and detection's skips add `binary:<kind>` for each binary kind it knows.
+/// twenty-seven, and detection's skips add `binary:<kind>` for each binary kind it knows.
 const MAX_UNREAD_REASONS: usize = 64;
 
 fn reason_like(r: &str) -> bool {

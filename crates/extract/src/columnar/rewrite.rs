@@ -12,6 +12,7 @@
 
 use std::io::Cursor;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -46,7 +47,17 @@ pub fn rewrite(
     .map_err(|_| Refusal::Unreadable)?
     .map_err(|_| Refusal::Unreadable)?;
     let shared: Shared = Arc::new(Mutex::new(source));
-    let mut allowance = length.saturating_mul(limits.max_ratio).max(RATIO_GRACE);
+    let mut budget = Budget {
+        allowance: length.saturating_mul(limits.max_ratio).max(RATIO_GRACE),
+        held: MAX_HELD,
+    };
+    // Names once per leaf column, not once per chunk: a wide schema has millions of them.
+    let schema = metadata.file_metadata().schema_descr();
+    let names: Vec<Vec<String>> = schema
+        .columns()
+        .iter()
+        .map(|c| render::names(schema.root_schema(), c.path().parts()))
+        .collect();
     // Every column chunk to change, decoded and changed, before anything is written: a
     // refusal leaves nothing half done.
     let mut changed: Vec<Vec<Option<Decoded>>> = Vec::new();
@@ -55,7 +66,9 @@ pub fn rewrite(
         let mut columns = Vec::with_capacity(group.num_columns());
         for (i, chunk) in group.columns().iter().enumerate() {
             let descr = schema.column(i);
-            let names = render::names(schema.root_schema(), descr.path().parts());
+            let Some(names) = names.get(i) else {
+                return Err(Refusal::Unreadable);
+            };
             let wanted = editor.wants(&names.join("."));
             let decoded = match Render::of(&descr) {
                 Some(render) if wanted => {
@@ -67,7 +80,7 @@ pub fn rewrite(
                         render,
                         limits,
                     };
-                    column.decode(&names, editor, &mut allowance)?
+                    column.decode(names, editor, &mut budget)?
                 }
                 _ => None,
             };
@@ -78,7 +91,49 @@ pub fn rewrite(
     if changed.iter().flatten().all(Option::is_none) {
         return Ok(None);
     }
-    write(&metadata, &bytes, changed).map(Some)
+    let out = write(&metadata, &bytes, changed)?;
+    verify(&metadata, &out)?;
+    Ok(Some(out))
+}
+
+/// The most a rewrite holds of changed column chunks, decoded: their pages, levels and
+/// values. A page of a few bytes may declare two billion nulls.
+const MAX_HELD: u64 = 512 << 20;
+
+/// What a rewrite may still spend: text rendered (as a scan may), and memory held.
+struct Budget {
+    allowance: u64,
+    held: u64,
+}
+
+impl Budget {
+    fn hold(&mut self, amount: u64) -> Result<(), Refusal> {
+        spend(&mut self.held, amount).map_err(|()| Refusal::Unreadable)
+    }
+}
+
+/// Checks the new file's footer against the old one's before it is handed back: the same row
+/// groups, rows and columns, every chunk within the file. A writer's mistake must never reach
+/// a customer's storage.
+fn verify(before: &ParquetMetaData, out: &[u8]) -> Result<(), Refusal> {
+    let after = ParquetMetaDataReader::new()
+        .parse_and_finish(&Bytes::copy_from_slice(out))
+        .map_err(|_| Refusal::Write)?;
+    let (b, a) = (before.file_metadata(), after.file_metadata());
+    let same = b.num_rows() == a.num_rows()
+        && before.num_row_groups() == after.num_row_groups()
+        && before
+            .row_groups()
+            .iter()
+            .zip(after.row_groups())
+            .all(|(b, a)| {
+                b.num_rows() == a.num_rows()
+                    && b.num_columns() == a.num_columns()
+                    && a.columns()
+                        .iter()
+                        .all(|c| byte_range(c, out.len() as u64).is_ok())
+            });
+    if same { Ok(()) } else { Err(Refusal::Write) }
 }
 
 /// Writes the file again: each row group's columns copied or, when changed, encoded anew.
@@ -109,7 +164,7 @@ fn write(
         for (chunk, decoded) in group.columns().iter().zip(columns) {
             match decoded {
                 None => out
-                    .append_column(bytes, copied(chunk, group.num_rows()))
+                    .append_column(bytes, copied(chunk, group.num_rows())?)
                     .map_err(|_| Refusal::Write)?,
                 Some(decoded) => {
                     let mut column = out
@@ -126,16 +181,27 @@ fn write(
     writer.into_inner().map_err(|_| Refusal::Write)
 }
 
-/// What the writer needs to copy a column chunk as it is.
-fn copied(chunk: &ColumnChunkMetaData, rows: i64) -> ColumnCloseResult {
-    ColumnCloseResult {
+/// What the writer needs to copy a column chunk as it is. A dictionary offset some writers
+/// leave at 0 (or past the data) is no dictionary, as the reader takes it: the writer would
+/// copy from there.
+fn copied(chunk: &ColumnChunkMetaData, rows: i64) -> Result<ColumnCloseResult, Refusal> {
+    let metadata = match chunk.dictionary_page_offset() {
+        Some(d) if d <= 0 || d >= chunk.data_page_offset() => chunk
+            .clone()
+            .into_builder()
+            .set_dictionary_page_offset(None)
+            .build()
+            .map_err(|_| Refusal::Write)?,
+        _ => chunk.clone(),
+    };
+    Ok(ColumnCloseResult {
         bytes_written: chunk.compressed_size().max(0) as u64,
         rows_written: rows.max(0) as u64,
-        metadata: chunk.clone(),
+        metadata,
         bloom_filter: None,
         column_index: None,
         offset_index: None,
-    }
+    })
 }
 
 /// A changed column chunk: its values and levels, ready to be written.
@@ -186,12 +252,21 @@ impl Chunk<'_> {
         self,
         names: &[String],
         editor: &mut dyn Editor,
-        allowance: &mut u64,
+        budget: &mut Budget,
     ) -> Result<Option<Decoded>, Refusal> {
         let range = byte_range(self.chunk, self.length).map_err(|_| Refusal::Unreadable)?;
+        // Its pages stay held as long as a value points into them.
+        budget.hold(self.chunk.uncompressed_size().max(0) as u64)?;
         let codec = Codec::of(self.chunk.compression()).map_err(|_| Refusal::Unreadable)?;
-        let levels = (self.descr.max_rep_level() > 0).then(|| Arc::new(Default::default()));
-        let pages = Pages::new(self.source.clone(), range, codec, self.limits, levels);
+        let levels: Option<Arc<AtomicU64>> =
+            (self.descr.max_rep_level() > 0).then(|| Arc::new(AtomicU64::new(0)));
+        let pages = Pages::new(
+            self.source.clone(),
+            range,
+            codec,
+            self.limits,
+            levels.clone(),
+        );
         let (max_def, max_rep) = (self.descr.max_def_level(), self.descr.max_rep_level());
         let reader = catch_unwind(AssertUnwindSafe(|| {
             get_column_reader(self.descr, Box::new(pages))
@@ -201,7 +276,8 @@ impl Chunk<'_> {
         let mut read = Read {
             names,
             editor,
-            allowance,
+            budget,
+            levels,
         };
         let (values, def, rep) = match reader {
             ColumnReader::Int32ColumnReader(r) => {
@@ -285,7 +361,9 @@ type All<T> = Option<(Vec<T>, Vec<i16>, Vec<i16>, Changes)>;
 struct Read<'a, 'e> {
     names: &'a [String],
     editor: &'e mut dyn Editor,
-    allowance: &'a mut u64,
+    budget: &'a mut Budget,
+    /// Levels the pages fetched for one read of a repeated column, reset before each read.
+    levels: Option<Arc<AtomicU64>>,
 }
 
 /// Text a run of values reaches before the editor sees it.
@@ -303,6 +381,9 @@ impl Read<'_, '_> {
         let mut values = Vec::new();
         loop {
             let before = values.len();
+            if let Some(levels) = &self.levels {
+                levels.store(0, Ordering::Relaxed);
+            }
             let (records, _, levels) = catch_unwind(AssertUnwindSafe(|| {
                 reader.read_records(RECORDS, Some(&mut def), Some(&mut rep), &mut values)
             }))
@@ -311,7 +392,10 @@ impl Read<'_, '_> {
             if records == 0 && levels == 0 && values.len() == before {
                 break;
             }
-            self.spend(levels.max(values.len() - before) as u64)?;
+            let added = values.len() - before;
+            self.spend(levels.max(added) as u64)?;
+            let held = levels * 2 * size_of::<i16>() + added * size_of::<T::T>();
+            self.budget.hold(held as u64)?;
         }
         let mut changes: Changes = Vec::new();
         let mut lines = Lines::default();
@@ -319,7 +403,7 @@ impl Read<'_, '_> {
         let mut of_line: Vec<usize> = Vec::new();
         for (i, value) in values.iter().enumerate() {
             let next = of_line.len() as u64 + 1;
-            let allowance = &mut *self.allowance;
+            let allowance = &mut self.budget.allowance;
             lines
                 .push_with(next, |t| render(value, t), |n| spend(allowance, n as u64))
                 .map_err(|()| Refusal::Unreadable)?;
@@ -362,7 +446,7 @@ impl Read<'_, '_> {
     }
 
     fn spend(&mut self, amount: u64) -> Result<(), Refusal> {
-        spend(self.allowance, amount).map_err(|()| Refusal::Unreadable)
+        spend(&mut self.budget.allowance, amount).map_err(|()| Refusal::Unreadable)
     }
 }
 

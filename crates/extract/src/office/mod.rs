@@ -38,10 +38,10 @@ impl<'a> Package<'a> {
         let mut parts = Vec::with_capacity(archive.len());
         for i in 0..archive.len() {
             let part = archive.by_index_raw(i).map_err(|_| Refusal::Unreadable)?;
-            let shared = part
+            let held = part
                 .name()
-                .is_ok_and(|name| name == crate::sheet::SHARED_STRINGS);
-            parts.push((part.size(), part.compressed_size(), shared));
+                .is_ok_and(|name| crate::sheet::held_whole(&name));
+            parts.push((part.size(), part.compressed_size(), held));
         }
         crate::sheet::check(parts.into_iter(), bytes.len() as u64, limits)
             .map_err(|_| Refusal::Unreadable)?;

@@ -11,12 +11,12 @@
 use std::collections::BTreeMap;
 use std::io::Cursor;
 
-use calamine::Reader as _;
 use quick_xml::events::Event;
 
 use super::cells::{self, Key};
 use super::{Package, spliced};
 use crate::edit::{Digest, Edited, Editor, Refusal, ask, field};
+use crate::sheet::{Book, Runs};
 use crate::{Column, Limits, Sink, Skip, TableUnit};
 
 /// The workbook `bytes` with the changes `editor` asks for; `None` when it asks for none.
@@ -26,7 +26,7 @@ pub(crate) fn rewrite(
     editor: &mut dyn Editor,
 ) -> Result<Option<Vec<u8>>, Refusal> {
     let mut package = Package::open(bytes, limits)?;
-    let mut sheets = asked(bytes, editor)?;
+    let mut sheets = asked(bytes, limits, editor)?;
     if sheets.is_empty() {
         return Ok(None);
     }
@@ -67,7 +67,7 @@ pub(crate) fn rewrite(
         changed.insert(part, spliced(&xml, splices)?);
     }
     let out = package.write(&changed)?;
-    read_back(&out, &sheets)?;
+    read_back(&out, limits, &sheets)?;
     Ok(Some(out))
 }
 
@@ -81,22 +81,28 @@ struct Sheet {
     expected: BTreeMap<Key, String>,
 }
 
-/// Reads every sheet as a scan does, asking the editor about its runs: the sheets it changes.
-fn asked(bytes: &[u8], editor: &mut dyn Editor) -> Result<Vec<Sheet>, Refusal> {
-    let mut book = crate::sheet::open(Cursor::new(bytes)).map_err(|_| Refusal::Unreadable)?;
+/// Reads every worksheet as a scan does, within the same allowance, asking the editor about
+/// its runs: the sheets it changes. A sheet the scan could not read whole is refused, since
+/// the editor would not see what detection saw.
+fn asked(bytes: &[u8], limits: Limits, editor: &mut dyn Editor) -> Result<Vec<Sheet>, Refusal> {
+    let mut book = Book::open(Cursor::new(bytes), false).map_err(|_| Refusal::Unreadable)?;
+    let mut allowance = crate::sheet::allowance(bytes.len() as u64, limits);
     let mut sheets = Vec::new();
-    for name in book.sheet_names() {
+    for name in book.worksheets() {
         let mut asking = Asking {
             editor: &mut *editor,
             edited: BTreeMap::new(),
             digest: Digest::default(),
             failed: None,
         };
-        let (_, whole) = crate::sheet::read_sheet(&mut book, &name, &[], &mut asking);
+        let mut skips = Vec::new();
+        let mut runs = Runs::new(&[], &mut asking, allowance);
+        book.read_sheet(&name, &mut runs, &mut skips);
+        allowance = runs.allowance();
         if let Some(refusal) = asking.failed {
             return Err(refusal);
         }
-        if !whole {
+        if !skips.is_empty() {
             return Err(Refusal::Unreadable);
         }
         if !asking.edited.is_empty() {
@@ -112,8 +118,9 @@ fn asked(bytes: &[u8], editor: &mut dyn Editor) -> Result<Vec<Sheet>, Refusal> {
 }
 
 /// Reads the changed sheets of the new workbook `out`: each must read as expected.
-fn read_back(out: &[u8], sheets: &[Sheet]) -> Result<(), Refusal> {
-    let mut book = crate::sheet::open(Cursor::new(out)).map_err(|_| Refusal::Write)?;
+fn read_back(out: &[u8], limits: Limits, sheets: &[Sheet]) -> Result<(), Refusal> {
+    let mut book = Book::open(Cursor::new(out), false).map_err(|_| Refusal::Write)?;
+    let mut allowance = crate::sheet::allowance(out.len() as u64, limits);
     for sheet in sheets {
         let mut checking = Checking {
             expected: &sheet.expected,
@@ -121,8 +128,11 @@ fn read_back(out: &[u8], sheets: &[Sheet]) -> Result<(), Refusal> {
             wrong: false,
             digest: Digest::default(),
         };
-        let (_, whole) = crate::sheet::read_sheet(&mut book, &sheet.name, &[], &mut checking);
-        let read_as_meant = whole
+        let mut skips = Vec::new();
+        let mut runs = Runs::new(&[], &mut checking, allowance);
+        book.read_sheet(&sheet.name, &mut runs, &mut skips);
+        allowance = runs.allowance();
+        let read_as_meant = skips.is_empty()
             && !checking.wrong
             && checking.seen == sheet.expected.len()
             && checking.digest.finish() == sheet.digest;

@@ -8,6 +8,7 @@
 //! one that needs a password is skipped as `encrypted_pdf`. A document with no text but with
 //! images (a scan) is skipped as `image_only_pdf`: no text was read, and no OCR runs here.
 
+mod cmap;
 mod text;
 
 use std::collections::HashMap;
@@ -23,9 +24,10 @@ use crate::{Limits, Sink, Skip};
 
 use text::Page;
 
-/// The largest PDF read, in bytes: the parser holds the whole file and its objects. Text
+/// The largest PDF read, in bytes: the parser holds the whole file, and its objects but the
+/// images' data ([`without_images`]), so a worker holds about this much for a PDF. Text
 /// documents are far smaller; a larger PDF is almost always scanned images.
-pub const MAX_FILE: u64 = 256 << 20;
+pub const MAX_FILE: u64 = 128 << 20;
 
 /// The most one stream inflates to: a page's content, a form's, an object stream.
 const MAX_STREAM: usize = 64 << 20;
@@ -38,6 +40,11 @@ const MAX_CMAP: usize = 4 << 20;
 /// [`MAX_CMAP`] to read, so this bounds the work a file of fonts sharing one hostile map can
 /// cause; text in a font past it is not read (`pdf_limit`).
 const MAX_FONTS: usize = 256;
+
+/// What visiting a form or an annotation costs from the allowance at least, whatever it
+/// holds: a page may draw one empty form a million times, or pages share one long array of
+/// annotations, and each visit is work.
+const VISIT: usize = 64;
 
 /// Forms drawn inside forms, at most this deep.
 const MAX_FORM_DEPTH: usize = 8;
@@ -72,7 +79,13 @@ pub(crate) fn read(
         images: false,
         unmapped: false,
     };
+    let mut seen = std::collections::HashSet::new();
     for (number, page) in document.get_pages() {
+        // A page tree that names one page twice is damaged; the page is read once.
+        if !seen.insert(page) {
+            push_once(&mut reader.outcome.skips, Skip::CorruptPdf);
+            continue;
+        }
         let mut lines = Page::new(number, path, &mut *sink);
         // The parser's and decoders' panics on a hostile page end that page, not the scan.
         let read = catch_unwind(AssertUnwindSafe(|| reader.page(page, &mut lines)));
@@ -113,6 +126,7 @@ pub(crate) fn read(
 fn load(bytes: &[u8]) -> Result<Document, Skip> {
     let options = LoadOptions {
         max_decompressed_size: Some(MAX_STREAM),
+        filter: Some(without_images),
         ..LoadOptions::default()
     };
     let document = catch_unwind(AssertUnwindSafe(|| {
@@ -132,6 +146,22 @@ fn load(bytes: &[u8]) -> Result<Document, Skip> {
         return Err(Skip::EncryptedPdf);
     }
     Ok(document)
+}
+
+/// Every object as the file has it, but an image's data: no text is read from it, and a
+/// scan's pages of images would otherwise be held twice, in the file and in its objects. The
+/// image's dictionary stays, so that a page is still seen drawing one. `lopdf` keeps a file's
+/// object as the filter left it, and an object stream's member as the filter returns it (a
+/// member is never a stream, and is small): both are the object without its image data.
+fn without_images(id: ObjectId, object: &mut Object) -> Option<(ObjectId, Object)> {
+    if let Object::Stream(stream) = object {
+        if stream.dict.get(b"Subtype").and_then(Object::as_name).ok() == Some(b"Image") {
+            stream.content = Vec::new();
+        }
+        // A file's stream is kept in place; what is returned is not read.
+        return Some((id, Object::Null));
+    }
+    Some((id, object.clone()))
 }
 
 fn push_once(skips: &mut Vec<Skip>, skip: Skip) {
@@ -170,14 +200,24 @@ impl<'d> Reader<'d> {
                 .into_iter()
                 .filter_map(|id| self.document.get_dictionary(id).ok()),
         );
+        // The content's stored bytes are paid for before they are inflated, each stream as often
+        // as the page names it.
+        for id in self.document.get_page_contents(page) {
+            let stored = self
+                .document
+                .get_object(id)
+                .and_then(Object::as_stream)
+                .map_or(0, |s| s.content.len());
+            self.spend(stored.max(VISIT))?;
+        }
         let limit = self.stream_limit();
         let content = self
             .document
             .get_page_content_with_limit(page, limit)
             .map_err(|e| self.failed(&e, limit))?;
-        self.spend(content.len())?;
+        self.spend(content.len().max(VISIT))?;
         let result = text::run(self, &content, &resources, lines, text::IDENTITY, 0);
-        self.fields(page, lines);
+        self.fields(page, lines)?;
         result
     }
 
@@ -229,21 +269,40 @@ impl<'d> Reader<'d> {
             if self.encodings.len() >= MAX_FONTS {
                 return Err(Skip::PdfLimit);
             }
-            let encoding = if mapped(font, document) {
+            let encoding = if mapped(font, document) && self.map_is_sane(font)? {
                 match font.get_font_encoding_with_limit(document, MAX_CMAP) {
                     Ok(encoding) => Some(Rc::new(encoding)),
-                    Err(lopdf::Error::Decompress(_)) => return Err(Skip::PdfLimit),
                     Err(_) => None,
                 }
             } else {
                 None
             };
+            // A font whose encoding failed is remembered as such, not read again per page.
             self.encodings.insert(key, encoding);
         }
         Ok(match self.encodings.get(&key).cloned().flatten() {
             Some(encoding) => Font::Mapped(encoding),
             None => Font::Unmapped,
         })
+    }
+
+    /// Whether the font's `ToUnicode` map, if it has one, is one `lopdf` may read
+    /// ([`cmap::sane`]); reading it is paid for from the allowance, its stored bytes first.
+    fn map_is_sane(&mut self, font: &Dictionary) -> Result<bool, Skip> {
+        let Ok(map) = font
+            .get_deref(b"ToUnicode", self.document)
+            .and_then(Object::as_stream)
+        else {
+            return Ok(true);
+        };
+        self.spend(map.content.len().max(VISIT))?;
+        let Ok(bytes) = map.decompressed_content_with_limit(MAX_CMAP) else {
+            // Past its limit or damaged: `lopdf` would fail on it too.
+            self.spend(MAX_CMAP)?;
+            return Ok(false);
+        };
+        self.spend(bytes.len())?;
+        Ok(cmap::sane(&bytes))
     }
 
     /// A form `name` in `resources` draws: its content, inflated within the allowance, its
@@ -268,11 +327,14 @@ impl<'d> Reader<'d> {
             }
             _ => return Ok(None),
         }
+        // Its stored bytes are paid for before they are inflated: a stream of empty deflate
+        // blocks inflates to nothing, and costs the time to read it each time it is drawn.
+        self.spend(stream.content.len())?;
         let limit = self.stream_limit();
         let content = stream
             .decompressed_content_with_limit(limit)
             .map_err(|e| self.failed(&e, limit))?;
-        self.spend(content.len())?;
+        self.spend(content.len().max(VISIT))?;
         let own = stream
             .dict
             .get_deref(b"Resources", document)
@@ -293,16 +355,18 @@ impl<'d> Reader<'d> {
 
     /// The values of the text fields whose widgets sit on `page`: a filled form's answers,
     /// which live in the field, not in the page's content.
-    fn fields(&self, page: ObjectId, lines: &mut Page<'_>) {
+    fn fields(&mut self, page: ObjectId, lines: &mut Page<'_>) -> Result<(), Skip> {
         let document = self.document;
         let Ok(annotations) = document
             .get_dictionary(page)
             .and_then(|p| p.get_deref(b"Annots", document))
             .and_then(Object::as_array)
         else {
-            return;
+            return Ok(());
         };
         for annotation in annotations {
+            // Pages may share one long array: each visit is paid for.
+            self.spend(VISIT)?;
             let Ok(widget) = document
                 .dereference(annotation)
                 .and_then(|(_, o)| o.as_dict())
@@ -313,6 +377,7 @@ impl<'d> Reader<'d> {
                 lines.field(&value);
             }
         }
+        Ok(())
     }
 }
 
