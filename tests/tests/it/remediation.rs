@@ -517,6 +517,43 @@ spec:
     }
 }
 
+/// Waits until a rescan's open findings of `pii_type` are `n` (standing for `occurrences`
+/// values, when given), each with its remediation completed: the tokens written are known as
+/// the platform's. Then checks that the rescan planned no remediation beyond `remediations`.
+pub(crate) async fn rescanned(
+    admin: &Client<'_>,
+    pii_type: &str,
+    n: usize,
+    occurrences: Option<i64>,
+    remediations: usize,
+) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin
+            .send(
+                Method::GET,
+                &format!("/findings?pii_type={pii_type}&status=open"),
+                None,
+            )
+            .await;
+        let found = body["data"].as_array().unwrap().clone();
+        let values: i64 = found.iter().filter_map(|f| f["occurrences"].as_i64()).sum();
+        if found.len() == n
+            && occurrences.is_none_or(|o| o == values)
+            && found.iter().all(|f| f["remediation_status"] == "completed")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (_, all) = admin
+        .send(Method::GET, "/governance/remediations", None)
+        .await;
+    assert_eq!(all["data"].as_array().unwrap().len(), remediations, "{all}");
+}
+
 /// The values of `tokens`, through tokens-api as a support user would get them: the token ids
 /// (from the vault's entries), a grant, then detokenize.
 pub(crate) async fn detokenized(stack: &Stack, tokens: &[String]) -> Vec<String> {

@@ -5,13 +5,14 @@
 //! file's SSN field is tokenized the same way, and fastavro reads the result.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::{Value, json};
 use testkit::{emulators, seed};
 
-use crate::remediation::{Stack, detokenized, ended, policy_of, read, ssn_token_policy, undo};
+use crate::remediation::{
+    Stack, detokenized, ended, policy_of, read, rescanned, ssn_token_policy, undo,
+};
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(
@@ -121,26 +122,7 @@ async fn a_tokenize_rewrites_only_the_ssn_column_of_a_parquet_table_and_undo_res
 
     // A rescan finds the tokens, knows them as written there, and plans nothing more.
     crate::scans::full_scan(&admin, &connector).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, body) = admin
-            .send(Method::GET, "/findings?pii_type=us_ssn&status=open", None)
-            .await;
-        let ssns = body["data"].as_array().unwrap().clone();
-        if ssns.len() == 1
-            && ssns[0]["occurrences"] == 300
-            && ssns[0]["remediation_status"] == "completed"
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{body}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let (_, all) = admin
-        .send(Method::GET, "/governance/remediations", None)
-        .await;
-    assert_eq!(all["data"].as_array().unwrap().len(), 1, "{all}");
+    rescanned(&admin, "us_ssn", 1, Some(300), 1).await;
 
     // Undo puts the original back, byte for byte.
     let id = r["remediation_id"].as_str().unwrap();
@@ -293,25 +275,7 @@ print(json.dumps({
 
     // A rescan knows the tokens written into the file: nothing is tokenized twice.
     crate::scans::full_scan(&admin, &connector).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, body) = admin
-            .send(Method::GET, "/findings?pii_type=us_ssn&status=open", None)
-            .await;
-        let ssns = body["data"].as_array().unwrap().clone();
-        if ssns.len() == 1
-            && ssns[0]["occurrences"] == 160
-            && ssns[0]["remediation_status"] == "completed"
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{body}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let (_, all) = admin
-        .send(Method::GET, "/governance/remediations", None)
-        .await;
-    assert_eq!(all["data"].as_array().unwrap().len(), 1, "{all}");
+    rescanned(&admin, "us_ssn", 1, Some(160), 1).await;
 
     let id = r["remediation_id"].as_str().unwrap();
     let (status, body) = undo(&admin, id, None).await;
