@@ -4,6 +4,7 @@
 //! runs (or spans) split joined again. A document is a ZIP of XML parts; its parts' sizes are
 //! checked as a workbook's are, and each part streams through `quick-xml`.
 
+use std::collections::HashMap;
 use std::io::{BufReader, Read, Seek};
 use std::ops::Range;
 
@@ -92,6 +93,13 @@ pub(crate) fn read<R: Read + Seek>(
         .map(|n| n.into_owned())
         .collect();
     let parts = text_parts(names.iter().map(String::as_str), word);
+    // A deck's slides are numbered as the deck shows them, which is not their parts' names'
+    // order once a slide was moved.
+    let shown = if word {
+        HashMap::new()
+    } else {
+        slide_order(archive)
+    };
     let mut outcome = TableRead::default();
     for part in &parts {
         let Ok(file) = archive.by_name(part) else {
@@ -102,7 +110,10 @@ pub(crate) fn read<R: Read + Seek>(
         let slide = if word {
             None
         } else {
-            numbered(part, "ppt/slides/slide")
+            shown
+                .get(part.as_str())
+                .copied()
+                .or_else(|| numbered(part, "ppt/slides/slide"))
         };
         let mut run = Run::new(part, slide, path, &mut *sink);
         if paragraphs(BufReader::new(file), &mut run).is_err() {
@@ -549,5 +560,78 @@ impl OdfText {
         } else {
             self.push(text);
         }
+    }
+}
+
+/// The most of a presentation's list of slides or its relationships read: a deck of a thousand
+/// slides lists them in tens of KiB.
+const MAX_SLIDE_LIST: u64 = 4 << 20;
+
+/// Each slide part's 1-based position in the deck (`ppt/presentation.xml`'s slide list, its
+/// relationships naming the parts); empty when either cannot be read, and the parts' own
+/// numbers stand.
+fn slide_order<R: Read + Seek>(archive: &mut zip::ZipArchive<R>) -> HashMap<String, u32> {
+    let mut targets: HashMap<String, String> = HashMap::new();
+    let rels = elements(
+        archive,
+        "ppt/_rels/presentation.xml.rels",
+        "Relationship",
+        &["Id", "Target"],
+    );
+    for attributes in rels {
+        if let [Some(id), Some(target)] = &attributes[..] {
+            let target = target.trim_start_matches('/');
+            let part = target.strip_prefix("ppt/").unwrap_or(target);
+            targets.insert(id.clone(), format!("ppt/{part}"));
+        }
+    }
+    let mut order = HashMap::new();
+    let listed = elements(archive, "ppt/presentation.xml", "sldId", &["r:id"]);
+    for (position, attributes) in listed.into_iter().enumerate() {
+        if let [Some(id)] = &attributes[..]
+            && let Some(part) = targets.get(id)
+        {
+            order.insert(
+                part.clone(),
+                u32::try_from(position + 1).unwrap_or(u32::MAX),
+            );
+        }
+    }
+    order
+}
+
+/// The `attributes` of every `element` (by local name) of the XML part `name`, read to at
+/// most [`MAX_SLIDE_LIST`] bytes.
+fn elements<R: Read + Seek>(
+    archive: &mut zip::ZipArchive<R>,
+    name: &str,
+    element: &str,
+    attributes: &[&str],
+) -> Vec<Vec<Option<String>>> {
+    let mut found = Vec::new();
+    let Ok(file) = archive.by_name(name) else {
+        return found;
+    };
+    let mut reader = quick_xml::Reader::from_reader(BufReader::new(file.take(MAX_SLIDE_LIST)));
+    let mut buf = Vec::new();
+    loop {
+        match reader.read_event_into(&mut buf) {
+            Ok(Event::Start(e) | Event::Empty(e)) if e.local_name().as_ref() == element => {
+                found.push(
+                    attributes
+                        .iter()
+                        .map(|a| {
+                            e.try_get_attribute(a)
+                                .ok()
+                                .flatten()
+                                .map(|v| v.value.into_owned())
+                        })
+                        .collect(),
+                );
+            }
+            Ok(Event::Eof) | Err(_) => return found,
+            Ok(_) => {}
+        }
+        buf.clear();
     }
 }

@@ -259,3 +259,28 @@ mod hostile {
         }
     }
 }
+
+#[test]
+fn a_slide_is_numbered_as_the_deck_shows_it_not_by_its_parts_name() {
+    // moved.pptx: slide3.xml was moved to the front of the deck.
+    let (report, deck) = read("moved.pptx");
+    assert_eq!(
+        report,
+        Ok(Report {
+            members: 1,
+            skipped: 0
+        })
+    );
+    let ssn = deck
+        .read
+        .iter()
+        .find(|p| p.2.contains("536-22-4875"))
+        .unwrap();
+    assert_eq!(ssn.0, "slide 1", "{:?}", deck.read);
+    let email = deck
+        .read
+        .iter()
+        .find(|p| p.2.contains("moved.owner@example.com"))
+        .unwrap();
+    assert_eq!(email.0, "slide 3", "{:?}", deck.read);
+}
