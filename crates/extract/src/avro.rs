@@ -70,8 +70,8 @@ pub(crate) fn read(
             }
         };
         record += 1;
-        let mut names = Vec::new();
-        if let Err(skip) = runs.value(&value, &mut names, record) {
+        let mut value = value;
+        if let Err(skip) = runs.value(&mut value, record) {
             outcome.skips.push(skip);
             break;
         }
@@ -123,49 +123,17 @@ struct Runs<'a> {
 }
 
 impl Runs<'_> {
-    /// Renders `value`, at the field `names`, into its run; records and arrays recurse.
-    fn value(&mut self, value: &Value, names: &mut Vec<String>, record: u64) -> Result<(), Skip> {
+    /// Renders every leaf of `value` into its field's run.
+    fn value(&mut self, value: &mut Value, record: u64) -> Result<(), Skip> {
         let mut buf = String::new();
-        if let Some(text) = leaf(value, &mut buf) {
-            if text.is_empty() {
-                return Ok(());
-            }
-            return self.push(names, record, text);
-        }
-        match value {
-            Value::Union(_, inner) => self.value(inner, names, record),
-            Value::Array(items) => {
-                for item in items {
-                    self.value(item, names, record)?;
-                }
-                Ok(())
-            }
-            Value::Map(entries) => {
-                for (key, item) in sorted(entries) {
-                    names.push("key".into());
-                    let read = self.push(names, record, key);
-                    names.pop();
-                    read?;
-                    names.push("value".into());
-                    let read = self.value(item, names, record);
-                    names.pop();
-                    read?;
-                }
-                Ok(())
-            }
-            Value::Record(fields) => {
-                for (name, field) in fields {
-                    names.push(field_name(name));
-                    let read = self.value(field, names, record);
-                    names.pop();
-                    read?;
-                }
-                Ok(())
-            }
-            // Null, booleans, times of day, durations, UUIDs, and decimals, whose scale is in
-            // the schema.
-            _ => Ok(()),
-        }
+        leaves(
+            value,
+            &mut Vec::new(),
+            &mut |names, leaf_value, _| match leaf(leaf_value, &mut buf) {
+                Some(text) if !text.is_empty() => self.push(names, record, text),
+                _ => Ok(()),
+            },
+        )
     }
 
     fn push(&mut self, names: &[String], record: u64, text: &str) -> Result<(), Skip> {
@@ -245,15 +213,67 @@ fn rendered(buf: &mut String, render: impl FnOnce(&mut String)) -> &str {
     buf
 }
 
-/// A map's entries in the order of their keys, so that a file reads the same every time.
-pub(crate) fn sorted<T>(entries: &HashMap<String, T>) -> Vec<(&String, &T)> {
-    let mut entries: Vec<_> = entries.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    entries
+/// Where a leaf sits: a value, or a map's key, which is the map's structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    Value,
+    Key,
+}
+
+/// What [`leaves`] hands each leaf to: its field path, the leaf, and where it sits.
+pub(crate) type Visit<'v, E> = dyn FnMut(&[String], &mut Value, Place) -> Result<(), E> + 'v;
+
+/// Visits every leaf of `value` ([`leaf`] says which are) with its field path, in the one
+/// order the reader and the rewriter agree on: a record's fields in order, an array's items in
+/// order, a union's value, a map's entries by key, each key (at `<map>.key`) before its value
+/// (at `<map>.value`). A map's key is handed over as a string, and what the visitor does to it
+/// is not kept.
+pub(crate) fn leaves<E>(
+    value: &mut Value,
+    names: &mut Vec<String>,
+    visit: &mut Visit<'_, E>,
+) -> Result<(), E> {
+    match value {
+        Value::Union(_, inner) => leaves(inner, names, visit),
+        Value::Array(items) => items
+            .iter_mut()
+            .try_for_each(|item| leaves(item, names, visit)),
+        Value::Map(entries) => {
+            let mut keys: Vec<String> = entries.keys().cloned().collect();
+            keys.sort_unstable();
+            for key in keys {
+                names.push("key".into());
+                let visited = visit(names, &mut Value::String(key.clone()), Place::Key);
+                names.pop();
+                visited?;
+                names.push("value".into());
+                let visited = match entries.get_mut(&key) {
+                    Some(item) => leaves(item, names, visit),
+                    None => Ok(()),
+                };
+                names.pop();
+                visited?;
+            }
+            Ok(())
+        }
+        Value::Record(fields) => {
+            for (name, field) in fields {
+                names.push(field_name(name));
+                let visited = leaves(field, names, visit);
+                names.pop();
+                visited?;
+            }
+            Ok(())
+        }
+        _ if leaf(value, &mut String::new()).is_some() => visit(names, value, Place::Value),
+        // Null, booleans, times of day, durations, UUIDs, and decimals, whose scale is in the
+        // schema.
+        _ => Ok(()),
+    }
 }
 
 /// A record field's name as a field path holds it.
-pub(crate) fn field_name(name: &str) -> String {
+fn field_name(name: &str) -> String {
     name.chars().take(crate::MAX_NAME).collect()
 }
 

@@ -18,7 +18,7 @@ use apache_avro::types::Value;
 use apache_avro::writer::datum::GenericDatumWriter;
 use apache_avro::{Codec, Schema};
 
-use crate::avro::{MAX_BLOCK, field_name, leaf, sorted};
+use crate::avro::{MAX_BLOCK, Place, leaf, leaves};
 use crate::edit::{Change, Editor, Refusal};
 use crate::limits::RATIO_GRACE;
 use crate::sink::Lines;
@@ -162,10 +162,10 @@ impl Block<'_> {
         let mut fields = Fields::default();
         let mut rest = data.as_slice();
         for _ in 0..self.count {
-            let record = reader
+            let mut record = reader
                 .read_value(&mut rest)
                 .map_err(|_| Refusal::Unreadable)?;
-            fields.collect(&record, &mut Vec::new(), editor, allowance)?;
+            fields.collect(&mut record, editor, allowance)?;
         }
         let mut changes: HashMap<Vec<String>, Vec<(usize, Vec<Change>)>> = HashMap::new();
         for (names, lines) in fields.lines {
@@ -206,7 +206,7 @@ impl Block<'_> {
             let mut record = reader
                 .read_value(&mut rest)
                 .map_err(|_| Refusal::Unreadable)?;
-            apply.value(&mut record, &mut Vec::new())?;
+            apply.value(&mut record)?;
             writer
                 .write_value_ref(&mut encoded, &record)
                 .map_err(|_| Refusal::ColumnType)?;
@@ -227,69 +227,36 @@ struct Fields {
 }
 
 impl Fields {
-    /// Renders `value` at the field `names` as the reader does; only fields the editor wants
-    /// are kept.
+    /// Renders the leaves of `value` as the reader does; only the fields the editor wants are
+    /// kept.
     fn collect(
         &mut self,
-        value: &Value,
-        names: &mut Vec<String>,
+        value: &mut Value,
         editor: &dyn Editor,
         allowance: &mut u64,
     ) -> Result<(), Refusal> {
         let mut buf = String::new();
-        if let Some(text) = leaf(value, &mut buf) {
+        leaves(value, &mut Vec::new(), &mut |names, value, _| {
+            let text = leaf(value, &mut buf).unwrap_or_default();
             if text.is_empty() || !editor.wants(&names.join(".")) {
                 return Ok(());
             }
             *allowance = allowance
                 .checked_sub(text.len() as u64 + 1)
                 .ok_or(Refusal::Unreadable)?;
-            let slot = match self.index.get(names.as_slice()) {
+            let slot = match self.index.get(names) {
                 Some(&slot) => slot,
                 None => {
-                    self.index.insert(names.clone(), self.lines.len());
-                    self.lines.push((names.clone(), Lines::default()));
+                    self.index.insert(names.to_vec(), self.lines.len());
+                    self.lines.push((names.to_vec(), Lines::default()));
                     self.lines.len() - 1
                 }
             };
             let lines = &mut self.lines[slot].1;
             let next = lines.rows.len() as u64 + 1;
             lines.push(next, text);
-            return Ok(());
-        }
-        match value {
-            Value::Union(_, inner) => self.collect(inner, names, editor, allowance),
-            Value::Array(items) => {
-                for item in items {
-                    self.collect(item, names, editor, allowance)?;
-                }
-                Ok(())
-            }
-            Value::Map(entries) => {
-                for (key, item) in sorted(entries) {
-                    names.push("key".into());
-                    let key = Value::String(key.clone());
-                    let read = self.collect(&key, names, editor, allowance);
-                    names.pop();
-                    read?;
-                    names.push("value".into());
-                    let read = self.collect(item, names, editor, allowance);
-                    names.pop();
-                    read?;
-                }
-                Ok(())
-            }
-            Value::Record(fields) => {
-                for (name, field) in fields {
-                    names.push(field_name(name));
-                    let read = self.collect(field, names, editor, allowance);
-                    names.pop();
-                    read?;
-                }
-                Ok(())
-            }
-            _ => Ok(()),
-        }
+            Ok(())
+        })
     }
 }
 
@@ -302,74 +269,36 @@ struct Apply {
 }
 
 impl Apply {
-    fn value(&mut self, value: &mut Value, names: &mut Vec<String>) -> Result<(), Refusal> {
+    /// Applies the changes to the leaves of `value`, met in the order [`Fields::collect`] met
+    /// them. A change to a map's key is refused: the key is the map's structure.
+    fn value(&mut self, value: &mut Value) -> Result<(), Refusal> {
         let mut buf = String::new();
-        if let Some(text) = leaf(value, &mut buf) {
-            if text.is_empty() {
+        leaves(value, &mut Vec::new(), &mut |names, value, place| {
+            if leaf(value, &mut buf).unwrap_or_default().is_empty() {
                 return Ok(());
             }
-            let Some(changes) = self.changes.get(names.as_slice()) else {
+            let Some(changes) = self.changes.get(names) else {
                 return Ok(());
             };
-            let index = match self.seen.get_mut(names.as_slice()) {
+            let index = match self.seen.get_mut(names) {
                 Some(seen) => {
                     *seen += 1;
                     *seen - 1
                 }
                 None => {
-                    self.seen.insert(names.clone(), 1);
+                    self.seen.insert(names.to_vec(), 1);
                     0
                 }
             };
             let Ok(at) = changes.binary_search_by_key(&index, |(i, _)| *i) else {
                 return Ok(());
             };
-            let changed = changed(value, &changes[at].1)?;
-            *value = changed;
-            return Ok(());
-        }
-        match value {
-            Value::Union(_, inner) => self.value(inner, names),
-            Value::Array(items) => {
-                for item in items {
-                    self.value(item, names)?;
-                }
-                Ok(())
+            if place == Place::Key {
+                return Err(Refusal::ColumnType);
             }
-            Value::Map(entries) => {
-                let mut keys: Vec<String> = entries.keys().cloned().collect();
-                keys.sort();
-                for key in keys {
-                    names.push("key".into());
-                    let mut probe = Value::String(key.clone());
-                    let read = self.value(&mut probe, names);
-                    names.pop();
-                    read?;
-                    // A key is the map's structure, not a value a change can take.
-                    if probe != Value::String(key.clone()) {
-                        return Err(Refusal::ColumnType);
-                    }
-                    names.push("value".into());
-                    let read = match entries.get_mut(&key) {
-                        Some(item) => self.value(item, names),
-                        None => Ok(()),
-                    };
-                    names.pop();
-                    read?;
-                }
-                Ok(())
-            }
-            Value::Record(fields) => {
-                for (name, field) in fields {
-                    names.push(field_name(name));
-                    let read = self.value(field, names);
-                    names.pop();
-                    read?;
-                }
-                Ok(())
-            }
-            _ => Ok(()),
-        }
+            *value = changed(value, &changes[at].1)?;
+            Ok(())
+        })
     }
 }
 
