@@ -554,6 +554,32 @@ pub(crate) async fn rescanned(
     assert_eq!(all["data"].as_array().unwrap().len(), remediations, "{all}");
 }
 
+/// A bucket `bucket` on the stack's moto holding `objects`, a connector on it, an enforced
+/// policy tokenizing SSNs with a format-preserving tokenization policy, and one full scan:
+/// the bucket, the connector and the first `n` remediations it planned, ended.
+pub(crate) async fn tokenized_by_a_scan(
+    stack: &Stack,
+    admin: &Client<'_>,
+    bucket: &str,
+    objects: &[(&str, &[u8])],
+    n: usize,
+) -> (
+    std::sync::Arc<dyn object_store::ObjectStore>,
+    String,
+    Vec<Value>,
+) {
+    let store = seed::s3_bucket(&stack.moto.url(), bucket).await;
+    seed::put_all(store.as_ref(), objects).await;
+    let token_policy = ssn_token_policy(stack).await;
+    let connector = crate::scans::connector(admin, bucket, bucket).await;
+    let tokenize =
+        format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}");
+    policy_of(admin, "ssn-tokenize", "enforced", "us_ssn", 0.5, &tokenize).await;
+    crate::scans::full_scan(admin, &connector).await;
+    let done = ended(admin, n).await;
+    (store, connector, done)
+}
+
 /// The values of `tokens`, through tokens-api as a support user would get them: the token ids
 /// (from the vault's entries), a grant, then detokenize.
 pub(crate) async fn detokenized(stack: &Stack, tokens: &[String]) -> Vec<String> {

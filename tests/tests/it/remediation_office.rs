@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use testkit::{emulators, seed};
 
 use crate::remediation::{
-    Stack, detokenized, ended, policy_of, read, rescanned, ssn_token_policy, undo,
+    Stack, detokenized, ended, policy_of, read, rescanned, tokenized_by_a_scan, undo,
 };
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -115,24 +115,19 @@ fn ssn_token(token: &str, value: &str) -> bool {
 #[tokio::test]
 async fn a_tokenize_rewrites_only_the_ssn_cells_of_workbooks_and_undo_restores_them() {
     let stack = Stack::new(|_| {}).await;
-    let bucket = seed::s3_bucket(&stack.moto.url(), "drive").await;
     let (payroll, ledger) = (fixture("payroll.xlsx"), fixture("ledger.xlsx"));
-    seed::put_all(
-        bucket.as_ref(),
+    let admin = stack.admin();
+    let (bucket, connector, done) = tokenized_by_a_scan(
+        &stack,
+        &admin,
+        "drive",
         &[
             ("hr/payroll.xlsx", payroll.as_slice()),
             ("hr/ledger.xlsx", ledger.as_slice()),
         ],
+        2,
     )
     .await;
-    let token_policy = ssn_token_policy(&stack).await;
-    let admin = stack.admin();
-    let connector = crate::scans::connector(&admin, "Drive", "drive").await;
-    let tokenize =
-        format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}");
-    policy_of(&admin, "ssn-tokenize", "enforced", "us_ssn", 0.5, &tokenize).await;
-    crate::scans::full_scan(&admin, &connector).await;
-    let done = ended(&admin, 2).await;
     for r in &done {
         assert_eq!(r["status"], "receipted", "{r}");
         assert_eq!(r["action_type"], "tokenize", "{r}");
@@ -249,21 +244,16 @@ async fn a_tokenize_rewrites_only_the_ssn_cells_of_workbooks_and_undo_restores_t
 #[tokio::test]
 async fn a_tokenize_rewrites_a_documents_ssns_even_across_runs_and_undo_restores_it() {
     let stack = Stack::new(|_| {}).await;
-    let bucket = seed::s3_bucket(&stack.moto.url(), "cases").await;
     let original = fixture("case_summary.docx");
-    seed::put_all(
-        bucket.as_ref(),
+    let admin = stack.admin();
+    let (bucket, connector, done) = tokenized_by_a_scan(
+        &stack,
+        &admin,
+        "cases",
         &[("claims/case_summary.docx", original.as_slice())],
+        1,
     )
     .await;
-    let token_policy = ssn_token_policy(&stack).await;
-    let admin = stack.admin();
-    let connector = crate::scans::connector(&admin, "Cases", "cases").await;
-    let tokenize =
-        format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}");
-    policy_of(&admin, "ssn-tokenize", "enforced", "us_ssn", 0.5, &tokenize).await;
-    crate::scans::full_scan(&admin, &connector).await;
-    let done = ended(&admin, 1).await;
     let r = &done[0];
     assert_eq!(r["status"], "receipted", "{r}");
 

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use testkit::{emulators, seed};
 
 use crate::remediation::{
-    Stack, detokenized, ended, policy_of, read, rescanned, ssn_token_policy, undo,
+    Stack, detokenized, ended, policy_of, read, rescanned, ssn_token_policy, tokenized_by_a_scan,
+    undo,
 };
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -69,21 +70,16 @@ print(json.dumps({
 #[tokio::test]
 async fn a_tokenize_rewrites_only_the_ssn_column_of_a_parquet_table_and_undo_restores_it() {
     let stack = Stack::new(|_| {}).await;
-    let bucket = seed::s3_bucket(&stack.moto.url(), "lake").await;
     let original = fixture("customers.parquet");
-    seed::put_all(
-        bucket.as_ref(),
+    let admin = stack.admin();
+    let (bucket, connector, done) = tokenized_by_a_scan(
+        &stack,
+        &admin,
+        "lake",
         &[("tables/customers.parquet", original.as_slice())],
+        1,
     )
     .await;
-    let token_policy = ssn_token_policy(&stack).await;
-    let admin = stack.admin();
-    let connector = crate::scans::connector(&admin, "Lake", "lake").await;
-    let tokenize =
-        format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}");
-    policy_of(&admin, "ssn-tokenize", "enforced", "us_ssn", 0.5, &tokenize).await;
-    crate::scans::full_scan(&admin, &connector).await;
-    let done = ended(&admin, 1).await;
     let r = &done[0];
     assert_eq!(r["status"], "receipted", "{r}");
     assert_eq!(r["action_type"], "tokenize");
@@ -200,17 +196,16 @@ async fn an_integer_ssn_column_is_tokenized_as_integers_and_a_mask_of_it_fails()
 #[tokio::test]
 async fn a_tokenize_rewrites_only_the_ssn_field_of_an_avro_file_and_undo_restores_it() {
     let stack = Stack::new(|_| {}).await;
-    let bucket = seed::s3_bucket(&stack.moto.url(), "lake").await;
     let original = fixture("events.avro");
-    seed::put_all(bucket.as_ref(), &[("events.avro", original.as_slice())]).await;
-    let token_policy = ssn_token_policy(&stack).await;
     let admin = stack.admin();
-    let connector = crate::scans::connector(&admin, "Lake", "lake").await;
-    let tokenize =
-        format!("{{ type: tokenize, config: {{ tokenization_policy_id: {token_policy} }} }}");
-    policy_of(&admin, "ssn-tokenize", "enforced", "us_ssn", 0.5, &tokenize).await;
-    crate::scans::full_scan(&admin, &connector).await;
-    let done = ended(&admin, 1).await;
+    let (bucket, connector, done) = tokenized_by_a_scan(
+        &stack,
+        &admin,
+        "lake",
+        &[("events.avro", original.as_slice())],
+        1,
+    )
+    .await;
     let r = &done[0];
     assert_eq!(r["status"], "receipted", "{r}");
 
