@@ -18,8 +18,14 @@ const DEV_USER: &str = "dev-admin";
 const DEV_KEY_NAME: &str = "devstack";
 const DEV_TOKEN_TTL: Duration = Duration::from_secs(12 * 3600);
 
+fn main() -> ExitCode {
+    // First, before any thread: a PDF-reading child of this program is served and exits here.
+    extract::init_isolation();
+    serve()
+}
+
 #[actix_web::main]
-async fn main() -> ExitCode {
+async fn serve() -> ExitCode {
     boot::init_tracing(boot::LogFormat::from_env(&boot::Env::process()).unwrap_or_default());
     match up().await {
         Ok(()) => ExitCode::SUCCESS,

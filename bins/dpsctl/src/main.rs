@@ -160,8 +160,14 @@ enum ApiKeyCommand {
     Revoke { id: uuid::Uuid },
 }
 
+fn main() -> ExitCode {
+    // First, before any thread: a PDF-reading child of this program is served and exits here.
+    extract::init_isolation();
+    serve()
+}
+
 #[tokio::main]
-async fn main() -> ExitCode {
+async fn serve() -> ExitCode {
     let cli = Cli::parse();
     boot::init_tracing(boot::LogFormat::from_env(&boot::Env::process()).unwrap_or_default());
     match run(cli.command).await {

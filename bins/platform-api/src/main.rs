@@ -2,8 +2,14 @@
 
 use std::process::ExitCode;
 
+fn main() -> ExitCode {
+    // First, before any thread: a PDF-reading child of this program is served and exits here.
+    extract::init_isolation();
+    serve()
+}
+
 #[actix_web::main]
-async fn main() -> ExitCode {
+async fn serve() -> ExitCode {
     let config = match platform_api::Config::from_env() {
         Ok(config) => config,
         Err(e) => {

@@ -39,8 +39,14 @@ fn required(name: &str) -> anyhow::Result<String> {
     var(name).with_context(|| format!("{name} must be set"))
 }
 
+fn main() -> std::process::ExitCode {
+    // First, before any thread: a PDF-reading child of this program is served and exits here.
+    extract::init_isolation();
+    serve()
+}
+
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
+async fn serve() -> std::process::ExitCode {
     boot::init_tracing(boot::LogFormat::from_env(&boot::Env::process()).unwrap_or_default());
     match run().await {
         Ok(summary) => {

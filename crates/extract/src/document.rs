@@ -122,6 +122,9 @@ pub(crate) fn read<R: Read + Seek>(
         // What was read before a failure is handed over all the same.
         run.flush();
         outcome.handed |= run.handed;
+        if run.cut {
+            push_once(&mut outcome.skips, Skip::DocumentLimit);
+        }
     }
     outcome
 }
@@ -330,6 +333,8 @@ pub(crate) struct Run<'a, S: Sink + ?Sized> {
     path: &'a [String],
     pub sink: &'a mut S,
     pub handed: bool,
+    /// Whether a paragraph reached [`MAX_PARAGRAPH`]: the rest of it is not read.
+    pub cut: bool,
 }
 
 impl<'a, S: Sink + ?Sized> Run<'a, S> {
@@ -341,15 +346,19 @@ impl<'a, S: Sink + ?Sized> Run<'a, S> {
             path,
             sink,
             handed: false,
+            cut: false,
         }
     }
 
     /// Adds paragraph `number`, trimmed and cut at [`MAX_PARAGRAPH`]; an empty one is none.
+    /// The readers stop adding to a paragraph once it reaches that length, so one that
+    /// reaches it is taken as cut.
     pub fn push(&mut self, number: u64, paragraph: &str) {
         let paragraph = paragraph.trim();
         if paragraph.is_empty() {
             return;
         }
+        self.cut |= paragraph.len() >= MAX_PARAGRAPH;
         let mut end = paragraph.len().min(MAX_PARAGRAPH);
         while !paragraph.is_char_boundary(end) {
             end -= 1;
@@ -412,6 +421,9 @@ pub(crate) fn read_odf<R: Read + Seek>(
         // What was read before a failure is handed over all the same.
         run.flush();
         outcome.handed |= run.handed;
+        if run.cut {
+            push_once(&mut outcome.skips, Skip::DocumentLimit);
+        }
     }
     outcome
 }

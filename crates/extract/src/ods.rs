@@ -233,8 +233,10 @@ impl Cells<'_> {
         if let Some(cell) = &mut self.cell
             && cell.value == Value::Text
             && self.ignored == 0
+            && !push(&mut cell.text, text)
         {
-            push(&mut cell.text, text);
+            // The rest of a cell past MAX_CELL is not read.
+            push_once(&mut self.skips, Skip::SpreadsheetLimit);
         }
     }
 
@@ -326,11 +328,17 @@ fn attribute(e: &BytesStart<'_>, name: &str) -> Option<String> {
     Some(value.chars().take(MAX_CELL).collect())
 }
 
-/// Appends `text` to a cell's while it is under [`MAX_CELL`]; whether it still is.
+/// Appends `text` to a cell's, up to [`MAX_CELL`] bytes; whether all of it fitted.
 fn push(cell: &mut String, text: &str) -> bool {
-    if cell.len() >= MAX_CELL {
-        return false;
+    let room = MAX_CELL.saturating_sub(cell.len());
+    if text.len() <= room {
+        cell.push_str(text);
+        return true;
     }
-    cell.push_str(text);
-    true
+    let mut end = room;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    cell.push_str(&text[..end]);
+    false
 }

@@ -49,10 +49,14 @@ pub enum Skip {
     /// (OLE2) whose header, allocation table or directory cannot be read.
     CorruptSpreadsheet,
     /// A workbook whose shared strings are past 64 MiB (32 MiB in an XLS), or an ODS whose
-    /// repeated cells expand past a million, or place a value off the sheet's grid.
+    /// repeated cells expand past a million, or place a value off the sheet's grid; an ODS
+    /// cell's text past 1 MiB (the rest of it).
     SpreadsheetLimit,
     /// A Word document or a presentation whose text part cannot be read.
     CorruptDocument,
+    /// A paragraph of a Word document, a presentation or an OpenDocument text that reached
+    /// 1 MiB: the rest of it.
+    DocumentLimit,
     /// A PDF whose structure, or a page's content, cannot be read, a truncated one included.
     CorruptPdf,
     /// A PDF that needs a password to open (one whose user password is empty is read).
@@ -60,7 +64,8 @@ pub enum Skip {
     /// A PDF with no text, only images: a scan, which no OCR reads here.
     ImageOnlyPdf,
     /// A PDF past 128 MiB, a stream inflating past 64 MiB, content past the file's length
-    /// times the ratio limit, or more than 256 fonts.
+    /// times the ratio limit, more than 256 fonts, a line past 64 KiB (the rest of it), or a
+    /// parse that outgrew the caps of the child process it ran in ([`crate::isolation`]).
     PdfLimit,
     /// Text of a PDF drawn in a font that does not map back to characters (a composite font
     /// without a `ToUnicode` map): drawn, but not readable as text.
@@ -75,7 +80,7 @@ pub enum Skip {
 }
 
 impl Skip {
-    pub const ALL: [Skip; 27] = [
+    pub const ALL: [Skip; 28] = [
         Skip::ArchiveDepth,
         Skip::ArchiveMembers,
         Skip::ArchiveBytes,
@@ -96,6 +101,7 @@ impl Skip {
         Skip::CorruptSpreadsheet,
         Skip::SpreadsheetLimit,
         Skip::CorruptDocument,
+        Skip::DocumentLimit,
         Skip::CorruptPdf,
         Skip::EncryptedPdf,
         Skip::ImageOnlyPdf,
@@ -127,6 +133,7 @@ impl Skip {
             Skip::CorruptSpreadsheet => "corrupt_spreadsheet",
             Skip::SpreadsheetLimit => "spreadsheet_limit",
             Skip::CorruptDocument => "corrupt_document",
+            Skip::DocumentLimit => "document_limit",
             Skip::CorruptPdf => "corrupt_pdf",
             Skip::EncryptedPdf => "encrypted_pdf",
             Skip::ImageOnlyPdf => "image_only_pdf",

@@ -340,7 +340,7 @@ impl Walk<'_> {
 
     /// Reads a PDF's pages into the sink.
     fn pdf<R: Read + Seek>(&mut self, source: R) -> Result<(), Skip> {
-        let read = crate::pdf::read(source, self.limits, &self.path, &mut *self.sink)?;
+        let read = crate::pdf::child::read(source, self.limits, &self.path, &mut *self.sink)?;
         self.table(read);
         Ok(())
     }

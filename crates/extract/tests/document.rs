@@ -261,6 +261,55 @@ mod hostile {
 }
 
 #[test]
+fn a_paragraph_past_a_mebibyte_is_cut_and_the_cut_reported() {
+    // Words that deflate as prose does (a run of one letter would be a bomb to the walk).
+    let mut state: u32 = 7;
+    let mut filler = String::new();
+    while filler.len() < 1_200_000 {
+        state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        for i in 0..(3 + (state >> 28)) {
+            filler.push(char::from(b'a' + ((state >> ((i * 3) % 27)) % 26) as u8));
+        }
+        filler.push(' ');
+    }
+    let content = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text><text:p>Case 1</text:p><text:p>SSN 536-22-5401 {filler}</text:p></office:text></office:body></office:document-content>"#
+    );
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let deflated = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    zip.start_file("mimetype", stored).unwrap();
+    std::io::Write::write_all(&mut zip, b"application/vnd.oasis.opendocument.text").unwrap();
+    zip.start_file("content.xml", deflated).unwrap();
+    std::io::Write::write_all(&mut zip, content.as_bytes()).unwrap();
+    let bytes = zip.finish().unwrap().into_inner();
+
+    let mut paragraphs = Paragraphs::default();
+    let report = walk(
+        Cursor::new(bytes),
+        Container::Zip,
+        "long.odt",
+        Limits::default(),
+        &mut paragraphs,
+    );
+    assert_eq!(
+        report,
+        Ok(Report {
+            members: 1,
+            skipped: 1
+        })
+    );
+    assert_eq!(paragraphs.skipped, [Skip::DocumentLimit]);
+    assert_eq!(paragraphs.read.len(), 2);
+    assert_eq!(paragraphs.read[0].2, "Case 1");
+    assert!(paragraphs.read[1].2.starts_with("SSN 536-22-5401 "));
+    assert!(paragraphs.read[1].2.len() <= 1 << 20);
+}
+
+#[test]
 fn a_slide_is_numbered_as_the_deck_shows_it_not_by_its_parts_name() {
     // moved.pptx: slide3.xml was moved to the front of the deck.
     let (report, deck) = read("moved.pptx");

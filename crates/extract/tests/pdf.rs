@@ -206,6 +206,59 @@ fn a_content_stream_bomb_stops_at_the_files_allowance() {
     assert!(started.elapsed().as_secs() < 60);
 }
 
+/// A one-page PDF drawing `text` in Helvetica in one string.
+fn one_line_pdf(text: &str) -> Vec<u8> {
+    let content = format!("BT /F1 12 Tf 72 700 Td ({text}) Tj ET");
+    let objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R \
+         /Resources << /Font << /F1 5 0 R >> >> >>"
+            .to_owned(),
+        format!(
+            "<< /Length {} >>\nstream\n{content}\nendstream",
+            content.len()
+        ),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_owned(),
+    ];
+    let mut file = String::from("%PDF-1.4\n");
+    let mut offsets = Vec::new();
+    for (i, object) in objects.iter().enumerate() {
+        offsets.push(file.len());
+        file.push_str(&format!("{} 0 obj\n{object}\nendobj\n", i + 1));
+    }
+    let xref = file.len();
+    file.push_str("xref\n0 6\n0000000000 65535 f \n");
+    for offset in offsets {
+        file.push_str(&format!("{offset:010} 00000 n \n"));
+    }
+    file.push_str(&format!(
+        "trailer\n<< /Size 6 /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    ));
+    file.into_bytes()
+}
+
+#[test]
+fn a_line_past_64_kib_is_cut_and_the_cut_reported() {
+    let (report, short) = read_bytes("short.pdf", one_line_pdf("SSN 536-22-4105"));
+    assert_eq!(report, READ);
+    assert_eq!(short.read, [(1, 1, "SSN 536-22-4105".to_owned())]);
+
+    let long = format!("SSN 536-22-4105 {}", "x".repeat(70_000));
+    let (report, cut) = read_bytes("long.pdf", one_line_pdf(&long));
+    assert_eq!(
+        report,
+        Ok(Report {
+            members: 1,
+            skipped: 1
+        })
+    );
+    assert_eq!(cut.skipped, [Skip::PdfLimit]);
+    assert_eq!(cut.read.len(), 1);
+    assert_eq!(cut.read[0].2.len(), 64 << 10);
+    assert!(cut.read[0].2.starts_with("SSN 536-22-4105 x"));
+}
+
 #[test]
 fn forms_drawing_themselves_stop_at_the_files_allowance() {
     let started = std::time::Instant::now();

@@ -263,6 +263,41 @@ fn an_ods_whose_repeats_claim_billions_of_cells_stops_at_the_limit() {
     assert_eq!(cells.columns.len(), 0, "{:?}", cells.columns);
 }
 
+/// `n` bytes of words that deflate about as prose does, not a thousand to one.
+fn filler(n: usize) -> String {
+    let mut state: u32 = 1;
+    let mut text = String::with_capacity(n + 16);
+    while text.len() < n {
+        state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        for i in 0..(3 + (state >> 28)) {
+            text.push(char::from(b'a' + ((state >> ((i * 3) % 27)) % 26) as u8));
+        }
+        text.push(' ');
+    }
+    text
+}
+
+#[test]
+fn an_ods_cell_past_a_mebibyte_is_cut_and_the_cut_reported() {
+    let long = format!("SSN 536-22-5400 {}", filler(1_200_000));
+    let row = format!(
+        r#"<table:table-row><table:table-cell office:value-type="string"><text:p>Notes</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell office:value-type="string"><text:p>{long}</text:p></table:table-cell></table:table-row>"#
+    );
+    let (report, cells) = read_bytes(ods(&sheet(&row)), "long.ods", Limits::default());
+    assert_eq!(
+        report,
+        Ok(Report {
+            members: 1,
+            skipped: 1
+        })
+    );
+    assert_eq!(cells.skipped, [Skip::SpreadsheetLimit]);
+    let read = column(&cells, "S", "A", "Notes");
+    assert_eq!(read.len(), 1, "{:?}", cells.columns.keys());
+    assert!(read[0].1.starts_with("SSN 536-22-5400 "));
+    assert!(read[0].1.len() < long.len());
+}
+
 #[test]
 fn an_encrypted_or_cut_ods_is_not_read() {
     let (report, cells) = read("encrypted.ods");

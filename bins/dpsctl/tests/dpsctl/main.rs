@@ -3,6 +3,7 @@
 
 mod audit;
 mod detect;
+mod pdf_child;
 mod receipt;
 
 use std::path::PathBuf;

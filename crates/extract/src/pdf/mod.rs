@@ -8,19 +8,19 @@
 //! one that needs a password is skipped as `encrypted_pdf`. A document with no text but with
 //! images (a scan) is skipped as `image_only_pdf`: no text was read, and no OCR runs here.
 
+pub(crate) mod child;
 mod cmap;
 mod text;
 
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 
 use lopdf::{DecompressError, Dictionary, Document, Encoding, LoadOptions, Object, ObjectId};
 
-use crate::limits::{RATIO_GRACE, reached};
+use crate::limits::RATIO_GRACE;
 use crate::sink::TableRead;
-use crate::{Limits, Sink, Skip};
+use crate::{Sink, Skip};
 
 use text::Page;
 
@@ -49,31 +49,20 @@ const VISIT: usize = 64;
 /// Forms drawn inside forms, at most this deep.
 const MAX_FORM_DEPTH: usize = 8;
 
-/// Reads every page of the PDF in `source` into `sink`, its lines located by page.
-pub(crate) fn read(
-    mut source: impl Read + Seek,
-    limits: Limits,
+/// Reads every page of the PDF `bytes` into `sink`, in this process: the document's content
+/// may cost up to its length times `max_ratio`.
+fn parse(
+    bytes: Vec<u8>,
+    max_ratio: u64,
     path: &[String],
     sink: &mut dyn Sink,
 ) -> Result<TableRead, Skip> {
-    let length = source
-        .seek(SeekFrom::End(0))
-        .map_err(|e| reached(&e).unwrap_or(Skip::CorruptPdf))?;
-    if length > MAX_FILE {
-        return Err(Skip::PdfLimit);
-    }
-    source
-        .rewind()
-        .map_err(|e| reached(&e).unwrap_or(Skip::CorruptPdf))?;
-    let mut bytes = Vec::with_capacity(length as usize);
-    source
-        .read_to_end(&mut bytes)
-        .map_err(|e| reached(&e).unwrap_or(Skip::CorruptPdf))?;
+    let length = bytes.len() as u64;
     let document = load(&bytes)?;
     drop(bytes);
     let mut reader = Reader {
         document: &document,
-        allowance: length.saturating_mul(limits.max_ratio).max(RATIO_GRACE),
+        allowance: length.saturating_mul(max_ratio).max(RATIO_GRACE),
         encodings: HashMap::new(),
         outcome: TableRead::default(),
         images: false,
@@ -89,7 +78,11 @@ pub(crate) fn read(
         let mut lines = Page::new(number, path, &mut *sink);
         // The parser's and decoders' panics on a hostile page end that page, not the scan.
         let read = catch_unwind(AssertUnwindSafe(|| reader.page(page, &mut lines)));
-        reader.outcome.handed |= lines.finish();
+        let (handed, cut) = lines.finish();
+        reader.outcome.handed |= handed;
+        if cut {
+            push_once(&mut reader.outcome.skips, Skip::PdfLimit);
+        }
         match read {
             Ok(Ok(())) => {}
             Ok(Err(skip)) => {

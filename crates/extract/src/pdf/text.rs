@@ -63,6 +63,8 @@ pub(super) struct Page<'s> {
     sink: &'s mut dyn Sink,
     /// Whether any line reached the sink.
     pub handed: bool,
+    /// Whether a line was cut at [`MAX_LINE`]: the rest of it was not read.
+    cut: bool,
     number: u32,
     lines: Lines,
     line: String,
@@ -78,6 +80,7 @@ impl<'s> Page<'s> {
             path,
             sink,
             handed: false,
+            cut: false,
             number,
             lines: Lines::default(),
             line: String::new(),
@@ -96,6 +99,7 @@ impl<'s> Page<'s> {
         self.y = Some(y);
         for c in text.chars() {
             if self.line.len() >= MAX_LINE {
+                self.cut = true;
                 break;
             }
             self.line.push(if c.is_control() { ' ' } else { c });
@@ -128,11 +132,12 @@ impl<'s> Page<'s> {
         self.line.clear();
     }
 
-    /// Hands what is left of the page to the sink; whether any of it reached it.
-    pub fn finish(mut self) -> bool {
+    /// Hands what is left of the page to the sink: whether any of the page reached it, and
+    /// whether a line of it was cut.
+    pub fn finish(mut self) -> (bool, bool) {
         self.end_line();
         self.flush();
-        self.handed
+        (self.handed, self.cut)
     }
 
     fn flush(&mut self) {
