@@ -92,6 +92,54 @@ impl TestApp {
         db: TestDatabase,
         tweak: impl FnOnce(&mut HashMap<String, String>),
     ) -> Self {
+        Self::spawn_changed(service, db, tweak, |_| {}).await
+    }
+
+    /// platform-api with its console set up as the dev stack sets it: cookies for plain
+    /// HTTP, and the dev sign-in of `tenant`'s users `admin` (roles admin and analyst) and
+    /// `analyst` (analyst), whose tokens the test identity provider signs.
+    pub async fn spawn_console(tenant: &str) -> Self {
+        let tenant = tenant.to_owned();
+        Self::spawn_changed(
+            Service::Platform,
+            testkit::database().await,
+            |_| {},
+            move |extra| {
+                let minter = auth::TokenMinter::from_pem(
+                    testkit::minter().private_pem(),
+                    testkit::TEST_KID,
+                    testkit::TEST_ISSUER,
+                    testkit::TEST_AUDIENCE,
+                )
+                .unwrap_or_else(|e| panic!("dev minter: {e}"));
+                extra.console.secure_cookies = false;
+                extra.console.dev_sign_in = Some(platform_api::DevSignIn {
+                    minter: std::sync::Arc::new(minter),
+                    tenant,
+                    users: vec![
+                        platform_api::DevUser {
+                            user: "admin".into(),
+                            roles: vec!["admin".into(), "analyst".into()],
+                        },
+                        platform_api::DevUser {
+                            user: "analyst".into(),
+                            roles: vec!["analyst".into()],
+                        },
+                    ],
+                });
+            },
+        )
+        .await
+    }
+
+    /// Starts `service` on `db`, its environment changed by `tweak` and (platform-api's)
+    /// `Extra` by `change`.
+    pub async fn spawn_changed(
+        service: Service,
+        db: TestDatabase,
+        tweak: impl FnOnce(&mut HashMap<String, String>),
+        change: impl FnOnce(&mut platform_api::Extra),
+    ) -> Self {
         let mut env = default_env(&db);
         tweak(&mut env);
         let lookup = move |k: &str| env.get(k).cloned();
@@ -109,8 +157,9 @@ impl TestApp {
             Service::Platform => {
                 let config = platform_api::Config::from_lookup(&lookup)
                     .unwrap_or_else(|e| panic!("test configuration: {e}"));
-                let extra = platform_api::Extra::from_config(&config)
+                let mut extra = platform_api::Extra::from_config(&config)
                     .unwrap_or_else(|e| panic!("platform-api extra: {e}"));
+                change(&mut extra);
                 dps_http::start::<platform_api::PlatformApi>(&config.common, extra).await
             }
         };

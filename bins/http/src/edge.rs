@@ -33,6 +33,19 @@ pub struct EdgeSettings {
     /// Where every response carries rate-limit headers (Area A): the budget of requests whose
     /// caller is not known. `None` where responses carry none (Area B).
     pub anonymous: Option<std::sync::Arc<AnonymousBudget>>,
+    /// Where errors are pages for a browser rather than the area's JSON.
+    pub html_errors: Option<HtmlErrors>,
+}
+
+/// Errors under `prefix` (a web console's paths) rendered as an HTML page by `render`: the
+/// same status and message, never the cause.
+#[derive(Debug, Clone, Copy)]
+pub struct HtmlErrors {
+    pub prefix: &'static str,
+    /// The page for a status, a message and the request id.
+    pub render: fn(u16, &str, &str) -> String,
+    /// The pages' Content-Security-Policy.
+    pub content_security_policy: &'static str,
 }
 
 /// The `trace_id` a response carries in its body (tokenize, grant, detokenize), put on the
@@ -156,6 +169,7 @@ pub async fn edge(
             area: Area::Tokens,
             supported_sdk_majors: vec![1],
             anonymous: None,
+            html_errors: None,
         });
     let request_id =
         incoming_request_id(req.headers()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -181,7 +195,7 @@ pub async fn edge(
         Some(budget) => count_anonymous(response, budget),
         None => response,
     };
-    let mut response = render_errors(response, settings.area, &request_id);
+    let mut response = render_errors(response, settings.area, settings.html_errors, &request_id);
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }
@@ -274,6 +288,7 @@ fn count_anonymous(
 fn render_errors(
     response: ServiceResponse<BoxBody>,
     area: Area,
+    html: Option<HtmlErrors>,
     request_id: &str,
 ) -> ServiceResponse<BoxBody> {
     let status = response.status();
@@ -320,6 +335,21 @@ fn render_errors(
     {
         builder.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
     }
+    if let Some(html) = html.filter(|h| under(req.path(), h.prefix)) {
+        let page = (html.render)(error.status.as_u16(), &error.message, request_id);
+        builder
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .insert_header((
+                header::CONTENT_SECURITY_POLICY,
+                html.content_security_policy,
+            ))
+            .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+            .insert_header((header::X_FRAME_OPTIONS, "DENY"));
+        return ServiceResponse::new(
+            req,
+            builder.content_type("text/html; charset=utf-8").body(page),
+        );
+    }
     let body = match area {
         Area::Tokens => serde_json::to_value(ErrorBody {
             error: ErrorDetail {
@@ -355,6 +385,12 @@ fn render_errors(
     }
     .unwrap_or_else(|_| json!({}));
     ServiceResponse::new(req, builder.json(body))
+}
+
+/// Whether `path` is `prefix` or under it.
+fn under(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 fn envelope_details(error: &ApiError) -> Value {

@@ -21,7 +21,7 @@ pub use body::{
     AnyJson, Body, Document, DocumentSyntax, LARGE_BODY_LIMIT, OptionalBody, RawDocument,
     large_json,
 };
-pub use edge::{EdgeSettings, RequestId, TraceId, edge};
+pub use edge::{EdgeSettings, HtmlErrors, RequestId, TraceId, edge};
 pub use error::{ApiError, Area, Code};
 pub use extract::{ApiKeyCaller, Caller, Enveloped};
 pub use links::{LinkSpec, add_links, served_document, unique_operation_ids};

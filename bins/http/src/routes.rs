@@ -88,6 +88,26 @@ impl<'a> Routes<'a> {
         self
     }
 
+    /// A resource of pages for a browser (a web console): served like any other, but not an
+    /// API operation, so not in the table the OpenAPI document and the API's tests read. A
+    /// method it does not serve is a 405, which the service's `html_errors` renders as a page.
+    pub fn page<const N: usize>(&mut self, path: &str, routes: [(Method, Route); N]) -> &mut Self {
+        if let Some(cfg) = self.cfg.as_deref_mut() {
+            let mut resource = web::resource(path);
+            for (_, route) in routes {
+                resource = resource.route(route);
+            }
+            cfg.service(resource.default_service(web::to(|| async {
+                Err::<HttpResponse, _>(ApiError::new(
+                    actix_web::http::StatusCode::METHOD_NOT_ALLOWED,
+                    Code::MethodNotAllowed,
+                    "this page does not take that method",
+                ))
+            })));
+        }
+        self
+    }
+
     pub fn into_table(self) -> RouteTable {
         self.table
     }

@@ -260,6 +260,12 @@ pub trait ServiceSpec: 'static {
         None
     }
 
+    /// Where the service serves pages to a browser, whose errors are pages too. None by
+    /// default.
+    fn html_errors() -> Option<crate::edge::HtmlErrors> {
+        None
+    }
+
     /// Sets the gauges that are read by query when `/metrics` is scraped (outbox depth,
     /// remediation states). Nothing by default.
     fn sample(
@@ -298,6 +304,7 @@ pub fn configure<S: ServiceSpec>(
                 area: S::AREA,
                 supported_sdk_majors: state.supported_sdk_majors.clone(),
                 anonymous: S::anonymous_budget(&extra),
+                html_errors: S::html_errors(),
             }))
             .app_data(web::Data::from(state.verifier.clone()))
             .app_data(web::Data::new(state.pool.clone()))

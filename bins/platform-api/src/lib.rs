@@ -12,6 +12,7 @@ use dps_http::{Area, LinkSpec, Routes, ServiceSpec, on};
 use utoipa::OpenApi;
 
 pub use config::{Config, CosigningClient};
+pub use handlers::console::{ConsoleSettings, DevSignIn, DevUser};
 
 /// The OpenAPI 3.1 document, generated from the handlers' annotations.
 #[derive(Debug, OpenApi)]
@@ -395,6 +396,8 @@ pub struct Extra {
     /// tasks.
     pub remediation_executor: bool,
     pub remediation_tasks: usize,
+    /// The web console's sign-in and sessions.
+    pub console: ConsoleSettings,
 }
 
 impl Extra {
@@ -437,6 +440,7 @@ impl Extra {
             remediation,
             remediation_executor: config.remediation_executor,
             remediation_tasks: config.remediation_tasks,
+            console: ConsoleSettings::new(&master),
         })
     }
 }
@@ -542,7 +546,36 @@ impl ServiceSpec for PlatformApi {
         }
     }
 
+    fn html_errors() -> Option<dps_http::HtmlErrors> {
+        Some(dps_http::HtmlErrors {
+            prefix: "/console",
+            render: handlers::console::error_page,
+            content_security_policy: console::assets::CONTENT_SECURITY_POLICY,
+        })
+    }
+
     fn register(routes: &mut Routes<'_>) {
+        use handlers::console as pages;
+        routes
+            .page("/console", [on(Method::GET, pages::overview)])
+            .page(
+                console::assets::STYLESHEET_PATH,
+                [on(Method::GET, pages::stylesheet)],
+            )
+            .page("/console/sign-in", [on(Method::GET, pages::sign_in)])
+            .page(
+                "/console/dev-sign-in",
+                [on(Method::POST, pages::dev_sign_in)],
+            )
+            .page("/console/sign-out", [on(Method::POST, pages::sign_out)])
+            .page("/console/findings", [on(Method::GET, pages::findings)])
+            .page(
+                "/console/{rest:.*}",
+                [
+                    on(Method::GET, pages::not_found),
+                    on(Method::POST, pages::not_found),
+                ],
+            );
         routes
             .resource(
                 "/api/v1/health",

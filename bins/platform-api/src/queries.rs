@@ -48,6 +48,25 @@ pub(crate) struct Listed<Q: ListQuery> {
 }
 
 impl<Q: ListQuery> Listed<Q> {
+    /// A list request from a raw query string, checked as the extractor checks one: for a
+    /// console page, which shows a refusal beside its form.
+    pub fn parse(raw: &str, cursors: Arc<CursorKey>) -> Result<Self, ApiError> {
+        let mut query = web::Query::<Q>::from_query(raw)
+            .map_err(|_| ApiError::invalid("those filters could not be read"))?
+            .into_inner();
+        let limit = Limit::parse(query.limit(), Q::DEFAULT_LIMIT).map_err(|e| {
+            ApiError::invalid(e.to_string()).with_details(json!({ "field": "limit" }))
+        })?;
+        let cursor = query.cursor();
+        let filter = query.filter()?;
+        Ok(Listed {
+            filter,
+            limit,
+            cursor,
+            cursors,
+        })
+    }
+
     /// The page, as every list takes it.
     pub fn page(&self) -> PageRequest<'_> {
         PageRequest {

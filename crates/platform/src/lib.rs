@@ -2,6 +2,7 @@
 
 pub mod connectors;
 pub mod findings;
+pub mod overview;
 
 /// Why a cross-owner operation failed: the failing owner's own error.
 #[derive(Debug, thiserror::Error)]

@@ -12,6 +12,7 @@ mod classifiers;
 mod cloud;
 mod conformance;
 mod connectors;
+mod console;
 mod detokenize;
 mod edge;
 mod emulators;

@@ -2,6 +2,7 @@ pub mod audit;
 pub mod channels;
 pub mod classifiers;
 pub mod connectors;
+pub mod console;
 pub mod drift;
 pub mod findings;
 pub mod gcp_oidc;
