@@ -60,6 +60,7 @@ async fn respond(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, In
   <label>Region <select name="region"><option>eu-west-1</option><option>us-east-1</option></select></label>
   <button>Add bucket</button>
 </form>
+<input aria-label="Filter buckets" id="filter">
 <button id="reveal" type="button">Show details</button>
 <p id="details"></p>
 <script>
@@ -68,7 +69,8 @@ async fn respond(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, In
 </script>"#
         ),
         "/added" => format!(
-            r#"{HEAD}<p id="result">Added {} in {}</p><div style="height: 3000px">tall</div>"#,
+            r#"{HEAD}<p id="result">Added {} in {}</p><div style="height: 3000px">tall</div>
+<a href="/">Back to buckets</a>"#,
             param("bucket"),
             param("region")
         ),
@@ -130,6 +132,12 @@ async fn a_clean_page_is_read_filled_clicked_submitted_and_captured() {
         "Details shown"
     );
 
+    // A control with no <label> is found by its aria-label.
+    browser.fill("Filter buckets", "inv").await;
+    assert_eq!(
+        browser.find("#filter").await.prop("value").await.unwrap(),
+        Some("inv".to_owned())
+    );
     browser.fill("Bucket name", "invoices-2024").await;
     browser.fill("Region", "us-east-1").await;
     assert_eq!(
@@ -159,6 +167,10 @@ async fn a_clean_page_is_read_filled_clicked_submitted_and_captured() {
     );
     let (width, height) = png_size(&std::fs::read(&path).unwrap());
     assert!(width > 1000 && height > 3000, "{width}x{height}");
+
+    // The link sits below the window; clicking scrolls to it.
+    browser.click_link("Back to buckets").await;
+    browser.wait_for_element("#add").await;
 
     assert_eq!(browser.problems().await, vec![]);
     browser.finish().await;
