@@ -53,11 +53,7 @@ impl Drop for Emulator {
 
 /// Where emulators are installed: `emulators/` in the build's target directory.
 pub fn install_root() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
-        PathBuf::from,
-    );
-    target.join("emulators")
+    crate::target_dir().join("emulators")
 }
 
 /// moto's server, for S3 and STS. `env` adds variables such as INITIAL_NO_AUTH_ACTION_COUNT.

@@ -8,6 +8,7 @@ use auth::TokenMinter;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _};
 use pgcluster::{Cluster, Durability};
 
+pub mod browser;
 pub mod cosigner;
 pub mod domain;
 pub mod emulators;
@@ -162,6 +163,15 @@ pub async fn private_cluster() -> (Cluster, TestDatabase) {
             name: "dps".into(),
             url,
         },
+    )
+}
+
+/// The build's target directory: `CARGO_TARGET_DIR` when set, else the workspace's `target/`.
+/// What tests install (emulators) or leave behind to look at (screenshots) goes under it.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        PathBuf::from,
     )
 }
 
