@@ -549,33 +549,13 @@ impl ServiceSpec for PlatformApi {
     fn html_errors() -> Option<dps_http::HtmlErrors> {
         Some(dps_http::HtmlErrors {
             prefix: "/console",
-            render: handlers::console::error_page,
+            render: handlers::console::page::error_page,
             content_security_policy: console::assets::CONTENT_SECURITY_POLICY,
         })
     }
 
     fn register(routes: &mut Routes<'_>) {
-        use handlers::console as pages;
-        routes
-            .page("/console", [on(Method::GET, pages::overview)])
-            .page(
-                console::assets::STYLESHEET_PATH,
-                [on(Method::GET, pages::stylesheet)],
-            )
-            .page("/console/sign-in", [on(Method::GET, pages::sign_in)])
-            .page(
-                "/console/dev-sign-in",
-                [on(Method::POST, pages::dev_sign_in)],
-            )
-            .page("/console/sign-out", [on(Method::POST, pages::sign_out)])
-            .page("/console/findings", [on(Method::GET, pages::findings)])
-            .page(
-                "/console/{rest:.*}",
-                [
-                    on(Method::GET, pages::not_found),
-                    on(Method::POST, pages::not_found),
-                ],
-            );
+        handlers::console::register(routes);
         routes
             .resource(
                 "/api/v1/health",
