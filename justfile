@@ -1,6 +1,6 @@
 # Conveniences only: every recipe is one plain cargo command you can run without just.
 
-# Start the whole system (Postgres, migrations, both services).
+# Start the whole system (Postgres, migrations, both services, the demo store and its scan).
 up:
     cargo run --release -p devstack
 
