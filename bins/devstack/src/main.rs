@@ -73,6 +73,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
     let url = database.url.clone();
     db::migrate(&url).await?;
     let (minter, jwks_path) = dev::dev_minter()?;
+    let minter = std::sync::Arc::new(minter);
     let master_key_file = dev::dev_master_key_file()?;
 
     let tenant: TenantId = dev::DEV_TENANT.parse()?;
@@ -149,7 +150,24 @@ async fn up(args: Args) -> anyhow::Result<()> {
     };
     let tokens_config = tokens_api::Config::from_lookup(&lookup("TOKENS"))?;
     let platform_config = platform_api::Config::from_lookup(&lookup("PLATFORM"))?;
-    let platform_extra = platform_api::Extra::from_config(&platform_config)?;
+    let mut platform_extra = platform_api::Extra::from_config(&platform_config)?;
+    // The console's dev sign-in: the dev identity's users, whose tokens this process mints as
+    // the dev identity provider. Cookies go over plain HTTP here, and only here.
+    platform_extra.console.secure_cookies = false;
+    platform_extra.console.dev_sign_in = Some(platform_api::DevSignIn {
+        minter: minter.clone(),
+        tenant: tenant.as_str().to_owned(),
+        users: [
+            (DEV_USER, &["admin", "analyst"][..]),
+            ("dev-analyst", &["analyst"][..]),
+        ]
+        .into_iter()
+        .map(|(user, roles)| platform_api::DevUser {
+            user: user.to_owned(),
+            roles: roles.iter().map(|r| (*r).to_owned()).collect(),
+        })
+        .collect(),
+    });
 
     // The demo role trusts the dev tenant's external id, derived as the platform derives it.
     let demo_store = match store {
@@ -184,6 +202,10 @@ async fn up(args: Args) -> anyhow::Result<()> {
     let platform_base = format!("http://{}/api/v1", reachable(platform_addr));
     println!();
     println!("The Data Protection Service is up.");
+    println!(
+        "  console       http://{}/console   (dev sign-in: {DEV_USER}, dev-analyst)",
+        reachable(platform_addr)
+    );
     println!("  tokens-api    {tokens_base}   (OpenAPI: {tokens_base}/openapi.json)");
     println!("  platform-api  {platform_base}   (OpenAPI: {platform_base}/openapi.json)");
     match (&demo_store, &switch) {

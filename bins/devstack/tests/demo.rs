@@ -238,6 +238,51 @@ const PLANTED: &[(&str, &str)] = &[
 /// The PII-free controls: 10 objects under this prefix.
 const CONTROLS: &str = "demo-records/reference/";
 
+/// Signs in at `console` (`http://…/console`) as the dev admin, through the sign-in page's
+/// form as a browser would, and returns the overview's HTML.
+async fn signed_in_overview(console: &str) -> String {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let cookie = |response: &reqwest::Response, name: &str| {
+        response
+            .headers()
+            .get_all(reqwest::header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(|c| c.strip_prefix(&format!("{name}=")))
+            .map(|c| c.split(';').next().unwrap().to_owned())
+            .unwrap_or_else(|| panic!("no cookie {name}"))
+    };
+    let page = http.get(format!("{console}/sign-in")).send().await.unwrap();
+    let pending = cookie(&page, "dps-console-sign-in");
+    let body = page.text().await.unwrap();
+    let marker = "name=\"csrf\" value=\"";
+    let at = body.find(marker).unwrap() + marker.len();
+    let csrf = &body[at..at + body[at..].find('"').unwrap()];
+    let signed_in = http
+        .post(format!("{console}/dev-sign-in"))
+        .header(
+            reqwest::header::COOKIE,
+            format!("dps-console-sign-in={pending}"),
+        )
+        .form(&[("csrf", csrf), ("user", "dev-admin"), ("then", "/console")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 200);
+    let session = cookie(&signed_in, "dps-console");
+    let overview = http
+        .get(console)
+        .header(reqwest::header::COOKIE, format!("dps-console={session}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(overview.status(), 200);
+    overview.text().await.unwrap()
+}
+
 #[tokio::test]
 async fn the_first_start_scans_the_demo_and_a_later_one_makes_nothing_twice() {
     let database = testkit::database().await;
@@ -348,6 +393,19 @@ async fn the_first_start_scans_the_demo_and_a_later_one_makes_nothing_twice() {
     assert_eq!(exposure_of("demo-records/crm/customers-2024-q1.csv"), 0.2);
     assert!(detail["risk_score"].as_i64().unwrap() > 0, "{detail}");
     assert!(governance.contains("connector risk"), "{governance}");
+
+    // The printed console URL, the dev sign-in, and the overview showing the demo's data.
+    let console = stack
+        .lines()
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("console"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let overview = signed_in_overview(&console).await;
+    assert!(overview.contains("Sensitive and exposed"), "{overview}");
+    assert!(overview.contains("demo-public-share"), "{overview}");
+    assert!(overview.contains("government_id"), "{overview}");
 
     let storage = dev.0.join("storage");
     let before = files(&storage);
