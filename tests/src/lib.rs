@@ -71,6 +71,37 @@ fn rand_bytes() -> [u8; 32] {
     bytes
 }
 
+/// Sets platform-api's console up as the dev stack does: cookies for plain HTTP, and the dev
+/// sign-in of `tenant`'s users `admin` (roles admin and analyst) and `analyst` (analyst),
+/// whose tokens the test identity provider signs. For [`TestApp::spawn_changed`].
+pub fn dev_console(tenant: &str) -> impl FnOnce(&mut platform_api::Extra) + use<> {
+    let tenant = tenant.to_owned();
+    move |extra| {
+        let minter = auth::TokenMinter::from_pem(
+            testkit::minter().private_pem(),
+            testkit::TEST_KID,
+            testkit::TEST_ISSUER,
+            testkit::TEST_AUDIENCE,
+        )
+        .unwrap_or_else(|e| panic!("dev minter: {e}"));
+        extra.console.secure_cookies = false;
+        extra.console.dev_sign_in = Some(platform_api::DevSignIn {
+            minter: std::sync::Arc::new(minter),
+            tenant,
+            users: vec![
+                platform_api::DevUser {
+                    user: "admin".into(),
+                    roles: vec!["admin".into(), "analyst".into()],
+                },
+                platform_api::DevUser {
+                    user: "analyst".into(),
+                    roles: vec!["analyst".into()],
+                },
+            ],
+        });
+    }
+}
+
 impl TestApp {
     pub async fn spawn(service: Service) -> Self {
         Self::spawn_with(service, |_| {}).await
@@ -99,35 +130,11 @@ impl TestApp {
     /// HTTP, and the dev sign-in of `tenant`'s users `admin` (roles admin and analyst) and
     /// `analyst` (analyst), whose tokens the test identity provider signs.
     pub async fn spawn_console(tenant: &str) -> Self {
-        let tenant = tenant.to_owned();
         Self::spawn_changed(
             Service::Platform,
             testkit::database().await,
             |_| {},
-            move |extra| {
-                let minter = auth::TokenMinter::from_pem(
-                    testkit::minter().private_pem(),
-                    testkit::TEST_KID,
-                    testkit::TEST_ISSUER,
-                    testkit::TEST_AUDIENCE,
-                )
-                .unwrap_or_else(|e| panic!("dev minter: {e}"));
-                extra.console.secure_cookies = false;
-                extra.console.dev_sign_in = Some(platform_api::DevSignIn {
-                    minter: std::sync::Arc::new(minter),
-                    tenant,
-                    users: vec![
-                        platform_api::DevUser {
-                            user: "admin".into(),
-                            roles: vec!["admin".into(), "analyst".into()],
-                        },
-                        platform_api::DevUser {
-                            user: "analyst".into(),
-                            roles: vec!["analyst".into()],
-                        },
-                    ],
-                });
-            },
+            dev_console(tenant),
         )
         .await
     }

@@ -54,7 +54,8 @@ pub struct Day {
 pub struct Overview {
     /// Buckets that are exposed and hold open findings, riskiest first.
     pub sensitive_and_exposed: Vec<Bucket>,
-    /// Open findings by the severity of their risk score (`critical` … `low`).
+    /// Open findings by the severity of their risk score (`critical` … `low`), counted as
+    /// the governance summary counts them by category: each value found.
     pub findings_by_severity: BTreeMap<String, i64>,
     /// Open findings by category.
     pub findings_by_category: BTreeMap<String, i64>,
@@ -199,7 +200,7 @@ pub async fn overview(
         tenant,
         "SELECT CASE WHEN risk_score >= 80 THEN 'critical' WHEN risk_score >= 60 THEN 'high'
                      WHEN risk_score >= 30 THEN 'medium' ELSE 'low' END AS key,
-                count(*)::bigint AS n
+                sum(occurrences)::bigint AS n
            FROM governance_finding_risk WHERE tenant_id = $1 GROUP BY 1",
     )
     .await?;

@@ -25,7 +25,10 @@ pub(crate) fn register(routes: &mut Routes<'_>) {
             [on(Method::GET, overview::stylesheet)],
         )
         .page("/console/sign-in", [on(Method::GET, sign_in::sign_in)])
-        .page("/console/dev-sign-in", [on(Method::POST, sign_in::dev_sign_in)])
+        .page(
+            "/console/dev-sign-in",
+            [on(Method::POST, sign_in::dev_sign_in)],
+        )
         .page("/console/sign-out", [on(Method::POST, sign_in::sign_out)])
         .page("/console/findings", [on(Method::GET, overview::findings)]);
     // Last: any other path under /console is a page that does not exist.

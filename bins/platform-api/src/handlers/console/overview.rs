@@ -7,7 +7,7 @@ use api_types::governance::FindingQuery;
 use dps_http::{ApiError, ServiceState};
 use paging::{Limit, PageRequest};
 
-use super::page::{failure, page, params, viewer};
+use super::page::{failure, filled_query, page, params, viewer};
 use crate::Extra;
 use crate::queries::Listed;
 
@@ -52,7 +52,7 @@ pub async fn findings(
         Ok(viewer) => viewer,
         Err(to_sign_in) => return Ok(to_sign_in),
     };
-    let listed = Listed::<FindingQuery>::parse(req.query_string(), extra.cursors.clone());
+    let listed = Listed::<FindingQuery>::parse(&filled_query(&req), extra.cursors.clone());
     let first = PageRequest::first(
         &extra.cursors,
         Limit::parse(None, 20).map_err(ApiError::internal)?,

@@ -151,6 +151,18 @@ pub(crate) fn checked(viewer: &Viewer, form: &HashMap<String, String>) -> Result
     }
 }
 
+/// The query string without its empty parameters: a form's empty field means "any", as an
+/// absent parameter does for the API, which would refuse an empty number.
+pub(crate) fn filled_query(req: &HttpRequest) -> String {
+    let mut out = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in url::form_urlencoded::parse(req.query_string().as_bytes()) {
+        if !value.trim().is_empty() {
+            out.append_pair(&name, value.trim());
+        }
+    }
+    out.finish()
+}
+
 /// The query's parameters but its cursor, as given: a page's links keep them.
 pub(crate) fn params(req: &HttpRequest) -> Vec<(String, String)> {
     url::form_urlencoded::parse(req.query_string().as_bytes())
@@ -158,4 +170,3 @@ pub(crate) fn params(req: &HttpRequest) -> Vec<(String, String)> {
         .map(|(n, v)| (n.into_owned(), v.into_owned()))
         .collect()
 }
-
