@@ -88,6 +88,8 @@ pub struct Config {
     /// `DPS_REMEDIATION_CRASH_AT`: for crash-safety tests only, the remediation step after
     /// which the process aborts (`copied`, `snapshotted`, `replaced`, `written`, `receipted`).
     pub remediation_crash_at: Option<String>,
+    /// `DPS_CONSOLE_*`: the console's OpenID Connect client, when sign-in is configured.
+    pub console_sign_in: Option<ConsoleSignIn>,
 }
 
 /// Where the platform's co-signing client certificate and key live. Only the paths are kept:
@@ -300,6 +302,7 @@ impl Config {
                 }
                 tasks
             },
+            console_sign_in: ConsoleSignIn::from_env(&env)?,
             remediation_crash_at: match env.get("DPS_REMEDIATION_CRASH_AT") {
                 None => None,
                 Some(point) => {
@@ -333,5 +336,89 @@ impl Config {
                 }
             },
         })
+    }
+}
+
+/// The console as an OpenID Connect client of the identity provider (`DPS_AUTH_ISSUER`).
+#[derive(Clone)]
+pub struct ConsoleSignIn {
+    /// `DPS_CONSOLE_CLIENT_ID`: turns the console's sign-in on.
+    pub client_id: String,
+    /// `DPS_CONSOLE_CLIENT_SECRET` or `DPS_CONSOLE_CLIENT_SECRET_FILE`: for a confidential
+    /// client; a public one has none and relies on PKCE.
+    pub client_secret: Option<String>,
+    /// `DPS_CONSOLE_URL`: the console's address as browsers reach it (`…/console`); the
+    /// redirect URI registered at the provider is this plus `/auth/callback`.
+    pub url: String,
+    /// `DPS_CONSOLE_SCOPES` (default `openid`).
+    pub scopes: String,
+    /// `DPS_CONSOLE_RESOURCE`: the resource indicator naming the API, when the provider
+    /// issues access tokens per resource.
+    pub resource: Option<String>,
+}
+
+/// The secret is left out.
+impl std::fmt::Debug for ConsoleSignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleSignIn")
+            .field("client_id", &self.client_id)
+            .field("url", &self.url)
+            .field("scopes", &self.scopes)
+            .field("resource", &self.resource)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsoleSignIn {
+    fn from_env(env: &Env<'_>) -> Result<Option<Self>, ConfigError> {
+        let Some(client_id) = env
+            .get("DPS_CONSOLE_CLIENT_ID")
+            .map(|v| v.trim().to_owned())
+        else {
+            return Ok(None);
+        };
+        let url = env.required("DPS_CONSOLE_URL")?.trim().to_owned();
+        let parsed = url::Url::parse(&url).map_err(|_| ConfigError {
+            variable: "DPS_CONSOLE_URL",
+            problem: "must be an absolute URL ending in /console".into(),
+        })?;
+        let loopback = matches!(parsed.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+        if !parsed.path().trim_end_matches('/').ends_with("/console")
+            || parsed.query().is_some()
+            || parsed.fragment().is_some()
+            || (parsed.scheme() != "https" && !(parsed.scheme() == "http" && loopback))
+        {
+            return Err(ConfigError {
+                variable: "DPS_CONSOLE_URL",
+                problem: "must be an https URL (http only on localhost) ending in /console, \
+                          without a query"
+                    .into(),
+            });
+        }
+        let client_secret = match (
+            env.get("DPS_CONSOLE_CLIENT_SECRET"),
+            env.get("DPS_CONSOLE_CLIENT_SECRET_FILE"),
+        ) {
+            (Some(secret), _) => Some(secret.trim().to_owned()),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(path.trim())
+                    .map_err(|e| ConfigError {
+                        variable: "DPS_CONSOLE_CLIENT_SECRET_FILE",
+                        problem: format!("cannot be read: {}", e.kind()),
+                    })?
+                    .trim()
+                    .to_owned(),
+            ),
+            (None, None) => None,
+        };
+        Ok(Some(Self {
+            client_id,
+            client_secret,
+            url: url.trim_end_matches('/').to_owned(),
+            scopes: env
+                .get("DPS_CONSOLE_SCOPES")
+                .map_or_else(|| "openid".to_owned(), |s| s.trim().to_owned()),
+            resource: env.get("DPS_CONSOLE_RESOURCE").map(|r| r.trim().to_owned()),
+        }))
     }
 }

@@ -440,7 +440,20 @@ impl Extra {
             remediation,
             remediation_executor: config.remediation_executor,
             remediation_tasks: config.remediation_tasks,
-            console: ConsoleSettings::new(&master),
+            console: ConsoleSettings::new(
+                &master,
+                config.console_sign_in.as_ref().map(|sign_in| {
+                    console::oidc::Oidc::new(
+                        config.common.auth.issuer.clone(),
+                        sign_in.client_id.clone(),
+                        sign_in.client_secret.clone(),
+                        &sign_in.url,
+                        sign_in.scopes.clone(),
+                        sign_in.resource.clone(),
+                        config.common.auth.egress,
+                    )
+                }),
+            ),
         })
     }
 }

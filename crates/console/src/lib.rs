@@ -3,6 +3,7 @@
 pub mod assets;
 mod chart;
 mod layout;
+pub mod oidc;
 mod pages;
 pub mod session;
 mod view;

@@ -144,10 +144,9 @@ impl Session {
 pub struct Pending {
     /// The CSRF token of the sign-in page's forms.
     pub csrf: String,
-    /// OpenID Connect: the `state` sent, the PKCE verifier and the `nonce`.
+    /// OpenID Connect: the `state` sent and the PKCE verifier.
     pub state: Option<String>,
     pub verifier: Option<String>,
-    pub nonce: Option<String>,
     /// Where to go once signed in: a path under `/console`.
     pub then: String,
     pub expires: i64,
@@ -168,7 +167,6 @@ impl Pending {
             csrf: sealer.random()?,
             state: None,
             verifier: None,
-            nonce: None,
             then: console_path(then).to_owned(),
             expires: (now + MAX_SIGN_IN).unix_timestamp(),
         })
@@ -185,6 +183,13 @@ impl Pending {
 
     pub fn csrf_matches(&self, presented: &str) -> bool {
         same(self.csrf.as_bytes(), presented.as_bytes())
+    }
+
+    /// Whether the provider's redirect carries this sign-in's `state`.
+    pub fn state_matches(&self, presented: &str) -> bool {
+        self.state
+            .as_deref()
+            .is_some_and(|state| same(state.as_bytes(), presented.as_bytes()))
     }
 }
 

@@ -23,6 +23,7 @@ const FASTAVRO: &str = "fastavro==1.13.0";
 const OPENPYXL: &str = "openpyxl==3.1.5";
 const PYTHON_DOCX: &str = "python-docx==1.1.2";
 const S3S_FS: &str = "0.14.1";
+const OIDC_PROVIDER: &str = "oidc-provider@9.13.3";
 
 /// A running emulator, stopped when dropped.
 #[derive(Debug)]
@@ -147,6 +148,42 @@ pub fn azurite(tls: Option<(&Path, &Path)>) -> Emulator {
     } else {
         wait_listening(&emulator);
     }
+    emulator
+}
+
+/// An OpenID Provider: panva's `oidc-provider` (an OpenID Foundation certified
+/// implementation), run by `oidc_provider.mjs` with one public client, `dps-console`, whose
+/// one redirect URI is `redirect_uri`. Its access tokens are JWTs (ES256) for `audience`
+/// carrying `tenant_id` and `roles` of the signed-in account from `users` (account id →
+/// `{"tenant_id": …, "roles": […]}`); its dev login page signs in any account id. The issuer
+/// is the emulator's URL, and its key set is at `/jwks`.
+pub fn oidc_provider(redirect_uri: &str, audience: &str, users: &serde_json::Value) -> Emulator {
+    let root = install_root().join("oidc-provider-9.13.3");
+    install(&root, |dir| {
+        std::fs::write(
+            dir.join("package.json"),
+            "{\"private\":true,\"type\":\"module\"}",
+        )
+        .map_err(|e| e.to_string())?;
+        run(Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+            .arg(dir)
+            .arg(OIDC_PROVIDER))
+    });
+    // One script per provider, beside the package it imports: tests start theirs at once.
+    let port = free_port();
+    let script = root.join(format!("server-{port}.mjs"));
+    std::fs::write(&script, include_str!("oidc_provider.mjs"))
+        .unwrap_or_else(|e| panic!("writing {}: {e}", script.display()));
+    let mut command = Command::new("node");
+    command
+        .arg(&script)
+        .arg(port.to_string())
+        .arg(redirect_uri)
+        .arg(audience)
+        .env("OIDC_USERS", users.to_string());
+    let emulator = start("oidc-provider", port, command);
+    wait_ready(&emulator, "/.well-known/openid-configuration");
     emulator
 }
 

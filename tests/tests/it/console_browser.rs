@@ -301,3 +301,129 @@ async fn evil_site(console: &str) -> String {
     tokio::spawn(server);
     format!("http://localhost:{}/", addr.port())
 }
+
+/// platform-api whose console signs people in with a real OpenID Provider (authorization
+/// code with PKCE), and that provider.
+async fn with_provider() -> (TestApp, emulators::Emulator) {
+    let port = emulators::free_port();
+    let console = format!("http://127.0.0.1:{port}/console");
+    let audience = "https://dps.test/api";
+    let provider = emulators::oidc_provider(
+        &format!("{console}/auth/callback"),
+        audience,
+        &serde_json::json!({"ann": {"tenant_id": "acme", "roles": ["admin"]}}),
+    );
+    let issuer = provider.url();
+    let app = TestApp::spawn_changed(
+        Service::Platform,
+        testkit::database().await,
+        |env| {
+            env.insert("BIND_ADDR".into(), format!("127.0.0.1:{port}"));
+            env.insert("DPS_AUTH_ISSUER".into(), issuer.clone());
+            env.insert("DPS_AUTH_JWKS".into(), format!("{issuer}/jwks"));
+            env.insert("DPS_AUTH_AUDIENCE".into(), audience.into());
+            env.insert("DPS_ALLOW_PRIVATE_NETWORKS".into(), "true".into());
+            env.insert("DPS_CONSOLE_CLIENT_ID".into(), "dps-console".into());
+            env.insert("DPS_CONSOLE_URL".into(), console.clone());
+        },
+        // Plain HTTP on the test's loopback: cookies without `Secure`, as in the dev stack.
+        |extra| extra.console.secure_cookies = false,
+    )
+    .await;
+    (app, provider)
+}
+
+#[tokio::test]
+async fn a_user_signs_in_with_the_identity_provider_by_code_and_pkce() {
+    let (app, provider) = with_provider().await;
+    let browser =
+        Browser::launch("a_user_signs_in_with_the_identity_provider_by_code_and_pkce").await;
+    browser
+        .goto(&format!("{}/console/findings", app.origin))
+        .await;
+    browser.wait_for_text("h1", "Sign in").await;
+    assert!(
+        browser
+            .try_find("form[action='/console/dev-sign-in']")
+            .await
+            .is_none()
+    );
+    browser.screenshot("sign-in-oidc").await;
+    browser
+        .click_link("Sign in with your identity provider")
+        .await;
+    // The provider's own login and consent pages.
+    browser.wait_for_element("input[name=login]").await;
+    browser
+        .find("input[name=login]")
+        .await
+        .send_keys("ann")
+        .await
+        .unwrap();
+    browser
+        .find("input[name=password]")
+        .await
+        .send_keys("any")
+        .await
+        .unwrap();
+    browser.screenshot("provider-login").await;
+    browser.click("button[type=submit]").await;
+    if browser.try_find("button[autofocus]").await.is_some() {
+        browser.click("button[autofocus]").await;
+    }
+    // Back at the console, signed in, on the page first asked for.
+    browser.wait_for_text("h1", "Findings").await;
+    let who = browser.text("header .who").await;
+    assert!(who.contains("ann") && who.contains("acme"), "{who}");
+    browser.screenshot("signed-in-oidc").await;
+    // The provider's own pages load a web font (unreachable offline) and have no icon: what
+    // the browser logs there is the provider's. The console's pages logged nothing.
+    let problems = browser.close().await;
+    for problem in &problems {
+        match problem {
+            Problem::ConsoleError { message, .. }
+                if message.contains(&provider.url())
+                    || message.contains("fonts.googleapis.com") => {}
+            other => panic!("the console logged or opened: {other}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_provider_answer_that_is_not_this_sign_ins_is_refused() {
+    let (app, _provider) = with_provider().await;
+    let mut visitor = crate::console::Visitor::new(&app);
+    // No sign-in started: the answer belongs to none.
+    let lost = visitor
+        .get("/console/auth/callback?code=abc&state=def")
+        .await;
+    assert_eq!(lost.status, 400, "{}", lost.body);
+    // A sign-in started here, answered with another state: a forged or mixed-up answer.
+    let started = visitor.get("/console/auth/start?then=/console").await;
+    assert_eq!(started.status, 303);
+    let to = started.location().to_owned();
+    assert!(to.contains("code_challenge_method=S256"), "{to}");
+    assert!(to.contains("client_id=dps-console"), "{to}");
+    assert!(!to.contains("code_verifier"), "{to}");
+    let forged = visitor
+        .get("/console/auth/callback?code=abc&state=forged")
+        .await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    assert!(!visitor.cookies.contains_key("dps-console"));
+    // The right state with a code the provider never issued: refused by the provider.
+    let state = url::Url::parse(&to)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .into_owned();
+    let refused = visitor
+        .get(&format!(
+            "/console/auth/callback?code=made-up&state={state}"
+        ))
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("invalid_grant"), "{}", refused.body);
+    assert!(!visitor.cookies.contains_key("dps-console"));
+}

@@ -36,16 +36,19 @@ pub struct ConsoleSettings {
     pub secure_cookies: bool,
     /// The dev stack's users; `None` everywhere else.
     pub dev_sign_in: Option<DevSignIn>,
+    /// Sign-in with the identity provider (OpenID Connect), when configured.
+    pub oidc: Option<std::sync::Arc<console::oidc::Oidc>>,
 }
 
 impl ConsoleSettings {
-    pub fn new(master: &keys::MasterKey) -> Self {
+    pub fn new(master: &keys::MasterKey, oidc: Option<console::oidc::Oidc>) -> Self {
         Self {
             sealer: std::sync::Arc::new(console::session::Sealer::new(
                 &master.derive(b"console-session"),
             )),
             secure_cookies: true,
             dev_sign_in: None,
+            oidc: oidc.map(std::sync::Arc::new),
         }
     }
 

@@ -30,6 +30,14 @@ pub(crate) fn register(routes: &mut Routes<'_>) {
             [on(Method::POST, sign_in::dev_sign_in)],
         )
         .page("/console/sign-out", [on(Method::POST, sign_in::sign_out)])
+        .page(
+            "/console/auth/start",
+            [on(Method::GET, sign_in::auth_start)],
+        )
+        .page(
+            "/console/auth/callback",
+            [on(Method::GET, sign_in::auth_callback)],
+        )
         .page("/console/findings", [on(Method::GET, overview::findings)]);
     // Last: any other path under /console is a page that does not exist.
     routes.page(
