@@ -351,6 +351,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    governance_severity_counts (tenant_id, severity, shard) {
+        tenant_id -> Text,
+        severity -> Text,
+        shard -> Int2,
+        findings -> Int8,
+    }
+}
+
+diesel::table! {
     grants (tenant_id, jti) {
         tenant_id -> Text,
         jti -> Uuid,
@@ -710,6 +719,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     governance_posture_checks,
     governance_reconciliations,
     governance_rescore_queue,
+    governance_severity_counts,
     grants,
     idempotency_keys,
     kill_switches,

@@ -198,10 +198,8 @@ pub async fn overview(
     let findings_by_severity = counted(
         conn,
         tenant,
-        "SELECT CASE WHEN risk_score >= 80 THEN 'critical' WHEN risk_score >= 60 THEN 'high'
-                     WHEN risk_score >= 30 THEN 'medium' ELSE 'low' END AS key,
-                sum(occurrences)::bigint AS n
-           FROM governance_finding_risk WHERE tenant_id = $1 GROUP BY 1",
+        "SELECT severity AS key, sum(findings)::bigint AS n FROM governance_severity_counts
+          WHERE tenant_id = $1 GROUP BY severity HAVING sum(findings) <> 0",
     )
     .await?;
     let findings_by_category = counted(
@@ -239,18 +237,26 @@ pub async fn overview(
     .bind::<Text, _>(tenant.as_str())
     .load(conn)
     .await?;
+    // Findings per day as the scans recorded them: each chunk's count, on the day it ended,
+    // rather than a count over every finding of the month.
     let days: Vec<DayRow> = db::sql(
         "WITH days AS (
               SELECT d::date AS day
-                FROM generate_series(current_date - 29, current_date, interval '1 day') d)
-         SELECT days.day,
-                (SELECT count(*) FROM findings f
-                  WHERE f.tenant_id = $1 AND f.created_at >= days.day
-                    AND f.created_at < days.day + 1)::bigint AS findings,
-                (SELECT count(*) FROM governance_drift_events e
-                  WHERE e.tenant_id = $1 AND e.occurred_at >= days.day
-                    AND e.occurred_at < days.day + 1)::bigint AS drift
-           FROM days ORDER BY days.day",
+                FROM generate_series(current_date - 29, current_date, interval '1 day') d),
+              chunks AS (
+              SELECT completed_at::date AS day, sum(findings_count)::bigint AS findings
+                FROM scan_chunks
+               WHERE tenant_id = $1 AND completed_at >= current_date - 29
+               GROUP BY 1),
+              drift AS (
+              SELECT occurred_at::date AS day, count(*)::bigint AS drift
+                FROM governance_drift_events
+               WHERE tenant_id = $1 AND occurred_at >= current_date - 29
+               GROUP BY 1)
+         SELECT days.day, coalesce(chunks.findings, 0)::bigint AS findings,
+                coalesce(drift.drift, 0)::bigint AS drift
+           FROM days LEFT JOIN chunks USING (day) LEFT JOIN drift USING (day)
+          ORDER BY days.day",
     )
     .bind::<Text, _>(tenant.as_str())
     .load(conn)

@@ -131,16 +131,26 @@ async fn per_value_findings_fold_into_groups_and_their_references_follow() {
     let db = testkit::empty_database().await;
     db::migrate(&db.url).await.unwrap();
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
-    // Back to the per-value shape, with the grouping migration pending again.
-    conn.batch_execute(include_str!(
-        "../../../migrations/2026-11-29-000049_findings_grouped/down.sql"
-    ))
-    .await
-    .unwrap();
-    diesel::sql_query("DELETE FROM __diesel_schema_migrations WHERE version = '20261129000049'")
+    // Back to the per-value shape, with the grouping migration pending again (and the
+    // severity counts, whose triggers read the grouped shape's occurrences, with it).
+    for (down, version) in [
+        (
+            include_str!("../../../migrations/2026-11-30-000051_severity_counts/down.sql"),
+            "20261130000051",
+        ),
+        (
+            include_str!("../../../migrations/2026-11-29-000049_findings_grouped/down.sql"),
+            "20261129000049",
+        ),
+    ] {
+        conn.batch_execute(down).await.unwrap();
+        diesel::sql_query(format!(
+            "DELETE FROM __diesel_schema_migrations WHERE version = '{version}'"
+        ))
         .execute(&mut conn)
         .await
         .unwrap();
+    }
     // Object a.csv, one scan: three SSNs in column `ssn` (ids in age order), two emails, and
     // twenty values of a header-less third column; b.json: two SSNs in one array's elements,
     // and one resolved SSN beside an open one in c.txt.
@@ -204,8 +214,9 @@ async fn per_value_findings_fold_into_groups_and_their_references_follow() {
     .unwrap();
 
     let applied = db::migrate(&db.url).await.unwrap();
-    assert_eq!(applied.len(), 1, "{applied:?}");
+    assert_eq!(applied.len(), 2, "{applied:?}");
     assert!(applied[0].contains("000049"), "{applied:?}");
+    assert!(applied[1].contains("000051"), "{applied:?}");
 
     let rows: Vec<GroupedRow> = diesel::sql_query(
         "SELECT f.object_key || ' ' || f.pii_type || ' ' || f.field || ' ' || f.status AS key,
