@@ -406,6 +406,23 @@ async fn the_first_start_scans_the_demo_and_a_later_one_makes_nothing_twice() {
     assert!(overview.contains("Sensitive and exposed"), "{overview}");
     assert!(overview.contains("demo-public-share"), "{overview}");
     assert!(overview.contains("government_id"), "{overview}");
+    // In a browser, as the README shows it: the screenshots under target/screenshots are the
+    // README's (docs/images).
+    let browser = testkit::browser::Browser::launch("devstack_demo").await;
+    browser.goto(&console).await;
+    browser.wait_for_text("h1", "Sign in").await;
+    browser.click_button("Sign in as dev-admin").await;
+    browser.wait_for_text("h1", "Overview").await;
+    browser
+        .wait_for_text("#findings-by-category", "government_id")
+        .await;
+    browser.screenshot("overview").await;
+    browser
+        .goto(&format!("{console}/findings?status=open"))
+        .await;
+    browser.wait_for_element("#findings").await;
+    browser.screenshot("findings").await;
+    browser.finish().await;
 
     let storage = dev.0.join("storage");
     let before = files(&storage);

@@ -47,7 +47,8 @@ struct OverviewPage {
     show_remediations: bool,
     connectors_in_error: Vec<(String, String, String)>,
     skipped: Vec<Row>,
-    chart: String,
+    findings_chart: String,
+    drift_chart: String,
     days: Vec<(String, i64, i64)>,
 }
 
@@ -132,20 +133,24 @@ pub async fn overview(
         .last()
         .map(|d| d.date.to_string())
         .unwrap_or_default();
-    let chart = lines(
-        "Findings recorded and drift events, per day, the last 30 days",
-        &[
-            Series {
-                label: "Findings",
-                class: "series-findings",
-                points: numbers.trend.iter().map(|d| d.findings).collect(),
-            },
-            Series {
-                label: "Drift events",
-                class: "series-drift",
-                points: numbers.trend.iter().map(|d| d.drift).collect(),
-            },
-        ],
+    // Each on its own scale: a day of thousands of findings would flatten a few drift events.
+    let findings_chart = lines(
+        "Findings recorded by scans, per day, the last 30 days",
+        &[Series {
+            label: "Findings recorded",
+            class: "series-findings",
+            points: numbers.trend.iter().map(|d| d.findings).collect(),
+        }],
+        &first,
+        &last,
+    );
+    let drift_chart = lines(
+        "Drift events, per day, the last 30 days",
+        &[Series {
+            label: "Drift events",
+            class: "series-drift",
+            points: numbers.trend.iter().map(|d| d.drift).collect(),
+        }],
         &first,
         &last,
     );
@@ -226,7 +231,8 @@ pub async fn overview(
                 class: "",
             })
             .collect(),
-        chart,
+        findings_chart,
+        drift_chart,
         days: numbers
             .trend
             .iter()
