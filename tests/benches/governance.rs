@@ -97,6 +97,81 @@ async fn latency(client: &Client<'_>, path: &str, rounds: usize) -> (Duration, D
     (percentile(&times, 0.5), percentile(&times, 0.99))
 }
 
+/// A console session of the dev sign-in's `admin`, signed in through the sign-in form: the
+/// `Cookie` header value that carries it.
+async fn console_session(app: &TestApp) -> String {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let cookie_of = |response: &reqwest::Response, name: &str| {
+        response
+            .headers()
+            .get_all(reqwest::header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(|c| c.strip_prefix(&format!("{name}=")))
+            .map(|c| c.split(';').next().unwrap().to_owned())
+            .unwrap()
+    };
+    let page = http
+        .get(format!("{}/console/sign-in", app.origin))
+        .send()
+        .await
+        .unwrap();
+    let pending = cookie_of(&page, "dps-console-sign-in");
+    let body = page.text().await.unwrap();
+    let marker = "name=\"csrf\" value=\"";
+    let at = body.find(marker).unwrap() + marker.len();
+    let csrf = body[at..at + body[at..].find('"').unwrap()].to_owned();
+    let signed_in = http
+        .post(format!("{}/console/dev-sign-in", app.origin))
+        .header(
+            reqwest::header::COOKIE,
+            format!("dps-console-sign-in={pending}"),
+        )
+        .form(&[("csrf", csrf.as_str()), ("user", "admin")])
+        .send()
+        .await
+        .unwrap();
+    format!("dps-console={}", cookie_of(&signed_in, "dps-console"))
+}
+
+/// p50 and p99 of `rounds` GETs of the console page `path` after 10 unmeasured; `None` when
+/// the page is not served (200) at all.
+async fn page_latency(
+    app: &TestApp,
+    cookie: &str,
+    path: &str,
+    rounds: usize,
+) -> Option<(Duration, Duration)> {
+    let get = || async {
+        let response = app
+            .http
+            .get(format!("{}{path}", app.origin))
+            .header(reqwest::header::COOKIE, cookie)
+            .send()
+            .await
+            .unwrap();
+        let ok = response.status().is_success();
+        response.bytes().await.unwrap();
+        ok
+    };
+    for _ in 0..10 {
+        if !get().await {
+            return None;
+        }
+    }
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        assert!(get().await, "{path} stopped answering");
+        times.push(started.elapsed());
+    }
+    times.sort();
+    Some((percentile(&times, 0.5), percentile(&times, 0.99)))
+}
+
 /// The cursor of the page `depth` pages into a list.
 async fn cursor_at(client: &Client<'_>, path: &str, depth: usize) -> String {
     let mut cursor = String::new();
@@ -292,12 +367,17 @@ async fn main() {
 
     testkit::use_durable_cluster();
     let master = base64_key();
-    let app = TestApp::spawn_with(Service::Platform, |env| {
-        env.insert("DPS_SCAN_WORKERS".into(), "0".into());
-        env.insert("DATABASE_POOL_SIZE".into(), "8".into());
-        env.insert("HTTP_WORKERS".into(), "2".into());
-        env.insert("DPS_MASTER_KEY".into(), master.clone());
-    })
+    let app = TestApp::spawn_changed(
+        Service::Platform,
+        testkit::database().await,
+        |env| {
+            env.insert("DPS_SCAN_WORKERS".into(), "0".into());
+            env.insert("DATABASE_POOL_SIZE".into(), "8".into());
+            env.insert("HTTP_WORKERS".into(), "2".into());
+            env.insert("DPS_MASTER_KEY".into(), master.clone());
+        },
+        integration_tests::dev_console(TENANT),
+    )
     .await;
     let admin = Client {
         app: &app,
@@ -430,6 +510,33 @@ async fn main() {
     for (name, path) in &paths {
         let (p50, p99) = latency(&reader, path, rounds).await;
         println!("| {name} | {:.1} | {:.1} |", ms(p50), ms(p99));
+    }
+
+    // The console's pages, as a signed-in admin's browser asks for them: the whole round trip
+    // of each page's HTML, which bounds its server time from above.
+    let cookie = console_session(&app).await;
+    println!("\n| Console page | p50 ms | p99 ms |\n|---|---|---|");
+    for (name, path) in [
+        ("overview", "/console".to_owned()),
+        ("findings, first page", "/console/findings".to_owned()),
+        (
+            "findings, open government_id of one connector",
+            format!("/console/findings?status=open&category=government_id&connector={c0}"),
+        ),
+        ("data map", "/console/data-map".to_owned()),
+        ("connectors", "/console/connectors".to_owned()),
+        ("scans", "/console/scans".to_owned()),
+        ("policies", "/console/policies".to_owned()),
+        ("drift", "/console/drift".to_owned()),
+        ("remediations", "/console/remediations".to_owned()),
+        ("audit log", "/console/audit".to_owned()),
+        ("settings", "/console/settings".to_owned()),
+        ("tokenization", "/console/tokenization".to_owned()),
+    ] {
+        match page_latency(&app, &cookie, &path, rounds).await {
+            Some((p50, p99)) => println!("| {name} | {:.1} | {:.1} |", ms(p50), ms(p99)),
+            None => println!("| {name} | not served | |"),
+        }
     }
 
     // The verifier, as `dpsctl audit verify` runs it.

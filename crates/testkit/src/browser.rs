@@ -47,6 +47,14 @@ const MAX_DIALOGS: usize = 20;
 const WEB_ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// The controls labelled `arguments[0]`, for [`Browser::field`]. `HTMLLabelElement.control`
 /// is the `for` target or the first labelable element inside.
+/// What makes the page hard to use without a mouse or a screen: each problem a line. The
+/// checks a page can be held to without a renderer's judgement: the document's language and
+/// title, one `h1`, every form control with a name (its label, `aria-label` or
+/// `aria-labelledby`), every button and link with text or a label, every image and SVG with
+/// alternative text or a role and label, every table with header cells, and no positive
+/// `tabindex` (which breaks the keyboard's order).
+const ACCESSIBILITY: &str = include_str!("browser/accessibility.js");
+
 const FIND_FIELDS: &str = r#"
 const wanted = arguments[0];
 const normal = (text) => text.replace(/\s+/g, " ").trim();
@@ -417,6 +425,25 @@ impl Browser {
             b.try_text(css).await.filter(|text| text.contains(needle))
         })
         .await
+    }
+
+    /// Panics listing what makes the page now shown hard to use without a mouse or a screen
+    /// ([`ACCESSIBILITY`]'s checks).
+    pub async fn assert_accessible(&self) {
+        let found = self.client.execute(ACCESSIBILITY, Vec::new()).await;
+        let found = self.ok("checking accessibility", found).await;
+        let problems: Vec<&str> = found
+            .as_array()
+            .map(|all| all.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if !problems.is_empty() {
+            let url = self.url().await;
+            panic!(
+                "{}: {url} is not accessible:\n  - {}",
+                self.test,
+                problems.join("\n  - ")
+            );
+        }
     }
 
     /// Saves a PNG of the whole page, beyond the window, as

@@ -74,6 +74,10 @@ async fn respond(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, In
             param("bucket"),
             param("region")
         ),
+        "/unlabelled" => format!(
+            r#"{HEAD}<h1>Search</h1><input name="q"><a href="/"></a>
+<table><tr><td>1</td></tr></table><span tabindex="2">first</span>"#
+        ),
         "/alert" => format!(r#"{HEAD}<p>Hello</p><script>alert("injected");</script>"#),
         "/confirm" => format!(
             r#"{HEAD}<button type="button" onclick="confirm('Delete everything?')">Delete</button>"#
@@ -124,6 +128,7 @@ async fn a_clean_page_is_read_filled_clicked_submitted_and_captured() {
     browser.goto(&format!("{origin}/")).await;
     assert_eq!(browser.title().await, "Buckets");
     assert_eq!(browser.text("h1").await, "Buckets");
+    browser.assert_accessible().await;
 
     // The text appears 300 ms after the click: only a wait sees it.
     browser.click_button("Show details").await;
@@ -198,6 +203,28 @@ async fn an_alert_and_a_confirm_are_caught() {
             },
         ]
     );
+}
+
+#[tokio::test]
+#[should_panic(expected = "a form control without a label")]
+async fn a_page_with_an_unlabelled_control_is_not_accessible() {
+    let origin = site().await;
+    let browser = Browser::launch("a_page_with_an_unlabelled_control_is_not_accessible").await;
+    browser.goto(&format!("{origin}/unlabelled")).await;
+    // Each problem is listed: the link without text, the table without headers and the
+    // positive tabindex beside the input.
+    let checked = std::panic::AssertUnwindSafe(browser.assert_accessible());
+    let failed = futures::FutureExt::catch_unwind(checked).await.unwrap_err();
+    let message = failed.downcast_ref::<String>().cloned().unwrap_or_default();
+    for problem in [
+        "a control without a name",
+        "a table without header cells",
+        "a positive tabindex",
+    ] {
+        assert!(message.contains(problem), "{message}");
+    }
+    browser.finish().await;
+    std::panic::resume_unwind(failed);
 }
 
 #[tokio::test]

@@ -149,6 +149,7 @@ async fn an_admin_signs_in_and_the_overview_and_findings_say_what_the_api_says()
         .goto(&format!("{}/console/sign-in", app.origin))
         .await;
     browser.screenshot("sign-in").await;
+    browser.assert_accessible().await;
     sign_in(&browser, &app, "admin").await;
 
     // The overview and the API read the same tables; the bucket's posture check rescored
@@ -177,6 +178,7 @@ async fn an_admin_signs_in_and_the_overview_and_findings_say_what_the_api_says()
         by_category.values().sum::<i64>()
     );
     browser.screenshot("overview").await;
+    browser.assert_accessible().await;
 
     // Filtering findings as a user does: the same rows as the API's filter.
     browser.click_link("Findings").await;
@@ -197,6 +199,7 @@ async fn an_admin_signs_in_and_the_overview_and_findings_say_what_the_api_says()
         )
         .await;
     browser.screenshot("findings-filtered").await;
+    browser.assert_accessible().await;
     let api = all(
         &admin,
         &format!("/findings?category=government_id&connector={connector}"),
@@ -241,6 +244,7 @@ async fn an_analyst_finds_no_admin_control_and_a_forged_form_from_another_site_c
     .await;
     sign_in(&browser, &app, "analyst").await;
     browser.screenshot("overview-analyst").await;
+    browser.assert_accessible().await;
     let nav = browser.text("nav").await;
     assert!(nav.contains("Findings"), "{nav}");
     for admin_only in ["Settings", "Remediations"] {
@@ -349,6 +353,7 @@ async fn a_user_signs_in_with_the_identity_provider_by_code_and_pkce() {
             .is_none()
     );
     browser.screenshot("sign-in-oidc").await;
+    browser.assert_accessible().await;
     browser
         .click_link("Sign in with your identity provider")
         .await;
