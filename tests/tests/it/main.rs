@@ -13,6 +13,8 @@ mod cloud;
 mod conformance;
 mod connectors;
 mod console;
+mod console_records;
+mod console_records_browser;
 mod detokenize;
 mod edge;
 mod emulators;

@@ -6,10 +6,13 @@
 //! `page` holds what every handler shares; each other module serves one part of the console
 //! and registers its own routes.
 
+mod audit;
 mod config;
 mod overview;
 pub(crate) mod page;
+mod settings;
 mod sign_in;
+mod tokenization;
 
 use actix_web::http::Method;
 use dps_http::{Routes, on};
@@ -25,9 +28,15 @@ pub(crate) fn register(routes: &mut Routes<'_>) {
             [on(Method::GET, overview::stylesheet)],
         )
         .page("/console/sign-in", [on(Method::GET, sign_in::sign_in)])
-        .page("/console/dev-sign-in", [on(Method::POST, sign_in::dev_sign_in)])
+        .page(
+            "/console/dev-sign-in",
+            [on(Method::POST, sign_in::dev_sign_in)],
+        )
         .page("/console/sign-out", [on(Method::POST, sign_in::sign_out)])
         .page("/console/findings", [on(Method::GET, overview::findings)]);
+    audit::register(routes);
+    settings::register(routes);
+    tokenization::register(routes);
     // Last: any other path under /console is a page that does not exist.
     routes.page(
         "/console/{rest:.*}",
