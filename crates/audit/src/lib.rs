@@ -4,6 +4,7 @@ mod append;
 mod checkpoint;
 mod entry;
 mod list;
+mod recent;
 mod verify;
 
 pub use append::{Appended, append};
@@ -12,4 +13,5 @@ pub use checkpoint::{
 };
 pub use entry::{Actor, Entry, GENESIS, Kind, NewEntry, timestamp, write_canonical};
 pub use list::{DEFAULT_LIMIT, Filter, ListError, latest, list};
+pub use recent::{ANCHOR_REACH, Anchor, RECENT_ENTRIES, RecentVerified, verify_recent};
 pub use verify::{Broken, Verified, verify};

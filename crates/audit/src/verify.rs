@@ -69,7 +69,7 @@ pub async fn verify(
     // can be checked apart from the others; the links between them are checked in order.
     let mut expected = 1_i64;
     let mut prev: Vec<u8> = GENESIS.to_vec();
-    let mut rows = fetch(conn, tenant, expected).await?;
+    let mut rows = fetch(conn, tenant, expected, CHUNK).await?;
     loop {
         let done = rows.len() < CHUNK as usize;
         let first = expected;
@@ -81,7 +81,7 @@ pub async fn verify(
         let next = if done {
             Vec::new()
         } else {
-            fetch(conn, tenant, first + count).await?
+            fetch(conn, tenant, first + count, CHUNK).await?
         };
         match check.await {
             Ok(Ok(last_hash)) => {
@@ -132,7 +132,7 @@ pub async fn verify(
 
 /// An entry as the verifier reads it: `details` as text, parsed on the checking threads so
 /// that reading the next chunk does not wait for it.
-type RawRow = (
+pub(crate) type RawRow = (
     i64,
     Uuid,
     OffsetDateTime,
@@ -150,16 +150,18 @@ type RawRow = (
     Vec<u8>,
 );
 
-async fn fetch(
+/// Up to `limit` entries from seq `from` on, in seq order.
+pub(crate) async fn fetch(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     from: i64,
+    limit: i64,
 ) -> QueryResult<Vec<RawRow>> {
     audit_log::table
         .filter(audit_log::tenant_id.eq(tenant.as_str()))
         .filter(audit_log::seq.ge(from))
         .order(audit_log::seq)
-        .limit(CHUNK)
+        .limit(limit)
         .select((
             audit_log::seq,
             audit_log::entry_id,
@@ -215,7 +217,7 @@ fn entry(row: RawRow, tenant: &TenantId) -> Result<Entry, Broken> {
 /// Checks a chunk of consecutive entries starting at `first`, after the entry whose hash is
 /// `prev`: numbering, links, each entry's hash (on two threads, one per half) and the signed
 /// checkpoints. Returns the last entry's hash, or where the chunk first breaks.
-fn check_chunk(
+pub(crate) fn check_chunk(
     rows: Vec<RawRow>,
     tenant: &TenantId,
     first: i64,

@@ -450,3 +450,87 @@ async fn one_append_takes_one_entry_or_thousands() {
     let verified = verify(&mut conn, &acme, key().public()).await.unwrap();
     assert_eq!(verified.entries, 5_002);
 }
+
+/// The console's check: the newest entries, from the signed checkpoint before them, in time
+/// that does not grow with the log. What lies before the checkpoint is not read.
+#[tokio::test]
+async fn the_newest_entries_are_verified_from_the_checkpoint_before_them() {
+    let (_db, mut conn, acme, key) = tamperable().await;
+    let ok = audit::verify_recent(&mut conn, &acme, key.public(), 400)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((ok.from, ok.to, ok.checkpoints), (1_001, 1_500, 1));
+    assert!(
+        matches!(ok.anchor, audit::Anchor::Checkpoint { seq: 1_000, .. }),
+        "{ok:?}"
+    );
+    assert_eq!(ok.key_id, key.public().key_id);
+    // The whole log, when it is this short.
+    let all = audit::verify_recent(&mut conn, &acme, key.public(), 5_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((all.from, all.anchor), (1, audit::Anchor::Genesis));
+    // Another key does not verify the anchor.
+    let other = self::key();
+    let broken = audit::verify_recent(&mut conn, &acme, other.public(), 400)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(broken.seq, 1_000, "{broken}");
+
+    // A change before the anchor is the whole verifier's to find; one after it is found here.
+    sql(
+        &mut conn,
+        "UPDATE audit_log SET details = '{\"n\": 0}' WHERE seq = 42",
+    )
+    .await;
+    assert!(
+        audit::verify_recent(&mut conn, &acme, key.public(), 400)
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    assert_eq!(
+        verify(&mut conn, &acme, key.public())
+            .await
+            .unwrap_err()
+            .seq,
+        42
+    );
+    sql(
+        &mut conn,
+        "UPDATE audit_log SET details = '{\"n\": 0}' WHERE seq = 1234",
+    )
+    .await;
+    let broken = audit::verify_recent(&mut conn, &acme, key.public(), 400)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(broken.seq, 1_234, "{broken}");
+    assert!(broken.reason.contains("changed"), "{broken}");
+}
+
+#[tokio::test]
+async fn the_newest_entries_show_a_cut_tail_and_a_gap() {
+    let (_db, mut conn, acme, key) = tamperable().await;
+    sql(&mut conn, "DELETE FROM audit_log WHERE seq = 1300").await;
+    let broken = audit::verify_recent(&mut conn, &acme, key.public(), 400)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(broken.seq, 1_300, "{broken}");
+    sql(&mut conn, "DELETE FROM audit_log WHERE seq > 1200").await;
+    sql(
+        &mut conn,
+        "UPDATE audit_heads SET seq = 1200, hash = (SELECT hash FROM audit_log WHERE seq = 1200)",
+    )
+    .await;
+    let broken = audit::verify_recent(&mut conn, &acme, key.public(), 400)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(broken.seq, 1_201, "{broken}");
+    assert!(broken.reason.contains("cut"), "{broken}");
+}

@@ -8,9 +8,14 @@ mod pages;
 pub mod session;
 mod view;
 
+pub use pages::audit::audit;
+pub use pages::detokenizations::{DetokenizationQuery, detokenizations};
 pub use pages::error::error_page;
 pub use pages::findings::findings;
 pub use pages::overview::overview;
+pub use pages::settings::{Deployment, SettingChange, Submitted, change_setting, settings};
 pub use pages::sign_in::{SignInChoices, sign_in_page, signing_in_page};
+pub use pages::token_policy::{PolicyFields, policy_form, save_policy};
+pub use pages::tokenization::{TokenizationQuery, tokenization};
 pub use pages::{Failure, Listing};
 pub use view::{May, Viewer};

@@ -6,12 +6,7 @@ pub mod rewrap;
 pub mod tokenize;
 mod value;
 
-/// One invalid field of a request, for a 400 that names every problem at once.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct FieldProblem {
-    pub field: String,
-    pub problem: &'static str,
-}
+pub use token_records::FieldProblem;
 
 /// Why a vault operation failed. None of the messages holds a value or a key.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +38,21 @@ pub enum VaultError {
     Crypto,
     #[error(transparent)]
     Database(#[from] diesel::result::Error),
+}
+
+impl From<token_records::RecordsError> for VaultError {
+    fn from(e: token_records::RecordsError) -> Self {
+        use token_records::RecordsError as R;
+        match e {
+            R::Invalid(problems) => VaultError::Invalid(problems),
+            R::InvalidRequest(message) => VaultError::InvalidRequest(message),
+            R::UnsupportedPiiType => VaultError::UnsupportedPiiType,
+            R::PolicyNotFound => VaultError::PolicyNotFound,
+            R::BadCursor => VaultError::BadCursor,
+            R::CorruptPolicy => VaultError::CorruptPolicy,
+            R::Database(e) => VaultError::Database(e),
+        }
+    }
 }
 
 impl From<paging::BadCursor> for VaultError {

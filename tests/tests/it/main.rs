@@ -14,6 +14,8 @@ mod conformance;
 mod connectors;
 mod console;
 mod console_browser;
+mod console_records;
+mod console_records_browser;
 mod detokenize;
 mod edge;
 mod emulators;

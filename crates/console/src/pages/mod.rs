@@ -1,9 +1,14 @@
 //! The pages, one module each, and what they share.
 
+pub mod audit;
+pub mod detokenizations;
 pub mod error;
 pub mod findings;
 pub mod overview;
+pub mod settings;
 pub mod sign_in;
+pub mod token_policy;
+pub mod tokenization;
 
 use paging::PageRequest;
 use time::OffsetDateTime;

@@ -6,10 +6,13 @@
 //! `page` holds what every handler shares; each other module serves one part of the console
 //! and registers its own routes.
 
+mod audit;
 mod config;
 mod overview;
 pub(crate) mod page;
+mod settings;
 mod sign_in;
+mod tokenization;
 
 use actix_web::http::Method;
 use dps_http::{Routes, on};
@@ -39,6 +42,9 @@ pub(crate) fn register(routes: &mut Routes<'_>) {
             [on(Method::GET, sign_in::auth_callback)],
         )
         .page("/console/findings", [on(Method::GET, overview::findings)]);
+    audit::register(routes);
+    settings::register(routes);
+    tokenization::register(routes);
     // Last: any other path under /console is a page that does not exist.
     routes.page(
         "/console/{rest:.*}",

@@ -1,0 +1,49 @@
+//! The audit log page: the API's list, and the newest part of the hash chain checked.
+
+use actix_web::http::{Method, StatusCode};
+use actix_web::{HttpRequest, HttpResponse, web};
+use api_types::governance::AuditQuery;
+use dps_http::{ApiError, ServiceState, on};
+
+use super::page::{failure, page, params, viewer};
+use crate::Extra;
+use crate::queries::Listed;
+
+pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
+    routes.page("/console/audit", [on(Method::GET, audit)]);
+}
+
+/// The audit log, filtered and paged as `GET /governance/audit-log` is (any user of the
+/// tenant), with the chain checked under the service's checkpoint key.
+async fn audit(
+    req: HttpRequest,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+) -> Result<HttpResponse, ApiError> {
+    let viewer = match viewer(&req, &state, &extra).await {
+        Ok(viewer) => viewer,
+        Err(to_sign_in) => return Ok(to_sign_in),
+    };
+    let listed = Listed::<AuditQuery>::parse(req.query_string(), extra.cursors.clone());
+    let first = paging::PageRequest::first(
+        &extra.cursors,
+        paging::Limit::parse(None, audit::DEFAULT_LIMIT).map_err(ApiError::internal)?,
+    );
+    let listing = match &listed {
+        Ok(listed) => console::Listing {
+            filter: Ok(listed.filter.clone()),
+            page: listed.page(),
+            params: params(&req),
+        },
+        Err(e) => console::Listing {
+            filter: Err(e.message.clone()),
+            page: first,
+            params: params(&req),
+        },
+    };
+    let mut conn = state.conn().await?;
+    let html = console::audit(&mut conn, &viewer, listing, extra.audit_key.public())
+        .await
+        .map_err(failure)?;
+    Ok(page(StatusCode::OK, html))
+}
