@@ -7,9 +7,15 @@ mod pages;
 pub mod session;
 mod view;
 
+pub use pages::connectors::{
+    Outcome, Trust, confirm_delete, connector, connectors, create_connector, delete_connector,
+    new_connector, scan_connector, test_connector,
+};
+pub use pages::data_map::{bucket, data_map};
 pub use pages::error::error_page;
 pub use pages::findings::findings;
 pub use pages::overview::overview;
+pub use pages::scans::{cancel_scan, confirm_cancel, scan, scans};
 pub use pages::sign_in::{SignInChoices, sign_in_page, signing_in_page};
 pub use pages::{Failure, Listing};
 pub use view::{May, Viewer};

@@ -13,6 +13,7 @@ mod cloud;
 mod conformance;
 mod connectors;
 mod console;
+mod console_map;
 mod detokenize;
 mod edge;
 mod emulators;

@@ -1,8 +1,11 @@
 //! The pages, one module each, and what they share.
 
+pub mod connectors;
+pub mod data_map;
 pub mod error;
 pub mod findings;
 pub mod overview;
+pub mod scans;
 pub mod sign_in;
 
 use paging::PageRequest;

@@ -7,8 +7,11 @@
 //! and registers its own routes.
 
 mod config;
+mod connectors;
+mod data_map;
 mod overview;
 pub(crate) mod page;
+mod scans;
 mod sign_in;
 
 use actix_web::http::Method;
@@ -25,9 +28,15 @@ pub(crate) fn register(routes: &mut Routes<'_>) {
             [on(Method::GET, overview::stylesheet)],
         )
         .page("/console/sign-in", [on(Method::GET, sign_in::sign_in)])
-        .page("/console/dev-sign-in", [on(Method::POST, sign_in::dev_sign_in)])
+        .page(
+            "/console/dev-sign-in",
+            [on(Method::POST, sign_in::dev_sign_in)],
+        )
         .page("/console/sign-out", [on(Method::POST, sign_in::sign_out)])
         .page("/console/findings", [on(Method::GET, overview::findings)]);
+    data_map::register(routes);
+    connectors::register(routes);
+    scans::register(routes);
     // Last: any other path under /console is a page that does not exist.
     routes.page(
         "/console/{rest:.*}",
