@@ -9,10 +9,16 @@ pub mod session;
 mod view;
 
 pub use pages::audit::audit;
+pub use pages::connectors::{
+    Outcome, Trust, confirm_delete, connector, connectors, create_connector, delete_connector,
+    new_connector, scan_connector, test_connector,
+};
+pub use pages::data_map::{bucket, data_map};
 pub use pages::detokenizations::{DetokenizationQuery, detokenizations};
 pub use pages::error::error_page;
 pub use pages::findings::findings;
 pub use pages::overview::overview;
+pub use pages::scans::{cancel_scan, confirm_cancel, scan, scans};
 pub use pages::settings::{Deployment, SettingChange, Submitted, change_setting, settings};
 pub use pages::sign_in::{SignInChoices, sign_in_page, signing_in_page};
 pub use pages::token_policy::{PolicyFields, policy_form, save_policy};

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod connectors;
+pub mod data_map;
 pub mod findings;
 pub mod overview;
 

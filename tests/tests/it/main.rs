@@ -14,6 +14,7 @@ mod conformance;
 mod connectors;
 mod console;
 mod console_browser;
+mod console_map;
 mod console_records;
 mod console_records_browser;
 mod detokenize;

@@ -1,10 +1,13 @@
 //! The pages, one module each, and what they share.
 
 pub mod audit;
+pub mod connectors;
+pub mod data_map;
 pub mod detokenizations;
 pub mod error;
 pub mod findings;
 pub mod overview;
+pub mod scans;
 pub mod settings;
 pub mod sign_in;
 pub mod token_policy;

@@ -8,8 +8,11 @@
 
 mod audit;
 mod config;
+mod connectors;
+mod data_map;
 mod overview;
 pub(crate) mod page;
+mod scans;
 mod settings;
 mod sign_in;
 mod tokenization;
@@ -45,6 +48,9 @@ pub(crate) fn register(routes: &mut Routes<'_>) {
     audit::register(routes);
     settings::register(routes);
     tokenization::register(routes);
+    data_map::register(routes);
+    connectors::register(routes);
+    scans::register(routes);
     // Last: any other path under /console is a page that does not exist.
     routes.page(
         "/console/{rest:.*}",

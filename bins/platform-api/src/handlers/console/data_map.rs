@@ -1,0 +1,57 @@
+//! The data map and one bucket of it.
+
+use actix_web::http::Method;
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use dps_http::{ApiError, ServiceState, on};
+use ids::ConnectorId;
+
+use super::page::{failure, page, viewer};
+use crate::Extra;
+
+pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
+    routes
+        .page("/console/data-map", [on(Method::GET, data_map)])
+        .page(
+            "/console/data-map/{connector}/{bucket}",
+            [on(Method::GET, bucket)],
+        );
+}
+
+/// Every bucket, by connector.
+async fn data_map(
+    req: HttpRequest,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+) -> Result<HttpResponse, ApiError> {
+    let viewer = match viewer(&req, &state, &extra).await {
+        Ok(viewer) => viewer,
+        Err(to_sign_in) => return Ok(to_sign_in),
+    };
+    let mut conn = state.conn().await?;
+    let html = console::data_map(&mut conn, &viewer)
+        .await
+        .map_err(failure)?;
+    Ok(page(StatusCode::OK, html))
+}
+
+/// One bucket: its types, counts, riskiest files and last scan.
+async fn bucket(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+) -> Result<HttpResponse, ApiError> {
+    let viewer = match viewer(&req, &state, &extra).await {
+        Ok(viewer) => viewer,
+        Err(to_sign_in) => return Ok(to_sign_in),
+    };
+    let (connector, bucket) = path.into_inner();
+    let connector =
+        ConnectorId::parse(&connector).ok_or_else(|| ApiError::not_found("bucket not found"))?;
+    let mut conn = state.conn().await?;
+    let html = console::bucket(&mut conn, &viewer, connector, &bucket)
+        .await
+        .map_err(failure)?;
+    Ok(page(StatusCode::OK, html))
+}

@@ -1,0 +1,135 @@
+//! Scans: the list, one scan's live view, and its confirmed cancel (the API's `scans` group).
+
+use std::collections::HashMap;
+
+use actix_web::http::Method;
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use api_types::scans::ScanQuery;
+use console::Outcome;
+use dps_http::roles::Group;
+use dps_http::{ApiError, ServiceState, on};
+use ids::ScanId;
+use paging::{Limit, PageRequest};
+
+use super::connectors::allowed;
+use super::page::{checked, failure, page, params, see_other, viewer};
+use crate::Extra;
+use crate::queries::Listed;
+
+pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
+    routes
+        .page("/console/scans", [on(Method::GET, list)])
+        .page("/console/scans/{id}", [on(Method::GET, detail)])
+        .page(
+            "/console/scans/{id}/cancel",
+            [on(Method::GET, confirm_cancel), on(Method::POST, cancel)],
+        );
+}
+
+fn id(raw: &str) -> Result<ScanId, ApiError> {
+    ScanId::parse(raw).ok_or_else(|| ApiError::not_found("scan not found"))
+}
+
+/// Scans, filtered and paged as `GET /scans` is.
+async fn list(
+    req: HttpRequest,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+) -> Result<HttpResponse, ApiError> {
+    let viewer = match viewer(&req, &state, &extra).await {
+        Ok(viewer) => viewer,
+        Err(to_sign_in) => return Ok(to_sign_in),
+    };
+    let listed = Listed::<ScanQuery>::parse(req.query_string(), extra.cursors.clone());
+    let listing = match &listed {
+        Ok(listed) => console::Listing {
+            filter: Ok(listed.filter.clone()),
+            page: listed.page(),
+            params: params(&req),
+        },
+        Err(e) => console::Listing {
+            filter: Err(e.message.clone()),
+            page: PageRequest::first(
+                &extra.cursors,
+                Limit::parse(None, 20).map_err(ApiError::internal)?,
+            ),
+            params: params(&req),
+        },
+    };
+    let mut conn = state.conn().await?;
+    let html = console::scans(&mut conn, &viewer, listing)
+        .await
+        .map_err(failure)?;
+    Ok(page(StatusCode::OK, html))
+}
+
+/// One scan, live while it runs; `?cursor=` pages its workers as `GET /scans/:id/workers`.
+async fn detail(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+) -> Result<HttpResponse, ApiError> {
+    let viewer = match viewer(&req, &state, &extra).await {
+        Ok(viewer) => viewer,
+        Err(to_sign_in) => return Ok(to_sign_in),
+    };
+    let id = id(&path)?;
+    let listed = Listed::<api_types::ListQuery>::parse(req.query_string(), extra.cursors.clone());
+    let first = PageRequest::first(
+        &extra.cursors,
+        Limit::parse(None, 20).map_err(ApiError::internal)?,
+    );
+    let workers = listed.as_ref().map_or(first, Listed::page);
+    let mut conn = state.conn().await?;
+    let html = console::scan(&mut conn, &viewer, id, workers, None)
+        .await
+        .map_err(failure)?;
+    Ok(page(StatusCode::OK, html))
+}
+
+/// The cancel's confirmation.
+async fn confirm_cancel(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+) -> Result<HttpResponse, ApiError> {
+    let viewer = match viewer(&req, &state, &extra).await {
+        Ok(viewer) => viewer,
+        Err(to_sign_in) => return Ok(to_sign_in),
+    };
+    allowed(&state, &viewer, Group::Scans)?;
+    let id = id(&path)?;
+    let mut conn = state.conn().await?;
+    let html = console::confirm_cancel(&mut conn, &viewer, id)
+        .await
+        .map_err(failure)?;
+    Ok(page(StatusCode::OK, html))
+}
+
+/// Cancels the scan, confirmed.
+async fn cancel(
+    req: HttpRequest,
+    path: web::Path<String>,
+    form: web::Form<HashMap<String, String>>,
+    state: web::Data<ServiceState>,
+    extra: web::Data<Extra>,
+) -> Result<HttpResponse, ApiError> {
+    let viewer = match viewer(&req, &state, &extra).await {
+        Ok(viewer) => viewer,
+        Err(to_sign_in) => return Ok(to_sign_in),
+    };
+    checked(&viewer, &form)?;
+    allowed(&state, &viewer, Group::Scans)?;
+    let id = id(&path)?;
+    let mut conn = state.conn().await?;
+    match console::cancel_scan(&mut conn, &viewer, id)
+        .await
+        .map_err(failure)?
+    {
+        Outcome::Done(()) => Ok(see_other(&format!("/console/scans/{id}"))),
+        Outcome::Refused(html) => Ok(page(StatusCode::OK, html)),
+    }
+}
