@@ -13,6 +13,8 @@ mod cloud;
 mod conformance;
 mod connectors;
 mod console;
+mod console_gov;
+mod console_gov_browser;
 mod detokenize;
 mod edge;
 mod emulators;

@@ -1,8 +1,13 @@
 //! The pages, one module each, and what they share.
 
+pub mod drift;
 pub mod error;
 pub mod findings;
 pub mod overview;
+pub mod policies;
+pub mod posted;
+pub mod reconciliation;
+pub mod remediations;
 pub mod sign_in;
 
 use paging::PageRequest;

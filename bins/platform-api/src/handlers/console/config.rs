@@ -57,4 +57,3 @@ impl ConsoleSettings {
         cookie_name(PENDING_COOKIE, self.secure_cookies)
     }
 }
-

@@ -7,8 +7,12 @@
 //! and registers its own routes.
 
 mod config;
+mod drift;
+mod forms;
 mod overview;
 pub(crate) mod page;
+mod policies;
+mod remediations;
 mod sign_in;
 
 use actix_web::http::Method;
@@ -25,9 +29,15 @@ pub(crate) fn register(routes: &mut Routes<'_>) {
             [on(Method::GET, overview::stylesheet)],
         )
         .page("/console/sign-in", [on(Method::GET, sign_in::sign_in)])
-        .page("/console/dev-sign-in", [on(Method::POST, sign_in::dev_sign_in)])
+        .page(
+            "/console/dev-sign-in",
+            [on(Method::POST, sign_in::dev_sign_in)],
+        )
         .page("/console/sign-out", [on(Method::POST, sign_in::sign_out)])
         .page("/console/findings", [on(Method::GET, overview::findings)]);
+    policies::register(routes);
+    drift::register(routes);
+    remediations::register(routes);
     // Last: any other path under /console is a page that does not exist.
     routes.page(
         "/console/{rest:.*}",

@@ -158,4 +158,3 @@ pub(crate) fn params(req: &HttpRequest) -> Vec<(String, String)> {
         .map(|(n, v)| (n.into_owned(), v.into_owned()))
         .collect()
 }
-

@@ -156,4 +156,3 @@ pub async fn sign_out(
     );
     Ok(response)
 }
-
