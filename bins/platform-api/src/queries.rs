@@ -212,11 +212,19 @@ impl ListQuery for DriftQuery {
                 )
             })?),
         };
+        let status = match self.status.as_deref() {
+            None => None,
+            Some(s) => Some(
+                posture::drift::Status::parse(s)
+                    .ok_or_else(|| field("status", "status must be one of open, acknowledged"))?,
+            ),
+        };
         Ok(posture::drift::Filter {
             since,
             severity,
             kind,
             connector: self.connector.as_deref().map(ConnectorId::parse_or_nil),
+            status,
         })
     }
 }

@@ -385,6 +385,9 @@ pub struct DriftQuery {
     /// A connector id.
     #[serde(default)]
     pub connector: Option<String>,
+    /// open or acknowledged.
+    #[serde(default)]
+    pub status: Option<String>,
     /// 1 to 100, default 20.
     #[serde(default)]
     #[param(minimum = 1, maximum = 100)]

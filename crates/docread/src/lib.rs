@@ -24,8 +24,11 @@
 //! assert_eq!(problems[1].pointer, "/b");
 //! ```
 
+mod lines;
 mod problem;
 mod read;
+
+pub use lines::yaml_line;
 
 pub use problem::{Pointer, Problem};
 pub use read::{Limits, MAX_PROBLEMS, Syntax, read};

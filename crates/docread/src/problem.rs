@@ -67,6 +67,11 @@ impl Pointer {
         Pointer(s)
     }
 
+    /// The pointer as text (RFC 6901), empty for the whole document.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
     /// The item `i` of this array.
     pub fn index(&self, i: usize) -> Self {
         Pointer(format!("{}/{i}", self.0))

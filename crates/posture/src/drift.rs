@@ -61,6 +61,28 @@ impl Kind {
 // An unknown kind read back is an error, never a default.
 db::text_enum!(Kind);
 
+/// Whether an event still asks for attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Open,
+    Acknowledged,
+}
+
+impl Status {
+    pub const ALL: [Status; 2] = [Status::Open, Status::Acknowledged];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Open => "open",
+            Status::Acknowledged => "acknowledged",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Status::ALL.into_iter().find(|s| s.as_str() == raw)
+    }
+}
+
 /// A drift event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DriftEvent {
@@ -249,6 +271,7 @@ pub struct Filter {
     pub severity: Option<Severity>,
     pub kind: Option<Kind>,
     pub connector: Option<ConnectorId>,
+    pub status: Option<Status>,
 }
 
 /// One page of the tenant's drift events, newest first.
@@ -279,6 +302,9 @@ pub async fn list(
     }
     if let Some(connector) = filter.connector {
         query = query.filter(governance_drift_events::connector_id.eq(connector.as_uuid()));
+    }
+    if let Some(status) = filter.status {
+        query = query.filter(governance_drift_events::status.eq(status.as_str()));
     }
     if let Some(after) = keyset
         .after::<governance_drift_events::occurred_at, governance_drift_events::event_id, _>()?

@@ -14,6 +14,8 @@ mod conformance;
 mod connectors;
 mod console;
 mod console_browser;
+mod console_gov;
+mod console_gov_browser;
 mod console_map;
 mod console_records;
 mod console_records_browser;

@@ -10,8 +10,12 @@ mod audit;
 mod config;
 mod connectors;
 mod data_map;
+mod drift;
+mod forms;
 mod overview;
 pub(crate) mod page;
+mod policies;
+mod remediations;
 mod scans;
 mod settings;
 mod sign_in;
@@ -51,6 +55,9 @@ pub(crate) fn register(routes: &mut Routes<'_>) {
     data_map::register(routes);
     connectors::register(routes);
     scans::register(routes);
+    policies::register(routes);
+    drift::register(routes);
+    remediations::register(routes);
     // Last: any other path under /console is a page that does not exist.
     routes.page(
         "/console/{rest:.*}",

@@ -173,7 +173,7 @@ async fn save(
     checked(&viewer, &HashMap::from([("csrf".into(), csrf)]))?;
     let fields = PolicyFields::posted(&posted);
     let mut conn = state.conn().await?;
-    match console::save_policy(&mut conn, &viewer, id.as_deref(), fields)
+    match console::save_token_policy(&mut conn, &viewer, id.as_deref(), fields)
         .await
         .map_err(failure)?
     {
