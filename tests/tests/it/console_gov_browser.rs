@@ -48,7 +48,7 @@ async fn an_admin_fixes_a_policy_at_its_error_and_previews_it_and_an_analyst_see
         "an_admin_fixes_a_policy_at_its_error_and_previews_it_and_an_analyst_sees_no_admin_control",
     )
     .await;
-    sign_in(&browser, &app, "Sign in as admin (admin, analyst)").await;
+    sign_in(&browser, &app, "Sign in as admin").await;
     browser.click_link("Policies").await;
     browser.wait_for_element("#policies").await;
     // The hostile name is text: the page holds it, and no image or script came of it.
@@ -126,7 +126,7 @@ async fn an_admin_fixes_a_policy_at_its_error_and_previews_it_and_an_analyst_see
     // An analyst: no remediations in the navigation, and no control to change a policy.
     browser.click_button("Sign out").await;
     browser.wait_for_text("h1", "Sign in").await;
-    sign_in(&browser, &app, "Sign in as analyst (analyst)").await;
+    sign_in(&browser, &app, "Sign in as analyst").await;
     assert!(
         browser
             .try_find("nav a[href=\"/console/remediations\"]")
@@ -184,7 +184,7 @@ async fn an_admin_checks_a_remediations_receipt_undoes_it_and_acknowledges_a_pub
         "an_admin_checks_a_remediations_receipt_undoes_it_and_acknowledges_a_public_buckets_drift",
     )
     .await;
-    sign_in(&browser, &app, "Sign in as admin (admin, analyst)").await;
+    sign_in(&browser, &app, "Sign in as admin").await;
     browser.click_link("Remediations").await;
     browser.wait_for_element("#remediations").await;
     browser.screenshot("remediations").await;
