@@ -436,9 +436,7 @@ async fn journey_create_scan_and_map_a_connector_in_a_browser() {
     let origin = &app.origin;
     let browser = Browser::launch("console_map_journey").await;
     browser.goto(&format!("{origin}/console/sign-in")).await;
-    browser
-        .click_button("Sign in as admin")
-        .await;
+    browser.click_button("Sign in as admin").await;
     browser.wait_for_text("h1", "Overview").await;
 
     browser.goto(&format!("{origin}/console/connectors")).await;

@@ -12,12 +12,9 @@ async fn signed_in(browser: &Browser, app: &TestApp, user: &str, then: &str) {
     browser
         .goto(&format!("{}/console/sign-in?then={then}", app.origin))
         .await;
-    browser
-        .click_button(&format!("Sign in as {user}"))
-        .await;
+    browser.click_button(&format!("Sign in as {user}")).await;
     browser.wait_for_text("header .who", user).await;
 }
-
 
 #[tokio::test]
 async fn an_admin_changes_the_rollback_window_and_deny_list_and_sees_the_chain_verified() {
