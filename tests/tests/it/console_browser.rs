@@ -432,3 +432,38 @@ async fn a_provider_answer_that_is_not_this_sign_ins_is_refused() {
     assert!(refused.body.contains("invalid_grant"), "{}", refused.body);
     assert!(!visitor.cookies.contains_key("dps-console"));
 }
+
+/// Every page the navigation offers, for an admin and for an analyst: each renders, is
+/// accessible, opens no dialog and logs nothing; a screenshot of each is kept.
+#[tokio::test]
+async fn every_page_of_the_navigation_renders_accessibly_for_both_roles() {
+    let app = TestApp::spawn_console("acme").await;
+    for user in ["admin", "analyst"] {
+        let browser = Browser::launch(&format!(
+            "every_page_of_the_navigation_renders_accessibly_for_both_roles_{user}"
+        ))
+        .await;
+        sign_in(&browser, &app, user).await;
+        let mut links = Vec::new();
+        for link in browser.find_all("nav a").await {
+            let label = link.text().await.unwrap();
+            let href = link.attr("href").await.unwrap().unwrap();
+            links.push((label, href));
+        }
+        assert!(links.len() >= 9, "{links:?}");
+        for (label, href) in &links {
+            browser.goto(&format!("{}{href}", app.origin)).await;
+            browser.wait_for_element("main h1").await;
+            let heading = browser.text("main h1").await;
+            assert!(
+                !heading.contains("Not allowed") && !heading.contains("Not found"),
+                "{user}: {label}: {heading}"
+            );
+            browser.assert_accessible().await;
+            browser
+                .screenshot(&label.to_lowercase().replace(' ', "-"))
+                .await;
+        }
+        browser.finish().await;
+    }
+}
