@@ -292,6 +292,10 @@ fn render_errors(
     request_id: &str,
 ) -> ServiceResponse<BoxBody> {
     let status = response.status();
+    // A redirect is an answer, not an error (a page's extractor sends a stranger to sign in).
+    if status.is_redirection() {
+        return response;
+    }
     let attached = response.response().error();
     let api_error = attached.and_then(|e| e.as_error::<ApiError>().cloned());
     let framework_default = !response.headers().contains_key(header::CONTENT_TYPE)

@@ -66,28 +66,7 @@ spec:
 /// The dev sign-in of `TestApp::spawn_console`, for a platform-api started otherwise: users
 /// `admin` (admin, analyst) and `analyst` of tenant `acme`.
 pub(crate) fn dev_sign_in(extra: &mut platform_api::Extra) {
-    let minter = auth::TokenMinter::from_pem(
-        testkit::minter().private_pem(),
-        testkit::TEST_KID,
-        testkit::TEST_ISSUER,
-        testkit::TEST_AUDIENCE,
-    )
-    .unwrap();
-    extra.console.secure_cookies = false;
-    extra.console.dev_sign_in = Some(platform_api::DevSignIn {
-        minter: std::sync::Arc::new(minter),
-        tenant: "acme".into(),
-        users: vec![
-            platform_api::DevUser {
-                user: "admin".into(),
-                roles: vec!["admin".into(), "analyst".into()],
-            },
-            platform_api::DevUser {
-                user: "analyst".into(),
-                roles: vec!["analyst".into()],
-            },
-        ],
-    });
+    integration_tests::dev_console("acme")(extra);
 }
 
 /// platform-api on `moto` with a scan worker, remediation and the console's dev sign-in.

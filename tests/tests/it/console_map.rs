@@ -65,30 +65,7 @@ async fn console_on_moto(
             env.insert("DPS_SCAN_WORKERS".into(), "1".into());
             tweak(env);
         },
-        |extra| {
-            let minter = auth::TokenMinter::from_pem(
-                testkit::minter().private_pem(),
-                testkit::TEST_KID,
-                testkit::TEST_ISSUER,
-                testkit::TEST_AUDIENCE,
-            )
-            .unwrap();
-            extra.console.secure_cookies = false;
-            extra.console.dev_sign_in = Some(platform_api::DevSignIn {
-                minter: std::sync::Arc::new(minter),
-                tenant: "acme".into(),
-                users: vec![
-                    platform_api::DevUser {
-                        user: "admin".into(),
-                        roles: vec!["admin".into(), "analyst".into()],
-                    },
-                    platform_api::DevUser {
-                        user: "analyst".into(),
-                        roles: vec!["analyst".into()],
-                    },
-                ],
-            });
-        },
+        integration_tests::dev_console("acme"),
     )
     .await;
     (app, moto)

@@ -27,28 +27,7 @@ pub(crate) fn shown_as_text(body: &str) {
 /// platform-api's `Extra` changed as `TestApp::spawn_console` changes it: the dev sign-in of
 /// `admin` (admin, analyst) and `analyst` (analyst) of `acme`.
 pub(crate) fn dev_sign_in(extra: &mut platform_api::Extra) {
-    let minter = auth::TokenMinter::from_pem(
-        testkit::minter().private_pem(),
-        testkit::TEST_KID,
-        testkit::TEST_ISSUER,
-        testkit::TEST_AUDIENCE,
-    )
-    .unwrap();
-    extra.console.secure_cookies = false;
-    extra.console.dev_sign_in = Some(platform_api::DevSignIn {
-        minter: std::sync::Arc::new(minter),
-        tenant: "acme".into(),
-        users: vec![
-            platform_api::DevUser {
-                user: "admin".into(),
-                roles: vec!["admin".into(), "analyst".into()],
-            },
-            platform_api::DevUser {
-                user: "analyst".into(),
-                roles: vec!["analyst".into()],
-            },
-        ],
-    });
+    integration_tests::dev_console("acme")(extra);
 }
 
 /// platform-api with the console's dev sign-in and tokens-api over one database with the

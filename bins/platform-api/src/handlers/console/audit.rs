@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use api_types::governance::AuditQuery;
 use dps_http::{ApiError, ServiceState, on};
 
-use super::page::{failure, page, params, viewer};
+use super::page::{Signed, failure, page, params};
 use crate::Extra;
 use crate::queries::Listed;
 
@@ -16,14 +16,11 @@ pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
 /// The audit log, filtered and paged as `GET /governance/audit-log` is (any user of the
 /// tenant), with the chain checked under the service's checkpoint key.
 async fn audit(
+    Signed(viewer): Signed,
     req: HttpRequest,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     let listed = Listed::<AuditQuery>::parse(req.query_string(), extra.cursors.clone());
     let first = paging::PageRequest::first(
         &extra.cursors,

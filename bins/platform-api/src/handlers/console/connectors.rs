@@ -14,7 +14,7 @@ use dps_http::{ApiError, ServiceState, on};
 use ids::ConnectorId;
 use paging::{Limit, PageRequest};
 
-use super::page::{checked, failure, page, params, see_other, viewer};
+use super::page::{Signed, allowed, checked, failure, page, params, see_other};
 use crate::Extra;
 use crate::queries::Listed;
 
@@ -34,14 +34,6 @@ pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
         );
 }
 
-/// The viewer, if the API's `group` allows them; the 403 page otherwise.
-pub(super) fn allowed(state: &ServiceState, viewer: &Viewer, group: Group) -> Result<(), ApiError> {
-    state
-        .roles
-        .check(group, &viewer.principal)
-        .map_err(|_| ApiError::forbidden("your roles do not allow this"))
-}
-
 fn id(raw: &str) -> Result<ConnectorId, ApiError> {
     ConnectorId::parse(raw).ok_or_else(|| ApiError::not_found("connector not found"))
 }
@@ -58,14 +50,11 @@ fn trust(extra: &Extra, viewer: &Viewer) -> Trust {
 
 /// Connectors, filtered and paged as `GET /connectors` is.
 async fn list(
+    Signed(viewer): Signed,
     req: HttpRequest,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     let listed = Listed::<ConnectorQuery>::parse(req.query_string(), extra.cursors.clone());
     let listing = match &listed {
         Ok(listed) => console::Listing {
@@ -91,14 +80,10 @@ async fn list(
 
 /// The create form.
 async fn new(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     allowed(&state, &viewer, Group::Connectors)?;
     let html = console::new_connector(&viewer, &trust(&extra, &viewer)).map_err(failure)?;
     Ok(page(StatusCode::OK, html))
@@ -106,15 +91,11 @@ async fn new(
 
 /// Creates a connector; an invalid form is shown again with its problems.
 async fn create(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     form: web::Form<HashMap<String, String>>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     checked(&viewer, &form)?;
     allowed(&state, &viewer, Group::Connectors)?;
     let mut conn = state.conn().await?;
@@ -130,15 +111,10 @@ async fn create(
 
 /// One connector.
 async fn detail(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     path: web::Path<String>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     let id = id(&path)?;
     let mut conn = state.conn().await?;
     let html = console::connector(&mut conn, &viewer, id, None)
@@ -149,16 +125,12 @@ async fn detail(
 
 /// Tests the connection; its page shows the status it recorded.
 async fn test(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     path: web::Path<String>,
     form: web::Form<HashMap<String, String>>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     checked(&viewer, &form)?;
     allowed(&state, &viewer, Group::Connectors)?;
     let id = id(&path)?;
@@ -170,16 +142,12 @@ async fn test(
 
 /// Starts a full scan, then shows it.
 async fn scan(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     path: web::Path<String>,
     form: web::Form<HashMap<String, String>>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     checked(&viewer, &form)?;
     allowed(&state, &viewer, Group::Scans)?;
     let id = id(&path)?;
@@ -204,15 +172,10 @@ async fn scan(
 
 /// The delete's confirmation.
 async fn confirm_delete(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     path: web::Path<String>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     allowed(&state, &viewer, Group::Connectors)?;
     let id = id(&path)?;
     let mut conn = state.conn().await?;
@@ -224,16 +187,11 @@ async fn confirm_delete(
 
 /// Deletes the connector, confirmed.
 async fn delete(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     path: web::Path<String>,
     form: web::Form<HashMap<String, String>>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     checked(&viewer, &form)?;
     allowed(&state, &viewer, Group::Connectors)?;
     let id = id(&path)?;

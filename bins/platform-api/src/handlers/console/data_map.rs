@@ -2,12 +2,11 @@
 
 use actix_web::http::Method;
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use dps_http::{ApiError, ServiceState, on};
 use ids::ConnectorId;
 
-use super::page::{failure, page, viewer};
-use crate::Extra;
+use super::page::{Signed, failure, page};
 
 pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
     routes
@@ -20,14 +19,9 @@ pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
 
 /// Every bucket, by connector.
 async fn data_map(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     let mut conn = state.conn().await?;
     let html = console::data_map(&mut conn, &viewer)
         .await
@@ -37,15 +31,10 @@ async fn data_map(
 
 /// One bucket: its types, counts, riskiest files and last scan.
 async fn bucket(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     path: web::Path<(String, String)>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     let (connector, bucket) = path.into_inner();
     let connector =
         ConnectorId::parse(&connector).ok_or_else(|| ApiError::not_found("bucket not found"))?;

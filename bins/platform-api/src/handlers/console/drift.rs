@@ -7,8 +7,8 @@ use api_types::governance::DriftQuery;
 use dps_http::{ApiError, Routes, ServiceState, on};
 use ids::DriftEventId;
 
-use super::forms::{answer, fields, listed, listing, viewer_or_sign_in};
-use super::page::{checked, failure, page};
+use super::forms::{answer, fields, listed, listing};
+use super::page::{Signed, checked, failure, page};
 use crate::Extra;
 
 pub(super) fn register(routes: &mut Routes<'_>) {
@@ -20,11 +20,11 @@ pub(super) fn register(routes: &mut Routes<'_>) {
 
 /// The timeline, filtered as `GET /governance/drift-events` is.
 async fn list(
+    Signed(viewer): Signed,
     req: HttpRequest,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     let listed = listed::<DriftQuery>(&req, &extra);
     let listing = listing(&req, &extra, &listed)?;
     let mut conn = state.conn().await?;
@@ -37,13 +37,11 @@ async fn list(
 /// Acknowledges an event with the form's note, as `POST
 /// /governance/drift-events/:id/acknowledge` does.
 async fn acknowledge(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     body: web::Bytes,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     let form = fields(&body);
     checked(&viewer, &form)?;
     let field = |name: &str| form.get(name).map_or("", String::as_str);

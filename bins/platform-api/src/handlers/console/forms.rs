@@ -6,24 +6,12 @@ use std::collections::HashMap;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 use console::Posted;
-use dps_http::roles::Group;
-use dps_http::{ApiError, ServiceState};
+use dps_http::ApiError;
 use paging::{Limit, PageRequest};
 
 use super::page::{page, params, see_other};
 use crate::Extra;
 use crate::queries::{ListQuery, Listed};
-
-/// The signed-in viewer, or the answer that sends the browser to sign in.
-macro_rules! viewer_or_sign_in {
-    ($req:expr, $state:expr, $extra:expr) => {
-        match $crate::handlers::console::page::viewer(&$req, &$state, &$extra).await {
-            Ok(viewer) => viewer,
-            Err(to_sign_in) => return Ok(to_sign_in),
-        }
-    };
-}
-pub(super) use viewer_or_sign_in;
 
 /// The list request of the query string, as the API's list reads it. A filter form sends its
 /// empty fields, which mean "any": they are left out, as a client of the API leaves them out.
@@ -72,15 +60,6 @@ where
 /// that a policy document up to the API's body limit fits (actix's form limit is 16 KiB).
 pub(super) fn fields(body: &[u8]) -> HashMap<String, String> {
     url::form_urlencoded::parse(body).into_owned().collect()
-}
-
-/// Refuses, as the API would, a viewer whose roles the API's group `group` does not allow.
-pub(super) fn allowed(
-    state: &ServiceState,
-    viewer: &console::Viewer,
-    group: Group,
-) -> Result<(), ApiError> {
-    state.roles.check(group, &viewer.principal)
 }
 
 /// A form's answer: on to the next page, or the form again saying what was wrong.

@@ -7,7 +7,7 @@ use api_types::governance::FindingQuery;
 use dps_http::{ApiError, ServiceState};
 use paging::{Limit, PageRequest};
 
-use super::page::{failure, filled_query, page, params, viewer};
+use super::page::{Signed, failure, filled_query, page, params};
 use crate::Extra;
 use crate::queries::Listed;
 
@@ -27,14 +27,10 @@ pub async fn not_found() -> Result<HttpResponse, ApiError> {
 
 /// The overview.
 pub async fn overview(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     let mut conn = state.conn().await?;
     let html = console::overview(&mut conn, &viewer, &extra.cursors)
         .await
@@ -44,14 +40,11 @@ pub async fn overview(
 
 /// Findings, filtered and paged as `GET /findings` is.
 pub async fn findings(
+    Signed(viewer): Signed,
     req: HttpRequest,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     let listed = Listed::<FindingQuery>::parse(&filled_query(&req), extra.cursors.clone());
     let first = PageRequest::first(
         &extra.cursors,

@@ -1,9 +1,10 @@
 //! What every console handler shares: the headers of a page, the viewer verified from the
 //! session cookie, a form's CSRF check, and the mapping of a page's failure.
 
+use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
 use console::session::Session;
 use console::{Failure, May, Viewer};
 use dps_http::roles::Group;
@@ -169,4 +170,42 @@ pub(crate) fn params(req: &HttpRequest) -> Vec<(String, String)> {
         .filter(|(name, _)| name != "cursor")
         .map(|(n, v)| (n.into_owned(), v.into_owned()))
         .collect()
+}
+
+/// The signed-in viewer, as an extractor: a request without a valid session never reaches the
+/// handler, which the redirect to the sign-in page (or the page saying the identity
+/// provider's keys cannot be loaded) answers instead.
+pub(crate) struct Signed(pub Viewer);
+
+impl FromRequest for Signed {
+    type Error = actix_web::Error;
+    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let (Some(state), Some(extra)) = (
+                req.app_data::<web::Data<ServiceState>>().cloned(),
+                req.app_data::<web::Data<Extra>>().cloned(),
+            ) else {
+                return Err(ApiError::internal("no service state registered").into());
+            };
+            match viewer(&req, &state, &extra).await {
+                Ok(viewer) => Ok(Signed(viewer)),
+                Err(answer) => Err(actix_web::error::InternalError::from_response(
+                    "not signed in",
+                    answer,
+                )
+                .into()),
+            }
+        })
+    }
+}
+
+/// Refuses, as the API would, a viewer whose roles the API's group `group` does not allow.
+pub(crate) fn allowed(state: &ServiceState, viewer: &Viewer, group: Group) -> Result<(), ApiError> {
+    state
+        .roles
+        .check(group, &viewer.principal)
+        .map_err(|_| ApiError::forbidden("your roles do not allow this"))
 }

@@ -10,8 +10,8 @@ use dps_http::roles::Group;
 use dps_http::{ApiError, Routes, ServiceState, on};
 use ids::{PolicyId, ReconciliationId};
 
-use super::forms::{allowed, answer, fields, listed, listing, viewer_or_sign_in};
-use super::page::{checked, failure, page};
+use super::forms::{answer, fields, listed, listing};
+use super::page::{Signed, allowed, checked, failure, page};
 use crate::Extra;
 
 pub(super) fn register(routes: &mut Routes<'_>) {
@@ -42,11 +42,11 @@ pub(super) fn register(routes: &mut Routes<'_>) {
 
 /// The policies, filtered as `GET /governance/policies` is.
 async fn list(
+    Signed(viewer): Signed,
     req: HttpRequest,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     let listed = listed::<GovernancePolicyQuery>(&req, &extra);
     let listing = listing(&req, &extra, &listed)?;
     let mut conn = state.conn().await?;
@@ -57,23 +57,19 @@ async fn list(
 }
 
 async fn new(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     allowed(&state, &viewer, Group::GovernancePolicies)?;
     let html = console::new_policy(&viewer).map_err(failure)?;
     Ok(page(StatusCode::OK, html))
 }
 
 async fn show(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     let mut conn = state.conn().await?;
     let html = console::policy(&mut conn, &viewer, PolicyId::parse_or_nil(&id))
         .await
@@ -83,12 +79,10 @@ async fn show(
 
 /// Creates a policy from the editor, as `POST /governance/policies` with a YAML body does.
 async fn create(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     body: web::Bytes,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     let form = fields(&body);
     checked(&viewer, &form)?;
     allowed(&state, &viewer, Group::GovernancePolicies)?;
@@ -102,13 +96,11 @@ async fn create(
 
 /// Replaces a policy from the editor, as `PUT /governance/policies/:id` does.
 async fn save(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     body: web::Bytes,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     let form = fields(&body);
     checked(&viewer, &form)?;
     allowed(&state, &viewer, Group::GovernancePolicies)?;
@@ -121,13 +113,11 @@ async fn save(
 }
 
 async fn mode(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     body: web::Bytes,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     let form = fields(&body);
     checked(&viewer, &form)?;
     allowed(&state, &viewer, Group::GovernancePolicies)?;
@@ -140,12 +130,10 @@ async fn mode(
 }
 
 async fn delete_question(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     allowed(&state, &viewer, Group::GovernancePolicies)?;
     let mut conn = state.conn().await?;
     let html = console::delete_policy_page(&mut conn, &viewer, PolicyId::parse_or_nil(&id))
@@ -156,13 +144,11 @@ async fn delete_question(
 
 /// Deletes a policy, once its question was answered, as `DELETE /governance/policies/:id`.
 async fn delete(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     body: web::Bytes,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     checked(&viewer, &fields(&body))?;
     allowed(&state, &viewer, Group::GovernancePolicies)?;
     let mut conn = state.conn().await?;
@@ -174,13 +160,12 @@ async fn delete(
 
 /// Queues the policy's dry-run reconciliation, as `POST /governance/reconcile` does.
 async fn preview(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     body: web::Bytes,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     checked(&viewer, &fields(&body))?;
     allowed(&state, &viewer, Group::Reconcile)?;
     let mut conn = state.conn().await?;
@@ -197,12 +182,10 @@ async fn preview(
 
 /// A reconciliation, as `GET /governance/reconciliations/:id` reads it.
 async fn reconciliation(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     let mut conn = state.conn().await?;
     let html = console::reconciliation(&mut conn, &viewer, ReconciliationId::parse_or_nil(&id))
         .await

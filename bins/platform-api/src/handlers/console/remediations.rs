@@ -8,8 +8,8 @@ use dps_http::roles::Group;
 use dps_http::{ApiError, Routes, ServiceState, on};
 use ids::RemediationId;
 
-use super::forms::{allowed, answer, fields, listed, listing, viewer_or_sign_in};
-use super::page::{checked, failure, page};
+use super::forms::{answer, fields, listed, listing};
+use super::page::{Signed, allowed, checked, failure, page};
 use crate::Extra;
 
 pub(super) fn register(routes: &mut Routes<'_>) {
@@ -24,11 +24,11 @@ pub(super) fn register(routes: &mut Routes<'_>) {
 
 /// The remediations, filtered as `GET /governance/remediations` is.
 async fn list(
+    Signed(viewer): Signed,
     req: HttpRequest,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     allowed(&state, &viewer, Group::Remediations)?;
     let listed = listed::<RemediationQuery>(&req, &extra);
     let listing = listing(&req, &extra, &listed)?;
@@ -42,12 +42,11 @@ async fn list(
 /// One remediation, its receipts checked against the keys `GET /governance/receipt-keys`
 /// serves.
 async fn show(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     allowed(&state, &viewer, Group::Remediations)?;
     let jwks = extra.remediation.receipts.jwks();
     let mut conn = state.conn().await?;
@@ -58,12 +57,10 @@ async fn show(
 }
 
 async fn undo_question(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     allowed(&state, &viewer, Group::Remediations)?;
     let mut conn = state.conn().await?;
     let html = console::undo_question(&mut conn, &viewer, RemediationId::parse_or_nil(&id))
@@ -75,13 +72,12 @@ async fn undo_question(
 /// Undoes a remediation, once its question was answered, as `POST
 /// /governance/remediations/:id/undo` does.
 async fn undo(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     body: web::Bytes,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = viewer_or_sign_in!(req, state, extra);
     let form = fields(&body);
     checked(&viewer, &form)?;
     allowed(&state, &viewer, Group::Remediations)?;

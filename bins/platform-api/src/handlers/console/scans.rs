@@ -12,8 +12,7 @@ use dps_http::{ApiError, ServiceState, on};
 use ids::ScanId;
 use paging::{Limit, PageRequest};
 
-use super::connectors::allowed;
-use super::page::{checked, failure, page, params, see_other, viewer};
+use super::page::{Signed, allowed, checked, failure, page, params, see_other};
 use crate::Extra;
 use crate::queries::Listed;
 
@@ -33,14 +32,11 @@ fn id(raw: &str) -> Result<ScanId, ApiError> {
 
 /// Scans, filtered and paged as `GET /scans` is.
 async fn list(
+    Signed(viewer): Signed,
     req: HttpRequest,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     let listed = Listed::<ScanQuery>::parse(req.query_string(), extra.cursors.clone());
     let listing = match &listed {
         Ok(listed) => console::Listing {
@@ -66,15 +62,12 @@ async fn list(
 
 /// One scan, live while it runs; `?cursor=` pages its workers as `GET /scans/:id/workers`.
 async fn detail(
+    Signed(viewer): Signed,
     req: HttpRequest,
     path: web::Path<String>,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     let id = id(&path)?;
     let listed = Listed::<api_types::ListQuery>::parse(req.query_string(), extra.cursors.clone());
     let first = PageRequest::first(
@@ -91,15 +84,10 @@ async fn detail(
 
 /// The cancel's confirmation.
 async fn confirm_cancel(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     path: web::Path<String>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     allowed(&state, &viewer, Group::Scans)?;
     let id = id(&path)?;
     let mut conn = state.conn().await?;
@@ -111,16 +99,11 @@ async fn confirm_cancel(
 
 /// Cancels the scan, confirmed.
 async fn cancel(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     path: web::Path<String>,
     form: web::Form<HashMap<String, String>>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     checked(&viewer, &form)?;
     allowed(&state, &viewer, Group::Scans)?;
     let id = id(&path)?;

@@ -9,7 +9,7 @@ use dps_http::{ApiError, ServiceState};
 use time::OffsetDateTime;
 
 use super::config::ConsoleSettings;
-use super::page::{checked, cookie, failure, page, see_other, set, viewer};
+use super::page::{Signed, checked, cookie, failure, page, see_other, set};
 use crate::Extra;
 
 fn choices(extra: &Extra) -> console::SignInChoices {
@@ -132,15 +132,10 @@ fn signed_in(
 
 /// Ends the session: its cookie removed.
 pub async fn sign_out(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     form: web::Form<HashMap<String, String>>,
-    state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match viewer(&req, &state, &extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     checked(&viewer, &form)?;
     let settings = &extra.console;
     let mut response = see_other("/console/sign-in");
