@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use askama::Template;
 use diesel_async::AsyncPgConnection;
 use ids::DriftEventId;
-use paging::{Limit, PageRequest};
 use posture::drift::{self, DriftError, DriftEvent, Filter, Kind, MAX_NOTE_CHARS};
 use serde_json::Value;
 
@@ -146,30 +145,19 @@ pub async fn drift(
     };
     // The connectors' names, for the filter and the events: the first hundred, as the
     // findings page reads them.
-    let all = platform::connectors::list(
-        conn,
-        tenant,
-        Default::default(),
-        PageRequest::first(
-            listing.page.cursors,
-            Limit::parse(Some(100), 100).map_err(|e| Failure::Internal(e.to_string()))?,
-        ),
-    )
-    .await
-    .map_err(|e| Failure::Internal(format!("connectors: {e}")))?;
+    let all = super::connector_names(conn, tenant, listing.page.cursors).await?;
     let names: HashMap<String, String> = all
-        .items
         .iter()
-        .map(|c| (c.connector.id.to_string(), c.connector.name.clone()))
+        .map(|c| (c.id.to_string(), c.name.clone()))
         .collect();
     let connector = listing.param("connector");
     let mut connectors = options("Any connector", &[], &connector);
-    connectors.extend(all.items.iter().map(|c| {
-        let id = c.connector.id.to_string();
+    connectors.extend(all.iter().map(|c| {
+        let id = c.id.to_string();
         Choice {
             selected: id == connector,
             value: id,
-            label: c.connector.name.clone(),
+            label: c.name.clone(),
         }
     }));
     let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();

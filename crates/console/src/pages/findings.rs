@@ -3,7 +3,6 @@
 
 use askama::Template;
 use diesel_async::AsyncPgConnection;
-use paging::{Limit, PageRequest};
 use platform::findings::FindingView;
 use scans::findings::Filter;
 use serde_json::Value;
@@ -154,28 +153,18 @@ pub async fn findings(
         Err(problem) => (Some(problem.clone()), Vec::new(), None),
     };
     let connector = listing.param("connector");
-    let all = platform::connectors::list(
-        conn,
-        tenant,
-        Default::default(),
-        PageRequest::first(
-            listing.page.cursors,
-            Limit::parse(Some(100), 100).map_err(|e| Failure::Internal(e.to_string()))?,
-        ),
-    )
-    .await
-    .map_err(|e| Failure::Internal(format!("connectors: {e}")))?;
+    let all = super::connector_names(conn, tenant, listing.page.cursors).await?;
     let mut connectors = vec![Choice {
         value: String::new(),
         label: "Any connector".into(),
         selected: connector.is_empty(),
     }];
-    connectors.extend(all.items.iter().map(|c| {
-        let id = c.connector.id.to_string();
+    connectors.extend(all.iter().map(|c| {
+        let id = c.id.to_string();
         Choice {
             selected: id == connector,
             value: id,
-            label: c.connector.name.clone(),
+            label: c.name.clone(),
         }
     }));
     let with_any = |label: &str, mut rest: Vec<Choice>, param: &str| {

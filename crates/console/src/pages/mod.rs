@@ -149,6 +149,26 @@ pub(crate) fn count(n: i64) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
+/// The tenant's first hundred connectors, by name, for a filter's choices and for naming a
+/// connector on a page: the connectors' own rows, without the counts of their findings that
+/// the connectors list adds (which read every open finding).
+pub(crate) async fn connector_names(
+    conn: &mut diesel_async::AsyncPgConnection,
+    tenant: &ids::TenantId,
+    cursors: &paging::CursorKey,
+) -> Result<Vec<::connectors::store::Connector>, Failure> {
+    let first = PageRequest::first(
+        cursors,
+        paging::Limit::parse(Some(100), 100).map_err(|e| Failure::Internal(e.to_string()))?,
+    );
+    Ok(
+        ::connectors::store::list(conn, tenant, Default::default(), first)
+            .await
+            .map_err(|e| Failure::Internal(format!("connectors: {e}")))?
+            .items,
+    )
+}
+
 /// The severities, worst first, as the API names them.
 pub(crate) const SEVERITIES: [&str; 4] = ["critical", "high", "medium", "low"];
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use askama::Template;
 use diesel_async::AsyncPgConnection;
 use ids::{ConnectorId, ScanId};
-use paging::{Limit, PageRequest};
+use paging::PageRequest;
 use scans::{Scan, ScanError};
 use time::OffsetDateTime;
 
@@ -44,22 +44,8 @@ async fn names(
     viewer: &Viewer,
     cursors: &paging::CursorKey,
 ) -> Result<HashMap<ConnectorId, String>, Failure> {
-    let all = platform::connectors::list(
-        conn,
-        &viewer.principal.tenant_id,
-        Default::default(),
-        PageRequest::first(
-            cursors,
-            Limit::parse(Some(100), 100).map_err(|e| Failure::Internal(e.to_string()))?,
-        ),
-    )
-    .await
-    .map_err(|e| Failure::Internal(format!("connectors: {e}")))?;
-    Ok(all
-        .items
-        .into_iter()
-        .map(|c| (c.connector.id, c.connector.name))
-        .collect())
+    let all = super::connector_names(conn, &viewer.principal.tenant_id, cursors).await?;
+    Ok(all.into_iter().map(|c| (c.id, c.name)).collect())
 }
 
 fn connector_names(scan: &Scan, names: &HashMap<ConnectorId, String>) -> String {
