@@ -5,9 +5,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use api_types::governance::AuditQuery;
 use dps_http::{ApiError, ServiceState, on};
 
-use super::page::{Signed, failure, page, params};
+use super::page::{Signed, failure, listed, listing, page};
 use crate::Extra;
-use crate::queries::Listed;
 
 pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
     routes.page("/console/audit", [on(Method::GET, audit)]);
@@ -21,23 +20,8 @@ async fn audit(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let listed = Listed::<AuditQuery>::parse(req.query_string(), extra.cursors.clone());
-    let first = paging::PageRequest::first(
-        &extra.cursors,
-        paging::Limit::parse(None, audit::DEFAULT_LIMIT).map_err(ApiError::internal)?,
-    );
-    let listing = match &listed {
-        Ok(listed) => console::Listing {
-            filter: Ok(listed.filter.clone()),
-            page: listed.page(),
-            params: params(&req),
-        },
-        Err(e) => console::Listing {
-            filter: Err(e.message.clone()),
-            page: first,
-            params: params(&req),
-        },
-    };
+    let listed = listed::<AuditQuery>(&req, &extra);
+    let listing = listing(&req, &extra, &listed)?;
     let mut conn = state.conn().await?;
     let html = console::audit(&mut conn, &viewer, listing, extra.audit_key.public())
         .await

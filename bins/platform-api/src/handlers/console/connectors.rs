@@ -12,11 +12,9 @@ use console::{Outcome, Trust, Viewer};
 use dps_http::roles::Group;
 use dps_http::{ApiError, ServiceState, on};
 use ids::ConnectorId;
-use paging::{Limit, PageRequest};
 
-use super::page::{Signed, allowed, checked, failure, page, params, see_other};
+use super::page::{Signed, allowed, checked, failure, listed, listing, page, see_other};
 use crate::Extra;
-use crate::queries::Listed;
 
 pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
     routes
@@ -55,22 +53,8 @@ async fn list(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let listed = Listed::<ConnectorQuery>::parse(req.query_string(), extra.cursors.clone());
-    let listing = match &listed {
-        Ok(listed) => console::Listing {
-            filter: Ok(listed.filter),
-            page: listed.page(),
-            params: params(&req),
-        },
-        Err(e) => console::Listing {
-            filter: Err(e.message.clone()),
-            page: PageRequest::first(
-                &extra.cursors,
-                Limit::parse(None, 20).map_err(ApiError::internal)?,
-            ),
-            params: params(&req),
-        },
-    };
+    let listed = listed::<ConnectorQuery>(&req, &extra);
+    let listing = listing(&req, &extra, &listed)?;
     let mut conn = state.conn().await?;
     let html = console::connectors(&mut conn, &viewer, listing)
         .await

@@ -7,8 +7,8 @@ use api_types::governance::DriftQuery;
 use dps_http::{ApiError, Routes, ServiceState, on};
 use ids::DriftEventId;
 
-use super::forms::{answer, fields, listed, listing};
-use super::page::{Signed, checked, failure, page};
+use super::forms::{answer, fields};
+use super::page::{Signed, checked, failure, listed, listing, page};
 use crate::Extra;
 
 pub(super) fn register(routes: &mut Routes<'_>) {

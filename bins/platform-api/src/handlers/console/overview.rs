@@ -5,11 +5,9 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use api_types::governance::FindingQuery;
 use dps_http::{ApiError, ServiceState};
-use paging::{Limit, PageRequest};
 
-use super::page::{Signed, failure, filled_query, page, params};
+use super::page::{Signed, failure, listed, listing, page};
 use crate::Extra;
-use crate::queries::Listed;
 
 /// The stylesheet, cached for good: its path changes with its content.
 pub async fn stylesheet() -> HttpResponse {
@@ -45,23 +43,8 @@ pub async fn findings(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let listed = Listed::<FindingQuery>::parse(&filled_query(&req), extra.cursors.clone());
-    let first = PageRequest::first(
-        &extra.cursors,
-        Limit::parse(None, 20).map_err(ApiError::internal)?,
-    );
-    let listing = match &listed {
-        Ok(listed) => console::Listing {
-            filter: Ok(listed.filter.clone()),
-            page: listed.page(),
-            params: params(&req),
-        },
-        Err(e) => console::Listing {
-            filter: Err(e.message.clone()),
-            page: first,
-            params: params(&req),
-        },
-    };
+    let listed = listed::<FindingQuery>(&req, &extra);
+    let listing = listing(&req, &extra, &listed)?;
     let mut conn = state.conn().await?;
     let html = console::findings(&mut conn, &viewer, listing)
         .await

@@ -13,6 +13,8 @@ use std::collections::HashMap;
 use time::OffsetDateTime;
 
 use crate::Extra;
+use crate::queries::{ListQuery, Listed};
+use paging::{Limit, PageRequest};
 
 /// A page, with the headers every console page carries.
 pub(crate) fn page(status: StatusCode, html: String) -> HttpResponse {
@@ -152,16 +154,47 @@ pub(crate) fn checked(viewer: &Viewer, form: &HashMap<String, String>) -> Result
     }
 }
 
-/// The query string without its empty parameters: a form's empty field means "any", as an
-/// absent parameter does for the API, which would refuse an empty number.
-pub(crate) fn filled_query(req: &HttpRequest) -> String {
-    let mut out = url::form_urlencoded::Serializer::new(String::new());
-    for (name, value) in url::form_urlencoded::parse(req.query_string().as_bytes()) {
-        if !value.trim().is_empty() {
-            out.append_pair(&name, value.trim());
-        }
-    }
-    out.finish()
+/// The list request of the query string, as the API's list reads it. A filter form sends its
+/// empty fields, which mean "any": they are left out, as a client of the API leaves them out.
+pub(crate) fn listed<Q: ListQuery>(
+    req: &HttpRequest,
+    extra: &Extra,
+) -> Result<Listed<Q>, ApiError> {
+    let raw = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(
+            url::form_urlencoded::parse(req.query_string().as_bytes())
+                .filter(|(_, value)| !value.is_empty()),
+        )
+        .finish();
+    Listed::<Q>::parse(&raw, extra.cursors.clone())
+}
+
+/// The console's view of a list request: its filter, or why the API refused the query (shown
+/// beside the form), and the first page then.
+pub(crate) fn listing<'a, Q>(
+    req: &HttpRequest,
+    extra: &'a Extra,
+    listed: &'a Result<Listed<Q>, ApiError>,
+) -> Result<console::Listing<'a, Q::Filter>, ApiError>
+where
+    Q: ListQuery,
+    Q::Filter: Clone,
+{
+    Ok(match listed {
+        Ok(listed) => console::Listing {
+            filter: Ok(listed.filter.clone()),
+            page: listed.page(),
+            params: params(req),
+        },
+        Err(e) => console::Listing {
+            filter: Err(e.message.clone()),
+            page: PageRequest::first(
+                &extra.cursors,
+                Limit::parse(None, Q::DEFAULT_LIMIT).map_err(ApiError::internal)?,
+            ),
+            params: params(req),
+        },
+    })
 }
 
 /// The query's parameters but its cursor, as given: a page's links keep them.

@@ -10,8 +10,8 @@ use dps_http::roles::Group;
 use dps_http::{ApiError, Routes, ServiceState, on};
 use ids::{PolicyId, ReconciliationId};
 
-use super::forms::{answer, fields, listed, listing};
-use super::page::{Signed, allowed, checked, failure, page};
+use super::forms::{answer, fields};
+use super::page::{Signed, allowed, checked, failure, listed, listing, page};
 use crate::Extra;
 
 pub(super) fn register(routes: &mut Routes<'_>) {

@@ -12,7 +12,7 @@ use dps_http::{ApiError, ServiceState, on};
 use ids::ScanId;
 use paging::{Limit, PageRequest};
 
-use super::page::{Signed, allowed, checked, failure, page, params, see_other};
+use super::page::{Signed, allowed, checked, failure, listed, listing, page, see_other};
 use crate::Extra;
 use crate::queries::Listed;
 
@@ -37,22 +37,8 @@ async fn list(
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let listed = Listed::<ScanQuery>::parse(req.query_string(), extra.cursors.clone());
-    let listing = match &listed {
-        Ok(listed) => console::Listing {
-            filter: Ok(listed.filter.clone()),
-            page: listed.page(),
-            params: params(&req),
-        },
-        Err(e) => console::Listing {
-            filter: Err(e.message.clone()),
-            page: PageRequest::first(
-                &extra.cursors,
-                Limit::parse(None, 20).map_err(ApiError::internal)?,
-            ),
-            params: params(&req),
-        },
-    };
+    let listed = listed::<ScanQuery>(&req, &extra);
+    let listing = listing(&req, &extra, &listed)?;
     let mut conn = state.conn().await?;
     let html = console::scans(&mut conn, &viewer, listing)
         .await
