@@ -3,7 +3,8 @@
 //! million audit entries, the audit verifier's rate, and a dry-run reconciliation's rate.
 //!
 //! `cargo bench -p integration-tests --bench governance` (`-- --quick`: 100,000 findings and
-//! 100,000 audit entries). `BENCH_FINDINGS` and `BENCH_AUDIT` change the sizes.
+//! 100,000 audit entries; `-- --console`: the console's pages only, without the API's reads,
+//! the verifier and the reconciliation). `BENCH_FINDINGS` and `BENCH_AUDIT` change the sizes.
 //!
 //! How the data gets there:
 //! - 10 connectors through the API; their findings (10 per object, five types, confidences
@@ -14,7 +15,10 @@
 //!   evaluation consumer records a scan's batches: every object is new, so each is one data
 //!   drift event;
 //! - the audit log through `audit::append`, 2,000 entries per transaction, hash-chained, with
-//!   platform-api's checkpointer signing as it goes.
+//!   platform-api's checkpointer signing as it goes;
+//! - for the console's pages, by SQL: each finding's scan as a completed scan and 990 earlier
+//!   ones, each connector's bucket with its posture (three public and unencrypted), and
+//!   100,000 alert deliveries.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -32,6 +36,10 @@ use serde_json::{Value, json};
 const TENANT: &str = "acme";
 const CONNECTORS: usize = 10;
 const FINDINGS_PER_OBJECT: usize = 10;
+/// A scan's options with every default filled in, as the service writes them.
+const SCAN_OPTIONS: &str = r#"{"max_files": 100000, "max_workers": 4, "file_types": [], "prefixes": [],
+    "timeout_minutes": 120, "coverage_target": 0.95, "coverage_strategy": "best_effort",
+    "max_object_bytes": 104857600}"#;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -237,6 +245,8 @@ async fn seed_findings(
         .await
         .unwrap();
     }
+    seed_scans_and_buckets(conn, connectors).await;
+    seed_deliveries(conn).await;
     diesel::sql_query("ANALYZE findings")
         .execute(conn)
         .await
@@ -245,6 +255,82 @@ async fn seed_findings(
         .execute(conn)
         .await
         .unwrap();
+}
+
+/// What a scanned estate also holds beside its findings: each finding's scan as a completed
+/// scan with 99 earlier ones per connector (1,000 scans to list), and each connector's bucket
+/// with its posture checked, public and unencrypted for the first three connectors, so the
+/// data map and the overview's exposed list have tiles to draw.
+async fn seed_scans_and_buckets(conn: &mut db::AsyncPgConnection, connectors: &[String]) {
+    diesel::sql_query(
+        "INSERT INTO scans (tenant_id, scan_id, status, kind, origin, options, enumeration_status,
+                            sources_total, sources_listed, worker_token_hash, max_workers, created_at,
+                            started_at, completed_at)
+         SELECT DISTINCT $1, scan_id, 'completed', 'full', 'connector', $2::jsonb, 'complete',
+                1, 1, '\\x00'::bytea, 4, now() - interval '1 hour', now() - interval '1 hour', now()
+           FROM findings WHERE tenant_id = $1",
+    )
+    .bind::<Text, _>(TENANT)
+    .bind::<Text, _>(SCAN_OPTIONS)
+    .execute(conn)
+    .await
+    .unwrap();
+    diesel::sql_query(
+        "INSERT INTO scans (tenant_id, scan_id, status, kind, origin, options, enumeration_status,
+                            sources_total, sources_listed, worker_token_hash, max_workers, created_at,
+                            started_at, completed_at)
+         SELECT $1, gen_random_uuid(), 'completed', 'incremental', 'connector', $3::jsonb,
+                'complete', 1, 1, '\\x00'::bytea, 4, now() - g * interval '1 day',
+                now() - g * interval '1 day', now() - g * interval '1 day' + interval '5 minutes'
+           FROM generate_series(1, $2) g",
+    )
+    .bind::<Text, _>(TENANT)
+    .bind::<BigInt, _>((connectors.len() * 99) as i64)
+    .bind::<Text, _>(SCAN_OPTIONS)
+    .execute(conn)
+    .await
+    .unwrap();
+    for (i, connector) in connectors.iter().enumerate() {
+        diesel::sql_query(
+            "INSERT INTO governance_buckets
+                 (tenant_id, connector_id, bucket, accessible, public, encryption, versioning,
+                  checked_at)
+             VALUES ($1, $2, 'exports', true, $3, $4, 'Enabled', now())",
+        )
+        .bind::<Text, _>(TENANT)
+        .bind::<SqlUuid, _>(uuid::Uuid::parse_str(connector).unwrap())
+        .bind::<diesel::sql_types::Bool, _>(i < 3)
+        .bind::<Text, _>(if i < 3 { "none" } else { "aws:kms" })
+        .execute(conn)
+        .await
+        .unwrap();
+    }
+}
+
+/// 100,000 alerts to one channel over the last 100,000 minutes, as evaluation queues them
+/// (ids ordered by time, as `Uuid::now_v7` makes them), nine in ten delivered.
+async fn seed_deliveries(conn: &mut db::AsyncPgConnection) {
+    diesel::sql_query(
+        "INSERT INTO governance_deliveries (tenant_id, delivery_id, channel, action_id, payload,
+                attempts, next_attempt_at, status, last_error, created_at, delivered_at)
+         SELECT $1,
+                (lpad(to_hex((extract(epoch FROM t) * 1000)::bigint), 12, '0') || '7'
+                 || substr(md5(g::text), 1, 19))::uuid,
+                'security', gen_random_uuid(),
+                jsonb_build_object('type', 'governance.alert',
+                                   'policy', jsonb_build_object('name', 'ssn', 'version', 1),
+                                   'severity', 'high',
+                                   'resource', 'exports/part-' || lpad(g::text, 7, '0') || '.csv'),
+                1, t, CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'delivered' END,
+                CASE WHEN g % 10 = 0 THEN 'HTTP 500' END, t,
+                CASE WHEN g % 10 = 0 THEN NULL ELSE t END
+           FROM generate_series(1, 100000) g,
+                LATERAL (SELECT now() - g * interval '1 minute' AS t) t",
+    )
+    .bind::<Text, _>(TENANT)
+    .execute(conn)
+    .await
+    .unwrap();
 }
 
 /// Records risk and drift for every object, as the evaluation consumer does batch by batch.
@@ -352,9 +438,76 @@ async fn seed_audit(
     started.elapsed()
 }
 
+/// The API's reads of risk, drift and the audit log, each `rounds` times.
+async fn api_reads(reader: &Client<'_>, c0: &str, rounds: usize) {
+    let mut paths: Vec<(String, String)> = vec![
+        (
+            "risk: findings, first page".into(),
+            "/governance/risk-scores?level=finding".into(),
+        ),
+        (
+            "risk: files, first page".into(),
+            "/governance/risk-scores?level=file".into(),
+        ),
+        ("risk: connectors".into(), "/governance/risk-scores".into()),
+        (
+            "risk: workspace".into(),
+            "/governance/risk-scores?level=workspace".into(),
+        ),
+        (
+            "risk: one connector's findings, min_score 40".into(),
+            format!("/governance/risk-scores?level=finding&connector={c0}&min_score=40&limit=100"),
+        ),
+        (
+            "drift: first page".into(),
+            "/governance/drift-events".into(),
+        ),
+        (
+            "drift: severity medium, one connector".into(),
+            format!("/governance/drift-events?severity=medium&connector={c0}&limit=100"),
+        ),
+        (
+            "drift: type config_drift (none)".into(),
+            "/governance/drift-events?type=config_drift".into(),
+        ),
+        ("audit: first page".into(), "/governance/audit-log".into()),
+        (
+            "audit: action_type mask, 100".into(),
+            "/governance/audit-log?action_type=mask&limit=100".into(),
+        ),
+        ("summary".into(), "/governance/summary".into()),
+    ];
+    let deep = cursor_at(
+        reader,
+        "/governance/risk-scores?level=finding&limit=100",
+        50,
+    )
+    .await;
+    paths.push((
+        "risk: findings, page 51 of 100".into(),
+        format!("/governance/risk-scores?level=finding&limit=100&cursor={deep}"),
+    ));
+    let deep = cursor_at(reader, "/governance/drift-events?limit=100", 50).await;
+    paths.push((
+        "drift: page 51 of 100".into(),
+        format!("/governance/drift-events?limit=100&cursor={deep}"),
+    ));
+    let deep = cursor_at(reader, "/governance/audit-log?limit=100", 50).await;
+    paths.push((
+        "audit: page 51 of 100".into(),
+        format!("/governance/audit-log?limit=100&cursor={deep}"),
+    ));
+    println!("\n| Request | p50 ms | p99 ms |\n|---|---|---|");
+    for (name, path) in &paths {
+        let (p50, p99) = latency(reader, path, rounds).await;
+        println!("| {name} | {:.1} | {:.1} |", ms(p50), ms(p99));
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    let console_only = std::env::args().any(|a| a == "--console");
     let setting = |name: &str, default: usize| {
         std::env::var(name)
             .ok()
@@ -449,72 +602,26 @@ async fn main() {
         token: app.token(TENANT, "al", &["analyst"]),
     };
     let c0 = &connectors[0];
-    let mut paths: Vec<(String, String)> = vec![
-        (
-            "risk: findings, first page".into(),
-            "/governance/risk-scores?level=finding".into(),
-        ),
-        (
-            "risk: files, first page".into(),
-            "/governance/risk-scores?level=file".into(),
-        ),
-        ("risk: connectors".into(), "/governance/risk-scores".into()),
-        (
-            "risk: workspace".into(),
-            "/governance/risk-scores?level=workspace".into(),
-        ),
-        (
-            "risk: one connector's findings, min_score 40".into(),
-            format!("/governance/risk-scores?level=finding&connector={c0}&min_score=40&limit=100"),
-        ),
-        (
-            "drift: first page".into(),
-            "/governance/drift-events".into(),
-        ),
-        (
-            "drift: severity medium, one connector".into(),
-            format!("/governance/drift-events?severity=medium&connector={c0}&limit=100"),
-        ),
-        (
-            "drift: type config_drift (none)".into(),
-            "/governance/drift-events?type=config_drift".into(),
-        ),
-        ("audit: first page".into(), "/governance/audit-log".into()),
-        (
-            "audit: action_type mask, 100".into(),
-            "/governance/audit-log?action_type=mask&limit=100".into(),
-        ),
-        ("summary".into(), "/governance/summary".into()),
-    ];
-    let deep = cursor_at(
-        &reader,
-        "/governance/risk-scores?level=finding&limit=100",
-        50,
-    )
-    .await;
-    paths.push((
-        "risk: findings, page 51 of 100".into(),
-        format!("/governance/risk-scores?level=finding&limit=100&cursor={deep}"),
-    ));
-    let deep = cursor_at(&reader, "/governance/drift-events?limit=100", 50).await;
-    paths.push((
-        "drift: page 51 of 100".into(),
-        format!("/governance/drift-events?limit=100&cursor={deep}"),
-    ));
-    let deep = cursor_at(&reader, "/governance/audit-log?limit=100", 50).await;
-    paths.push((
-        "audit: page 51 of 100".into(),
-        format!("/governance/audit-log?limit=100&cursor={deep}"),
-    ));
-    println!("\n| Request | p50 ms | p99 ms |\n|---|---|---|");
-    for (name, path) in &paths {
-        let (p50, p99) = latency(&reader, path, rounds).await;
-        println!("| {name} | {:.1} | {:.1} |", ms(p50), ms(p99));
+    if !console_only {
+        api_reads(&reader, c0, rounds).await;
     }
 
     // The console's pages, as a signed-in admin's browser asks for them: the whole round trip
     // of each page's HTML, which bounds its server time from above.
     let cookie = console_session(&app).await;
+    #[derive(diesel::QueryableByName)]
+    struct ScanOf {
+        #[diesel(sql_type = SqlUuid)]
+        scan_id: uuid::Uuid,
+    }
+    let scan: ScanOf = diesel::sql_query(
+        "SELECT scan_id FROM findings WHERE tenant_id = $1 AND connector_id = $2 LIMIT 1",
+    )
+    .bind::<Text, _>(TENANT)
+    .bind::<SqlUuid, _>(uuid::Uuid::parse_str(c0).unwrap())
+    .get_result(&mut conn)
+    .await
+    .unwrap();
     println!("\n| Console page | p50 ms | p99 ms |\n|---|---|---|");
     for (name, path) in [
         ("overview", "/console".to_owned()),
@@ -524,12 +631,27 @@ async fn main() {
             format!("/console/findings?status=open&category=government_id&connector={c0}"),
         ),
         ("data map", "/console/data-map".to_owned()),
+        (
+            "data map, one bucket",
+            format!("/console/data-map/{c0}/exports"),
+        ),
         ("connectors", "/console/connectors".to_owned()),
+        ("one connector", format!("/console/connectors/{c0}")),
         ("scans", "/console/scans".to_owned()),
+        ("one scan", format!("/console/scans/{}", scan.scan_id)),
         ("policies", "/console/policies".to_owned()),
         ("drift", "/console/drift".to_owned()),
+        (
+            "drift, one connector's open",
+            format!("/console/drift?status=open&connector={c0}"),
+        ),
         ("remediations", "/console/remediations".to_owned()),
         ("audit log", "/console/audit".to_owned()),
+        (
+            "audit log, mask actions",
+            "/console/audit?action_type=mask".to_owned(),
+        ),
+        ("alerts", "/console/alerts".to_owned()),
         ("settings", "/console/settings".to_owned()),
         ("tokenization", "/console/tokenization".to_owned()),
     ] {
@@ -537,6 +659,10 @@ async fn main() {
             Some((p50, p99)) => println!("| {name} | {:.1} | {:.1} |", ms(p50), ms(p99)),
             None => println!("| {name} | not served | |"),
         }
+    }
+
+    if console_only {
+        return;
     }
 
     // The verifier, as `dpsctl audit verify` runs it.

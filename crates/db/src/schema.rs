@@ -122,6 +122,19 @@ diesel::table! {
 }
 
 diesel::table! {
+    findings_open_counts (tenant_id, connector_id, bucket, pii_type, category, shard) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        bucket -> Text,
+        pii_type -> Text,
+        category -> Text,
+        shard -> Int4,
+        findings -> Int8,
+        occurrences -> Int8,
+    }
+}
+
+diesel::table! {
     governance_actions (tenant_id, action_id) {
         tenant_id -> Text,
         action_id -> Uuid,
@@ -139,6 +152,18 @@ diesel::table! {
         updated_at -> Timestamptz,
         reconciliation_id -> Nullable<Uuid>,
         txid -> Int8,
+    }
+}
+
+diesel::table! {
+    governance_bucket_scores (tenant_id, connector_id, bucket, risk_score, shard) {
+        tenant_id -> Text,
+        connector_id -> Uuid,
+        bucket -> Text,
+        risk_score -> Int2,
+        shard -> Int2,
+        objects -> Int8,
+        findings -> Int8,
     }
 }
 
@@ -218,6 +243,17 @@ diesel::table! {
         last_error -> Nullable<Text>,
         created_at -> Timestamptz,
         delivered_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    governance_drift_counts (tenant_id, day, severity, shard) {
+        tenant_id -> Text,
+        day -> Date,
+        severity -> Text,
+        shard -> Int2,
+        events -> Int8,
+        open -> Int8,
     }
 }
 
@@ -703,7 +739,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     connectors,
     detokenization_audit,
     findings,
+    findings_open_counts,
     governance_actions,
+    governance_bucket_scores,
     governance_buckets,
     governance_category_counts,
     governance_channels,
@@ -711,6 +749,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     governance_consumers,
     governance_coverage_refresh,
     governance_deliveries,
+    governance_drift_counts,
     governance_drift_events,
     governance_finding_risk,
     governance_objects,

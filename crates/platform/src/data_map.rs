@@ -3,9 +3,10 @@
 //! files with their file-level risk scores (the scores `GET /governance/risk-scores?level=file`
 //! lists, read from the same table), and when it was last scanned and checked.
 //!
-//! Each read is bounded by the bucket: the types are grouped over the bucket's open findings
-//! (`findings_object_idx`), the files read from the primary key's bucket prefix, at most
-//! [`RISKIEST`] of them.
+//! Each read is bounded by the bucket, and none groups its findings: the types are the counts
+//! kept per bucket and type (`scans::open_counts`), its files with findings the kept histogram
+//! of its scores (`governance_bucket_scores`), its riskiest files read from the primary key's
+//! bucket prefix, at most [`RISKIEST`] of them.
 
 use diesel::QueryableByName;
 use diesel::result::Error as DieselError;
@@ -19,20 +20,7 @@ use crate::overview::{Bucket, buckets};
 /// How many of a bucket's riskiest files its page shows.
 pub const RISKIEST: i64 = 20;
 
-/// Open findings of one (pii type, category) in a bucket.
-#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
-pub struct TypeCount {
-    #[diesel(sql_type = Text)]
-    pub pii_type: String,
-    #[diesel(sql_type = Text)]
-    pub category: String,
-    /// Open findings.
-    #[diesel(sql_type = BigInt)]
-    pub findings: i64,
-    /// The values they hold, as every findings count counts them.
-    #[diesel(sql_type = BigInt)]
-    pub value_count: i64,
-}
+pub use scans::open_counts::TypeCount;
 
 /// A file of the bucket with its file-level risk score.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
@@ -92,22 +80,9 @@ pub async fn bucket(
         return Ok(None);
     };
     let reads = async {
-        let types: Vec<TypeCount> = db::sql(
-            "SELECT pii_type, category, count(*)::bigint AS findings,
-                    sum(occurrences)::bigint AS value_count
-               FROM findings
-              WHERE tenant_id = $1 AND connector_id = $2 AND bucket = $3 AND status = 'open'
-              GROUP BY pii_type, category
-              ORDER BY value_count DESC, pii_type, category",
-        )
-        .bind::<Text, _>(tenant.as_str())
-        .bind::<SqlUuid, _>(connector.as_uuid())
-        .bind::<Text, _>(name)
-        .load(conn)
-        .await?;
         let files: Counted = db::sql(
-            "SELECT count(*)::bigint AS n FROM governance_objects
-              WHERE tenant_id = $1 AND connector_id = $2 AND bucket = $3 AND findings_count > 0",
+            "SELECT coalesce(sum(objects), 0)::bigint AS n FROM governance_bucket_scores
+              WHERE tenant_id = $1 AND connector_id = $2 AND bucket = $3",
         )
         .bind::<Text, _>(tenant.as_str())
         .bind::<SqlUuid, _>(connector.as_uuid())
@@ -141,10 +116,11 @@ pub async fn bucket(
             DieselError::NotFound => Ok(None),
             e => Err(e),
         })?;
-        Ok::<_, DieselError>((types, files.n, riskiest, checked.map(|c| c.checked_at)))
+        Ok::<_, DieselError>((files.n, riskiest, checked.map(|c| c.checked_at)))
     };
-    let (types, files_with_findings, riskiest, checked_at) =
+    let (files_with_findings, riskiest, checked_at) =
         reads.await.map_err(crate::PlatformError::Posture)?;
+    let types = scans::open_counts::in_bucket(conn, tenant, connector, name).await?;
     let last_scan = scans::connector::history(conn, tenant, connector, 1)
         .await?
         .into_iter()

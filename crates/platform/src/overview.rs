@@ -1,8 +1,10 @@
 //! What a security team looks at first (the console's overview and data map): the buckets
 //! that are both sensitive and exposed, open findings and drift by severity, remediations
 //! waiting, failed or still undoable, coverage gaps, and a 30-day trend. Counts come from the
-//! tables kept as scans record (`governance_category_counts`, `remediation_status_counts`,
-//! `governance_finding_risk`, `governance_buckets`) and are read, never written, here.
+//! tables kept as scans record and governance evaluates (`governance_category_counts`,
+//! `governance_severity_counts`, `governance_bucket_scores`, `governance_drift_counts`,
+//! `remediation_status_counts`, `governance_buckets`) and are read, never written, here: no
+//! read walks the findings, the objects or the drift events.
 
 use std::collections::BTreeMap;
 
@@ -144,10 +146,13 @@ pub async fn buckets(
            FROM governance_buckets b
            JOIN connectors c ON c.tenant_id = b.tenant_id AND c.connector_id = b.connector_id
            LEFT JOIN LATERAL (
-                SELECT sum(g.findings_count) AS findings, max(g.risk_score) AS risk_score
-                  FROM governance_objects g
-                 WHERE g.tenant_id = b.tenant_id AND g.connector_id = b.connector_id
-                   AND g.bucket = b.bucket AND g.findings_count > 0) o ON true
+                SELECT sum(s.findings) AS findings, max(s.risk_score) AS risk_score
+                  FROM (SELECT g.risk_score, sum(g.findings) AS findings
+                          FROM governance_bucket_scores g
+                         WHERE g.tenant_id = b.tenant_id AND g.connector_id = b.connector_id
+                           AND g.bucket = b.bucket
+                         GROUP BY g.risk_score
+                        HAVING sum(g.objects) > 0) s) o ON true
           WHERE b.tenant_id = $1 AND ($2::uuid IS NULL OR b.connector_id = $2)
           ORDER BY risk_score DESC, findings DESC, c.name, b.bucket",
     )
@@ -209,13 +214,12 @@ pub async fn overview(
           WHERE tenant_id = $1 GROUP BY category HAVING sum(findings) > 0",
     )
     .await?;
-    let drift_by_severity = counted(
-        conn,
-        tenant,
-        "SELECT severity AS key, count(*)::bigint AS n FROM governance_drift_events
-          WHERE tenant_id = $1 AND status = 'open' GROUP BY severity",
-    )
-    .await?;
+    let drift_by_severity = posture::drift::open_by_severity(conn, tenant)
+        .await?
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(severity, n)| (severity.as_str().to_owned(), n))
+        .collect();
     let remediations_by_state = counted(
         conn,
         tenant,
@@ -237,21 +241,25 @@ pub async fn overview(
     .bind::<Text, _>(tenant.as_str())
     .load(conn)
     .await?;
-    // Findings per day as the scans recorded them: each chunk's count, on the day it ended,
-    // rather than a count over every finding of the month.
+    // Findings per day as the scans recorded them: each chunk's count, on the UTC day it
+    // ended, rather than a count over every finding of the month; drift events per UTC day
+    // from their kept counts.
     let days: Vec<DayRow> = db::sql(
-        "WITH days AS (
+        "WITH today AS (SELECT (now() AT TIME ZONE 'UTC')::date AS day),
+              days AS (
               SELECT d::date AS day
-                FROM generate_series(current_date - 29, current_date, interval '1 day') d),
+                FROM today, generate_series(today.day - 29, today.day, interval '1 day') d),
               chunks AS (
-              SELECT completed_at::date AS day, sum(findings_count)::bigint AS findings
-                FROM scan_chunks
-               WHERE tenant_id = $1 AND completed_at >= current_date - 29
+              SELECT (completed_at AT TIME ZONE 'UTC')::date AS day,
+                     sum(findings_count)::bigint AS findings
+                FROM scan_chunks, today
+               WHERE tenant_id = $1
+                 AND completed_at >= (today.day - 29)::timestamp AT TIME ZONE 'UTC'
                GROUP BY 1),
               drift AS (
-              SELECT occurred_at::date AS day, count(*)::bigint AS drift
-                FROM governance_drift_events
-               WHERE tenant_id = $1 AND occurred_at >= current_date - 29
+              SELECT c.day, sum(c.events)::bigint AS drift
+                FROM governance_drift_counts c, today
+               WHERE c.tenant_id = $1 AND c.day >= today.day - 29
                GROUP BY 1)
          SELECT days.day, coalesce(chunks.findings, 0)::bigint AS findings,
                 coalesce(drift.drift, 0)::bigint AS drift

@@ -377,19 +377,28 @@ pub async fn acknowledge(
     .await
 }
 
-/// Open events by severity (acknowledged ones excluded).
+/// Open events by severity (acknowledged ones excluded), from their kept counts
+/// (`governance_drift_counts`, moved by triggers as events are recorded, acknowledged and
+/// forgotten): a read of a few rows per day of history, not of the events.
 pub async fn open_by_severity(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
 ) -> Result<HashMap<Severity, i64>, DieselError> {
-    governance_drift_events::table
-        .filter(governance_drift_events::tenant_id.eq(tenant.as_str()))
-        .filter(governance_drift_events::status.eq("open"))
-        .group_by(governance_drift_events::severity)
-        .select((governance_drift_events::severity, diesel::dsl::count_star()))
-        .load::<(Severity, i64)>(conn)
-        .await
-        .map(|rows| rows.into_iter().collect())
+    #[derive(QueryableByName)]
+    struct Open {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        severity: Severity,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let rows: Vec<Open> = db::sql(
+        "SELECT severity, sum(open)::bigint AS n FROM governance_drift_counts
+          WHERE tenant_id = $1 GROUP BY severity HAVING sum(open) <> 0",
+    )
+    .bind::<diesel::sql_types::Text, _>(tenant.as_str())
+    .load(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.severity, r.n)).collect())
 }
 
 /// Forgets a deleted connector's drift events.

@@ -63,20 +63,9 @@ pub async fn activity(
             a.last_scan = at;
         }
     }
-    let open: Vec<(Uuid, String, i64)> = findings::table
-        .filter(findings::tenant_id.eq(tenant.as_str()))
-        .filter(findings::connector_id.eq_any(&ids))
-        .filter(findings::status.eq("open"))
-        .group_by((findings::connector_id, findings::category))
-        // Values, as every findings count counts them.
-        .select((
-            findings::connector_id,
-            findings::category,
-            diesel::dsl::sql::<BigInt>("sum(findings.occurrences)::bigint"),
-        ))
-        .order((findings::connector_id, findings::category))
-        .load(conn)
-        .await?;
+    // Values, as every findings count counts them, from the counts kept by triggers on the
+    // findings: exact at every commit, without grouping the findings.
+    let open = crate::open_counts::by_connector(conn, tenant, &ids).await?;
     for (id, category, n) in open {
         if let Some(a) = out.get_mut(&ConnectorId::from_uuid(id)) {
             a.open_findings.push((category, n));

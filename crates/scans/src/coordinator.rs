@@ -161,12 +161,20 @@ impl Coordinator {
         }
     }
 
-    /// Deletes outbox events past their retention.
+    /// Deletes outbox events past their retention, and folds the open findings counts of
+    /// backends that have ended.
     async fn prune(&self) -> Result<(), ScanError> {
         let mut conn = self.pool.get().await.map_err(|_| pool_error())?;
         let pruned = crate::outbox::prune(&mut conn).await?;
         if pruned > 0 {
             tracing::info!(events = pruned, "pruned the scans outbox");
+        }
+        let folded = crate::open_counts::fold(&mut conn).await?;
+        if folded > 0 {
+            tracing::debug!(
+                counts = folded,
+                "folded ended backends' open findings counts"
+            );
         }
         Ok(())
     }

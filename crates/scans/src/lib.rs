@@ -26,6 +26,7 @@ pub mod connector;
 pub mod coordinator;
 pub mod findings;
 pub mod group;
+pub mod open_counts;
 pub mod store;
 pub mod tokens;
 pub mod worker;

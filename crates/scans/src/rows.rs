@@ -2,6 +2,8 @@
 //! as its chunks keep them. Nothing here depends on another module of the crate but the error
 //! and the model.
 
+use std::collections::HashMap;
+
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
@@ -11,7 +13,7 @@ use db::schema::{scan_chunks, scan_connectors, scan_resources, scans};
 use ids::{ConnectorId, ScanId, TenantId};
 
 use crate::error::ScanError;
-use crate::model::{Counts, Reasons, Status};
+use crate::model::{Counts, Reasons, Status, WorkerCounts};
 use crate::options::Options;
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -132,6 +134,38 @@ pub(crate) async fn connector_ids(
     Ok(ids.into_iter().map(ConnectorId::from_uuid).collect())
 }
 
+/// The connectors of each of `scans`, each in the order its request named them; one query
+/// however many scans (a list page's).
+pub(crate) async fn connectors_of(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scans: &[ScanId],
+) -> Result<HashMap<ScanId, Vec<ConnectorId>>, ScanError> {
+    let ids: Vec<Uuid> = scans.iter().map(ScanId::as_uuid).collect();
+    let links: Vec<(Uuid, Uuid)> = scan_connectors::table
+        .filter(scan_connectors::tenant_id.eq(tenant.as_str()))
+        .filter(scan_connectors::scan_id.eq_any(&ids))
+        .order((scan_connectors::scan_id, scan_connectors::position))
+        .select((scan_connectors::scan_id, scan_connectors::connector_id))
+        .load(conn)
+        .await?;
+    let mut out: HashMap<ScanId, Vec<ConnectorId>> = HashMap::new();
+    for (scan, connector) in links {
+        out.entry(ScanId::from_uuid(scan))
+            .or_default()
+            .push(ConnectorId::from_uuid(connector));
+    }
+    Ok(out)
+}
+
+/// What a scan's chunks add up to.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tally {
+    pub counts: Counts,
+    pub reasons: Reasons,
+    pub workers: WorkerCounts,
+}
+
 /// A scan's resource counts by state, and by reason for those skipped or failed: sums over
 /// its chunks, which keep their resources' counts (a few rows, however many resources). Before
 /// its chunks exist (while it is enumerated) every resource is pending, and only those are
@@ -141,10 +175,28 @@ pub(crate) async fn tally(
     tenant: &TenantId,
     scan: ScanId,
 ) -> Result<(Counts, Reasons), ScanError> {
-    let chunks: Vec<(i32, i32, i32, i32, serde_json::Value)> = scan_chunks::table
+    let tally = tallies(conn, tenant, &[scan])
+        .await?
+        .remove(&scan)
+        .unwrap_or_default();
+    Ok((tally.counts, tally.reasons))
+}
+
+/// [`tally`] of each of `scans`, with their workers by state: one query for their chunks and
+/// one for the resources of those not chunked yet, however many scans (a list page's).
+pub(crate) async fn tallies(
+    conn: &mut AsyncPgConnection,
+    tenant: &TenantId,
+    scans: &[ScanId],
+) -> Result<HashMap<ScanId, Tally>, ScanError> {
+    let ids: Vec<Uuid> = scans.iter().map(ScanId::as_uuid).collect();
+    type ChunkRow = (Uuid, String, i32, i32, i32, i32, serde_json::Value);
+    let chunks: Vec<ChunkRow> = scan_chunks::table
         .filter(scan_chunks::tenant_id.eq(tenant.as_str()))
-        .filter(scan_chunks::scan_id.eq(scan.as_uuid()))
+        .filter(scan_chunks::scan_id.eq_any(&ids))
         .select((
+            scan_chunks::scan_id,
+            scan_chunks::status,
             scan_chunks::start_index,
             scan_chunks::end_index,
             scan_chunks::files_scanned,
@@ -153,28 +205,48 @@ pub(crate) async fn tally(
         ))
         .load(conn)
         .await?;
-    let mut counts = Counts::default();
-    let mut reasons = Reasons::default();
-    if chunks.is_empty() {
-        counts.enumerated = scan_resources::table
-            .filter(scan_resources::tenant_id.eq(tenant.as_str()))
-            .filter(scan_resources::scan_id.eq(scan.as_uuid()))
-            .count()
-            .get_result(conn)
-            .await?;
-        return Ok((counts, reasons));
-    }
-    for (start, end, scanned, findings, chunk_reasons) in chunks {
-        counts.enumerated += i64::from(end - start + 1);
-        counts.scanned += i64::from(scanned);
-        counts.findings += i64::from(findings);
+    let mut out: HashMap<ScanId, Tally> = HashMap::new();
+    for (scan, status, start, end, scanned, findings, chunk_reasons) in chunks {
+        let tally = out.entry(ScanId::from_uuid(scan)).or_default();
+        tally.counts.enumerated += i64::from(end - start + 1);
+        tally.counts.scanned += i64::from(scanned);
+        tally.counts.findings += i64::from(findings);
         let chunk_reasons: Reasons =
             serde_json::from_value(chunk_reasons).map_err(|_| ScanError::CorruptRow)?;
-        reasons.add(&chunk_reasons);
+        tally.reasons.add(&chunk_reasons);
+        tally.workers.total += 1;
+        match status.as_str() {
+            "running" => tally.workers.active += 1,
+            "completed" => tally.workers.completed += 1,
+            "failed" => tally.workers.failed += 1,
+            _ => {}
+        }
     }
-    counts.skipped = reasons.skipped.values().sum();
-    counts.failed = reasons.failed.values().sum();
-    Ok((counts, reasons))
+    for tally in out.values_mut() {
+        tally.counts.skipped = tally.reasons.skipped.values().sum();
+        tally.counts.failed = tally.reasons.failed.values().sum();
+    }
+    let unchunked: Vec<Uuid> = ids
+        .iter()
+        .filter(|id| !out.contains_key(&ScanId::from_uuid(**id)))
+        .copied()
+        .collect();
+    if !unchunked.is_empty() {
+        let pending: Vec<(Uuid, i64)> = scan_resources::table
+            .filter(scan_resources::tenant_id.eq(tenant.as_str()))
+            .filter(scan_resources::scan_id.eq_any(&unchunked))
+            .group_by(scan_resources::scan_id)
+            .select((scan_resources::scan_id, diesel::dsl::count_star()))
+            .load(conn)
+            .await?;
+        for (scan, n) in pending {
+            out.entry(ScanId::from_uuid(scan))
+                .or_default()
+                .counts
+                .enumerated = n;
+        }
+    }
+    Ok(out)
 }
 
 /// A scan's resource counts, by state.

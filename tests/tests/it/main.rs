@@ -28,6 +28,7 @@ mod governance;
 mod health;
 mod hostile;
 mod isolation;
+mod kept_counts;
 mod kubernetes;
 mod limits;
 mod markup;

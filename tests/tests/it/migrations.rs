@@ -132,8 +132,13 @@ async fn per_value_findings_fold_into_groups_and_their_references_follow() {
     db::migrate(&db.url).await.unwrap();
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
     // Back to the per-value shape, with the grouping migration pending again (and the
-    // severity counts, whose triggers read the grouped shape's occurrences, with it).
+    // severity and open findings counts, whose triggers read the grouped shape's occurrences,
+    // with it).
     for (down, version) in [
+        (
+            include_str!("../../../migrations/2026-11-30-000054_open_findings_counts/down.sql"),
+            "20261130000054",
+        ),
         (
             include_str!("../../../migrations/2026-11-30-000051_severity_counts/down.sql"),
             "20261130000051",
@@ -214,9 +219,39 @@ async fn per_value_findings_fold_into_groups_and_their_references_follow() {
     .unwrap();
 
     let applied = db::migrate(&db.url).await.unwrap();
-    assert_eq!(applied.len(), 2, "{applied:?}");
+    assert_eq!(applied.len(), 3, "{applied:?}");
     assert!(applied[0].contains("000049"), "{applied:?}");
     assert!(applied[1].contains("000051"), "{applied:?}");
+    assert!(applied[2].contains("000054"), "{applied:?}");
+    // The open findings counts start from the grouped findings: rows and values per type.
+    #[derive(QueryableByName, Debug, PartialEq)]
+    struct Counted {
+        #[diesel(sql_type = Text)]
+        key: String,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        findings: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        values: i64,
+    }
+    let count = |query: &'static str| diesel::sql_query(query);
+    let kept: Vec<Counted> = count(
+        "SELECT bucket || ' ' || pii_type AS key, sum(findings)::bigint AS findings,
+                sum(occurrences)::bigint AS values
+           FROM findings_open_counts GROUP BY 1 ORDER BY 1",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
+    let grouped: Vec<Counted> = count(
+        "SELECT bucket || ' ' || pii_type AS key, count(*)::bigint AS findings,
+                sum(occurrences)::bigint AS values
+           FROM findings WHERE status = 'open' GROUP BY 1 ORDER BY 1",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
+    assert!(!kept.is_empty());
+    assert_eq!(kept, grouped);
 
     let rows: Vec<GroupedRow> = diesel::sql_query(
         "SELECT f.object_key || ' ' || f.pii_type || ' ' || f.field || ' ' || f.status AS key,
