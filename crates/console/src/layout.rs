@@ -14,6 +14,7 @@ pub enum Section {
     Drift,
     Remediations,
     Audit,
+    Alerts,
     Settings,
     Tokenization,
 }
@@ -40,7 +41,7 @@ pub struct Layout {
 impl Layout {
     pub fn new(viewer: &Viewer, section: Section, title: impl Into<String>) -> Self {
         let may = viewer.may;
-        let items: [(Section, &'static str, &'static str, bool); 11] = [
+        let items: [(Section, &'static str, &'static str, bool); 12] = [
             (Section::Overview, "/console", "Overview", true),
             (Section::DataMap, "/console/data-map", "Data map", true),
             (
@@ -60,6 +61,12 @@ impl Layout {
                 may.remediations,
             ),
             (Section::Audit, "/console/audit", "Audit log", true),
+            (
+                Section::Alerts,
+                "/console/alerts",
+                "Alerts",
+                may.alert_channels,
+            ),
             (
                 Section::Settings,
                 "/console/settings",

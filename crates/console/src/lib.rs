@@ -8,6 +8,7 @@ mod pages;
 pub mod session;
 mod view;
 
+pub use pages::alerts::{Outbound, alerts, confirm_delete_channel, create_channel, delete_channel};
 pub use pages::audit::audit;
 pub use pages::connectors::{
     Outcome, Trust, confirm_delete, connector, connectors, create_connector, delete_connector,

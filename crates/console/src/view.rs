@@ -19,6 +19,8 @@ pub struct May {
     pub remediations: bool,
     /// Read and change the tenant's settings.
     pub settings: bool,
+    /// List, create and delete alert channels.
+    pub alert_channels: bool,
     /// Read the detokenization audit.
     pub detokenization_audit: bool,
     /// Create and change tokenization policies.

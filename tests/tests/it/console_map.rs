@@ -50,7 +50,7 @@ async fn people_with_a_hostile_key(moto: &Emulator) {
 
 /// platform-api on moto with a scan worker, its console's dev sign-in set as
 /// `TestApp::spawn_console` sets it, and the environment changed by `tweak`.
-async fn console_on_moto(
+pub(crate) async fn console_on_moto(
     tweak: impl FnOnce(&mut std::collections::HashMap<String, String>),
 ) -> (TestApp, Emulator) {
     let moto = emulators::moto(&[]);

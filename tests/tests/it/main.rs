@@ -13,6 +13,7 @@ mod cloud;
 mod conformance;
 mod connectors;
 mod console;
+mod console_alerts;
 mod console_browser;
 mod console_gov;
 mod console_gov_browser;

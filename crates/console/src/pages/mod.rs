@@ -1,5 +1,6 @@
 //! The pages, one module each, and what they share.
 
+pub mod alerts;
 pub mod audit;
 pub mod connectors;
 pub mod data_map;
@@ -131,6 +132,7 @@ pub(crate) fn encode(s: &str) -> String {
 /// A time as the pages show it: UTC, to the second.
 pub(crate) fn when(at: OffsetDateTime) -> String {
     let at = at.to_offset(time::UtcOffset::UTC);
+    let at = at.replace_nanosecond(0).unwrap_or(at);
     at.format(&Rfc3339)
         .map(|s| s.replacen('T', " ", 1).replace('Z', " UTC"))
         .unwrap_or_default()
@@ -183,6 +185,12 @@ mod tests {
         assert_eq!(count(1000), "1,000");
         assert_eq!(count(1_234_567), "1,234,567");
         assert_eq!(count(-1200), "-1,200");
+    }
+
+    #[test]
+    fn times_are_shown_in_utc_to_the_second() {
+        let at = time::macros::datetime!(2026-11-30 04:55:02.574374 +01:00);
+        assert_eq!(when(at), "2026-11-30 03:55:02 UTC");
     }
 
     #[test]

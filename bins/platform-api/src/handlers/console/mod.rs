@@ -6,6 +6,7 @@
 //! `page` holds what every handler shares; each other module serves one part of the console
 //! and registers its own routes.
 
+mod alerts;
 mod audit;
 mod config;
 mod connectors;
@@ -49,6 +50,7 @@ pub(crate) fn register(routes: &mut Routes<'_>) {
             [on(Method::GET, sign_in::auth_callback)],
         )
         .page("/console/findings", [on(Method::GET, overview::findings)]);
+    alerts::register(routes);
     audit::register(routes);
     settings::register(routes);
     tokenization::register(routes);

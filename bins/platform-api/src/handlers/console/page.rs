@@ -79,6 +79,7 @@ pub(crate) fn may(state: &ServiceState, principal: &ids::Principal) -> May {
         reconcile: ok(Group::Reconcile),
         remediations: ok(Group::Remediations),
         settings: ok(Group::Settings),
+        alert_channels: ok(Group::AlertChannels),
         detokenization_audit: ok(Group::DetokenizationAudit),
         tokenization_policies: ok(Group::TokenizationPolicies),
         usage: ok(Group::Usage),
