@@ -88,7 +88,7 @@ pub(crate) fn may(state: &ServiceState, principal: &ids::Principal) -> May {
 
 /// The signed-in viewer, verified from the session's token as the API verifies a Bearer
 /// token; otherwise the answer that sends the browser to the sign-in page.
-pub(crate) async fn viewer(
+async fn viewer(
     req: &HttpRequest,
     state: &ServiceState,
     extra: &Extra,

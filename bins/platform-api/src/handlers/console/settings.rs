@@ -9,7 +9,7 @@ use console::{Deployment, SettingChange, Submitted, Viewer};
 use dps_http::roles::Group;
 use dps_http::{ApiError, ServiceState, on};
 
-use super::page::{checked, failure, page, see_other, viewer};
+use super::page::{Signed, allowed, checked, failure, page, see_other};
 use crate::Extra;
 
 pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
@@ -35,20 +35,6 @@ fn value(form: &[(String, String)], name: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The viewer, if the API's `settings` group admits them: otherwise the 403 page.
-async fn admitted(
-    req: &HttpRequest,
-    state: &ServiceState,
-    extra: &Extra,
-) -> Result<Result<Viewer, HttpResponse>, ApiError> {
-    let viewer = match viewer(req, state, extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(Err(to_sign_in)),
-    };
-    state.roles.check(Group::Settings, &viewer.principal)?;
-    Ok(Ok(viewer))
-}
-
 fn deployment(extra: &Extra) -> (settings::PlatformCertificate, impl Fn(&str) -> bool + '_) {
     (extra.cosigning_certificate, |url: &str| {
         extra.egress.check_url(url).is_ok()
@@ -56,14 +42,12 @@ fn deployment(extra: &Extra) -> (settings::PlatformCertificate, impl Fn(&str) ->
 }
 
 async fn settings(
+    Signed(viewer): Signed,
     req: HttpRequest,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match admitted(&req, &state, &extra).await? {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
+    allowed(&state, &viewer, Group::Settings)?;
     let saved = web::Query::<HashMap<String, String>>::from_query(req.query_string())
         .map(|q| q.get("saved").cloned().unwrap_or_default())
         .unwrap_or_default();
@@ -87,16 +71,13 @@ async fn settings(
 /// Makes one change, as the API's `PUT` would: back to the page on success, the page with
 /// the refusal beside its form otherwise.
 async fn submit(
-    req: HttpRequest,
+    viewer: Viewer,
     form: Posted,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
     change: SettingChange,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match admitted(&req, &state, &extra).await? {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
+    allowed(&state, &viewer, Group::Settings)?;
     checked(
         &viewer,
         &HashMap::from([("csrf".into(), value(&form, "csrf"))]),
@@ -120,14 +101,14 @@ async fn submit(
 }
 
 async fn rollback_window(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     form: Posted,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
     let hours = value(&form, "retention_hours");
     submit(
-        req,
+        viewer,
         form,
         state,
         extra,
@@ -137,7 +118,7 @@ async fn rollback_window(
 }
 
 async fn deny_list(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     form: Posted,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
@@ -147,11 +128,18 @@ async fn deny_list(
         .filter(|(n, _)| n == "denied_safety_classes")
         .map(|(_, v)| v.clone())
         .collect();
-    submit(req, form, state, extra, SettingChange::DenyList { denied }).await
+    submit(
+        viewer,
+        form,
+        state,
+        extra,
+        SettingChange::DenyList { denied },
+    )
+    .await
 }
 
 async fn co_signing(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     form: Posted,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
@@ -160,5 +148,5 @@ async fn co_signing(
         mode: value(&form, "mode"),
         endpoint_url: value(&form, "endpoint_url"),
     };
-    submit(req, form, state, extra, change).await
+    submit(viewer, form, state, extra, change).await
 }

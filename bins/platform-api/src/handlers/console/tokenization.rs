@@ -9,7 +9,7 @@ use console::{DetokenizationQuery, PolicyFields, Submitted, TokenizationQuery, V
 use dps_http::roles::Group;
 use dps_http::{ApiError, ServiceState, on};
 
-use super::page::{checked, failure, page, see_other, viewer};
+use super::page::{Signed, allowed, checked, failure, page, see_other};
 use crate::Extra;
 
 pub(super) fn register(routes: &mut dps_http::Routes<'_>) {
@@ -42,34 +42,14 @@ fn query(req: &HttpRequest) -> HashMap<String, String> {
         .unwrap_or_default()
 }
 
-/// The viewer, if the API's `group` admits them: otherwise the 403 page.
-async fn admitted(
-    req: &HttpRequest,
-    state: &ServiceState,
-    extra: &Extra,
-    group: Option<Group>,
-) -> Result<Result<Viewer, HttpResponse>, ApiError> {
-    let viewer = match viewer(req, state, extra).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(Err(to_sign_in)),
-    };
-    if let Some(group) = group {
-        state.roles.check(group, &viewer.principal)?;
-    }
-    Ok(Ok(viewer))
-}
-
 /// Policies and the vault (any user of the tenant, as `GET /tokens/policies` and
 /// `GET /tokens/vault`), and usage when the `usage` group admits the viewer.
 async fn tokenization(
+    Signed(viewer): Signed,
     req: HttpRequest,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match admitted(&req, &state, &extra, None).await? {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
     let mut q = query(&req);
     let mut take = |name: &str| q.remove(name).unwrap_or_default();
     let query = TokenizationQuery {
@@ -88,14 +68,12 @@ async fn tokenization(
 
 /// The detokenization audit (the `detokenization_audit` group), by token and by user.
 async fn detokenizations(
+    Signed(viewer): Signed,
     req: HttpRequest,
     state: web::Data<ServiceState>,
     extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match admitted(&req, &state, &extra, Some(Group::DetokenizationAudit)).await? {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
+    allowed(&state, &viewer, Group::DetokenizationAudit)?;
     let mut q = query(&req);
     let mut take = |name: &str| q.remove(name).unwrap_or_default();
     let since_text = take("since");
@@ -119,15 +97,11 @@ async fn detokenizations(
 }
 
 async fn form(
-    req: HttpRequest,
+    viewer: Viewer,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
     id: Option<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match admitted(&req, &state, &extra, Some(Group::TokenizationPolicies)).await? {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
+    allowed(&state, &viewer, Group::TokenizationPolicies)?;
     let mut conn = state.conn().await?;
     let html = console::policy_form(&mut conn, &viewer, id.as_deref())
         .await
@@ -136,35 +110,29 @@ async fn form(
 }
 
 async fn new_policy(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    form(req, state, extra, None).await
+    form(viewer, state, None).await
 }
 
 async fn edit_policy(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    form(req, state, extra, Some(id.into_inner())).await
+    form(viewer, state, Some(id.into_inner())).await
 }
 
 /// Saves a policy as `POST` or `PUT /tokens/policies` would (the `tokenization_policies`
 /// group).
 async fn save(
-    req: HttpRequest,
+    viewer: Viewer,
     posted: web::Form<Vec<(String, String)>>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
     id: Option<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = match admitted(&req, &state, &extra, Some(Group::TokenizationPolicies)).await? {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return Ok(to_sign_in),
-    };
+    allowed(&state, &viewer, Group::TokenizationPolicies)?;
     let csrf = posted
         .iter()
         .find(|(n, _)| n == "csrf")
@@ -183,20 +151,18 @@ async fn save(
 }
 
 async fn create_policy(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     posted: web::Form<Vec<(String, String)>>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    save(req, posted, state, extra, None).await
+    save(viewer, posted, state, None).await
 }
 
 async fn update_policy(
-    req: HttpRequest,
+    Signed(viewer): Signed,
     id: web::Path<String>,
     posted: web::Form<Vec<(String, String)>>,
     state: web::Data<ServiceState>,
-    extra: web::Data<Extra>,
 ) -> Result<HttpResponse, ApiError> {
-    save(req, posted, state, extra, Some(id.into_inner())).await
+    save(viewer, posted, state, Some(id.into_inner())).await
 }
