@@ -11,7 +11,7 @@ mod view;
 pub use pages::alerts::{Outbound, alerts, confirm_delete_channel, create_channel, delete_channel};
 pub use pages::audit::audit;
 pub use pages::connectors::{
-    Outcome, Trust, confirm_delete, connector, connectors, create_connector, delete_connector,
+    Trust, confirm_delete, connector, connectors, create_connector, delete_connector,
     new_connector, scan_connector, test_connector,
 };
 pub use pages::data_map::{bucket, data_map};

@@ -8,22 +8,15 @@ use std::collections::HashMap;
 use askama::Template;
 use connectors::{ConnectorError, GcpTrust, NewConnector};
 use diesel_async::AsyncPgConnection;
-use ids::{ConnectorId, ScanId};
+use ids::ConnectorId;
 use keys::KeyRing;
 use platform::connectors::ConnectorView;
 use serde_json::{Map, Value, json};
 
+use super::posted::Posted;
 use super::{Failure, Listing, count, when};
 use crate::layout::{Layout, Section};
 use crate::view::Viewer;
-
-/// What an action did: done, or refused for a reason the viewer can fix, as the page to show
-/// again with that reason beside its form.
-#[derive(Debug)]
-pub enum Outcome<T> {
-    Done(T),
-    Refused(String),
-}
 
 /// How a customer's cloud must trust the platform for this tenant: what
 /// `GET /connectors/external-id` and `GET /connectors/gcp-subject` answer.
@@ -341,7 +334,7 @@ pub async fn create_connector(
     viewer: &Viewer,
     trust: &Trust,
     form: &HashMap<String, String>,
-) -> Result<Outcome<ConnectorId>, Failure> {
+) -> Result<Posted, Failure> {
     if !viewer.may.connectors {
         return Err(Failure::Forbidden);
     }
@@ -356,7 +349,9 @@ pub async fn create_connector(
     };
     let tenant = &viewer.principal.tenant_id;
     let problems = match connectors::store::create(conn, keyring, tenant, &request).await {
-        Ok(created) => return Ok(Outcome::Done(created.id)),
+        Ok(created) => {
+            return Ok(Posted::Done(format!("/console/connectors/{}", created.id)));
+        }
         Err(ConnectorError::Invalid(fields)) => fields
             .iter()
             .map(|f| format!("{}: {}", label_of(&f.field), f.message))
@@ -366,7 +361,7 @@ pub async fn create_connector(
         }
         Err(e) => return Err(Failure::Internal(format!("connectors: {e}"))),
     };
-    Ok(Outcome::Refused(new_page(viewer, trust, form, problems)?))
+    Ok(Posted::Again(new_page(viewer, trust, form, problems)?))
 }
 
 pub struct HistoryRow {
@@ -509,7 +504,7 @@ pub async fn scan_connector(
     id: ConnectorId,
     token_key: &[u8; 32],
     tier: scans::Tier,
-) -> Result<Outcome<ScanId>, Failure> {
+) -> Result<Posted, Failure> {
     if !viewer.may.scans {
         return Err(Failure::Forbidden);
     }
@@ -523,7 +518,7 @@ pub async fn scan_connector(
     };
     let tenant = &viewer.principal.tenant_id;
     let problem = match scans::store::create(conn, tenant, token_key, &request).await {
-        Ok(created) => return Ok(Outcome::Done(created.id)),
+        Ok(created) => return Ok(Posted::Done(format!("/console/scans/{}", created.id))),
         Err(scans::ScanError::ConnectorNotFound(_)) => return Err(Failure::NotFound("connector")),
         Err(scans::ScanError::Invalid(fields)) => fields
             .iter()
@@ -532,7 +527,7 @@ pub async fn scan_connector(
             .join("; "),
         Err(e) => return Err(Failure::Internal(format!("scans: {e}"))),
     };
-    Ok(Outcome::Refused(
+    Ok(Posted::Again(
         connector(
             conn,
             viewer,
@@ -588,13 +583,13 @@ pub async fn delete_connector(
     conn: &mut AsyncPgConnection,
     viewer: &Viewer,
     id: ConnectorId,
-) -> Result<Outcome<()>, Failure> {
+) -> Result<Posted, Failure> {
     use governance::offboard::DeleteError;
     if !viewer.may.connectors {
         return Err(Failure::Forbidden);
     }
     let problem = match governance::offboard::delete(conn, &viewer.principal.tenant_id, id).await {
-        Ok(()) => return Ok(Outcome::Done(())),
+        Ok(()) => return Ok(Posted::Done("/console/connectors".into())),
         Err(DeleteError::Connector(ConnectorError::NotFound)) => {
             return Err(Failure::NotFound("connector"));
         }
@@ -604,7 +599,7 @@ pub async fn delete_connector(
             .to_owned(),
         Err(e) => return Err(Failure::Internal(format!("delete connector: {e}"))),
     };
-    Ok(Outcome::Refused(
+    Ok(Posted::Again(
         delete_page(conn, viewer, id, Some(problem)).await?,
     ))
 }

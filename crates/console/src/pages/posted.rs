@@ -1,5 +1,5 @@
-//! What a form's post comes to, for the pages of policies, drift and remediations: the page
-//! to go to next, or the form again with what was wrong.
+//! What a form's post comes to, on every page with a form that acts: the page to go to next,
+//! or the form again with what was wrong.
 
 use super::findings::Choice;
 

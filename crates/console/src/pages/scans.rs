@@ -10,7 +10,7 @@ use paging::PageRequest;
 use scans::{Scan, ScanError};
 use time::OffsetDateTime;
 
-use super::connectors::Outcome;
+use super::posted::Posted;
 use super::{Failure, Listing, count, when};
 use crate::layout::{Layout, Section};
 use crate::view::Viewer;
@@ -314,17 +314,17 @@ pub async fn cancel_scan(
     conn: &mut AsyncPgConnection,
     viewer: &Viewer,
     id: ScanId,
-) -> Result<Outcome<()>, Failure> {
+) -> Result<Posted, Failure> {
     if !viewer.may.scans {
         return Err(Failure::Forbidden);
     }
     let problem = match scans::lifecycle::cancel(conn, &viewer.principal.tenant_id, id).await {
-        Ok(_) => return Ok(Outcome::Done(())),
+        Ok(_) => return Ok(Posted::Done(format!("/console/scans/{id}"))),
         Err(ScanError::NotFound) => return Err(Failure::NotFound("scan")),
         Err(ScanError::Finished(status)) => format!("The scan already ended: it is {status}."),
         Err(e) => return Err(Failure::Internal(format!("cancel scan: {e}"))),
     };
-    Ok(Outcome::Refused(
+    Ok(Posted::Again(
         cancel_page(conn, viewer, id, Some(problem)).await?,
     ))
 }

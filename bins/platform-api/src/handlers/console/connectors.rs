@@ -8,11 +8,12 @@ use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use api_types::connectors::ConnectorQuery;
-use console::{Outcome, Trust, Viewer};
+use console::{Posted, Trust, Viewer};
 use dps_http::roles::Group;
 use dps_http::{ApiError, ServiceState, on};
 use ids::ConnectorId;
 
+use super::forms::answer;
 use super::page::{Signed, allowed, checked, failure, listed, listing, page, see_other};
 use crate::Extra;
 
@@ -84,13 +85,10 @@ async fn create(
     allowed(&state, &viewer, Group::Connectors)?;
     let mut conn = state.conn().await?;
     let trust = trust(&extra, &viewer);
-    match console::create_connector(&mut conn, &extra.keyring, &viewer, &trust, &form)
+    let posted = console::create_connector(&mut conn, &extra.keyring, &viewer, &trust, &form)
         .await
-        .map_err(failure)?
-    {
-        Outcome::Done(id) => Ok(see_other(&format!("/console/connectors/{id}"))),
-        Outcome::Refused(html) => Ok(page(StatusCode::OK, html)),
-    }
+        .map_err(failure)?;
+    Ok(answer(posted))
 }
 
 /// One connector.
@@ -145,13 +143,10 @@ async fn scan(
     )
     .await
     .map_err(failure)?;
-    match started {
-        Outcome::Done(scan) => {
-            extra.scan_wake.ring();
-            Ok(see_other(&format!("/console/scans/{scan}")))
-        }
-        Outcome::Refused(html) => Ok(page(StatusCode::OK, html)),
+    if let Posted::Done(_) = started {
+        extra.scan_wake.ring();
     }
+    Ok(answer(started))
 }
 
 /// The delete's confirmation.
@@ -180,11 +175,8 @@ async fn delete(
     allowed(&state, &viewer, Group::Connectors)?;
     let id = id(&path)?;
     let mut conn = state.conn().await?;
-    match console::delete_connector(&mut conn, &viewer, id)
+    let posted = console::delete_connector(&mut conn, &viewer, id)
         .await
-        .map_err(failure)?
-    {
-        Outcome::Done(()) => Ok(see_other("/console/connectors")),
-        Outcome::Refused(html) => Ok(page(StatusCode::OK, html)),
-    }
+        .map_err(failure)?;
+    Ok(answer(posted))
 }

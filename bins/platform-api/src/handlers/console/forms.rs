@@ -1,5 +1,5 @@
-//! What the handlers of the policies, drift and remediations pages share: a list's request
-//! read as the API reads it, a form's fields, the API's role check, and a form's answer.
+//! What the handlers of the console's forms share: a form's fields, read from its body, and a
+//! form's answer (on to the next page, or the form again).
 
 use std::collections::HashMap;
 

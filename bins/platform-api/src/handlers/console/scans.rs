@@ -6,13 +6,13 @@ use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use api_types::scans::ScanQuery;
-use console::Outcome;
 use dps_http::roles::Group;
 use dps_http::{ApiError, ServiceState, on};
 use ids::ScanId;
 use paging::{Limit, PageRequest};
 
-use super::page::{Signed, allowed, checked, failure, listed, listing, page, see_other};
+use super::forms::answer;
+use super::page::{Signed, allowed, checked, failure, listed, listing, page};
 use crate::Extra;
 use crate::queries::Listed;
 
@@ -94,11 +94,8 @@ async fn cancel(
     allowed(&state, &viewer, Group::Scans)?;
     let id = id(&path)?;
     let mut conn = state.conn().await?;
-    match console::cancel_scan(&mut conn, &viewer, id)
+    let posted = console::cancel_scan(&mut conn, &viewer, id)
         .await
-        .map_err(failure)?
-    {
-        Outcome::Done(()) => Ok(see_other(&format!("/console/scans/{id}"))),
-        Outcome::Refused(html) => Ok(page(StatusCode::OK, html)),
-    }
+        .map_err(failure)?;
+    Ok(answer(posted))
 }
