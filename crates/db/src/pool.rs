@@ -87,7 +87,7 @@ fn establish(url: String, init_sql: String) -> SetupFuture {
     })
 }
 
-fn session_init_sql(config: &PoolConfig) -> String {
+pub(crate) fn session_init_sql(config: &PoolConfig) -> String {
     let app: String = config
         .application_name
         .chars()

@@ -50,18 +50,21 @@ pub async fn set_monthly_quota(
 }
 
 /// The tenant's quota, locked until the transaction ends, so that concurrent writers of the
-/// tenant check it one after the other. `None` (and no lock) when unlimited.
+/// tenant check it one after the other. `None` (and no lock) when unlimited. In the vault's
+/// tokenize transaction, which runs on a plain connection (`db::raw`).
 pub async fn lock_monthly_quota(
-    conn: &mut AsyncPgConnection,
+    tx: &mut db::raw::Tx<'_>,
     tenant: &TenantId,
 ) -> Result<Option<i64>, diesel::result::Error> {
-    tenant_quotas::table
-        .find(tenant.as_str())
-        .select(tenant_quotas::monthly_tokens)
-        .for_update()
-        .first(conn)
-        .await
-        .optional()
+    let rows = tx
+        .query(
+            "SELECT monthly_tokens FROM tenant_quotas WHERE tenant_id = $1 FOR UPDATE",
+            &[&tenant.as_str()],
+        )
+        .await?;
+    <[_]>::first(&rows)
+        .map(|r| db::raw::column(r, 0))
+        .transpose()
 }
 
 /// Vault entries the tenant created this calendar month (UTC): the sum of the month's
@@ -70,22 +73,16 @@ pub async fn lock_monthly_quota(
 /// entries themselves cost a range of the vault's primary key on every batch, under the quota
 /// lock. Entries deleted later still count, as the quota meters creation.
 pub async fn tokens_created_this_month(
-    conn: &mut AsyncPgConnection,
+    tx: &mut db::raw::Tx<'_>,
     tenant: &TenantId,
 ) -> Result<i64, diesel::result::Error> {
-    #[derive(diesel::QueryableByName)]
-    struct Created {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        created: i64,
-    }
-    let start = month_start(time::OffsetDateTime::now_utc());
-    let row: Created = db::sql(
-        "SELECT COALESCE(sum(value), 0)::bigint AS created FROM usage_counters \
-          WHERE tenant_id = $1 AND month = $2 AND metric = 'tokens_created'",
-    )
-    .bind::<diesel::sql_types::Text, _>(tenant.as_str())
-    .bind::<diesel::sql_types::Date, _>(start.date())
-    .get_result(conn)
-    .await?;
-    Ok(row.created)
+    let start = month_start(time::OffsetDateTime::now_utc()).date();
+    let rows = tx
+        .query(
+            "SELECT COALESCE(sum(value), 0)::bigint FROM usage_counters \
+              WHERE tenant_id = $1 AND month = $2 AND metric = 'tokens_created'",
+            &[&tenant.as_str(), &start],
+        )
+        .await?;
+    <[_]>::first(&rows).map_or(Ok(0), |r| db::raw::column(r, 0))
 }

@@ -42,6 +42,28 @@ async fn same_window(room: Duration) {
     }
 }
 
+/// The tenant's entries created this month, read as tokenize reads them: on a plain
+/// connection, in a transaction.
+async fn created(writer: &db::RawPool, tenant: &TenantId) -> i64 {
+    let mut conn = writer.get().await.unwrap();
+    let mut tx = conn.begin().await.unwrap();
+    let created = limits::tokens_created_this_month(&mut tx, tenant)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    created
+}
+
+/// Counts a tokenize request as tokenize does, in a transaction of its own.
+async fn record(writer: &db::RawPool, tenant: &TenantId, items: i64, created: i64) {
+    let mut conn = writer.get().await.unwrap();
+    let mut tx = conn.begin().await.unwrap();
+    limits::record_tokenize(&mut tx, tenant, items, created)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
 #[derive(diesel::QueryableByName)]
 struct Month {
     #[diesel(sql_type = Date)]
@@ -328,20 +350,22 @@ async fn a_monthly_quota_is_set_replaced_cleared_and_locked_per_tenant() {
         Some(7)
     );
 
-    // The lock holds a second writer of the tenant until the first transaction ends.
-    let mut second = AsyncPgConnection::establish(&db.url).await.unwrap();
-    second
+    // The lock holds a second writer of the tenant until the first transaction ends. The lock
+    // is taken in the vault's tokenize transaction, on a plain connection (`db::raw`).
+    let writer = testkit::writer(&db.url);
+    let (mut one, mut two) = (writer.get().await.unwrap(), writer.get().await.unwrap());
+    two.client
         .batch_execute("SET lock_timeout = '300ms'")
         .await
         .unwrap();
-    conn.batch_execute("BEGIN").await.unwrap();
+    let mut first = one.begin().await.unwrap();
     assert_eq!(
-        limits::lock_monthly_quota(&mut conn, &acme())
+        limits::lock_monthly_quota(&mut first, &acme())
             .await
             .unwrap(),
         Some(7)
     );
-    second.batch_execute("BEGIN").await.unwrap();
+    let mut second = two.begin().await.unwrap();
     let blocked = limits::lock_monthly_quota(&mut second, &acme()).await;
     assert!(
         blocked
@@ -349,28 +373,28 @@ async fn a_monthly_quota_is_set_replaced_cleared_and_locked_per_tenant() {
             .is_err_and(|e| e.to_string().contains("lock timeout")),
         "locked by the first transaction: {blocked:?}"
     );
-    second.batch_execute("ROLLBACK").await.unwrap();
+    second.rollback().await.unwrap();
     // Another tenant's quota is not locked.
-    second.batch_execute("BEGIN").await.unwrap();
-    limits::set_monthly_quota(&mut second, &globex(), Some(1))
+    limits::set_monthly_quota(&mut conn, &globex(), Some(1))
         .await
         .unwrap();
+    let mut second = two.begin().await.unwrap();
     assert_eq!(
         limits::lock_monthly_quota(&mut second, &globex())
             .await
             .unwrap(),
         Some(1)
     );
-    second.batch_execute("COMMIT").await.unwrap();
-    conn.batch_execute("COMMIT").await.unwrap();
-    second.batch_execute("BEGIN").await.unwrap();
+    second.commit().await.unwrap();
+    first.commit().await.unwrap();
+    let mut second = two.begin().await.unwrap();
     assert_eq!(
         limits::lock_monthly_quota(&mut second, &acme())
             .await
             .unwrap(),
         Some(7)
     );
-    second.batch_execute("COMMIT").await.unwrap();
+    second.commit().await.unwrap();
 
     limits::set_monthly_quota(&mut conn, &acme(), None)
         .await
@@ -379,12 +403,12 @@ async fn a_monthly_quota_is_set_replaced_cleared_and_locked_per_tenant() {
         limits::monthly_quota(&mut conn, &acme()).await.unwrap(),
         None
     );
+    let mut tx = one.begin().await.unwrap();
     assert_eq!(
-        limits::lock_monthly_quota(&mut conn, &acme())
-            .await
-            .unwrap(),
+        limits::lock_monthly_quota(&mut tx, &acme()).await.unwrap(),
         None
     );
+    tx.commit().await.unwrap();
     assert_eq!(
         limits::monthly_quota(&mut conn, &globex()).await.unwrap(),
         Some(1)
@@ -396,7 +420,8 @@ async fn a_monthly_quota_is_set_replaced_cleared_and_locked_per_tenant() {
 /// month's entries, found by their UUIDv7 token ids. Run again here over entries of both sides of
 /// the month's first millisecond.
 async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_adds_to_it() {
-    let (_db, mut conn) = connect().await;
+    let (db, mut conn) = connect().await;
+    let writer = testkit::writer(&db.url);
     let now = OffsetDateTime::now_utc();
     let start = limits::month_start(now);
     assert_eq!(
@@ -404,12 +429,7 @@ async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_ad
         (1, 0, 0, 0)
     );
     assert_eq!(start.month(), now.month());
-    assert_eq!(
-        limits::tokens_created_this_month(&mut conn, &acme())
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(created(&writer, &acme()).await, 0);
 
     entry(&mut conn, &acme(), now, None, None).await;
     entry(&mut conn, &acme(), start, None, None).await;
@@ -442,44 +462,20 @@ async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_ad
     .await;
     entry(&mut conn, &globex(), now, None, None).await;
     // Entries alone are not counted: the counter is.
-    assert_eq!(
-        limits::tokens_created_this_month(&mut conn, &acme())
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(created(&writer, &acme()).await, 0);
     conn.batch_execute(include_str!(
         "../../../migrations/2026-11-27-000039_tokens_created_counter/up.sql"
     ))
     .await
     .unwrap();
 
-    assert_eq!(
-        limits::tokens_created_this_month(&mut conn, &acme())
-            .await
-            .unwrap(),
-        4
-    );
-    assert_eq!(
-        limits::tokens_created_this_month(&mut conn, &globex())
-            .await
-            .unwrap(),
-        1
-    );
+    assert_eq!(created(&writer, &acme()).await, 4);
+    assert_eq!(created(&writer, &globex()).await, 1);
 
     // Tokenize adds what it created; items that found existing entries are not counted.
-    limits::record_tokenize(&mut conn, &acme(), 10, 3)
-        .await
-        .unwrap();
-    limits::record_tokenize(&mut conn, &acme(), 5, 0)
-        .await
-        .unwrap();
-    assert_eq!(
-        limits::tokens_created_this_month(&mut conn, &acme())
-            .await
-            .unwrap(),
-        7
-    );
+    record(&writer, &acme(), 10, 3).await;
+    record(&writer, &acme(), 5, 0).await;
+    assert_eq!(created(&writer, &acme()).await, 7);
     // Migration 041 fills in the earlier months, each entry in the month of its token id.
     conn.batch_execute(
         include_str!("../../../migrations/2026-11-27-000041_usage_without_vault_scans/up.sql")
@@ -518,17 +514,13 @@ async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_ad
     .execute(&mut conn)
     .await
     .unwrap();
-    assert_eq!(
-        limits::tokens_created_this_month(&mut conn, &globex())
-            .await
-            .unwrap(),
-        1
-    );
+    assert_eq!(created(&writer, &globex()).await, 1);
 }
 
 #[tokio::test]
 async fn usage_reports_the_tenants_own_counts_of_this_month_and_its_quota() {
-    let (_db, mut conn) = connect().await;
+    let (db, mut conn) = connect().await;
+    let writer = testkit::writer(&db.url);
     let now = OffsetDateTime::now_utc();
     let start = limits::month_start(now);
     let last_month = start - time::Duration::days(3);
@@ -547,12 +539,8 @@ async fn usage_reports_the_tenants_own_counts_of_this_month_and_its_quota() {
     .await;
     entry(&mut conn, &acme(), last_month, None, None).await;
     entry(&mut conn, &acme(), last_month, Some(last_month), None).await;
-    limits::record_tokenize(&mut conn, &acme(), 3, 2)
-        .await
-        .unwrap();
-    limits::record_tokenize(&mut conn, &acme(), 2, 1)
-        .await
-        .unwrap();
+    record(&writer, &acme(), 3, 2).await;
+    record(&writer, &acme(), 2, 1).await;
     diesel::sql_query(
         "INSERT INTO usage_counters (tenant_id, month, metric, value) \
          VALUES ('acme', $1, 'tokenize_requests', 40), ('acme', $1, 'tokenize_items', 400), \
@@ -575,9 +563,7 @@ async fn usage_reports_the_tenants_own_counts_of_this_month_and_its_quota() {
     // globex: its own of everything, none of which acme's usage may count.
     entry(&mut conn, &globex(), now, None, None).await;
     entry(&mut conn, &globex(), now, Some(now), None).await;
-    limits::record_tokenize(&mut conn, &globex(), 9, 2)
-        .await
-        .unwrap();
+    record(&writer, &globex(), 9, 2).await;
     grant(&mut conn, &globex(), now).await;
     attempt(&mut conn, &globex(), true, 5, now).await;
 
