@@ -294,22 +294,10 @@ spec:
     let raw_cpu = Cpu::now().minus(&cpu_raw);
     println!("raw get+put: {:.2} s", first.as_secs_f64());
 
-    // The executor's tasks share a pool as platform-api's do: each holds a connection only
-    // while it talks to Postgres. The pool is platform-api's default size, and so is the
-    // tokenize transaction's pool of plain connections.
-    let pool_size = setting("BENCH_POOL", 16);
-    let pool_config = db::PoolConfig {
-        url: app.db.url.clone(),
-        max_size: pool_size,
-        statement_timeout: Duration::from_secs(60),
-        application_name: "remediation-bench".into(),
-        wait_timeout: Duration::from_secs(60),
-    };
     let master_key = Arc::new(keys::MasterKey::from_base64(&master_text).unwrap());
     let exec = remediation::Executor::new(
         seed::moto_cloud(&moto_url),
         Arc::new(keys::KeyRing::new(master_key.clone())),
-        db::build_raw_pool(&pool_config).unwrap(),
         Arc::new(remediation::Receipts {
             signer: receipts::Signer::from_master(&master_key),
             cosigner: remediation::Cosigner::new(
@@ -322,7 +310,17 @@ spec:
             .unwrap(),
         }),
     );
-    let pool = db::build_pool(&pool_config).unwrap();
+    // The executor's tasks share a pool as platform-api's do: each holds a connection only
+    // while it talks to Postgres. The pool is platform-api's default size.
+    let pool_size = setting("BENCH_POOL", 16);
+    let pool = db::build_pool(&db::PoolConfig {
+        url: app.db.url.clone(),
+        max_size: pool_size,
+        statement_timeout: Duration::from_secs(60),
+        application_name: "remediation-bench".into(),
+        wait_timeout: Duration::from_secs(60),
+    })
+    .unwrap();
     let cpu_before = Cpu::now();
     let started = Instant::now();
     let mut runners = tokio::task::JoinSet::new();

@@ -412,8 +412,6 @@ impl Extra {
             ..remediation::Executor::new(
                 cloud.clone(),
                 keyring.clone(),
-                db::build_raw_pool(&config.common.database)
-                    .map_err(|e| boot::ConfigError::new("DATABASE_URL", e.to_string()))?,
                 std::sync::Arc::new(remediation::Receipts {
                     signer: receipts::Signer::from_master(&master),
                     cosigner,

@@ -103,9 +103,6 @@ pub struct Extra {
     pub kill_switches: Arc<limits::KillSwitches>,
     /// The budget of requests whose caller is not known, per client address.
     pub anonymous: Arc<dps_http::AnonymousBudget>,
-    /// Plain connections for the tokenize transaction's binary COPY (`db::raw`), as many as
-    /// the diesel pool's.
-    pub writer: db::RawPool,
 }
 
 impl Extra {
@@ -118,7 +115,6 @@ impl Extra {
             rate_limits: Arc::new(config.rate_limits.clone()),
             kill_switches: Arc::new(limits::KillSwitches::default()),
             anonymous: Arc::new(dps_http::AnonymousBudget::new(config.anonymous_rate_limit)),
-            writer: db::build_raw_pool(&config.common.database)?,
         })
     }
 }

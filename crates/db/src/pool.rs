@@ -87,7 +87,7 @@ fn establish(url: String, init_sql: String) -> SetupFuture {
     })
 }
 
-pub(crate) fn session_init_sql(config: &PoolConfig) -> String {
+fn session_init_sql(config: &PoolConfig) -> String {
     let app: String = config
         .application_name
         .chars()

@@ -149,16 +149,12 @@ impl Setup {
             idempotency_key: None,
             run: Run::Write,
         };
-        let outcome = vault::tokenize::tokenize(
-            &mut self.conn,
-            &testkit::writer(&self.db.url),
-            &self.keyring,
-            tenant,
-            &request,
-            &|_| Vec::new(),
-        )
-        .await
-        .unwrap();
+        let outcome =
+            vault::tokenize::tokenize(&mut self.conn, &self.keyring, tenant, &request, &|_| {
+                Vec::new()
+            })
+            .await
+            .unwrap();
         let Outcome::Done { result, .. } = outcome else {
             panic!("{outcome:?}")
         };

@@ -50,21 +50,18 @@ pub async fn set_monthly_quota(
 }
 
 /// The tenant's quota, locked until the transaction ends, so that concurrent writers of the
-/// tenant check it one after the other. `None` (and no lock) when unlimited. In the vault's
-/// tokenize transaction, which runs on a plain connection (`db::raw`).
+/// tenant check it one after the other. `None` (and no lock) when unlimited.
 pub async fn lock_monthly_quota(
-    tx: &mut db::raw::Tx<'_>,
+    conn: &mut AsyncPgConnection,
     tenant: &TenantId,
 ) -> Result<Option<i64>, diesel::result::Error> {
-    let rows = tx
-        .query(
-            "SELECT monthly_tokens FROM tenant_quotas WHERE tenant_id = $1 FOR UPDATE",
-            &[&tenant.as_str()],
-        )
-        .await?;
-    <[_]>::first(&rows)
-        .map(|r| db::raw::column(r, 0))
-        .transpose()
+    tenant_quotas::table
+        .find(tenant.as_str())
+        .select(tenant_quotas::monthly_tokens)
+        .for_update()
+        .first(conn)
+        .await
+        .optional()
 }
 
 /// Vault entries the tenant created this calendar month (UTC): the sum of the month's
@@ -73,16 +70,22 @@ pub async fn lock_monthly_quota(
 /// entries themselves cost a range of the vault's primary key on every batch, under the quota
 /// lock. Entries deleted later still count, as the quota meters creation.
 pub async fn tokens_created_this_month(
-    tx: &mut db::raw::Tx<'_>,
+    conn: &mut AsyncPgConnection,
     tenant: &TenantId,
 ) -> Result<i64, diesel::result::Error> {
-    let start = month_start(time::OffsetDateTime::now_utc()).date();
-    let rows = tx
-        .query(
-            "SELECT COALESCE(sum(value), 0)::bigint FROM usage_counters \
-              WHERE tenant_id = $1 AND month = $2 AND metric = 'tokens_created'",
-            &[&tenant.as_str(), &start],
-        )
-        .await?;
-    <[_]>::first(&rows).map_or(Ok(0), |r| db::raw::column(r, 0))
+    #[derive(diesel::QueryableByName)]
+    struct Created {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        created: i64,
+    }
+    let start = month_start(time::OffsetDateTime::now_utc());
+    let row: Created = db::sql(
+        "SELECT COALESCE(sum(value), 0)::bigint AS created FROM usage_counters \
+          WHERE tenant_id = $1 AND month = $2 AND metric = 'tokens_created'",
+    )
+    .bind::<diesel::sql_types::Text, _>(tenant.as_str())
+    .bind::<diesel::sql_types::Date, _>(start.date())
+    .get_result(conn)
+    .await?;
+    Ok(row.created)
 }

@@ -47,20 +47,23 @@ pub struct Quota {
 /// made new vault entries: the count the monthly quota and the usage's `tokens.created` read
 /// ([`crate::tokens_created_this_month`]).
 pub async fn record_tokenize(
-    tx: &mut db::raw::Tx<'_>,
+    conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     items: i64,
     created: i64,
 ) -> Result<(), diesel::result::Error> {
-    tx.execute(
+    db::sql(
         "INSERT INTO usage_counters AS u (tenant_id, month, metric, value, shard) \
          SELECT $1, date_trunc('month', now() AT TIME ZONE 'UTC')::date, m, v, \
                 pg_backend_pid() % 16 \
          FROM unnest(ARRAY['tokenize_requests', 'tokenize_items', 'tokens_created'], \
                      ARRAY[1, $2, $3]::bigint[]) AS x(m, v) \
          ON CONFLICT (tenant_id, month, metric, shard) DO UPDATE SET value = u.value + EXCLUDED.value",
-        &[&tenant.as_str(), &items, &created],
     )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<BigInt, _>(items)
+    .bind::<BigInt, _>(created)
+    .execute(conn)
     .await
     .map(drop)
 }

@@ -42,28 +42,6 @@ async fn same_window(room: Duration) {
     }
 }
 
-/// The tenant's entries created this month, read as tokenize reads them: on a plain
-/// connection, in a transaction.
-async fn created(writer: &db::RawPool, tenant: &TenantId) -> i64 {
-    let mut conn = writer.get().await.unwrap();
-    let mut tx = conn.begin().await.unwrap();
-    let created = limits::tokens_created_this_month(&mut tx, tenant)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    created
-}
-
-/// Counts a tokenize request as tokenize does, in a transaction of its own.
-async fn record(writer: &db::RawPool, tenant: &TenantId, items: i64, created: i64) {
-    let mut conn = writer.get().await.unwrap();
-    let mut tx = conn.begin().await.unwrap();
-    limits::record_tokenize(&mut tx, tenant, items, created)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-}
-
 #[derive(diesel::QueryableByName)]
 struct Month {
     #[diesel(sql_type = Date)]
@@ -350,22 +328,20 @@ async fn a_monthly_quota_is_set_replaced_cleared_and_locked_per_tenant() {
         Some(7)
     );
 
-    // The lock holds a second writer of the tenant until the first transaction ends. The lock
-    // is taken in the vault's tokenize transaction, on a plain connection (`db::raw`).
-    let writer = testkit::writer(&db.url);
-    let (mut one, mut two) = (writer.get().await.unwrap(), writer.get().await.unwrap());
-    two.client
+    // The lock holds a second writer of the tenant until the first transaction ends.
+    let mut second = AsyncPgConnection::establish(&db.url).await.unwrap();
+    second
         .batch_execute("SET lock_timeout = '300ms'")
         .await
         .unwrap();
-    let mut first = one.begin().await.unwrap();
+    conn.batch_execute("BEGIN").await.unwrap();
     assert_eq!(
-        limits::lock_monthly_quota(&mut first, &acme())
+        limits::lock_monthly_quota(&mut conn, &acme())
             .await
             .unwrap(),
         Some(7)
     );
-    let mut second = two.begin().await.unwrap();
+    second.batch_execute("BEGIN").await.unwrap();
     let blocked = limits::lock_monthly_quota(&mut second, &acme()).await;
     assert!(
         blocked
@@ -373,28 +349,28 @@ async fn a_monthly_quota_is_set_replaced_cleared_and_locked_per_tenant() {
             .is_err_and(|e| e.to_string().contains("lock timeout")),
         "locked by the first transaction: {blocked:?}"
     );
-    second.rollback().await.unwrap();
+    second.batch_execute("ROLLBACK").await.unwrap();
     // Another tenant's quota is not locked.
-    limits::set_monthly_quota(&mut conn, &globex(), Some(1))
+    second.batch_execute("BEGIN").await.unwrap();
+    limits::set_monthly_quota(&mut second, &globex(), Some(1))
         .await
         .unwrap();
-    let mut second = two.begin().await.unwrap();
     assert_eq!(
         limits::lock_monthly_quota(&mut second, &globex())
             .await
             .unwrap(),
         Some(1)
     );
-    second.commit().await.unwrap();
-    first.commit().await.unwrap();
-    let mut second = two.begin().await.unwrap();
+    second.batch_execute("COMMIT").await.unwrap();
+    conn.batch_execute("COMMIT").await.unwrap();
+    second.batch_execute("BEGIN").await.unwrap();
     assert_eq!(
         limits::lock_monthly_quota(&mut second, &acme())
             .await
             .unwrap(),
         Some(7)
     );
-    second.commit().await.unwrap();
+    second.batch_execute("COMMIT").await.unwrap();
 
     limits::set_monthly_quota(&mut conn, &acme(), None)
         .await
@@ -403,12 +379,12 @@ async fn a_monthly_quota_is_set_replaced_cleared_and_locked_per_tenant() {
         limits::monthly_quota(&mut conn, &acme()).await.unwrap(),
         None
     );
-    let mut tx = one.begin().await.unwrap();
     assert_eq!(
-        limits::lock_monthly_quota(&mut tx, &acme()).await.unwrap(),
+        limits::lock_monthly_quota(&mut conn, &acme())
+            .await
+            .unwrap(),
         None
     );
-    tx.commit().await.unwrap();
     assert_eq!(
         limits::monthly_quota(&mut conn, &globex()).await.unwrap(),
         Some(1)
@@ -420,8 +396,7 @@ async fn a_monthly_quota_is_set_replaced_cleared_and_locked_per_tenant() {
 /// month's entries, found by their UUIDv7 token ids. Run again here over entries of both sides of
 /// the month's first millisecond.
 async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_adds_to_it() {
-    let (db, mut conn) = connect().await;
-    let writer = testkit::writer(&db.url);
+    let (_db, mut conn) = connect().await;
     let now = OffsetDateTime::now_utc();
     let start = limits::month_start(now);
     assert_eq!(
@@ -429,7 +404,12 @@ async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_ad
         (1, 0, 0, 0)
     );
     assert_eq!(start.month(), now.month());
-    assert_eq!(created(&writer, &acme()).await, 0);
+    assert_eq!(
+        limits::tokens_created_this_month(&mut conn, &acme())
+            .await
+            .unwrap(),
+        0
+    );
 
     entry(&mut conn, &acme(), now, None, None).await;
     entry(&mut conn, &acme(), start, None, None).await;
@@ -462,20 +442,44 @@ async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_ad
     .await;
     entry(&mut conn, &globex(), now, None, None).await;
     // Entries alone are not counted: the counter is.
-    assert_eq!(created(&writer, &acme()).await, 0);
+    assert_eq!(
+        limits::tokens_created_this_month(&mut conn, &acme())
+            .await
+            .unwrap(),
+        0
+    );
     conn.batch_execute(include_str!(
         "../../../migrations/2026-11-27-000039_tokens_created_counter/up.sql"
     ))
     .await
     .unwrap();
 
-    assert_eq!(created(&writer, &acme()).await, 4);
-    assert_eq!(created(&writer, &globex()).await, 1);
+    assert_eq!(
+        limits::tokens_created_this_month(&mut conn, &acme())
+            .await
+            .unwrap(),
+        4
+    );
+    assert_eq!(
+        limits::tokens_created_this_month(&mut conn, &globex())
+            .await
+            .unwrap(),
+        1
+    );
 
     // Tokenize adds what it created; items that found existing entries are not counted.
-    record(&writer, &acme(), 10, 3).await;
-    record(&writer, &acme(), 5, 0).await;
-    assert_eq!(created(&writer, &acme()).await, 7);
+    limits::record_tokenize(&mut conn, &acme(), 10, 3)
+        .await
+        .unwrap();
+    limits::record_tokenize(&mut conn, &acme(), 5, 0)
+        .await
+        .unwrap();
+    assert_eq!(
+        limits::tokens_created_this_month(&mut conn, &acme())
+            .await
+            .unwrap(),
+        7
+    );
     // Migration 041 fills in the earlier months, each entry in the month of its token id.
     conn.batch_execute(
         include_str!("../../../migrations/2026-11-27-000041_usage_without_vault_scans/up.sql")
@@ -514,13 +518,17 @@ async fn the_counter_starts_at_this_months_entries_of_the_tenant_and_tokenize_ad
     .execute(&mut conn)
     .await
     .unwrap();
-    assert_eq!(created(&writer, &globex()).await, 1);
+    assert_eq!(
+        limits::tokens_created_this_month(&mut conn, &globex())
+            .await
+            .unwrap(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn usage_reports_the_tenants_own_counts_of_this_month_and_its_quota() {
-    let (db, mut conn) = connect().await;
-    let writer = testkit::writer(&db.url);
+    let (_db, mut conn) = connect().await;
     let now = OffsetDateTime::now_utc();
     let start = limits::month_start(now);
     let last_month = start - time::Duration::days(3);
@@ -539,8 +547,12 @@ async fn usage_reports_the_tenants_own_counts_of_this_month_and_its_quota() {
     .await;
     entry(&mut conn, &acme(), last_month, None, None).await;
     entry(&mut conn, &acme(), last_month, Some(last_month), None).await;
-    record(&writer, &acme(), 3, 2).await;
-    record(&writer, &acme(), 2, 1).await;
+    limits::record_tokenize(&mut conn, &acme(), 3, 2)
+        .await
+        .unwrap();
+    limits::record_tokenize(&mut conn, &acme(), 2, 1)
+        .await
+        .unwrap();
     diesel::sql_query(
         "INSERT INTO usage_counters (tenant_id, month, metric, value) \
          VALUES ('acme', $1, 'tokenize_requests', 40), ('acme', $1, 'tokenize_items', 400), \
@@ -563,7 +575,9 @@ async fn usage_reports_the_tenants_own_counts_of_this_month_and_its_quota() {
     // globex: its own of everything, none of which acme's usage may count.
     entry(&mut conn, &globex(), now, None, None).await;
     entry(&mut conn, &globex(), now, Some(now), None).await;
-    record(&writer, &globex(), 9, 2).await;
+    limits::record_tokenize(&mut conn, &globex(), 9, 2)
+        .await
+        .unwrap();
     grant(&mut conn, &globex(), now).await;
     attempt(&mut conn, &globex(), true, 5, now).await;
 

@@ -98,7 +98,6 @@ pub(super) async fn rewrite(
         Action::Tokenize(config) => {
             let tokens = crate::tokens::issue(
                 db.get().await?,
-                &exec.writer,
                 &exec.keyring,
                 &tenant,
                 config.tokenization_policy_id,

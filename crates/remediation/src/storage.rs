@@ -22,8 +22,6 @@ pub const MAX_OBJECT_BYTES: u64 = 64 << 20;
 pub struct Executor {
     pub cloud: Cloud,
     pub keyring: Arc<KeyRing>,
-    /// Plain connections for the vault's tokenize transaction (`db::raw`).
-    pub writer: db::RawPool,
     pub receipts: Arc<Receipts>,
     /// Test builds only: abort the process at this point, to prove that a kill at any step
     /// leaves nothing half done (`DPS_REMEDIATION_CRASH_AT`).
@@ -48,16 +46,10 @@ impl std::fmt::Debug for Executor {
 
 impl Executor {
     /// An executor with empty caches and no crash point.
-    pub fn new(
-        cloud: Cloud,
-        keyring: Arc<KeyRing>,
-        writer: db::RawPool,
-        receipts: Arc<Receipts>,
-    ) -> Self {
+    pub fn new(cloud: Cloud, keyring: Arc<KeyRing>, receipts: Arc<Receipts>) -> Self {
         Executor {
             cloud,
             keyring,
-            writer,
             receipts,
             crash_at: None,
             storages: Storages::default(),

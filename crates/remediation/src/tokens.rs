@@ -41,7 +41,6 @@ fn answer(result: &Tokenized) -> Vec<u8> {
 
 pub(crate) async fn issue(
     conn: &mut AsyncPgConnection,
-    writer: &db::RawPool,
     keyring: &KeyRing,
     tenant: &TenantId,
     policy: TokenPolicyId,
@@ -70,19 +69,18 @@ pub(crate) async fn issue(
             idempotency_key: Some(format!("remediation:{request}:{batch}")),
             run: Run::Write,
         };
-        let body =
-            match vault::tokenize::tokenize(conn, writer, keyring, tenant, &call, &answer).await {
-                Ok(Outcome::Done { body, .. } | Outcome::Replayed { body }) => body,
-                Ok(Outcome::Rejected { first, .. }) => {
-                    return Err(Stop::fail(Reason::TokenizeRefused(first.code)));
-                }
-                Err(VaultError::QuotaExceeded) => return Err(Stop::fail(Reason::QuotaExceeded)),
-                Err(VaultError::PolicyNotFound) => {
-                    return Err(Stop::fail(Reason::TokenizationPolicyNotFound));
-                }
-                Err(VaultError::Database(e)) => return Err(Stop::Database(e)),
-                Err(e) => return Err(Stop::retry_with(Reason::VaultUnavailable, e)),
-            };
+        let body = match vault::tokenize::tokenize(conn, keyring, tenant, &call, &answer).await {
+            Ok(Outcome::Done { body, .. } | Outcome::Replayed { body }) => body,
+            Ok(Outcome::Rejected { first, .. }) => {
+                return Err(Stop::fail(Reason::TokenizeRefused(first.code)));
+            }
+            Err(VaultError::QuotaExceeded) => return Err(Stop::fail(Reason::QuotaExceeded)),
+            Err(VaultError::PolicyNotFound) => {
+                return Err(Stop::fail(Reason::TokenizationPolicyNotFound));
+            }
+            Err(VaultError::Database(e)) => return Err(Stop::Database(e)),
+            Err(e) => return Err(Stop::retry_with(Reason::VaultUnavailable, e)),
+        };
         let answered: Answer = serde_json::from_slice(&body)
             .map_err(|_| Stop::fail(Reason::TokenizeAnswerUnreadable))?;
         if answered.tokens.len() != values.len() {

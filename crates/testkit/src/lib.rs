@@ -312,19 +312,6 @@ pub fn pool_of_one(url: &str) -> db::Pool {
     .unwrap_or_else(|e| panic!("pool: {e}"))
 }
 
-/// Plain connections to `url` for the vault's tokenize transaction (`db::raw`): eight at most,
-/// as many as the tests that tokenize concurrently use.
-pub fn writer(url: &str) -> db::RawPool {
-    db::build_raw_pool(&db::PoolConfig {
-        url: url.to_owned(),
-        max_size: 8,
-        statement_timeout: std::time::Duration::from_secs(30),
-        application_name: "test-writer".into(),
-        wait_timeout: std::time::Duration::from_secs(30),
-    })
-    .unwrap_or_else(|e| panic!("pool: {e}"))
-}
-
 /// Takes `pool`'s connection within `within` and runs a statement on it, then gives it back;
 /// panics, saying `holder` held it, when it is not free by then.
 pub async fn assert_pool_free(pool: &db::Pool, within: std::time::Duration, holder: &str) {

@@ -377,12 +377,9 @@ async fn rotated_keys_encrypt_new_entries_and_rewrap_moves_old_ones() {
         idempotency_key: None,
         run: vault::tokenize::Run::Write,
     };
-    let writer = testkit::writer(&t.app.db.url);
-    vault::tokenize::tokenize(&mut conn, &writer, &keyring, &acme, &request, &|_| {
-        Vec::new()
-    })
-    .await
-    .unwrap();
+    vault::tokenize::tokenize(&mut conn, &keyring, &acme, &request, &|_| Vec::new())
+        .await
+        .unwrap();
     #[derive(diesel::QueryableByName)]
     struct Version {
         #[diesel(sql_type = diesel::sql_types::Integer)]

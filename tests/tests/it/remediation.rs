@@ -123,7 +123,6 @@ impl Stack {
         remediation::Executor::new(
             seed::moto_cloud(&self.moto.url()),
             std::sync::Arc::new(keys::KeyRing::new(master.clone())),
-            testkit::writer(&self.platform.db.url),
             std::sync::Arc::new(remediation::Receipts {
                 signer: receipts::Signer::from_master(&master),
                 cosigner: remediation::Cosigner::new(

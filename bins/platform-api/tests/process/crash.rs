@@ -303,7 +303,6 @@ spec:
         let exec = remediation::Executor::new(
             seed::moto_cloud(&self.moto.url()),
             Arc::new(keys::KeyRing::new(master.clone())),
-            testkit::writer(&self.db.url),
             Arc::new(remediation::Receipts {
                 signer: receipts::Signer::from_master(&master),
                 cosigner: remediation::Cosigner::new(

@@ -38,7 +38,6 @@ pub async fn tokenize(
     let request = wire::tokenize_request(body.0, dry_run).map_err(errors::vault)?;
     let outcome = vault::tokenize::tokenize(
         &mut conn,
-        &extra.writer,
         &extra.keyring,
         &caller.0.tenant_id,
         &request,

@@ -409,12 +409,7 @@ async fn a_denied_safety_class_blocks_and_an_unreadable_gate_fails_open() {
         cosigner: remediation::Cosigner::new(None, None, env.egress).unwrap(),
     };
     let cloud = connectors::Cloud::new(connectors::CloudEnv::default()).unwrap();
-    let exec = remediation::Executor::new(
-        cloud,
-        env.keyring.clone(),
-        testkit::writer(&env._db.url),
-        receipts.into(),
-    );
+    let exec = remediation::Executor::new(cloud, env.keyring.clone(), receipts.into());
     while remediation::execute::run_once(&mut env.conn, &exec)
         .await
         .unwrap()

@@ -46,7 +46,6 @@ pub fn executor_on(
     Executor::new(
         cloud,
         env.keyring.clone(),
-        testkit::writer(&env._db.url),
         Arc::new(Receipts {
             signer: receipts::Signer::from_master(&master),
             cosigner,

@@ -2,20 +2,20 @@
 //!
 //! The batch is prepared in memory first (parse, normalize, compute tokens and fingerprints,
 //! seal values: [`prepare`]), then written in one transaction with set-based statements
-//! ([`write`]): one binary `COPY` of the batch, and, only when something collided, an
-//! `INSERT ... ON CONFLICT DO NOTHING` and a few rounds of lookup and re-insert. The
-//! transaction runs on a plain tokio-postgres connection (`db::raw`), as diesel-async cannot
-//! issue a `COPY`.
+//! ([`write`]): one multi-row `INSERT ... SELECT FROM unnest(...)`, and, only when something
+//! collided, a few rounds of lookup by fingerprint and re-insert.
 
 mod prepare;
 mod write;
 
 use std::collections::HashMap;
 
-use db::raw::{RawPool, Tx, column};
-use diesel_async::AsyncPgConnection;
+use diesel::QueryableByName;
+use diesel::sql_types::{Bytea, Int4, Text};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use ids::{TenantId, TokenId, TokenPolicyId};
 use keys::KeyRing;
+use ring::rand::SystemRandom;
 use tokenize_core::{ItemCode, MacKey, Mode};
 use uuid::Uuid;
 
@@ -225,111 +225,103 @@ pub enum Outcome {
 /// into the response body: the vault keeps that body for the key and replays it byte for byte,
 /// without knowing its shape.
 ///
-/// The batch is written in one transaction on a connection of `writer` (`db::raw`), whose
-/// binary `COPY` diesel-async cannot issue; `conn` reads the policy and the tenant's keys.
-///
 /// With a key (and not a dry run), the key is claimed by inserting its row in the transaction
 /// that writes the batch. A concurrent request with the same key waits on that row and then
 /// replays what the first stored; a retry after an error or a rejected batch finds no row and
 /// runs again. The same key with a different request is refused.
 pub async fn tokenize(
     conn: &mut AsyncPgConnection,
-    writer: &RawPool,
     keyring: &KeyRing,
     tenant: &TenantId,
     request: &Request,
     respond: &(dyn Fn(&Tokenized) -> Vec<u8> + Sync),
 ) -> Result<Outcome, VaultError> {
     check(request)?;
-    let mut raw = writer.get().await?;
     let key = match (&request.idempotency_key, request.run) {
         (Some(key), Run::Write) => key,
-        _ => {
-            let mut tx = raw.begin().await?;
-            let (outcome, keep) = run(conn, &mut tx, keyring, tenant, request, respond).await?;
-            end(tx, keep).await?;
-            return Ok(outcome);
-        }
+        _ => return run(conn, keyring, tenant, request, respond, Scope::Own).await,
     };
     let fingerprint = &keyring.tenant(conn, tenant).await?.fingerprint;
     let hash = request.digest(fingerprint);
-    let raw_key = key;
-    let key = &stored_key(fingerprint, raw_key);
+    let raw = key;
+    let key = &stored_key(fingerprint, raw);
     // A key stored in clear by an earlier release stays live for up to IDEMPOTENCY_HOURS after
     // an upgrade, and its retry must replay; a raw key shaped like a stored one is never
     // looked up that way.
-    let legacy = if raw_key.starts_with(STORED_KEY_PREFIX) {
+    let legacy = if raw.starts_with(STORED_KEY_PREFIX) {
         ""
     } else {
-        raw_key.as_str()
+        raw.as_str()
     };
-    let mut tx = raw.begin().await?;
-    // Claimed when new, or when the row left by an earlier request has expired (then taken
-    // over in place); a live row is not touched, and the request replays it.
-    let claimed = tx
-        .execute(
-            "INSERT INTO idempotency_keys AS k (tenant_id, key, request_hash, status, response)
-             SELECT $1, $2, $3, 0, ''
-              WHERE NOT EXISTS (
-                    SELECT 1 FROM idempotency_keys
-                     WHERE tenant_id = $1 AND key = $5
-                       AND created_at >= now() - make_interval(hours => $4))
-             ON CONFLICT (tenant_id, key) DO UPDATE
-                SET request_hash = EXCLUDED.request_hash, status = 0, response = '',
-                    created_at = now()
-              WHERE k.created_at < now() - make_interval(hours => $4)",
-            &[&tenant.as_str(), key, &hash, &IDEMPOTENCY_HOURS, &legacy],
-        )
-        .await?;
-    if claimed == 0 {
-        let rows = tx
-            .query(
-                "SELECT request_hash, response FROM idempotency_keys \
-                 WHERE tenant_id = $1 AND key IN ($2, $3) \
-                 ORDER BY created_at DESC LIMIT 1",
-                &[&tenant.as_str(), key, &legacy],
+    let attempt = conn
+        .transaction(async |conn| {
+            // Claimed when new, or when the row left by an earlier request has expired (then
+            // taken over in place); a live row is not touched, and the request replays it.
+            let claimed = db::sql(
+                "INSERT INTO idempotency_keys AS k (tenant_id, key, request_hash, status, response)
+                 SELECT $1, $2, $3, 0, ''
+                  WHERE NOT EXISTS (
+                        SELECT 1 FROM idempotency_keys
+                         WHERE tenant_id = $1 AND key = $5
+                           AND created_at >= now() - make_interval(hours => $4))
+                 ON CONFLICT (tenant_id, key) DO UPDATE
+                    SET request_hash = EXCLUDED.request_hash, status = 0, response = '',
+                        created_at = now()
+                  WHERE k.created_at < now() - make_interval(hours => $4)",
             )
+            .bind::<Text, _>(tenant.as_str())
+            .bind::<Text, _>(key)
+            .bind::<Bytea, _>(&hash)
+            .bind::<Int4, _>(IDEMPOTENCY_HOURS)
+            .bind::<Text, _>(legacy)
+            .execute(conn)
             .await?;
-        end(tx, false).await?;
-        let row = rows
-            .first()
-            .ok_or(VaultError::Database(diesel::result::Error::NotFound))?;
-        let (stored_hash, response): (Vec<u8>, Vec<u8>) = (column(row, 0)?, column(row, 1)?);
-        if stored_hash != hash && stored_hash != request.legacy_digest() {
-            return Err(VaultError::IdempotencyKeyReused);
-        }
-        return Ok(Outcome::Replayed { body: response });
-    }
-    let (outcome, keep) = run(conn, &mut tx, keyring, tenant, request, respond).await?;
-    // A rejected batch is not kept: the key is released with the rollback, and a retry runs
-    // again.
-    let keep = keep && matches!(outcome, Outcome::Done { .. });
-    if let (Outcome::Done { body, .. }, true) = (&outcome, keep) {
-        tx.execute(
-            "UPDATE idempotency_keys SET status = 200, response = $3 \
-             WHERE tenant_id = $1 AND key = $2",
-            &[&tenant.as_str(), key, body],
-        )
-        .await?;
-    }
-    end(tx, keep).await?;
-    if keep && limits::housekeeping_due() {
+            if claimed == 0 {
+                let stored: Stored = db::sql(
+                    "SELECT request_hash, response FROM idempotency_keys \
+                     WHERE tenant_id = $1 AND key IN ($2, $3) \
+                     ORDER BY created_at DESC LIMIT 1",
+                )
+                .bind::<Text, _>(tenant.as_str())
+                .bind::<Text, _>(key)
+                .bind::<Text, _>(legacy)
+                .get_result(conn)
+                .await?;
+                if stored.request_hash != hash && stored.request_hash != request.legacy_digest() {
+                    return Err(Rollback::Vault(VaultError::IdempotencyKeyReused));
+                }
+                return Ok(Outcome::Replayed {
+                    body: stored.response,
+                });
+            }
+            match run(conn, keyring, tenant, request, respond, Scope::Caller).await? {
+                Outcome::Done { result, body } => {
+                    db::sql(
+                        "UPDATE idempotency_keys SET status = 200, response = $3 \
+                         WHERE tenant_id = $1 AND key = $2",
+                    )
+                    .bind::<Text, _>(tenant.as_str())
+                    .bind::<Text, _>(key)
+                    .bind::<Bytea, _>(&body)
+                    .execute(conn)
+                    .await?;
+                    Ok(Outcome::Done { result, body })
+                }
+                // Not kept: the key is released with the rollback, and a retry runs again.
+                rejected => Err(Rollback::With(rejected)),
+            }
+        })
+        .await;
+    if matches!(attempt, Ok(Outcome::Done { .. })) && limits::housekeeping_due() {
         // After the commit and outside it: the answer is durable whatever this does.
         if let Err(e) = forget_expired_keys(conn, tenant).await {
             tracing::warn!(error = %e, "expired idempotency keys were not deleted");
         }
     }
-    Ok(outcome)
-}
-
-/// Commits `tx` when what it wrote is kept, and rolls it back otherwise.
-async fn end(tx: Tx<'_>, keep: bool) -> Result<(), VaultError> {
-    if keep {
-        tx.commit().await?;
-    } else {
-        tx.rollback().await?;
+    match attempt {
+        Ok(outcome) | Err(Rollback::With(outcome)) => Ok(outcome),
+        Err(Rollback::Vault(e)) => Err(e),
     }
-    Ok(())
 }
 
 /// How a stored idempotency key begins: the rest is an HMAC of the client's key.
@@ -359,8 +351,7 @@ pub async fn forget_expired_keys(
     conn: &mut AsyncPgConnection,
     tenant: &TenantId,
 ) -> Result<usize, VaultError> {
-    use diesel::sql_types::{Int4, Int8, Text};
-    let query = db::sql(
+    Ok(db::sql(
         "DELETE FROM idempotency_keys
           WHERE tenant_id = $1 AND key IN (
                 SELECT key FROM idempotency_keys
@@ -371,8 +362,9 @@ pub async fn forget_expired_keys(
     )
     .bind::<Text, _>(tenant.as_str())
     .bind::<Int4, _>(IDEMPOTENCY_HOURS)
-    .bind::<Int8, _>(SWEEP_ROWS);
-    Ok(diesel_async::RunQueryDsl::execute(query, conn).await?)
+    .bind::<diesel::sql_types::Int8, _>(SWEEP_ROWS)
+    .execute(conn)
+    .await?)
 }
 
 /// The request's own limits, checked before anything is read.
@@ -394,21 +386,58 @@ fn check(request: &Request) -> Result<(), VaultError> {
     Ok(())
 }
 
-/// Tokenizes a batch in `tx`, without regard to its idempotency key. Says whether what it
-/// wrote is to be kept: not on a dry run, nor when an ALL_OR_NOTHING batch could not be written
-/// whole. An error (a quota exceeded among them) leaves `tx` to be rolled back.
+#[derive(QueryableByName)]
+struct Stored {
+    #[diesel(sql_type = Bytea)]
+    request_hash: Vec<u8>,
+    #[diesel(sql_type = Bytea)]
+    response: Vec<u8>,
+}
+
+/// Why a transaction rolled back: an error, or on purpose with a result to answer (an
+/// ALL_OR_NOTHING batch that could not be written whole; a rejected batch under an
+/// idempotency key, whose key the rollback releases).
+enum Rollback<T> {
+    Vault(VaultError),
+    With(T),
+}
+
+impl<T> From<diesel::result::Error> for Rollback<T> {
+    fn from(e: diesel::result::Error) -> Self {
+        Rollback::Vault(e.into())
+    }
+}
+
+impl<T> From<VaultError> for Rollback<T> {
+    fn from(e: VaultError) -> Self {
+        Rollback::Vault(e)
+    }
+}
+
+/// Whose transaction a batch is written in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Its own.
+    Own,
+    /// The caller's, which rolls back whole whenever the batch would roll back (the
+    /// idempotency key's): a savepoint of its own would only cost two more round trips.
+    Caller,
+}
+
+/// Tokenizes a batch, without regard to its idempotency key.
 async fn run(
     conn: &mut AsyncPgConnection,
-    tx: &mut Tx<'_>,
     keyring: &KeyRing,
     tenant: &TenantId,
     request: &Request,
     respond: &(dyn Fn(&Tokenized) -> Vec<u8> + Sync),
-) -> Result<(Outcome, bool), VaultError> {
+    scope: Scope,
+) -> Result<Outcome, VaultError> {
     let dry_run = request.run == Run::DryRun;
     let batch_mode = request.batch_mode;
     let stored = policies::get(conn, tenant, request.policy_id).await?;
     let keys = keyring.tenant(conn, tenant).await?;
+    let rng = SystemRandom::new();
 
     let mut results: Vec<Option<ItemOutcome>> = vec![None; request.items.len()];
     let mut pending = Vec::with_capacity(request.items.len());
@@ -419,38 +448,64 @@ async fn run(
         }
     }
     let any_failed = results.iter().flatten().next().is_some();
-    let (written, keep) = if any_failed && batch_mode == BatchMode::AllOrNothing {
-        (HashMap::new(), false)
+    let written = if any_failed && batch_mode == BatchMode::AllOrNothing {
+        HashMap::new()
     } else if dry_run {
-        (
-            preview(conn, tx, keyring, tenant, &keys, &mut pending).await?,
-            false,
-        )
+        preview(conn, keyring, tenant, &keys, &mut pending).await?
     } else {
-        // Under the lock, the month's count is every committed batch's: this one's own entries
-        // are added to it below.
-        let used = match limits::lock_monthly_quota(tx, tenant).await? {
-            Some(quota) => Some((quota, limits::tokens_created_this_month(tx, tenant).await?)),
-            None => None,
+        let mut batch = async |conn: &mut AsyncPgConnection| {
+            // Under the lock, the month's count is every committed batch's: this one's own
+            // entries are added to it below.
+            let used = match limits::lock_monthly_quota(conn, tenant).await? {
+                Some(quota) => Some((
+                    quota,
+                    limits::tokens_created_this_month(conn, tenant).await?,
+                )),
+                None => None,
+            };
+            let (written, created) =
+                write(conn, keyring, tenant, &keys, &stored, &rng, &mut pending).await?;
+            let created = i64::try_from(created).unwrap_or(i64::MAX);
+            if let Some((quota, used)) = used
+                && used.saturating_add(created) > quota
+            {
+                // Over the quota with this batch: none of it is written.
+                return Err(Rollback::Vault(VaultError::QuotaExceeded));
+            }
+            let complete = pending
+                .iter()
+                .all(|p| matches!(written.get(&p.index), Some(Written::Token { .. })));
+            if batch_mode == BatchMode::AllOrNothing && !complete {
+                // Roll back what this batch wrote, and report why.
+                return Err(Rollback::With(written));
+            }
+            // Metered in the batch's own transaction: counted exactly when the tokens are
+            // kept, with one commit. A metering failure must not fail the tokenization,
+            // so it stays inside a savepoint.
+            let items = written
+                .values()
+                .filter(|w| matches!(w, Written::Token { .. }))
+                .count();
+            if items > 0 {
+                let items = i64::try_from(items).unwrap_or(i64::MAX);
+                let metered = conn
+                    .transaction(async |conn| {
+                        limits::record_tokenize(conn, tenant, items, created).await
+                    })
+                    .await;
+                if let Err(e) = metered {
+                    tracing::warn!(error = %e, "cannot record tokenize usage");
+                }
+            }
+            Ok(written)
         };
-        let (written, created) =
-            write(conn, tx, keyring, tenant, &keys, &stored, &mut pending).await?;
-        let created = i64::try_from(created).unwrap_or(i64::MAX);
-        if let Some((quota, used)) = used
-            && used.saturating_add(created) > quota
-        {
-            // Over the quota with this batch: none of it is written.
-            return Err(VaultError::QuotaExceeded);
-        }
-        let complete = pending
-            .iter()
-            .all(|p| matches!(written.get(&p.index), Some(Written::Token { .. })));
-        if batch_mode == BatchMode::AllOrNothing && !complete {
-            // Rolled back, and reported below.
-            (written, false)
-        } else {
-            meter(tx, tenant, &written, created).await;
-            (written, true)
+        let attempt = match scope {
+            Scope::Own => conn.transaction(batch).await,
+            Scope::Caller => batch(conn).await,
+        };
+        match attempt {
+            Ok(written) | Err(Rollback::With(written)) => written,
+            Err(Rollback::Vault(e)) => return Err(e),
         }
     };
     for p in &pending {
@@ -498,43 +553,10 @@ async fn run(
         trace_id: Uuid::new_v4(),
     };
     Ok(match rejected {
-        Some(first) => (Outcome::Rejected { first, result }, false),
+        Some(first) => Outcome::Rejected { first, result },
         None => {
             let body = respond(&result);
-            (Outcome::Done { result, body }, keep)
+            Outcome::Done { result, body }
         }
     })
-}
-
-/// Meters a written batch in its own transaction: counted exactly when the tokens are kept,
-/// with one commit. A metering failure must not fail the tokenization, so it runs in a
-/// savepoint of its own.
-async fn meter(
-    tx: &mut Tx<'_>,
-    tenant: &TenantId,
-    written: &HashMap<usize, Written>,
-    created: i64,
-) {
-    let items = written
-        .values()
-        .filter(|w| matches!(w, Written::Token { .. }))
-        .count();
-    if items == 0 {
-        return;
-    }
-    let items = i64::try_from(items).unwrap_or(i64::MAX);
-    let metered = async {
-        let mut savepoint = tx.savepoint().await?;
-        match limits::record_tokenize(&mut savepoint, tenant, items, created).await {
-            Ok(()) => savepoint.commit().await,
-            Err(e) => {
-                savepoint.rollback().await?;
-                Err(e)
-            }
-        }
-    }
-    .await;
-    if let Err(e) = metered {
-        tracing::warn!(error = %e, "cannot record tokenize usage");
-    }
 }

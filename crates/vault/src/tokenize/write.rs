@@ -1,11 +1,12 @@
-//! Writing a prepared batch: one binary `COPY` (or, for a few rows, one set-based insert), then,
-//! only for what collided, lookups of the existing entries (by lookup key, or by fingerprint for surrogates) and fresh surrogates; and
+//! Writing a prepared batch: one set-based insert, then, only for what collided, lookups of the
+//! existing entries (by lookup key, or by fingerprint for surrogates) and fresh surrogates; and
 //! the dry run's preview, which writes nothing.
 
 use std::collections::HashMap;
 
-use db::raw::{Tx, Type, column};
-use diesel_async::AsyncPgConnection;
+use diesel::QueryableByName;
+use diesel::sql_types::{Array, Bytea, Int4, Int8, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use ids::TenantId;
 use keys::{KeyRing, NONCE_LEN, TenantKeys};
 use ring::rand::{SecureRandom as _, SystemRandom};
@@ -24,10 +25,10 @@ const RANDOM_PER_ROW: usize = NONCE_LEN + 10;
 /// How many times a surrogate that collided with an existing token is drawn again.
 const SURROGATE_ATTEMPTS: usize = 8;
 
-/// From this many rows a first round writes with a binary `COPY` in a savepoint (see `write`).
-/// Below it the savepoint's two round trips cost more than what `COPY` saves, and the rows go
-/// straight to `INSERT ... ON CONFLICT DO NOTHING`.
-const COPY_MIN_ROWS: usize = 32;
+/// From this many rows a first round inserts plainly in a savepoint (see `write`). Below it the
+/// savepoint's two round trips cost more than speculative insertion's extra probes, and the
+/// rows go straight to `ON CONFLICT DO NOTHING`.
+const PLAIN_INSERT_MIN_ROWS: usize = 32;
 
 /// What happened to one prepared item.
 #[derive(Debug, Clone)]
@@ -44,32 +45,27 @@ pub(super) enum Written {
     NoSurrogate,
 }
 
+#[derive(QueryableByName)]
 struct Existing {
+    #[diesel(sql_type = SqlUuid)]
     token_id: Uuid,
+    #[diesel(sql_type = Text)]
     token: String,
+    #[diesel(sql_type = Nullable<Bytea>)]
     fingerprint: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
     lookup: Option<Uuid>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
     revoked_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
     expires_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Int4)]
     key_version: i32,
+    #[diesel(sql_type = Bytea)]
     ciphertext: Vec<u8>,
 }
 
 impl Existing {
-    /// A row of [`existing`]'s statement, whose columns are in this order.
-    fn read(row: &db::raw::Row) -> Result<Self, VaultError> {
-        Ok(Existing {
-            token_id: column(row, 0)?,
-            token: column(row, 1)?,
-            fingerprint: column(row, 2)?,
-            lookup: column(row, 3)?,
-            revoked_at: column(row, 4)?,
-            expires_at: column(row, 5)?,
-            key_version: column(row, 6)?,
-            ciphertext: column(row, 7)?,
-        })
-    }
-
     /// Whether the entry holds `value` (a payload as [`crate::value::payload`] frames it).
     fn holds(
         &self,
@@ -156,7 +152,7 @@ fn key_of(p: &Pending) -> Option<Key> {
 
 /// The existing entries of `keys`, found through the lookup and fingerprint indexes.
 async fn existing(
-    tx: &mut Tx<'_>,
+    conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     wanted: &[Key],
 ) -> Result<HashMap<Key, Existing>, VaultError> {
@@ -175,9 +171,8 @@ async fn existing(
     // One index probe per key, whatever the statistics say (docs/decisions.md, "Batches of keys
     // are looked up one key at a time"): planned generically as `lookup = ANY($2) OR …`, a
     // table without statistics was read whole for every batch.
-    let rows = tx
-        .query(
-            "SELECT e.* FROM unnest($2::uuid[]) AS k(lookup)
+    let rows: Vec<Existing> = db::sql(
+        "SELECT e.* FROM unnest($2::uuid[]) AS k(lookup)
           CROSS JOIN LATERAL (
                 SELECT token_id, token, fingerprint, lookup, revoked_at, expires_at,
                        key_version, ciphertext
@@ -192,12 +187,14 @@ async fn existing(
                   FROM vault_entries
                  WHERE tenant_id = $1 AND fingerprint = k.fingerprint
                 OFFSET 0) e",
-            &[&tenant.as_str(), &lookups, &fingerprints],
-        )
-        .await?;
+    )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<SqlUuid>, _>(&lookups)
+    .bind::<Array<Bytea>, _>(&fingerprints)
+    .load(conn)
+    .await?;
     let mut found = HashMap::with_capacity(rows.len());
-    for row in &rows {
-        let row = Existing::read(row)?;
+    for row in rows {
         let by_fingerprint = row
             .fingerprint
             .as_deref()
@@ -216,14 +213,13 @@ async fn existing(
 /// enciphered format-preserving tokens, and existing entries), and nothing written.
 pub(super) async fn preview(
     conn: &mut AsyncPgConnection,
-    tx: &mut Tx<'_>,
     keyring: &KeyRing,
     tenant: &TenantId,
     keys: &TenantKeys,
     pending: &mut [Pending],
 ) -> Result<HashMap<usize, Written>, VaultError> {
     let wanted: Vec<Key> = pending.iter().filter_map(key_of).collect();
-    let mut found = existing(tx, tenant, &wanted).await?;
+    let mut found = existing(conn, tenant, &wanted).await?;
     let fresh = opening_keys(conn, keyring, tenant, keys, &found).await?;
     let opening = fresh.as_deref().unwrap_or(keys);
     // A token that names another value: the item would take a surrogate, found by its
@@ -256,7 +252,7 @@ pub(super) async fn preview(
         }
     }
     if !diverted.is_empty() {
-        found.extend(existing(tx, tenant, &diverted).await?);
+        found.extend(existing(conn, tenant, &diverted).await?);
     }
     Ok(pending
         .iter()
@@ -281,19 +277,24 @@ pub(super) async fn preview(
         .collect())
 }
 
+#[derive(QueryableByName)]
+struct Inserted {
+    #[diesel(sql_type = SqlUuid)]
+    token_id: Uuid,
+}
+
 /// Writes the batch: inserts it in one statement, then, for what conflicted, reuses the
 /// existing entries found by fingerprint and draws surrogates again. Returns each item's
 /// outcome and how many entries were inserted.
 pub(super) async fn write(
     conn: &mut AsyncPgConnection,
-    tx: &mut Tx<'_>,
     keyring: &KeyRing,
     tenant: &TenantId,
     keys: &TenantKeys,
     stored: &StoredPolicy,
+    rng: &SystemRandom,
     pending: &mut [Pending],
 ) -> Result<(HashMap<usize, Written>, usize), VaultError> {
-    let rng = &SystemRandom::new();
     let mut out = HashMap::with_capacity(pending.len());
     // Entries inserted: what the monthly quota meters.
     let mut created = 0;
@@ -303,9 +304,6 @@ pub(super) async fn write(
         .token_ttl_seconds
         .and_then(|t| i64::try_from(t).ok());
     let mut todo: Vec<usize> = (0..pending.len()).collect();
-    // When the entries' time runs out, as the server's clock says: read once, when a COPY
-    // needs it (an INSERT computes it itself).
-    let mut expires_at: Option<OffsetDateTime> = None;
     for round in 0..=SURROGATE_ATTEMPTS {
         if todo.is_empty() {
             break;
@@ -317,7 +315,7 @@ pub(super) async fn write(
             HashMap::new()
         } else {
             let wanted: Vec<Key> = todo.iter().filter_map(|i| key_of(&pending[*i])).collect();
-            existing(tx, tenant, &wanted).await?
+            existing(conn, tenant, &wanted).await?
         };
         let fresh = opening_keys(conn, keyring, tenant, keys, &found).await?;
         let opening = fresh.as_deref().unwrap_or(keys);
@@ -416,7 +414,7 @@ pub(super) async fn write(
             rows.push(i, token_id, token, p, sealed);
         }
         if !expired.is_empty() {
-            renew(tx, tenant, stored, ttl, &expired).await?;
+            renew(conn, tenant, stored, ttl, &expired).await?;
         }
         let batch: Vec<(usize, Uuid)> = rows
             .pending_index
@@ -426,38 +424,35 @@ pub(super) async fn write(
             .collect();
         let inserted: std::collections::HashSet<Uuid> = if batch.is_empty() {
             Default::default()
-        } else if round == 0 && batch.len() >= COPY_MIN_ROWS {
-            // New values are the common case: a binary COPY in a savepoint costs Postgres less
-            // than an INSERT's executor and ON CONFLICT's speculative insertion. Any conflict
-            // undoes it, and the batch goes the careful way.
-            let expires_at = match (ttl, expires_at) {
-                (Some(ttl), None) => {
-                    let at = expiry(tx, ttl).await?;
-                    expires_at = Some(at);
-                    Some(at)
-                }
-                (_, at) => at,
-            };
-            let mut savepoint = tx.savepoint().await?;
-            match rows
-                .copy(&mut savepoint, tenant, stored, key_version, expires_at)
-                .await
-            {
-                Ok(()) => {
-                    savepoint.commit().await?;
-                    batch.iter().map(|(_, id)| *id).collect()
-                }
+        } else if round == 0 && batch.len() >= PLAIN_INSERT_MIN_ROWS {
+            // New values are the common case: a plain insert in a savepoint costs Postgres
+            // less than ON CONFLICT's speculative insertion. Any conflict undoes it, and the
+            // batch goes the careful way.
+            let fast = conn
+                .transaction(async |conn| {
+                    rows.insert(conn, tenant, stored, key_version, ttl, false)
+                        .await
+                })
+                .await;
+            match fast {
+                Ok(_) => batch.iter().map(|(_, id)| *id).collect(),
                 Err(VaultError::Database(diesel::result::Error::DatabaseError(
                     diesel::result::DatabaseErrorKind::UniqueViolation,
                     _,
-                ))) => {
-                    savepoint.rollback().await?;
-                    rows.insert(tx, tenant, stored, key_version, ttl).await?
-                }
+                ))) => rows
+                    .insert(conn, tenant, stored, key_version, ttl, true)
+                    .await?
+                    .into_iter()
+                    .map(|r| r.token_id)
+                    .collect(),
                 Err(e) => return Err(e),
             }
         } else {
-            rows.insert(tx, tenant, stored, key_version, ttl).await?
+            rows.insert(conn, tenant, stored, key_version, ttl, true)
+                .await?
+                .into_iter()
+                .map(|r| r.token_id)
+                .collect()
         };
         created += inserted.len();
         let mut retry = deferred;
@@ -509,13 +504,13 @@ pub(super) async fn write(
 /// Makes expired entries active again under the policy's TTL now (none: they stay active), as
 /// if the value were tokenized for the first time. A revoked entry is never renewed.
 async fn renew(
-    tx: &mut Tx<'_>,
+    conn: &mut AsyncPgConnection,
     tenant: &TenantId,
     stored: &StoredPolicy,
     ttl: Option<i64>,
     token_ids: &[Uuid],
 ) -> Result<(), VaultError> {
-    tx.execute(
+    db::sql(
         "UPDATE vault_entries v
             SET expires_at = CASE WHEN $3::bigint IS NULL THEN NULL
                                   ELSE now() + make_interval(secs => $3::bigint) END,
@@ -523,28 +518,15 @@ async fn renew(
            FROM unnest($2::uuid[]) AS k(token_id)
           WHERE v.tenant_id = $1 AND v.token_id = k.token_id
             AND v.revoked_at IS NULL AND v.expires_at <= now()",
-        &[
-            &tenant.as_str(),
-            &token_ids,
-            &ttl,
-            &stored.policy_id.as_uuid(),
-            &stored.version,
-        ],
     )
+    .bind::<Text, _>(tenant.as_str())
+    .bind::<Array<SqlUuid>, _>(token_ids)
+    .bind::<Nullable<Int8>, _>(ttl)
+    .bind::<SqlUuid, _>(stored.policy_id.as_uuid())
+    .bind::<Int4, _>(stored.version)
+    .execute(conn)
     .await?;
     Ok(())
-}
-
-/// When an entry written now under a TTL of `ttl` seconds expires: the transaction's `now()`
-/// on the server's clock, as the INSERT and [`renew`] compute it.
-async fn expiry(tx: &mut Tx<'_>, ttl: i64) -> Result<OffsetDateTime, VaultError> {
-    let rows = tx
-        .query("SELECT now() + make_interval(secs => $1::bigint)", &[&ttl])
-        .await?;
-    let row = rows
-        .first()
-        .ok_or(VaultError::Database(diesel::result::Error::NotFound))?;
-    Ok(column(row, 0)?)
 }
 
 /// Column arrays for one `INSERT ... SELECT FROM unnest(...)`.
@@ -572,99 +554,53 @@ impl Rows {
         self.ciphertexts.push(sealed);
     }
 
-    /// Inserts the rows, skipping those that collide, and returns the ids of those inserted.
+    /// Inserts the rows. With `on_conflict`, rows that collide are skipped and the ids of the
+    /// inserted ones come back; without, a collision fails the whole statement.
     async fn insert(
         &self,
-        tx: &mut Tx<'_>,
+        conn: &mut AsyncPgConnection,
         tenant: &TenantId,
         stored: &StoredPolicy,
         key_version: i32,
         ttl: Option<i64>,
-    ) -> Result<std::collections::HashSet<Uuid>, VaultError> {
-        let rows = tx
-            .query(
-                "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, mode, \
-                 policy_id, policy_version, fingerprint, key_version, ciphertext, expires_at, \
+        on_conflict: bool,
+    ) -> Result<Vec<Inserted>, VaultError> {
+        macro_rules! insert {
+            () => {
+                "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, \
+                 mode, policy_id, policy_version, fingerprint, key_version, ciphertext, expires_at, \
                  lookup) \
                  SELECT $1, u.token_id, u.token, u.pii_type, u.mode, $2, $3, u.fingerprint, $4, \
                  u.ciphertext, CASE WHEN $5::bigint IS NULL THEN NULL \
                  ELSE now() + make_interval(secs => $5::bigint) END, u.lookup \
                  FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::bytea[], \
                  $11::bytea[], $12::uuid[]) \
-                 AS u(token_id, token, pii_type, mode, fingerprint, ciphertext, lookup) \
-                 ON CONFLICT DO NOTHING RETURNING token_id",
-                &[
-                    &tenant.as_str(),
-                    &stored.policy_id.as_uuid(),
-                    &stored.version,
-                    &key_version,
-                    &ttl,
-                    &self.token_ids,
-                    &self.tokens,
-                    &self.pii_types,
-                    &self.modes,
-                    &self.fingerprints,
-                    &self.ciphertexts,
-                    &self.lookups,
-                ],
-            )
-            .await?;
-        rows.iter()
-            .map(|r| column(r, 0).map_err(VaultError::from))
-            .collect()
-    }
-
-    /// Writes the rows with one binary `COPY`, which fails whole on any collision.
-    async fn copy(
-        &self,
-        tx: &mut Tx<'_>,
-        tenant: &TenantId,
-        stored: &StoredPolicy,
-        key_version: i32,
-        expires_at: Option<OffsetDateTime>,
-    ) -> Result<(), VaultError> {
-        const COLUMNS: [Type; 12] = [
-            Type::TEXT,
-            Type::UUID,
-            Type::TEXT,
-            Type::TEXT,
-            Type::TEXT,
-            Type::UUID,
-            Type::INT4,
-            Type::BYTEA,
-            Type::INT4,
-            Type::BYTEA,
-            Type::TIMESTAMPTZ,
-            Type::UUID,
-        ];
-        let tenant = tenant.as_str();
-        let policy_id = stored.policy_id.as_uuid();
-        let rows: Vec<[&(dyn db::raw::ToSql + Sync); 12]> = (0..self.token_ids.len())
-            .map(|i| {
-                [
-                    &tenant as &(dyn db::raw::ToSql + Sync),
-                    &self.token_ids[i],
-                    &self.tokens[i],
-                    &self.pii_types[i],
-                    &self.modes[i],
-                    &policy_id,
-                    &stored.version,
-                    &self.fingerprints[i],
-                    &key_version,
-                    &self.ciphertexts[i],
-                    &expires_at,
-                    &self.lookups[i],
-                ]
-            })
-            .collect();
-        tx.copy_rows(
-            "COPY vault_entries (tenant_id, token_id, token, pii_type, mode, policy_id, \
-             policy_version, fingerprint, key_version, ciphertext, expires_at, lookup) \
-             FROM STDIN (FORMAT binary)",
-            &COLUMNS,
-            &rows,
-        )
-        .await?;
-        Ok(())
+                 AS u(token_id, token, pii_type, mode, fingerprint, ciphertext, lookup)"
+            };
+        }
+        let sql: &'static str = if on_conflict {
+            concat!(insert!(), " ON CONFLICT DO NOTHING RETURNING token_id")
+        } else {
+            insert!()
+        };
+        let query = db::sql(sql)
+            .bind::<Text, _>(tenant.as_str())
+            .bind::<SqlUuid, _>(stored.policy_id.as_uuid())
+            .bind::<Int4, _>(stored.version)
+            .bind::<Int4, _>(key_version)
+            .bind::<Nullable<Int8>, _>(ttl)
+            .bind::<Array<SqlUuid>, _>(&self.token_ids)
+            .bind::<Array<Text>, _>(&self.tokens)
+            .bind::<Array<Text>, _>(&self.pii_types)
+            .bind::<Array<Text>, _>(&self.modes)
+            .bind::<Array<Nullable<Bytea>>, _>(&self.fingerprints)
+            .bind::<Array<Bytea>, _>(&self.ciphertexts)
+            .bind::<Array<Nullable<SqlUuid>>, _>(&self.lookups);
+        if on_conflict {
+            Ok(query.load(conn).await?)
+        } else {
+            query.execute(conn).await?;
+            Ok(Vec::new())
+        }
     }
 }

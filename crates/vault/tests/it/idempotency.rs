@@ -37,16 +37,10 @@ async fn an_idempotency_key_replays_the_stored_body_and_refuses_another_request(
         calls.fetch_add(1, Ordering::SeqCst);
         body(r)
     };
-    let outcome = vault::tokenize::tokenize(
-        &mut v.conn,
-        &v.writer,
-        &v.keyring,
-        &acme(),
-        &first_request,
-        &respond,
-    )
-    .await
-    .unwrap();
+    let outcome =
+        vault::tokenize::tokenize(&mut v.conn, &v.keyring, &acme(), &first_request, &respond)
+            .await
+            .unwrap();
     let Outcome::Done { result, body: sent } = outcome else {
         panic!("{outcome:?}")
     };
@@ -54,16 +48,10 @@ async fn an_idempotency_key_replays_the_stored_body_and_refuses_another_request(
     assert_eq!(sent, body(&result));
 
     // The retry gets the stored bytes (with the first call's trace id); nothing runs again.
-    let outcome = vault::tokenize::tokenize(
-        &mut v.conn,
-        &v.writer,
-        &v.keyring,
-        &acme(),
-        &first_request,
-        &respond,
-    )
-    .await
-    .unwrap();
+    let outcome =
+        vault::tokenize::tokenize(&mut v.conn, &v.keyring, &acme(), &first_request, &respond)
+            .await
+            .unwrap();
     let Outcome::Replayed { body: replayed } = outcome else {
         panic!("{outcome:?}")
     };
@@ -248,15 +236,10 @@ async fn concurrent_calls_with_one_idempotency_key_write_once_and_answer_one_bod
     let start = Arc::new(tokio::sync::Barrier::new(conns.len()));
     let mut tasks = tokio::task::JoinSet::new();
     for mut conn in conns {
-        let (keyring, writer, batch, start) = (
-            v.keyring.clone(),
-            v.writer.clone(),
-            batch.clone(),
-            start.clone(),
-        );
+        let (keyring, batch, start) = (v.keyring.clone(), batch.clone(), start.clone());
         tasks.spawn(async move {
             start.wait().await;
-            vault::tokenize::tokenize(&mut conn, &writer, &keyring, &acme(), &batch, &body)
+            vault::tokenize::tokenize(&mut conn, &keyring, &acme(), &batch, &body)
                 .await
                 .unwrap()
         });
@@ -295,10 +278,9 @@ async fn a_metering_failure_fails_no_tokenization_with_or_without_a_key() {
             idempotency_key: key.map(str::to_owned),
             ..request(policy, vec![item("ann@example.com", "email")])
         };
-        let outcome =
-            vault::tokenize::tokenize(&mut v.conn, &v.writer, &v.keyring, &acme(), &request, &body)
-                .await
-                .unwrap_or_else(|e| panic!("key {key:?}: {e}"));
+        let outcome = vault::tokenize::tokenize(&mut v.conn, &v.keyring, &acme(), &request, &body)
+            .await
+            .unwrap_or_else(|e| panic!("key {key:?}: {e}"));
         assert!(
             matches!(outcome, Outcome::Done { .. }),
             "key {key:?}: {outcome:?}"
@@ -310,10 +292,9 @@ async fn a_metering_failure_fails_no_tokenization_with_or_without_a_key() {
         idempotency_key: Some("order-9".into()),
         ..request(policy, vec![item("ann@example.com", "email")])
     };
-    let outcome =
-        vault::tokenize::tokenize(&mut v.conn, &v.writer, &v.keyring, &acme(), &request, &body)
-            .await
-            .unwrap();
+    let outcome = vault::tokenize::tokenize(&mut v.conn, &v.keyring, &acme(), &request, &body)
+        .await
+        .unwrap();
     assert!(matches!(outcome, Outcome::Replayed { .. }), "{outcome:?}");
 }
 

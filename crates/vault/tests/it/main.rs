@@ -7,7 +7,6 @@
     reason = "test code: a panic is how a test reports failure"
 )]
 
-mod copy;
 mod entries;
 mod idempotency;
 mod plans;
@@ -33,8 +32,6 @@ use vault::tokenize::{BatchMode, Item, ItemOutcome, Outcome, Request, Run, Token
 struct Vault {
     pub db: TestDatabase,
     pub conn: AsyncPgConnection,
-    /// The tokenize transaction's plain connections.
-    pub writer: db::RawPool,
     pub master: Arc<MasterKey>,
     pub keyring: Arc<KeyRing>,
     pub cursors: CursorKey,
@@ -48,7 +45,6 @@ impl Vault {
         let keyring = Arc::new(KeyRing::new(master.clone()));
         let cursors = CursorKey::new(&master.derive(b"cursor"));
         Self {
-            writer: testkit::writer(&db.url),
             db,
             conn,
             master,
@@ -75,32 +71,13 @@ impl Vault {
         .policy_id
     }
 
-    /// The tenant's entries created this month, as the monthly quota counts them.
-    pub async fn created_this_month(&self, tenant: &TenantId) -> i64 {
-        let mut conn = self.writer.get().await.unwrap();
-        let mut tx = conn.begin().await.unwrap();
-        let created = limits::tokens_created_this_month(&mut tx, tenant)
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
-        created
-    }
-
     /// Tokenizes for `tenant`, answering with [`body`].
     pub async fn tokenize(
         &mut self,
         tenant: &TenantId,
         request: &Request,
     ) -> Result<Outcome, VaultError> {
-        vault::tokenize::tokenize(
-            &mut self.conn,
-            &self.writer,
-            &self.keyring,
-            tenant,
-            request,
-            &body,
-        )
-        .await
+        vault::tokenize::tokenize(&mut self.conn, &self.keyring, tenant, request, &body).await
     }
 
     /// Tokenizes for acme, expecting the batch to be processed.

@@ -4,8 +4,8 @@
 //! Written as `lookup = ANY($2) OR fingerprint = ANY($3)`, the generic plan read every entry
 //! of the tenant for each batch.
 
-use diesel::sql_types::{BigInt, Uuid as SqlUuid};
-use diesel_async::{AsyncPgConnection, RunQueryDsl as _};
+use diesel::sql_types::Uuid as SqlUuid;
+use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
 
 use crate::{Vault, acme, all_modes, body, codes, item, request, written};
 
@@ -37,42 +37,24 @@ async fn a_batchs_existing_tokens_are_found_by_key_in_either_plan() {
     .await
     .unwrap();
 
-    // The vault writes on a plain connection, in a transaction of its own: a pool of one, so
-    // that the plan mode set on its session holds for the tokenize, whose reads are counted in
-    // the server's statistics once the session flushes them.
-    let writer = db::build_raw_pool(&db::PoolConfig {
-        url: v.db.url.clone(),
-        max_size: 1,
-        statement_timeout: std::time::Duration::from_secs(30),
-        application_name: "plans".into(),
-        wait_timeout: std::time::Duration::from_secs(30),
-    })
-    .unwrap();
     for mode in testkit::PLAN_MODES {
-        writer
-            .get()
-            .await
-            .unwrap()
-            .client
-            .batch_execute(&format!(
-                "SET plan_cache_mode = {mode}; SELECT pg_stat_force_next_flush()"
-            ))
+        let keyring = v.keyring.clone();
+        let batch = request(policy, items.clone());
+        let (again, read) = v
+            .conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                testkit::plan_cache_mode(conn, mode).await;
+                let before = testkit::rows_read(conn, "vault_entries").await;
+                let again = vault::tokenize::tokenize(conn, &keyring, &acme(), &batch, &body)
+                    .await
+                    .unwrap();
+                Ok((
+                    again,
+                    testkit::rows_read(conn, "vault_entries").await - before,
+                ))
+            })
             .await
             .unwrap();
-        let before = vault_reads(&mut v.conn).await;
-        // A session flushes its statistics as it goes idle, at most once a second.
-        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-        let batch = request(policy, items.clone());
-        let again =
-            vault::tokenize::tokenize(&mut v.conn, &writer, &v.keyring, &acme(), &batch, &body)
-                .await
-                .unwrap();
-        let mut read = vault_reads(&mut v.conn).await - before;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while read == 0 && std::time::Instant::now() < deadline {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            read = vault_reads(&mut v.conn).await - before;
-        }
         let vault::tokenize::Outcome::Done { result: again, .. } = again else {
             panic!("expected a processed batch, got {again:?}");
         };
@@ -91,25 +73,4 @@ async fn a_batchs_existing_tokens_are_found_by_key_in_either_plan() {
             OTHERS + 3
         );
     }
-}
-
-/// Rows of the vault read so far, by every session whose statistics reached the server.
-async fn vault_reads(conn: &mut AsyncPgConnection) -> i64 {
-    #[derive(diesel::QueryableByName)]
-    struct Read {
-        #[diesel(sql_type = BigInt)]
-        tuples: i64,
-    }
-    diesel::sql_query("SELECT pg_stat_clear_snapshot()")
-        .execute(conn)
-        .await
-        .unwrap();
-    diesel::sql_query(
-        "SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::bigint AS tuples
-           FROM pg_stat_user_tables WHERE relname = 'vault_entries'",
-    )
-    .get_result::<Read>(conn)
-    .await
-    .unwrap()
-    .tuples
 }
