@@ -136,6 +136,55 @@ struct Counted {
     reset: i64,
 }
 
+/// The statement that counts a request: the subject's row, then the tenant's (the order every
+/// request takes, so two requests never wait on each other's rows in a cycle). When the
+/// tenant's row is not counted, the last SELECT reads it as it was before the statement, which
+/// is as it is. `$first` and `$from` add a CTE and its use.
+macro_rules! count {
+    ($first:literal, $from:literal) => {
+        concat!(
+            "WITH ",
+            $first,
+            "u AS ( \
+               INSERT INTO rate_limit_counters AS c (tenant_id, endpoint, subject, window_start, count) \
+               VALUES ($1, $2, $3, date_trunc('minute', now()), 1) \
+               ON CONFLICT (tenant_id, endpoint, subject, window_start) \
+               DO UPDATE SET count = c.count + 1 \
+               RETURNING count, window_start \
+             ), t AS ( \
+               INSERT INTO rate_limit_counters AS c (tenant_id, endpoint, subject, window_start, count) \
+               SELECT $1, $2, '', u.window_start, 1 FROM u WHERE u.count <= $4 \
+               ON CONFLICT (tenant_id, endpoint, subject, window_start) \
+               DO UPDATE SET count = c.count + 1 \
+               RETURNING count \
+             ) \
+             SELECT u.count AS user_count, \
+               COALESCE((SELECT count FROM t), \
+                        (SELECT r.count FROM rate_limit_counters r WHERE r.tenant_id = $1 \
+                           AND r.endpoint = $2 AND r.subject = '' AND r.window_start = u.window_start), \
+                        0) AS tenant_count, \
+               extract(epoch FROM u.window_start + interval '1 minute')::bigint AS reset \
+             FROM u",
+            $from
+        )
+    };
+}
+
+/// Counts a request in a transaction of its own that commits without waiting for its WAL to
+/// reach the disk (`synchronous_commit` off for that transaction alone). Every request of a
+/// tenant updates the tenant's row: committed durably, each request held that row for a whole
+/// disk flush, and the tenant's requests went through it one flush at a time. A crash loses
+/// at most the last fraction of a second of counts, so a few more requests pass in that
+/// minute; nothing else is lost (docs/decisions.md, "Rate-limit counts commit without waiting
+/// for the disk").
+const COUNT_ALONE: &str = count!(
+    "a AS (SELECT set_config('synchronous_commit', 'off', true)), ",
+    " CROSS JOIN a"
+);
+
+/// Counts a request in the caller's transaction, whose commit keeps its own durability.
+const COUNT_IN_TRANSACTION: &str = count!("", "");
+
 /// Counts one request of `subject` (a user or an API key) in `tenant` against `endpoint`'s
 /// limits. The request is counted against its subject even when it goes over, as fixed
 /// windows do. It is counted against the tenant only while its subject is within its own
@@ -155,31 +204,18 @@ pub async fn check(
         ));
     }
     let (per_user, per_tenant) = limits.of(endpoint);
-    // The subject's row, then the tenant's (the order every request takes, so two requests
-    // never wait on each other's rows in a cycle). When the tenant's row is not counted, the
-    // last SELECT reads it as it was before the statement, which is as it is.
-    let counted: Counted = db::sql(
-        "WITH u AS ( \
-           INSERT INTO rate_limit_counters AS c (tenant_id, endpoint, subject, window_start, count) \
-           VALUES ($1, $2, $3, date_trunc('minute', now()), 1) \
-           ON CONFLICT (tenant_id, endpoint, subject, window_start) \
-           DO UPDATE SET count = c.count + 1 \
-           RETURNING count, window_start \
-         ), t AS ( \
-           INSERT INTO rate_limit_counters AS c (tenant_id, endpoint, subject, window_start, count) \
-           SELECT $1, $2, '', u.window_start, 1 FROM u WHERE u.count <= $4 \
-           ON CONFLICT (tenant_id, endpoint, subject, window_start) \
-           DO UPDATE SET count = c.count + 1 \
-           RETURNING count \
-         ) \
-         SELECT u.count AS user_count, \
-           COALESCE((SELECT count FROM t), \
-                    (SELECT r.count FROM rate_limit_counters r WHERE r.tenant_id = $1 \
-                       AND r.endpoint = $2 AND r.subject = '' AND r.window_start = u.window_start), \
-                    0) AS tenant_count, \
-           extract(epoch FROM u.window_start + interval '1 minute')::bigint AS reset \
-         FROM u",
-    )
+    // Outside a transaction of the caller's, the count commits without waiting for the disk:
+    // see `COUNT_ALONE`.
+    let alone = <diesel_async::AnsiTransactionManager as diesel_async::TransactionManager<
+        AsyncPgConnection,
+    >>::transaction_manager_status_mut(conn)
+    .transaction_depth()
+    .is_ok_and(|depth| depth.is_none());
+    let counted: Counted = db::sql(if alone {
+        COUNT_ALONE
+    } else {
+        COUNT_IN_TRANSACTION
+    })
     .bind::<Text, _>(tenant.as_str())
     .bind::<Text, _>(endpoint.as_str())
     .bind::<Text, _>(subject)

@@ -665,3 +665,57 @@ async fn an_empty_subject_is_refused_rather_than_counted_as_the_tenant() {
         .unwrap();
     assert_eq!(counted.remaining, 59);
 }
+
+/// A count made alone commits without waiting for the disk, for its own transaction only: the
+/// session's later writes, and a caller's transaction it runs in, keep their durability.
+#[tokio::test]
+async fn a_count_turns_off_synchronous_commit_for_its_own_transaction_only() {
+    #[derive(diesel::QueryableByName)]
+    struct Setting {
+        #[diesel(sql_type = Text)]
+        synchronous_commit: String,
+    }
+    async fn setting(conn: &mut AsyncPgConnection) -> String {
+        diesel::sql_query("SHOW synchronous_commit")
+            .get_result::<Setting>(conn)
+            .await
+            .unwrap()
+            .synchronous_commit
+    }
+    let (_db, mut conn) = connect().await;
+    // The test cluster runs without durability; the session asks for it, as production has it.
+    conn.batch_execute("SET synchronous_commit = on")
+        .await
+        .unwrap();
+    let rates = RateLimits::default();
+    assert_eq!(setting(&mut conn).await, "on");
+    let alone = limits::check(&mut conn, &rates, &acme(), "ann", Endpoint::Tokenize)
+        .await
+        .unwrap();
+    assert!(!alone.exceeded);
+    assert_eq!(
+        setting(&mut conn).await,
+        "on",
+        "the session keeps its setting"
+    );
+
+    let inside = conn
+        .transaction::<_, diesel::result::Error, _>(async |conn| {
+            let decision = limits::check(conn, &rates, &acme(), "ann", Endpoint::Tokenize)
+                .await
+                .unwrap();
+            Ok((decision, setting(conn).await))
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        inside.1, "on",
+        "a caller's transaction keeps its durability"
+    );
+    assert_eq!(
+        inside.0.remaining,
+        alone.remaining - 1,
+        "both requests were counted"
+    );
+    assert_eq!(setting(&mut conn).await, "on");
+}
