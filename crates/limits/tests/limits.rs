@@ -698,6 +698,19 @@ async fn a_count_turns_off_synchronous_commit_for_its_own_transaction_only() {
         "on",
         "the session keeps its setting"
     );
+    // What the count's own transaction commits with, seen from a block diesel does not know
+    // of (so the count takes its alone form): off until that block ends.
+    conn.batch_execute("BEGIN").await.unwrap();
+    limits::check(&mut conn, &rates, &acme(), "ann", Endpoint::Tokenize)
+        .await
+        .unwrap();
+    assert_eq!(
+        setting(&mut conn).await,
+        "off",
+        "the count commits without a flush"
+    );
+    conn.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(setting(&mut conn).await, "on");
 
     let inside = conn
         .transaction::<_, diesel::result::Error, _>(async |conn| {
