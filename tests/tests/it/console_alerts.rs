@@ -89,17 +89,7 @@ spec:
         .await;
     assert_eq!(status, 201, "{body}");
     let policy_id = body["data"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = admin
-        .send(
-            Method::POST,
-            &format!("/connectors/{connector}/scan"),
-            Some(json!({"type": "full"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let scan = body["data"]["scan_id"].as_str().unwrap().to_owned();
-    let done = crate::scans::finished(&admin, &scan).await;
-    assert_eq!(done["status"], "completed", "{done}");
+    crate::scans::full_scan(&admin, &connector).await;
     let delivered = browser
         .wait_for(
             "the alert listed as delivered",

@@ -62,7 +62,6 @@ pub(crate) async fn connector_with(admin: &Client<'_>, name: &str, fields: Value
     body["data"]["id"].as_str().unwrap().to_owned()
 }
 
-/// Polls the scan until it ends; returns its last state.
 /// Starts a full scan of `connector` and waits until it completed.
 pub(crate) async fn full_scan(admin: &Client<'_>, connector: &str) {
     assert_eq!(
@@ -117,6 +116,7 @@ pub(crate) async fn enumerated(
     }
 }
 
+/// Polls the scan until it ends; returns its last state.
 pub(crate) async fn finished(admin: &Client<'_>, scan: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
