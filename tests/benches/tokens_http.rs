@@ -10,8 +10,11 @@
 //!
 //! The references, measured in the same run right before each mode, are
 //! `COPY ... FROM STDIN (FORMAT binary)` of as many rows of that mode's width, from as many
-//! clients, one transaction per 1000 rows as tokenize commits: into an unindexed table, and
-//! into a table with the vault's own indexes.
+//! clients, one transaction per 1000 rows as tokenize commits: into a fresh table without
+//! indexes, into a fresh table with the vault's indexes, and into the vault's own table as the
+//! run has filled it (the issue's reference). Then, per row, the CPU time of Postgres and of
+//! this process (the COPY's client; tokens-api and its HTTP clients) during the COPY into the
+//! vault and the tokenize, read from /proc.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -23,6 +26,14 @@ use std::time::{Duration, Instant};
 
 use integration_tests::{Service, TestApp};
 use serde_json::{Value, json};
+
+#[path = "support/cpu.rs"]
+#[allow(
+    dead_code,
+    reason = "shared with the storage benchmarks; this one has no emulator"
+)]
+mod cpu;
+use cpu::Cpu;
 
 const BATCH: usize = 1000;
 
@@ -92,8 +103,6 @@ async fn tokenize_rate(
     (batches * BATCH) as f64 / started.elapsed().as_secs_f64()
 }
 
-/// Inserts the same number of rows, of the width vault rows have, into a plain table with the
-/// same indexes, through the same kind of UNNEST statement, with the same concurrency.
 /// One reference row of `mode`, `n` of its run: the columns a tokenize of that mode writes,
 /// as wide as the service writes them.
 fn reference_row(mode: &str, n: usize, out: &mut Vec<u8>) {
@@ -128,25 +137,44 @@ fn reference_row(mode: &str, n: usize, out: &mut Vec<u8>) {
     }
 }
 
+/// Where a reference COPY writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// A fresh, empty copy of the vault table without its indexes.
+    Unindexed,
+    /// A fresh, empty copy of the vault table with all its indexes.
+    FreshIndexed,
+    /// The vault's own table, as large as the run has made it: the indexes tokenize writes
+    /// into, at the size tokenize finds them. The rows (the benchmark tenant's, with token ids
+    /// and lookup keys of their own) stay, as more entries would.
+    Vault,
+}
+
 /// Rows per second of `COPY ... FROM STDIN (FORMAT binary)` of `batches` batches of `mode`'s
-/// rows into a fresh copy of the vault table (with its indexes when `indexed`), from `clients`
-/// connections, one transaction per batch.
-async fn copy_rate(url: &str, mode: &str, indexed: bool, batches: usize, clients: usize) -> f64 {
+/// rows into `target`, from `clients` connections, one transaction per batch.
+async fn copy_rate(url: &str, mode: &str, target: Target, batches: usize, clients: usize) -> f64 {
     use futures::SinkExt as _;
-    let like = if indexed {
-        "INCLUDING ALL"
-    } else {
-        "INCLUDING DEFAULTS"
-    };
     let (setup, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(connection);
-    setup
-        .batch_execute(&format!(
+    let table = match target {
+        Target::Vault => "vault_entries",
+        Target::Unindexed | Target::FreshIndexed => "copy_reference",
+    };
+    let like = match target {
+        Target::Unindexed => {
             "DROP TABLE IF EXISTS copy_reference; \
-             CREATE TABLE copy_reference (LIKE vault_entries {like}); CHECKPOINT;"
-        ))
+             CREATE TABLE copy_reference (LIKE vault_entries INCLUDING DEFAULTS);"
+        }
+        Target::FreshIndexed => {
+            "DROP TABLE IF EXISTS copy_reference; \
+             CREATE TABLE copy_reference (LIKE vault_entries INCLUDING ALL);"
+        }
+        Target::Vault => "",
+    };
+    setup
+        .batch_execute(&format!("{like} CHECKPOINT;"))
         .await
         .unwrap();
     let bodies: Vec<bytes::Bytes> = (0..batches)
@@ -172,11 +200,11 @@ async fn copy_rate(url: &str, mode: &str, indexed: bool, batches: usize, clients
             tokio::spawn(connection);
             for b in (client..bodies.len()).step_by(clients) {
                 let sink = conn
-                    .copy_in(
-                        "COPY copy_reference (tenant_id, token_id, token, pii_type, mode, \
+                    .copy_in(&format!(
+                        "COPY {table} (tenant_id, token_id, token, pii_type, mode, \
                          policy_id, policy_version, fingerprint, key_version, ciphertext, \
-                         lookup) FROM STDIN (FORMAT binary)",
-                    )
+                         lookup) FROM STDIN (FORMAT binary)"
+                    ))
                     .await
                     .unwrap();
                 let mut sink = std::pin::pin!(sink);
@@ -189,10 +217,12 @@ async fn copy_rate(url: &str, mode: &str, indexed: bool, batches: usize, clients
         r.unwrap();
     }
     let rate = (batches * BATCH) as f64 / started.elapsed().as_secs_f64();
-    setup
-        .batch_execute("DROP TABLE copy_reference")
-        .await
-        .unwrap();
+    if target != Target::Vault {
+        setup
+            .batch_execute("DROP TABLE copy_reference")
+            .await
+            .unwrap();
+    }
     rate
 }
 
@@ -258,10 +288,11 @@ async fn main() {
         "items per batch: {BATCH}, batches per mode: {batches}, concurrent clients: {clients}"
     );
     println!(
-        "{:<18} {:>12} {:>14} {:>12} {:>9} {:>9}",
-        "mode", "COPY (rows/s)", "COPY idx (rows/s)", "tokenize", "ratio", "ratio idx"
+        "{:<18} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8}",
+        "rows/s", "COPY", "COPY idx", "COPY vault", "tokenize", "ratio", "idx", "vault"
     );
     let mut offset = 0;
+    let mut spent = Vec::new();
     for mode in ["deterministic", "randomized", "format_preserving"] {
         if let Some(only) = &only {
             if only != mode {
@@ -271,14 +302,38 @@ async fn main() {
             println!("{mode:<18} {rate:>12.0} items/s");
             return;
         }
-        let raw = copy_rate(&app.db.url, mode, false, batches, clients).await;
-        let indexed = copy_rate(&app.db.url, mode, true, batches, clients).await;
+        let raw = copy_rate(&app.db.url, mode, Target::Unindexed, batches, clients).await;
+        let indexed = copy_rate(&app.db.url, mode, Target::FreshIndexed, batches, clients).await;
+        let before = Cpu::now();
+        let vault = copy_rate(&app.db.url, mode, Target::Vault, batches, clients).await;
+        let copy_cpu = Cpu::now().minus(&before);
+        let before = Cpu::now();
         let rate = tokenize_rate(&app, &key, &policy, mode, batches, clients, offset).await;
+        let tokenize_cpu = Cpu::now().minus(&before);
         offset += batches * BATCH;
         println!(
-            "{mode:<18} {raw:>12.0} {indexed:>14.0} {rate:>12.0} {:>9.2} {:>9.2}",
+            "{mode:<18} {raw:>10.0} {indexed:>10.0} {vault:>10.0} {rate:>10.0} {:>8.2} {:>8.2} {:>8.2}",
             rate / raw,
-            rate / indexed
+            rate / indexed,
+            rate / vault
+        );
+        spent.push((mode, copy_cpu, tokenize_cpu));
+    }
+    // Where the cores went, per row: Postgres, and this process (the COPY's client, or
+    // tokens-api and its HTTP clients), during the COPY into the vault and the tokenize.
+    let rows = (batches * BATCH) as f64;
+    println!(
+        "{:<18} {:>15} {:>15} {:>15} {:>15}",
+        "CPU µs per row", "COPY vault: pg", "client", "tokenize: pg", "service+client"
+    );
+    for (mode, copy, tokenize) in spent {
+        let us = |s: f64| s * 1e6 / rows;
+        println!(
+            "{mode:<18} {:>15.1} {:>15.1} {:>15.1} {:>15.1}",
+            us(copy.postgres),
+            us(copy.service),
+            us(tokenize.postgres),
+            us(tokenize.service),
         );
     }
 
