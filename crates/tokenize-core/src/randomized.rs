@@ -12,7 +12,7 @@
 use aes::cipher::{BlockDecrypt as _, BlockEncrypt as _, KeyInit as _};
 use aes::{Aes256Dec, Aes256Enc};
 
-use crate::token::{BASE32, RANDOMIZED_PREFIX, TOKEN_BYTES, base32};
+use crate::token::{BASE32, RANDOMIZED_PREFIX, TOKEN_BYTES, prefixed_base32};
 
 /// XORed into the enciphered id before the tag is taken, so the tag is not `C` enciphered again.
 const TAG_MASK: [u8; 16] = *b"dps-rtk-tag-v1\0\0";
@@ -55,7 +55,7 @@ impl TokenIdCipher {
         let mut body = [0u8; TOKEN_BYTES];
         body[..16].copy_from_slice(&enciphered);
         body[16..].copy_from_slice(&self.tag(&enciphered));
-        format!("{RANDOMIZED_PREFIX}{}", base32(&body))
+        prefixed_base32(RANDOMIZED_PREFIX, &body)
     }
 
     /// The token id `token` was derived from, when this key derived it.

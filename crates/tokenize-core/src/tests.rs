@@ -375,10 +375,9 @@ fn an_amounts_currency_is_part_of_its_value() {
     ]);
     assert_eq!(
         deterministic_token(&key, "global", &plain),
-        format!(
-            "{}{}",
+        crate::token::prefixed_base32(
             crate::DETERMINISTIC_PREFIX,
-            crate::token::base32(&mac[..crate::token::TOKEN_BYTES])
+            &mac[..crate::token::TOKEN_BYTES]
         )
     );
 }

@@ -60,8 +60,10 @@ pub struct RandomError;
 
 pub(crate) const BASE32: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 
-pub(crate) fn base32(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 8 / 5 + 1);
+/// `prefix`, then `bytes` in lowercase base32 without padding, in one allocation.
+pub(crate) fn prefixed_base32(prefix: &str, bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(prefix.len() + bytes.len() * 8 / 5 + 1);
+    out.push_str(prefix);
     let mut buffer = 0u32;
     let mut bits = 0;
     for b in bytes {
@@ -91,15 +93,17 @@ pub fn looks_like_token(token: &str) -> bool {
 /// token under the same key. `scope` is `global` or `policy:<policy_id>`: use
 /// [`crate::Policy::scope_key`], as the vault does, to get the service's tokens.
 pub fn deterministic_token(key: &MacKey, scope: &str, value: &Normalized) -> String {
-    let mut fields: Vec<&[u8]> = vec![
+    let fields: [&[u8]; 5] = [
         b"dps-token-v1",
         value.pii_type.as_str().as_bytes(),
         scope.as_bytes(),
         value.value.expose().as_bytes(),
+        currency_field(value).unwrap_or_default(),
     ];
-    fields.extend(currency_field(value));
-    let mac = key.mac(&fields);
-    format!("{DETERMINISTIC_PREFIX}{}", base32(&mac[..TOKEN_BYTES]))
+    // Without a currency the fifth field is left out, not written empty: the tokens issued
+    // before currencies existed stay the same.
+    let mac = key.mac(&fields[..if value.currency.is_some() { 5 } else { 4 }]);
+    prefixed_base32(DETERMINISTIC_PREFIX, &mac[..TOKEN_BYTES])
 }
 
 /// The vault's lookup fingerprint of a value, under the fingerprint key (never the token key):
@@ -159,7 +163,7 @@ fn random_bytes<const N: usize>(rng: &SystemRandom) -> Result<[u8; N], RandomErr
 /// A fresh random token.
 pub fn randomized_token(rng: &SystemRandom) -> Result<String, RandomError> {
     let bytes: [u8; TOKEN_BYTES] = random_bytes(rng)?;
-    Ok(format!("{RANDOMIZED_PREFIX}{}", base32(&bytes)))
+    Ok(prefixed_base32(RANDOMIZED_PREFIX, &bytes))
 }
 
 /// A uniform number below `n` (n ≤ 2^16), by rejection.

@@ -16,6 +16,23 @@ pub(crate) fn value_aad(tenant: &TenantId, token_id: Uuid) -> Vec<u8> {
     aad
 }
 
+/// [`value_aad`] for one token id after another, in one buffer: a batch seals hundreds of
+/// values under the same tenant.
+pub(crate) struct ValueAad(Vec<u8>);
+
+impl ValueAad {
+    pub(crate) fn new(tenant: &TenantId) -> Self {
+        Self(value_aad(tenant, Uuid::nil()))
+    }
+
+    /// The associated data of `token_id`'s value, as [`value_aad`] makes it.
+    pub(crate) fn of(&mut self, token_id: Uuid) -> &[u8] {
+        let at = self.0.len() - 16;
+        self.0[at..].copy_from_slice(token_id.as_bytes());
+        &self.0
+    }
+}
+
 /// The sealed payload: a format byte, the currency code (length-prefixed, maybe empty), then
 /// the value.
 pub(crate) fn payload(value: &str, currency: Option<&str>) -> Secret {
@@ -55,6 +72,15 @@ pub(crate) fn decode(plain: Vec<u8>) -> Result<Revealed, VaultError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reused_aad_is_the_aad_of_each_id() {
+        let tenant: TenantId = "acme".parse().unwrap();
+        let mut aad = ValueAad::new(&tenant);
+        for id in [Uuid::now_v7(), Uuid::new_v4(), Uuid::nil()] {
+            assert_eq!(aad.of(id), value_aad(&tenant, id).as_slice());
+        }
+    }
 
     #[test]
     fn payloads_round_trip_with_and_without_a_currency() {

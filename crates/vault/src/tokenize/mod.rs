@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use crate::VaultError;
 use crate::policies;
-use prepare::{Prepared, prepare};
+use prepare::{Prepared, prepare, rules};
 use write::{Written, preview, write};
 
 /// The most items one request may carry.
@@ -441,8 +441,9 @@ async fn run(
 
     let mut results: Vec<Option<ItemOutcome>> = vec![None; request.items.len()];
     let mut pending = Vec::with_capacity(request.items.len());
+    let rules = rules(&stored);
     for (index, item) in request.items.iter().enumerate() {
-        match prepare(index, item, &stored, &keys, tenant)? {
+        match prepare(index, item, &stored, &rules, &keys, tenant)? {
             Prepared::Ready(p) => pending.push(*p),
             Prepared::Failed(failure) => results[index] = Some(ItemOutcome::Failed(failure)),
         }

@@ -2,11 +2,13 @@
 //! surrogate, its lookup key or fingerprint, and its sealed payload. Nothing here touches the
 //! database.
 
+use std::collections::BTreeMap;
+
 use ids::TenantId;
 use keys::TenantKeys;
 use tokenize_core::{
     FailureMode, FormatPreserving, ItemCode, Mode, Normalized, PiiType, Policy, Secret, Surrogate,
-    ValueError, deterministic_token, fingerprint_as_read, fingerprint_as_written,
+    TypeRule, ValueError, deterministic_token, fingerprint_as_read, fingerprint_as_written,
     format_preserving, normalize,
 };
 
@@ -63,10 +65,26 @@ fn failed(code: &'static str, message: &'static str) -> Prepared {
     Prepared::Failed(ItemFailure { code, message })
 }
 
+/// The policy's rule for each type, with its deterministic scope ([`Policy::scope_key`]),
+/// computed once per batch rather than once per item.
+pub(super) fn rules(stored: &StoredPolicy) -> Rules<'_> {
+    let policy_id = stored.policy_id.to_string();
+    stored
+        .policy
+        .type_rules
+        .iter()
+        .map(|(pii_type, rule)| (*pii_type, (rule, Policy::scope_key(rule, &policy_id))))
+        .collect()
+}
+
+/// A policy's rules by type, each with its deterministic scope.
+pub(super) type Rules<'a> = BTreeMap<PiiType, (&'a TypeRule, String)>;
+
 pub(super) fn prepare(
     index: usize,
     item: &Item,
     stored: &StoredPolicy,
+    rules: &Rules<'_>,
     keys: &TenantKeys,
     tenant: &TenantId,
 ) -> Result<Prepared, VaultError> {
@@ -89,13 +107,12 @@ pub(super) fn prepare(
         }
     };
     let attempt = (|| -> Result<Pending, RuleFailure> {
-        let rule = policy.type_rules.get(&pii_type).ok_or(RuleFailure {
+        let (rule, scope) = rules.get(&pii_type).ok_or(RuleFailure {
             code: ItemCode::NoRuleForType,
             reason: "the policy has no rule for this pii_type",
         })?;
         let value: Normalized = normalize(pii_type, &item.value, &policy.normalize_options())?;
         let mode = requested_mode.unwrap_or(rule.mode);
-        let scope = Policy::scope_key(rule, &stored.policy_id.to_string());
         let mut pending = Pending {
             index,
             pii_type,
@@ -111,7 +128,7 @@ pub(super) fn prepare(
         let tenant = tenant.as_str();
         match mode {
             Mode::Deterministic => {
-                let token = deterministic_token(&keys.mac, &scope, &value);
+                let token = deterministic_token(&keys.mac, scope, &value);
                 pending.lookup = Some(tokenize_core::lookup(tenant, pii_type.as_str(), &token));
                 pending.token = Some(token);
             }

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use super::prepare::Pending;
 use crate::VaultError;
 use crate::policies::StoredPolicy;
-use crate::value::value_aad;
+use crate::value::{ValueAad, value_aad};
 
 /// Random bytes each written row takes: a nonce and the random part of its token id.
 const RANDOM_PER_ROW: usize = NONCE_LEN + 10;
@@ -336,6 +336,7 @@ pub(super) async fn write(
         let mut random = random.chunks_exact(RANDOM_PER_ROW);
         let millis = u64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000)
             .unwrap_or(0);
+        let mut aad = ValueAad::new(tenant);
         for &i in &todo {
             if let Some(k) = key_of(&pending[i])
                 && let Some(&(_, at)) = claimed.get(&k)
@@ -406,11 +407,8 @@ pub(super) async fn write(
             if let Some(k) = key_of(p) {
                 claimed.insert(k, (token_id, i));
             }
-            let sealed = data_key.seal_with_nonce(
-                nonce,
-                &value_aad(tenant, token_id),
-                p.value.expose().as_bytes(),
-            )?;
+            let sealed =
+                data_key.seal_with_nonce(nonce, aad.of(token_id), p.value.expose().as_bytes())?;
             rows.push(i, token_id, token, p, sealed);
         }
         if !expired.is_empty() {
@@ -535,8 +533,8 @@ struct Rows {
     pending_index: Vec<usize>,
     token_ids: Vec<Uuid>,
     tokens: Vec<String>,
-    pii_types: Vec<String>,
-    modes: Vec<String>,
+    pii_types: Vec<&'static str>,
+    modes: Vec<&'static str>,
     fingerprints: Vec<Option<Vec<u8>>>,
     lookups: Vec<Option<Uuid>>,
     ciphertexts: Vec<Vec<u8>>,
@@ -547,8 +545,8 @@ impl Rows {
         self.pending_index.push(at);
         self.token_ids.push(token_id);
         self.tokens.push(token);
-        self.pii_types.push(p.pii_type.as_str().to_owned());
-        self.modes.push(p.mode.as_str().to_owned());
+        self.pii_types.push(p.pii_type.as_str());
+        self.modes.push(p.mode.as_str());
         self.fingerprints.push(p.fingerprint.map(|f| f.to_vec()));
         self.lookups.push(p.lookup);
         self.ciphertexts.push(sealed);
