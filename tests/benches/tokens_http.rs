@@ -15,8 +15,9 @@
 //! vault's own table as the run has filled it, right before and right after the tokenize
 //! (`COPY vault`, the mean of the two: the reference). `INSERT` is tokenize's own
 //! insert statement with the same rows, sent without the service. Then, per row, the CPU time
-//! of Postgres and of this process (the client; tokens-api and its HTTP clients) during the
-//! first COPY into the vault, the statement and the tokenize, read from /proc.
+//! of Postgres and of this process (the client; tokens-api and its HTTP clients) while the
+//! first COPY into the vault, the statement and the tokenize were timed (their bodies are
+//! built before), read from /proc.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -65,7 +66,7 @@ async fn tokenize_rate(
     batches: usize,
     clients: usize,
     offset: usize,
-) -> f64 {
+) -> (f64, Cpu) {
     // Bodies are serialized before the clock starts, so the client's JSON work does not count
     // against the service (they share the machine's two cores).
     let bodies: Vec<Vec<u8>> = (0..batches)
@@ -73,6 +74,7 @@ async fn tokenize_rate(
         .collect();
     let bodies = std::sync::Arc::new(bodies);
     let started = Instant::now();
+    let cpu = Cpu::now();
     let mut tasks = tokio::task::JoinSet::new();
     for client in 0..clients {
         let http = app.http.clone();
@@ -102,7 +104,10 @@ async fn tokenize_rate(
     while let Some(r) = tasks.join_next().await {
         r.unwrap();
     }
-    (batches * BATCH) as f64 / started.elapsed().as_secs_f64()
+    (
+        (batches * BATCH) as f64 / started.elapsed().as_secs_f64(),
+        Cpu::now().minus(&cpu),
+    )
 }
 
 /// One reference row of `mode`, `n` of its run: the columns a tokenize of that mode writes,
@@ -154,7 +159,13 @@ enum Target {
 
 /// Rows per second of `COPY ... FROM STDIN (FORMAT binary)` of `batches` batches of `mode`'s
 /// rows into `target`, from `clients` connections, one transaction per batch.
-async fn copy_rate(url: &str, mode: &str, target: Target, batches: usize, clients: usize) -> f64 {
+async fn copy_rate(
+    url: &str,
+    mode: &str,
+    target: Target,
+    batches: usize,
+    clients: usize,
+) -> (f64, Cpu) {
     use futures::SinkExt as _;
     let (setup, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
@@ -192,6 +203,7 @@ async fn copy_rate(url: &str, mode: &str, target: Target, batches: usize, client
         .collect();
     let bodies = std::sync::Arc::new(bodies);
     let started = Instant::now();
+    let cpu = Cpu::now();
     let mut tasks = tokio::task::JoinSet::new();
     for client in 0..clients {
         let (url, bodies) = (url.to_owned(), bodies.clone());
@@ -219,13 +231,14 @@ async fn copy_rate(url: &str, mode: &str, target: Target, batches: usize, client
         r.unwrap();
     }
     let rate = (batches * BATCH) as f64 / started.elapsed().as_secs_f64();
+    let cpu = Cpu::now().minus(&cpu);
     if target != Target::Vault {
         setup
             .batch_execute("DROP TABLE copy_reference")
             .await
             .unwrap();
     }
-    rate
+    (rate, cpu)
 }
 
 /// Rows per second of tokenize's own insert statement (`Rows::insert` in
@@ -233,7 +246,7 @@ async fn copy_rate(url: &str, mode: &str, target: Target, batches: usize, client
 /// through diesel with the same binary array parameters, from `clients` connections, one
 /// transaction per batch, with the rows the references write: what the service's SQL costs
 /// Postgres without the service. The batch's other statements (quota, usage) are left out.
-async fn statement_rate(url: &str, mode: &str, batches: usize, clients: usize) -> f64 {
+async fn statement_rate(url: &str, mode: &str, batches: usize, clients: usize) -> (f64, Cpu) {
     use diesel::sql_types::{Array, Bytea, Int4, Int8, Nullable, Text, Uuid as SqlUuid};
     use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
     struct Batch {
@@ -279,6 +292,7 @@ async fn statement_rate(url: &str, mode: &str, batches: usize, clients: usize) -
         .collect();
     let batches = std::sync::Arc::new(batches);
     let started = Instant::now();
+    let cpu = Cpu::now();
     let mut tasks = tokio::task::JoinSet::new();
     for client in 0..clients {
         let (url, batches) = (url.to_owned(), batches.clone());
@@ -326,7 +340,10 @@ async fn statement_rate(url: &str, mode: &str, batches: usize, clients: usize) -
     while let Some(r) = tasks.join_next().await {
         r.unwrap();
     }
-    (batches.len() * BATCH) as f64 / started.elapsed().as_secs_f64()
+    (
+        (batches.len() * BATCH) as f64 / started.elapsed().as_secs_f64(),
+        Cpu::now().minus(&cpu),
+    )
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -401,25 +418,23 @@ async fn main() {
             if only != mode {
                 continue;
             }
-            let rate = tokenize_rate(&app, &key, &policy, mode, batches, clients, offset).await;
+            let (rate, _) =
+                tokenize_rate(&app, &key, &policy, mode, batches, clients, offset).await;
             println!("{mode:<18} {rate:>12.0} items/s");
             return;
         }
-        let raw = copy_rate(&app.db.url, mode, Target::Unindexed, batches, clients).await;
-        let indexed = copy_rate(&app.db.url, mode, Target::FreshIndexed, batches, clients).await;
-        let before = Cpu::now();
-        let statement = statement_rate(&app.db.url, mode, batches, clients).await;
-        let statement_cpu = Cpu::now().minus(&before);
+        let (raw, _) = copy_rate(&app.db.url, mode, Target::Unindexed, batches, clients).await;
+        let (indexed, _) =
+            copy_rate(&app.db.url, mode, Target::FreshIndexed, batches, clients).await;
+        let (statement, statement_cpu) = statement_rate(&app.db.url, mode, batches, clients).await;
         // The COPY into the vault before and after the tokenize, and their mean: the vault
         // grows by every phase, and a phase measured on the smaller table is the faster
         // (measured: a deterministic COPY 15 to 21% slower after one more phase).
-        let before = Cpu::now();
-        let vault_before = copy_rate(&app.db.url, mode, Target::Vault, batches, clients).await;
-        let copy_cpu = Cpu::now().minus(&before);
-        let before = Cpu::now();
-        let rate = tokenize_rate(&app, &key, &policy, mode, batches, clients, offset).await;
-        let tokenize_cpu = Cpu::now().minus(&before);
-        let vault_after = copy_rate(&app.db.url, mode, Target::Vault, batches, clients).await;
+        let (vault_before, copy_cpu) =
+            copy_rate(&app.db.url, mode, Target::Vault, batches, clients).await;
+        let (rate, tokenize_cpu) =
+            tokenize_rate(&app, &key, &policy, mode, batches, clients, offset).await;
+        let (vault_after, _) = copy_rate(&app.db.url, mode, Target::Vault, batches, clients).await;
         let vault = (vault_before + vault_after) / 2.0;
         offset += batches * BATCH;
         println!(
