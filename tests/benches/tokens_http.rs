@@ -58,6 +58,34 @@ fn batch(policy: &str, mode: &str, start: usize) -> Value {
     json!({ "policy_id": policy, "items": items })
 }
 
+/// Runs `batches` of 1000 rows from `clients` tasks at once, client `c` taking batches `c`,
+/// `c + clients`, `c + 2 clients` and so on (`each(batches, its share)`), and returns the rows
+/// per second and the CPU spent meanwhile. Whatever `each` prepares before its first batch
+/// (a connection) is inside the clock; what the caller built into `batches` is not.
+async fn timed<T, F, Fut>(batches: Vec<T>, clients: usize, each: F) -> (f64, Cpu)
+where
+    T: Send + Sync + 'static,
+    F: Fn(std::sync::Arc<Vec<T>>, Vec<usize>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let rows = (batches.len() * BATCH) as f64;
+    let batches = std::sync::Arc::new(batches);
+    let started = Instant::now();
+    let cpu = Cpu::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for client in 0..clients {
+        let share = (client..batches.len()).step_by(clients).collect();
+        tasks.spawn(each(batches.clone(), share));
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.unwrap();
+    }
+    (
+        rows / started.elapsed().as_secs_f64(),
+        Cpu::now().minus(&cpu),
+    )
+}
+
 async fn tokenize_rate(
     app: &TestApp,
     key: &str,
@@ -72,17 +100,11 @@ async fn tokenize_rate(
     let bodies: Vec<Vec<u8>> = (0..batches)
         .map(|b| serde_json::to_vec(&batch(policy, mode, offset + b * BATCH)).unwrap())
         .collect();
-    let bodies = std::sync::Arc::new(bodies);
-    let started = Instant::now();
-    let cpu = Cpu::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for client in 0..clients {
-        let http = app.http.clone();
-        let url = app.url("/tokenize");
-        let key = key.to_owned();
-        let bodies = bodies.clone();
-        tasks.spawn(async move {
-            for b in (client..bodies.len()).step_by(clients) {
+    let url = app.url("/tokenize");
+    timed(bodies, clients, |bodies, share| {
+        let (http, url, key) = (app.http.clone(), url.clone(), key.to_owned());
+        async move {
+            for b in share {
                 let response = http
                     .post(&url)
                     .header("X-API-Key", &key)
@@ -99,15 +121,9 @@ async fn tokenize_rate(
                     "a batch had failures"
                 );
             }
-        });
-    }
-    while let Some(r) = tasks.join_next().await {
-        r.unwrap();
-    }
-    (
-        (batches * BATCH) as f64 / started.elapsed().as_secs_f64(),
-        Cpu::now().minus(&cpu),
-    )
+        }
+    })
+    .await
 }
 
 /// One reference row of `mode`, `n` of its run: the columns a tokenize of that mode writes,
@@ -201,37 +217,26 @@ async fn copy_rate(
             bytes::Bytes::from(out)
         })
         .collect();
-    let bodies = std::sync::Arc::new(bodies);
-    let started = Instant::now();
-    let cpu = Cpu::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for client in 0..clients {
-        let (url, bodies) = (url.to_owned(), bodies.clone());
-        tasks.spawn(async move {
+    let copy = format!(
+        "COPY {table} (tenant_id, token_id, token, pii_type, mode, policy_id, policy_version, \
+         fingerprint, key_version, ciphertext, lookup) FROM STDIN (FORMAT binary)"
+    );
+    let (rate, cpu) = timed(bodies, clients, |bodies, share| {
+        let (url, copy) = (url.to_owned(), copy.clone());
+        async move {
             let (conn, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
                 .await
                 .unwrap();
             tokio::spawn(connection);
-            for b in (client..bodies.len()).step_by(clients) {
-                let sink = conn
-                    .copy_in(&format!(
-                        "COPY {table} (tenant_id, token_id, token, pii_type, mode, \
-                         policy_id, policy_version, fingerprint, key_version, ciphertext, \
-                         lookup) FROM STDIN (FORMAT binary)"
-                    ))
-                    .await
-                    .unwrap();
+            for b in share {
+                let sink = conn.copy_in(&copy).await.unwrap();
                 let mut sink = std::pin::pin!(sink);
                 sink.send(bodies[b].clone()).await.unwrap();
                 assert_eq!(sink.as_mut().finish().await.unwrap(), BATCH as u64);
             }
-        });
-    }
-    while let Some(r) = tasks.join_next().await {
-        r.unwrap();
-    }
-    let rate = (batches * BATCH) as f64 / started.elapsed().as_secs_f64();
-    let cpu = Cpu::now().minus(&cpu);
+        }
+    })
+    .await;
     if target != Target::Vault {
         setup
             .batch_execute("DROP TABLE copy_reference")
@@ -241,9 +246,9 @@ async fn copy_rate(
     (rate, cpu)
 }
 
-/// Rows per second of tokenize's own insert statement (`Rows::insert` in
-/// crates/vault/src/tokenize/write.rs, the first round's plain insert, in its savepoint), sent
-/// through diesel with the same binary array parameters, from `clients` connections, one
+/// Rows per second of tokenize's own insert statement ([`vault::tokenize::INSERT_ROWS`], as a
+/// batch's first round sends it, in its savepoint), through diesel with the same binary array
+/// parameters, from `clients` connections, one
 /// transaction per batch, with the rows the references write: what the service's SQL costs
 /// Postgres without the service. The batch's other statements (quota, usage) are left out.
 async fn statement_rate(url: &str, mode: &str, batches: usize, clients: usize) -> (f64, Cpu) {
@@ -290,60 +295,38 @@ async fn statement_rate(url: &str, mode: &str, batches: usize, clients: usize) -
             }
         })
         .collect();
-    let batches = std::sync::Arc::new(batches);
-    let started = Instant::now();
-    let cpu = Cpu::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for client in 0..clients {
-        let (url, batches) = (url.to_owned(), batches.clone());
-        tasks.spawn(async move {
+    timed(batches, clients, |batches, share| {
+        let url = url.to_owned();
+        async move {
             let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
-            for b in (client..batches.len()).step_by(clients) {
+            for b in share {
                 let rows = &batches[b];
                 conn.transaction(async |conn| {
                     conn.transaction(async |conn| {
-                        db::sql(
-                            "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, \
-                             mode, policy_id, policy_version, fingerprint, key_version, \
-                             ciphertext, expires_at, lookup) \
-                             SELECT $1, u.token_id, u.token, u.pii_type, u.mode, $2, $3, \
-                             u.fingerprint, $4, u.ciphertext, CASE WHEN $5::bigint IS NULL \
-                             THEN NULL ELSE now() + make_interval(secs => $5::bigint) END, \
-                             u.lookup \
-                             FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], \
-                             $10::bytea[], $11::bytea[], $12::uuid[]) \
-                             AS u(token_id, token, pii_type, mode, fingerprint, ciphertext, \
-                             lookup)",
-                        )
-                        .bind::<Text, _>("bench")
-                        .bind::<SqlUuid, _>(uuid::Uuid::nil())
-                        .bind::<Int4, _>(1)
-                        .bind::<Int4, _>(1)
-                        .bind::<Nullable<Int8>, _>(None::<i64>)
-                        .bind::<Array<SqlUuid>, _>(&rows.token_ids)
-                        .bind::<Array<Text>, _>(&rows.tokens)
-                        .bind::<Array<Text>, _>(&rows.pii_types)
-                        .bind::<Array<Text>, _>(&rows.modes)
-                        .bind::<Array<Nullable<Bytea>>, _>(&rows.fingerprints)
-                        .bind::<Array<Bytea>, _>(&rows.ciphertexts)
-                        .bind::<Array<Nullable<SqlUuid>>, _>(&rows.lookups)
-                        .execute(conn)
-                        .await
+                        db::sql(vault::tokenize::INSERT_ROWS)
+                            .bind::<Text, _>("bench")
+                            .bind::<SqlUuid, _>(uuid::Uuid::nil())
+                            .bind::<Int4, _>(1)
+                            .bind::<Int4, _>(1)
+                            .bind::<Nullable<Int8>, _>(None::<i64>)
+                            .bind::<Array<SqlUuid>, _>(&rows.token_ids)
+                            .bind::<Array<Text>, _>(&rows.tokens)
+                            .bind::<Array<Text>, _>(&rows.pii_types)
+                            .bind::<Array<Text>, _>(&rows.modes)
+                            .bind::<Array<Nullable<Bytea>>, _>(&rows.fingerprints)
+                            .bind::<Array<Bytea>, _>(&rows.ciphertexts)
+                            .bind::<Array<Nullable<SqlUuid>>, _>(&rows.lookups)
+                            .execute(conn)
+                            .await
                     })
                     .await
                 })
                 .await
                 .unwrap();
             }
-        });
-    }
-    while let Some(r) = tasks.join_next().await {
-        r.unwrap();
-    }
-    (
-        (batches.len() * BATCH) as f64 / started.elapsed().as_secs_f64(),
-        Cpu::now().minus(&cpu),
-    )
+        }
+    })
+    .await
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

@@ -22,6 +22,7 @@ use uuid::Uuid;
 use crate::VaultError;
 use crate::policies;
 use prepare::{Prepared, prepare, rules};
+pub use write::INSERT_ROWS;
 use write::{Written, preview, write};
 
 /// The most items one request may carry.

@@ -527,6 +527,28 @@ async fn renew(
     Ok(())
 }
 
+macro_rules! insert_rows {
+    () => {
+        "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, \
+         mode, policy_id, policy_version, fingerprint, key_version, ciphertext, expires_at, \
+         lookup) \
+         SELECT $1, u.token_id, u.token, u.pii_type, u.mode, $2, $3, u.fingerprint, $4, \
+         u.ciphertext, CASE WHEN $5::bigint IS NULL THEN NULL \
+         ELSE now() + make_interval(secs => $5::bigint) END, u.lookup \
+         FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::bytea[], \
+         $11::bytea[], $12::uuid[]) \
+         AS u(token_id, token, pii_type, mode, fingerprint, ciphertext, lookup)"
+    };
+}
+
+/// The statement a batch's new entries are written with: `$1` the tenant, `$2` and `$3` the
+/// policy and its version, `$4` the key version, `$5` the TTL in seconds (or null), `$6` to
+/// `$12` the arrays of token ids, tokens, types, modes, fingerprints, ciphertexts and lookup
+/// keys. A first round sends it as it is, in a savepoint; later rounds add `ON CONFLICT DO
+/// NOTHING RETURNING token_id`. Public so that the tokenize benchmark replays this very
+/// statement without the service.
+pub const INSERT_ROWS: &str = insert_rows!();
+
 /// Column arrays for one `INSERT ... SELECT FROM unnest(...)`.
 #[derive(Default)]
 struct Rows {
@@ -563,23 +585,10 @@ impl Rows {
         ttl: Option<i64>,
         on_conflict: bool,
     ) -> Result<Vec<Inserted>, VaultError> {
-        macro_rules! insert {
-            () => {
-                "INSERT INTO vault_entries (tenant_id, token_id, token, pii_type, \
-                 mode, policy_id, policy_version, fingerprint, key_version, ciphertext, expires_at, \
-                 lookup) \
-                 SELECT $1, u.token_id, u.token, u.pii_type, u.mode, $2, $3, u.fingerprint, $4, \
-                 u.ciphertext, CASE WHEN $5::bigint IS NULL THEN NULL \
-                 ELSE now() + make_interval(secs => $5::bigint) END, u.lookup \
-                 FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::bytea[], \
-                 $11::bytea[], $12::uuid[]) \
-                 AS u(token_id, token, pii_type, mode, fingerprint, ciphertext, lookup)"
-            };
-        }
         let sql: &'static str = if on_conflict {
-            concat!(insert!(), " ON CONFLICT DO NOTHING RETURNING token_id")
+            concat!(insert_rows!(), " ON CONFLICT DO NOTHING RETURNING token_id")
         } else {
-            insert!()
+            INSERT_ROWS
         };
         let query = db::sql(sql)
             .bind::<Text, _>(tenant.as_str())
