@@ -102,9 +102,118 @@ pub fn tokenize_response(result: &Tokenized) -> wire::TokenizeResponse {
 }
 
 /// The response body of a tokenize call: what is sent, and what an idempotency key replays.
+/// The bytes `tokenize_response` would serialize to (a test holds the two together), written
+/// from the result directly: a batch of 1000 items would otherwise copy every token, id and
+/// label into `api-types`' owned strings only to serialize and drop them.
 pub fn tokenize_body(result: &Tokenized) -> Vec<u8> {
-    // Serializing plain structs of strings and numbers cannot fail.
-    serde_json::to_vec(&tokenize_response(result)).unwrap_or_default()
+    // Serializing strings and numbers into memory cannot fail.
+    serde_json::to_vec(&body::Response(result)).unwrap_or_default()
+}
+
+/// [`wire::TokenizeResponse`]'s shape, field for field, borrowed from a [`Tokenized`].
+mod body {
+    use serde::ser::{Serialize, SerializeSeq as _, SerializeStruct as _, Serializer};
+    use vault::tokenize::{ItemOutcome, ItemResult, Tokenized};
+
+    use super::{SKIPPED_CODE, SKIPPED_MESSAGE};
+
+    pub(super) struct Response<'a>(pub &'a Tokenized);
+
+    impl Serialize for Response<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let result = self.0;
+            let mut s = serializer.serialize_struct("TokenizeResponse", 5)?;
+            s.serialize_field("results", &Results(&result.results))?;
+            s.serialize_field("success_count", &result.success_count())?;
+            s.serialize_field("failure_count", &result.failure_count())?;
+            s.serialize_field("batch_policy_version", &result.batch_policy_version)?;
+            s.serialize_field("trace_id", &Shown(result.trace_id))?;
+            s.end()
+        }
+    }
+
+    struct Results<'a>(&'a [ItemResult]);
+
+    impl Serialize for Results<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+            for item in self.0 {
+                seq.serialize_element(&Item(item))?;
+            }
+            seq.end()
+        }
+    }
+
+    struct Item<'a>(&'a ItemResult);
+
+    impl Serialize for Item<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let index = self.0.index;
+            let failed = |serializer: S, status: &str, code: &str, message: &str| {
+                let mut s = serializer.serialize_struct("FailedItem", 3)?;
+                s.serialize_field("index", &index)?;
+                s.serialize_field("status", status)?;
+                s.serialize_field("error", &Error { code, message })?;
+                s.end()
+            };
+            match &self.0.outcome {
+                ItemOutcome::Tokenized {
+                    token,
+                    token_id,
+                    mode,
+                    fallback,
+                } => {
+                    let fields = if fallback.is_some() { 6 } else { 5 };
+                    let mut s = serializer.serialize_struct("TokenizedItem", fields)?;
+                    s.serialize_field("index", &index)?;
+                    s.serialize_field("token", token)?;
+                    s.serialize_field("token_id", &token_id.map(Shown))?;
+                    s.serialize_field("status", "TOKENIZED")?;
+                    s.serialize_field("mode", mode.as_str())?;
+                    match fallback {
+                        Some(f) => s.serialize_field(
+                            "fallback",
+                            &Fallback {
+                                mode: f.mode.as_str(),
+                                reason_code: f.reason_code,
+                                reason: f.reason,
+                            },
+                        )?,
+                        None => s.skip_field("fallback")?,
+                    }
+                    s.end()
+                }
+                ItemOutcome::Failed(failure) => {
+                    failed(serializer, "FAILED", failure.code, failure.message)
+                }
+                ItemOutcome::Skipped => {
+                    failed(serializer, "SKIPPED", SKIPPED_CODE, SKIPPED_MESSAGE)
+                }
+            }
+        }
+    }
+
+    #[derive(serde::Serialize)]
+    struct Error<'a> {
+        code: &'a str,
+        message: &'a str,
+    }
+
+    #[derive(serde::Serialize)]
+    struct Fallback<'a> {
+        mode: &'a str,
+        reason_code: &'a str,
+        reason: &'a str,
+    }
+
+    /// A value written as its `Display` text (an id), without a `String` of its own.
+    struct Shown<T>(T);
+
+    impl<T: std::fmt::Display> Serialize for Shown<T> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_str(&self.0)
+        }
+    }
 }
 
 pub fn definition(input: wire::PolicyInput) -> vault::policies::Definition {
@@ -281,5 +390,69 @@ pub fn usage(u: limits::Usage) -> wire::Usage {
             used: u.quota.used,
             remaining: u.quota.remaining,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ids::TokenId;
+    use tokenize_core::Mode;
+    use vault::tokenize::{Fallback, ItemFailure, ItemOutcome, ItemResult, Tokenized};
+
+    use super::*;
+
+    #[test]
+    fn the_body_is_the_wire_response_byte_for_byte() {
+        let tokenized = |index, token: Option<&str>, token_id, fallback| ItemResult {
+            index,
+            outcome: ItemOutcome::Tokenized {
+                token: token.map(str::to_owned),
+                token_id,
+                mode: Mode::Deterministic,
+                fallback,
+            },
+        };
+        let result = Tokenized {
+            results: vec![
+                tokenized(0, Some("dtk_a\"b\\c\u{1}"), Some(TokenId::new()), None),
+                tokenized(1, None, None, None),
+                tokenized(
+                    2,
+                    Some("rtk_x"),
+                    Some(TokenId::new()),
+                    Some(Fallback {
+                        mode: Mode::Randomized,
+                        reason_code: "INVALID_VALUE",
+                        reason: "not a \"valid\" value",
+                    }),
+                ),
+                ItemResult {
+                    index: 3,
+                    outcome: ItemOutcome::Failed(ItemFailure {
+                        code: "EMPTY_VALUE",
+                        message: "the value is empty",
+                    }),
+                },
+                ItemResult {
+                    index: 4,
+                    outcome: ItemOutcome::Skipped,
+                },
+            ],
+            batch_policy_version: 7,
+            trace_id: TokenId::new().as_uuid(),
+        };
+        let body = tokenize_body(&result);
+        assert_eq!(
+            String::from_utf8(body.clone()).unwrap(),
+            serde_json::to_string(&tokenize_response(&result)).unwrap()
+        );
+        let empty = Tokenized {
+            results: Vec::new(),
+            ..result
+        };
+        assert_eq!(
+            tokenize_body(&empty),
+            serde_json::to_vec(&tokenize_response(&empty)).unwrap()
+        );
     }
 }

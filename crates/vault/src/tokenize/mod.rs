@@ -8,8 +8,6 @@
 mod prepare;
 mod write;
 
-use std::collections::HashMap;
-
 use diesel::QueryableByName;
 use diesel::sql_types::{Bytea, Int4, Text};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
@@ -23,7 +21,7 @@ use crate::VaultError;
 use crate::policies;
 use prepare::{Prepared, prepare, rules};
 pub use write::INSERT_ROWS;
-use write::{Written, preview, write};
+use write::{Outcomes, Written, preview, write};
 
 /// The most items one request may carry.
 pub const MAX_ITEMS: usize = 1000;
@@ -450,8 +448,8 @@ async fn run(
         }
     }
     let any_failed = results.iter().flatten().next().is_some();
-    let written = if any_failed && batch_mode == BatchMode::AllOrNothing {
-        HashMap::new()
+    let mut written = if any_failed && batch_mode == BatchMode::AllOrNothing {
+        Outcomes::default()
     } else if dry_run {
         preview(conn, keyring, tenant, &keys, &mut pending).await?
     } else {
@@ -476,7 +474,7 @@ async fn run(
             }
             let complete = pending
                 .iter()
-                .all(|p| matches!(written.get(&p.index), Some(Written::Token { .. })));
+                .all(|p| matches!(written.get(p.index), Some(Written::Token { .. })));
             if batch_mode == BatchMode::AllOrNothing && !complete {
                 // Roll back what this batch wrote, and report why.
                 return Err(Rollback::With(written));
@@ -485,7 +483,7 @@ async fn run(
             // kept, with one commit. A metering failure must not fail the tokenization,
             // so it stays inside a savepoint.
             let items = written
-                .values()
+                .iter()
                 .filter(|w| matches!(w, Written::Token { .. }))
                 .count();
             if items > 0 {
@@ -511,9 +509,9 @@ async fn run(
         }
     };
     for p in &pending {
-        results[p.index] = Some(match written.get(&p.index) {
+        results[p.index] = Some(match written.take(p.index) {
             Some(Written::Token { token, token_id }) => ItemOutcome::Tokenized {
-                token: token.clone(),
+                token,
                 token_id: token_id.filter(|_| !dry_run).map(TokenId::from_uuid),
                 mode: p.mode,
                 fallback: p.fallback,

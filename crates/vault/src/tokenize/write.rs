@@ -45,6 +45,33 @@ pub(super) enum Written {
     NoSurrogate,
 }
 
+/// What happened to each item, by its index in the request: a vector, not a map, since
+/// the indexes are the request's positions.
+#[derive(Debug, Default)]
+pub(super) struct Outcomes(Vec<Option<Written>>);
+
+impl Outcomes {
+    fn set(&mut self, index: usize, written: Written) {
+        if self.0.len() <= index {
+            self.0.resize(index + 1, None);
+        }
+        self.0[index] = Some(written);
+    }
+
+    pub(super) fn get(&self, index: usize) -> Option<&Written> {
+        self.0.get(index).and_then(Option::as_ref)
+    }
+
+    /// The outcome of item `index`, taken out.
+    pub(super) fn take(&mut self, index: usize) -> Option<Written> {
+        self.0.get_mut(index).and_then(Option::take)
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Written> {
+        self.0.iter().flatten()
+    }
+}
+
 #[derive(QueryableByName)]
 struct Existing {
     #[diesel(sql_type = SqlUuid)]
@@ -217,7 +244,7 @@ pub(super) async fn preview(
     tenant: &TenantId,
     keys: &TenantKeys,
     pending: &mut [Pending],
-) -> Result<HashMap<usize, Written>, VaultError> {
+) -> Result<Outcomes, VaultError> {
     let wanted: Vec<Key> = pending.iter().filter_map(key_of).collect();
     let mut found = existing(conn, tenant, &wanted).await?;
     let fresh = opening_keys(conn, keyring, tenant, keys, &found).await?;
@@ -274,7 +301,10 @@ pub(super) async fn preview(
             };
             (p.index, written)
         })
-        .collect())
+        .fold(Outcomes::default(), |mut out, (index, written)| {
+            out.set(index, written);
+            out
+        }))
 }
 
 #[derive(QueryableByName)]
@@ -294,8 +324,8 @@ pub(super) async fn write(
     stored: &StoredPolicy,
     rng: &SystemRandom,
     pending: &mut [Pending],
-) -> Result<(HashMap<usize, Written>, usize), VaultError> {
-    let mut out = HashMap::with_capacity(pending.len());
+) -> Result<(Outcomes, usize), VaultError> {
+    let mut out = Outcomes::default();
     // Entries inserted: what the monthly quota meters.
     let mut created = 0;
     let (key_version, data_key) = keys.current()?;
@@ -366,7 +396,7 @@ pub(super) async fn write(
                         token_id: Some(e.token_id),
                     }
                 };
-                out.insert(p.index, written);
+                out.set(p.index, written);
                 continue;
             }
             if let Some(k) = key_of(p)
@@ -420,8 +450,9 @@ pub(super) async fn write(
             .copied()
             .zip(rows.token_ids.iter().copied())
             .collect();
-        let inserted: std::collections::HashSet<Uuid> = if batch.is_empty() {
-            Default::default()
+        // The ids this round inserted; `None` when it inserted every row.
+        let inserted: Option<std::collections::HashSet<Uuid>> = if batch.is_empty() {
+            None
         } else if round == 0 && batch.len() >= PLAIN_INSERT_MIN_ROWS {
             // New values are the common case: a plain insert in a savepoint costs Postgres
             // less than ON CONFLICT's speculative insertion. Any conflict undoes it, and the
@@ -433,31 +464,36 @@ pub(super) async fn write(
                 })
                 .await;
             match fast {
-                Ok(_) => batch.iter().map(|(_, id)| *id).collect(),
+                Ok(_) => None,
                 Err(VaultError::Database(diesel::result::Error::DatabaseError(
                     diesel::result::DatabaseErrorKind::UniqueViolation,
                     _,
-                ))) => rows
-                    .insert(conn, tenant, stored, key_version, ttl, true)
+                ))) => Some(
+                    rows.insert(conn, tenant, stored, key_version, ttl, true)
+                        .await?
+                        .into_iter()
+                        .map(|r| r.token_id)
+                        .collect(),
+                ),
+                Err(e) => return Err(e),
+            }
+        } else {
+            Some(
+                rows.insert(conn, tenant, stored, key_version, ttl, true)
                     .await?
                     .into_iter()
                     .map(|r| r.token_id)
                     .collect(),
-                Err(e) => return Err(e),
-            }
-        } else {
-            rows.insert(conn, tenant, stored, key_version, ttl, true)
-                .await?
-                .into_iter()
-                .map(|r| r.token_id)
-                .collect()
+            )
         };
-        created += inserted.len();
+        created += inserted.as_ref().map_or(batch.len(), |set| set.len());
+        let was_inserted = |id: &Uuid| inserted.as_ref().is_none_or(|set| set.contains(id));
         let mut retry = deferred;
         for (i, token_id) in batch {
-            if inserted.contains(&token_id) {
-                let token = pending[i].token.clone();
-                out.insert(
+            if was_inserted(&token_id) {
+                // Not needed once written: the outcome takes it.
+                let token = pending[i].token.take();
+                out.set(
                     pending[i].index,
                     Written::Token {
                         token,
@@ -471,16 +507,16 @@ pub(super) async fn write(
             }
         }
         for (i, first) in waiting {
-            if inserted.contains(&first) {
+            if was_inserted(&first) {
                 let token = pending[i].token.clone().or_else(|| {
-                    out.values().find_map(|w| match w {
+                    out.iter().find_map(|w| match w {
                         Written::Token { token, token_id } if *token_id == Some(first) => {
                             token.clone()
                         }
                         _ => None,
                     })
                 });
-                out.insert(
+                out.set(
                     pending[i].index,
                     Written::Token {
                         token,
@@ -494,7 +530,7 @@ pub(super) async fn write(
         todo = retry;
     }
     for i in todo {
-        out.insert(pending[i].index, Written::NoSurrogate);
+        out.set(pending[i].index, Written::NoSurrogate);
     }
     Ok((out, created))
 }
