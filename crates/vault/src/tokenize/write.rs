@@ -431,7 +431,8 @@ pub(super) async fn write(
                 // Derived from the id, so the primary key finds it (see `TokenIdCipher`).
                 p.token = Some(keys.randomized.token(token_id.as_bytes()));
             }
-            let Some(token) = p.token.clone() else {
+            // Moved into the row, and back out of it after the insert (see below).
+            let Some(token) = p.token.take() else {
                 continue;
             };
             if let Some(k) = key_of(p) {
@@ -489,20 +490,20 @@ pub(super) async fn write(
         created += inserted.as_ref().map_or(batch.len(), |set| set.len());
         let was_inserted = |id: &Uuid| inserted.as_ref().is_none_or(|set| set.contains(id));
         let mut retry = deferred;
-        for (i, token_id) in batch {
+        for ((i, token_id), token) in batch.into_iter().zip(std::mem::take(&mut rows.tokens)) {
             if was_inserted(&token_id) {
-                // Not needed once written: the outcome takes it.
-                let token = pending[i].token.take();
                 out.set(
                     pending[i].index,
                     Written::Token {
-                        token,
+                        token: Some(token),
                         token_id: Some(token_id),
                     },
                 );
             } else {
                 // A concurrent writer stored the same value first (found by fingerprint next
-                // round), or a surrogate collided with an existing token (drawn again).
+                // round), or a surrogate collided with an existing token (drawn again). The
+                // item keeps its token for the next round.
+                pending[i].token = Some(token);
                 retry.push(i);
             }
         }
