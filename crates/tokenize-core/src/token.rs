@@ -93,16 +93,17 @@ pub fn looks_like_token(token: &str) -> bool {
 /// token under the same key. `scope` is `global` or `policy:<policy_id>`: use
 /// [`crate::Policy::scope_key`], as the vault does, to get the service's tokens.
 pub fn deterministic_token(key: &MacKey, scope: &str, value: &Normalized) -> String {
+    let currency = currency_field(value);
     let fields: [&[u8]; 5] = [
         b"dps-token-v1",
         value.pii_type.as_str().as_bytes(),
         scope.as_bytes(),
         value.value.expose().as_bytes(),
-        currency_field(value).unwrap_or_default(),
+        currency.unwrap_or_default(),
     ];
     // Without a currency the fifth field is left out, not written empty: the tokens issued
     // before currencies existed stay the same.
-    let mac = key.mac(&fields[..if value.currency.is_some() { 5 } else { 4 }]);
+    let mac = key.mac(&fields[..4 + usize::from(currency.is_some())]);
     prefixed_base32(DETERMINISTIC_PREFIX, &mac[..TOKEN_BYTES])
 }
 

@@ -72,6 +72,16 @@ impl Outcomes {
     }
 }
 
+impl FromIterator<(usize, Written)> for Outcomes {
+    fn from_iter<I: IntoIterator<Item = (usize, Written)>>(outcomes: I) -> Self {
+        let mut out = Outcomes::default();
+        for (index, written) in outcomes {
+            out.set(index, written);
+        }
+        out
+    }
+}
+
 #[derive(QueryableByName)]
 struct Existing {
     #[diesel(sql_type = SqlUuid)]
@@ -301,10 +311,7 @@ pub(super) async fn preview(
             };
             (p.index, written)
         })
-        .fold(Outcomes::default(), |mut out, (index, written)| {
-            out.set(index, written);
-            out
-        }))
+        .collect())
 }
 
 #[derive(QueryableByName)]
@@ -451,33 +458,29 @@ pub(super) async fn write(
             .copied()
             .zip(rows.token_ids.iter().copied())
             .collect();
-        // The ids this round inserted; `None` when it inserted every row.
-        let inserted: Option<std::collections::HashSet<Uuid>> = if batch.is_empty() {
-            None
-        } else if round == 0 && batch.len() >= PLAIN_INSERT_MIN_ROWS {
-            // New values are the common case: a plain insert in a savepoint costs Postgres
-            // less than ON CONFLICT's speculative insertion. Any conflict undoes it, and the
-            // batch goes the careful way.
-            let fast = conn
+        // New values are the common case: a plain insert in a savepoint costs Postgres less
+        // than ON CONFLICT's speculative insertion. Any conflict undoes it, and the batch goes
+        // the careful way.
+        let all_inserted = round == 0
+            && batch.len() >= PLAIN_INSERT_MIN_ROWS
+            && match conn
                 .transaction(async |conn| {
                     rows.insert(conn, tenant, stored, key_version, ttl, false)
                         .await
                 })
-                .await;
-            match fast {
-                Ok(_) => None,
+                .await
+            {
+                Ok(_) => true,
                 Err(VaultError::Database(diesel::result::Error::DatabaseError(
                     diesel::result::DatabaseErrorKind::UniqueViolation,
                     _,
-                ))) => Some(
-                    rows.insert(conn, tenant, stored, key_version, ttl, true)
-                        .await?
-                        .into_iter()
-                        .map(|r| r.token_id)
-                        .collect(),
-                ),
+                ))) => false,
                 Err(e) => return Err(e),
-            }
+            };
+        // The ids this round inserted; `None` when it inserted every row.
+        let inserted: Option<std::collections::HashSet<Uuid>> = if batch.is_empty() || all_inserted
+        {
+            None
         } else {
             Some(
                 rows.insert(conn, tenant, stored, key_version, ttl, true)
