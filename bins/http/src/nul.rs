@@ -21,7 +21,7 @@ pub fn refused(field: &str) -> ApiError {
 /// Whether a JSON text may hold a NUL character: JSON can only write one as the escape
 /// `\u0000`, so a body without that sequence holds none and is not walked.
 pub fn may_hold_nul(json: &[u8]) -> bool {
-    json.windows(6).any(|w| w == b"\\u0000")
+    memchr::memmem::find(json, b"\\u0000").is_some()
 }
 
 /// Where the first string or key in `value` that holds U+0000 is, as a field name:

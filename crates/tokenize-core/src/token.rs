@@ -110,15 +110,16 @@ pub fn deterministic_token(key: &MacKey, scope: &str, value: &Normalized) -> Str
 /// The vault's lookup fingerprint of a value, under the fingerprint key (never the token key):
 /// what finds the existing entry of a deterministic or format-preserving value.
 pub fn fingerprint(key: &MacKey, mode: Mode, scope: &str, value: &Normalized) -> [u8; 32] {
-    let mut fields: Vec<&[u8]> = vec![
+    let currency = currency_field(value);
+    let fields: [&[u8]; 6] = [
         b"dps-fingerprint-v1",
         mode.as_str().as_bytes(),
         value.pii_type.as_str().as_bytes(),
         scope.as_bytes(),
         value.value.expose().as_bytes(),
+        currency.unwrap_or_default(),
     ];
-    fields.extend(currency_field(value));
-    key.mac(&fields)
+    key.mac(&fields[..5 + usize::from(currency.is_some())])
 }
 
 /// An amount's currency is part of the value: `€100.00` and `£100.00` are two values, with two

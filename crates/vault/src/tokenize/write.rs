@@ -358,9 +358,9 @@ pub(super) async fn write(
         let opening = fresh.as_deref().unwrap_or(keys);
         // Items sent to the next round unwritten: see the first check below.
         let mut deferred = Vec::new();
-        let mut rows = Rows::default();
+        let mut rows = Rows::with_capacity(todo.len());
         // Each key written this round: its entry's token id, and the item that claimed it.
-        let mut claimed: HashMap<Key, (Uuid, usize)> = HashMap::new();
+        let mut claimed: HashMap<Key, (Uuid, usize)> = HashMap::with_capacity(todo.len());
         let mut waiting = Vec::new();
         // Existing entries whose token's time ran out: the value's token is theirs (it is a
         // function of the value, or its surrogate), so the tokenize makes them active again.
@@ -590,7 +590,6 @@ macro_rules! insert_rows {
 pub const INSERT_ROWS: &str = insert_rows!();
 
 /// Column arrays for one `INSERT ... SELECT FROM unnest(...)`.
-#[derive(Default)]
 struct Rows {
     pending_index: Vec<usize>,
     token_ids: Vec<Uuid>,
@@ -603,6 +602,20 @@ struct Rows {
 }
 
 impl Rows {
+    /// Room for `n` rows, so that a batch's arrays never grow by copying.
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            pending_index: Vec::with_capacity(n),
+            token_ids: Vec::with_capacity(n),
+            tokens: Vec::with_capacity(n),
+            pii_types: Vec::with_capacity(n),
+            modes: Vec::with_capacity(n),
+            fingerprints: Vec::with_capacity(n),
+            lookups: Vec::with_capacity(n),
+            ciphertexts: Vec::with_capacity(n),
+        }
+    }
+
     fn push(&mut self, at: usize, token_id: Uuid, token: String, p: &Pending, sealed: Vec<u8>) {
         self.pending_index.push(at);
         self.token_ids.push(token_id);
