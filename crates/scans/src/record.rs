@@ -3,8 +3,11 @@
 //! under the chunk's fence.
 
 use std::collections::HashSet;
+use std::io::Write as _;
 
 use diesel::QueryableByName;
+use diesel::pg::Pg;
+use diesel::serialize::{IsNull, Output, ToSql};
 use diesel::sql_types::{
     Array, BigInt, Float, Integer, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
@@ -79,7 +82,21 @@ struct NewFindings<'a> {
     tokenized: Vec<bool>,
     fields: Vec<&'a str>,
     occurrences: Vec<i32>,
-    locations: Vec<serde_json::Value>,
+    locations: Vec<Samples<'a>>,
+}
+
+/// A finding's sample locations, bound as one `jsonb` array straight from the finding,
+/// instead of copied into a new `serde_json::Value` first.
+#[derive(Debug)]
+struct Samples<'a>(&'a [serde_json::Value]);
+
+impl ToSql<Jsonb, Pg> for Samples<'_> {
+    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> diesel::serialize::Result {
+        // jsonb's binary format: its version, then the JSON text.
+        out.write_all(&[1])?;
+        serde_json::to_writer(out, self.0)?;
+        Ok(IsNull::No)
+    }
 }
 
 impl<'a> NewFindings<'a> {
@@ -95,8 +112,7 @@ impl<'a> NewFindings<'a> {
         self.fields.push(&f.field);
         self.occurrences
             .push(i32::try_from(f.occurrences).unwrap_or(i32::MAX));
-        self.locations
-            .push(serde_json::Value::Array(f.locations.clone()));
+        self.locations.push(Samples(&f.locations));
     }
 }
 
