@@ -9,7 +9,10 @@
 //! email on every row, as `tests/benches/dense_csv.py` writes), `BENCH_CORPUS=ndjson` with
 //! application events as NDJSON. `BENCH_STORAGE=s3s` serves the bucket from s3s-fs (an S3
 //! server in Rust over a directory, with a stand-in STS) instead of moto, whose one Python
-//! core bounds any scan at a few hundred objects a second. The detection engine alone is
+//! core bounds any scan at a few hundred objects a second. `BENCH_STORAGE=memory` serves it
+//! from the bench's own process instead (`support/synthetic_s3.rs`: the S3 protocol and SigV4
+//! of the `s3s` crate, the bodies held in memory, no disk and no hashing per GET), which stands
+//! for storage on other machines: its CPU is counted with the service's. The detection engine alone is
 //! timed on the same bytes at the end, one thread as `dpsctl detect` runs, for the ratio of the
 //! full scan to the engine. It starts moto, a Postgres cluster with production durability and platform-api
 //! in-process, fills a bucket, then:
@@ -47,6 +50,9 @@ use testkit::{emulators, seed};
 #[path = "support/cpu.rs"]
 mod cpu;
 use cpu::Cpu;
+#[path = "support/synthetic_s3.rs"]
+mod synthetic_s3;
+use synthetic_s3::SyntheticS3;
 
 const BUCKET: &str = "bench-exports";
 
@@ -293,52 +299,91 @@ async fn main() {
     let policies = setting("BENCH_POLICIES", 0).min(POLICIES.len());
     let readers = setting("BENCH_RAW_READERS", workers);
     let corpus = std::env::var("BENCH_CORPUS").unwrap_or_default();
-    let s3s = std::env::var("BENCH_STORAGE").is_ok_and(|s| s == "s3s");
+    let storage_kind = std::env::var("BENCH_STORAGE").unwrap_or_default();
+    let s3s = storage_kind == "s3s";
+    let memory = storage_kind == "memory";
 
     // Writes land on a Postgres with production durability (fsync, synchronous commit).
     testkit::use_durable_cluster();
-    let root = std::env::temp_dir().join(format!("dps-bench-s3s-{}", std::process::id()));
-    let (storage, sts) = if s3s {
-        std::fs::create_dir_all(&root).unwrap();
-        let storage = emulators::s3s_fs(&root, seed::MOTO_KEY_ID, seed::MOTO_SECRET);
-        let sts = testkit::identity::sts(seed::MOTO_KEY_ID, seed::MOTO_SECRET);
-        (storage, Some(sts))
-    } else {
-        (emulators::moto(&[]), None)
+    let extension = match corpus.as_str() {
+        "dense" => "csv",
+        "ndjson" => "ndjson",
+        _ => "log",
     };
-    let moto_url = storage.url();
-    let env = storage_env(&moto_url, sts.as_ref().map(|s| s.url()).as_deref());
-    println!("storage: {}", storage.name);
-    let store = seed::s3_bucket(&moto_url, BUCKET).await;
-    let seeding = Instant::now();
     let bodies: Vec<(String, Vec<u8>)> = (0..objects)
-        .map(|n| match corpus.as_str() {
-            "dense" => (
-                format!("exports/{:02}/{n:06}.csv", n % 50),
-                dense_object(n, kb),
-            ),
-            "ndjson" => (
-                format!("events/{:02}/{n:06}.ndjson", n % 50),
-                ndjson_object(n, kb),
-            ),
-            _ => (format!("exports/{:02}/{n:06}.log", n % 50), object(n, kb)),
+        .map(|n| {
+            let key = if memory {
+                SyntheticS3::key_with(n, extension)
+            } else {
+                let top = if extension == "ndjson" {
+                    "events"
+                } else {
+                    "exports"
+                };
+                format!("{top}/{:02}/{n:06}.{extension}", n % 50)
+            };
+            let body = match corpus.as_str() {
+                "dense" => dense_object(n, kb),
+                "ndjson" => ndjson_object(n, kb),
+                _ => object(n, kb),
+            };
+            (key, body)
         })
         .collect();
     let engine_bodies = bodies.clone();
     let total_bytes: usize = bodies.iter().map(|(_, b)| b.len()).sum();
-    futures::stream::iter(bodies)
-        .for_each_concurrent(8, |(key, body)| {
-            let store = store.clone();
-            async move {
-                seed::put_all(store.as_ref(), &[(key.as_str(), body.as_slice())]).await;
-            }
-        })
-        .await;
-    println!(
-        "seeded {objects} objects, {:.1} MB, in {:.1} s",
-        total_bytes as f64 / 1e6,
-        seeding.elapsed().as_secs_f64()
-    );
+    let root = std::env::temp_dir().join(format!("dps-bench-s3s-{}", std::process::id()));
+    let (emulator, in_memory, sts) = if memory {
+        let held: Arc<Vec<Vec<u8>>> = Arc::new(bodies.into_iter().map(|(_, b)| b).collect());
+        let sizes = held.clone();
+        let served = SyntheticS3::start_with(
+            BUCKET,
+            objects,
+            seed::MOTO_KEY_ID,
+            seed::MOTO_SECRET,
+            extension,
+            move |n| held[n].clone(),
+        )
+        .await
+        .sized(move |n| sizes[n].len());
+        let sts = testkit::identity::sts(seed::MOTO_KEY_ID, seed::MOTO_SECRET);
+        (None, Some(served), Some(sts))
+    } else {
+        let (storage, sts) = if s3s {
+            std::fs::create_dir_all(&root).unwrap();
+            let storage = emulators::s3s_fs(&root, seed::MOTO_KEY_ID, seed::MOTO_SECRET);
+            let sts = testkit::identity::sts(seed::MOTO_KEY_ID, seed::MOTO_SECRET);
+            (storage, Some(sts))
+        } else {
+            (emulators::moto(&[]), None)
+        };
+        let store = seed::s3_bucket(&storage.url(), BUCKET).await;
+        let seeding = Instant::now();
+        futures::stream::iter(bodies)
+            .for_each_concurrent(8, |(key, body)| {
+                let store = store.clone();
+                async move {
+                    seed::put_all(store.as_ref(), &[(key.as_str(), body.as_slice())]).await;
+                }
+            })
+            .await;
+        println!(
+            "seeded {objects} objects, {:.1} MB, in {:.1} s",
+            total_bytes as f64 / 1e6,
+            seeding.elapsed().as_secs_f64()
+        );
+        (Some(storage), None, sts)
+    };
+    let (storage_url, storage_name) = match (&emulator, &in_memory) {
+        (Some(e), _) => (e.url(), e.name.to_string()),
+        (None, Some(m)) => (
+            m.url(),
+            "in memory, in the bench's process (its CPU is the service's)".to_owned(),
+        ),
+        (None, None) => unreachable!("one storage or the other is started"),
+    };
+    let env = storage_env(&storage_url, sts.as_ref().map(|s| s.url()).as_deref());
+    println!("storage: {storage_name}");
 
     // Moto gets priority for the reference and the scan alike (see `cpu::prioritize_storage`).
     let priority = cpu::prioritize_storage();

@@ -2,7 +2,8 @@
 //! storing: a million objects cost no disk, no seeding and no memory beyond the objects that
 //! [`SyntheticS3::change`] has changed.
 //!
-//! Object `n` (from 0) is `events/{n:07}.ndjson` ([`SyntheticS3::key`]): the zero-padded index
+//! Object `n` (from 0) is `events/{n:07}.ndjson` ([`SyntheticS3::key`]), or another extension
+//! than `ndjson` where the caller names one ([`SyntheticS3::start_with`]): the zero-padded index
 //! makes the listing order the index order, so every ListObjectsV2 page is found by binary search
 //! over the index (O(log n) keys formatted, then one entry per key answered) and never walks the
 //! bucket, as s3s-fs (which reads the whole directory for every page) and moto (one Python core)
@@ -87,6 +88,19 @@ impl SyntheticS3 {
         secret: &str,
         body: impl Fn(usize) -> Vec<u8> + Send + Sync + 'static,
     ) -> Self {
+        Self::start_with(bucket, objects, key_id, secret, "ndjson", body).await
+    }
+
+    /// [`SyntheticS3::start`], with keys ending in `.{extension}` instead of `.ndjson`: the
+    /// extension tells detection how to read a body (`log`, `csv`, ...).
+    pub async fn start_with(
+        bucket: &str,
+        objects: usize,
+        key_id: &str,
+        secret: &str,
+        extension: &'static str,
+        body: impl Fn(usize) -> Vec<u8> + Send + Sync + 'static,
+    ) -> Self {
         assert!(
             objects <= MAX_OBJECTS,
             "at most {MAX_OBJECTS} objects have seven-digit keys"
@@ -94,6 +108,7 @@ impl SyntheticS3 {
         let generated = Arc::new(Generated {
             bucket: bucket.to_owned(),
             objects,
+            extension,
             body: Box::new(body),
             size: OnceLock::new(),
             versions: Mutex::default(),
@@ -142,9 +157,16 @@ impl SyntheticS3 {
         self.bucket.lists.load(Ordering::Relaxed)
     }
 
-    /// The key of object `n`. Keys sort as their indexes do.
+    /// The key of object `n` in a bucket started with [`SyntheticS3::start`]. Keys sort as
+    /// their indexes do.
     pub fn key(n: usize) -> String {
-        format!("events/{n:07}.ndjson")
+        key(n, "ndjson")
+    }
+
+    /// The key of object `n` in a bucket started with [`SyntheticS3::start_with`] and
+    /// `extension`.
+    pub fn key_with(n: usize, extension: &str) -> String {
+        key(n, extension)
     }
 
     /// Object `n`'s content as it is now: `body(n)`, or, once changed, `body(n)` and one line
@@ -203,6 +225,8 @@ async fn serve(listener: tokio::net::TcpListener, service: s3s::service::S3Servi
 struct Generated {
     bucket: String,
     objects: usize,
+    /// What every key ends with, after a dot.
+    extension: &'static str,
     body: Box<dyn Fn(usize) -> Vec<u8> + Send + Sync>,
     /// The length of `body(n)`, when the caller declared it ([`SyntheticS3::sized`]).
     size: OnceLock<Box<dyn Fn(usize) -> usize + Send + Sync>>,
@@ -256,7 +280,10 @@ impl Generated {
 
     /// The index of the object named `key`, when there is one.
     fn index(&self, key: &str) -> Option<usize> {
-        let digits = key.strip_prefix("events/")?.strip_suffix(".ndjson")?;
+        let digits = key
+            .strip_prefix("events/")?
+            .strip_suffix(self.extension)?
+            .strip_suffix('.')?;
         if digits.len() != 7 || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
@@ -280,12 +307,22 @@ impl Generated {
     }
 }
 
+/// The key of object `n` among keys ending in `.{extension}`.
+fn key(n: usize, extension: &str) -> String {
+    format!("events/{n:07}.{extension}")
+}
+
 /// The first index in `lo..hi` whose key fails `before`, for a `before` that holds for a
 /// leading run of the keys and fails for the rest (keys sort as their indexes do).
-fn first_not(mut lo: usize, mut hi: usize, before: impl Fn(&str) -> bool) -> usize {
+fn first_not(
+    extension: &str,
+    mut lo: usize,
+    mut hi: usize,
+    before: impl Fn(&str) -> bool,
+) -> usize {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if before(&SyntheticS3::key(mid)) {
+        if before(&key(mid, extension)) {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -344,8 +381,10 @@ impl S3 for Service {
         let prefix = input.prefix.as_deref().unwrap_or("");
         let delimiter = input.delimiter.as_deref().filter(|d| !d.is_empty());
         // The keys under the prefix are one run of indexes: `begin..end`.
-        let begin = first_not(0, bucket.objects, |k| k < prefix);
-        let end = first_not(begin, bucket.objects, |k| k.starts_with(prefix));
+        let begin = first_not(bucket.extension, 0, bucket.objects, |k| k < prefix);
+        let end = first_not(bucket.extension, begin, bucket.objects, |k| {
+            k.starts_with(prefix)
+        });
         // A continuation token is the index to go on from; start-after is a key, which need
         // not exist. S3 ignores start-after once there is a token.
         let start_after = match &input.continuation_token {
@@ -362,7 +401,7 @@ impl S3 for Service {
                     )
                 })?
                 .clamp(begin, end),
-            (None, Some(after)) => first_not(begin, end, |k| k <= after),
+            (None, Some(after)) => first_not(bucket.extension, begin, end, |k| k <= after),
             (None, None) => begin,
         };
         let mut indexes = Vec::new();
@@ -371,10 +410,10 @@ impl S3 for Service {
             // With a delimiter, the keys that share the part up to the first delimiter after
             // the prefix roll up into that common prefix, one entry for the whole run.
             if let Some(d) = delimiter {
-                let key = SyntheticS3::key(n);
+                let key = key(n, bucket.extension);
                 if let Some(at) = key[prefix.len()..].find(d) {
                     let common = key[..prefix.len() + at + d.len()].to_owned();
-                    n = first_not(n, end, |k| k.starts_with(&common));
+                    n = first_not(bucket.extension, n, end, |k| k.starts_with(&common));
                     // A start-after within the run comes after the common prefix itself.
                     if !start_after.is_some_and(|after| after.starts_with(&common)) {
                         common_prefixes.push(CommonPrefix {
@@ -402,7 +441,7 @@ impl S3 for Service {
             .into_iter()
             .zip(versions)
             .map(|(i, version)| Object {
-                key: Some(SyntheticS3::key(i)),
+                key: Some(key(i, bucket.extension)),
                 size: Some(bucket.size(i, version) as i64),
                 e_tag: Some(ETag::Strong(etag(i, version))),
                 last_modified: Some(modified(version)),
