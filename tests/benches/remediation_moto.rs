@@ -33,7 +33,6 @@ use base64::Engine as _;
 use diesel::QueryableByName;
 use diesel::sql_types::BigInt;
 use diesel_async::RunQueryDsl as _;
-use futures::StreamExt as _;
 use integration_tests::{Service, TestApp};
 use serde_json::json;
 use testkit::{emulators, seed};
@@ -166,14 +165,7 @@ async fn main() {
         .map(|(n, k)| (k.clone(), object(n, kb, ssns)))
         .collect();
     let total_bytes: usize = bodies.iter().map(|(_, b)| b.len()).sum();
-    futures::stream::iter(bodies)
-        .for_each_concurrent(8, |(key, body)| {
-            let store = store.clone();
-            async move {
-                seed::put_all(store.as_ref(), &[(key.as_str(), body.as_slice())]).await;
-            }
-        })
-        .await;
+    seed::put_concurrently(&store, bodies, 8).await;
     println!(
         "seeded {objects} objects of {kb} KiB with {ssns} SSNs each, {:.1} MB",
         total_bytes as f64 / 1e6

@@ -359,14 +359,7 @@ async fn main() {
         };
         let store = seed::s3_bucket(&storage.url(), BUCKET).await;
         let seeding = Instant::now();
-        futures::stream::iter(bodies)
-            .for_each_concurrent(8, |(key, body)| {
-                let store = store.clone();
-                async move {
-                    seed::put_all(store.as_ref(), &[(key.as_str(), body.as_slice())]).await;
-                }
-            })
-            .await;
+        seed::put_concurrently(&store, bodies, 8).await;
         println!(
             "seeded {objects} objects, {:.1} MB, in {:.1} s",
             total_bytes as f64 / 1e6,

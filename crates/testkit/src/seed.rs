@@ -415,6 +415,33 @@ pub async fn attributes_of(store: &dyn ObjectStore, key: &str) -> Attributes {
         .attributes
 }
 
+/// Writes each `(key, content)` to `store` as [`put_all`] does, `at_once` of them at a time:
+/// how the benchmarks fill a bucket with thousands of objects.
+pub async fn put_concurrently(
+    store: &Arc<dyn ObjectStore>,
+    objects: Vec<(String, Vec<u8>)>,
+    at_once: usize,
+) {
+    let queue = Arc::new(std::sync::Mutex::new(objects));
+    let mut writers = tokio::task::JoinSet::new();
+    for _ in 0..at_once.max(1) {
+        let (store, queue) = (store.clone(), queue.clone());
+        writers.spawn(async move {
+            loop {
+                let next = queue
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .pop();
+                let Some((key, body)) = next else { return };
+                put_all(store.as_ref(), &[(key.as_str(), body.as_slice())]).await;
+            }
+        });
+    }
+    while let Some(done) = writers.join_next().await {
+        done.unwrap_or_else(|e| panic!("seeding the bucket: {e}"));
+    }
+}
+
 /// Writes each `(key, content)` to `store`, with a content type (moto stores an empty object
 /// for a PUT without one).
 pub async fn put_all(store: &dyn ObjectStore, objects: &[(&str, &[u8])]) {
