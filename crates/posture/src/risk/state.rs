@@ -281,8 +281,14 @@ pub async fn record_batch(
     // (tenant, bucket, key); the connector is compared with IS NOT DISTINCT FROM, which no
     // index serves, so that the connector's index (tenant, connector, …) never looks as narrow
     // to a planner without statistics (migration 000050).
-    let gone: Vec<CategoryRow> = db::sql(
-        "DELETE FROM governance_finding_risk r
+    // Finding risk is only ever written here, beside its object's row: when none of these
+    // objects had a row (their first scan), none has finding risk to replace, and the
+    // connector's lock keeps it so until this transaction ends.
+    let gone: Vec<CategoryRow> = if previous.is_empty() {
+        Vec::new()
+    } else {
+        db::sql(
+            "DELETE FROM governance_finding_risk r
           WHERE r.tenant_id = $1 AND r.finding_id = ANY(ARRAY(
                 SELECT x.finding_id
                   FROM unnest($3::text[], $4::text[]) AS b(bucket, object_key)
@@ -293,13 +299,14 @@ pub async fn record_batch(
                           AND x.connector_id IS NOT DISTINCT FROM $2
                        OFFSET 0) x))
          RETURNING r.category, r.occurrences",
-    )
-    .bind::<Text, _>(tenant.as_str())
-    .bind::<SqlUuid, _>(connector.as_uuid())
-    .bind::<Array<Text>, _>(&all_buckets)
-    .bind::<Array<Text>, _>(&all_keys)
-    .load(conn)
-    .await?;
+        )
+        .bind::<Text, _>(tenant.as_str())
+        .bind::<SqlUuid, _>(connector.as_uuid())
+        .bind::<Array<Text>, _>(&all_buckets)
+        .bind::<Array<Text>, _>(&all_keys)
+        .load(conn)
+        .await?
+    };
     finding_rows.write(conn, tenant, connector, now).await?;
     let mut by_category: HashMap<&str, i64> = HashMap::new();
     for row in &gone {
