@@ -186,6 +186,30 @@ fn object(n: usize, kb: usize) -> Vec<u8> {
     text.into_bytes()
 }
 
+/// What serves the bench's bucket, for the whole run.
+enum Storage {
+    /// moto or s3s-fs, in a process of its own.
+    Emulator(emulators::Emulator),
+    /// The synthetic server, in this process, holding the corpus in memory.
+    Memory(SyntheticS3),
+}
+
+impl Storage {
+    fn url(&self) -> String {
+        match self {
+            Storage::Emulator(e) => e.url(),
+            Storage::Memory(m) => m.url(),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Storage::Emulator(e) => e.name,
+            Storage::Memory(_) => "in memory, in the bench's process (its CPU is the service's)",
+        }
+    }
+}
+
 fn connector_config() -> serde_json::Value {
     json!({
         "role_arn": "arn:aws:iam::123456789012:role/dps-scanner",
@@ -333,7 +357,7 @@ async fn main() {
     let engine_bodies = bodies.clone();
     let total_bytes: usize = bodies.iter().map(|(_, b)| b.len()).sum();
     let root = std::env::temp_dir().join(format!("dps-bench-s3s-{}", std::process::id()));
-    let (emulator, in_memory, sts) = if memory {
+    let (storage, sts) = if memory {
         let held: Arc<Vec<Vec<u8>>> = Arc::new(bodies.into_iter().map(|(_, b)| b).collect());
         let sizes = held.clone();
         let served = SyntheticS3::start_with(
@@ -347,7 +371,7 @@ async fn main() {
         .await
         .sized(move |n| sizes[n].len());
         let sts = testkit::identity::sts(seed::MOTO_KEY_ID, seed::MOTO_SECRET);
-        (None, Some(served), Some(sts))
+        (Storage::Memory(served), Some(sts))
     } else {
         let (storage, sts) = if s3s {
             std::fs::create_dir_all(&root).unwrap();
@@ -365,18 +389,10 @@ async fn main() {
             total_bytes as f64 / 1e6,
             seeding.elapsed().as_secs_f64()
         );
-        (Some(storage), None, sts)
+        (Storage::Emulator(storage), sts)
     };
-    let (storage_url, storage_name) = match (&emulator, &in_memory) {
-        (Some(e), _) => (e.url(), e.name.to_string()),
-        (None, Some(m)) => (
-            m.url(),
-            "in memory, in the bench's process (its CPU is the service's)".to_owned(),
-        ),
-        (None, None) => unreachable!("one storage or the other is started"),
-    };
-    let env = storage_env(&storage_url, sts.as_ref().map(|s| s.url()).as_deref());
-    println!("storage: {storage_name}");
+    let env = storage_env(&storage.url(), sts.as_ref().map(|s| s.url()).as_deref());
+    println!("storage: {}", storage.name());
 
     // Moto gets priority for the reference and the scan alike (see `cpu::prioritize_storage`).
     let priority = cpu::prioritize_storage();
