@@ -126,37 +126,62 @@ async fn tokenize_rate(
     .await
 }
 
-/// One reference row of `mode`, `n` of its run: the columns a tokenize of that mode writes,
-/// as wide as the service writes them.
+/// The columns a tokenize of `mode` writes for row `n` of a run, as wide as the service
+/// writes them (the fingerprint is left out: surrogates only).
+struct Reference {
+    token_id: uuid::Uuid,
+    token: String,
+    pii_type: &'static str,
+    mode: &'static str,
+    /// The nonce, the sealed payload (a format byte, a currency length, the value), the tag.
+    ciphertext: Vec<u8>,
+    /// None for a randomized row, which is found by its token id.
+    lookup: Option<uuid::Uuid>,
+}
+
+fn reference(mode: &str, n: usize) -> Reference {
+    let (token, pii_type, mode, value_len) = match mode {
+        "deterministic" => (format!("dtk_{n:032}"), "us_ssn", "deterministic", 9),
+        "randomized" => (
+            format!("rtk_{}", uuid::Uuid::new_v4().simple()),
+            "email",
+            "randomized",
+            22,
+        ),
+        _ => (ssn(n), "us_ssn", "format_preserving", 9),
+    };
+    Reference {
+        token_id: uuid::Uuid::now_v7(),
+        token,
+        pii_type,
+        mode,
+        ciphertext: vec![7u8; 12 + 2 + value_len + 16],
+        lookup: (mode != "randomized").then(uuid::Uuid::new_v4),
+    }
+}
+
+/// One reference row of `mode`, `n` of its run, in COPY's binary format.
 fn reference_row(mode: &str, n: usize, out: &mut Vec<u8>) {
     let text = |out: &mut Vec<u8>, v: &[u8]| {
         out.extend_from_slice(&(v.len() as i32).to_be_bytes());
         out.extend_from_slice(v);
     };
     let null = |out: &mut Vec<u8>| out.extend_from_slice(&(-1i32).to_be_bytes());
-    let random = uuid::Uuid::new_v4();
-    let (token, pii_type) = match mode {
-        "deterministic" => (format!("dtk_{:032}", n), "us_ssn"),
-        "randomized" => (format!("rtk_{}", random.simple()), "email"),
-        _ => (ssn(n), "us_ssn"),
-    };
+    let row = reference(mode, n);
     out.extend_from_slice(&11i16.to_be_bytes());
     text(out, b"bench");
-    text(out, uuid::Uuid::now_v7().as_bytes());
-    text(out, token.as_bytes());
-    text(out, pii_type.as_bytes());
-    text(out, mode.as_bytes());
+    text(out, row.token_id.as_bytes());
+    text(out, row.token.as_bytes());
+    text(out, row.pii_type.as_bytes());
+    text(out, row.mode.as_bytes());
     text(out, uuid::Uuid::nil().as_bytes());
     text(out, &1i32.to_be_bytes());
-    null(out); // fingerprint: surrogates only
+    null(out); // fingerprint
     text(out, &1i32.to_be_bytes());
-    // nonce, the sealed payload (a format byte, a currency length, the value), the tag
-    let payload = if mode == "randomized" { 2 + 22 } else { 2 + 9 };
-    text(out, &vec![7u8; 12 + payload + 16]);
-    if mode == "randomized" {
-        null(out); // found by its token id
-    } else {
-        text(out, uuid::Uuid::new_v4().as_bytes());
+    text(out, &row.ciphertext);
+    match row.lookup {
+        Some(lookup) => text(out, lookup.as_bytes()),
+        None => null(out),
     }
 }
 
@@ -263,35 +288,19 @@ async fn statement_rate(url: &str, mode: &str, batches: usize, clients: usize) -
         ciphertexts: Vec<Vec<u8>>,
         lookups: Vec<Option<uuid::Uuid>>,
     }
-    let (pii_type, payload) = if mode == "randomized" {
-        ("email", 2 + 22)
-    } else {
-        ("us_ssn", 2 + 9)
-    };
-    let mode: &'static str = match mode {
-        "deterministic" => "deterministic",
-        "randomized" => "randomized",
-        _ => "format_preserving",
-    };
     let batches: Vec<Batch> = (0..batches)
         .map(|b| {
-            let n = b * BATCH;
+            let rows: Vec<Reference> = (b * BATCH..(b + 1) * BATCH)
+                .map(|n| reference(mode, n))
+                .collect();
             Batch {
-                token_ids: (0..BATCH).map(|_| uuid::Uuid::now_v7()).collect(),
-                tokens: (n..n + BATCH)
-                    .map(|i| match mode {
-                        "deterministic" => format!("dtk_{i:032}"),
-                        "randomized" => format!("rtk_{}", uuid::Uuid::new_v4().simple()),
-                        _ => ssn(i),
-                    })
-                    .collect(),
-                pii_types: vec![pii_type; BATCH],
-                modes: vec![mode; BATCH],
+                token_ids: rows.iter().map(|r| r.token_id).collect(),
+                pii_types: rows.iter().map(|r| r.pii_type).collect(),
+                modes: rows.iter().map(|r| r.mode).collect(),
                 fingerprints: vec![None; BATCH],
-                ciphertexts: vec![vec![7u8; 12 + payload + 16]; BATCH],
-                lookups: (0..BATCH)
-                    .map(|_| (mode != "randomized").then(uuid::Uuid::new_v4))
-                    .collect(),
+                lookups: rows.iter().map(|r| r.lookup).collect(),
+                tokens: rows.iter().map(|r| r.token.clone()).collect(),
+                ciphertexts: rows.into_iter().map(|r| r.ciphertext).collect(),
             }
         })
         .collect();
