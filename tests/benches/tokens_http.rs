@@ -3,7 +3,8 @@
 //!
 //! `cargo bench -p integration-tests --bench tokens_http` (add `-- --quick` for a short run;
 //! `BENCH_CLIENTS` and `BENCH_HTTP_WORKERS` change the defaults of 4 clients and 2 workers;
-//! `BENCH_MODE=<mode> BENCH_BATCHES=<n>` tokenizes in one mode alone, for a profiler).
+//! `BENCH_MODE=<mode> BENCH_BATCHES=<n>` tokenizes in one mode alone, for a profiler, and
+//! `BENCH_DRY_RUN=1` with it makes those calls dry runs, which write nothing).
 //! It starts a Postgres cluster with production durability (fsync, synchronous commit and
 //! full-page writes on) and tokens-api in-process, and prints a table that docs/BENCHMARKS.md
 //! records.
@@ -100,7 +101,14 @@ async fn tokenize_rate(
     let bodies: Vec<Vec<u8>> = (0..batches)
         .map(|b| serde_json::to_vec(&batch(policy, mode, offset + b * BATCH)).unwrap())
         .collect();
-    let url = app.url("/tokenize");
+    // A dry run (`BENCH_DRY_RUN`) seals and writes nothing: what is left is the work before
+    // the write (HTTP, JSON, admission, normalization, MAC or FF1, the response).
+    let dry_run = std::env::var_os("BENCH_DRY_RUN").is_some();
+    let url = app.url(if dry_run {
+        "/tokenize?dry_run=true"
+    } else {
+        "/tokenize"
+    });
     timed(bodies, clients, |bodies, share| {
         let (http, url, key) = (app.http.clone(), url.clone(), key.to_owned());
         async move {
@@ -410,9 +418,14 @@ async fn main() {
             if only != mode {
                 continue;
             }
-            let (rate, _) =
+            let (rate, cpu) =
                 tokenize_rate(&app, &key, &policy, mode, batches, clients, offset).await;
-            println!("{mode:<18} {rate:>12.0} items/s");
+            let us = |s: f64| s * 1e6 / (batches * BATCH) as f64;
+            println!(
+                "{mode:<18} {rate:>12.0} items/s; CPU µs per item: postgres {:.2}, service and client {:.2}",
+                us(cpu.postgres),
+                us(cpu.service)
+            );
             return;
         }
         let (raw, _) = copy_rate(&app.db.url, mode, Target::Unindexed, batches, clients).await;
