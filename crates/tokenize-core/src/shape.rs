@@ -50,8 +50,10 @@ impl Slot {
 /// A written value split into fixed characters and variable slots.
 #[derive(Debug, Clone)]
 pub(crate) struct Shape {
-    chars: Vec<char>,
-    /// (index into `chars`, kind), in reading order.
+    /// The value as written, wiped when dropped. Its slots are ASCII letters and digits, so a
+    /// rendering changes single bytes and copies everything else as it is.
+    text: zeroize::Zeroizing<String>,
+    /// (byte offset into `text`, kind), in reading order.
     slots: Vec<(usize, Slot)>,
     /// Whether a rendering would copy a character that may carry the value: a digit outside
     /// ASCII anywhere, or a letter outside ASCII where the shape changes characters.
@@ -59,20 +61,20 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
-    /// Every ASCII letter and digit of `text` is variable, except those `keep` refuses.
+    /// Every ASCII letter and digit of `text` is variable, except those `keep` refuses
+    /// (`keep` is given each character's position in characters, not bytes).
     pub fn new(text: &str, keep: impl Fn(usize, char) -> bool) -> Self {
-        let chars: Vec<char> = text.chars().collect();
-        let slots = chars
-            .iter()
-            .enumerate()
-            .filter(|(i, c)| !keep(*i, **c))
-            .filter_map(|(i, c)| Slot::of(*c).map(|s| (i, s)))
-            .collect();
-        let foreign = chars.iter().enumerate().any(|(i, &c)| {
-            !c.is_ascii() && (c.is_numeric() || (c.is_alphanumeric() && !keep(i, c)))
-        });
+        let mut slots = Vec::with_capacity(text.len());
+        let mut foreign = false;
+        for (i, (at, c)) in text.char_indices().enumerate() {
+            let kept = keep(i, c);
+            if !kept && let Some(slot) = Slot::of(c) {
+                slots.push((at, slot));
+            }
+            foreign |= !c.is_ascii() && (c.is_numeric() || (c.is_alphanumeric() && !kept));
+        }
         Self {
-            chars,
+            text: zeroize::Zeroizing::new(text.to_owned()),
             slots,
             foreign,
         }
@@ -91,19 +93,24 @@ impl Shape {
 
     /// The current numeral of each slot.
     pub fn values(&self) -> Vec<u32> {
+        let bytes = self.text.as_bytes();
         self.slots
             .iter()
-            .map(|(i, s)| s.value(self.chars[*i]))
+            .map(|(at, s)| s.value(char::from(bytes[*at])))
             .collect()
     }
 
-    /// The text with the slots set to `values`.
+    /// The text with the slots set to `values` (slots past the end of `values` unchanged).
     pub fn render(&self, values: &[u32]) -> String {
-        let mut chars = self.chars.clone();
-        for ((i, slot), v) in self.slots.iter().zip(values) {
-            chars[*i] = slot.char(*v);
+        let mut out = String::with_capacity(self.text.len());
+        let mut slots = self.slots.iter().zip(values).peekable();
+        for (at, c) in self.text.char_indices() {
+            match slots.next_if(|((slot_at, _), _)| *slot_at == at) {
+                Some(((_, slot), v)) => out.push(slot.char(*v)),
+                None => out.push(c),
+            }
         }
-        chars.into_iter().collect()
+        out
     }
 
     /// How many values the slots can take, saturating at `u128::MAX`.
