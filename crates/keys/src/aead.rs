@@ -64,20 +64,26 @@ impl DataKey {
         aad: &[u8],
         plaintext: &[u8],
     ) -> Result<Vec<u8>, KeyError> {
-        let mut body = plaintext.to_vec();
-        let tag = self
-            .0
-            .seal_in_place_separate_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(aad),
-                &mut body,
-            )
-            .map_err(|_| KeyError::Crypto)?;
-        let mut out = Vec::with_capacity(NONCE_LEN + body.len() + tag.as_ref().len());
+        // Sealed where it will stay: one buffer, sized once, that holds the plaintext only
+        // until it is enciphered in place (and is wiped if that fails).
+        let mut out = Vec::with_capacity(NONCE_LEN + plaintext.len() + AES_256_GCM.tag_len());
         out.extend_from_slice(&nonce);
-        out.extend_from_slice(&body);
-        out.extend_from_slice(tag.as_ref());
-        Ok(out)
+        out.extend_from_slice(plaintext);
+        let sealed = self.0.seal_in_place_separate_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(aad),
+            &mut out[NONCE_LEN..],
+        );
+        match sealed {
+            Ok(tag) => {
+                out.extend_from_slice(tag.as_ref());
+                Ok(out)
+            }
+            Err(_) => {
+                zeroize::Zeroize::zeroize(&mut out);
+                Err(KeyError::Crypto)
+            }
+        }
     }
 
     /// Opens what [`DataKey::seal`] produced; fails on any change to the bytes or the

@@ -4,9 +4,17 @@ use crate::error::ValueError;
 
 /// The value with spaces and dashes removed, or `None` when anything else besides digits is
 /// left or the count is not `len`.
-fn digits_only(raw: &str, len: usize) -> Option<String> {
-    let kept: String = raw.chars().filter(|c| !matches!(c, '-' | ' ')).collect();
-    (kept.len() == len && kept.bytes().all(|b| b.is_ascii_digit())).then_some(kept)
+/// The `len` ASCII digits of `raw` once every character in `separators` is left out; `None`
+/// when anything else is there, or another number of digits. One allocation, of `len` bytes.
+fn digits_only(raw: &str, len: usize, separators: &[char]) -> Option<String> {
+    let mut kept = String::with_capacity(len);
+    for c in raw.chars().filter(|c| !separators.contains(c)) {
+        if !c.is_ascii_digit() || kept.len() == len {
+            return None;
+        }
+        kept.push(c);
+    }
+    (kept.len() == len).then_some(kept)
 }
 
 /// The SSA's rules for a number that can have been issued: the area (first three digits) is
@@ -27,7 +35,7 @@ pub fn ssn_is_issuable(digits: &[u8]) -> bool {
 pub fn us_ssn(raw: &str) -> Result<String, ValueError> {
     // Dots too (`078.05.1123`): detection finds SSNs written so, and remediation tokenizes what
     // detection found, as it was written.
-    let digits = digits_only(&raw.replace('.', "-"), 9).ok_or(ValueError::invalid(
+    let digits = digits_only(raw, 9, &['-', ' ', '.']).ok_or(ValueError::invalid(
         "a US SSN is 9 digits, optionally grouped with dashes, spaces or dots",
     ))?;
     let d = digits.as_bytes();
@@ -92,7 +100,7 @@ pub fn luhn_check_digit(payload: &[u8]) -> u8 {
 }
 
 pub fn ca_sin(raw: &str) -> Result<String, ValueError> {
-    let digits = digits_only(raw, 9).ok_or(ValueError::invalid(
+    let digits = digits_only(raw, 9, &['-', ' ']).ok_or(ValueError::invalid(
         "a Canadian SIN is 9 digits, optionally grouped with dashes or spaces",
     ))?;
     if digits.bytes().all(|b| b == b'0') {
@@ -153,6 +161,8 @@ mod tests {
             "1234567890",
             "123-45-678a",
             "123,45,6789",
+            "١٢٣-45-6789",
+            "123-45-67890",
         ] {
             assert!(us_ssn(bad).is_err(), "{bad}");
         }
@@ -164,6 +174,8 @@ mod tests {
         assert_eq!(ca_sin("046 454 286").unwrap(), "046454286");
         assert!(ca_sin("046 454 287").is_err());
         assert!(ca_sin("000 000 000").is_err());
+        // Dots are an SSN's separator only.
+        assert!(ca_sin("046.454.286").is_err());
         assert!(sin_is_issuable(b"130692544"));
         assert!(
             !sin_is_issuable(b"046454286"),

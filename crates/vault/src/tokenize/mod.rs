@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use crate::VaultError;
 use crate::policies;
-use prepare::{Prepared, prepare, rules};
+use prepare::{prepare, rules};
 pub use write::INSERT_ROWS;
 use write::{Outcomes, Written, preview, write};
 
@@ -443,8 +443,8 @@ async fn run(
     let rules = rules(&stored);
     for (index, item) in request.items.iter().enumerate() {
         match prepare(index, item, &stored, &rules, &keys, tenant)? {
-            Prepared::Ready(p) => pending.push(*p),
-            Prepared::Failed(failure) => results[index] = Some(ItemOutcome::Failed(failure)),
+            Ok(p) => pending.push(p),
+            Err(failure) => results[index] = Some(ItemOutcome::Failed(failure)),
         }
     }
     let any_failed = results.iter().flatten().next().is_some();
