@@ -64,7 +64,7 @@ impl Shape {
     /// Every ASCII letter and digit of `text` is variable, except those `keep` refuses
     /// (`keep` is given each character's position in characters, not bytes).
     pub fn new(text: &str, keep: impl Fn(usize, char) -> bool) -> Self {
-        let mut slots = Vec::with_capacity(text.len());
+        let mut slots = Vec::with_capacity(text.bytes().filter(u8::is_ascii_alphanumeric).count());
         let mut foreign = false;
         for (i, (at, c)) in text.char_indices().enumerate() {
             let kept = keep(i, c);

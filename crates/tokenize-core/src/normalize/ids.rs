@@ -2,8 +2,6 @@
 
 use crate::error::ValueError;
 
-/// The value with spaces and dashes removed, or `None` when anything else besides digits is
-/// left or the count is not `len`.
 /// The `len` ASCII digits of `raw` once every character in `separators` is left out; `None`
 /// when anything else is there, or another number of digits. One allocation, of `len` bytes.
 fn digits_only(raw: &str, len: usize, separators: &[char]) -> Option<String> {
