@@ -1713,6 +1713,8 @@ struct HoldingProxy {
     url: String,
     held: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     through: std::sync::Arc<tokio::sync::Semaphore>,
+    /// Every connection's task, to close them all between two runs (`close_all`).
+    connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
 }
 
 impl HoldingProxy {
@@ -1726,20 +1728,42 @@ impl HoldingProxy {
             .to_owned();
         let held = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let through = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
-        let (h, t) = (held.clone(), through.clone());
+        let connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>> =
+            std::sync::Arc::default();
+        let (h, t, c) = (
+            held.clone(),
+            through.clone(),
+            std::sync::Arc::clone(&connections),
+        );
         drop(tokio::spawn(async move {
             while let Ok((mut client, _)) = listener.accept().await {
                 let (held, through, upstream) = (h.clone(), t.clone(), upstream.clone());
-                drop(tokio::spawn(async move {
+                let task = tokio::spawn(async move {
                     held.fetch_add(1, Ordering::SeqCst);
                     through.acquire().await.unwrap().forget();
                     held.fetch_sub(1, Ordering::SeqCst);
                     let mut server = tokio::net::TcpStream::connect(upstream).await.unwrap();
                     let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                }));
+                });
+                c.lock().unwrap().push(task.abort_handle());
             }
         }));
-        HoldingProxy { url, held, through }
+        HoldingProxy {
+            url,
+            held,
+            through,
+            connections,
+        }
+    }
+
+    /// Closes every connection, waiting or let through, and gives the client time to see it:
+    /// one the client opened while reusing another (connections race) can sit idle in its pool,
+    /// already let through, and a later run's request on it would never wait here.
+    async fn close_all(&self) {
+        for task in self.connections.lock().unwrap().drain(..) {
+            task.abort();
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
     }
 
     fn held(&self) -> usize {
@@ -1824,6 +1848,7 @@ async fn the_executor_holds_no_connection_while_it_waits_on_the_storage() {
     assert_eq!(status(&mut conn).await, ["receipted"]);
 
     // The expiry sweeper too: the snapshot's delete waits with the connection free.
+    proxy.close_all().await;
     diesel::sql_query("UPDATE remediation_runs SET undo_until = now() - interval '1 second'")
         .execute(&mut conn)
         .await
