@@ -1764,6 +1764,10 @@ impl HoldingProxy {
             task.abort();
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
+        // A connection aborted while it waited never counted itself out, and no permit may
+        // be left over for the next run: either would let a call pass without the check.
+        self.held.store(0, std::sync::atomic::Ordering::SeqCst);
+        self.through.forget_permits(usize::MAX);
     }
 
     fn held(&self) -> usize {
